@@ -1,0 +1,99 @@
+// gpusched/cluster/cluster.hpp — an in-memory cluster and job list implementing the views.
+//
+// For tools, tests and the simulator: `Cluster` and `Job` own their data (the JSON readers in
+// gpusched/io build them). An orchestrator that keeps its own structures implements the views
+// directly instead (examples/embed_orchestrator.cpp).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpusched/cluster/views.hpp"
+
+namespace gpusched {
+
+struct GpuSpec {
+  std::string model;
+  MilliGpu used_milli = 0;
+  Bytes used_memory = 0;
+  bool healthy = true;
+};
+
+struct NodeSpec {
+  std::string name;
+  MilliCpu cpu = 0;           // capacity
+  Bytes memory = 0;           // capacity
+  MilliCpu cpu_used = 0;
+  Bytes memory_used = 0;
+  std::vector<GpuSpec> gpus;
+  std::vector<std::pair<std::string, std::string>> labels;
+  bool schedulable = true;
+  bool healthy = true;
+};
+
+class Cluster final : public ClusterView {
+ public:
+  Cluster() = default;
+  explicit Cluster(std::vector<NodeSpec> nodes) : nodes_(std::move(nodes)) {}
+
+  std::vector<NodeSpec>& nodes() { return nodes_; }
+  const std::vector<NodeSpec>& nodes() const { return nodes_; }
+
+  std::size_t node_count() const override { return nodes_.size(); }
+  std::string_view node_name(std::size_t n) const override { return nodes_[n].name; }
+  NodeResources node_resources(std::size_t n) const override {
+    const auto& s = nodes_[n];
+    return {s.cpu, s.cpu - s.cpu_used, s.memory, s.memory - s.memory_used};
+  }
+  std::size_t gpu_count(std::size_t n) const override { return nodes_[n].gpus.size(); }
+  GpuInfo gpu(std::size_t n, std::size_t g) const override {
+    const auto& s = nodes_[n].gpus[g];
+    return {s.model, kMilliPerGpu - s.used_milli, s.used_memory, s.healthy};
+  }
+  bool schedulable(std::size_t n) const override { return nodes_[n].schedulable; }
+  bool healthy(std::size_t n) const override { return nodes_[n].healthy; }
+  std::size_t label_count(std::size_t n) const override { return nodes_[n].labels.size(); }
+  Label label(std::size_t n, std::size_t i) const override {
+    return {nodes_[n].labels[i].first, nodes_[n].labels[i].second};
+  }
+
+ private:
+  std::vector<NodeSpec> nodes_;
+};
+
+struct TaskGroupSpec {
+  std::string name;
+  std::int32_t replicas = 1;
+  std::int32_t min_replicas = -1;
+  TaskShape shape;
+  std::vector<std::string> allowed_models;
+  std::vector<std::pair<std::string, std::string>> selector;
+};
+
+class Job final : public JobView {
+ public:
+  std::string job_name;
+  std::string queue_name;
+  std::int32_t job_priority = 0;
+  std::vector<TaskGroupSpec> groups;
+
+  std::string_view name() const override { return job_name; }
+  std::string_view queue() const override { return queue_name; }
+  std::int32_t priority() const override { return job_priority; }
+  std::size_t group_count() const override { return groups.size(); }
+  TaskGroupInfo group(std::size_t g) const override {
+    const auto& s = groups[g];
+    return {s.name, s.replicas, s.min_replicas, s.shape};
+  }
+  std::size_t allowed_model_count(std::size_t g) const override { return groups[g].allowed_models.size(); }
+  std::string_view allowed_model(std::size_t g, std::size_t i) const override {
+    return groups[g].allowed_models[i];
+  }
+  std::size_t selector_count(std::size_t g) const override { return groups[g].selector.size(); }
+  Label selector(std::size_t g, std::size_t i) const override {
+    return {groups[g].selector[i].first, groups[g].selector[i].second};
+  }
+};
+
+}  // namespace gpusched

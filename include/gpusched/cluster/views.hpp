@@ -1,0 +1,99 @@
+// gpusched/cluster/views.hpp — the integration boundary: `ClusterView` and `JobView`.
+//
+// An orchestrator keeps its own state (an informer cache, a Slurm node table, a Ray GCS view). To ask
+// gpusched anything it implements these two small read-only interfaces over that state, without
+// copying it: every accessor returns a small value or a `std::string_view` into the caller's memory,
+// valid for the duration of the call into gpusched. The library never mutates the views.
+//
+//   class MyCluster : public gpusched::ClusterView { ... node_count(), node_name(n), ... };
+//   auto state = gpusched::ClusterState::build(my_cluster, gpusched::GpuModelRegistry::builtin());
+//
+// Hot paths never go back to the views: `ClusterState::build` reads them once into an indexed
+// snapshot that decisions then update incrementally (see cluster_state.hpp). examples/
+// embed_orchestrator.cpp is a complete, tested implementation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "gpusched/core/quantity.hpp"
+
+namespace gpusched {
+
+using Label = std::pair<std::string_view, std::string_view>;
+
+// Host resources of one node: what it has and what is free now.
+struct NodeResources {
+  MilliCpu cpu_capacity = 0;
+  MilliCpu cpu_free = 0;
+  Bytes memory_capacity = 0;
+  Bytes memory_free = 0;
+};
+
+// One GPU of a node as the orchestrator sees it now.
+struct GpuInfo {
+  std::string_view model;           // a name or alias known to the GpuModelRegistry
+  MilliGpu free_milli = kMilliPerGpu;  // free share: 1000 = idle, 0 = fully taken
+  Bytes used_memory = 0;            // GPU memory taken (free = the model's memory - this)
+  bool healthy = true;
+};
+
+class ClusterView {
+ public:
+  virtual ~ClusterView() = default;
+  virtual std::size_t node_count() const = 0;
+  virtual std::string_view node_name(std::size_t node) const = 0;
+  virtual NodeResources node_resources(std::size_t node) const = 0;
+  virtual std::size_t gpu_count(std::size_t node) const = 0;
+  virtual GpuInfo gpu(std::size_t node, std::size_t gpu) const = 0;
+  // Cordoned nodes are not schedulable; failed nodes are not healthy. Neither takes new work.
+  virtual bool schedulable(std::size_t /*node*/) const { return true; }
+  virtual bool healthy(std::size_t /*node*/) const { return true; }
+  virtual std::size_t label_count(std::size_t /*node*/) const { return 0; }
+  virtual Label label(std::size_t /*node*/, std::size_t /*index*/) const { return {}; }
+};
+
+// What one task (one replica of a task group) asks for.
+//
+// `gpus` whole GPUs, each with `gpu_milli` of its share. A shared-GPU task has gpus == 1 and
+// 0 < gpu_milli < 1000 (the Alibaba trace's num_gpu/gpu_milli); a multi-GPU task takes whole GPUs
+// (gpu_milli == 1000). `gpu_memory` is per GPU and optional (0 = no memory constraint).
+struct TaskShape {
+  MilliCpu cpu = 0;
+  Bytes memory = 0;
+  GpuCount gpus = 0;
+  MilliGpu gpu_milli = 0;
+  Bytes gpu_memory = 0;
+
+  constexpr bool needs_gpu() const { return gpus > 0 && gpu_milli > 0; }
+  constexpr bool shares_gpu() const { return gpus == 1 && gpu_milli > 0 && gpu_milli < kMilliPerGpu; }
+  constexpr MilliGpu total_gpu_milli() const { return needs_gpu() ? gpus * gpu_milli : 0; }
+  friend constexpr bool operator==(const TaskShape&, const TaskShape&) = default;
+};
+
+struct TaskGroupInfo {
+  std::string_view name;
+  std::int32_t replicas = 1;
+  std::int32_t min_replicas = -1;  // -1 = all replicas (a rigid gang)
+  TaskShape shape;
+};
+
+class JobView {
+ public:
+  virtual ~JobView() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view queue() const { return {}; }
+  virtual std::int32_t priority() const { return 0; }
+  virtual std::size_t group_count() const = 0;
+  virtual TaskGroupInfo group(std::size_t group) const = 0;
+  // Allowed GPU models of a group (an OR-list); none listed = any model.
+  virtual std::size_t allowed_model_count(std::size_t /*group*/) const { return 0; }
+  virtual std::string_view allowed_model(std::size_t /*group*/, std::size_t /*index*/) const { return {}; }
+  // Node-label selector of a group: every (key, value) must be a label of the node.
+  virtual std::size_t selector_count(std::size_t /*group*/) const { return 0; }
+  virtual Label selector(std::size_t /*group*/, std::size_t /*index*/) const { return {}; }
+};
+
+}  // namespace gpusched

@@ -1,0 +1,172 @@
+// gpusched/packing/policy.hpp — node selection for one task: Filter -> Score -> Select.
+//
+// A `PlacementPolicy` answers "which node should this task go to?" over a `ClusterState`. The
+// common shape, as in the Kubernetes scheduling framework, is
+//
+//   Filter   nodes that can take the task now (`ClusterState::check_fit`);
+//   Score    each remaining node (an integer, higher is better);
+//   Select   the highest score; ties go to the lowest node id (the order of the cluster view), or,
+//            for policies built with a seed, to the first node of a seeded permutation.
+//
+// Which GPU indices the task takes on the chosen node is a separate, replaceable step: a
+// `GpuPicker` (the default takes the lowest-index idle GPUs, and for a shared task the GPU whose
+// free share fits most tightly).
+//
+// Policies never scan every node when the index can answer: candidates come from the state's
+// buckets of nodes with k idle GPUs (see cluster_state.hpp). Best-fit, first-fit and worst-fit walk
+// the buckets in their preference order and stop at the first fitting node; scoring policies visit
+// only buckets that can fit the task. The built-in policies:
+//
+//   first-fit         the lowest-id node that fits
+//   best-fit          least idle GPUs left on the node after placing (then least free CPU)
+//   worst-fit/spread  most idle GPUs left
+//   most-allocated    Kubernetes NodeResourcesFit MostAllocated: mean over CPU, memory and GPU of
+//                     (used + request) / capacity, higher preferred (packs)
+//   least-allocated   NodeResourcesFit LeastAllocated: mean of (free - request) / capacity (spreads)
+//   dot-product       Tetris (Grandl et al., SIGCOMM'14): alignment of the request vector with the
+//                     node's free vector, both normalised by the node's capacity
+//   random            a uniformly random fitting node, from a seeded generator
+//
+// Policies are deterministic functions of (state, request) except `random`, whose generator is
+// the policy's only state and is seeded.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusched/cluster/cluster_state.hpp"
+
+namespace gpusched {
+
+// Chooses the GPU indices a task takes on a node that fits it.
+class GpuPicker {
+ public:
+  virtual ~GpuPicker() = default;
+  // Fills `out` (node, gpus, amounts) or returns false when the node cannot take the task.
+  virtual bool pick(const ClusterState& state, NodeId node, const TaskRequest& request,
+                    TaskAssignment& out) const = 0;
+};
+
+// Whole GPUs: the lowest-index idle GPUs of an allowed model. Shared: the GPU of an allowed model
+// with the least free share that still fits (ties to the lowest index), so that partly used GPUs
+// fill before idle ones are broken.
+class LowestIndexGpuPicker final : public GpuPicker {
+ public:
+  bool pick(const ClusterState& state, NodeId node, const TaskRequest& request,
+            TaskAssignment& out) const override;
+};
+
+// Fills the amounts of an assignment from the request (helper for pickers).
+TaskAssignment make_assignment(NodeId node, const TaskRequest& request);
+
+class PlacementPolicy {
+ public:
+  virtual ~PlacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // The chosen node, or kNoNode when no node fits.
+  virtual NodeId select(const ClusterState& state, const TaskRequest& request) const = 0;
+  // The GPU step; policies may override it (the default is LowestIndexGpuPicker).
+  virtual const GpuPicker& gpu_picker() const;
+};
+
+// A policy defined by a per-node score (higher is better). `select` filters the candidate nodes
+// the index yields, scores them and returns the best, ties to the lowest node id.
+class ScoringPolicy : public PlacementPolicy {
+ public:
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+  virtual std::int64_t score(const ClusterState& state, NodeId node, const TaskRequest& request) const = 0;
+};
+
+// Calls f(node) for every eligible node that could fit `request` by its idle GPU count (a
+// superset of the fitting nodes, in increasing id order within each index bucket). For CPU-only
+// requests that is every eligible node. f returns false to stop early.
+template <class F>
+void for_each_candidate(const ClusterState& state, const TaskRequest& request, F&& f);
+
+class FirstFitPolicy final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "first-fit"; }
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+};
+
+class BestFitPolicy final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "best-fit"; }
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+};
+
+class WorstFitPolicy final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "worst-fit"; }
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+};
+
+class MostAllocatedPolicy final : public ScoringPolicy {
+ public:
+  std::string_view name() const override { return "most-allocated"; }
+  std::int64_t score(const ClusterState& state, NodeId node, const TaskRequest& request) const override;
+};
+
+class LeastAllocatedPolicy final : public ScoringPolicy {
+ public:
+  std::string_view name() const override { return "least-allocated"; }
+  std::int64_t score(const ClusterState& state, NodeId node, const TaskRequest& request) const override;
+};
+
+class DotProductPolicy final : public ScoringPolicy {
+ public:
+  std::string_view name() const override { return "dot-product"; }
+  std::int64_t score(const ClusterState& state, NodeId node, const TaskRequest& request) const override;
+};
+
+class RandomPolicy final : public PlacementPolicy {
+ public:
+  explicit RandomPolicy(std::uint64_t seed = 42) : rng_state_(seed) {}
+  std::string_view name() const override { return "random"; }
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+
+ private:
+  mutable std::uint64_t rng_state_;
+};
+
+// The policy names `make_policy` accepts, in a stable order.
+std::vector<std::string_view> policy_names();
+// Creates a policy by name ("best-fit", "spread" = "worst-fit", ...); nullptr for an unknown name.
+std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed = 42);
+
+// --- implementation of the template --------------------------------------------------------------
+
+template <class F>
+void for_each_candidate(const ClusterState& state, const TaskRequest& request, F&& f) {
+  const TaskShape& shape = request.shape;
+  const std::size_t n = state.node_count();
+  if (!shape.needs_gpu()) {
+    for (NodeId node = 0; node < n; ++node)
+      if (state.eligible(node) && !f(node)) return;
+    return;
+  }
+  const std::int32_t min_idle = shape.shares_gpu() ? 0 : shape.gpus;
+  for (std::uint8_t key : state.model_keys()) {
+    if (key == ClusterState::kNoGpuKey) continue;
+    if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
+    for (std::int32_t idle = std::max(min_idle, shape.shares_gpu() ? 1 : 0); idle <= state.max_gpus_per_node();
+         ++idle) {
+      const NodeBitset* bucket = state.idle_bucket(key, idle);
+      for (std::uint32_t node = bucket->first(); node != NodeBitset::kEnd; node = bucket->next(node + 1))
+        if (!f(static_cast<NodeId>(node))) return;
+    }
+  }
+  if (shape.shares_gpu()) {
+    // Nodes with no idle GPU can still take a share on a partly used GPU.
+    const NodeBitset& partial = state.partial_nodes();
+    for (std::uint32_t node = partial.first(); node != NodeBitset::kEnd; node = partial.next(node + 1))
+      if (state.idle_gpus(node) == 0 && !f(static_cast<NodeId>(node))) return;
+  }
+}
+
+}  // namespace gpusched

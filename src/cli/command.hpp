@@ -1,0 +1,34 @@
+// The gpusched tool's subcommand registry.
+//
+// Each src/cli/cmd_*.cpp registers its subcommands with a static `register_command(setup)`; main()
+// builds the CLI11 app from the registry. A command reports bad input by throwing `InputError`
+// (exit status 2, message on stderr, nothing on stdout); its callback sets the exit status otherwise.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace gpusched::cli {
+
+using CommandSetup = void (*)(CLI::App& app);
+
+// Adds a subcommand setup function; returns true so it can initialise a static.
+bool register_command(CommandSetup setup);
+
+// Bad input: message to stderr, exit status 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The exit status main() returns after the chosen subcommand's callback ran.
+void set_exit_status(int status);
+
+// Reads a whole file; throws InputError naming the path when it cannot.
+std::string read_file(const std::string& path);
+
+// Where the shipped data (data/) is: the source tree's at build time, else the installed copy.
+std::string data_dir();
+
+}  // namespace gpusched::cli

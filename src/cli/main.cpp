@@ -1,0 +1,64 @@
+// gpusched — the command-line tool. Subcommands live in src/cli/cmd_*.cpp.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace gpusched::cli {
+namespace {
+
+std::vector<CommandSetup>& registry() {
+  static std::vector<CommandSetup> setups;
+  return setups;
+}
+int g_exit_status = 0;
+
+}  // namespace
+
+bool register_command(CommandSetup setup) {
+  registry().push_back(setup);
+  return true;
+}
+
+void set_exit_status(int status) { g_exit_status = status; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) throw InputError(path + ": read error");
+  return out.str();
+}
+
+std::string data_dir() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;
+  if (fs::exists(GPUSCHED_DATA_DIR)) return GPUSCHED_DATA_DIR;
+  return GPUSCHED_INSTALLED_DATA_DIR;
+}
+
+}  // namespace gpusched::cli
+
+int main(int argc, char** argv) {
+  using namespace gpusched::cli;
+  CLI::App app{"gpusched: GPU-cluster scheduling policies as a tool (placement, MIG, topology, fair share, "
+               "policy benchmarks)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpusched 0.1.0");
+  // Setup functions may register in any static-initialisation order; present them sorted by name.
+  for (CommandSetup setup : registry()) setup(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "gpusched: error: %s\n", e.what());
+    return 2;
+  }
+  return g_exit_status;
+}

@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "gpusched/core/gpu_model.hpp"
+#include "gpusched/core/quantity.hpp"
+#include "gpusched/core/resources.hpp"
+
+using namespace gpusched;
+
+TEST_CASE("parse_quantity reads the Kubernetes forms") {
+  CHECK(*parse_quantity("8", QuantityUnit::kCount) == 8);
+  CHECK(*parse_quantity("500m", QuantityUnit::kMilli) == 500);
+  CHECK(*parse_quantity("2", QuantityUnit::kMilli) == 2000);
+  CHECK(*parse_quantity("0.5", QuantityUnit::kMilli) == 500);
+  CHECK(*parse_quantity("1.5", QuantityUnit::kMilli) == 1500);
+  CHECK(*parse_quantity("64Gi", QuantityUnit::kBytes) == 64 * kGiB);
+  CHECK(*parse_quantity("512Mi", QuantityUnit::kBytes) == 512 * kMiB);
+  CHECK(*parse_quantity("1G", QuantityUnit::kBytes) == 1000000000);
+  CHECK(*parse_quantity("1.5Gi", QuantityUnit::kBytes) == 3 * kGiB / 2);
+  CHECK(*parse_quantity("2k", QuantityUnit::kCount) == 2000);
+}
+
+TEST_CASE("parse_quantity rejects bad input with the text in the message") {
+  for (const char* bad : {"", "-2", "abc", "5x", "1.", "0.0001", "99999999999999999999Pi", "1..2"}) {
+    auto r = parse_quantity(bad, QuantityUnit::kMilli);
+    CAPTURE(bad);
+    if (std::string(bad) == "1.") {
+      // "1." is accepted by Kubernetes as 1: we follow.
+      CHECK(r.ok());
+      continue;
+    }
+    REQUIRE_FALSE(r.ok());
+    const std::string quoted = fmt::format("\"{}\"", bad);
+    CHECK(r.error().message.find(quoted) != std::string::npos);
+  }
+  CHECK_FALSE(parse_quantity("500m", QuantityUnit::kCount).ok());
+  CHECK_FALSE(parse_quantity("0.5", QuantityUnit::kBytes).ok());
+  CHECK_FALSE(parse_quantity("9223372036854775808", QuantityUnit::kCount).ok());
+  CHECK(*parse_quantity("9223372036854775807", QuantityUnit::kCount) == 9223372036854775807LL);
+  CHECK_FALSE(parse_quantity("9223372036854775807", QuantityUnit::kMilli).ok());
+}
+
+TEST_CASE("ResourceVector arithmetic and comparison") {
+  auto a = ResourceVector::of(1000, kGiB, 500);
+  auto b = ResourceVector::of(2000, 2 * kGiB, 1000);
+  CHECK(a.fits_within(b));
+  CHECK_FALSE(b.fits_within(a));
+  CHECK((b - a) == a);
+  CHECK((a + a) == ResourceVector::of(2000, 2 * kGiB, 1000));
+  CHECK((a - b).any_negative());
+  CHECK(ResourceVector{}.is_zero());
+  CHECK(a[Resource::kGpu] == 500);
+}
+
+TEST_CASE("GPU model registry: built-in rows, aliases, case, duplicates") {
+  auto r = GpuModelRegistry::builtin();
+  auto a100 = r.find("A100-SXM4-40GB");
+  REQUIRE(a100);
+  CHECK(r.model(*a100).memory == 40 * kGiB);
+  CHECK(r.model(*a100).mig_capable);
+  CHECK(r.find("nvidia-a100-sxm4-40gb") == a100);
+  CHECK(r.find("NVIDIA A100-SXM4-40GB") == a100);
+  CHECK(r.find("V100M16"));
+  CHECK_FALSE(r.model(*r.find("T4")).mig_capable);
+  CHECK_FALSE(r.find("Z9000"));
+  CHECK_FALSE(r.add(GpuModel{.name = "t4", .memory = 1}).ok());
+  auto added = r.add(GpuModel{"MI300X", {"AMD-MI300X"}, 192 * kGiB, false, "AMD data sheet"});
+  REQUIRE(added.ok());
+  CHECK(r.find("amd-mi300x") == *added);
+  for (int i = 0; r.size() < kMaxGpuModels; ++i) REQUIRE(r.add(GpuModel{.name = fmt::format("X{}", i)}).ok());
+  CHECK_FALSE(r.add(GpuModel{.name = "one-too-many"}).ok());
+}
