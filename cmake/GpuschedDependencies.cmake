@@ -14,3 +14,6 @@ endif()
 if(GPUSCHED_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
+# COIN-OR CLP (LP solver for the packing lower bound in the simulator), through pkg-config.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CLP REQUIRED IMPORTED_TARGET GLOBAL clp)
