@@ -266,6 +266,8 @@ FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
   for (const auto& req : request.selector)
     if (node_label_value(n, req.key) != req.value) return FitReason::kSelectorMismatch;
   const TaskShape& shape = request.shape;
+  // A GPU-less node lacks GPUs rather than having the wrong model (what `kubectl describe` says too).
+  if (shape.needs_gpu() && gpu_end_[n] == gpu_begin_[n]) return FitReason::kInsufficientGpus;
   if (shape.needs_gpu() && (node_models_[n] & request.models) == 0) return FitReason::kGpuModelNotAllowed;
   if (cpu_free_[n] < shape.cpu) return FitReason::kInsufficientCpu;
   if (memory_free_[n] < shape.memory) return FitReason::kInsufficientMemory;

@@ -155,7 +155,11 @@ NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& reque
       return -(std::int64_t{tightest_share_left(state, n, request)} * 100000 + state.idle_gpus(n));
     });
   }
-  return select_by_score(state, request, [&](NodeId n) { return -(state.cpu_free(n) - request.shape.cpu); });
+  // CPU-only: keep GPU nodes for GPU work (fewest GPUs first), then the least CPU left.
+  return select_by_score(state, request, [&](NodeId n) {
+    return -(static_cast<std::int64_t>(state.gpu_count(n)) * (std::int64_t{1} << 40) + state.cpu_free(n) -
+             request.shape.cpu);
+  });
 }
 
 NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {

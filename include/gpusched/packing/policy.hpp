@@ -18,7 +18,9 @@
 // only buckets that can fit the task. The built-in policies:
 //
 //   first-fit         the lowest-id node that fits
-//   best-fit          least idle GPUs left on the node after placing (then least free CPU)
+//   best-fit          least idle GPUs left on the node after placing; a shared task goes to the GPU
+//                     with the least free share that fits; a CPU-only task to the node with the
+//                     fewest GPUs, then the least CPU left (GPU nodes stay free for GPU work)
 //   worst-fit/spread  most idle GPUs left
 //   most-allocated    Kubernetes NodeResourcesFit MostAllocated: mean over CPU, memory and GPU of
 //                     (used + request) / capacity, higher preferred (packs)

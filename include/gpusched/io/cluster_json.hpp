@@ -1,0 +1,51 @@
+// gpusched/io/cluster_json.hpp — reading clusters and jobs from JSON (the `gpusched place` formats).
+//
+// The formats are documented in docs/formats.md with examples in examples/. A quantity is a JSON
+// integer in the field's natural unit or a Kubernetes quantity string:
+//
+//   "cpu": 8 | "8" | "500m"          cores (integers are cores; strings as Kubernetes reads them)
+//   "memory": 68719476736 | "64Gi"   bytes
+//   "gpu_milli": 500 | "500m" | "0.5" share of one GPU (integers are milli-GPU)
+//
+// Every error names the field by its JSON path and the value: `nodes[3].gpus: expected a
+// non-negative integer, got -2`. Unknown keys are errors too (a typo must not be silently ignored).
+// Reading is all or nothing: a document with one bad field yields no cluster at all.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpusched/cluster/cluster.hpp"
+#include "gpusched/core/gpu_model.hpp"
+#include "gpusched/core/result.hpp"
+
+namespace gpusched::io {
+
+struct ClusterDocument {
+  GpuModelRegistry registry;  // the built-in models plus the document's "gpu_models"
+  Cluster cluster;
+};
+
+// Parses a cluster document. `source` names the input in messages (a file name).
+Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source = "cluster");
+Result<ClusterDocument> cluster_from_json(const nlohmann::json& doc, std::string_view source = "cluster");
+
+struct JobsDocument {
+  std::vector<Job> jobs;
+  // The jobs as written (jobs[i] is raw_jobs[i]), for readers of fields the core model does not carry
+  // (gang constraints: "topology", "spread", "anti_affinity", per group "affinity_group").
+  std::vector<nlohmann::json> raw_jobs;
+};
+
+// Parses a jobs document: {"jobs": [...]} or a bare array of jobs. Job names must be unique.
+Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source = "jobs");
+
+// Reads a quantity field: a JSON integer in `integer_scale` units of the target, or a Kubernetes
+// string. The message names `path` and the value.
+Result<std::int64_t> read_quantity(const nlohmann::json& value, std::string_view path, QuantityUnit unit,
+                                   std::int64_t integer_scale = 1);
+
+}  // namespace gpusched::io

@@ -1,0 +1,119 @@
+// `gpusched place`: place jobs on a described cluster with one policy.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "gpusched/io/cluster_json.hpp"
+#include "gpusched/packing/placement.hpp"
+
+namespace gpusched::cli {
+namespace {
+
+struct PlaceOptions {
+  std::string cluster_file;
+  std::string jobs_file;
+  std::string policy = "best-fit";
+  std::string format = "table";
+  std::uint64_t seed = 42;
+};
+
+nlohmann::json reasons_json(const FitDiagnosis& d) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t r = 1; r < kFitReasonCount; ++r)
+    if (d.count[r]) out[std::string(fit_reason_text(static_cast<FitReason>(r)))] = d.count[r];
+  return out;
+}
+
+int run_place(const PlaceOptions& opt) {
+  auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
+  if (!cluster) throw InputError(cluster.error().message);
+  auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
+  if (!jobs) throw InputError(jobs.error().message);
+  auto state = ClusterState::build(cluster->cluster, cluster->registry);
+  if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
+  auto policy = make_policy(opt.policy, opt.seed);
+  if (!policy) throw InputError(fmt::format("--policy: unknown policy \"{}\"", opt.policy));
+
+  // Compile every job before placing any: bad input fails the whole run, never half of it.
+  std::vector<CompiledJob> compiled;
+  for (const Job& job : jobs->jobs) {
+    auto c = compile_job(*state, job);
+    if (!c) throw InputError(fmt::format("{}: {}", opt.jobs_file, c.error().message));
+    compiled.push_back(std::move(*c));
+  }
+  // Higher priority first; equal priorities keep the file's order.
+  std::vector<std::size_t> order(compiled.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return compiled[a].priority > compiled[b].priority; });
+
+  nlohmann::json placed = nlohmann::json::array();
+  nlohmann::json unplaced = nlohmann::json::array();
+  std::string table;
+  for (std::size_t j : order) {
+    const CompiledJob& job = compiled[j];
+    const JobPlacement p = place_job(*state, job, *policy);
+    if (p.placed) {
+      state->commit();
+      nlohmann::json tasks = nlohmann::json::array();
+      for (const auto& t : p.tasks) {
+        const auto& a = t.assignment;
+        nlohmann::json gpus = nlohmann::json::array();
+        for (auto g : a.gpus) gpus.push_back(g);
+        tasks.push_back(nlohmann::json{{"group", job.groups[t.group].name},
+                         {"replica", t.replica},
+                         {"node", std::string(state->node_name(a.node))},
+                         {"gpus", gpus},
+                         {"gpu_milli", a.gpu_milli}});
+        std::string gpu_text;
+        for (auto g : a.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
+        if (gpu_text.empty()) gpu_text = "-";
+        if (a.gpu_milli > 0 && a.gpu_milli < kMilliPerGpu) gpu_text += fmt::format(" ({}m)", a.gpu_milli);
+        table += fmt::format("{:<24} {:<16} {:>4}  {:<24} {}\n", job.name, job.groups[t.group].name, t.replica,
+                             state->node_name(a.node), gpu_text);
+      }
+      placed.push_back(nlohmann::json{{"job", job.name}, {"queue", job.queue}, {"priority", job.priority}, {"tasks", tasks}});
+    } else {
+      unplaced.push_back(nlohmann::json{{"job", job.name},
+                          {"group", job.groups[p.failed_group].name},
+                          {"replica", p.failed_replica},
+                          {"message", p.reason},
+                          {"nodes_total", p.diagnosis.total_nodes},
+                          {"nodes_fitting", p.diagnosis.fitting()},
+                          {"reasons", reasons_json(p.diagnosis)}});
+      table += fmt::format("{:<24} UNSCHEDULABLE: {}\n", job.name, p.reason);
+    }
+  }
+  if (opt.format == "json") {
+    nlohmann::json out = nlohmann::json{{"policy", std::string(policy->name())}, {"placed", placed}, {"unschedulable", unplaced}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("policy: %s\n%-24s %-16s %4s  %-24s %s\n%s", std::string(policy->name()).c_str(), "JOB", "GROUP",
+                "TASK", "NODE", "GPUS", table.c_str());
+    std::printf("%zu placed, %zu unschedulable\n", placed.size(), unplaced.size());
+  }
+  return 0;
+}
+
+void setup(CLI::App& app) {
+  auto opt = std::make_shared<PlaceOptions>();
+  auto* sub = app.add_subcommand("place", "Place jobs on a cluster and explain the jobs that cannot be placed");
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)")->required();
+  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md)")->required();
+  std::string names;
+  for (auto n : policy_names()) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+  sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();
+  sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  sub->add_option("--seed", opt->seed, "Seed of the random policy")->capture_default_str();
+  sub->callback([opt] { set_exit_status(run_place(*opt)); });
+}
+
+[[maybe_unused]] const bool registered = register_command(setup);
+
+}  // namespace
+}  // namespace gpusched::cli

@@ -1,0 +1,382 @@
+#include "gpusched/io/cluster_json.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace gpusched::io {
+namespace {
+
+using json = nlohmann::json;
+
+// Errors are thrown inside this file only, as the shortest way out of a deep parse, and turned into
+// an Error value at the public entry points.
+struct ParseError {
+  std::string message;
+};
+
+[[noreturn]] void fail(std::string message) { throw ParseError{std::move(message)}; }
+
+std::string shown(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+void check_keys(const json& obj, std::string_view path, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : obj.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (auto k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+      fail(fmt::format("{}.{}: unknown field (known: {})", path, key, list));
+    }
+  }
+}
+
+const json& require_object(const json& v, std::string_view path) {
+  if (!v.is_object()) fail(fmt::format("{}: expected an object, got {}", path, shown(v)));
+  return v;
+}
+
+const json* find(const json& obj, std::string_view key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+std::string read_string(const json& v, std::string_view path, bool allow_empty = false) {
+  if (!v.is_string()) fail(fmt::format("{}: expected a string, got {}", path, shown(v)));
+  std::string s = v.get<std::string>();
+  if (s.empty() && !allow_empty) fail(fmt::format("{}: must not be empty", path));
+  return s;
+}
+
+bool read_bool(const json& v, std::string_view path) {
+  if (!v.is_boolean()) fail(fmt::format("{}: expected true or false, got {}", path, shown(v)));
+  return v.get<bool>();
+}
+
+std::int64_t read_int(const json& v, std::string_view path, std::int64_t min, std::int64_t max) {
+  if (v.is_string()) {
+    auto q = parse_quantity(v.get<std::string>(), QuantityUnit::kCount);
+    if (!q) fail(fmt::format("{}: {}", path, q.error().message));
+    if (*q < min || *q > max) fail(fmt::format("{}: expected an integer in {}..{}, got {}", path, min, max, *q));
+    return *q;
+  }
+  if (!v.is_number_integer()) {
+    fail(fmt::format("{}: expected {} integer, got {}", path, min >= 0 ? "a non-negative" : "an", shown(v)));
+  }
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+    fail(fmt::format("{}: expected an integer in {}..{}, got {}", path, min, max, shown(v)));
+  const std::int64_t x = v.get<std::int64_t>();
+  if (x < min) {
+    if (min == 0) fail(fmt::format("{}: expected a non-negative integer, got {}", path, x));
+    fail(fmt::format("{}: expected an integer in {}..{}, got {}", path, min, max, x));
+  }
+  if (x > max) fail(fmt::format("{}: expected an integer in {}..{}, got {}", path, min, max, x));
+  return x;
+}
+
+std::int64_t quantity(const json& v, std::string_view path, QuantityUnit unit, std::int64_t integer_scale) {
+  auto r = read_quantity(v, path, unit, integer_scale);
+  if (!r) fail(r.error().message);
+  return *r;
+}
+
+std::vector<std::pair<std::string, std::string>> read_string_map(const json& v, std::string_view path) {
+  require_object(v, path);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, value] : v.items()) {
+    if (key.empty()) fail(fmt::format("{}: empty key", path));
+    out.emplace_back(key, read_string(value, fmt::format("{}.{}", path, key), true));
+  }
+  return out;
+}
+
+constexpr std::int64_t kMaxCount = 1 << 20;
+
+GpuModel read_gpu_model(const json& v, const std::string& path) {
+  require_object(v, path);
+  check_keys(v, path, {"name", "aliases", "memory", "mig", "source"});
+  GpuModel m;
+  const json* name = find(v, "name");
+  if (!name) fail(fmt::format("{}.name: missing", path));
+  m.name = read_string(*name, path + ".name");
+  if (const json* a = find(v, "aliases")) {
+    if (!a->is_array()) fail(fmt::format("{}.aliases: expected an array of strings, got {}", path, shown(*a)));
+    for (std::size_t i = 0; i < a->size(); ++i)
+      m.aliases.push_back(read_string((*a)[i], fmt::format("{}.aliases[{}]", path, i)));
+  }
+  if (const json* mem = find(v, "memory")) m.memory = quantity(*mem, path + ".memory", QuantityUnit::kBytes, 1);
+  if (const json* mig = find(v, "mig")) m.mig_capable = read_bool(*mig, path + ".mig");
+  if (const json* src = find(v, "source")) m.source = read_string(*src, path + ".source", true);
+  return m;
+}
+
+NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistry& registry) {
+  require_object(v, path);
+  check_keys(v, path, {"name", "cpu", "memory", "cpu_used", "memory_used", "gpus", "gpu_model", "labels",
+                       "schedulable", "healthy"});
+  NodeSpec node;
+  const json* name = find(v, "name");
+  if (!name) fail(fmt::format("{}.name: missing", path));
+  node.name = read_string(*name, path + ".name");
+  const json* cpu = find(v, "cpu");
+  if (!cpu) fail(fmt::format("{}.cpu: missing", path));
+  node.cpu = quantity(*cpu, path + ".cpu", QuantityUnit::kMilli, kMilliPerCpu);
+  const json* mem = find(v, "memory");
+  if (!mem) fail(fmt::format("{}.memory: missing", path));
+  node.memory = quantity(*mem, path + ".memory", QuantityUnit::kBytes, 1);
+  if (const json* u = find(v, "cpu_used")) node.cpu_used = quantity(*u, path + ".cpu_used", QuantityUnit::kMilli, kMilliPerCpu);
+  if (const json* u = find(v, "memory_used")) node.memory_used = quantity(*u, path + ".memory_used", QuantityUnit::kBytes, 1);
+  if (node.cpu_used > node.cpu)
+    fail(fmt::format("{}.cpu_used: {}m exceeds the node's cpu {}m", path, node.cpu_used, node.cpu));
+  if (node.memory_used > node.memory)
+    fail(fmt::format("{}.memory_used: {} exceeds the node's memory {}", path, node.memory_used, node.memory));
+
+  std::string default_model;
+  if (const json* m = find(v, "gpu_model")) {
+    default_model = read_string(*m, path + ".gpu_model");
+    if (!registry.find(default_model))
+      fail(fmt::format("{}.gpu_model: unknown GPU model \"{}\" (define it in gpu_models)", path, default_model));
+  }
+  if (const json* gpus = find(v, "gpus")) {
+    const std::string gpath = path + ".gpus";
+    if (gpus->is_array()) {
+      for (std::size_t g = 0; g < gpus->size(); ++g) {
+        const std::string p = fmt::format("{}[{}]", gpath, g);
+        const json& gv = require_object((*gpus)[g], p);
+        check_keys(gv, p, {"model", "used_milli", "used_memory", "healthy"});
+        GpuSpec spec;
+        spec.model = default_model;
+        if (const json* m = find(gv, "model")) spec.model = read_string(*m, p + ".model");
+        if (spec.model.empty()) fail(fmt::format("{}.model: missing (and the node has no gpu_model)", p));
+        if (!registry.find(spec.model))
+          fail(fmt::format("{}.model: unknown GPU model \"{}\" (define it in gpu_models)", p, spec.model));
+        if (const json* u = find(gv, "used_milli")) {
+          spec.used_milli = quantity(*u, p + ".used_milli", QuantityUnit::kMilli, 1);
+          if (spec.used_milli > kMilliPerGpu)
+            fail(fmt::format("{}.used_milli: expected a share in 0..1000, got {}", p, spec.used_milli));
+        }
+        if (const json* u = find(gv, "used_memory")) spec.used_memory = quantity(*u, p + ".used_memory", QuantityUnit::kBytes, 1);
+        if (const json* h = find(gv, "healthy")) spec.healthy = read_bool(*h, p + ".healthy");
+        node.gpus.push_back(std::move(spec));
+      }
+    } else {
+      const std::int64_t count = read_int(*gpus, gpath, 0, 65535);
+      if (count > 0 && default_model.empty())
+        fail(fmt::format("{}.gpu_model: missing (the node has {} GPUs)", path, count));
+      node.gpus.assign(static_cast<std::size_t>(count), GpuSpec{default_model});
+    }
+  }
+  if (const json* labels = find(v, "labels")) node.labels = read_string_map(*labels, path + ".labels");
+  if (const json* s = find(v, "schedulable")) node.schedulable = read_bool(*s, path + ".schedulable");
+  if (const json* h = find(v, "healthy")) node.healthy = read_bool(*h, path + ".healthy");
+  return node;
+}
+
+constexpr std::string_view kTaskKeys[] = {
+    "cpu", "memory", "gpus", "gpu_milli", "gpu_memory", "gpu_models", "node_selector"};
+
+// Reads the task request fields of a group (or of a job written without groups).
+void read_task_fields(const json& v, const std::string& path, TaskGroupSpec& group) {
+  if (const json* c = find(v, "cpu")) group.shape.cpu = quantity(*c, path + ".cpu", QuantityUnit::kMilli, kMilliPerCpu);
+  if (const json* m = find(v, "memory")) group.shape.memory = quantity(*m, path + ".memory", QuantityUnit::kBytes, 1);
+  if (const json* g = find(v, "gpus")) group.shape.gpus = static_cast<GpuCount>(read_int(*g, path + ".gpus", 0, 65535));
+  group.shape.gpu_milli = group.shape.gpus > 0 ? kMilliPerGpu : 0;
+  if (const json* s = find(v, "gpu_milli")) {
+    const std::int64_t share = quantity(*s, path + ".gpu_milli", QuantityUnit::kMilli, 1);
+    if (share < 1 || share > kMilliPerGpu)
+      fail(fmt::format("{}.gpu_milli: expected a share in 1..1000 (1000 = a whole GPU), got {}", path, share));
+    if (group.shape.gpus == 0) group.shape.gpus = 1;  // a share alone means one shared GPU
+    if (group.shape.gpus > 1 && share != kMilliPerGpu)
+      fail(fmt::format("{}.gpu_milli: a task of {} GPUs takes whole GPUs; a share below 1000 needs gpus = 1, got {}",
+                       path, group.shape.gpus, share));
+    group.shape.gpu_milli = share;
+  }
+  if (const json* gm = find(v, "gpu_memory")) group.shape.gpu_memory = quantity(*gm, path + ".gpu_memory", QuantityUnit::kBytes, 1);
+  if (const json* models = find(v, "gpu_models")) {
+    if (!models->is_array()) fail(fmt::format("{}.gpu_models: expected an array of strings, got {}", path, shown(*models)));
+    for (std::size_t i = 0; i < models->size(); ++i)
+      group.allowed_models.push_back(read_string((*models)[i], fmt::format("{}.gpu_models[{}]", path, i)));
+  }
+  if (const json* sel = find(v, "node_selector")) group.selector = read_string_map(*sel, path + ".node_selector");
+}
+
+// Keys the gang module reads from the raw job (see JobsDocument::raw_jobs).
+constexpr std::string_view kGangJobKeys[] = {"topology", "spread", "anti_affinity"};
+constexpr std::string_view kGangGroupKeys[] = {"topology", "spread", "anti_affinity", "affinity_group"};
+
+Job read_job(const json& v, const std::string& path, std::set<std::string>& names) {
+  require_object(v, path);
+  Job job;
+  const json* name = find(v, "name");
+  if (!name) fail(fmt::format("{}.name: missing", path));
+  job.job_name = read_string(*name, path + ".name");
+  if (!names.insert(job.job_name).second)
+    fail(fmt::format("{}.name: duplicate job name \"{}\"", path, job.job_name));
+  if (const json* q = find(v, "queue")) job.queue_name = read_string(*q, path + ".queue", true);
+  if (const json* p = find(v, "priority"))
+    job.job_priority = static_cast<std::int32_t>(read_int(*p, path + ".priority", std::numeric_limits<std::int32_t>::min(),
+                                                          std::numeric_limits<std::int32_t>::max()));
+  auto known_job_key = [](std::string_view key, bool with_task_fields) {
+    for (auto k : {"name", "queue", "priority", "groups", "submit_time", "replicas", "min_replicas"})
+      if (key == k) return true;
+    for (auto k : kGangJobKeys)
+      if (key == k) return true;
+    if (with_task_fields)
+      for (auto k : kTaskKeys)
+        if (key == k) return true;
+    return false;
+  };
+  const json* groups = find(v, "groups");
+  for (const auto& [key, value] : v.items())
+    if (!known_job_key(key, groups == nullptr)) fail(fmt::format("{}.{}: unknown field", path, key));
+
+  auto read_replicas = [&](const json& obj, const std::string& p, TaskGroupSpec& group) {
+    if (const json* r = find(obj, "replicas")) group.replicas = static_cast<std::int32_t>(read_int(*r, p + ".replicas", 0, kMaxCount));
+    if (const json* m = find(obj, "min_replicas")) {
+      group.min_replicas = static_cast<std::int32_t>(read_int(*m, p + ".min_replicas", 0, kMaxCount));
+      if (group.min_replicas > group.replicas)
+        fail(fmt::format("{}.min_replicas: {} exceeds replicas {}", p, group.min_replicas, group.replicas));
+    }
+  };
+  if (groups) {
+    if (!groups->is_array() || groups->empty())
+      fail(fmt::format("{}.groups: expected a non-empty array of task groups, got {}", path, shown(*groups)));
+    std::set<std::string> group_names;
+    for (std::size_t g = 0; g < groups->size(); ++g) {
+      const std::string p = fmt::format("{}.groups[{}]", path, g);
+      const json& gv = require_object((*groups)[g], p);
+      for (const auto& [key, value] : gv.items()) {
+        bool known = key == "name" || key == "replicas" || key == "min_replicas";
+        for (auto k : kTaskKeys) known = known || key == k;
+        for (auto k : kGangGroupKeys) known = known || key == k;
+        if (!known) fail(fmt::format("{}.{}: unknown field", p, key));
+      }
+      TaskGroupSpec group;
+      group.name = fmt::format("group-{}", g);
+      if (const json* n = find(gv, "name")) group.name = read_string(*n, p + ".name");
+      if (!group_names.insert(group.name).second) fail(fmt::format("{}.name: duplicate group name \"{}\"", p, group.name));
+      read_replicas(gv, p, group);
+      read_task_fields(gv, p, group);
+      job.groups.push_back(std::move(group));
+    }
+  } else {
+    TaskGroupSpec group;
+    group.name = "task";
+    read_replicas(v, path, group);
+    read_task_fields(v, path, group);
+    job.groups.push_back(std::move(group));
+  }
+  return job;
+}
+
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ParseError& e) {
+    return Error{e.message};
+  }
+}
+
+Result<json> parse_document(std::string_view text, std::string_view source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Error{fmt::format("{}: malformed JSON: {}", source, e.what())};
+  }
+}
+
+}  // namespace
+
+Result<std::int64_t> read_quantity(const json& v, std::string_view path, QuantityUnit unit, std::int64_t integer_scale) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return Error{fmt::format("{}: quantity out of range, got {}", path, shown(v))};
+    const std::int64_t x = v.get<std::int64_t>();
+    if (x < 0) return Error{fmt::format("{}: expected a non-negative quantity, got {}", path, x)};
+    if (integer_scale > 1 && x > std::numeric_limits<std::int64_t>::max() / integer_scale)
+      return Error{fmt::format("{}: quantity out of range, got {}", path, x)};
+    return x * integer_scale;
+  }
+  if (v.is_string()) {
+    auto q = parse_quantity(v.get<std::string>(), unit);
+    if (!q) return Error{fmt::format("{}: {}", path, q.error().message)};
+    return *q;
+  }
+  if (v.is_number_float()) {
+    // A JSON fraction is read in whole units through its decimal text, exactly: "cpu": 0.5 is 500m,
+    // "gpu_milli": 0.5 is half a GPU.
+    auto q = parse_quantity(v.dump(), unit);
+    if (!q) return Error{fmt::format("{}: {}", path, q.error().message)};
+    return *q;
+  }
+  return Error{fmt::format("{}: expected a quantity (a number or a string like \"500m\" or \"64Gi\"), got {}", path, shown(v))};
+}
+
+Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view source) {
+  return guarded([&]() -> Result<ClusterDocument> {
+    const std::string root(source);
+    require_object(doc, root);
+    check_keys(doc, root, {"gpu_models", "nodes"});
+    ClusterDocument out;
+    out.registry = GpuModelRegistry::builtin();
+    if (const json* models = find(doc, "gpu_models")) {
+      if (!models->is_array()) fail(fmt::format("gpu_models: expected an array, got {}", shown(*models)));
+      for (std::size_t i = 0; i < models->size(); ++i) {
+        const std::string path = fmt::format("gpu_models[{}]", i);
+        auto added = out.registry.add(read_gpu_model((*models)[i], path));
+        if (!added) fail(fmt::format("{}: {}", path, added.error().message));
+      }
+    }
+    const json* nodes = find(doc, "nodes");
+    if (!nodes) fail("nodes: missing");
+    if (!nodes->is_array()) fail(fmt::format("nodes: expected an array, got {}", shown(*nodes)));
+    std::set<std::string> names;
+    std::vector<NodeSpec> specs;
+    specs.reserve(nodes->size());
+    for (std::size_t n = 0; n < nodes->size(); ++n) {
+      const std::string path = fmt::format("nodes[{}]", n);
+      NodeSpec node = read_node((*nodes)[n], path, out.registry);
+      if (!names.insert(node.name).second) fail(fmt::format("{}.name: duplicate node name \"{}\"", path, node.name));
+      specs.push_back(std::move(node));
+    }
+    out.cluster = Cluster(std::move(specs));
+    return out;
+  });
+}
+
+Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source) {
+  auto doc = parse_document(text, source);
+  if (!doc) return doc.error();
+  return cluster_from_json(*doc, source);
+}
+
+Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source) {
+  auto parsed = parse_document(text, source);
+  if (!parsed) return parsed.error();
+  const json& doc = *parsed;
+  return guarded([&]() -> Result<JobsDocument> {
+    const json* jobs = &doc;
+    if (doc.is_object()) {
+      check_keys(doc, std::string(source), {"jobs"});
+      jobs = find(doc, "jobs");
+      if (!jobs) fail("jobs: missing");
+    }
+    if (!jobs->is_array()) fail(fmt::format("jobs: expected an array, got {}", shown(*jobs)));
+    JobsDocument out;
+    std::set<std::string> names;
+    for (std::size_t j = 0; j < jobs->size(); ++j) {
+      out.jobs.push_back(read_job((*jobs)[j], fmt::format("jobs[{}]", j), names));
+      out.raw_jobs.push_back((*jobs)[j]);
+    }
+    return out;
+  });
+}
+
+}  // namespace gpusched::io
