@@ -42,16 +42,17 @@ NodeId select_by_score(const ClusterState& state, const TaskRequest& request, Sc
   return best;
 }
 
-// Walks the idle-GPU buckets in the given order of idle counts; in the first level holding a
-// fitting node, returns the lowest-id fitting node over the allowed model keys.
-template <class Levels>
-NodeId walk_buckets(const ClusterState& state, const TaskRequest& request, Levels&& levels) {
-  for (std::int32_t idle : levels) {
+// Walks the idle-GPU buckets from `from` to `to` (inclusive, either direction); in the first level
+// holding a fitting node, returns the lowest-id fitting node over the allowed model keys.
+NodeId walk_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t from, std::int32_t to) {
+  const std::int32_t step = from <= to ? 1 : -1;
+  for (std::int32_t idle = from; step > 0 ? idle <= to : idle >= to; idle += step) {
     NodeId best = kNoNode;
     for (std::uint8_t key : state.model_keys()) {
       if (key == ClusterState::kNoGpuKey) continue;
       if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
       const NodeBitset* bucket = state.idle_bucket(key, idle);
+      if (!bucket) continue;
       for (std::uint32_t n = bucket->first(); n != NodeBitset::kEnd && n < best; n = bucket->next(n + 1)) {
         if (state.check_fit(static_cast<NodeId>(n), request) == FitReason::kFits) {
           best = static_cast<NodeId>(n);
@@ -63,21 +64,6 @@ NodeId walk_buckets(const ClusterState& state, const TaskRequest& request, Level
   }
   return kNoNode;
 }
-
-struct IdleRange {
-  std::int32_t from, to, step;
-  struct It {
-    std::int32_t v, step;
-    std::int32_t operator*() const { return v; }
-    It& operator++() {
-      v += step;
-      return *this;
-    }
-    bool operator!=(const It& o) const { return v != o.v; }
-  };
-  It begin() const { return {from, step}; }
-  It end() const { return {to + step, step}; }
-};
 
 bool whole_gpu_request(const TaskRequest& r) { return r.shape.needs_gpu() && !r.shape.shares_gpu(); }
 
@@ -148,7 +134,7 @@ NodeId FirstFitPolicy::select(const ClusterState& state, const TaskRequest& requ
 
 NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (whole_gpu_request(request))
-    return walk_buckets(state, request, IdleRange{request.shape.gpus, state.max_gpus_per_node(), 1});
+    return walk_buckets(state, request, request.shape.gpus, state.max_gpus_per_node());
   if (request.shape.shares_gpu()) {
     // Tightest GPU first, then the node with the fewest idle GPUs.
     return select_by_score(state, request, [&](NodeId n) {
@@ -164,10 +150,13 @@ NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& reque
 
 NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (whole_gpu_request(request))
-    return walk_buckets(state, request, IdleRange{state.max_gpus_per_node(), request.shape.gpus, -1});
+    return walk_buckets(state, request, state.max_gpus_per_node(), request.shape.gpus);
   if (request.shape.shares_gpu()) {
+    // Most idle GPUs, then the most free share on one GPU.
     return select_by_score(state, request, [&](NodeId n) {
-      return std::int64_t{state.idle_gpus(n)} * 100000 + tightest_share_left(state, n, request);
+      std::int32_t most = 0;
+      for (auto f : state.gpu_free_milli(n)) most = std::max(most, f);
+      return std::int64_t{state.idle_gpus(n)} * 100000 + most;
     });
   }
   return select_by_score(state, request, [&](NodeId n) { return state.cpu_free(n) - request.shape.cpu; });

@@ -21,7 +21,8 @@
 //   best-fit          least idle GPUs left on the node after placing; a shared task goes to the GPU
 //                     with the least free share that fits; a CPU-only task to the node with the
 //                     fewest GPUs, then the least CPU left (GPU nodes stay free for GPU work)
-//   worst-fit/spread  most idle GPUs left
+//   worst-fit/spread  most idle GPUs left (a shared task: then the most free share on one GPU; the
+//                     GPU within the node is still the default picker's tightest fit)
 //   most-allocated    Kubernetes NodeResourcesFit MostAllocated: mean over CPU, memory and GPU of
 //                     (used + request) / capacity, higher preferred (packs)
 //   least-allocated   NodeResourcesFit LeastAllocated: mean of (free - request) / capacity (spreads)
@@ -159,6 +160,7 @@ void for_each_candidate(const ClusterState& state, const TaskRequest& request, F
     for (std::int32_t idle = std::max(min_idle, shape.shares_gpu() ? 1 : 0); idle <= state.max_gpus_per_node();
          ++idle) {
       const NodeBitset* bucket = state.idle_bucket(key, idle);
+      if (!bucket) continue;
       for (std::uint32_t node = bucket->first(); node != NodeBitset::kEnd; node = bucket->next(node + 1))
         if (!f(static_cast<NodeId>(node))) return;
     }

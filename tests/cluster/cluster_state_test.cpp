@@ -1,0 +1,179 @@
+#include <doctest/doctest.h>
+
+#include "gpusched/cluster/cluster_state.hpp"
+#include "test_util.hpp"
+
+using namespace gpusched;
+using gpusched::testing::make_node;
+
+namespace {
+
+ClusterState build(const Cluster& c) {
+  auto s = ClusterState::build(c, GpuModelRegistry::builtin());
+  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().message));
+  return std::move(s).value();
+}
+
+TaskRequest request(const ClusterState& s, TaskShape shape) {
+  auto r = s.compile(shape);
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
+}  // namespace
+
+TEST_CASE("build reads the view: free amounts, idle GPUs, index buckets") {
+  Cluster c({make_node("a", 32000, 64 * kGiB, 8, "A100-80GB", {1000, 500, 0}),
+             make_node("b", 16000, 32 * kGiB, 4, "T4"), make_node("c", 8000, 8 * kGiB, 0, "")});
+  c.nodes()[0].cpu_used = 2000;
+  const ClusterState s = build(c);
+  CHECK(s.node_count() == 3);
+  CHECK(s.total_gpu_count() == 12);
+  CHECK(s.cpu_free(0) == 30000);
+  CHECK(s.idle_gpus(0) == 6);
+  CHECK(s.free_gpu_milli(0) == 6500);
+  CHECK(s.gpu_free_milli(0, 1) == 500);
+  CHECK(s.gpu_free_memory(0, 0) == 80 * kGiB);
+  CHECK(s.partial_nodes().contains(0));
+  CHECK_FALSE(s.partial_nodes().contains(1));
+  const auto a100 = *s.registry().find("A100-80GB");
+  CHECK(s.idle_bucket(a100, 6)->contains(0));
+  CHECK(s.idle_bucket(*s.registry().find("T4"), 4)->contains(1));
+  CHECK(s.idle_bucket(ClusterState::kNoGpuKey, 0)->contains(2));
+  CHECK(s.total_gpu_milli_capacity() == 12000);
+  CHECK(s.total_gpu_milli_free() == 10500);
+  CHECK(s.find_node("b") == 1);
+  CHECK(s.find_node("zzz") == kNoNode);
+}
+
+TEST_CASE("build rejects bad views with the node and field named") {
+  SUBCASE("unknown model") {
+    Cluster c({make_node("a", 1000, kGiB, 1, "Z9000")});
+    auto s = ClusterState::build(c, GpuModelRegistry::builtin());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().message == "nodes[0] (a).gpus[0].model: unknown GPU model \"Z9000\"");
+  }
+  SUBCASE("duplicate names") {
+    Cluster c({make_node("a", 1000, kGiB, 0, ""), make_node("a", 1000, kGiB, 0, "")});
+    auto s = ClusterState::build(c, GpuModelRegistry::builtin());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().message.find("duplicate node name \"a\"") != std::string::npos);
+  }
+  SUBCASE("negative and over-used amounts") {
+    Cluster c({make_node("a", -5, kGiB, 0, "")});
+    CHECK_FALSE(ClusterState::build(c, GpuModelRegistry::builtin()).ok());
+    Cluster d({make_node("a", 1000, kGiB, 1, "T4", {1200})});
+    auto s = ClusterState::build(d, GpuModelRegistry::builtin());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().message.find("free share must be in 0..1000, got -200") != std::string::npos);
+  }
+}
+
+TEST_CASE("check_fit reports the first failing reason in the documented order") {
+  Cluster c({make_node("a", 8000, 16 * kGiB, 2, "T4", {0, 600})});
+  c.nodes()[0].labels = {{"rack", "r1"}};
+  ClusterState s = build(c);
+  CHECK(s.check_fit(0, request(s, {4000, kGiB, 1, 1000, 0})) == FitReason::kFits);
+  CHECK(s.check_fit(0, request(s, {4000, kGiB, 2, 1000, 0})) == FitReason::kInsufficientGpus);
+  CHECK(s.check_fit(0, request(s, {9000, kGiB, 1, 1000, 0})) == FitReason::kInsufficientCpu);
+  CHECK(s.check_fit(0, request(s, {1000, 17 * kGiB, 0, 0, 0})) == FitReason::kInsufficientMemory);
+  CHECK(s.check_fit(0, request(s, {1000, kGiB, 1, 500, 0})) == FitReason::kFits);
+  // GPU 0 is idle, GPU 1 has 400 free: a 500 share fits GPU 0 only; take GPU 0's share first.
+  auto half = request(s, {1000, kGiB, 1, 500, 0});
+  TaskAssignment a{0, {0}, 500, 0, 1000, kGiB};
+  REQUIRE(s.reserve(half, a).ok());
+  CHECK(s.check_fit(0, request(s, {1000, kGiB, 1, 600, 0})) == FitReason::kInsufficientGpuShare);
+  CHECK(s.check_fit(0, request(s, {1000, kGiB, 1, 400, 0})) == FitReason::kFits);
+  CHECK(s.check_fit(0, request(s, {1000, kGiB, 1, 400, 20 * kGiB})) == FitReason::kInsufficientGpuMemory);
+
+  const std::string_view a100[] = {"A100-80GB"};
+  CHECK(s.check_fit(0, *s.compile(TaskShape{1000, kGiB, 1, 1000, 0}, a100)) == FitReason::kGpuModelNotAllowed);
+  const Label rack2[] = {{"rack", "r2"}};
+  CHECK(s.check_fit(0, *s.compile(TaskShape{1000, kGiB, 0, 0, 0}, {}, rack2)) == FitReason::kSelectorMismatch);
+  const Label rack1[] = {{"rack", "r1"}};
+  CHECK(s.check_fit(0, *s.compile(TaskShape{1000, kGiB, 0, 0, 0}, {}, rack1)) == FitReason::kFits);
+}
+
+TEST_CASE("cordoned and failed nodes take nothing and are not indexed") {
+  Cluster c({make_node("a", 8000, kGiB, 1, "T4"), make_node("b", 8000, kGiB, 1, "T4")});
+  c.nodes()[0].schedulable = false;
+  c.nodes()[1].healthy = false;
+  ClusterState s = build(c);
+  auto r = request(s, {0, 0, 0, 0, 0});
+  CHECK(s.check_fit(0, r) == FitReason::kNodeUnschedulable);
+  CHECK(s.check_fit(1, r) == FitReason::kNodeUnhealthy);
+  CHECK(s.idle_bucket(*s.registry().find("T4"), 1)->empty());
+}
+
+TEST_CASE("an unhealthy GPU is never free") {
+  Cluster c({make_node("a", 8000, kGiB, 2, "T4")});
+  c.nodes()[0].gpus[1].healthy = false;
+  ClusterState s = build(c);
+  CHECK(s.idle_gpus(0) == 1);
+  CHECK(s.total_gpu_milli_capacity() == 1000);
+  CHECK(s.check_fit(0, request(s, {0, 0, 2, 1000, 0})) == FitReason::kInsufficientGpus);
+}
+
+TEST_CASE("compile rejects invalid shapes and unknown models") {
+  Cluster c({make_node("a", 8000, kGiB, 1, "T4")});
+  ClusterState s = build(c);
+  CHECK_FALSE(s.compile(TaskShape{-1, 0, 0, 0, 0}).ok());
+  CHECK_FALSE(s.compile(TaskShape{0, 0, 2, 500, 0}).ok());
+  CHECK_FALSE(s.compile(TaskShape{0, 0, 1, 1001, 0}).ok());
+  CHECK_FALSE(s.compile(TaskShape{0, 0, -3, 1000, 0}).ok());
+  const std::string_view unknown[] = {"Z9000"};
+  auto r = s.compile(TaskShape{0, 0, 1, 1000, 0}, unknown);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "gpu_models[0]: unknown GPU model \"Z9000\"");
+}
+
+TEST_CASE("reserve refuses invalid assignments and changes nothing; rollback restores exactly") {
+  Cluster c({make_node("a", 8000, 8 * kGiB, 4, "A100-80GB", {0, 0, 700}),
+             make_node("b", 8000, 8 * kGiB, 4, "A100-80GB")});
+  ClusterState s = build(c);
+  const ClusterState before = s;
+  auto two = request(s, {1000, kGiB, 2, 1000, 0});
+  CHECK_FALSE(s.reserve(two, TaskAssignment{0, {0, 0}, 1000, 0, 1000, kGiB}).ok());  // same GPU twice
+  CHECK_FALSE(s.reserve(two, TaskAssignment{0, {0, 2}, 1000, 0, 1000, kGiB}).ok());  // GPU 2 partly used
+  CHECK_FALSE(s.reserve(two, TaskAssignment{0, {0, 9}, 1000, 0, 1000, kGiB}).ok());  // no GPU 9
+  CHECK_FALSE(s.reserve(two, TaskAssignment{0, {0}, 1000, 0, 1000, kGiB}).ok());     // too few
+  CHECK_FALSE(s.reserve(two, TaskAssignment{7, {0, 1}, 1000, 0, 1000, kGiB}).ok());  // no node 7
+  CHECK(s.same_allocation_as(before));
+  CHECK(s.journal_size() == 0);
+
+  const auto mark = s.checkpoint();
+  REQUIRE(s.reserve(two, TaskAssignment{0, {0, 1}, 1000, 0, 1000, kGiB}).ok());
+  REQUIRE(s.reserve(two, TaskAssignment{1, {2, 3}, 1000, 0, 1000, kGiB}).ok());
+  CHECK(s.idle_gpus(0) == 1);
+  CHECK(s.cpu_free(1) == 7000);
+  CHECK_FALSE(s.same_allocation_as(before));
+  s.rollback(mark);
+  CHECK(s.same_allocation_as(before));
+
+  REQUIRE(s.reserve(two, TaskAssignment{1, {0, 1}, 1000, 0, 1000, kGiB}).ok());
+  s.commit();
+  CHECK(s.journal_size() == 0);
+  s.rollback(0);  // nothing to undo after a commit
+  CHECK(s.idle_gpus(1) == 2);
+  // release gives it back; releasing twice is refused.
+  REQUIRE(s.release(TaskAssignment{1, {0, 1}, 1000, 0, 1000, kGiB}).ok());
+  CHECK(s.same_allocation_as(before));
+  CHECK_FALSE(s.release(TaskAssignment{1, {0, 1}, 1000, 0, 1000, kGiB}).ok());
+}
+
+TEST_CASE("NodeBitset iterates members in order across word and summary boundaries") {
+  NodeBitset b(100000);
+  for (std::uint32_t id : {5u, 63u, 64u, 4095u, 4096u, 70000u, 99999u}) b.insert(id);
+  std::vector<std::uint32_t> seen;
+  b.for_each([&](std::uint32_t id) { seen.push_back(id); });
+  CHECK(seen == std::vector<std::uint32_t>{5, 63, 64, 4095, 4096, 70000, 99999});
+  CHECK(b.next(65) == 4095);
+  CHECK(b.next(70001) == 99999);
+  b.erase(99999);
+  CHECK(b.next(70001) == NodeBitset::kEnd);
+  CHECK(b.count() == 6);
+  b.erase(4096);
+  b.erase(4096);
+  CHECK(b.count() == 5);
+  CHECK(b.next(4096) == 70000);
+}
