@@ -1,0 +1,22 @@
+// Shared helpers of the fairness tests: a seeded splitmix64 generator with an unbiased-enough
+// reduction of our own (no implementation-defined std distributions).
+#pragma once
+
+#include <cstdint>
+
+namespace gpusched::fairness::testing {
+
+struct SplitMix {
+  std::uint64_t state;
+  explicit SplitMix(std::uint64_t seed) : state(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // In [0, n), 0 < n < 2^32: Lemire's multiply-shift on the high 32 bits (bias below n / 2^32).
+  std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
+};
+
+}  // namespace gpusched::fairness::testing
