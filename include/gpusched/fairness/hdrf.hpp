@@ -1,0 +1,112 @@
+// gpusched/fairness/hdrf.hpp — hierarchical DRF (H-DRF) over a tree of weighted queues.
+//
+// Organisations nest: a lab splits its cluster between teams, a team between projects. H-DRF
+// (Bhattacharya, Culler, Friedman, Ghodsi, Shenker, Stoica, "Hierarchical Scheduling for Diverse
+// Datacenter Workloads", SoCC 2013) applies DRF at every level of the tree, with weights at every
+// level, and fixes the two ways the naive recursion goes wrong:
+//
+//   * A child whose dominant resource differs from its siblings' must not inflate its parent's share
+//     (the paper's "starvation" example). An internal node's consumption is therefore the sum of its
+//     children's consumption vectors *rescaled* so that every non-blocked child's weighted dominant
+//     share equals the smallest one, M, among them; blocked children count as they are.
+//   * A child that is blocked (its next task needs a saturated resource, or it has nothing left to
+//     run) must not let its sibling take more than its share (the "blocked node" example). Blocked
+//     children are not rescaled, and an internal node's dominant share ignores saturated resources.
+//
+// `HdrfScheduler` is the incremental whole-task version (the paper's "dynamic H-DRF"): `pick()`
+// walks from the root to the child with the lowest key at every level, down to a leaf; the caller
+// tries that leaf's next task and either `allocate`s it or `block`s the leaf. The key at every level
+// is (tier, weighted dominant share, node id): lower is served first. Tiers let a caller put one
+// class of work first everywhere (the admission planner puts heads that fit within nominal quota in
+// tier 0 and borrowers in tier 1); with every tier 0 it is plain H-DRF. Node ids are given in
+// creation order, so the tie-break is "created first".
+//
+// Each allocation updates only the path from the leaf to the root: every internal node keeps the
+// sums of its children's rescaled and blocked vectors and two indexed heaps (by key, and by share for
+// M), so an update costs O(depth · (m + log fan-out)). When a resource becomes saturated (its free
+// amount drops below `saturation_threshold`) every node is recomputed once, at most m times in all.
+// The running sums are also recomputed exactly every 1024 updates of a node, so floating-point
+// rounding cannot accumulate.
+//
+//   HdrfScheduler s(capacity);
+//   auto lab = s.add_node(HdrfScheduler::kRoot, 3.0).value();
+//   auto team = s.add_node(lab, 1.0).value();
+//   while (auto leaf = s.pick()) { if (fits(*leaf)) s.allocate(*leaf, task(*leaf)); else s.block(*leaf); }
+//
+// A flat tree (every queue a child of the root) orders exactly like `DrfSorter`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "gpusched/core/result.hpp"
+#include "gpusched/fairness/drf.hpp"
+
+namespace gpusched::fairness {
+
+class HdrfScheduler {
+ public:
+  using NodeId = std::uint32_t;
+  static constexpr NodeId kRoot = 0;
+
+  // `capacity` is the pool shares are fractions of. A resource counts as saturated once its free
+  // amount is below `saturation_threshold` (same size as capacity; missing = 1 unit, i.e. empty).
+  explicit HdrfScheduler(Amounts capacity, Amounts saturation_threshold = {});
+  HdrfScheduler(HdrfScheduler&&) noexcept;
+  HdrfScheduler& operator=(HdrfScheduler&&) noexcept;
+  ~HdrfScheduler();
+
+  // Adds a node under `parent` (which must not have been allocated to as a leaf). Fails on an unknown
+  // parent, a weight that is not positive and finite, or a parent that already holds resources.
+  Result<NodeId> add_node(NodeId parent, double weight = 1.0);
+  std::size_t node_count() const;
+  bool is_leaf(NodeId n) const;
+  NodeId parent(NodeId n) const;
+
+  // The leaf to serve next, or nothing when every leaf is blocked.
+  std::optional<NodeId> pick() const;
+
+  // Gives `task` to a leaf (the caller checked that it fits `free()`), unblocking nothing else.
+  void allocate(NodeId leaf, const Amounts& task);
+  // Takes resources back from a leaf (a job finished or was preempted).
+  void release(NodeId leaf, const Amounts& task);
+  // A blocked leaf is skipped by pick() until unblocked.
+  void block(NodeId leaf);
+  void unblock(NodeId leaf);
+  bool blocked(NodeId n) const;
+  void set_tier(NodeId leaf, std::uint8_t tier);
+
+  // Weighted dominant share of a node as its parent sees it (for internal nodes, of the rescaled
+  // consumption, saturated resources ignored).
+  double share(NodeId n) const;
+  // The node's consumption vector as its parent sees it (a leaf: its allocation).
+  const Vector& consumption(NodeId n) const;
+  const Amounts& allocation(NodeId leaf) const;
+  const Amounts& free() const;
+  const Amounts& capacity() const;
+  bool saturated(Eigen::Index r) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct HdrfTask {
+  Amounts demand;
+  std::int64_t max_tasks = -1;  // -1 = until it no longer fits (demand must then not be all zero)
+};
+
+struct HdrfAllocation {
+  std::vector<std::int64_t> tasks;      // per node (0 for internal nodes)
+  std::vector<HdrfScheduler::NodeId> sequence;  // leaf of each task, in order
+};
+
+// Whole-task H-DRF on a tree given as parent indices (parents[0] = -1 is the root; every other
+// parent index is smaller than the node's own) with per-node weights and one task shape per node
+// (used for leaves, ignored for internal nodes). A resource saturates when its free amount drops below
+// the smallest leaf task that needs it.
+Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const std::int64_t> parents,
+                                        std::span<const double> weights, std::span<const HdrfTask> leaf_tasks);
+
+}  // namespace gpusched::fairness
