@@ -397,6 +397,24 @@ void ClusterState::rollback(Checkpoint mark) {
   }
 }
 
+std::size_t ClusterState::memory_usage() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t total = bytes(node_name_) + bytes(cpu_capacity_) + bytes(cpu_free_) + bytes(memory_capacity_) +
+                      bytes(memory_free_) + bytes(flags_) + bytes(gpu_begin_) + bytes(gpu_end_) +
+                      bytes(node_models_) + bytes(node_index_model_) + bytes(idle_gpus_) + bytes(free_gpu_milli_) +
+                      bytes(has_partial_) + bytes(gpu_free_milli_) + bytes(gpu_free_memory_) +
+                      bytes(gpu_memory_capacity_) + bytes(gpu_model_) + bytes(gpu_healthy_) + bytes(label_begin_) +
+                      bytes(labels_) + bytes(model_slot_);
+  for (const auto& name : node_name_) total += name.capacity() > 15 ? name.capacity() + 1 : 0;
+  total += node_by_name_.size() * (sizeof(std::string_view) + sizeof(NodeId) + 2 * sizeof(void*)) +
+           node_by_name_.bucket_count() * sizeof(void*);
+  // Each index bitset: one bit per node plus a summary bit per 64 nodes.
+  const std::size_t bitset_bytes = (node_count() + 63) / 64 * 8 + (node_count() + 4095) / 4096 * 8;
+  for (const auto& row : buckets_) total += row.size() * bitset_bytes;
+  total += bitset_bytes;
+  return total;
+}
+
 bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ &&

@@ -124,11 +124,24 @@ NodeId FirstFitPolicy::select(const ClusterState& state, const TaskRequest& requ
   }
   // The lowest id over every bucket that can hold the task: each bucket is walked only up to its
   // first fitting node, or the best found so far.
+  const std::int32_t min_idle = request.shape.shares_gpu() ? 1 : request.shape.gpus;
   NodeId best = kNoNode;
-  for_each_candidate(state, request, [&](NodeId n) {
-    if (n < best && state.check_fit(n, request) == FitReason::kFits) best = n;
-    return true;
-  });
+  auto walk = [&](const NodeBitset& bucket, bool only_without_idle) {
+    for (std::uint32_t n = bucket.first(); n != NodeBitset::kEnd && n < best; n = bucket.next(n + 1)) {
+      if (only_without_idle && state.idle_gpus(n) != 0) continue;
+      if (state.check_fit(static_cast<NodeId>(n), request) == FitReason::kFits) {
+        best = static_cast<NodeId>(n);
+        return;
+      }
+    }
+  };
+  for (std::uint8_t key : state.model_keys()) {
+    if (key == ClusterState::kNoGpuKey) continue;
+    if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
+    for (std::int32_t idle = min_idle; idle <= state.max_gpus_per_node(); ++idle)
+      if (const NodeBitset* bucket = state.idle_bucket(key, idle)) walk(*bucket, false);
+  }
+  if (request.shape.shares_gpu()) walk(state.partial_nodes(), true);
   return best;
 }
 

@@ -167,6 +167,9 @@ class ClusterState {
   void commit() { journal_.clear(); }
   std::size_t journal_size() const { return journal_.size(); }
 
+  // Heap bytes held by the snapshot (arrays, dictionaries' strings excluded), for capacity planning.
+  std::size_t memory_usage() const;
+
   // Exact equality of all mutable state (for rollback tests).
   bool same_allocation_as(const ClusterState& other) const;
 
