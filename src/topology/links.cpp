@@ -21,9 +21,10 @@
 // Ethernet (IEEE 802.3): 100/200/400 GbE = 12.5/25/50 GB/s.
 //
 // Latencies are model figures, calibrated to NCCL's src/graph/tuning.cc hardware latencies (ring,
-// LL protocol: NVLink ~0.5 us, PCI ~1 us, network ~2.7 us): an NVLink hop 0.5 us, each PCIe hop
-// 0.25 us (so GPU->switch->host bridge->switch->GPU, four hops, is 1 us), a UPI hop 0.5 us, an
-// InfiniBand cable hop (NIC or switch port) 1.0 us, Ethernet 1.5 us.
+// LL protocol: NVLink ~0.5 us, PCI ~1 us, network ~2.7 us): an NVLink hop 0.5 us (a path through an
+// NVSwitch counts as one hop), each PCIe hop 0.5 us (so two GPUs on one switch, two hops, are 1 us
+// apart, and each bridge further adds 1 us), a UPI hop 0.5 us, an InfiniBand cable hop (NIC or
+// switch port) 1.0 us, Ethernet 1.5 us.
 #include "gpusched/topology/links.hpp"
 
 #include <array>
@@ -49,9 +50,9 @@ constexpr std::array<LinkSpec, kLinkKindCount> kTable{{
     {LinkKind::kNvLink3, "nvlink3", 25.0, 0.5, kNvA100},
     {LinkKind::kNvLink4, "nvlink4", 25.0, 0.5, kNvH100},
     {LinkKind::kNvLink5, "nvlink5", 50.0, 0.5, kNvB200},
-    {LinkKind::kPcieGen3, "pcie-gen3", 15.75, 0.25, kPcie},
-    {LinkKind::kPcieGen4, "pcie-gen4", 31.5, 0.25, kPcie},
-    {LinkKind::kPcieGen5, "pcie-gen5", 63.0, 0.25, kPcie},
+    {LinkKind::kPcieGen3, "pcie-gen3", 15.75, 0.5, kPcie},
+    {LinkKind::kPcieGen4, "pcie-gen4", 31.5, 0.5, kPcie},
+    {LinkKind::kPcieGen5, "pcie-gen5", 63.0, 0.5, kPcie},
     {LinkKind::kUpi, "upi", 20.8, 0.5, kUpiSrc},
     {LinkKind::kIbEdr, "ib-edr", 12.5, 1.0, kIb},
     {LinkKind::kIbHdr, "ib-hdr", 25.0, 1.0, kIb},

@@ -8,8 +8,8 @@
 // Bandwidth is per direction, in GB/s (10^9 bytes per second), for ONE link as the vendor counts
 // it: one NVLink (a GPU bonds several: "NV12" is 12 of them), one x16 PCIe port, one UPI link, one
 // InfiniBand/Ethernet port. Latencies are the per-hop figures the model adds along a path; they
-// are calibrated to NCCL's tuning model (a path GPU->switch->host bridge->switch->GPU is ~1 us, an
-// NVLink hop ~0.5 us, a network hop ~2.7 us end to end), and only rank alternatives: they are not
+// are calibrated to NCCL's tuning model (two GPUs on one PCIe switch ~1 us apart, an NVLink hop
+// ~0.5 us, a network hop ~2.7 us end to end), and only rank alternatives: they are not
 // measurements.
 //
 //   const LinkSpec& nv = link_spec(LinkKind::kNvLink4);   // 25 GB/s per link per direction
