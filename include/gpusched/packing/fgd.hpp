@@ -1,0 +1,119 @@
+// gpusched/packing/fgd.hpp — Fragmentation Gradient Descent (FGD) for GPU-sharing workloads.
+//
+// Source: Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation
+// Gradient Descent", USENIX ATC'23, §4 (and, for details the paper leaves open, its public simulator
+// hkust-adsl/kubernetes-scheduler-simulator: utils.NodeGpuShareFragAmount, plugin/fgd_score.go).
+//
+// The idea. A node's free GPU share is only useful if tasks that will arrive can use it. Fix a
+// *target workload* M: the most common task shapes m (CPU, number of GPUs, share per GPU, allowed
+// GPU models) with their frequencies p_m, covering 95 % of the tasks (CPU-only shapes included). The
+// fragmentation of a node is the free GPU share that the workload is expected to be unable to use:
+//
+//   F(node) = Σ_m p_m · F_m(node)
+//   F_m     = all the node's free GPU share   if m needs no GPU, cannot use the node's GPU models,
+//                                             or does not fit (too little CPU, or fewer than m.gpus
+//                                             GPUs with at least m's share free);
+//           = Σ free share of the GPUs whose free share is below m's share          otherwise.
+//
+// FGD places each task where F grows least: on the node, and for a shared task on the GPU, that
+// minimise F(after) - F(before). Worked example (tests/packing/fgd_test.cpp): M = {(4 CPU, 0.5 GPU):
+// 0.5, (8 CPU, 1 GPU): 0.3, (2 CPU, no GPU): 0.2}; a node with 32 CPUs free and GPUs free
+// [1000 x6, 300, 0] has F = 0.5·300 + 0.3·300 + 0.2·6300 = 1500; a 0.2-GPU task on the 300 GPU
+// lowers it to 0.5·100 + 0.3·100 + 0.2·6100 = 1300.
+//
+// The node score, as in the paper's simulator, is the integer int(100 · sigmoid((F_before -
+// F_after) / 1000)): coarse, so many nodes tie; ties go to the first node of the seeded
+// permutation (see trace_policies.hpp). The GPU on the chosen node is the one with the smallest
+// F_after (ties: least free share, then lowest index).
+//
+// Speed. F depends only on a node's state (free CPU and memory, the multiset of (free share, model)
+// of its GPUs), and thousands of nodes share a few hundred states. After `attach`, the policy keeps
+// nodes grouped in classes of equal state, each with a memo of (task shape -> score), and a decision
+// visits classes, not nodes; `observe` moves the one node that changed. Without `attach` it
+// evaluates every fitting node directly (same answers; tests compare the two).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpusched/packing/trace_policies.hpp"
+
+namespace gpusched {
+
+struct TargetShape {
+  MilliCpu cpu = 0;
+  GpuCount gpus = 0;      // 0 = CPU-only
+  MilliGpu gpu_milli = 0; // per GPU
+  GpuModelMask models = kAnyGpuModel;
+  double weight = 0;      // p_m; weights of a workload sum to 1
+  std::int64_t count = 0; // tasks of this shape in the source list
+};
+
+struct TargetWorkload {
+  std::vector<TargetShape> shapes;  // most frequent first
+
+  // The most frequent shapes covering `coverage` of the tasks (the shape that crosses the threshold
+  // is included), renormalised. Shapes are (cpu, gpus, gpu_milli, models); memory is ignored, as in
+  // the paper. Equal counts are ordered by (gpus, gpu_milli, cpu, models) ascending.
+  static TargetWorkload from_requests(std::span<const TaskRequest> requests, double coverage = 0.95);
+};
+
+// F for explicit inputs: free CPU, and the free share and model of each GPU.
+double fragmentation(MilliCpu cpu_free, std::span<const std::int32_t> gpu_free,
+                     std::span<const GpuModelId> gpu_model, const TargetWorkload& workload);
+// F of a node of a state.
+double node_fragmentation(const ClusterState& state, NodeId node, const TargetWorkload& workload);
+// The paper's integer score of a change of F: int(100 · sigmoid((before - after) / 1000)).
+std::int64_t fgd_score(double before, double after);
+
+struct FgdOptions {
+  // false: score by the exact change of F (a double, scaled to an integer with 1e-6 resolution)
+  // instead of the paper's truncated sigmoid. Used by our own variant.
+  bool integer_sigmoid_score = true;
+  // Tie-break between equal scores: 0 = seeded permutation (the paper), 1 = least free GPU share
+  // left on the node after placing (then the permutation).
+  int tie_rule = 0;
+  std::string name = "FGD";
+};
+
+class FgdPolicy : public TracePolicy {
+ public:
+  FgdPolicy(TargetWorkload workload, std::uint64_t seed = 42, FgdOptions options = {});
+  ~FgdPolicy() override;
+  std::string_view name() const override { return options_.name; }
+  void attach(const ClusterState& state) override;
+  void observe(const ClusterState& state, const TaskRequest& request, const TaskAssignment& a) override;
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+  const GpuPicker& gpu_picker() const override;
+  const TargetWorkload& workload() const { return workload_; }
+
+  // The best choice on one node: fits, score, and the GPU (for a shared task) — for tests and the picker.
+  struct NodeChoice {
+    bool fits = false;
+    std::int64_t score = 0;
+    double frag_after = 0;
+    double frag_before = 0;
+    int gpu = -1;  // shared task: the GPU index
+  };
+  NodeChoice evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const;
+
+  // Node classes currently in use (after attach), for tests and benchmarks.
+  std::size_t active_classes() const;
+
+ private:
+  struct Index;
+  NodeId select_scan(const ClusterState& state, const TaskRequest& request) const;
+  std::int64_t secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const;
+
+  TargetWorkload workload_;
+  FgdOptions options_;
+  std::unique_ptr<GpuPicker> picker_;
+  mutable std::unique_ptr<Index> index_;
+  const ClusterState* attached_ = nullptr;
+};
+
+}  // namespace gpusched
