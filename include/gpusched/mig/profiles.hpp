@@ -41,7 +41,7 @@ namespace gpusched::mig {
 // A set of memory slices (bit s = slice s), or a set of start slots.
 using SlotMask = std::uint16_t;
 inline constexpr int kMaxSlots = 8;       // memory slices of the largest MIG GPUs
-inline constexpr int kMaxProfiles = 16;   // profiles per GPU model
+inline constexpr int kMaxProfiles = 15;   // profiles per GPU model (4 bits in state keys)
 inline constexpr int kMaxInstances = 8;   // GPU instances per GPU (7 on every known model)
 
 constexpr SlotMask slot_window(int start, int size) {

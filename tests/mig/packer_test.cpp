@@ -1,0 +1,235 @@
+// The MIG packer: hand-worked decisions, and property tests against brute force.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <tuple>
+
+#include "gpusched/mig/packer.hpp"
+
+using namespace gpusched::mig;
+
+namespace {
+
+const MigCatalog& cat() { return MigCatalog::builtin(); }
+MigModelId model(std::string_view name) { return *cat().find(name); }
+MigRequest req(std::string_view name) { return MigRequest::from_name(cat(), name).value(); }
+
+std::uint64_t splitmix64(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+std::uint32_t below(std::uint64_t& s, std::uint32_t n) { return static_cast<std::uint32_t>(splitmix64(s) % n); }
+
+}  // namespace
+
+TEST_CASE("fragmentation of an empty A100-40GB, worked by hand") {
+  const MigGpuSpec& a100 = cat().spec(model("A100-SXM4-40GB"));
+  const MigDemand d = MigDemand::uniform(cat());
+  // Unusable slices per profile on an empty GPU: 1g.5gb {7}, 2g.10gb {6,7}, 4g.20gb {4..7}.
+  CHECK(fragmentation(a100, Occupancy{}, d.weights(model("A100-SXM4-40GB"))) == 1 + 2 + 4);
+  // A 1g.5gb at 6: 1g.5gb {7}, 1g.10gb {7}, 2g {7}, 3g {4,5,7}, 4g {4,5,7}, 7g all 7.
+  Occupancy o;
+  add_instance(a100, o, a100.find_id(19), 6);
+  CHECK(fragmentation(a100, o, d.weights(model("A100-SXM4-40GB"))) == 1 + 1 + 1 + 3 + 3 + 7);
+}
+
+TEST_CASE("dynamic: a 1g.5gb on an empty A100 goes to slice 6, keeping 4g and 3g placeable") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  auto g = st.add_gpu(n, model("A100-SXM4-40GB")).value();
+  FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
+  MigDecision d = packer.decide(st, req("1g.5gb"));
+  REQUIRE(d.placed());
+  CHECK(d.action == MigAction::kCreate);
+  CHECK(d.gpu == g);
+  CHECK(d.start == 6);
+  CHECK(d.score == 16 - 7);
+  // First-fit takes slice 0, which rules out the 4g.20gb.
+  MigDecision ff = FirstFitPlacer(MigMode::kDynamic).decide(st, req("1g.5gb"));
+  CHECK(ff.start == 0);
+  REQUIRE(st.apply(d).ok());
+  CHECK(packer.decide(st, req("4g.20gb")).start == 0);
+  CHECK(packer.decide(st, req("3g.20gb")).start == 0);
+}
+
+TEST_CASE("dynamic: a 3g.20gb fills the hole next to a 4g.20gb instead of breaking an empty GPU") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  const std::vector<MigInstance> four = {{5, 0}};
+  const bool busy[] = {true};
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  auto g1 = st.add_gpu(n, model("A100-SXM4-40GB"), four, busy).value();
+  FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
+  MigDecision d = packer.decide(st, req("3g.20gb"));
+  CHECK(d.gpu == g1);
+  CHECK(d.start == 4);
+  CHECK(d.score < 0);  // fills the GPU: fragmentation drops
+  CHECK(FirstFitPlacer(MigMode::kDynamic).decide(st, req("3g.20gb")).gpu == 0);
+}
+
+TEST_CASE("static: take the idle instance that keeps a re-partitionable region") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  std::vector<MigInstance> seven;
+  for (std::uint8_t s = 0; s < 7; ++s) seven.push_back({19, s});
+  const bool none[7] = {};
+  const bool three[7] = {true, true, true, false, false, false, false};
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB"), seven, none).ok());
+  auto g1 = st.add_gpu(n, model("A100-SXM4-40GB"), seven, three).value();
+  FragAwarePlacer packer(MigMode::kStatic, MigDemand::uniform(cat()));
+  MigDecision d = packer.decide(st, req("1g.5gb"));
+  REQUIRE(d.action == MigAction::kUseIdle);
+  CHECK(d.gpu == g1);   // not the untouched GPU
+  CHECK(d.start == 3);  // next to the busy ones: slices 4..7 stay free for a 3g.20gb
+  // Static mode never creates.
+  MigDecision none_left = packer.decide(st, req("3g.20gb"));
+  CHECK_FALSE(none_left.placed());
+  CHECK(none_left.reason == "0/2 GPUs can take 3g.20gb: 2 no idle instance of the profile");
+}
+
+TEST_CASE("unplaceable requests explain themselves") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  const std::vector<MigInstance> full = {{0, 0}};
+  const bool busy[] = {true};
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB"), full, busy).ok());
+  REQUIRE(st.add_gpu(n, model("A30-24GB")).ok());
+  FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
+  MigDecision d = packer.decide(st, req("1g.5gb"));
+  CHECK_FALSE(d.placed());
+  CHECK(d.reason == "0/2 GPUs can take 1g.5gb: 1 no free placement (slices taken or limits reached), 1 GPU model "
+                    "without the profile");
+  CHECK(packer.decide(st, req("1g.6gb")).placed());
+  CHECK_FALSE(MigRequest::from_name(cat(), "5g.10gb").ok());
+  CHECK(MigRequest::from_name(cat(), "bogus").error().message.find("profile: \"bogus\"") == 0);
+}
+
+namespace {
+
+std::string fmt_node(int g) { return "node-" + std::to_string(g / 4); }
+
+// A random cluster of mixed models with random valid layouts, some instances busy.
+MigState random_state(std::uint64_t& seed, int gpus) {
+  MigState st(cat());
+  const MigModelId models[] = {model("A100-SXM4-40GB"), model("H100-80GB"), model("A30-24GB")};
+  MigNodeId node = 0;
+  for (int g = 0; g < gpus; ++g) {
+    if (g % 4 == 0) node = st.add_node(fmt_node(g)).value();
+    const MigModelId m = models[below(seed, 3)];
+    auto id = st.add_gpu(node, m).value();
+    const MigGpuSpec& spec = cat().spec(m);
+    const int tries = static_cast<int>(below(seed, 6));
+    for (int t = 0; t < tries; ++t) {
+      const int p = static_cast<int>(below(seed, static_cast<std::uint32_t>(spec.profiles.size())));
+      const SlotMask s = feasible_starts(spec, st.occupancy(id), p);
+      if (!s) continue;
+      int pick = static_cast<int>(below(seed, static_cast<std::uint32_t>(std::popcount(static_cast<unsigned>(s)))));
+      SlotMask rest = s;
+      while (pick--) rest = static_cast<SlotMask>(rest & (rest - 1));
+      REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(rest)), below(seed, 2) == 0).ok());
+    }
+  }
+  return st;
+}
+
+}  // namespace
+
+TEST_CASE("property: the packer's choice equals a brute-force scan of every GPU and start") {
+  const char* names[] = {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.6gb", "2g.12gb",
+                         "3g.40gb", "1g.5gb+me", "2g.20gb"};
+  for (std::uint64_t trial = 0; trial < 60; ++trial) {
+    std::uint64_t seed = trial * 7919 + 1;
+    MigState st = random_state(seed, 24);
+    for (MigMode mode : {MigMode::kDynamic, MigMode::kStatic}) {
+      FragAwarePlacer packer(mode, MigDemand::uniform(cat()));
+      for (int step = 0; step < 40; ++step) {
+        const MigRequest r = req(names[below(seed, std::size(names))]);
+        const MigDecision d = packer.decide(st, r);
+        // Oracle: the stated rule over every GPU directly, no classes, no memo.
+        auto oracle = [&](bool take) {
+          std::tuple<std::int64_t, int, MigGpuId, int> best{0, 0, kNoGpu, -1};
+          bool found = false;
+          for (MigGpuId g = 0; g < st.gpu_count(); ++g) {
+            const int p = r.profile[st.model_of(g)];
+            if (p < 0) continue;
+            const MigGpuSpec& spec = st.spec_of(g);
+            const auto w = packer.demand().weights(st.model_of(g));
+            for (int s = 0; s < spec.memory_slots; ++s) {
+              Occupancy base = take ? st.busy_occupancy(g) : st.occupancy(g);
+              if (take) {
+                bool idle_here = false;
+                for (const MigSlot& x : st.instances(g)) idle_here |= (!x.busy && x.profile == p && x.start == s);
+                if (!idle_here) continue;
+              } else if (!can_add(spec, base, p, s)) {
+                continue;
+              }
+              Occupancy after = base;
+              add_instance(spec, after, p, s);
+              const std::int64_t delta = fragmentation(spec, after, w) - fragmentation(spec, base, w);
+              const int left = take ? std::popcount(static_cast<unsigned>(st.occupancy(g).used & ~after.used))
+                                    : std::popcount(static_cast<unsigned>(spec.all_slots() & ~after.used));
+              auto key = std::make_tuple(delta, left, g, s);
+              if (!found || key < best) best = key;
+              found = true;
+            }
+          }
+          return std::make_pair(found, best);
+        };
+        auto [found_take, best_take] = oracle(true);
+        auto [found_create, best_create] = oracle(false);
+        if (found_take) {
+          REQUIRE(d.action == MigAction::kUseIdle);
+          CHECK(d.gpu == std::get<2>(best_take));
+          CHECK(d.start == std::get<3>(best_take));
+        } else if (mode == MigMode::kDynamic && found_create) {
+          // Never refuses while a valid placement exists; and picks the rule's optimum.
+          REQUIRE(d.action == MigAction::kCreate);
+          CHECK(d.gpu == std::get<2>(best_create));
+          CHECK(d.start == std::get<3>(best_create));
+        } else {
+          CHECK_FALSE(d.placed());
+          CHECK_FALSE(d.reason.empty());
+        }
+        if (d.placed()) REQUIRE(st.apply(d).ok());
+        // Occasionally a workload finishes.
+        if (below(seed, 3) == 0) {
+          const MigGpuId g = below(seed, static_cast<std::uint32_t>(st.gpu_count()));
+          for (const MigSlot& x : st.instances(g))
+            if (x.busy) {
+              REQUIRE(st.release(g, x.start, below(seed, 2) == 0).ok());
+              break;
+            }
+        }
+      }
+      // Every layout the packer produced is valid, and the class index is consistent.
+      std::size_t indexed = 0;
+      for (MigClassId c : st.live_classes()) indexed += st.class_gpus(c).size();
+      CHECK(indexed == st.gpu_count());
+      for (MigGpuId g = 0; g < st.gpu_count(); ++g) {
+        auto occ = validate_layout(st.spec_of(g), st.layout(g));
+        REQUIRE(occ.ok());
+        CHECK(*occ == st.occupancy(g));
+        CHECK(st.class_gpus(st.class_of(g)).count(g) == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("first-fit: lowest GPU, lowest start, idle instances first") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  const std::vector<MigInstance> one = {{19, 3}};
+  const bool idle[] = {false};
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB"), one, idle).ok());
+  FirstFitPlacer ff(MigMode::kDynamic);
+  MigDecision d = ff.decide(st, req("1g.5gb"));
+  CHECK(d.gpu == 1);
+  CHECK(d.action == MigAction::kUseIdle);
+  CHECK(d.start == 3);
+  d = ff.decide(st, req("2g.10gb"));
+  CHECK(d.gpu == 0);
+  CHECK(d.start == 0);
+}
