@@ -351,7 +351,9 @@ bool Solver::aggregate_bounds(GangResult& out) {
     if (shape.shares_gpu())
       text += fmt::format("the cluster has {}m of GPU free ({} tasks at most)", st_.total_gpu_milli_free(), b.tasks);
     else
-      text += fmt::format("{} nodes have {} free GPUs ({} tasks fit)", b.nodes, shape.gpus, b.tasks);
+      text += fmt::format("{} {} {}{} free GPUs ({} {} fit)", b.nodes, b.nodes == 1 ? "node has" : "nodes have",
+                          shape.gpus, shape.gpus < st_.max_gpus_per_node() ? " or more" : "", b.tasks,
+                          b.tasks == 1 ? "task" : "tasks");
     out.bounds.push_back({fmt::format("group {}: tasks that fit", spec_.groups[g].name), need, b.tasks});
     out.reason = text;
     return false;
