@@ -1,0 +1,158 @@
+// gpusched/fairness/admission.hpp — the admission order of pending jobs under fair share, quotas
+// and priorities, with a reason for every job left pending.
+//
+// This puts the area together the way a batch admission controller (Kueue, Volcano, KAI) does:
+//
+//   * Queues form a tree with weights at every level; which queue is served next is decided by
+//     hierarchical DRF (hdrf.hpp) over what the queues hold.
+//   * Each leaf queue has Kueue-style quotas (quota.hpp): nominal quota per resource and per GPU
+//     model ("flavor"), a cohort, borrowing and lending limits.
+//   * Within a queue, jobs go by effective priority (highest first), then submission time (earliest
+//     first), then input order. Priority classes are resolved by the caller (a class is a name for
+//     a number); *aging* adds `step` to a job's priority for every `interval` seconds it has waited,
+//     up to `max_boost`, so low-priority work is not starved forever.
+//   * Across queues: a queue whose head job fits within its own nominal quota goes before any queue
+//     whose head would borrow (Kueue admits non-borrowing workloads first); within each of those two
+//     tiers the lowest hierarchical weighted dominant share goes first, ties to the queue listed
+//     first.
+//   * Flavor assignment: a GPU job allowing several models tries them in the queue's flavor order
+//     (else the resource space's order) and takes the first that fits without borrowing, else the
+//     first that fits by borrowing. Borrowing on one flavor therefore never pushes a job that fits
+//     another flavor's nominal quota behind borrowers (the failure of kueue issue #9406).
+//   * A job is admitted when its quota check passes and the cluster's aggregate free resources hold
+//     it (this is quota-level admission like Kueue's; node-level placement is gpusched place's job).
+//     A job that does not fit stays pending with the reason; a StrictFIFO queue then stops (its later
+//     jobs wait behind the head), a BestEffortFIFO queue (the default) moves on to its next job.
+//
+// Admission only consumes resources, so a job that does not fit never fits later in the same plan:
+// one pass over the jobs suffices, O(J log J + J · depth · (m + log Q)).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusched/core/result.hpp"
+#include "gpusched/fairness/drf.hpp"
+#include "gpusched/fairness/quota.hpp"
+
+namespace gpusched::fairness {
+
+// The dimensions fairness works in: cpu (milli-CPU), memory (bytes), then one per GPU model
+// (milli-GPU), named "gpu:<model>".
+struct ResourceSpace {
+  static constexpr Eigen::Index kCpu = 0;
+  static constexpr Eigen::Index kMemory = 1;
+  std::vector<std::string> gpu_models;
+
+  Eigen::Index size() const { return 2 + static_cast<Eigen::Index>(gpu_models.size()); }
+  std::string name(Eigen::Index dim) const;
+  std::optional<Eigen::Index> gpu_dim(std::string_view model) const;
+  // An amount in the dimension's natural spelling: "4.5" cores, "64Gi", "2.5" GPUs.
+  std::string format(Eigen::Index dim, std::int64_t amount) const;
+};
+
+struct QueueConfig {
+  std::string name;
+  std::string parent;                     // empty: directly under the root
+  double weight = 1.0;
+  std::string cohort;
+  Amounts nominal;                        // empty or per dimension; kNoLimit = unconstrained
+  Amounts borrowing_limit;                // empty = unbounded
+  Amounts lending_limit;                  // empty = all of nominal
+  std::vector<std::string> flavor_order;  // GPU models in preference order; empty = space order
+  bool strict_fifo = false;
+  Amounts usage;                          // already admitted; empty = none
+};
+
+struct PendingJob {
+  std::string name;
+  std::string queue;
+  std::int64_t priority = 0;
+  std::int64_t submit_time = 0;
+  Amounts base;                          // cpu and memory (GPU dimensions zero)
+  std::int64_t gpu_milli = 0;            // total GPU share over all tasks
+  std::vector<std::string> gpu_models;   // allowed models (OR); empty = any
+};
+
+struct AgingPolicy {
+  std::int64_t interval = 0;  // seconds per step; 0 = no aging
+  std::int64_t step = 1;
+  std::int64_t max_boost = std::numeric_limits<std::int32_t>::max();
+  std::int64_t now = 0;       // the time waits are measured to
+};
+
+std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging);
+
+struct AdmittedJob {
+  std::size_t job;           // index into the jobs given
+  std::size_t queue;         // index into the queues given
+  int gpu_dim = -1;          // the flavor taken, -1 for CPU-only jobs
+  bool borrowed = false;
+  std::int64_t priority = 0; // effective
+};
+
+struct PendingJobReport {
+  std::size_t job;
+  std::size_t queue;         // SIZE_MAX when the job names no known leaf queue
+  std::string reason;
+  std::int64_t priority = 0;
+};
+
+struct QueueReport {
+  std::string name;
+  bool leaf = true;
+  Amounts usage;             // leaves: after the plan
+  Amounts borrowed;
+  double dominant_share = 0;  // of the cluster's capacity (internal nodes: sum of their leaves)
+  double weighted_share = 0;  // H-DRF's share as the parent sees it (rescaled for internal nodes)
+  double fair_share = 0;      // fractional weighted-DRF entitlement given the queues' demands
+  std::size_t admitted = 0;
+  std::size_t pending = 0;
+};
+
+struct AdmissionPlan {
+  std::vector<AdmittedJob> admitted;  // in admission order
+  std::vector<PendingJobReport> pending;
+  std::vector<QueueReport> queues;    // in the order given
+};
+
+// Would one job be admitted now (before any other pending job), and if not, why.
+struct AdmissionDecision {
+  bool admitted = false;
+  bool borrows = false;
+  int gpu_dim = -1;
+  std::string reason;  // why not, or how ("fits within nominal quota on gpu:H100-80GB")
+};
+
+class FairSharePlanner {
+ public:
+  // `capacity` and `free` are the cluster's aggregate totals per dimension. Fails on unknown parents,
+  // cycles, duplicate names, bad weights or quotas, or quotas on internal queues; messages name the
+  // queue and the field.
+  static Result<FairSharePlanner> build(ResourceSpace space, Amounts capacity, Amounts free,
+                                        std::vector<QueueConfig> queues);
+
+  AdmissionDecision query(const PendingJob& job) const;
+  AdmissionPlan plan(std::span<const PendingJob> jobs, const AgingPolicy& aging = {}) const;
+
+  const ResourceSpace& space() const { return space_; }
+  std::optional<std::size_t> find_queue(std::string_view name) const;
+
+ private:
+  ResourceSpace space_;
+  Amounts capacity_, free_;
+  std::vector<QueueConfig> queues_;
+  std::vector<std::int64_t> parent_;       // queue index or -1 (root)
+  std::vector<char> leaf_;
+  std::vector<std::size_t> topo_;          // parents before children
+  QuotaBook book_;
+
+  FairSharePlanner() = default;
+};
+
+}  // namespace gpusched::fairness

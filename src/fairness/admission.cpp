@@ -1,0 +1,409 @@
+#include "gpusched/fairness/admission.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "gpusched/core/quantity.hpp"
+#include "gpusched/fairness/hdrf.hpp"
+
+namespace gpusched::fairness {
+
+std::string ResourceSpace::name(Eigen::Index dim) const {
+  if (dim == kCpu) return "cpu";
+  if (dim == kMemory) return "memory";
+  return fmt::format("gpu:{}", gpu_models[static_cast<std::size_t>(dim - 2)]);
+}
+
+std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model) const {
+  for (std::size_t k = 0; k < gpu_models.size(); ++k)
+    if (gpu_models[k] == model) return static_cast<Eigen::Index>(2 + k);
+  return std::nullopt;
+}
+
+namespace {
+std::string milli(std::int64_t v) {
+  if (v % 1000 == 0) return fmt::format("{}", v / 1000);
+  return fmt::format("{:.3f}", static_cast<double>(v) / 1000.0);
+}
+}  // namespace
+
+std::string ResourceSpace::format(Eigen::Index dim, std::int64_t amount) const {
+  if (dim == kMemory) return format_bytes(amount);
+  return milli(amount);  // cores or GPUs
+}
+
+std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+  if (aging.interval <= 0) return job.priority;
+  const std::int64_t waited = std::max<std::int64_t>(0, aging.now - job.submit_time);
+  const std::int64_t steps = waited / aging.interval;
+  // Saturating: a huge wait or step must not overflow.
+  std::int64_t boost = aging.max_boost;
+  if (aging.step <= 0) boost = 0;
+  else if (steps < aging.max_boost / aging.step) boost = std::min(aging.max_boost, steps * aging.step);
+  return job.priority + std::max<std::int64_t>(0, boost);
+}
+
+Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
+                                                 std::vector<QueueConfig> queues) {
+  const Eigen::Index m = space.size();
+  if (capacity.size() != m || free.size() != m)
+    return Error{fmt::format("capacity: expected {} dimensions, got {} (free {})", m, capacity.size(), free.size())};
+  FairSharePlanner p;
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t q = 0; q < queues.size(); ++q) {
+    const auto& queue = queues[q];
+    if (queue.name.empty()) return Error{fmt::format("queues[{}].name: must not be empty", q)};
+    if (!index.emplace(queue.name, q).second)
+      return Error{fmt::format("queues[{}].name: duplicate queue name \"{}\"", q, queue.name)};
+    if (!std::isfinite(queue.weight) || queue.weight <= 0)
+      return Error{fmt::format("queues[{}] ({}).weight: expected a positive number, got {}", q, queue.name, queue.weight)};
+    for (const auto& model : queue.flavor_order)
+      if (!space.gpu_dim(model))
+        return Error{fmt::format("queues[{}] ({}).flavors: unknown GPU model \"{}\" (not in the cluster)", q, queue.name, model)};
+  }
+  p.parent_.assign(queues.size(), -1);
+  p.leaf_.assign(queues.size(), 1);
+  for (std::size_t q = 0; q < queues.size(); ++q) {
+    if (queues[q].parent.empty()) continue;
+    auto it = index.find(queues[q].parent);
+    if (it == index.end())
+      return Error{fmt::format("queues[{}] ({}).parent: no queue named \"{}\"", q, queues[q].name, queues[q].parent)};
+    p.parent_[q] = static_cast<std::int64_t>(it->second);
+    p.leaf_[it->second] = 0;
+  }
+  // Parents before children; a cycle leaves some queue unplaced.
+  std::vector<int> state(queues.size(), 0);
+  for (std::size_t q = 0; q < queues.size(); ++q) {
+    std::vector<std::size_t> chain;
+    std::size_t at = q;
+    while (state[at] == 0) {
+      state[at] = 1;
+      chain.push_back(at);
+      if (p.parent_[at] < 0) break;
+      at = static_cast<std::size_t>(p.parent_[at]);
+      if (state[at] == 1)
+        return Error{fmt::format("queues[{}] ({}).parent: the queue tree has a cycle through \"{}\"", q, queues[q].name,
+                                 queues[at].name)};
+    }
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      state[*it] = 2;
+      p.topo_.push_back(*it);
+    }
+  }
+  std::vector<QueueQuota> quotas;
+  for (std::size_t q = 0; q < queues.size(); ++q) {
+    const auto& queue = queues[q];
+    if (!p.leaf_[q] && (queue.nominal.size() != 0 || !queue.cohort.empty() || queue.usage.size() != 0))
+      return Error{fmt::format("queues[{}] ({}): a queue with child queues takes no quota, cohort or usage "
+                               "(put them on its leaf queues)", q, queue.name)};
+    if (queue.usage.size() != 0 && queue.usage.size() != m)
+      return Error{fmt::format("queues[{}] ({}).usage: expected {} dimensions, got {}", q, queue.name, m, queue.usage.size())};
+    quotas.push_back(QueueQuota{queue.name, queue.cohort, queue.nominal, queue.borrowing_limit, queue.lending_limit});
+  }
+  auto book = QuotaBook::build(static_cast<std::size_t>(m), std::move(quotas));
+  if (!book) return book.error();
+  p.book_ = std::move(book.value());
+  for (std::size_t q = 0; q < queues.size(); ++q)
+    if (queues[q].usage.size() == m) p.book_.admit(q, queues[q].usage);
+  p.space_ = std::move(space);
+  p.capacity_ = std::move(capacity);
+  p.free_ = std::move(free);
+  p.queues_ = std::move(queues);
+  return p;
+}
+
+std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
+  for (std::size_t q = 0; q < queues_.size(); ++q)
+    if (queues_[q].name == name) return q;
+  return std::nullopt;
+}
+
+namespace {
+
+struct Candidate {
+  int gpu_dim;
+  Amounts request;
+};
+
+struct Choice {
+  AdmissionDecision decision;
+  Amounts request;
+  std::uint8_t tier = 1;
+};
+
+// The flavors a job may take in a queue, in the order they are tried.
+std::vector<Candidate> candidates(const ResourceSpace& space, const QueueConfig& queue, const PendingJob& job) {
+  std::vector<Candidate> out;
+  if (job.gpu_milli <= 0) {
+    out.push_back({-1, job.base});
+    return out;
+  }
+  std::vector<Eigen::Index> order;
+  if (!queue.flavor_order.empty()) {
+    for (const auto& model : queue.flavor_order) order.push_back(*space.gpu_dim(model));
+  } else {
+    for (Eigen::Index d = 2; d < space.size(); ++d) order.push_back(d);
+  }
+  for (Eigen::Index d : order) {
+    if (!job.gpu_models.empty()) {
+      const std::string& model = space.gpu_models[static_cast<std::size_t>(d - 2)];
+      if (std::find(job.gpu_models.begin(), job.gpu_models.end(), model) == job.gpu_models.end()) continue;
+    }
+    Amounts r = job.base;
+    r[d] += job.gpu_milli;
+    out.push_back({static_cast<int>(d), std::move(r)});
+  }
+  return out;
+}
+
+std::string quota_reason(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const QuotaCheck& c) {
+  std::string text = fmt::format("queue {}: {} on {} (requested {}, available {})", book.queue(q).name,
+                                 verdict_text(c.verdict), space.name(c.dimension),
+                                 space.format(c.dimension, c.requested), space.format(c.dimension, c.available));
+  if (!c.borrowers.empty()) {
+    std::string list;
+    for (const auto& b : c.borrowers)
+      list += fmt::format("{}{} borrows {}", list.empty() ? "" : ", ", book.queue(b.queue).name,
+                          space.format(c.dimension, b.amount));
+    text += fmt::format("; reclaim from: {}", list);
+  }
+  return text;
+}
+
+Choice decide(const ResourceSpace& space, const QueueConfig& queue, std::size_t q, const QuotaBook& book,
+              const Amounts& free, const PendingJob& job) {
+  Choice out;
+  const auto cands = candidates(space, queue, job);
+  if (cands.empty()) {
+    out.decision.reason = job.gpu_models.empty()
+                              ? fmt::format("queue {}: offers no GPU flavor", queue.name)
+                              : fmt::format("queue {}: none of the allowed GPU models ({}) is offered", queue.name,
+                                            fmt::join(job.gpu_models, ", "));
+    return out;
+  }
+  for (const auto& c : cands)
+    if (book.within_nominal(q, c.request)) out.tier = 0;
+  auto fits_free = [&](const Amounts& r) { return (r.array() <= free.array()).all(); };
+  std::vector<std::string> reasons;
+  const Candidate* borrowing = nullptr;
+  QuotaCheck borrowing_check;
+  for (const auto& c : cands) {
+    const QuotaCheck check = book.check(q, c.request);
+    if (!check.admitted()) {
+      reasons.push_back(quota_reason(space, book, q, check));
+      continue;
+    }
+    if (!fits_free(c.request)) {
+      for (Eigen::Index d = 0; d < space.size(); ++d)
+        if (c.request[d] > free[d]) {
+          reasons.push_back(fmt::format("cluster: not enough free {} (requested {}, free {})", space.name(d),
+                                        space.format(d, c.request[d]), space.format(d, free[d])));
+          break;
+        }
+      continue;
+    }
+    if (!check.borrows) {
+      out.decision = {true, false, c.gpu_dim,
+                      c.gpu_dim < 0 ? "fits within nominal quota"
+                                    : fmt::format("fits within nominal quota on {}", space.name(c.gpu_dim))};
+      out.request = c.request;
+      return out;
+    }
+    if (!borrowing) {
+      borrowing = &c;
+      borrowing_check = check;
+    }
+  }
+  if (borrowing) {
+    out.decision = {true, true, borrowing->gpu_dim,
+                    borrowing->gpu_dim < 0 ? "fits by borrowing from the cohort"
+                                           : fmt::format("fits by borrowing {} from the cohort", space.name(borrowing->gpu_dim))};
+    out.request = borrowing->request;
+    return out;
+  }
+  out.decision.reason = fmt::format("{}", fmt::join(reasons, "; "));
+  return out;
+}
+
+}  // namespace
+
+AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
+  auto q = find_queue(job.queue);
+  if (!q || !leaf_[*q]) {
+    AdmissionDecision d;
+    d.reason = q ? fmt::format("queue {}: has child queues; jobs go to leaf queues", job.queue)
+                 : fmt::format("queue \"{}\": no such queue", job.queue);
+    return d;
+  }
+  return decide(space_, queues_[*q], *q, book_, free_, job).decision;
+}
+
+AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
+  const Eigen::Index m = space_.size();
+  const std::size_t nq = queues_.size();
+  AdmissionPlan plan;
+  QuotaBook book = book_;
+  Amounts free = free_;
+
+  // Jobs per leaf queue, in (effective priority desc, submit time asc, input order) order.
+  std::vector<std::int64_t> prio(jobs.size());
+  std::vector<std::vector<std::size_t>> per_queue(nq);
+  std::map<std::string_view, std::size_t> index;
+  for (std::size_t q = 0; q < nq; ++q) index.emplace(queues_[q].name, q);
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    prio[j] = effective_priority(jobs[j], aging);
+    auto it = index.find(jobs[j].queue);
+    if (it == index.end() || !leaf_[it->second]) {
+      plan.pending.push_back({j, SIZE_MAX,
+                              it == index.end() ? fmt::format("queue \"{}\": no such queue", jobs[j].queue)
+                                                : fmt::format("queue {}: has child queues; jobs go to leaf queues", jobs[j].queue),
+                              prio[j]});
+      continue;
+    }
+    per_queue[it->second].push_back(j);
+  }
+  for (auto& list : per_queue)
+    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+      if (prio[a] != prio[b]) return prio[a] > prio[b];
+      return jobs[a].submit_time < jobs[b].submit_time;
+    });
+
+  // Saturation thresholds: the smallest request on each dimension.
+  Amounts threshold = Amounts::Ones(m);
+  {
+    std::vector<char> seen(static_cast<std::size_t>(m), 0);
+    auto note = [&](Eigen::Index d, std::int64_t v) {
+      if (v <= 0) return;
+      auto& s = seen[static_cast<std::size_t>(d)];
+      threshold[d] = s ? std::min(threshold[d], v) : v;
+      s = 1;
+    };
+    for (const auto& job : jobs) {
+      note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
+      note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
+      for (Eigen::Index d = 2; d < m; ++d) note(d, job.gpu_milli);
+    }
+  }
+  HdrfScheduler sched(capacity_, threshold);
+  std::vector<HdrfScheduler::NodeId> node(nq, 0);
+  std::vector<std::size_t> queue_of_node(1, SIZE_MAX);
+  for (std::size_t q : topo_) {
+    const auto parent = parent_[q] < 0 ? HdrfScheduler::kRoot : node[static_cast<std::size_t>(parent_[q])];
+    node[q] = sched.add_node(parent, queues_[q].weight).value();  // validated in build()
+    queue_of_node.resize(node[q] + 1, SIZE_MAX);
+    queue_of_node[node[q]] = q;
+  }
+  // What the cluster has in use but no queue accounts for sits in a blocked leaf under the root, so
+  // the scheduler's view of free resources (and saturation) matches the cluster's.
+  {
+    Amounts attributed = Amounts::Zero(m);
+    for (std::size_t q = 0; q < nq; ++q)
+      if (leaf_[q]) attributed += book.usage(q);
+    const Amounts other = (capacity_ - free_ - attributed).cwiseMax(0);
+    const auto hidden = sched.add_node(HdrfScheduler::kRoot, 1.0).value();
+    sched.block(hidden);
+    if (!other.isZero()) sched.allocate(hidden, other);
+    for (std::size_t q = 0; q < nq; ++q)
+      if (leaf_[q] && !book.usage(q).isZero()) sched.allocate(node[q], book.usage(q));
+  }
+
+  std::vector<std::size_t> head(nq, 0);
+  std::vector<Choice> head_choice(nq);
+  auto load_head = [&](std::size_t q) {
+    if (head[q] >= per_queue[q].size()) {
+      sched.block(node[q]);
+      return;
+    }
+    head_choice[q] = decide(space_, queues_[q], q, book, free, jobs[per_queue[q][head[q]]]);
+    sched.set_tier(node[q], head_choice[q].tier);
+  };
+  for (std::size_t q = 0; q < nq; ++q) {
+    if (!leaf_[q]) continue;
+    load_head(q);
+  }
+  while (auto leaf = sched.pick()) {
+    const std::size_t q = queue_of_node[*leaf];
+    const std::size_t j = per_queue[q][head[q]];
+    // The head's decision may be stale (others consumed since): decide again now.
+    Choice c = decide(space_, queues_[q], q, book, free, jobs[j]);
+    if (c.decision.admitted) {
+      book.admit(q, c.request);
+      free -= c.request;
+      plan.admitted.push_back({j, q, c.decision.gpu_dim, c.decision.borrows, prio[j]});
+      sched.allocate(*leaf, c.request);
+      ++head[q];
+      load_head(q);
+      continue;
+    }
+    plan.pending.push_back({j, q, c.decision.reason, prio[j]});
+    ++head[q];
+    if (queues_[q].strict_fifo) {
+      for (; head[q] < per_queue[q].size(); ++head[q]) {
+        const std::size_t k = per_queue[q][head[q]];
+        plan.pending.push_back({k, q, fmt::format("queue {}: waits behind {} (StrictFIFO)", queues_[q].name, jobs[j].name), prio[k]});
+      }
+    }
+    load_head(q);
+  }
+
+  // Per-queue report.
+  plan.queues.resize(nq);
+  std::vector<Amounts> usage(nq, Amounts::Zero(m));
+  for (std::size_t q = 0; q < nq; ++q)
+    if (leaf_[q]) usage[q] = book.usage(q);
+  for (auto it = topo_.rbegin(); it != topo_.rend(); ++it)
+    if (parent_[*it] >= 0) usage[static_cast<std::size_t>(parent_[*it])] += usage[*it];
+  for (const auto& a : plan.admitted) ++plan.queues[a.queue].admitted;
+  for (const auto& p : plan.pending)
+    if (p.queue != SIZE_MAX) ++plan.queues[p.queue].pending;
+  for (std::size_t q = 0; q < nq; ++q) {
+    auto& r = plan.queues[q];
+    r.name = queues_[q].name;
+    r.leaf = leaf_[q] != 0;
+    r.usage = usage[q];
+    r.borrowed = r.leaf ? book.borrowed(q) : Amounts::Zero(m);
+    r.dominant_share = dominant_share(usage[q], capacity_);
+    r.weighted_share = sched.share(node[q]);
+  }
+
+  // Fair share: the fractional weighted-DRF entitlement of each leaf given its demand (what it holds
+  // plus everything it has pending, GPU work on its first flavor), with hierarchy weights multiplied
+  // down the path as fractions of their siblings.
+  std::vector<double> sibling_sum(nq + 1, 0.0);
+  auto parent_slot = [&](std::size_t q) { return parent_[q] < 0 ? nq : static_cast<std::size_t>(parent_[q]); };
+  for (std::size_t q = 0; q < nq; ++q) sibling_sum[parent_slot(q)] += queues_[q].weight;
+  std::vector<double> path_weight(nq, 1.0);
+  for (std::size_t q : topo_)
+    path_weight[q] = queues_[q].weight / sibling_sum[parent_slot(q)] *
+                     (parent_[q] < 0 ? 1.0 : path_weight[static_cast<std::size_t>(parent_[q])]);
+  std::vector<FractionalUser> users;
+  std::vector<std::size_t> user_queue;
+  for (std::size_t q = 0; q < nq; ++q) {
+    if (!leaf_[q]) continue;
+    Vector demand = book_.usage(q).cast<double>();
+    for (std::size_t j : per_queue[q]) {
+      const auto cands = candidates(space_, queues_[q], jobs[j]);
+      if (!cands.empty()) demand += cands.front().request.cast<double>();
+    }
+    if ((demand.array() <= 0).all()) continue;
+    users.push_back(FractionalUser{demand, path_weight[q], 1.0});
+    user_queue.push_back(q);
+  }
+  if (!users.empty()) {
+    auto frac = progressive_filling(capacity_.cast<double>(), users);
+    if (frac) {
+      std::vector<Vector> held(nq, Vector::Zero(m));
+      for (std::size_t u = 0; u < users.size(); ++u) held[user_queue[u]] = users[u].demand * frac->tasks[u];
+      for (auto it = topo_.rbegin(); it != topo_.rend(); ++it)
+        if (parent_[*it] >= 0) held[static_cast<std::size_t>(parent_[*it])] += held[*it];
+      for (std::size_t q = 0; q < nq; ++q) plan.queues[q].fair_share = dominant_share(held[q], Vector(capacity_.cast<double>()));
+    }
+  }
+  return plan;
+}
+
+}  // namespace gpusched::fairness

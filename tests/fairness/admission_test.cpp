@@ -1,0 +1,250 @@
+// The admission planner: priorities and aging within a queue, non-borrowers before borrowers, DRF
+// across queues, flavor choice, StrictFIFO, and reasons for pending jobs.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "fairness/test_util.hpp"
+#include "gpusched/fairness/admission.hpp"
+
+using namespace gpusched::fairness;
+
+namespace {
+
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
+
+ResourceSpace space2() { return ResourceSpace{{"A100", "H100"}}; }
+
+// cpu cores, memory GiB, A100 GPUs, H100 GPUs.
+Amounts amounts(std::int64_t cpu, std::int64_t mem_gi, std::int64_t a100 = 0, std::int64_t h100 = 0) {
+  Amounts a(4);
+  a << cpu * 1000, mem_gi * kGi, a100 * 1000, h100 * 1000;
+  return a;
+}
+
+PendingJob job(std::string name, std::string queue, std::int64_t gpus, std::vector<std::string> models = {},
+               std::int64_t priority = 0, std::int64_t submit = 0) {
+  PendingJob j;
+  j.name = std::move(name);
+  j.queue = std::move(queue);
+  j.base = amounts(1, 1);
+  j.gpu_milli = gpus * 1000;
+  j.gpu_models = std::move(models);
+  j.priority = priority;
+  j.submit_time = submit;
+  return j;
+}
+
+QueueConfig queue(std::string name, std::string cohort = {}, Amounts nominal = {}) {
+  QueueConfig q;
+  q.name = std::move(name);
+  q.cohort = std::move(cohort);
+  q.nominal = std::move(nominal);
+  return q;
+}
+
+std::vector<std::string> order(const AdmissionPlan& plan, const std::vector<PendingJob>& jobs) {
+  std::vector<std::string> out;
+  for (const auto& a : plan.admitted) out.push_back(jobs[a.job].name);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("within a queue: priority, then submission time, then input order") {
+  const Amounts cap = amounts(100, 100, 8, 8);
+  auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
+  std::vector<PendingJob> jobs{job("low-early", "q", 1, {}, 0, 10), job("high-late", "q", 1, {}, 5, 50),
+                               job("low-earlier", "q", 1, {}, 0, 5), job("high-early", "q", 1, {}, 5, 20),
+                               job("low-earlier-twin", "q", 1, {}, 0, 5)};
+  const auto plan = p.plan(jobs);
+  CHECK(order(plan, jobs) ==
+        std::vector<std::string>{"high-early", "high-late", "low-earlier", "low-earlier-twin", "low-early"});
+}
+
+TEST_CASE("aging lifts long-waiting low-priority jobs, up to max_boost") {
+  PendingJob old_low = job("old-low", "q", 1, {}, 0, 0);
+  PendingJob new_high = job("new-high", "q", 1, {}, 3, 900);
+  AgingPolicy aging{100, 1, 5, 1000};
+  CHECK(effective_priority(old_low, aging) == 5);   // waited 1000 s: 10 steps, capped at 5
+  CHECK(effective_priority(new_high, aging) == 4);  // waited 100 s: one step
+  CHECK(effective_priority(old_low, AgingPolicy{}) == 0);
+  CHECK(effective_priority(old_low, AgingPolicy{1, 1000000, std::int64_t{1} << 62, std::int64_t{1} << 62}) ==
+        std::int64_t{1} << 62);  // saturates instead of overflowing
+
+  const Amounts cap = amounts(100, 100, 1, 0);  // room for one of them
+  auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
+  std::vector<PendingJob> jobs{new_high, old_low};
+  CHECK(order(p.plan(jobs), jobs) == std::vector<std::string>{"new-high"});
+  CHECK(order(p.plan(jobs, aging), jobs) == std::vector<std::string>{"old-low"});
+}
+
+TEST_CASE("across queues: weighted DRF with the lowest share first") {
+  // Two queues without quota, 8 H100s, every job one GPU: weight 3 vs 1 gives 6 : 2, and the
+  // interleaving follows the shares (ties to the queue listed first).
+  const Amounts cap = amounts(100, 100, 0, 8);
+  auto heavy = queue("heavy");
+  heavy.weight = 3;
+  auto p = FairSharePlanner::build(space2(), cap, cap, {heavy, queue("light")}).value();
+  std::vector<PendingJob> jobs;
+  for (int i = 0; i < 8; ++i) jobs.push_back(job("h" + std::to_string(i), "heavy", 1, {"H100"}));
+  for (int i = 0; i < 8; ++i) jobs.push_back(job("l" + std::to_string(i), "light", 1, {"H100"}));
+  const auto plan = p.plan(jobs);
+  CHECK(plan.queues[0].admitted == 6);
+  CHECK(plan.queues[1].admitted == 2);
+  CHECK(order(plan, jobs) == std::vector<std::string>{"h0", "l0", "h1", "h2", "h3", "l1", "h4", "h5"});
+  CHECK(plan.queues[0].dominant_share == doctest::Approx(0.75));
+  CHECK(plan.queues[0].fair_share == doctest::Approx(0.75));
+  CHECK(plan.queues[1].fair_share == doctest::Approx(0.25));
+  REQUIRE(plan.pending.size() == 8);
+  CHECK(plan.pending[0].reason == "cluster: not enough free gpu:H100 (requested 1, free 0)");
+}
+
+TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
+  // Cohort of two, 4 H100 nominal each, 8 in the cluster. "greedy" already holds 2 of its 4;
+  // "modest" holds nothing.
+  const Amounts cap = amounts(100, 100, 0, 8);
+  auto greedy = queue("greedy", "lab", amounts(100, 100, 0, 4));
+  greedy.usage = amounts(0, 0, 0, 2);
+  auto modest = queue("modest", "lab", amounts(100, 100, 0, 4));
+  auto p = FairSharePlanner::build(space2(), cap, cap - greedy.usage, {greedy, modest}).value();
+  std::vector<PendingJob> jobs{job("g1", "greedy", 2, {"H100"}), job("g2", "greedy", 2, {"H100"}),
+                               job("g3", "greedy", 2, {"H100"}), job("m1", "modest", 2, {"H100"}),
+                               job("m2", "modest", 2, {"H100"})};
+  // Both heads fit their nominal quota (tier 0): DRF serves modest (share 0) first, then greedy and
+  // modest tie at 0.25 and greedy, listed first, takes g1 (2 + 2 <= 4, not borrowing). The pool of
+  // 8 is then used up, so g2 (which would borrow) and g3 wait: m2 is still within modest's nominal.
+  const auto plan = p.plan(jobs);
+  CHECK(order(plan, jobs) == std::vector<std::string>{"m1", "g1", "m2"});
+  REQUIRE(plan.pending.size() == 2);
+  CHECK(plan.pending[0].reason == "queue greedy: the cohort has no unused quota to lend on gpu:H100 "
+                                  "(requested 2, available 0)");
+  CHECK(plan.admitted[1].borrowed == false);
+
+  // Now make the borrower the lower share: "greedy" would borrow with its head, "modest" holds 3
+  // (share 0.375 > greedy's 0.25) but is below nominal with a 1-GPU head: modest goes first.
+  auto greedy2 = queue("greedy", "lab", amounts(100, 100, 0, 2));
+  greedy2.usage = amounts(0, 0, 0, 2);
+  auto modest2 = queue("modest", "lab", amounts(100, 100, 0, 6));
+  modest2.usage = amounts(0, 0, 0, 3);
+  auto p2 = FairSharePlanner::build(space2(), cap, cap - greedy2.usage - modest2.usage, {greedy2, modest2}).value();
+  std::vector<PendingJob> jobs2{job("borrow", "greedy", 1, {"H100"}), job("own", "modest", 1, {"H100"})};
+  const auto plan2 = p2.plan(jobs2);
+  CHECK(order(plan2, jobs2) == std::vector<std::string>{"own", "borrow"});
+  CHECK(plan2.admitted[1].borrowed);
+}
+
+TEST_CASE("flavors: first flavor within nominal, borrowing on one flavor does not push another back") {
+  const Amounts cap = amounts(100, 100, 8, 8);
+  auto t = queue("t", "lab", amounts(100, 100, 4, 4));
+  t.flavor_order = {"A100", "H100"};
+  t.usage = amounts(0, 0, 6, 0);  // borrows 2 A100
+  auto u = queue("u", "lab", amounts(100, 100, 4, 4));
+  auto p = FairSharePlanner::build(space2(), cap, cap - t.usage, {t, u}).value();
+  // Any model: A100 would borrow, H100 is within nominal -> H100, not borrowing.
+  const auto d = p.query(job("any", "t", 2));
+  CHECK(d.admitted);
+  CHECK_FALSE(d.borrows);
+  CHECK(d.gpu_dim == 3);
+  CHECK(d.reason == "fits within nominal quota on gpu:H100");
+  // A100 only: borrows (u lends 2 of its 4... 6 + 2 = 8 <= pool 8).
+  const auto a = p.query(job("a100", "t", 2, {"A100"}));
+  CHECK(a.admitted);
+  CHECK(a.borrows);
+  const auto too_many = p.query(job("a100x3", "t", 3, {"A100"}));
+  CHECK_FALSE(too_many.admitted);
+  CHECK(too_many.reason == "queue t: the cohort has no unused quota to lend on gpu:A100 (requested 3, available 2)");
+  const auto none = p.query(job("l4", "t", 1, {"L4"}));
+  CHECK_FALSE(none.admitted);
+  CHECK(none.reason == "queue t: none of the allowed GPU models (L4) is offered");
+  // u's own A100 quota that t borrowed is reclaimable.
+  const auto reclaim = p.query(job("u-a100", "u", 4, {"A100"}));
+  CHECK_FALSE(reclaim.admitted);
+  CHECK(reclaim.reason ==
+        "queue u: within nominal quota, but lent to borrowing queues (reclaimable) on gpu:A100 (requested 4, "
+        "available 2); reclaim from: t borrows 2");
+}
+
+TEST_CASE("StrictFIFO stops a queue at its head; BestEffortFIFO moves on") {
+  const Amounts cap = amounts(100, 100, 0, 4);
+  for (bool strict : {false, true}) {
+    auto q = queue("q", "", amounts(100, 100, 0, 4));
+    q.strict_fifo = strict;
+    auto p = FairSharePlanner::build(space2(), cap, cap, {q}).value();
+    std::vector<PendingJob> jobs{job("big", "q", 8, {"H100"}, 10), job("small", "q", 2, {}, 0)};
+    const auto plan = p.plan(jobs);
+    if (strict) {
+      CHECK(plan.admitted.empty());
+      REQUIRE(plan.pending.size() == 2);
+      CHECK(plan.pending[1].reason == "queue q: waits behind big (StrictFIFO)");
+    } else {
+      CHECK(order(plan, jobs) == std::vector<std::string>{"small"});
+      REQUIRE(plan.pending.size() == 1);
+      CHECK(plan.pending[0].reason ==
+            "queue q: exceeds nominal quota (no cohort to borrow from) on gpu:H100 (requested 8, available 4)");
+    }
+  }
+}
+
+TEST_CASE("hierarchical queues: weights at every level") {
+  const Amounts cap = amounts(1000, 1000, 0, 16);
+  auto lab = queue("lab");
+  lab.weight = 3;
+  auto a = queue("a");
+  a.parent = "lab";
+  auto b = queue("b");
+  b.parent = "lab";
+  b.weight = 3;
+  auto ops = queue("ops");
+  auto p = FairSharePlanner::build(space2(), cap, cap, {lab, a, b, ops}).value();
+  std::vector<PendingJob> jobs;
+  for (int i = 0; i < 16; ++i)
+    for (const char* qn : {"a", "b", "ops"}) jobs.push_back(job(std::string(qn) + std::to_string(i), qn, 1, {"H100"}));
+  const auto plan = p.plan(jobs);
+  CHECK(plan.queues[1].admitted == 3);
+  CHECK(plan.queues[2].admitted == 9);
+  CHECK(plan.queues[3].admitted == 4);
+  CHECK_FALSE(plan.queues[0].leaf);
+  CHECK(plan.queues[0].usage[3] == 12000);
+  CHECK(plan.queues[0].dominant_share == doctest::Approx(0.75));
+  CHECK(plan.queues[0].fair_share == doctest::Approx(0.75));
+  CHECK(plan.queues[2].fair_share == doctest::Approx(9.0 / 16.0));
+}
+
+TEST_CASE("planner input errors name the queue and field") {
+  const Amounts cap = amounts(1, 1);
+  auto orphan = queue("x");
+  orphan.parent = "nope";
+  auto r = FairSharePlanner::build(space2(), cap, cap, {orphan});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "queues[0] (x).parent: no queue named \"nope\"");
+  auto c1 = queue("c1");
+  c1.parent = "c2";
+  auto c2 = queue("c2");
+  c2.parent = "c1";
+  r = FairSharePlanner::build(space2(), cap, cap, {c1, c2});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("cycle") != std::string::npos);
+  auto parent = queue("p", "lab", amounts(1, 1));
+  auto child = queue("k");
+  child.parent = "p";
+  r = FairSharePlanner::build(space2(), cap, cap, {parent, child});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("queues[0] (p): a queue with child queues takes no quota") == 0);
+  auto w = queue("w");
+  w.weight = 0;
+  r = FairSharePlanner::build(space2(), cap, cap, {w});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "queues[0] (w).weight: expected a positive number, got 0");
+  auto f = queue("f");
+  f.flavor_order = {"B200"};
+  r = FairSharePlanner::build(space2(), cap, cap, {f});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "queues[0] (f).flavors: unknown GPU model \"B200\" (not in the cluster)");
+  auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
+  std::vector<PendingJob> jobs{job("lost", "missing", 0)};
+  const auto plan = p.plan(jobs);
+  REQUIRE(plan.pending.size() == 1);
+  CHECK(plan.pending[0].reason == "queue \"missing\": no such queue");
+}
