@@ -1,0 +1,185 @@
+// Re-partition planning: hand-worked plans, validity of every plan, optimality on one GPU.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "gpusched/mig/planner.hpp"
+
+using namespace gpusched::mig;
+
+namespace {
+
+const MigCatalog& cat() { return MigCatalog::builtin(); }
+MigModelId model(std::string_view name) { return *cat().find(name); }
+MigDemandItem item(std::string_view name, std::int64_t count) {
+  return MigDemandItem{std::string(name), MigRequest::from_name(cat(), name).value(), count};
+}
+std::uint64_t splitmix64(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+std::uint32_t below(std::uint64_t& s, std::uint32_t n) { return static_cast<std::uint32_t>(splitmix64(s) % n); }
+
+// Checks a plan against the state it was made for: untouched busy instances, valid new layouts,
+// served counts consistent with the created instances.
+void check_plan(const MigState& st, std::span<const MigDemandItem> demand, const MigPlan& plan) {
+  std::vector<std::int64_t> created(demand.size(), 0);
+  MigGpuId last = kNoGpu;
+  for (const MigGpuChange& ch : plan.changes) {
+    CHECK((last == kNoGpu || ch.gpu > last));  // each GPU at most once, sorted
+    last = ch.gpu;
+    CHECK(ch.before == st.layout(ch.gpu));
+    REQUIRE(validate_layout(st.spec_of(ch.gpu), ch.after, st.rules()).ok());
+    for (std::size_t i = 0; i < st.instances(ch.gpu).size(); ++i) {
+      const MigSlot& s = st.instances(ch.gpu)[i];
+      const MigInstance inst = st.layout(ch.gpu)[i];
+      const bool in_after = std::find(ch.after.begin(), ch.after.end(), inst) != ch.after.end();
+      if (s.busy) CHECK(in_after);  // busy instances never move
+      const bool destroyed = std::find(ch.destroyed.begin(), ch.destroyed.end(), inst) != ch.destroyed.end();
+      CHECK(in_after != destroyed);
+    }
+    CHECK(ch.after.size() == ch.before.size() - ch.destroyed.size() + ch.created.size());
+    REQUIRE(ch.serves.size() == ch.created.size());
+    CHECK_FALSE(ch.created.empty());
+    for (std::size_t k = 0; k < ch.created.size(); ++k) {
+      REQUIRE(ch.serves[k] < demand.size());
+      const int p = demand[ch.serves[k]].request.profile[st.model_of(ch.gpu)];
+      CHECK(st.spec_of(ch.gpu).profiles[static_cast<std::size_t>(p)].id == ch.created[k].profile_id);
+      ++created[ch.serves[k]];
+    }
+  }
+  for (std::size_t i = 0; i < demand.size(); ++i) {
+    CHECK(created[i] == plan.served_created[i]);
+    CHECK(plan.served_idle[i] + plan.served_created[i] + plan.unserved[i] == demand[i].count);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmented") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  const MigModelId a100 = model("A100-SXM4-40GB");
+  const std::vector<MigInstance> four = {{5, 0}};
+  const bool busy[] = {true};
+  const std::vector<MigInstance> two_threes = {{9, 0}, {9, 4}};
+  REQUIRE(st.add_gpu(n, a100).ok());                  // gpu 0: empty
+  REQUIRE(st.add_gpu(n, a100, four, busy).ok());      // gpu 1: 4g.20gb busy, 4..7 free
+  REQUIRE(st.add_gpu(n, a100, two_threes).ok());      // gpu 2: two idle 3g.20gb
+  const MigDemandItem demand[] = {item("3g.20gb", 3)};
+  MigPlan plan = plan_repartition(st, demand);
+  check_plan(st, demand, plan);
+  CHECK(plan.served_idle[0] == 2);
+  CHECK(plan.served_created[0] == 1);
+  REQUIRE(plan.changes.size() == 1);
+  CHECK(plan.changes[0].gpu == 1);
+  CHECK(plan.changes[0].created == std::vector<MigInstance>{{9, 4}});
+  CHECK(plan.changes[0].after == std::vector<MigInstance>{{5, 0}, {9, 4}});
+  auto parted = mig_parted_plan(st, plan);
+  REQUIRE(parted.size() == 1);
+  CHECK(to_mig_parted_yaml(parted) ==
+        "version: v1\nmig-configs:\n  gpusched-n0:\n    - devices: [1]\n      mig-enabled: true\n      mig-devices:\n"
+        "        \"3g.20gb\": 1\n        \"4g.20gb\": 1\n");
+}
+
+TEST_CASE("plan: seven 1g.5gb go to one GPU, not spread; the rest is unserved") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  for (int i = 0; i < 3; ++i) REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  const MigDemandItem demand[] = {item("1g.5gb", 7), item("7g.40gb", 3)};
+  MigPlan plan = plan_repartition(st, demand);
+  check_plan(st, demand, plan);
+  // Two 7g.40gb (largest first) and seven 1g.5gb on the third GPU: 3 GPUs, one 7g unserved.
+  CHECK(plan.served_created[1] == 2);
+  CHECK(plan.unserved[1] == 1);
+  CHECK(plan.served_created[0] == 7);
+  CHECK(plan.changes.size() == 3);
+}
+
+TEST_CASE("plan: busy instances stay; idle ones in the way are destroyed only when allowed") {
+  MigState st(cat());
+  auto n = st.add_node("n0").value();
+  std::vector<MigInstance> sevens;
+  for (std::uint8_t s = 0; s < 7; ++s) sevens.push_back({19, s});
+  const bool busy[7] = {true, false, false, false, false, false, false};
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB"), sevens, busy).ok());
+  const MigDemandItem demand[] = {item("3g.20gb", 1)};
+  MigPlan plan = plan_repartition(st, demand);
+  check_plan(st, demand, plan);
+  REQUIRE(plan.changes.size() == 1);
+  CHECK(plan.changes[0].created == std::vector<MigInstance>{{9, 4}});
+  CHECK(plan.changes[0].destroyed.size() == 3);  // the 1g.5gb at 4, 5, 6
+  MigPlan keep = plan_repartition(st, demand, MigPlanOptions{.destroy_idle = false});
+  CHECK(keep.changes.empty());
+  CHECK(keep.unserved[0] == 1);
+}
+
+TEST_CASE("property: plans are valid; on one empty GPU the plan serves the optimum") {
+  const char* names[] = {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.5gb+me"};
+  const MigGpuSpec& spec = cat().spec(model("A100-SXM4-40GB"));
+  const auto layouts = maximal_layouts(spec);
+  for (std::uint64_t trial = 0; trial < 200; ++trial) {
+    std::uint64_t seed = trial + 11;
+    std::vector<MigDemandItem> demand;
+    for (const char* nm : names)
+      if (below(seed, 2)) demand.push_back(item(nm, below(seed, 4)));
+    MigState st(cat());
+    auto n = st.add_node("n").value();
+    REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+    MigPlan plan = plan_repartition(st, demand);
+    check_plan(st, demand, plan);
+    // Oracle: the best compute slices served by any maximal layout, counts capped by demand.
+    std::int64_t best = 0;
+    for (const auto& l : layouts) {
+      std::map<std::uint32_t, std::int64_t> have;
+      for (const MigInstance& x : l) ++have[x.profile_id];
+      std::int64_t v = 0;
+      for (const MigDemandItem& d : demand) {
+        const auto& prof = spec.profiles[static_cast<std::size_t>(d.request.profile[model("A100-SXM4-40GB")])];
+        const std::int64_t take = std::min(have[prof.id], d.count);
+        have[prof.id] -= take;
+        v += take * prof.compute_slices;
+      }
+      best = std::max(best, v);
+    }
+    std::int64_t got = 0;
+    for (std::size_t i = 0; i < demand.size(); ++i)
+      got += plan.served_created[i] *
+             spec.profiles[static_cast<std::size_t>(demand[i].request.profile[model("A100-SXM4-40GB")])].compute_slices;
+    CHECK_MESSAGE(got == best, "trial ", trial);
+  }
+}
+
+TEST_CASE("property: plans on random mixed clusters are valid") {
+  const char* names[] = {"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.10gb", "3g.40gb", "1g.6gb",
+                         "2g.12gb"};
+  const MigModelId models[] = {model("A100-SXM4-40GB"), model("H100-80GB"), model("A30-24GB")};
+  for (std::uint64_t trial = 0; trial < 40; ++trial) {
+    std::uint64_t seed = trial * 31 + 5;
+    MigState st(cat());
+    MigNodeId node = 0;
+    for (int g = 0; g < 16; ++g) {
+      if (g % 4 == 0) node = st.add_node("node-" + std::to_string(g / 4)).value();
+      const MigModelId m = models[below(seed, 3)];
+      auto id = st.add_gpu(node, m).value();
+      const MigGpuSpec& spec = cat().spec(m);
+      for (int t = static_cast<int>(below(seed, 5)); t > 0; --t) {
+        const int p = static_cast<int>(below(seed, static_cast<std::uint32_t>(spec.profiles.size())));
+        const SlotMask s = feasible_starts(spec, st.occupancy(id), p);
+        if (s) REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(s)), below(seed, 2) == 0).ok());
+      }
+    }
+    std::vector<MigDemandItem> demand;
+    for (const char* nm : names) demand.push_back(item(nm, below(seed, 5)));
+    for (bool destroy : {true, false}) {
+      MigPlan plan = plan_repartition(st, demand, MigPlanOptions{.destroy_idle = destroy});
+      check_plan(st, demand, plan);
+      if (!destroy)
+        for (const auto& ch : plan.changes) CHECK(ch.destroyed.empty());
+    }
+  }
+}
