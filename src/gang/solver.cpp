@@ -95,7 +95,7 @@ class Solver {
   template <class F>
   void for_each_in(const std::vector<NodeId>* set, F&& f) const;
   bool count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>* failed) const;
-  std::int64_t set_tasks(const std::vector<NodeId>* set, std::uint32_t g) const;
+  std::int64_t group_avail(const std::vector<NodeId>* set, std::uint32_t g) const;
 
   Outcome search(const std::vector<NodeId>* set);
   Outcome dfs(std::size_t depth);
@@ -401,10 +401,39 @@ void Solver::for_each_in(const std::vector<NodeId>* set, F&& f) const {
   }
 }
 
-std::int64_t Solver::set_tasks(const std::vector<NodeId>* set, std::uint32_t g) const {
-  std::int64_t sum = 0;
-  for_each_in(set, [&](NodeId n) { sum = sat_add(sum, caps_[g][n]); });
-  return sum;
+// Tasks of group g alone that the node set can take: per-node counts on nodes its spread levels
+// label, capped per domain by spread caps and by self anti-affinity (one per domain).
+std::int64_t Solver::group_avail(const std::vector<NodeId>* set, std::uint32_t g) const {
+  std::int64_t avail = 0;
+  for_each_in(set, [&](NodeId n) {
+    if (caps_[g][n] == 0) return;
+    for (const SpreadRt& s : spread_)
+      if (s.covers[g] && maps_[s.map].node_domain[n] == DomainMap::kNone) return;
+    avail = sat_add(avail, caps_[g][n]);
+  });
+  // Sum over domains of min(cap, tasks of g in the domain); sparse, as the set may be one domain.
+  auto capped_by_domain = [&](std::size_t map, std::int64_t cap) {
+    std::vector<std::pair<std::uint32_t, std::int64_t>> per;
+    for_each_in(set, [&](NodeId n) {
+      const auto d = maps_[map].node_domain[n];
+      if (d != DomainMap::kNone && caps_[g][n] > 0) per.emplace_back(d, caps_[g][n]);
+    });
+    std::sort(per.begin(), per.end());
+    std::int64_t sum = 0, run = 0;
+    for (std::size_t i = 0; i < per.size(); ++i) {
+      run = sat_add(run, per[i].second);
+      if (i + 1 == per.size() || per[i + 1].first != per[i].first) {
+        sum = sat_add(sum, std::min(run, cap));
+        run = 0;
+      }
+    }
+    return sum;
+  };
+  for (const SpreadRt& s : spread_)
+    if (s.covers[g] && s.cap > 0) avail = std::min(avail, capped_by_domain(s.map, s.cap));
+  for (const AntiRt& a : anti_)
+    if (a.a == g && a.b == g) avail = std::min(avail, capped_by_domain(a.map, 1));
+  return avail;
 }
 
 // Necessary conditions on a node set (nullptr = all nodes). Each is exact for a one-request gang.
@@ -418,35 +447,7 @@ bool Solver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>
   for (std::uint32_t g = 0; g < n_groups_ && (ok || failed); ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need == 0) continue;
-    std::int64_t avail = 0;
-    for_each_in(set, [&](NodeId n) {
-      if (caps_[g][n] == 0) return;
-      for (const SpreadRt& s : spread_)
-        if (s.covers[g] && maps_[s.map].node_domain[n] == DomainMap::kNone) return;
-      avail = sat_add(avail, caps_[g][n]);
-    });
-    // Sum over domains of min(cap, tasks of g in the domain); sparse, as the set may be one domain.
-    auto capped_by_domain = [&](std::size_t map, std::int64_t cap) {
-      std::vector<std::pair<std::uint32_t, std::int64_t>> per;
-      for_each_in(set, [&](NodeId n) {
-        const auto d = maps_[map].node_domain[n];
-        if (d != DomainMap::kNone && caps_[g][n] > 0) per.emplace_back(d, caps_[g][n]);
-      });
-      std::sort(per.begin(), per.end());
-      std::int64_t sum = 0, run = 0;
-      for (std::size_t i = 0; i < per.size(); ++i) {
-        run = sat_add(run, per[i].second);
-        if (i + 1 == per.size() || per[i + 1].first != per[i].first) {
-          sum = sat_add(sum, std::min(run, cap));
-          run = 0;
-        }
-      }
-      return sum;
-    };
-    for (const SpreadRt& s : spread_)
-      if (s.covers[g] && s.cap > 0) avail = std::min(avail, capped_by_domain(s.map, s.cap));
-    for (const AntiRt& a : anti_)
-      if (a.a == g && a.b == g) avail = std::min(avail, capped_by_domain(a.map, 1));
+    const std::int64_t avail = group_avail(set, g);
     if (avail < need) fail({fmt::format("group {}: tasks that fit", spec_.groups[g].name), need, avail});
   }
   // Covered groups of each spread together.
@@ -694,7 +695,7 @@ std::string Solver::largest_domain_text(std::uint32_t g) const {
   std::int64_t best = -1;
   std::size_t best_d = 0;
   for (std::size_t d = 0; d < m.domain_count(); ++d) {
-    const std::int64_t k = set_tasks(&m.members[d], g);
+    const std::int64_t k = group_avail(&m.members[d], g);
     if (k > best) {
       best = k;
       best_d = d;
@@ -789,6 +790,12 @@ GangResult Solver::run() {
   setup_constraints();
   const DomainMap* topo = topo_ ? &maps_[*topo_] : nullptr;
   const bool required = topo && spec_.topology.mode == LevelMode::kRequired;
+  std::int64_t total_min = 0;
+  for (const auto& group : spec_.groups) total_min += group.min_replicas;
+  if (topo && !topo->resolved && required && total_min == 0) {  // nothing to place, nowhere to place it
+    r.verdict = GangVerdict::kFeasible;
+    return finish(std::move(r), GangMethod::kCountBound);
+  }
   if (topo && !topo->resolved && required) {
     r.bounds.push_back({fmt::format("domains of level {}", spec_.topology.level), 1, 0});
     r.reason = fmt::format("no node has a label for level \"{}\" (or the name is ambiguous)", spec_.topology.level);
@@ -831,10 +838,16 @@ GangResult Solver::run() {
   if (topo) {
     for (std::size_t d = 0; d < topo->domain_count(); ++d)
       if (count_bounds(&topo->members[d], nullptr)) domain_order.push_back(d);
-    // Kueue TAS best fit: the domain with the least room for the main group that still fits.
+    // Kueue TAS best fit: the domain with the least room for the main group that still holds all
+    // its replicas; an elastic gang no domain holds whole goes where it gets the most.
     std::vector<std::int64_t> room(topo->domain_count(), 0);
-    for (auto d : domain_order) room[d] = set_tasks(&topo->members[d], main);
-    std::stable_sort(domain_order.begin(), domain_order.end(), [&](auto a, auto b) { return room[a] < room[b]; });
+    for (auto d : domain_order) room[d] = group_avail(&topo->members[d], main);
+    const std::int64_t full = spec_.groups[main].replicas;
+    std::stable_sort(domain_order.begin(), domain_order.end(), [&](auto a, auto b) {
+      const bool fa = room[a] >= full, fb = room[b] >= full;
+      if (fa != fb) return fa;
+      return fa ? room[a] < room[b] : room[a] > room[b];
+    });
     for (auto d : domain_order) sets.push_back(&topo->members[d]);
   }
   if (required && sets.empty()) {
@@ -874,7 +887,7 @@ GangResult Solver::run() {
       std::vector<std::size_t> all(topo->domain_count());
       std::iota(all.begin(), all.end(), std::size_t{0});
       std::vector<std::int64_t> room(topo->domain_count());
-      for (auto d : all) room[d] = set_tasks(&topo->members[d], main);
+      for (auto d : all) room[d] = group_avail(&topo->members[d], main);
       std::stable_sort(all.begin(), all.end(), [&](auto a, auto b) { return room[a] > room[b]; });
       for (auto d : all) tier_nodes.push_back(topo->members[d]);
       std::vector<NodeId> rest;
