@@ -1,0 +1,364 @@
+// `gpusched fairshare`: the admission order of pending jobs under hierarchical DRF, Kueue-style
+// quotas and priorities, with per-queue usage, fair share and dominant share. Formats:
+// docs/fairness.md; examples in examples/fairness/.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "gpusched/fairness/admission.hpp"
+#include "gpusched/io/cluster_json.hpp"
+
+namespace gpusched::cli {
+namespace {
+
+using nlohmann::json;
+using fairness::Amounts;
+using fairness::ResourceSpace;
+
+struct FairshareOptions {
+  std::string cluster_file, queues_file, jobs_file;
+  std::string format = "table";
+  std::optional<std::int64_t> now;
+};
+
+std::string shown(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
+  if (!obj.is_object()) throw InputError(fmt::format("{}: expected an object, got {}", path, shown(obj)));
+  for (const auto& [key, value] : obj.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw InputError(fmt::format("{}.{}: unknown field (known: {})", path, key, fmt::join(known, ", ")));
+}
+
+std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min()) {
+  if (!v.is_number_integer()) throw InputError(fmt::format("{}: expected an integer, got {}", path, shown(v)));
+  const auto x = v.get<std::int64_t>();
+  if (x < lo) throw InputError(fmt::format("{}: expected at least {}, got {}", path, lo, x));
+  return x;
+}
+
+std::string read_string(const json& v, const std::string& path) {
+  if (!v.is_string() || v.get<std::string>().empty())
+    throw InputError(fmt::format("{}: expected a non-empty string, got {}", path, shown(v)));
+  return v.get<std::string>();
+}
+
+// Canonical model name (the registry's), or the text itself when unknown.
+std::string canonical(const GpuModelRegistry& reg, std::string_view name) {
+  auto id = reg.find(name);
+  return id ? reg.model(*id).name : std::string(name);
+}
+
+// A quantity in the dimension's unit: cpu and GPUs as cores/GPUs (integers) or strings, memory bytes.
+std::int64_t dim_quantity(const json& v, const std::string& path, Eigen::Index dim) {
+  auto r = dim == ResourceSpace::kMemory ? io::read_quantity(v, path, QuantityUnit::kBytes, 1)
+                                         : io::read_quantity(v, path, QuantityUnit::kMilli, 1000);
+  if (!r) throw InputError(r.error().message);
+  return *r;
+}
+
+// {"cpu": Q, "memory": Q, "gpus": {"<model>": Q}} -> amounts (unlisted: `unlisted`). When "gpus" is
+// present, models it does not list get `unlisted_gpu`.
+Amounts read_resource_map(const json& v, const std::string& path, const ResourceSpace& space,
+                          const GpuModelRegistry& reg, std::int64_t unlisted, std::int64_t unlisted_gpu,
+                          const std::function<std::int64_t(const json&, const std::string&, Eigen::Index)>& read) {
+  check_keys(v, path, {"cpu", "memory", "gpus"});
+  Amounts out = Amounts::Constant(space.size(), unlisted);
+  if (auto it = v.find("cpu"); it != v.end()) out[ResourceSpace::kCpu] = read(*it, path + ".cpu", ResourceSpace::kCpu);
+  if (auto it = v.find("memory"); it != v.end())
+    out[ResourceSpace::kMemory] = read(*it, path + ".memory", ResourceSpace::kMemory);
+  if (auto it = v.find("gpus"); it != v.end()) {
+    if (!it->is_object()) throw InputError(fmt::format("{}.gpus: expected an object of GPU model -> amount, got {}", path, shown(*it)));
+    for (Eigen::Index d = 2; d < space.size(); ++d) out[d] = unlisted_gpu;
+    for (const auto& [model, q] : it->items()) {
+      const std::string p = fmt::format("{}.gpus.{}", path, model);
+      auto d = space.gpu_dim(canonical(reg, model));
+      if (!d) throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", p, model, fmt::join(space.gpu_models, ", ")));
+      out[*d] = read(q, p, *d);
+    }
+  }
+  return out;
+}
+
+struct QueuesFile {
+  std::vector<fairness::QueueConfig> queues;
+  std::map<std::string, std::int64_t> default_priority;  // queue -> priority of jobs without one
+  fairness::AgingPolicy aging;
+  bool now_given = false;
+};
+
+QueuesFile read_queues(const json& doc, const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
+  QueuesFile out;
+  check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
+  std::map<std::string, std::int64_t> classes;
+  if (auto it = doc.find("priority_classes"); it != doc.end()) {
+    if (!it->is_object()) throw InputError(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
+    for (const auto& [name, value] : it->items())
+      classes[name] = read_int(value, fmt::format("{}.priority_classes.{}", file, name));
+  }
+  if (auto it = doc.find("aging"); it != doc.end()) {
+    const std::string p = file + ".aging";
+    check_keys(*it, p, {"interval", "step", "max_boost"});
+    if (auto i = it->find("interval"); i != it->end()) out.aging.interval = read_int(*i, p + ".interval", 1);
+    else throw InputError(fmt::format("{}.interval: missing (seconds per aging step)", p));
+    if (auto s = it->find("step"); s != it->end()) out.aging.step = read_int(*s, p + ".step", 0);
+    if (auto m = it->find("max_boost"); m != it->end()) out.aging.max_boost = read_int(*m, p + ".max_boost", 0);
+  }
+  if (auto it = doc.find("now"); it != doc.end()) {
+    out.aging.now = read_int(*it, file + ".now");
+    out.now_given = true;
+  }
+  auto qs = doc.find("queues");
+  if (qs == doc.end() || !qs->is_array() || qs->empty())
+    throw InputError(fmt::format("{}.queues: expected a non-empty array of queues", file));
+  for (std::size_t i = 0; i < qs->size(); ++i) {
+    const json& v = (*qs)[i];
+    const std::string p = fmt::format("{}.queues[{}]", file, i);
+    check_keys(v, p, {"name", "parent", "weight", "cohort", "quotas", "borrowing_limits", "lending_limits", "flavors",
+                      "strategy", "priority_class", "usage"});
+    fairness::QueueConfig q;
+    if (auto n = v.find("name"); n != v.end()) q.name = read_string(*n, p + ".name");
+    else throw InputError(fmt::format("{}.name: missing", p));
+    if (auto n = v.find("parent"); n != v.end()) q.parent = read_string(*n, p + ".parent");
+    if (auto w = v.find("weight"); w != v.end()) {
+      if (!w->is_number() || !(w->get<double>() > 0))
+        throw InputError(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
+      q.weight = w->get<double>();
+    }
+    if (auto c = v.find("cohort"); c != v.end()) q.cohort = read_string(*c, p + ".cohort");
+    if (auto f = v.find("flavors"); f != v.end()) {
+      if (!f->is_array()) throw InputError(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
+      for (std::size_t k = 0; k < f->size(); ++k) {
+        const std::string fp = fmt::format("{}.flavors[{}]", p, k);
+        const std::string model = canonical(reg, read_string((*f)[k], fp));
+        if (!space.gpu_dim(model))
+          throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
+                                       fmt::join(space.gpu_models, ", ")));
+        q.flavor_order.push_back(model);
+      }
+    }
+    if (auto s = v.find("strategy"); s != v.end()) {
+      const std::string st = read_string(*s, p + ".strategy");
+      if (st != "StrictFIFO" && st != "BestEffortFIFO")
+        throw InputError(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
+      q.strict_fifo = st == "StrictFIFO";
+    }
+    if (auto pc = v.find("priority_class"); pc != v.end()) {
+      const std::string name = read_string(*pc, p + ".priority_class");
+      auto it = classes.find(name);
+      if (it == classes.end()) throw InputError(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
+      out.default_priority[q.name] = it->second;
+    }
+    const auto read_amount = [](const json& x, const std::string& path, Eigen::Index d) { return dim_quantity(x, path, d); };
+    const bool has_quota = v.contains("quotas");
+    if (has_quota) {
+      const json& quotas = v["quotas"];
+      // Unlisted cpu/memory: unconstrained; with "gpus", unlisted models: no quota (0).
+      q.nominal = read_resource_map(quotas, p + ".quotas", space, reg, fairness::kNoLimit, 0, read_amount);
+      if (!quotas.contains("gpus") && !q.flavor_order.empty())
+        for (Eigen::Index d = 2; d < space.size(); ++d)
+          if (std::find(q.flavor_order.begin(), q.flavor_order.end(), space.gpu_models[static_cast<std::size_t>(d - 2)]) ==
+              q.flavor_order.end())
+            q.nominal[d] = 0;
+      if (q.flavor_order.empty() && quotas.contains("gpus"))
+        for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(canonical(reg, model));
+    }
+    for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
+      if (auto it = v.find(key); it != v.end()) {
+        if (!has_quota) throw InputError(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
+        if (q.cohort.empty()) throw InputError(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
+        *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount);
+      }
+    }
+    if (auto u = v.find("usage"); u != v.end())
+      q.usage = read_resource_map(*u, p + ".usage", space, reg, 0, 0, read_amount);
+    out.queues.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::string format_vector(const ResourceSpace& space, const Amounts& a) {
+  std::string out = fmt::format("cpu {} mem {}", space.format(ResourceSpace::kCpu, a[ResourceSpace::kCpu]),
+                                space.format(ResourceSpace::kMemory, a[ResourceSpace::kMemory]));
+  for (Eigen::Index d = 2; d < space.size(); ++d)
+    if (a[d] != 0) out += fmt::format(" {} {}", space.gpu_models[static_cast<std::size_t>(d - 2)], space.format(d, a[d]));
+  return out;
+}
+
+json vector_json(const ResourceSpace& space, const Amounts& a) {
+  json gpus = json::object();
+  for (Eigen::Index d = 2; d < space.size(); ++d)
+    if (a[d] != 0) gpus[space.gpu_models[static_cast<std::size_t>(d - 2)]] = static_cast<double>(a[d]) / 1000.0;
+  return json{{"cpu", static_cast<double>(a[ResourceSpace::kCpu]) / 1000.0}, {"memory", a[ResourceSpace::kMemory]}, {"gpus", gpus}};
+}
+
+int run_fairshare(const FairshareOptions& opt) {
+  auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
+  if (!cluster) throw InputError(cluster.error().message);
+  auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
+  if (!jobs) throw InputError(jobs.error().message);
+  json queues_doc;
+  try {
+    queues_doc = json::parse(read_file(opt.queues_file));
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON: {}", opt.queues_file, e.what()));
+  }
+  const GpuModelRegistry& reg = cluster->registry;
+
+  // The resource space: cpu, memory, then the cluster's GPU models in order of first appearance.
+  ResourceSpace space;
+  for (const auto& node : cluster->cluster.nodes())
+    for (const auto& gpu : node.gpus) {
+      const std::string model = canonical(reg, gpu.model);
+      if (std::find(space.gpu_models.begin(), space.gpu_models.end(), model) == space.gpu_models.end())
+        space.gpu_models.push_back(model);
+    }
+  Amounts capacity = Amounts::Zero(space.size()), free = Amounts::Zero(space.size());
+  for (const auto& node : cluster->cluster.nodes()) {
+    if (!node.schedulable || !node.healthy) continue;  // cordoned or failed nodes take no new work
+    capacity[ResourceSpace::kCpu] += node.cpu;
+    capacity[ResourceSpace::kMemory] += node.memory;
+    free[ResourceSpace::kCpu] += node.cpu - node.cpu_used;
+    free[ResourceSpace::kMemory] += node.memory - node.memory_used;
+    for (const auto& gpu : node.gpus) {
+      if (!gpu.healthy) continue;
+      const auto d = *space.gpu_dim(canonical(reg, gpu.model));
+      capacity[d] += kMilliPerGpu;
+      free[d] += kMilliPerGpu - gpu.used_milli;
+    }
+  }
+
+  QueuesFile qf = read_queues(queues_doc, opt.queues_file, space, reg);
+
+  std::vector<fairness::PendingJob> pending;
+  std::int64_t latest_submit = 0;
+  for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
+    const Job& job = jobs->jobs[j];
+    const json& raw = jobs->raw_jobs[j];
+    fairness::PendingJob p;
+    p.name = job.job_name;
+    p.queue = job.queue_name;
+    p.priority = job.job_priority;
+    if (!raw.contains("priority"))
+      if (auto it = qf.default_priority.find(job.queue_name); it != qf.default_priority.end()) p.priority = it->second;
+    if (auto it = raw.find("submit_time"); it != raw.end())
+      p.submit_time = read_int(*it, fmt::format("{}: jobs[{}].submit_time", opt.jobs_file, j), 0);
+    latest_submit = std::max(latest_submit, p.submit_time);
+    p.base = Amounts::Zero(space.size());
+    std::optional<std::set<std::string>> allowed;  // intersection over GPU groups
+    for (const auto& g : job.groups) {
+      p.base[ResourceSpace::kCpu] += g.shape.cpu * g.replicas;
+      p.base[ResourceSpace::kMemory] += g.shape.memory * g.replicas;
+      if (!g.shape.needs_gpu() || g.replicas == 0) continue;
+      p.gpu_milli += g.shape.total_gpu_milli() * g.replicas;
+      if (g.allowed_models.empty()) continue;
+      std::set<std::string> models;
+      for (const auto& m : g.allowed_models) models.insert(canonical(reg, m));
+      if (!allowed) {
+        allowed = models;
+      } else {
+        std::set<std::string> both;
+        std::set_intersection(allowed->begin(), allowed->end(), models.begin(), models.end(), std::inserter(both, both.end()));
+        allowed = both;
+      }
+    }
+    if (allowed) {
+      p.gpu_models.assign(allowed->begin(), allowed->end());
+      // One flavor per job: groups allowing disjoint models can never be admitted together.
+      if (p.gpu_models.empty()) p.gpu_models.push_back("(no model every group allows)");
+    }
+    pending.push_back(std::move(p));
+  }
+  if (opt.now) qf.aging.now = *opt.now;
+  else if (!qf.now_given) qf.aging.now = latest_submit;
+
+  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
+  if (!planner) throw InputError(fmt::format("{}: {}", opt.queues_file, planner.error().message));
+  const fairness::AdmissionPlan plan = planner->plan(pending, qf.aging);
+
+  auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
+  auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };
+  if (opt.format == "json") {
+    json out;
+    json admitted = json::array(), waiting = json::array(), queues = json::array();
+    for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
+      const auto& a = plan.admitted[k];
+      admitted.push_back({{"order", k + 1}, {"job", pending[a.job].name}, {"queue", queue_name(a.queue)},
+                          {"flavor", a.gpu_dim < 0 ? json(nullptr) : json(flavor(a.gpu_dim))}, {"borrowed", a.borrowed},
+                          {"priority", a.priority}});
+    }
+    for (const auto& p : plan.pending)
+      waiting.push_back({{"job", pending[p.job].name}, {"queue", queue_name(p.queue)}, {"reason", p.reason}, {"priority", p.priority}});
+    for (std::size_t q = 0; q < plan.queues.size(); ++q) {
+      const auto& r = plan.queues[q];
+      queues.push_back({{"name", r.name}, {"parent", qf.queues[q].parent.empty() ? json(nullptr) : json(qf.queues[q].parent)},
+                        {"leaf", r.leaf}, {"weight", qf.queues[q].weight}, {"usage", vector_json(space, r.usage)},
+                        {"borrowed", vector_json(space, r.borrowed)}, {"dominant_share", r.dominant_share},
+                        {"fair_share", r.fair_share}, {"weighted_share", r.weighted_share}, {"admitted", r.admitted},
+                        {"pending", r.pending}});
+    }
+    out["admitted"] = admitted;
+    out["pending"] = waiting;
+    out["queues"] = queues;
+    out["capacity"] = vector_json(space, capacity);
+    out["free_before"] = vector_json(space, free);
+    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::string text = "Admission order\n";
+  text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}\n", "#", "job", "queue", "flavor", "borrowed", "priority");
+  for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
+    const auto& a = plan.admitted[k];
+    text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}\n", k + 1, pending[a.job].name, queue_name(a.queue),
+                        flavor(a.gpu_dim), a.borrowed ? "yes" : "no", a.priority);
+  }
+  text += fmt::format("\nPending ({})\n", plan.pending.size());
+  for (const auto& p : plan.pending)
+    text += fmt::format("  {:<24} {:<16} {}\n", pending[p.job].name, queue_name(p.queue), p.reason);
+  text += "\nQueues\n";
+  text += fmt::format("  {:<16} {:>6} {:>9} {:>9} {:>9} {:>5} {:>5}  {}\n", "queue", "weight", "dominant", "fair", "weighted",
+                      "adm", "pend", "usage");
+  for (std::size_t q = 0; q < plan.queues.size(); ++q) {
+    const auto& r = plan.queues[q];
+    std::string name = r.name;
+    if (!qf.queues[q].parent.empty()) name = fmt::format("{}/{}", qf.queues[q].parent, r.name);
+    text += fmt::format("  {:<16} {:>6.2f} {:>9.4f} {:>9.4f} {:>9.4f} {:>5} {:>5}  {}", name, qf.queues[q].weight,
+                        r.dominant_share, r.fair_share, r.weighted_share, r.admitted, r.pending, format_vector(space, r.usage));
+    if (!r.borrowed.isZero()) text += fmt::format("  (borrowed: {})", format_vector(space, r.borrowed));
+    text += "\n";
+  }
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+void setup(CLI::App& app) {
+  auto opt = std::make_shared<FairshareOptions>();
+  auto* sub = app.add_subcommand("fairshare",
+                                 "Admission order of pending jobs under hierarchical DRF, quotas (cohorts, borrowing, "
+                                 "lending) and priorities, with per-queue usage and shares");
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)")->required();
+  sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md)")->required();
+  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md; submit_time in seconds)")->required();
+  sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  sub->add_option("--now", opt->now, "Time (seconds) aging measures waits to; default: the queues file's \"now\", else the latest submit_time");
+  sub->callback([opt] { set_exit_status(run_fairshare(*opt)); });
+}
+
+[[maybe_unused]] const bool registered = register_command(setup);
+
+}  // namespace
+}  // namespace gpusched::cli
