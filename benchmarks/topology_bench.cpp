@@ -1,0 +1,107 @@
+// Topology picks: best k of an 8-GPU node, best 32 of a 72-GPU NVLink domain, best 64 nodes of a
+// 4,096-node two-level fat tree. Targets (issue #5): <= 20 us, <= 1 ms, <= 5 ms.
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gpusched/cluster/cluster.hpp"
+#include "gpusched/topology/cluster_topology.hpp"
+#include "gpusched/topology/nvidia_smi.hpp"
+
+using namespace gpusched;
+using namespace gpusched::topology;
+
+namespace {
+
+NodeTopology load(const char* name) {
+  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/tests/fixtures/topology/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return parse_nvidia_smi_topo(s.str()).value();
+}
+
+void BM_BestKof8_Dgx1(benchmark::State& st) {
+  const NodeTopology t = load("dgx1_v100.txt");
+  const std::vector<std::uint16_t> free{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto k = static_cast<std::size_t>(st.range(0));
+  for (auto _ : st) benchmark::DoNotOptimize(t.best_gpus(free, k));
+}
+BENCHMARK(BM_BestKof8_Dgx1)->Arg(2)->Arg(4)->Arg(6)->Unit(benchmark::kMicrosecond);
+
+void BM_BestKof8_Pcie(benchmark::State& st) {
+  const NodeTopology t = load("pcie_2socket.txt");
+  const std::vector<std::uint16_t> free{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto k = static_cast<std::size_t>(st.range(0));
+  for (auto _ : st) benchmark::DoNotOptimize(t.best_gpus(free, k));
+}
+BENCHMARK(BM_BestKof8_Pcie)->Arg(4)->Unit(benchmark::kMicrosecond);
+
+void BM_Best32of72_Nvl72(benchmark::State& st) {
+  const NodeTopology t = NodeTopology::nvlink_domain(18, 4, LinkKind::kNvLink5, 18);
+  std::vector<std::uint16_t> free;
+  for (std::uint16_t g = 0; g < 72; ++g)
+    if (g % 7 != 3) free.push_back(g);  // some GPUs busy
+  for (auto _ : st) benchmark::DoNotOptimize(t.best_gpus(free, 32));
+}
+BENCHMARK(BM_Best32of72_Nvl72)->Unit(benchmark::kMicrosecond);
+
+// 4,096 nodes x 8 GPUs, 32 nodes per leaf, 16 leaves per spine block (8 blocks); some busy nodes.
+struct FatTree {
+  ClusterState state;
+  ClusterTopology topo;
+  TaskRequest request;
+};
+
+FatTree make_fat_tree() {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 4096; ++i) {
+    NodeSpec n;
+    n.name = fmt::format("n{:04d}", i);
+    n.cpu = 128000;
+    n.memory = 1024 * kGiB;
+    const int used = (i * 2654435761u) % 5 == 0 ? 8 : 0;
+    for (int g = 0; g < 8; ++g) n.gpus.push_back({"H100-SXM5-80GB", g < used ? kMilliPerGpu : 0, 0, true});
+    n.labels = {{"topology.kubernetes.io/block", fmt::format("b{}", i / 512)},
+                {"topology.kubernetes.io/rack", fmt::format("leaf{}", i / 32)}};
+    nodes.push_back(std::move(n));
+  }
+  Cluster c(std::move(nodes));
+  auto state = ClusterState::build(c, GpuModelRegistry::builtin()).value();
+  auto topo = ClusterTopology::from_labels(state, {{"topology.kubernetes.io/block", LinkKind::kIbNdr, 8},
+                                                   {"topology.kubernetes.io/rack", LinkKind::kIbNdr, 8}})
+                  .value();
+  TaskShape shape;
+  shape.gpus = 8;
+  shape.gpu_milli = kMilliPerGpu;
+  auto request = state.compile(shape).value();
+  return {std::move(state), std::move(topo), std::move(request)};
+}
+
+void BM_Best64Nodes_FatTree4096(benchmark::State& st) {
+  static const FatTree ft = make_fat_tree();
+  const auto constraint = ft.topo.constraint(LevelMode::kRequired, "topology.kubernetes.io/block").value();
+  for (auto _ : st) {
+    auto p = ft.topo.pick_nodes(ft.state, ft.request, 64, constraint);
+    if (!p.found) st.SkipWithError("no pick");
+    benchmark::DoNotOptimize(p);
+  }
+}
+BENCHMARK(BM_Best64Nodes_FatTree4096)->Unit(benchmark::kMillisecond);
+
+void BM_ParseNvidiaSmi_Dgx1(benchmark::State& st) {
+  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/tests/fixtures/topology/dgx1_v100.txt");
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::string text = s.str();
+  for (auto _ : st) benchmark::DoNotOptimize(parse_nvidia_smi_topo(text));
+}
+BENCHMARK(BM_ParseNvidiaSmi_Dgx1)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
