@@ -1,0 +1,134 @@
+// `gpusched fairshare` end to end: a hand-worked admission order (priorities with aging, flavors,
+// borrowing limit, lending limit), JSON output, the shipped example, and exit status 2 with one clear
+// message on bad input.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+Run run(const std::string& args, bool merge_stderr = false) {
+  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "gpusched-fairness-cli-test";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+const std::string kFixtures = std::string(GPUSCHED_FIXTURES_DIR) + "/fairness/";
+const std::string kArgs = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures +
+                          "queues.json --jobs " + kFixtures + "jobs.json";
+
+}  // namespace
+
+TEST_CASE("fairshare: hand-worked admission order as a table") {
+  // Worked by hand (see tests/fixtures/fairness/): aging at now = 10800 with 50 per hour up to 100
+  // gives v-train 110, v-big 110, v-old 100, nlp's class "high" 100 + 100 = 200 for n-pretrain and
+  // n-more, n-ft 5 + 100. Both queues start at share 0 (tie: vision, listed first). v-big would
+  // borrow 4 A100 with a limit of 2; v-old fits vision's own H100 quota, so it takes H100 although
+  // vision lists A100 first. n-more would borrow H100, but nlp lends none (lending limit 0) and
+  // vision's lendable 4 are half used by v-old: only 2 available. n-ft fits nlp's own A100 quota.
+  const Run r = run(kArgs);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("   1  v-train                  vision           A100-80GB               no      110\n"
+                   "   2  n-pretrain               nlp              H100-80GB               no      200\n"
+                   "   3  v-old                    vision           H100-80GB               no      100\n"
+                   "   4  n-ft                     nlp              A100-80GB               no      105\n") !=
+        std::string::npos);
+  CHECK(r.out.find("v-big                    vision           queue vision: exceeds the borrowing limit on "
+                   "gpu:A100-80GB (requested 4, available 2)") != std::string::npos);
+  CHECK(r.out.find("n-more                   nlp              queue nlp: the cohort has no unused quota to lend on "
+                   "gpu:H100-80GB (requested 4, available 2)") != std::string::npos);
+}
+
+TEST_CASE("fairshare: JSON output and --now") {
+  const Run r = run(kArgs + " --format json");
+  REQUIRE(r.status == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["admitted"].size() == 4);
+  CHECK(doc["admitted"][0]["job"] == "v-train");
+  CHECK(doc["admitted"][0]["flavor"] == "A100-80GB");
+  CHECK(doc["admitted"][2]["borrowed"] == false);
+  REQUIRE(doc["pending"].size() == 2);
+  CHECK(doc["pending"][0]["job"] == "v-big");
+  REQUIRE(doc["queues"].size() == 2);
+  CHECK(doc["queues"][0]["name"] == "vision");
+  CHECK(doc["queues"][0]["usage"]["gpus"]["H100-80GB"] == 2.0);
+  CHECK(doc["queues"][0]["dominant_share"] == doctest::Approx(0.5));
+  CHECK(doc["queues"][1]["usage"]["cpu"] == 20.0);
+  CHECK(doc["capacity"]["gpus"]["A100-80GB"] == 8.0);
+
+  // Without aging (now = the oldest submit time) vision's order is by plain priority: v-train and
+  // v-big (10) before v-old (0).
+  const Run early = run(kArgs + " --format json --now 0");
+  REQUIRE(early.status == 0);
+  const auto d2 = nlohmann::json::parse(early.out);
+  CHECK(d2["admitted"][0]["priority"] == 10);
+  bool v_old_pending_or_late = true;
+  for (std::size_t i = 0; i < d2["admitted"].size(); ++i)
+    if (d2["admitted"][i]["job"] == "v-old") v_old_pending_or_late = i >= 2;
+  CHECK(v_old_pending_or_late);
+}
+
+TEST_CASE("fairshare: the shipped example runs") {
+  const std::string ex = std::string(GPUSCHED_SOURCE_DIR) + "/examples/";
+  const Run r = run("fairshare --cluster " + ex + "cluster.json --queues " + ex + "fairness/queues.json --jobs " + ex +
+                    "jobs.json --format json");
+  REQUIRE(r.status == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["admitted"].size() + doc["pending"].size() == 7);
+  CHECK(doc["admitted"][0]["job"] == "llm-pretrain");
+}
+
+TEST_CASE("fairshare: bad input exits 2 with a message naming the field") {
+  auto expect = [](const std::string& queues_text, const std::string& message) {
+    const std::string q = temp_file("queues.json", queues_text);
+    const Run r = run("fairshare --cluster " + kFixtures + "cluster.json --queues " + q + " --jobs " + kFixtures + "jobs.json",
+                      true);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+  };
+  expect(R"({"queues": [{"name": "a", "wieght": 2}]})", "queues[0].wieght: unknown field");
+  expect(R"({"queues": [{"name": "a", "priority_class": "vip"}]})",
+         "queues[0].priority_class: unknown class \"vip\" (define it in priority_classes)");
+  expect(R"({"queues": [{"name": "a", "flavors": ["B200"]}]})", "queues[0].flavors[0]: unknown GPU model \"B200\"");
+  expect(R"({"queues": [{"name": "a", "strategy": "LIFO"}]})",
+         "queues[0].strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"LIFO\"");
+  expect(R"({"queues": [{"name": "a", "quotas": {"gpus": {"H100-80GB": -2}}}]})", "queues[0].quotas.gpus.H100-80GB");
+  expect(R"({"queues": [{"name": "a", "weight": 0}]})", "queues[0].weight: expected a positive number, got 0");
+  expect(R"({"queues": [{"name": "a", "parent": "b"}]})", "(a).parent: no queue named \"b\"");
+  expect(R"({"queues": [{"name": "a", "quotas": {"cpu": 1}, "borrowing_limits": {"cpu": 1}}]})",
+         "queues[0].borrowing_limits: only meaningful with a \"cohort\"");
+  expect(R"({"queues": []})", "queues: expected a non-empty array of queues");
+  expect("{not json", "malformed JSON");
+  const Run missing = run("fairshare --cluster " + kFixtures + "cluster.json --queues /nonexistent.json --jobs " +
+                              kFixtures + "jobs.json",
+                          true);
+  CHECK(missing.status == 2);
+  CHECK(missing.out.find("/nonexistent.json: cannot open file") != std::string::npos);
+}
