@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -131,7 +132,17 @@ class Solver {
 
   // Greedy selection restricted to tiers of nodes, tried in order (empty = the whole cluster).
   std::vector<const std::vector<NodeId>*> tiers_;
-  std::vector<std::size_t> first_tier_;
+  // Per group, the fitting tier nodes ordered by (tier, -rank, id): the first allowed one is the
+  // choice. Only the node a task lands on changes, so each placement refreshes one node per group
+  // instead of rescanning the tier.
+  using TierKey = std::tuple<std::uint32_t, std::int64_t, NodeId>;
+  bool tier_index_on_ = false;
+  std::vector<std::uint32_t> node_tier_;
+  std::vector<std::set<TierKey>> tier_set_;
+  std::vector<std::vector<std::int64_t>> tier_rank_;  // [group][node]: the key's rank while present
+  std::vector<std::vector<char>> tier_in_;            // [group][node]
+  void build_tier_index();
+  void refresh_tier_node(NodeId n);
 
   // Search state.
   std::vector<std::uint32_t> search_tasks_;
@@ -230,6 +241,7 @@ bool Solver::put(std::uint32_t g, const TaskAssignment& a) {
   ++placed_[g];
   ++touched_[a.node];
   note(a.node, g, +1);
+  if (tier_index_on_) refresh_tier_node(a.node);
   return true;
 }
 
@@ -239,7 +251,9 @@ void Solver::undo_last() {
   --touched_[t.assignment.node];
   --placed_[t.group];
   st_.rollback(st_.checkpoint() - 1);
+  const NodeId n = t.assignment.node;
   tasks_.pop_back();
+  if (tier_index_on_) refresh_tier_node(n);
 }
 
 void Solver::undo_to(std::size_t n_tasks) {
@@ -287,17 +301,49 @@ NodeId Solver::select(std::uint32_t g) {
     });
     return best;
   }
-  // Tiers only lose room during a greedy pass, so a tier with no fit for g stays without one.
-  for (std::size_t t = first_tier_[g]; t < tiers_.size(); ++t) {
-    for (NodeId n : *tiers_[t]) consider(n);
-    if (best != kNoNode) return best;
-    first_tier_[g] = t + 1;
+  for (const TierKey& key : tier_set_[g]) {
+    const NodeId n = std::get<2>(key);
+    if (allowed(n, g)) return n;
   }
   return kNoNode;
 }
 
+void Solver::build_tier_index() {
+  tier_index_on_ = !tiers_.empty();
+  if (!tier_index_on_) return;
+  node_tier_.assign(st_.node_count(), ~std::uint32_t{0});
+  for (std::uint32_t t = 0; t < tiers_.size(); ++t)
+    for (NodeId n : *tiers_[t]) node_tier_[n] = t;
+  tier_set_.assign(n_groups_, {});
+  tier_rank_.assign(n_groups_, std::vector<std::int64_t>(st_.node_count(), 0));
+  tier_in_.assign(n_groups_, std::vector<char>(st_.node_count(), 0));
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    if (spec_.groups[g].replicas == 0) continue;
+    for (std::uint32_t t = 0; t < tiers_.size(); ++t)
+      for (NodeId n : *tiers_[t]) {
+        if (st_.check_fit(n, req(g)) != FitReason::kFits) continue;
+        tier_rank_[g][n] = rank(n, req(g));
+        tier_in_[g][n] = 1;
+        tier_set_[g].emplace(t, -tier_rank_[g][n], n);
+      }
+  }
+}
+
+void Solver::refresh_tier_node(NodeId n) {
+  const std::uint32_t t = node_tier_[n];
+  if (t == ~std::uint32_t{0}) return;
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    if (spec_.groups[g].replicas == 0) continue;
+    if (tier_in_[g][n]) tier_set_[g].erase({t, -tier_rank_[g][n], n});
+    tier_in_[g][n] = st_.check_fit(n, req(g)) == FitReason::kFits;
+    if (!tier_in_[g][n]) continue;
+    tier_rank_[g][n] = rank(n, req(g));
+    tier_set_[g].emplace(t, -tier_rank_[g][n], n);
+  }
+}
+
 bool Solver::greedy_mins() {
-  first_tier_.assign(n_groups_, 0);
+  build_tier_index();
   set_min_phase(true);
   for (std::uint32_t g : order_) {
     while (placed_[g] < spec_.groups[g].min_replicas) {
@@ -311,7 +357,7 @@ bool Solver::greedy_mins() {
 
 // Elastic groups: as many more as fit, up to replicas, hardest group first.
 void Solver::extras() {
-  first_tier_.assign(n_groups_, 0);
+  build_tier_index();
   set_min_phase(false);
   for (std::uint32_t g : order_) {
     while (placed_[g] < spec_.groups[g].replicas) {
@@ -635,6 +681,7 @@ Solver::Outcome Solver::dfs(std::size_t depth) {
 }
 
 Solver::Outcome Solver::search(const std::vector<NodeId>* set) {
+  tier_index_on_ = false;  // the search picks its own nodes
   // Candidate nodes: where some group with a minimum fits at all.
   search_nodes_.clear();
   in_search_.assign(st_.node_count(), 0);
