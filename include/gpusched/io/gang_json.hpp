@@ -1,0 +1,34 @@
+// gpusched/io/gang_json.hpp — the gang constraints of a job in the jobs JSON (docs/gang.md).
+//
+// The jobs reader (cluster_json.hpp) keeps each job as written (`JobsDocument::raw_jobs`); the gang
+// fields are read here into `GangConstraints`, which `make_gang_spec` resolves against the job's
+// groups:
+//
+//   "topology": "rack"                                  one rack, required
+//   "topology": {"level": "rack", "mode": "preferred"}  "required" (default) or "preferred";
+//                                                       level "node" = all tasks on one node
+//   "spread": {"level": "topology.kubernetes.io/zone", "max_per_domain": 1, "min_domains": 2,
+//              "groups": ["decode"]}                    or an array of such objects
+//   "anti_affinity": [{"groups": ["prefill", "decode"], "level": "node"}]   level defaults to node
+//
+// and on a group: "spread": {...} (that group only) and "anti_affinity": ["other-group", ...] or
+// [{"group": "other-group", "level": "rack"}]. Errors name the JSON path and the value.
+#pragma once
+
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpusched/core/result.hpp"
+#include "gpusched/gang/gang.hpp"
+
+namespace gpusched::io {
+
+// `path` names the job in messages ("jobs[3]").
+Result<GangConstraints> read_gang_constraints(const nlohmann::json& job, std::string_view path);
+
+// Whether a job carries a gang constraint field (topology, spread, anti_affinity). Elastic groups
+// (min_replicas below replicas) are visible in the compiled job itself.
+bool has_gang_fields(const nlohmann::json& job);
+
+}  // namespace gpusched::io
