@@ -44,6 +44,11 @@ class FillSearch {
       : spec_(spec), rules_(rules), weights_(weights), avail_(avail), idle_(std::move(idle)), destroy_(destroy) {}
 
   Fill run(const Occupancy& fixed) {
+    // The fragmentation the GPU has now, so that fills compare by how much they add (as the
+    // packer's moves do): filling a GPU that is already cut up costs less than cutting a whole one.
+    Occupancy now = fixed;
+    for (auto [p, s] : idle_) add_instance(spec_, now, p, s);
+    base_frag_ = fragmentation(spec_, now, weights_, rules_);
     Occupancy occ = fixed;
     if (!destroy_)
       for (auto [p, s] : idle_) add_instance(spec_, occ, p, s);
@@ -94,7 +99,7 @@ class FillSearch {
       ++f.value.count;
     }
     if (f.value.count == 0) return;
-    f.value.frag = fragmentation(spec_, after, weights_, rules_);
+    f.value.frag = fragmentation(spec_, after, weights_, rules_) - base_frag_;
     f.value.left = std::popcount(static_cast<unsigned>(spec_.all_slots() & ~after.used));
     if (!have_ || f.value.better_than(best_.value)) {
       best_ = std::move(f);
@@ -111,6 +116,7 @@ class FillSearch {
   std::vector<std::pair<int, int>> cur_;
   Fill best_;
   bool have_ = false;
+  std::int64_t base_frag_ = 0;
 };
 
 }  // namespace

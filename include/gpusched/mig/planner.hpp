@@ -17,7 +17,7 @@
 //      free memory slices (each free slice either starts an instance of a still-demanded profile
 //      at an allowed start, or stays free; idle instances in the way may be destroyed). A fill is
 //      ranked by (compute slices served, instances served, fewest idle instances destroyed,
-//      least fragmentation left, as gpusched/mig/packer.hpp measures it with weights = 1 per
+//      least fragmentation added, as gpusched/mig/packer.hpp measures it with weights = 1 per
 //      profile plus its pending count, fewest free slices left).
 //   3. Greedy, as in set cover: apply the best fill of all groups to as many GPUs of its group as
 //      the remaining demand allows, then search again; stop when nothing more can be served.
