@@ -52,6 +52,10 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
   const Eigen::Index m = space.size();
   if (capacity.size() != m || free.size() != m)
     return Error{fmt::format("capacity: expected {} dimensions, got {} (free {})", m, capacity.size(), free.size())};
+  for (Eigen::Index r = 0; r < m; ++r)
+    if (capacity[r] < 0 || free[r] < 0 || free[r] > capacity[r])
+      return Error{fmt::format("capacity: {} has capacity {} and free {} (expected 0 <= free <= capacity)", space.name(r),
+                               capacity[r], free[r])};
   FairSharePlanner p;
   std::map<std::string, std::size_t, std::less<>> index;
   for (std::size_t q = 0; q < queues.size(); ++q) {
@@ -124,41 +128,52 @@ std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) c
 
 namespace {
 
-struct Candidate {
-  int gpu_dim;
-  Amounts request;
-};
+// Allowed GPU dimensions of a job as a bit mask over gpu_models (bit k = dimension 2 + k); a job
+// naming no model allows all. Resolved once per job, so the hot loop compares no strings.
+std::uint64_t allowed_mask(const ResourceSpace& space, const PendingJob& job) {
+  if (job.gpu_models.empty()) return ~std::uint64_t{0};
+  std::uint64_t mask = 0;
+  for (const auto& model : job.gpu_models)
+    if (auto d = space.gpu_dim(model); d && *d - 2 < 64) mask |= std::uint64_t{1} << (*d - 2);
+  return mask;
+}
 
-struct Choice {
-  AdmissionDecision decision;
-  Amounts request;
-  std::uint8_t tier = 1;
-};
-
-// The flavors a job may take in a queue, in the order they are tried.
-std::vector<Candidate> candidates(const ResourceSpace& space, const QueueConfig& queue, const PendingJob& job) {
-  std::vector<Candidate> out;
-  if (job.gpu_milli <= 0) {
-    out.push_back({-1, job.base});
-    return out;
-  }
+// The flavors (GPU dimensions) a queue offers, in the order they are tried.
+std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
   std::vector<Eigen::Index> order;
   if (!queue.flavor_order.empty()) {
     for (const auto& model : queue.flavor_order) order.push_back(*space.gpu_dim(model));
   } else {
     for (Eigen::Index d = 2; d < space.size(); ++d) order.push_back(d);
   }
-  for (Eigen::Index d : order) {
-    if (!job.gpu_models.empty()) {
-      const std::string& model = space.gpu_models[static_cast<std::size_t>(d - 2)];
-      if (std::find(job.gpu_models.begin(), job.gpu_models.end(), model) == job.gpu_models.end()) continue;
-    }
-    Amounts r = job.base;
-    r[d] += job.gpu_milli;
-    out.push_back({static_cast<int>(d), std::move(r)});
-  }
-  return out;
+  return order;
 }
+
+// Candidate k of a job: -1 (the only one) for CPU-only jobs, else the k-th allowed flavor of the
+// queue. Writes the request into `scratch` (no allocation) and returns the GPU dimension, or -2 when
+// there is no k-th candidate.
+struct Candidates {
+  const std::vector<Eigen::Index>& flavors;
+  const PendingJob& job;
+  std::uint64_t allowed;
+
+  int get(std::size_t k, std::size_t& cursor, Amounts& scratch) const {
+    if (job.gpu_milli <= 0) {
+      if (k > 0) return -2;
+      scratch = job.base;
+      return -1;
+    }
+    for (; cursor < flavors.size(); ++cursor) {
+      const Eigen::Index d = flavors[cursor];
+      if (d - 2 < 64 && !((allowed >> (d - 2)) & 1)) continue;
+      scratch = job.base;
+      scratch[d] += job.gpu_milli;
+      ++cursor;
+      return static_cast<int>(d);
+    }
+    return -2;
+  }
+};
 
 std::string quota_reason(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const QuotaCheck& c) {
   std::string text = fmt::format("queue {}: {} on {} (requested {}, available {})", book.queue(q).name,
@@ -174,58 +189,72 @@ std::string quota_reason(const ResourceSpace& space, const QuotaBook& book, std:
   return text;
 }
 
-Choice decide(const ResourceSpace& space, const QueueConfig& queue, std::size_t q, const QuotaBook& book,
-              const Amounts& free, const PendingJob& job) {
-  Choice out;
-  const auto cands = candidates(space, queue, job);
-  if (cands.empty()) {
-    out.decision.reason = job.gpu_models.empty()
-                              ? fmt::format("queue {}: offers no GPU flavor", queue.name)
-                              : fmt::format("queue {}: none of the allowed GPU models ({}) is offered", queue.name,
-                                            fmt::join(job.gpu_models, ", "));
+// Tier 0 when some candidate fits the queue's own nominal quota (own usage only).
+std::uint8_t tier_of(const Candidates& cands, std::size_t q, const QuotaBook& book, Amounts& scratch) {
+  std::size_t cursor = 0;
+  for (std::size_t k = 0;; ++k) {
+    if (cands.get(k, cursor, scratch) == -2) return 1;
+    if (book.within_nominal(q, scratch)) return 0;
+  }
+}
+
+// Chooses the flavor for a job (first within nominal quota, else first by borrowing) and fills
+// `request` with what it takes; when nothing fits, the reason lists every flavor's.
+AdmissionDecision decide(const ResourceSpace& space, const QueueConfig& queue, const Candidates& cands, std::size_t q,
+                         const QuotaBook& book, const Amounts& free, Amounts& request, Amounts& scratch) {
+  AdmissionDecision out;
+  auto fits_free = [&](const Amounts& r) { return (r.array() <= free.array()).all(); };
+  int borrowing_dim = -2;
+  std::size_t cursor = 0;
+  std::size_t count = 0;
+  for (std::size_t k = 0;; ++k) {
+    const int d = cands.get(k, cursor, scratch);
+    if (d == -2) break;
+    ++count;
+    const QuotaCheck check = book.check(q, scratch);
+    if (!check.admitted() || !fits_free(scratch)) continue;
+    if (!check.borrows) {
+      out = {true, false, d,
+             d < 0 ? "fits within nominal quota" : fmt::format("fits within nominal quota on {}", space.name(d))};
+      request = scratch;
+      return out;
+    }
+    if (borrowing_dim == -2) {
+      borrowing_dim = d;
+      request = scratch;
+    }
+  }
+  if (borrowing_dim != -2) {
+    out = {true, true, borrowing_dim,
+           borrowing_dim < 0 ? "fits by borrowing from the cohort"
+                             : fmt::format("fits by borrowing {} from the cohort", space.name(borrowing_dim))};
     return out;
   }
-  for (const auto& c : cands)
-    if (book.within_nominal(q, c.request)) out.tier = 0;
-  auto fits_free = [&](const Amounts& r) { return (r.array() <= free.array()).all(); };
+  if (count == 0) {
+    out.reason = cands.job.gpu_models.empty()
+                     ? fmt::format("queue {}: offers no GPU flavor", queue.name)
+                     : fmt::format("queue {}: none of the allowed GPU models ({}) is offered", queue.name,
+                                   fmt::join(cands.job.gpu_models, ", "));
+    return out;
+  }
+  // Not admitted: build the reasons (only now, once per job left pending).
   std::vector<std::string> reasons;
-  const Candidate* borrowing = nullptr;
-  QuotaCheck borrowing_check;
-  for (const auto& c : cands) {
-    const QuotaCheck check = book.check(q, c.request);
+  cursor = 0;
+  for (std::size_t k = 0;; ++k) {
+    if (cands.get(k, cursor, scratch) == -2) break;
+    const QuotaCheck check = book.check(q, scratch);
     if (!check.admitted()) {
       reasons.push_back(quota_reason(space, book, q, check));
       continue;
     }
-    if (!fits_free(c.request)) {
-      for (Eigen::Index d = 0; d < space.size(); ++d)
-        if (c.request[d] > free[d]) {
-          reasons.push_back(fmt::format("cluster: not enough free {} (requested {}, free {})", space.name(d),
-                                        space.format(d, c.request[d]), space.format(d, free[d])));
-          break;
-        }
-      continue;
-    }
-    if (!check.borrows) {
-      out.decision = {true, false, c.gpu_dim,
-                      c.gpu_dim < 0 ? "fits within nominal quota"
-                                    : fmt::format("fits within nominal quota on {}", space.name(c.gpu_dim))};
-      out.request = c.request;
-      return out;
-    }
-    if (!borrowing) {
-      borrowing = &c;
-      borrowing_check = check;
-    }
+    for (Eigen::Index r = 0; r < space.size(); ++r)
+      if (scratch[r] > free[r]) {
+        reasons.push_back(fmt::format("cluster: not enough free {} (requested {}, free {})", space.name(r),
+                                      space.format(r, scratch[r]), space.format(r, free[r])));
+        break;
+      }
   }
-  if (borrowing) {
-    out.decision = {true, true, borrowing->gpu_dim,
-                    borrowing->gpu_dim < 0 ? "fits by borrowing from the cohort"
-                                           : fmt::format("fits by borrowing {} from the cohort", space.name(borrowing->gpu_dim))};
-    out.request = borrowing->request;
-    return out;
-  }
-  out.decision.reason = fmt::format("{}", fmt::join(reasons, "; "));
+  out.reason = fmt::format("{}", fmt::join(reasons, "; "));
   return out;
 }
 
@@ -239,7 +268,10 @@ AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
                  : fmt::format("queue \"{}\": no such queue", job.queue);
     return d;
   }
-  return decide(space_, queues_[*q], *q, book_, free_, job).decision;
+  const auto flavors = flavor_dims(space_, queues_[*q]);
+  const Candidates cands{flavors, job, allowed_mask(space_, job)};
+  Amounts request(space_.size()), scratch(space_.size());
+  return decide(space_, queues_[*q], cands, *q, book_, free_, request, scratch);
 }
 
 AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
@@ -311,35 +343,38 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
       if (leaf_[q] && !book.usage(q).isZero()) sched.allocate(node[q], book.usage(q));
   }
 
+  std::vector<std::vector<Eigen::Index>> flavors(nq);
+  for (std::size_t q = 0; q < nq; ++q) flavors[q] = flavor_dims(space_, queues_[q]);
+  std::vector<std::uint64_t> allowed(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) allowed[j] = allowed_mask(space_, jobs[j]);
+  Amounts request(m), scratch(m);
+
   std::vector<std::size_t> head(nq, 0);
-  std::vector<Choice> head_choice(nq);
   auto load_head = [&](std::size_t q) {
     if (head[q] >= per_queue[q].size()) {
       sched.block(node[q]);
       return;
     }
-    head_choice[q] = decide(space_, queues_[q], q, book, free, jobs[per_queue[q][head[q]]]);
-    sched.set_tier(node[q], head_choice[q].tier);
+    const std::size_t j = per_queue[q][head[q]];
+    sched.set_tier(node[q], tier_of(Candidates{flavors[q], jobs[j], allowed[j]}, q, book, scratch));
   };
-  for (std::size_t q = 0; q < nq; ++q) {
-    if (!leaf_[q]) continue;
-    load_head(q);
-  }
+  for (std::size_t q = 0; q < nq; ++q)
+    if (leaf_[q]) load_head(q);
   while (auto leaf = sched.pick()) {
     const std::size_t q = queue_of_node[*leaf];
     const std::size_t j = per_queue[q][head[q]];
-    // The head's decision may be stale (others consumed since): decide again now.
-    Choice c = decide(space_, queues_[q], q, book, free, jobs[j]);
-    if (c.decision.admitted) {
-      book.admit(q, c.request);
-      free -= c.request;
-      plan.admitted.push_back({j, q, c.decision.gpu_dim, c.decision.borrows, prio[j]});
-      sched.allocate(*leaf, c.request);
+    const Candidates cands{flavors[q], jobs[j], allowed[j]};
+    const AdmissionDecision d = decide(space_, queues_[q], cands, q, book, free, request, scratch);
+    if (d.admitted) {
+      book.admit(q, request);
+      free -= request;
+      plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, prio[j]});
+      sched.allocate(*leaf, request);
       ++head[q];
       load_head(q);
       continue;
     }
-    plan.pending.push_back({j, q, c.decision.reason, prio[j]});
+    plan.pending.push_back({j, q, d.reason, prio[j]});
     ++head[q];
     if (queues_[q].strict_fifo) {
       for (; head[q] < per_queue[q].size(); ++head[q]) {
@@ -386,8 +421,8 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     if (!leaf_[q]) continue;
     Vector demand = book_.usage(q).cast<double>();
     for (std::size_t j : per_queue[q]) {
-      const auto cands = candidates(space_, queues_[q], jobs[j]);
-      if (!cands.empty()) demand += cands.front().request.cast<double>();
+      std::size_t cursor = 0;
+      if (Candidates{flavors[q], jobs[j], allowed[j]}.get(0, cursor, scratch) != -2) demand += scratch.cast<double>();
     }
     if ((demand.array() <= 0).all()) continue;
     users.push_back(FractionalUser{demand, path_weight[q], 1.0});
