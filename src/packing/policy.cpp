@@ -238,12 +238,7 @@ NodeId RandomPolicy::select(const ClusterState& state, const TaskRequest& reques
   });
   if (fitting.empty()) return kNoNode;
   std::sort(fitting.begin(), fitting.end());
-  // splitmix64 (Steele et al., 2014): a fixed, platform-independent sequence for a seed.
-  std::uint64_t z = (rng_state_ += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  return fitting[z % fitting.size()];
+  return fitting[rng_.below(fitting.size())];
 }
 
 std::vector<std::string_view> policy_names() {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/core/random.hpp"
 
 namespace gpusched {
 
@@ -129,12 +130,12 @@ class DotProductPolicy final : public ScoringPolicy {
 
 class RandomPolicy final : public PlacementPolicy {
  public:
-  explicit RandomPolicy(std::uint64_t seed = 42) : rng_state_(seed) {}
+  explicit RandomPolicy(std::uint64_t seed = 42) : rng_(seed) {}
   std::string_view name() const override { return "random"; }
   NodeId select(const ClusterState& state, const TaskRequest& request) const override;
 
  private:
-  mutable std::uint64_t rng_state_;
+  mutable SplitMix64 rng_;
 };
 
 // The policy names `make_policy` accepts, in a stable order.

@@ -43,22 +43,10 @@
 #include <string_view>
 #include <vector>
 
+#include "gpusched/core/random.hpp"
 #include "gpusched/packing/policy.hpp"
 
 namespace gpusched {
-
-// splitmix64 (Steele, Lea, Flood 2014): a fixed, platform-independent stream for a seed.
-struct SplitMix64 {
-  std::uint64_t state = 0;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // In [0, n) for n > 0, by remainder (bias below n / 2^64: immaterial for node counts).
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-};
 
 // A seeded permutation of node ids: rank(n) is n's position. Ties between equal scores go to the
 // lowest rank.
@@ -182,7 +170,8 @@ class PaperBestFitPolicy final : public TracePolicy {
 struct TargetWorkload;  // gpusched/packing/fgd.hpp
 
 // The paper's six in the paper's order, then ours: "Random", "DotProd", "GpuClustering",
-// "GpuPacking", "BestFit", "FGD", "FGD-BF" (see fgd.hpp).
+// "GpuPacking", "BestFit", "FGD", "FGD-Pack" (see fgd.hpp). make_trace_policy also accepts the
+// variants "FGD-BF" and "FGD-Bal" (measured, worse; docs/bench-packing.md).
 std::vector<std::string_view> trace_policy_names();
 // By name, case-insensitively; "-" and "_" are ignored ("gpu-packing" = "GpuPacking"). nullptr if
 // unknown. FGD-family policies need the target workload.
