@@ -57,7 +57,9 @@ std::int64_t fragmentation(const MigGpuSpec& spec, const Occupancy& occ, std::sp
   std::int64_t f = 0;
   const std::size_t n = std::min(spec.profiles.size(), weights.size());
   for (std::size_t q = 0; q < n; ++q) {
-    const std::int64_t w = weights[q];
+    // Demand in compute slices: a 7g wanted once weighs as much as seven 1g wanted once, so rare
+    // big profiles are not sacrificed to popular small ones.
+    const std::int64_t w = weights[q] * spec.profiles[q].compute_slices;
     if (w == 0) continue;
     const SlotMask starts = feasible_starts(spec, occ, static_cast<int>(q), rules);
     SlotMask usable = 0;

@@ -27,12 +27,13 @@ std::uint32_t below(std::uint64_t& s, std::uint32_t n) { return static_cast<std:
 TEST_CASE("fragmentation of an empty A100-40GB, worked by hand") {
   const MigGpuSpec& a100 = cat().spec(model("A100-SXM4-40GB"));
   const MigDemand d = MigDemand::uniform(cat());
-  // Unusable slices per profile on an empty GPU: 1g.5gb {7}, 2g.10gb {6,7}, 4g.20gb {4..7}.
-  CHECK(fragmentation(a100, Occupancy{}, d.weights(model("A100-SXM4-40GB"))) == 1 + 2 + 4);
+  // Unusable slices per profile on an empty GPU: 1g.5gb {7}, 2g.10gb {6,7}, 4g.20gb {4..7}; each
+  // weighted by the profile's compute slices (1, 2, 4).
+  CHECK(fragmentation(a100, Occupancy{}, d.weights(model("A100-SXM4-40GB"))) == 1 * 1 + 2 * 2 + 4 * 4);
   // A 1g.5gb at 6: 1g.5gb {7}, 1g.10gb {7}, 2g {7}, 3g {4,5,7}, 4g {4,5,7}, 7g all 7.
   Occupancy o;
   add_instance(a100, o, a100.find_id(19), 6);
-  CHECK(fragmentation(a100, o, d.weights(model("A100-SXM4-40GB"))) == 1 + 1 + 1 + 3 + 3 + 7);
+  CHECK(fragmentation(a100, o, d.weights(model("A100-SXM4-40GB"))) == 1 * 1 + 1 * 1 + 1 * 2 + 3 * 3 + 3 * 4 + 7 * 7);
 }
 
 TEST_CASE("dynamic: a 1g.5gb on an empty A100 goes to slice 6, keeping 4g and 3g placeable") {
@@ -45,7 +46,7 @@ TEST_CASE("dynamic: a 1g.5gb on an empty A100 goes to slice 6, keeping 4g and 3g
   CHECK(d.action == MigAction::kCreate);
   CHECK(d.gpu == g);
   CHECK(d.start == 6);
-  CHECK(d.score == 16 - 7);
+  CHECK(d.score == 74 - 21);
   // First-fit takes slice 0, which rules out the 4g.20gb.
   MigDecision ff = FirstFitPlacer(MigMode::kDynamic).decide(st, req("1g.5gb"));
   CHECK(ff.start == 0);

@@ -15,7 +15,12 @@
 // extensions):
 //
 //     unusable_q(O) = free slices of the GPU not covered by any start where q can be created now
-//     F(O)          = sum over q of w_q * unusable_q(O)
+//     F(O)          = sum over q of w_q * c_q * unusable_q(O),   c_q = q's compute slices
+//
+// Weighting by c_q measures demand in compute slices rather than in requests. With request counts
+// alone (FGD's popularity), a rare 7g.40gb weighs little against popular 1g/2g profiles and the
+// measure happily breaks whole GPUs: on a 800-GPU version of benchmarks/mig_place.cpp's stream it refused twice
+// as many 7g requests as first-fit did. Weighted by size it keeps whole GPUs for them.
 //
 // "Can be created" applies every rule of gpusched/mig/layout.hpp (placements, overlap, compute,
 // instance limits, media engines). A free slice a 7g or 4g can no longer use counts for every

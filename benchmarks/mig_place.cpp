@@ -1,0 +1,270 @@
+// MIG placement benchmarks (issue #4): decision latency on 1,000 nodes x 8 A100-40GB GPUs (target:
+// <= 5 µs median), and quality on a synthetic stream of mixed MIG requests: requests served by
+// first-fit on the lowest free slice, by the fragmentation-aware packer, and (small instances) the
+// best possible in hindsight, found by exhaustive search.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <set>
+#include <vector>
+
+#include "gpusched/mig/packer.hpp"
+
+using namespace gpusched::mig;
+
+namespace {
+
+struct SplitMix {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
+};
+
+const MigCatalog& cat() { return MigCatalog::builtin(); }
+MigModelId a100() { return *cat().find("A100-SXM4-40GB"); }
+
+// The request mix (per mille): small inference slices dominate, whole GPUs are rare.
+struct MixEntry {
+  const char* name;
+  int permille;
+};
+constexpr MixEntry kMix[] = {{"1g.5gb", 350}, {"1g.10gb", 100}, {"2g.10gb", 200},
+                             {"3g.20gb", 200}, {"4g.20gb", 80},  {"7g.40gb", 70}};
+
+std::vector<MigRequest> mix_requests() {
+  std::vector<MigRequest> out;
+  for (const auto& e : kMix) out.push_back(MigRequest::from_name(cat(), e.name).value());
+  return out;
+}
+
+std::size_t draw(SplitMix& rng) {
+  std::uint64_t x = rng.below(1000);
+  for (std::size_t i = 0; i < std::size(kMix); ++i) {
+    if (x < static_cast<std::uint64_t>(kMix[i].permille)) return i;
+    x -= static_cast<std::uint64_t>(kMix[i].permille);
+  }
+  return 0;
+}
+
+// The demand the packer is told: the mix itself (FGD assumes the workload distribution is known).
+MigDemand mix_demand() {
+  auto reqs = mix_requests();
+  std::vector<std::int64_t> counts;
+  for (const auto& e : kMix) counts.push_back(e.permille);
+  return MigDemand::from_requests(cat(), reqs, counts);
+}
+
+MigState empty_cluster(int nodes, int gpus_per_node) {
+  MigState st(cat());
+  for (int n = 0; n < nodes; ++n) {
+    auto node = st.add_node("node-" + std::to_string(n)).value();
+    for (int g = 0; g < gpus_per_node; ++g) (void)st.add_gpu(node, a100()).value();
+  }
+  return st;
+}
+
+struct Running {
+  std::uint64_t end;
+  MigGpuId gpu;
+  int start;
+  friend bool operator>(const Running& a, const Running& b) { return a.end > b.end; }
+};
+
+struct StreamResult {
+  std::int64_t served = 0, refused = 0, served_slices = 0, offered_slices = 0;
+};
+
+// One arrival per tick; lifetimes uniform in [1, 2 * mean]; a finished instance is destroyed.
+StreamResult run_stream(MigState& st, const MigPlacer& placer, std::int64_t arrivals, std::uint64_t mean_life,
+                        std::uint64_t seed) {
+  SplitMix rng{seed};
+  const auto reqs = mix_requests();
+  const MigGpuSpec& spec = cat().spec(a100());
+  std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+  StreamResult r;
+  for (std::int64_t t = 0; t < arrivals; ++t) {
+    while (!running.empty() && running.top().end <= static_cast<std::uint64_t>(t)) {
+      (void)st.release(running.top().gpu, running.top().start, true);
+      running.pop();
+    }
+    const std::size_t k = draw(rng);
+    const int slices = spec.profiles[static_cast<std::size_t>(reqs[k].profile[a100()])].compute_slices;
+    r.offered_slices += slices;
+    const MigDecision d = placer.decide(st, reqs[k]);
+    const std::uint64_t life = 1 + rng.below(2 * mean_life);
+    if (!d.placed()) {
+      ++r.refused;
+      continue;
+    }
+    (void)st.apply(d);
+    ++r.served;
+    r.served_slices += slices;
+    running.push({static_cast<std::uint64_t>(t) + life, d.gpu, d.start});
+  }
+  return r;
+}
+
+// A cluster in steady state under the stream, for latency measurements.
+MigState warm_cluster(const MigPlacer& placer) {
+  MigState st = empty_cluster(1000, 8);
+  run_stream(st, placer, 40'000, 12'000, 7);
+  return st;
+}
+
+void BM_MigDecide(benchmark::State& state, bool frag) {
+  FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
+  FirstFitPlacer ff(MigMode::kDynamic);
+  const MigPlacer& placer = frag ? static_cast<const MigPlacer&>(packer) : ff;
+  MigState st = warm_cluster(placer);
+  const auto reqs = mix_requests();
+  SplitMix rng{99};
+  std::vector<std::size_t> seq(4096);
+  for (auto& k : seq) k = draw(rng);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    MigDecision d = placer.decide(st, reqs[seq[i++ & 4095]]);
+    benchmark::DoNotOptimize(d);
+  }
+  state.counters["gpus"] = static_cast<double>(st.gpu_count());
+  state.counters["live_classes"] = static_cast<double>(st.live_classes().size());
+}
+BENCHMARK_CAPTURE(BM_MigDecide, frag_aware, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MigDecide, first_fit, false)->Unit(benchmark::kMicrosecond);
+
+// Decide + apply + a departure: one arrival of the stream in steady state (memo misses included).
+void BM_MigDecideApplyRelease(benchmark::State& state) {
+  FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
+  MigState st = warm_cluster(packer);
+  const auto reqs = mix_requests();
+  SplitMix rng{123};
+  std::vector<std::pair<MigGpuId, int>> placed;
+  for (auto _ : state) {
+    MigDecision d = packer.decide(st, reqs[draw(rng)]);
+    if (d.placed()) {
+      (void)st.apply(d);
+      placed.emplace_back(d.gpu, d.start);
+    }
+    if (!placed.empty()) {
+      const std::size_t j = rng.below(placed.size());
+      (void)st.release(placed[j].first, placed[j].second, true);
+      placed[j] = placed.back();
+      placed.pop_back();
+    }
+  }
+}
+BENCHMARK(BM_MigDecideApplyRelease)->Unit(benchmark::kMicrosecond);
+
+// Quality on 1,000 nodes x 8 GPUs: 200,000 arrivals, mean lifetime chosen so that demand exceeds
+// capacity about 1.3x (the interesting regime: someone must be refused).
+void BM_MigStreamQuality(benchmark::State& state, bool frag) {
+  StreamResult r;
+  for (auto _ : state) {
+    FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
+    FirstFitPlacer ff(MigMode::kDynamic);
+    MigState st = empty_cluster(1000, 8);
+    r = run_stream(st, frag ? static_cast<const MigPlacer&>(packer) : ff, 200'000, 24'000, 2024);
+  }
+  state.counters["served"] = static_cast<double>(r.served);
+  state.counters["refused"] = static_cast<double>(r.refused);
+  state.counters["served_slice_pct"] = 100.0 * static_cast<double>(r.served_slices) / static_cast<double>(r.offered_slices);
+}
+BENCHMARK_CAPTURE(BM_MigStreamQuality, frag_aware, true)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MigStreamQuality, first_fit, false)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// Small instances: 2 GPUs, 10 arrivals, no departures. Without departures the best any policy can
+// do in hindsight is the largest sub-multiset of the requests that fits in two valid layouts; it is
+// found exhaustively from every valid layout's profile counts.
+std::vector<std::array<std::uint8_t, kMaxProfiles>> all_layout_counts(const MigGpuSpec& spec) {
+  std::set<std::array<std::uint8_t, kMaxProfiles>> out;
+  Occupancy occ;
+  auto rec = [&](auto&& self, int min_start) -> void {
+    out.insert(occ.per_profile);
+    for (int s = min_start; s < spec.memory_slots; ++s)
+      for (std::size_t p = 0; p < spec.profiles.size(); ++p)
+        if (can_add(spec, occ, static_cast<int>(p), s)) {
+          add_instance(spec, occ, static_cast<int>(p), s);
+          self(self, s + 1);
+          remove_instance(spec, occ, static_cast<int>(p), s);
+        }
+  };
+  rec(rec, 0);
+  return {out.begin(), out.end()};
+}
+
+void BM_MigSmallVsExhaustive(benchmark::State& state) {
+  const MigGpuSpec& spec = cat().spec(a100());
+  const auto counts = all_layout_counts(spec);
+  const auto reqs = mix_requests();
+  std::int64_t best_total = 0, frag_total = 0, ff_total = 0, frag_opt = 0, ff_opt = 0;
+  std::int64_t best_slices = 0, frag_slices = 0, ff_slices = 0;
+  constexpr int kTrials = 300;
+  for (auto _ : state) {
+    best_total = frag_total = ff_total = frag_opt = ff_opt = 0;
+    best_slices = frag_slices = ff_slices = 0;
+    for (int trial = 0; trial < kTrials; ++trial) {
+      SplitMix rng{static_cast<std::uint64_t>(trial) + 1};
+      std::vector<std::size_t> seq(10);
+      std::array<int, kMaxProfiles> want{};
+      for (auto& k : seq) {
+        k = draw(rng);
+        ++want[static_cast<std::size_t>(reqs[k].profile[a100()])];
+      }
+      // Two optima: most requests, and most compute slices (they differ: big profiles).
+      std::int64_t best = 0, best_sl = 0;
+      for (const auto& c1 : counts)
+        for (const auto& c2 : counts) {
+          std::int64_t v = 0, sl = 0;
+          for (std::size_t p = 0; p < spec.profiles.size(); ++p) {
+            const std::int64_t n = std::min<std::int64_t>(want[p], c1[p] + c2[p]);
+            v += n;
+            sl += n * spec.profiles[p].compute_slices;
+          }
+          best = std::max(best, v);
+          best_sl = std::max(best_sl, sl);
+        }
+      auto served_by = [&](const MigPlacer& placer, std::int64_t& slices) {
+        MigState st = empty_cluster(1, 2);
+        std::int64_t s = 0;
+        for (std::size_t k : seq) {
+          MigDecision d = placer.decide(st, reqs[k]);
+          if (d.placed()) {
+            (void)st.apply(d);
+            ++s;
+            slices += spec.profiles[static_cast<std::size_t>(d.profile)].compute_slices;
+          }
+        }
+        return s;
+      };
+      const std::int64_t f = served_by(FragAwarePlacer(MigMode::kDynamic, mix_demand()), frag_slices);
+      const std::int64_t g = served_by(FirstFitPlacer(MigMode::kDynamic), ff_slices);
+      best_slices += best_sl;
+      best_total += best;
+      frag_total += f;
+      ff_total += g;
+      frag_opt += f == best;
+      ff_opt += g == best;
+    }
+  }
+  state.counters["exhaustive_served"] = static_cast<double>(best_total);
+  state.counters["frag_served"] = static_cast<double>(frag_total);
+  state.counters["ff_served"] = static_cast<double>(ff_total);
+  state.counters["frag_optimal_pct"] = 100.0 * static_cast<double>(frag_opt) / kTrials;
+  state.counters["ff_optimal_pct"] = 100.0 * static_cast<double>(ff_opt) / kTrials;
+  state.counters["exhaustive_slices"] = static_cast<double>(best_slices);
+  state.counters["frag_slices"] = static_cast<double>(frag_slices);
+  state.counters["ff_slices"] = static_cast<double>(ff_slices);
+}
+BENCHMARK(BM_MigSmallVsExhaustive)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
