@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/gang_json.hpp"
 #include "gpusched/packing/placement.hpp"
 
 namespace gpusched::cli {
@@ -20,6 +22,7 @@ struct PlaceOptions {
   std::string policy = "best-fit";
   std::string format = "table";
   std::uint64_t seed = 42;
+  bool gang = false;  // decide every job with the gang solver (docs/gang.md)
 };
 
 nlohmann::json reasons_json(const FitDiagnosis& d) {
@@ -46,6 +49,19 @@ int run_place(const PlaceOptions& opt) {
     if (!c) throw InputError(fmt::format("{}: {}", opt.jobs_file, c.error().message));
     compiled.push_back(std::move(*c));
   }
+  // Gang jobs: constraint fields or elastic groups (or --gang) go through the gang solver.
+  std::vector<GangSpec> gangs(compiled.size());
+  std::vector<bool> is_gang(compiled.size(), false);
+  for (std::size_t j = 0; j < compiled.size(); ++j) {
+    const std::string path = fmt::format("jobs[{}]", j);
+    auto cons = io::read_gang_constraints(jobs->raw_jobs[j], path);
+    if (!cons) throw InputError(fmt::format("{}: {}", opt.jobs_file, cons.error().message));
+    auto spec = make_gang_spec(compiled[j], *cons);
+    if (!spec) throw InputError(fmt::format("{}: {}", opt.jobs_file, spec.error().message));
+    gangs[j] = std::move(*spec);
+    is_gang[j] = opt.gang || io::has_gang_fields(jobs->raw_jobs[j]);
+    for (const auto& g : compiled[j].groups) is_gang[j] = is_gang[j] || g.min_replicas < g.replicas;
+  }
   // Higher priority first; equal priorities keep the file's order.
   std::vector<std::size_t> order(compiled.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -57,7 +73,30 @@ int run_place(const PlaceOptions& opt) {
   std::string table;
   for (std::size_t j : order) {
     const CompiledJob& job = compiled[j];
-    const JobPlacement p = place_job(*state, job, *policy);
+    JobPlacement p;
+    nlohmann::json gang_out;
+    if (is_gang[j]) {
+      GangOptions gopt;
+      gopt.policy = policy.get();
+      GangResult g = place_gang(*state, gangs[j], gopt);
+      nlohmann::json bounds = nlohmann::json::array();
+      for (const auto& b : g.bounds)
+        bounds.push_back(nlohmann::json{{"what", b.what}, {"needed", b.needed}, {"available", b.available}});
+      nlohmann::json counts = nlohmann::json::object();
+      for (std::size_t k = 0; k < job.groups.size(); ++k) counts[job.groups[k].name] = g.placed[k];
+      gang_out = nlohmann::json{{"verdict", std::string(verdict_name(g.verdict))},
+                                {"method", std::string(method_name(g.method))},
+                                {"placed", counts},
+                                {"message", g.reason},
+                                {"bounds", bounds},
+                                {"effort", g.effort_used}};
+      if (!g.domain.empty()) gang_out["domain"] = g.domain;
+      if (g.domains_used > 0) gang_out["domains_used"] = g.domains_used;
+      p.placed = g.verdict == GangVerdict::kFeasible;
+      p.tasks = std::move(g.tasks);
+    } else {
+      p = place_job(*state, job, *policy);
+    }
     if (p.placed) {
       state->commit();
       nlohmann::json tasks = nlohmann::json::array();
@@ -78,6 +117,17 @@ int run_place(const PlaceOptions& opt) {
                              state->node_name(a.node), gpu_text);
       }
       placed.push_back(nlohmann::json{{"job", job.name}, {"queue", job.queue}, {"priority", job.priority}, {"tasks", tasks}});
+      if (is_gang[j]) {
+        placed.back()["gang"] = gang_out;
+        table += fmt::format("{:<24} gang: {}\n", job.name, gang_out["message"].get<std::string>());
+      }
+    } else if (is_gang[j]) {
+      nlohmann::json entry{{"job", job.name}};
+      entry.update(gang_out);
+      unplaced.push_back(entry);
+      table += fmt::format("{:<24} {}: {}\n", job.name,
+                           gang_out["verdict"] == "undecided" ? "UNDECIDED" : "UNSCHEDULABLE",
+                           gang_out["message"].get<std::string>());
     } else {
       unplaced.push_back(nlohmann::json{{"job", job.name},
                           {"group", job.groups[p.failed_group].name},
@@ -110,6 +160,9 @@ void setup(CLI::App& app) {
   sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the random policy")->capture_default_str();
+  sub->add_flag("--gang", opt->gang,
+                "Decide every job as a gang (bounds, exact search, explanations); jobs with topology, spread, "
+                "anti_affinity or elastic groups always are");
   sub->callback([opt] { set_exit_status(run_place(*opt)); });
 }
 

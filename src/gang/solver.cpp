@@ -768,6 +768,10 @@ GangResult Solver::finish(GangResult r, GangMethod method) {
   }
   r.placed = placed_;
   r.tasks = tasks_;
+  // Report in group order, replicas ascending (they were placed hardest group first).
+  std::stable_sort(r.tasks.begin(), r.tasks.end(), [](const TaskPlacement& a, const TaskPlacement& b) {
+    return a.group != b.group ? a.group < b.group : a.replica < b.replica;
+  });
   std::size_t nodes = 0;
   for (auto t : touched_) nodes += t > 0;
   if (topo_) {
