@@ -261,7 +261,15 @@ struct FgdPolicy::Index {
 
 FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
     : TracePolicy(seed), workload_(std::move(workload)), options_(std::move(options)),
-      picker_(std::make_unique<FgdGpuPicker>(*this)) {}
+      picker_(std::make_unique<FgdGpuPicker>(*this)) {
+  double cpu = 0, gpu = 0;
+  for (const TargetShape& m : workload_.shapes)
+    if (m.gpus > 0) {
+      cpu += m.weight * static_cast<double>(m.cpu);
+      gpu += m.weight * static_cast<double>(m.gpus * m.gpu_milli);
+    }
+  cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0.0;
+}
 
 FgdPolicy::~FgdPolicy() = default;
 
@@ -287,8 +295,22 @@ void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*request*
 }
 
 std::int64_t FgdPolicy::secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const {
-  if (options_.tie_rule != 1) return 0;
-  return -(state.free_gpu_milli(n) - request.shape.total_gpu_milli());
+  return secondary_of(state.cpu_free(n), state.free_gpu_milli(n), request);
+}
+
+std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const {
+  const MilliGpu g = gpu_free - request.shape.total_gpu_milli();
+  const MilliCpu c = cpu_free - request.shape.cpu;
+  switch (options_.tie_rule) {
+    case 1: return -g;  // least free GPU share left: packs
+    case 2: {
+      // Keep free CPU in proportion to free GPU share, at the workload's CPU per GPU milli, so that
+      // neither runs out first and strands the other.
+      const double gap = static_cast<double>(c) - cpu_per_gpu_milli_ * static_cast<double>(g);
+      return -std::llround(std::abs(gap));
+    }
+    default: return 0;
+  }
 }
 
 FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
@@ -361,11 +383,9 @@ NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) 
         if (e.fits) {
           m.state = 1;
           m.score = options_.integer_sigmoid_score ? fgd_score(e.before, e.after) : exact_score(e.before, e.after);
-          if (options_.tie_rule == 1) {
-            std::int64_t free = 0;
-            for (const Slot& s : c.slots) free += s.free;
-            m.secondary = -(free - shape.total_gpu_milli());
-          }
+          std::int64_t free = 0;
+          for (const Slot& s : c.slots) free += s.free;
+          m.secondary = secondary_of(c.cpu, free, request);
         }
       }
     }

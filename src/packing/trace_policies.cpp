@@ -196,7 +196,7 @@ NodeId PaperBestFitPolicy::select(const ClusterState& state, const TaskRequest& 
 // --- factory ----------------------------------------------------------------------------------------
 
 std::vector<std::string_view> trace_policy_names() {
-  return {"Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD", "FGD-BF"};
+  return {"Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD", "FGD-Pack"};
 }
 
 namespace {
@@ -217,11 +217,14 @@ std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint6
   if (n == "gpupacking") return std::make_unique<GpuPackingPolicy>(seed);
   if (n == "bestfit") return std::make_unique<PaperBestFitPolicy>(seed);
   if (n == "fgd") return std::make_unique<FgdPolicy>(workload, seed);
-  if (n == "fgdbf") {
+  // Our variants (docs/bench-packing.md has their measured results): FGD-Pack breaks FGD's score
+  // ties by the least GPU share left on the node; FGD-BF also replaces the truncated sigmoid by the
+  // exact change of F; FGD-Bal breaks ties by keeping free CPU in proportion to free GPU share.
+  if (n == "fgdpack" || n == "fgdbf" || n == "fgdbal") {
     FgdOptions o;
-    o.name = "FGD-BF";
-    o.integer_sigmoid_score = false;
-    o.tie_rule = 1;
+    o.name = n == "fgdpack" ? "FGD-Pack" : n == "fgdbf" ? "FGD-BF" : "FGD-Bal";
+    o.tie_rule = n == "fgdbal" ? 2 : 1;
+    o.integer_sigmoid_score = n != "fgdbf";
     return std::make_unique<FgdPolicy>(workload, seed, o);
   }
   return nullptr;

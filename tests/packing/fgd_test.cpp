@@ -209,12 +209,13 @@ TEST_CASE("FGD class index gives the same decisions as evaluating every node (se
   }
   pool[3].models = model_bit(s1.registry().find("T4").value());
   const TargetWorkload w = TargetWorkload::from_requests(pool);
-  for (int variant = 0; variant < 2; ++variant) {
+  for (int variant = 0; variant < 3; ++variant) {
     FgdOptions o;
     if (variant == 1) {
       o.integer_sigmoid_score = false;
       o.tie_rule = 1;
     }
+    if (variant == 2) o.tie_rule = 2;
     FgdPolicy indexed(w, 99, o), direct(w, 99, o);
     ClusterState a = s1, b = s2;
     indexed.attach(a);
