@@ -67,6 +67,9 @@ Result<ClusterTopology> ClusterTopology::build(std::size_t node_count, std::vect
     if (levels[l].label_key.empty()) return Error{fmt::format("levels[{}].label_key: must not be empty", l)};
     if (levels[l].links_per_node < 1)
       return Error{fmt::format("levels[{}].links_per_node: expected >= 1, got {}", l, levels[l].links_per_node)};
+    if (!(levels[l].uplink_oversubscription >= 1.0) || !std::isfinite(levels[l].uplink_oversubscription))
+      return Error{fmt::format("levels[{}].uplink_oversubscription: expected a finite ratio >= 1, got {}", l,
+                               levels[l].uplink_oversubscription)};
     for (std::size_t m = 0; m < l; ++m)
       if (levels[m].label_key == levels[l].label_key)
         return Error{fmt::format("levels[{}].label_key: '{}' repeats levels[{}]", l, levels[l].label_key, m)};

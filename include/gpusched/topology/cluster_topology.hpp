@@ -65,6 +65,10 @@ struct TopologyLevel {
   std::string label_key;                 // node label naming the domain at this level
   LinkKind link = LinkKind::kIbNdr;      // what joins two children of one domain of this level
   std::int32_t links_per_node = 1;       // ports (rails) per node on that link: 8 rails of NDR = 8
+  // Oversubscription of the uplinks from each domain of THIS level to its parent (a leaf built 2:1
+  // has half as much bandwidth up to the spine as down to its hosts). 1 = non-blocking. Used by
+  // ClusterGraph (cluster_graph.hpp); ignored by pick_nodes.
+  double uplink_oversubscription = 1.0;
 };
 
 using DomainId = std::uint32_t;
