@@ -22,11 +22,12 @@ namespace {
 
 struct FillValue {
   std::int64_t slices = 0, count = 0, destroyed = 0, frag = 0, left = 0;
-  // Higher is better: more slices, more instances, fewer destroyed, less fragmentation, fewer
-  // free slices left (best fit: keep empty GPUs whole).
+  // Higher is better: more slices; then fewer, hence bigger, instances (small ones fit into the
+  // remainders of other GPUs later, big ones do not: first-fit-decreasing's reason); fewer idle
+  // instances destroyed; less fragmentation added; fewer free slices left (keep empty GPUs whole).
   bool better_than(const FillValue& o) const {
-    return std::make_tuple(slices, count, -destroyed, -frag, -left) >
-           std::make_tuple(o.slices, o.count, -o.destroyed, -o.frag, -o.left);
+    return std::make_tuple(slices, -count, -destroyed, -frag, -left) >
+           std::make_tuple(o.slices, -o.count, -o.destroyed, -o.frag, -o.left);
   }
 };
 
@@ -167,6 +168,11 @@ MigPlan plan_repartition(const MigState& state, std::span<const MigDemandItem> d
     std::vector<std::pair<int, int>> idle;  // destroyable (profile, start)
     std::vector<MigGpuId> gpus;             // ascending; consumed from the front
     std::size_t next = 0;
+    // The last search: its demand (capped at what one GPU can hold) and its result. A fill
+    // depends on the demand only through that cap, so under heavy demand most rounds reuse it.
+    std::array<std::int64_t, kMaxProfiles> searched_for{};
+    bool searched = false;
+    Fill fill;
   };
   std::vector<Group> groups;
   std::map<std::tuple<MigModelId, std::uint64_t, std::uint64_t>, std::size_t> group_of;
@@ -186,7 +192,13 @@ MigPlan plan_repartition(const MigState& state, std::span<const MigDemandItem> d
       }
     }
     auto [it, inserted] = group_of.try_emplace({state.model_of(g), fixed_key, idle_key}, groups.size());
-    if (inserted) groups.push_back(Group{state.model_of(g), fixed, std::move(idle), {}, 0});
+    if (inserted) {
+      Group grp;
+      grp.model = state.model_of(g);
+      grp.fixed = fixed;
+      grp.idle = std::move(idle);
+      groups.push_back(std::move(grp));
+    }
     groups[it->second].gpus.push_back(g);
   }
 
@@ -221,14 +233,21 @@ MigPlan plan_repartition(const MigState& state, std::span<const MigDemandItem> d
       Group& grp = groups[gi];
       if (grp.next >= grp.gpus.size()) continue;
       const MigGpuSpec& spec = catalog.spec(grp.model);
-      FillSearch search(spec, state.rules(), weights_all.weights(grp.model), avail[grp.model], grp.idle,
-                        options.destroy_idle);
-      Fill f = search.run(grp.fixed);
+      std::array<std::int64_t, kMaxProfiles> capped{};
+      for (std::size_t p = 0; p < spec.profiles.size(); ++p)
+        capped[p] = std::min<std::int64_t>(avail[grp.model][p], spec.profiles[p].max_instances);
+      if (!grp.searched || capped != grp.searched_for) {
+        FillSearch search(spec, state.rules(), weights_all.weights(grp.model), capped, grp.idle, options.destroy_idle);
+        grp.fill = search.run(grp.fixed);
+        grp.searched_for = capped;
+        grp.searched = true;
+      }
+      const Fill& f = grp.fill;
       if (f.value.count == 0) continue;
       if (best_group == groups.size() || f.value.better_than(best_fill.value) ||
           (!best_fill.value.better_than(f.value) && grp.gpus[grp.next] < groups[best_group].gpus[groups[best_group].next])) {
         best_group = gi;
-        best_fill = std::move(f);
+        best_fill = f;
       }
     }
     if (best_group == groups.size()) break;

@@ -86,18 +86,25 @@ TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmen
         "        \"3g.20gb\": 1\n        \"4g.20gb\": 1\n");
 }
 
-TEST_CASE("plan: seven 1g.5gb go to one GPU, not spread; the rest is unserved") {
+TEST_CASE("plan: at equal compute served, whole GPUs go to the profile that needs them") {
   MigState st(cat());
   auto n = st.add_node("n0").value();
   for (int i = 0; i < 3; ++i) REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  // Seven 1g.5gb on one GPU serve as many compute slices as a 7g.40gb there; the 1g.5gb could use
+  // other GPUs' leftovers but the 7g cannot, so the 7g take all three GPUs.
   const MigDemandItem demand[] = {item("1g.5gb", 7), item("7g.40gb", 3)};
   MigPlan plan = plan_repartition(st, demand);
   check_plan(st, demand, plan);
-  // Two 7g.40gb (largest first) and seven 1g.5gb on the third GPU: 3 GPUs, one 7g unserved.
-  CHECK(plan.served_created[1] == 2);
-  CHECK(plan.unserved[1] == 1);
-  CHECK(plan.served_created[0] == 7);
+  CHECK(plan.served_created[1] == 3);
+  CHECK(plan.unserved[0] == 7);
   CHECK(plan.changes.size() == 3);
+  // With room for both, the 1g.5gb share one GPU instead of spreading.
+  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  plan = plan_repartition(st, demand);
+  check_plan(st, demand, plan);
+  CHECK(plan.total_unserved() == 0);
+  CHECK(plan.changes.size() == 4);
+  CHECK(plan.changes[3].created.size() == 7);
 }
 
 TEST_CASE("plan: busy instances stay; idle ones in the way are destroyed only when allowed") {

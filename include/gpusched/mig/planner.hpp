@@ -16,7 +16,7 @@
 //      idle instances). For a group, the best *fill* is found by exhaustive search over the GPU's
 //      free memory slices (each free slice either starts an instance of a still-demanded profile
 //      at an allowed start, or stays free; idle instances in the way may be destroyed). A fill is
-//      ranked by (compute slices served, instances served, fewest idle instances destroyed,
+//      ranked by (compute slices served, then fewer and so bigger instances, fewest idle destroyed,
 //      least fragmentation added, as gpusched/mig/packer.hpp measures it with weights = 1 per
 //      profile plus its pending count, fewest free slices left).
 //   3. Greedy, as in set cover: apply the best fill of all groups to as many GPUs of its group as
