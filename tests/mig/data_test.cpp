@@ -1,0 +1,48 @@
+// The compiled-in tables against the vendor data they were transcribed from (data/mig/*.json).
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusched/mig/profiles.hpp"
+
+using namespace gpusched::mig;
+
+TEST_CASE("built-in tables equal data/mig/*.json row by row (by profile ID)") {
+  const std::pair<const char*, const char*> files[] = {{"a100-sxm4-40gb.json", "A100-SXM4-40GB"},
+                                                       {"a100-80gb.json", "A100-80GB"},
+                                                       {"h100-80gb.json", "H100-80GB"},
+                                                       {"h200-141gb.json", "H200-141GB"},
+                                                       {"a30-24gb.json", "A30-24GB"}};
+  for (auto [file, model] : files) {
+    std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/data/mig/" + file);
+    REQUIRE_MESSAGE(in.good(), file);
+    const auto doc = nlohmann::json::parse(in);
+    const MigGpuSpec& spec = MigCatalog::builtin().spec(*MigCatalog::builtin().find(model));
+    CHECK(spec.memory_slots == doc["memory_slices"].get<int>());
+    CHECK(spec.compute_slices == doc["compute_slices"].get<int>());
+    CHECK(spec.max_instances == doc["max_gpu_instances"].get<int>());
+    REQUIRE(spec.profiles.size() == doc["profiles"].size());
+    for (const auto& row : doc["profiles"]) {
+      const int p = spec.find_id(row["profile_id"].get<std::uint32_t>());
+      REQUIRE_MESSAGE(p >= 0, model, " ", row["name"]);
+      const MigProfile& prof = spec.profiles[static_cast<std::size_t>(p)];
+      INFO(model, " ", prof.name);
+      CHECK(prof.name == row["name"].get<std::string>());
+      CHECK(prof.compute_slices == row["compute_slices"].get<int>());
+      CHECK(prof.memory_slices == row["placement_size"].get<int>());
+      CHECK(prof.memory_slices == row["memory_slices"].get<int>());
+      CHECK(prof.max_instances == row["max_instances"].get<int>());
+      SlotMask starts = 0;
+      for (int s : row["placements"]) starts = static_cast<SlotMask>(starts | (1U << s));
+      CHECK(prof.starts == starts);
+      CHECK(prof.media_extensions == (prof.name.find("+me") != std::string::npos));
+      CHECK(prof.sm_count == row["sm_count"].get<int>());
+      CHECK(prof.copy_engines == row["copy_engines"].get<int>());
+      CHECK(prof.decoders == row["decoders"].get<int>());
+      CHECK(prof.jpeg == row["jpeg"].get<int>());
+      CHECK(prof.ofa == row["ofa"].get<int>());
+    }
+  }
+}
