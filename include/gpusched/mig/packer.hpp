@@ -46,7 +46,9 @@
 // start (idle instance first).
 //
 // Cost. GPUs of identical state form classes (gpusched/mig/state.hpp); a decision evaluates each
-// live class once (memoised per class and profile) and takes the lowest GPU of the best class.
+// live class once (memoised per class and profile) and takes the lowest GPU of the best class. The
+// memo is a cache inside the placer (it never changes an answer), so one placer object must not be
+// used from two threads at once; use one per thread.
 #pragma once
 
 #include <array>
