@@ -1,5 +1,7 @@
 #include "gpusched/gang/internal/domains.hpp"
 
+#include "gpusched/topology/cluster_topology.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
@@ -85,6 +87,40 @@ DomainMap build_domains(const ClusterState& state, std::string_view level, Unlab
     m.members.back().push_back(keyed[i].second);
   }
   for (auto& members : m.members) std::sort(members.begin(), members.end());
+  return m;
+}
+
+DomainMap build_domains(const topology::ClusterTopology& topo, const ClusterState& state, std::string_view level,
+                        Unlabelled unlabelled) {
+  DomainMap m;
+  m.level = std::string(level);
+  const auto l = topo.find_level(level);
+  if (!l || topo.node_count() != state.node_count()) return m;
+  m.resolved = true;
+  m.key = topo.level(*l).label_key;
+  const std::size_t n_nodes = state.node_count();
+  m.node_domain.assign(n_nodes, DomainMap::kNone);
+  const std::size_t count = topo.domain_count(*l);
+  for (topology::DomainId d = 0; d < count; ++d) {
+    // The path from the top level down, so equal names under different parents stay apart.
+    std::string name(topo.domain_name(*l, d));
+    topology::DomainId up = d;
+    for (std::size_t k = *l; k > 0; --k) {
+      up = topo.domain_parent(k, up);
+      name = fmt::format("{}/{}", topo.domain_name(k - 1, up), name);
+    }
+    m.names.push_back(std::move(name));
+    const auto nodes = topo.domain_nodes(*l, d);
+    m.members.emplace_back(nodes.begin(), nodes.end());
+    for (NodeId n : nodes) m.node_domain[n] = static_cast<std::uint32_t>(d);
+  }
+  if (unlabelled == Unlabelled::kOwnDomain)
+    for (NodeId n = 0; n < n_nodes; ++n)
+      if (m.node_domain[n] == DomainMap::kNone) {
+        m.node_domain[n] = static_cast<std::uint32_t>(m.names.size());
+        m.names.emplace_back(state.node_name(n));
+        m.members.push_back({n});
+      }
   return m;
 }
 

@@ -159,7 +159,11 @@ class Solver {
 std::size_t Solver::map_for(const std::string& level, Unlabelled unlabelled) {
   for (std::size_t i = 0; i < map_keys_.size(); ++i)
     if (map_keys_[i].first == level && map_keys_[i].second == unlabelled) return i;
-  maps_.push_back(gang_internal::build_domains(st_, level, unlabelled));
+  DomainMap m;
+  if (opt_.topology && !gang_internal::is_node_level(level))
+    m = gang_internal::build_domains(*opt_.topology, st_, level, unlabelled);
+  if (!m.resolved) m = gang_internal::build_domains(st_, level, unlabelled);
+  maps_.push_back(std::move(m));
   map_keys_.emplace_back(level, unlabelled);
   return maps_.size() - 1;
 }

@@ -5,6 +5,7 @@
 #include "gang_test_util.hpp"
 #include "gpusched/gang/internal/capacity.hpp"
 #include "gpusched/gang/internal/domains.hpp"
+#include "gpusched/topology/cluster_topology.hpp"
 
 using namespace gpusched;
 using namespace gpusched::gang_testing;
@@ -414,4 +415,31 @@ TEST_CASE("internals: per-node task capacity is exact, levels resolve by their l
   auto m = gang_internal::build_domains(s, "node", gang_internal::Unlabelled::kExcluded);
   CHECK(m.per_node);
   CHECK(m.names == std::vector<std::string>{"n"});
+}
+
+TEST_CASE("with the topology module's levels, a rack is a rack within its block") {
+  // Rack names repeat under two blocks: by labels alone "r0" has 4 nodes, in the hierarchy two
+  // racks of 2.
+  Cluster c;
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 2; ++i)
+      c.nodes().push_back(gpu_node(fmt::format("b{}n{}", b, i), 8, "H100-80GB",
+                                   {{"topology.kubernetes.io/block", fmt::format("b{}", b)}, {kRack, "r0"}}));
+  ClusterState s = build(c);
+  auto topo = topology::ClusterTopology::from_labels(
+      s, {{"topology.kubernetes.io/block", topology::LinkKind::kIbNdr}, {kRack, topology::LinkKind::kIbNdr}});
+  REQUIRE(topo.ok());
+  auto spec = one_group(s, 3, 8);
+  spec.topology = {"rack", LevelMode::kRequired};
+  GangOptions opt;
+  opt.dry_run = true;
+  CHECK(place_gang(s, spec, opt).verdict == GangVerdict::kFeasible);  // labels: one rack "r0" of 4
+  opt.topology = &*topo;
+  auto r = place_gang(s, spec, opt);
+  CHECK(r.verdict == GangVerdict::kInfeasible);
+  CHECK(r.reason.find("(b0/r0) offers 2") != std::string::npos);
+  spec.groups[0].replicas = spec.groups[0].min_replicas = 2;
+  auto r2 = place_gang(s, spec, opt);
+  REQUIRE(r2.verdict == GangVerdict::kFeasible);
+  CHECK(r2.domain == "b0/r0");
 }

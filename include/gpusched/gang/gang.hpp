@@ -53,9 +53,9 @@
 // domains stay free for big gangs; inside a domain the placement policy packs tasks onto few nodes,
 // so ranks that talk sit close.
 //
-// Domains come from node labels (Kueue TAS style: a level is a node label key). The internal piece
-// that maps nodes to domains (gang/internal/domains.hpp) is where the topology module's
-// ClusterTopology will plug in.
+// Domains come from node labels (Kueue TAS style: a level is a node label key), or from the topology
+// module's ClusterTopology when GangOptions::topology is given (then a rack is a rack within its
+// block: the same rack name under two blocks is two domains).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +68,9 @@
 #include "gpusched/packing/policy.hpp"
 
 namespace gpusched {
+namespace topology {
+class ClusterTopology;
+}
 
 // The level name meaning "one node" (each node is its own domain). "kubernetes.io/hostname" is
 // accepted as a synonym.
@@ -158,6 +161,9 @@ struct GangOptions {
   // answer is the same on every machine.
   std::uint64_t effort = 2'000'000;
   bool dry_run = false;  // decide and report the placement, but leave the state unchanged
+  // Domains of the levels from the topology module (hierarchical Kueue TAS levels, built for this
+  // state) instead of bare node labels; a level it does not know falls back to the labels.
+  const topology::ClusterTopology* topology = nullptr;
 };
 
 // A necessary condition, with its numbers: "group worker: 64 tasks needed, 57 fit".

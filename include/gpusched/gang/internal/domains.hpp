@@ -6,8 +6,8 @@
 // last component ("rack") resolves to the one label key that ends in "/rack" or "-rack", so jobs can
 // name levels the way people say them.
 //
-// This is the gang module's own small piece until the topology module's ClusterTopology is used
-// for domains: everything the gang solver needs from a level is this map.
+// Everything the gang solver needs from a level is this map. It is built from node labels, or, when
+// the caller passes the topology module's ClusterTopology (GangOptions::topology), from its levels.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,10 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+
+namespace gpusched::topology {
+class ClusterTopology;
+}
 
 namespace gpusched::gang_internal {
 
@@ -46,5 +50,12 @@ bool is_node_level(std::string_view level);
 // Domain ids are assigned in increasing order of the domain's name (label value or node name), so
 // "ties by name" and "ties by domain id" are the same rule.
 DomainMap build_domains(const ClusterState& state, std::string_view level, Unlabelled unlabelled);
+
+// The domains of a level of the topology module's ClusterTopology (Kueue TAS levels): a domain is a
+// path of label values, so rack "r1" of block "b1" and rack "r1" of block "b2" are two domains,
+// named "b1/r1" and "b2/r1". `resolved` is false when the topology has no such level (or was built
+// for another state); the caller then falls back to the labels.
+DomainMap build_domains(const topology::ClusterTopology& topology, const ClusterState& state, std::string_view level,
+                        Unlabelled unlabelled);
 
 }  // namespace gpusched::gang_internal
