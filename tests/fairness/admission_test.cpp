@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "fairness/test_util.hpp"
 #include "gpusched/fairness/admission.hpp"
 
@@ -88,8 +90,8 @@ TEST_CASE("across queues: weighted DRF with the lowest share first") {
   heavy.weight = 3;
   auto p = FairSharePlanner::build(space2(), cap, cap, {heavy, queue("light")}).value();
   std::vector<PendingJob> jobs;
-  for (int i = 0; i < 8; ++i) jobs.push_back(job("h" + std::to_string(i), "heavy", 1, {"H100"}));
-  for (int i = 0; i < 8; ++i) jobs.push_back(job("l" + std::to_string(i), "light", 1, {"H100"}));
+  for (int i = 0; i < 8; ++i) jobs.push_back(job(fmt::format("h{}", i), "heavy", 1, {"H100"}));
+  for (int i = 0; i < 8; ++i) jobs.push_back(job(fmt::format("l{}", i), "light", 1, {"H100"}));
   const auto plan = p.plan(jobs);
   CHECK(plan.queues[0].admitted == 6);
   CHECK(plan.queues[1].admitted == 2);
@@ -200,7 +202,7 @@ TEST_CASE("hierarchical queues: weights at every level") {
   auto p = FairSharePlanner::build(space2(), cap, cap, {lab, a, b, ops}).value();
   std::vector<PendingJob> jobs;
   for (int i = 0; i < 16; ++i)
-    for (const char* qn : {"a", "b", "ops"}) jobs.push_back(job(std::string(qn) + std::to_string(i), qn, 1, {"H100"}));
+    for (const char* qn : {"a", "b", "ops"}) jobs.push_back(job(fmt::format("{}{}", qn, i), qn, 1, {"H100"}));
   const auto plan = p.plan(jobs);
   CHECK(plan.queues[1].admitted == 3);
   CHECK(plan.queues[2].admitted == 9);
@@ -228,7 +230,7 @@ TEST_CASE("planner input errors name the queue and field") {
   CHECK(r.error().message.find("cycle") != std::string::npos);
   auto parent = queue("p", "lab", amounts(1, 1));
   auto child = queue("k");
-  child.parent = "p";
+  child.parent = parent.name;
   r = FairSharePlanner::build(space2(), cap, cap, {parent, child});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("queues[0] (p): a queue with child queues takes no quota") == 0);
