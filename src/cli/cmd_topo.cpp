@@ -2,8 +2,11 @@
 //
 //   gpusched topo parse FILE [--format json]            devices, affinities, every GPU pair's link
 //   gpusched topo pick FILE --gpus K [--free 0,2-5]     the best K free GPUs and their score
-//   gpusched topo nodes CLUSTER.json --level KEY... --tasks N --gpus-per-task G
-//                       [--required LEVEL | --preferred LEVEL]   the best nodes for a multi-node job
+//   gpusched topo nodes CLUSTER.json (--level KEY... | --topology FABRIC.json) --tasks N --gpus-per-task G
+//                       [--required LEVEL | --preferred LEVEL] [--message-size 64Mi] [--node-bus-gbps B]
+//                                                       the best nodes for a multi-node job, and the
+//                                                       estimated all-reduce over them
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -14,9 +17,11 @@
 
 #include "cli/command.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 #include "gpusched/topology/graph.hpp"
 #include "gpusched/topology/nvidia_smi.hpp"
+#include "gpusched/topology/topology_json.hpp"
 
 namespace gpusched::cli {
 namespace {
@@ -34,6 +39,8 @@ struct TopoOptions {
   std::string message = "64Mi";
   // nodes
   std::vector<std::string> levels;
+  std::string topology;  // fabric JSON (alternative to levels)
+  double node_bus_gbps = 0;
   std::string link = "ib-ndr";
   int links_per_node = 1;
   int tasks = 0;
@@ -206,14 +213,27 @@ int run_nodes(const TopoOptions& o) {
   if (!doc) throw InputError(doc.error().message);
   auto state = ClusterState::build(doc->cluster, doc->registry);
   if (!state) throw InputError(fmt::format("{}: {}", o.file, state.error().message));
-  if (o.levels.empty()) throw InputError("--level: give at least one label key, outermost first");
-  auto link = find_link_kind(o.link);
-  if (!link) throw InputError(fmt::format("--link: unknown link \"{}\"", o.link));
-  if (o.links_per_node < 1) throw InputError(fmt::format("--links-per-node: expected >= 1, got {}", o.links_per_node));
-  std::vector<TopologyLevel> levels;
-  for (const std::string& key : o.levels) levels.push_back({key, *link, o.links_per_node});
-  auto topo = ClusterTopology::from_labels(*state, levels);
-  if (!topo) throw InputError(fmt::format("--level: {}", topo.error().message));
+  if (o.levels.empty() == o.topology.empty())
+    throw InputError("--level, --topology: give label keys (--level, outermost first) or a fabric JSON file, not both");
+  if (!(o.node_bus_gbps >= 0) || !std::isfinite(o.node_bus_gbps))
+    throw InputError(fmt::format("--node-bus-gbps: expected a bandwidth >= 0, got {}", o.node_bus_gbps));
+  auto topo = [&]() -> Result<ClusterTopology> {
+    if (!o.topology.empty()) {
+      auto t = read_cluster_topology_json(read_file(o.topology), *state);
+      if (!t) throw InputError(fmt::format("{}: {}", o.topology, t.error().message));
+      return t;
+    }
+    auto link = find_link_kind(o.link);
+    if (!link) throw InputError(fmt::format("--link: unknown link \"{}\"", o.link));
+    if (o.links_per_node < 1)
+      throw InputError(fmt::format("--links-per-node: expected >= 1, got {}", o.links_per_node));
+    std::vector<TopologyLevel> levels;
+    for (const std::string& key : o.levels) levels.push_back({key, *link, o.links_per_node});
+    auto t = ClusterTopology::from_labels(*state, levels);
+    if (!t) throw InputError(fmt::format("--level: {}", t.error().message));
+    return t;
+  }();
+  const double bytes = message_bytes(o.message);
   if (o.tasks < 1) throw InputError(fmt::format("--tasks: expected a positive count, got {}", o.tasks));
   if (o.gpus_per_task < 0) throw InputError(fmt::format("--gpus-per-task: expected >= 0, got {}", o.gpus_per_task));
   if (!o.required.empty() && !o.preferred.empty()) throw InputError("--required and --preferred: give one");
@@ -230,6 +250,13 @@ int run_nodes(const TopoOptions& o) {
   auto request = state->compile(shape);
   if (!request) throw InputError(request.error().message);
   const NodeSetPick p = topo->pick_nodes(*state, *request, o.tasks, c);
+  // The estimate over the fabric graph: ranks per node = the most GPUs the pick puts on one node.
+  NodeSetEstimate est;
+  std::int32_t per_node = 1;
+  if (p.found) {
+    for (std::int32_t k : p.tasks_per_node) per_node = std::max(per_node, k * std::max(o.gpus_per_task, 1));
+    est = ClusterGraph::build(*topo, &*state).allreduce(p.nodes, per_node, bytes, o.node_bus_gbps);
+  }
   auto level_name = [&](const NodeSpan& s) -> std::string {
     if (s.level == NodeSpan::kSingleNode) return "node";
     if (s.level == NodeSpan::kClusterWide) return "cluster";
@@ -244,6 +271,12 @@ int run_nodes(const TopoOptions& o) {
       out["nodes"] = nodes;
       out["span"] = level_name(p.span);
       out["preference_met"] = p.preference_met;
+      out["allreduce"] = {{"message_bytes", bytes},
+                          {"ranks_per_node", per_node},
+                          {"bus_bandwidth_gbps", number_or_null(est.bus_bandwidth_gbps)},
+                          {"latency_us", est.latency_us},
+                          {"allreduce_us", number_or_null(est.allreduce_us)},
+                          {"bottleneck", est.bottleneck}};
     } else {
       out["reason"] = p.reason;
     }
@@ -253,6 +286,9 @@ int run_nodes(const TopoOptions& o) {
                                 p.preference_met ? "" : " (preferred level not met)");
     for (std::size_t i = 0; i < p.nodes.size(); ++i)
       s += fmt::format("  {} x{}\n", state->node_name(p.nodes[i]), p.tasks_per_node[i]);
+    s += fmt::format("all-reduce of {:.0f} bytes, {} ranks per node: {:.2f} us (bus bandwidth {:.2f} GB/s, latency "
+                     "{:.2f} us; bottleneck: {})\n",
+                     bytes, per_node, est.allreduce_us, est.bus_bandwidth_gbps, est.latency_us, est.bottleneck);
     std::fputs(s.c_str(), stdout);
   } else {
     std::printf("no pick: %s\n", p.reason.c_str());
@@ -286,9 +322,12 @@ void setup(CLI::App& app) {
   add_node_options(pick, *opts);
   pick->callback([opts] { set_exit_status(run_pick(*opts)); });
 
-  auto* nodes = topo->add_subcommand("nodes", "The best nodes of a cluster for a multi-node job (Kueue TAS levels)");
+  auto* nodes = topo->add_subcommand("nodes", "The best nodes of a cluster for a multi-node job (Kueue TAS levels or a fabric JSON)");
   nodes->add_option("CLUSTER", opts->file, "cluster JSON (docs/formats.md)")->required();
-  nodes->add_option("--level", opts->levels, "a node label key per level, outermost first (repeat)")->required();
+  nodes->add_option("--level", opts->levels, "a node label key per level, outermost first (repeat)");
+  nodes->add_option("--topology", opts->topology, "fabric JSON (levels + domains or fat_tree; docs/topology.md)");
+  nodes->add_option("--message-size", opts->message, "all-reduce size for the estimate (default 64Mi)");
+  nodes->add_option("--node-bus-gbps", opts->node_bus_gbps, "intra-node bus bandwidth, GB/s (default: unlimited)");
   nodes->add_option("--tasks", opts->tasks, "number of tasks (pods)")->required();
   nodes->add_option("--gpus-per-task", opts->gpus_per_task, "whole GPUs per task (default 1)");
   nodes->add_option("--required", opts->required, "all tasks inside one domain of this level");
