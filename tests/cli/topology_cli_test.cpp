@@ -15,8 +15,8 @@ struct Run {
   std::string out;
 };
 
-Run run(const std::string& args) {
-  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + " 2>/dev/null";
+Run run(const std::string& args, const char* redirect = " 2>/dev/null") {
+  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + redirect;
   Run r;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -88,4 +88,57 @@ TEST_CASE("topo: bad input exits 2") {
   CHECK(run("topo nodes " + fx("cluster_racks.json") + " --level rack --tasks 1 --required row").status == 2);
   // More GPUs than free is a "no pick" answer, not an input error.
   CHECK(run("topo pick " + fx("dgx1_v100.txt") + " --gpus 3 --free 0,1").status == 1);
+}
+
+namespace {
+
+// Like run(), with stderr merged into the output (error messages are checked).
+Run run_merged(const std::string& args) { return run(args, " 2>&1"); }
+
+}  // namespace
+
+TEST_CASE("topo nodes --topology: a fabric JSON instead of labels, with the all-reduce estimate") {
+  const std::string base = "topo nodes " + fx("fabric_cluster.json") + " --topology ";
+  // Best fit puts 3 x 4-GPU tasks in leaf1 (3 hosts: nvl2 {gb-04, gb-05}, nvl3 {gb-06}). The ring
+  // 4 -> 5 -> 6 -> 4 crosses nvl3's uplink (one host, one NDR port: 50 GB/s) once each way; R = 12,
+  // alpha = 0.5 + 1 + 1 + 0.5 us: 2 * 11/12 * 64 MiB / 50 GB/s + 2 * 11 * 3 us = 2526.66 us.
+  Run r = run(base + fx("fabric.json") + " --tasks 3 --gpus-per-task 4 --required leaf --format json");
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["nodes"].size() == 3);
+  CHECK(j["nodes"][0]["node"] == "gb-04");
+  CHECK(j["nodes"][2]["node"] == "gb-06");
+  CHECK(j["span"] == "leaf leaf1");
+  CHECK(j["allreduce"]["ranks_per_node"] == 4);
+  CHECK(j["allreduce"]["bus_bandwidth_gbps"].get<double>() == doctest::Approx(50.0));
+  CHECK(j["allreduce"]["latency_us"].get<double>() == doctest::Approx(3.0));
+  CHECK(j["allreduce"]["allreduce_us"].get<double>() == doctest::Approx(2526.6584));
+  CHECK(j["allreduce"]["bottleneck"].get<std::string>().find("nvlink-domain 'nvl3' -> leaf-switch 'leaf1'") == 0);
+  // Generator form: two tasks fit the first NVL domain; with a 450 GB/s node bus that is the
+  // bottleneck: 2 * 7/8 * 64 MiB / 450 GB/s + 2 * 7 * 1 us = 274.98 us.
+  Run g = run(base + fx("fabric_generated.json") +
+              " --tasks 2 --gpus-per-task 4 --required nvl --node-bus-gbps 450 --format json");
+  REQUIRE(g.status == 0);
+  auto gj = nlohmann::json::parse(g.out);
+  CHECK(gj["nodes"][0]["node"] == "gb-00");
+  CHECK(gj["nodes"][1]["node"] == "gb-01");
+  CHECK(gj["span"] == "nvl nvl-0");
+  CHECK(gj["allreduce"]["bottleneck"] == "intra-node");
+  CHECK(gj["allreduce"]["allreduce_us"].get<double>() == doctest::Approx(274.9789));
+  Run t = run(base + fx("fabric.json") + " --tasks 2 --gpus-per-task 4");
+  CHECK(t.status == 0);
+  CHECK(t.out.find("2 tasks on 2 nodes within nvl nvl0\n  gb-00 x1\n  gb-01 x1\nall-reduce of 67108864 bytes, 4 ranks "
+                   "per node: ") == 0);
+}
+
+TEST_CASE("topo nodes --topology: bad fabric JSON exits 2 naming the JSON path") {
+  const std::string base = "topo nodes " + fx("fabric_cluster.json");
+  Run bad = run_merged(base + " --topology " + fx("fabric_bad_node.json") + " --tasks 1");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("domains[1].nodes[1]: unknown node 'gb-99' (not in the cluster)") != std::string::npos);
+  CHECK(run(base + " --topology " + fx("fabric.json") + " --level rack --tasks 1").status == 2);  // both
+  CHECK(run(base + " --tasks 1").status == 2);                                                      // neither
+  CHECK(run(base + " --topology " + fx("missing.json") + " --tasks 1").status == 2);
+  CHECK(run(base + " --topology " + fx("fabric.json") + " --tasks 1 --node-bus-gbps -3").status == 2);
+  CHECK(run(base + " --topology " + fx("fabric.json") + " --tasks 1 --required rack").status == 2);  // no such level
 }
