@@ -316,8 +316,26 @@ NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, 
     }
   };
 
+  // kNone: the topology-unaware baseline, task by task best fit — each task on the node with the
+  // least room that still holds one (ties to the lower node id), i.e. nodes filled in ascending
+  // order of capacity. It neither looks for one domain nor minimises the node count.
+  if (constraint.mode == LevelMode::kNone && total >= tasks) {
+    std::vector<Child> order;
+    for (NodeId n = 0; n < node_count(); ++n)
+      if (node_cap(n) > 0) order.push_back({node_cap(n), n});
+    std::stable_sort(order.begin(), order.end(), [](const Child& a, const Child& b) { return a.cap < b.cap; });
+    std::int64_t left = tasks;
+    for (const Child& c : order) {
+      if (left == 0) break;
+      const std::int64_t k = std::min(left, c.cap);
+      out.nodes.push_back(c.id);
+      out.tasks_per_node.push_back(static_cast<std::int32_t>(k));
+      left -= k;
+    }
+    out.found = true;
+  }
   // 1. A single node, then the deepest level with one domain that fits.
-  {
+  if (constraint.mode != LevelMode::kNone) {
     NodeId best = kNoNode;
     std::int64_t best_cap = 0;
     for (NodeId n = 0; n < node_count(); ++n) {
@@ -334,7 +352,7 @@ NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, 
     }
   }
   const std::size_t stop = constraint.mode == LevelMode::kRequired ? constraint.level : 0;
-  for (std::size_t l = L; !out.found && l-- > stop;) {
+  for (std::size_t l = L; constraint.mode != LevelMode::kNone && !out.found && l-- > stop;) {
     DomainId best = kNoDomain;
     for (DomainId d = 0; d < dcap[l].size(); ++d)
       if (dcap[l][d] >= tasks && (best == kNoDomain || dcap[l][d] < dcap[l][best])) best = d;
@@ -343,7 +361,7 @@ NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, 
       out.found = true;
     }
   }
-  if (!out.found && constraint.mode != LevelMode::kRequired && total >= tasks) {
+  if (!out.found && constraint.mode == LevelMode::kPreferred && total >= tasks) {
     distribute(distribute, -1, 0, tasks);
     out.found = true;
   }

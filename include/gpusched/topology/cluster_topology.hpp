@@ -32,8 +32,8 @@
 //      the domain tree;
 //   2. the level: the deepest level at which some single domain holds all tasks, searched from the
 //      node level upwards; kRequired stops at the required level (no domain there holds the job ->
-//      not found, with the largest domain's capacity in the reason), kPreferred and kNone go on to
-//      the whole cluster;
+//      not found, with the largest domain's capacity in the reason), kPreferred goes on to the whole
+//      cluster;
 //   3. the domain: among those that fit at that level, the one with the LEAST capacity (best fit),
 //      so that the large free domains stay intact for later large jobs; ties to the domain seen
 //      first (cluster order);
@@ -42,6 +42,12 @@
 //      remainder (best fit again); recursively down to nodes.
 // The result uses as few domains as possible at every level, and among equal choices leaves the
 // better-connected free groups whole.
+//
+// kNone is deliberately different: it ignores the topology and packs as a plain best-fit
+// scheduler does (kube-scheduler's MostAllocated scoring), task by task on the node with the least
+// room that still holds one, ties to the lower node id. It may spread a job over more nodes and
+// domains than needed; it is the baseline the topology-aware modes are measured against (compare
+// the two with ClusterGraph::allreduce). kPreferred with level 0 is "as tight as possible, anywhere".
 //
 // Cost: O(nodes x levels) to aggregate plus a sort of each visited domain's children; 4,096 nodes
 // take well under 5 ms (benchmarks/topology_bench.cpp; figures in benchmarks/README.md).
@@ -75,9 +81,10 @@ using DomainId = std::uint32_t;
 inline constexpr DomainId kNoDomain = ~DomainId{0};
 
 enum class LevelMode : std::uint8_t {
-  kNone,       // no constraint: the tightest domain that fits, else the whole cluster
+  kNone,       // topology-unaware baseline: task-by-task best fit over nodes (fullest first), no span search
   kRequired,   // all tasks inside one domain of `level` (or deeper), else not found
-  kPreferred,  // one domain of `level` (or deeper) if any fits, else the tightest higher level
+  kPreferred,  // one domain of `level` (or deeper) if any fits, else the tightest higher level, else
+               // the whole cluster (with level 0, "as tight as possible anywhere")
 };
 
 struct LevelConstraint {
