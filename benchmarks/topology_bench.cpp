@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
+#include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
+#include "gpusched/topology/topology_json.hpp"
 #include "gpusched/topology/nvidia_smi.hpp"
 
 using namespace gpusched;
@@ -92,6 +94,37 @@ void BM_Best64Nodes_FatTree4096(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_Best64Nodes_FatTree4096)->Unit(benchmark::kMillisecond);
+
+// The fabric graph of the same cluster (8 blocks, 128 leaves, 4,096 hosts) and the ring estimate
+// for the 64-node pick above.
+void BM_ClusterGraphBuild_FatTree4096(benchmark::State& st) {
+  static const FatTree ft = make_fat_tree();
+  for (auto _ : st) benchmark::DoNotOptimize(ClusterGraph::build(ft.topo));
+}
+BENCHMARK(BM_ClusterGraphBuild_FatTree4096)->Unit(benchmark::kMillisecond);
+
+void BM_Allreduce64Nodes_FatTree4096(benchmark::State& st) {
+  static const FatTree ft = make_fat_tree();
+  static const ClusterGraph g = ClusterGraph::build(ft.topo);
+  const auto constraint = ft.topo.constraint(LevelMode::kRequired, "topology.kubernetes.io/block").value();
+  const auto pick = ft.topo.pick_nodes(ft.state, ft.request, 64, constraint);
+  for (auto _ : st) benchmark::DoNotOptimize(g.allreduce(pick.nodes, 8, 64.0 * (1 << 20), 450.0));
+}
+BENCHMARK(BM_Allreduce64Nodes_FatTree4096)->Unit(benchmark::kMicrosecond);
+
+// Reading a generated fabric JSON for 4,096 nodes (8 x 16 leaves x 32 nodes).
+void BM_ReadFabricJson_FatTree4096(benchmark::State& st) {
+  static const FatTree ft = make_fat_tree();
+  const std::string text = R"({"levels": [{"name": "spine", "link": "ib-ndr", "links_per_node": 8},
+      {"name": "leaf", "link": "ib-ndr", "links_per_node": 8, "uplink_oversubscription": 2}],
+      "fat_tree": {"fanout": [8, 16], "nodes_per_domain": 32}})";
+  for (auto _ : st) {
+    auto t = read_cluster_topology_json(text, ft.state);
+    if (!t) st.SkipWithError("bad fabric");
+    benchmark::DoNotOptimize(t);
+  }
+}
+BENCHMARK(BM_ReadFabricJson_FatTree4096)->Unit(benchmark::kMillisecond);
 
 void BM_ParseNvidiaSmi_Dgx1(benchmark::State& st) {
   std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/tests/fixtures/topology/dgx1_v100.txt");
