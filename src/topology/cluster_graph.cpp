@@ -36,8 +36,9 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
   auto link_up = [&](Vertex child, Vertex parent, const TopologyLevel& joining, double hosts, double oversub) {
     const LinkSpec& spec = link_spec(joining.link);
     const double bw = hosts * joining.links_per_node * spec.gbytes_per_s / oversub;
-    g.graph_.add_link(child, parent, joining.link, static_cast<std::int32_t>(hosts) * joining.links_per_node, bw,
-                      spec.latency_us);
+    // Bonded port count for display; clamped (a huge domain times many rails must not overflow).
+    const double ports = std::min(hosts * joining.links_per_node, double{std::numeric_limits<std::int32_t>::max()});
+    g.graph_.add_link(child, parent, joining.link, static_cast<std::int32_t>(ports), bw, spec.latency_us);
     g.up_gbps_[child] = bw;
     g.up_latency_us_[child] = spec.latency_us;
   };

@@ -160,8 +160,8 @@ Status generate(const json& g, const std::vector<TopologyLevel>& levels, const C
     if (domains > 100'000'000) return Error{fmt::format("{}.fanout: more than 10^8 domains", path)};
   }
   if (!g.contains("nodes_per_domain") || !g["nodes_per_domain"].is_number_integer() ||
-      g["nodes_per_domain"].get<std::int64_t>() < 1)
-    return Error{fmt::format("{}.nodes_per_domain: expected an integer >= 1, got {}", path,
+      g["nodes_per_domain"].get<std::int64_t>() < 1 || g["nodes_per_domain"].get<std::int64_t>() > 1'000'000'000)
+    return Error{fmt::format("{}.nodes_per_domain: expected an integer from 1 to 10^9, got {}", path,
                              g.contains("nodes_per_domain") ? show(g["nodes_per_domain"]) : std::string("nothing"))};
   const std::int64_t per = g["nodes_per_domain"].get<std::int64_t>();
   const auto n_nodes = static_cast<std::int64_t>(state.node_count());

@@ -139,4 +139,11 @@ TEST_CASE("errors name the JSON path and the value") {
   CHECK(error_of(std::string(kOneLevel) + R"([{"name": "a", "nodes": [3]}]})") ==
         "domains[0].nodes[0]: expected a node name, got 3");
   CHECK(error_of("{\"levels\": [").starts_with("topology JSON: "));
+  CHECK(error_of(R"({"levels": [{"name": "leaf"}], "fat_tree": {"fanout": [2], "nodes_per_domain": 0}})") ==
+        "fat_tree.nodes_per_domain: expected an integer from 1 to 10^9, got 0");
+  // The library entry point validates the ratio too (for callers that build levels in code).
+  auto s = plain_cluster(2);
+  auto bad = ClusterTopology::from_paths(s, {{"leaf", LinkKind::kIbNdr, 1, 0.5}}, {{"l0"}, {"l0"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "levels[0].uplink_oversubscription: expected a finite ratio >= 1, got 0.5");
 }
