@@ -23,6 +23,10 @@
 //   NodeSetPick pick = topo->pick_nodes(state, request, /*tasks=*/16, need);
 //   if (pick.found) { for (i...) place pick.tasks_per_node[i] tasks on pick.nodes[i] } else pick.reason
 //
+// A fabric written down as JSON (levels with links and leaf oversubscription, nested domains or a
+// fat-tree generator) is read by read_cluster_topology_json (topology_json.hpp); ClusterGraph
+// (cluster_graph.hpp) turns either kind into a Boost graph and estimates a node set's all-reduce.
+//
 // `pick_nodes` never changes the state; the caller reserves the tasks (see gpusched/gang). A caller
 // with its own notion of per-node capacity (several task groups, partial reservations) passes a
 // capacity vector instead of a request.
