@@ -331,7 +331,8 @@ void setup(CLI::App& app) {
   nodes->add_option("--tasks", opts->tasks, "number of tasks (pods)")->required();
   nodes->add_option("--gpus-per-task", opts->gpus_per_task, "whole GPUs per task (default 1)");
   nodes->add_option("--required", opts->required, "all tasks inside one domain of this level");
-  nodes->add_option("--preferred", opts->preferred, "one domain of this level if possible");
+  nodes->add_option("--preferred", opts->preferred,
+                    "one domain of this level if possible (with neither option: topology-unaware best fit)");
   nodes->add_option("--link", opts->link, "link between nodes for estimates (default ib-ndr)");
   nodes->add_option("--links-per-node", opts->links_per_node, "network rails per node (default 1)");
   nodes->add_option("--format", opts->format, "table or json");
