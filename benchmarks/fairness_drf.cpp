@@ -2,6 +2,7 @@
 // (<= 1 µs amortized), against a full re-sort in the same run; progressive filling for 1,000 users x
 // 8 resources (<= 5 ms); ordering 100,000 pending jobs (<= 50 ms).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -132,8 +133,8 @@ void BM_PlanAdmission(benchmark::State& state) {
   std::vector<QueueConfig> queues;
   for (int q = 0; q < 1000; ++q) {
     QueueConfig c;
-    c.name = "q" + std::to_string(q);
-    c.cohort = "c" + std::to_string(q % 10);
+    c.name = fmt::format("q{}", q);
+    c.cohort = fmt::format("c{}", q % 10);
     c.weight = 1.0 + static_cast<double>(q % 4);
     c.nominal = Amounts::Constant(m, kNoLimit);
     for (Eigen::Index d = 2; d < m; ++d) c.nominal[d] = 20 * 1000;
@@ -143,7 +144,7 @@ void BM_PlanAdmission(benchmark::State& state) {
   std::vector<PendingJob> jobs(n_jobs);
   for (std::size_t j = 0; j < n_jobs; ++j) {
     auto& job = jobs[j];
-    job.name = "j" + std::to_string(j);
+    job.name = fmt::format("j{}", j);
     job.queue = queues[rng.below(queues.size())].name;
     job.priority = static_cast<std::int64_t>(rng.below(5));
     job.submit_time = static_cast<std::int64_t>(rng.below(100000));

@@ -302,7 +302,7 @@ int run_fairshare(const FairshareOptions& opt) {
                           {"priority", a.priority}});
     }
     for (const auto& p : plan.pending)
-      waiting.push_back({{"job", pending[p.job].name}, {"queue", queue_name(p.queue)}, {"reason", p.reason}, {"priority", p.priority}});
+      waiting.push_back({{"job", pending[p.job].name}, {"queue", queue_name(p.queue)}, {"reason", planner->reason(plan, p, pending)}, {"priority", p.priority}});
     for (std::size_t q = 0; q < plan.queues.size(); ++q) {
       const auto& r = plan.queues[q];
       queues.push_back({{"name", r.name}, {"parent", qf.queues[q].parent.empty() ? json(nullptr) : json(qf.queues[q].parent)},
@@ -328,7 +328,7 @@ int run_fairshare(const FairshareOptions& opt) {
   }
   text += fmt::format("\nPending ({})\n", plan.pending.size());
   for (const auto& p : plan.pending)
-    text += fmt::format("  {:<24} {:<16} {}\n", pending[p.job].name, queue_name(p.queue), p.reason);
+    text += fmt::format("  {:<24} {:<16} {}\n", pending[p.job].name, queue_name(p.queue), planner->reason(plan, p, pending));
   text += "\nQueues\n";
   text += fmt::format("  {:<16} {:>6} {:>9} {:>9} {:>9} {:>5} {:>5}  {}\n", "queue", "weight", "dominant", "fair", "weighted",
                       "adm", "pend", "usage");

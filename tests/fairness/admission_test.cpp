@@ -100,7 +100,7 @@ TEST_CASE("across queues: weighted DRF with the lowest share first") {
   CHECK(plan.queues[0].fair_share == doctest::Approx(0.75));
   CHECK(plan.queues[1].fair_share == doctest::Approx(0.25));
   REQUIRE(plan.pending.size() == 8);
-  CHECK(plan.pending[0].reason == "cluster: not enough free gpu:H100 (requested 1, free 0)");
+  CHECK(p.reason(plan, plan.pending[0], jobs) == "cluster: not enough free gpu:H100 (requested 1, free 0)");
 }
 
 TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
@@ -120,7 +120,7 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
   const auto plan = p.plan(jobs);
   CHECK(order(plan, jobs) == std::vector<std::string>{"m1", "g1", "m2"});
   REQUIRE(plan.pending.size() == 2);
-  CHECK(plan.pending[0].reason == "queue greedy: the cohort has no unused quota to lend on gpu:H100 "
+  CHECK(p.reason(plan, plan.pending[0], jobs) == "queue greedy: the cohort has no unused quota to lend on gpu:H100 "
                                   "(requested 2, available 0)");
   CHECK(plan.admitted[1].borrowed == false);
 
@@ -179,11 +179,11 @@ TEST_CASE("StrictFIFO stops a queue at its head; BestEffortFIFO moves on") {
     if (strict) {
       CHECK(plan.admitted.empty());
       REQUIRE(plan.pending.size() == 2);
-      CHECK(plan.pending[1].reason == "queue q: waits behind big (StrictFIFO)");
+      CHECK(p.reason(plan, plan.pending[1], jobs) == "queue q: waits behind big (StrictFIFO)");
     } else {
       CHECK(order(plan, jobs) == std::vector<std::string>{"small"});
       REQUIRE(plan.pending.size() == 1);
-      CHECK(plan.pending[0].reason ==
+      CHECK(p.reason(plan, plan.pending[0], jobs) ==
             "queue q: exceeds nominal quota (no cohort to borrow from) on gpu:H100 (requested 8, available 4)");
     }
   }
@@ -248,5 +248,5 @@ TEST_CASE("planner input errors name the queue and field") {
   std::vector<PendingJob> jobs{job("lost", "missing", 0)};
   const auto plan = p.plan(jobs);
   REQUIRE(plan.pending.size() == 1);
-  CHECK(plan.pending[0].reason == "queue \"missing\": no such queue");
+  CHECK(p.reason(plan, plan.pending[0], jobs) == "queue \"missing\": no such queue");
 }

@@ -96,11 +96,36 @@ struct AdmittedJob {
   std::int64_t priority = 0; // effective
 };
 
+// Why one candidate flavor of a job did not fit: its queue's quota check failed, or the quota
+// passed but the cluster's aggregate free resources did not hold it.
+struct CandidateMiss {
+  int gpu_dim = -1;          // the flavor tried, -1 for CPU-only jobs
+  bool cluster = false;      // true: not enough free in the cluster (quota passed)
+  int dimension = -1;        // cluster misses: the first dimension short
+  std::int64_t requested = 0, free = 0;  // cluster misses: on that dimension
+  QuotaCheck quota;          // quota misses
+};
+
+// A pending job's reason is kept as a structured value and formatted only when asked for
+// (FairSharePlanner::reason): a plan over 100,000 jobs leaves tens of thousands pending, and
+// formatting all their texts eagerly used to cost more than planning itself.
+enum class PendingKind : std::uint8_t {
+  kNoSuchQueue,       // the job names no queue
+  kNotLeaf,           // the job names a queue with child queues
+  kNoFlavorOffered,   // a GPU job, and the queue offers no GPU flavor
+  kNoAllowedFlavor,   // none of the job's allowed GPU models is offered by the queue
+  kDoesNotFit,        // every candidate flavor missed: see misses
+  kBehindStrictHead,  // a StrictFIFO queue stopped at its head `behind`
+};
+
 struct PendingJobReport {
   std::size_t job;
   std::size_t queue;         // SIZE_MAX when the job names no known leaf queue
-  std::string reason;
+  PendingKind kind = PendingKind::kDoesNotFit;
   std::int64_t priority = 0;
+  std::size_t behind = SIZE_MAX;   // kBehindStrictHead: the head job's index
+  std::uint32_t first_miss = 0;    // kDoesNotFit: AdmissionPlan::misses[first_miss, first_miss + miss_count)
+  std::uint32_t miss_count = 0;
 };
 
 struct QueueReport {
@@ -118,6 +143,7 @@ struct QueueReport {
 struct AdmissionPlan {
   std::vector<AdmittedJob> admitted;  // in admission order
   std::vector<PendingJobReport> pending;
+  std::vector<CandidateMiss> misses;  // referenced by pending[k].first_miss / miss_count
   std::vector<QueueReport> queues;    // in the order given
 };
 
@@ -139,6 +165,9 @@ class FairSharePlanner {
 
   AdmissionDecision query(const PendingJob& job) const;
   AdmissionPlan plan(std::span<const PendingJob> jobs, const AgingPolicy& aging = {}) const;
+  // The text of a pending job's reason ("queue q: exceeds nominal quota ... on gpu:H100 (requested 8,
+  // available 4)"); `jobs` are the jobs the plan was made from.
+  std::string reason(const AdmissionPlan& plan, const PendingJobReport& pending, std::span<const PendingJob> jobs) const;
 
   const ResourceSpace& space() const { return space_; }
   std::optional<std::size_t> find_queue(std::string_view name) const;
