@@ -155,20 +155,22 @@ std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueCon
 // there is no k-th candidate.
 struct Candidates {
   const std::vector<Eigen::Index>& flavors;
-  const PendingJob& job;
+  const std::int64_t* base;   // cpu and memory request, space.size() entries (GPU entries zero)
+  std::int64_t gpu_milli;
   std::uint64_t allowed;
+  bool names_models;          // the job lists allowed GPU models
 
   int get(std::size_t k, std::size_t& cursor, Amounts& scratch) const {
-    if (job.gpu_milli <= 0) {
+    if (gpu_milli <= 0) {
       if (k > 0) return -2;
-      scratch = job.base;
+      scratch = Eigen::Map<const Amounts>(base, scratch.size());
       return -1;
     }
     for (; cursor < flavors.size(); ++cursor) {
       const Eigen::Index d = flavors[cursor];
       if (d - 2 < 64 && !((allowed >> (d - 2)) & 1)) continue;
-      scratch = job.base;
-      scratch[d] += job.gpu_milli;
+      scratch = Eigen::Map<const Amounts>(base, scratch.size());
+      scratch[d] += gpu_milli;
       ++cursor;
       return static_cast<int>(d);
     }
@@ -260,7 +262,7 @@ Outcome decide(const Candidates& cands, std::size_t q, const QuotaBook& book, co
     return {true, true, borrowing_dim, PendingKind::kDoesNotFit};
   }
   if (count == 0)
-    return {false, false, -1, cands.job.gpu_models.empty() ? PendingKind::kNoFlavorOffered : PendingKind::kNoAllowedFlavor};
+    return {false, false, -1, !cands.names_models ? PendingKind::kNoFlavorOffered : PendingKind::kNoAllowedFlavor};
   return {false, false, -1, PendingKind::kDoesNotFit};
 }
 
@@ -302,7 +304,12 @@ AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
     return d;
   }
   const auto flavors = flavor_dims(space_, queues_[*q]);
-  const Candidates cands{flavors, job, allowed_mask(space_, job)};
+  if (job.base.size() != space_.size()) {
+    AdmissionDecision d;
+    d.reason = fmt::format("job {}: base request has {} dimensions, expected {}", job.name, job.base.size(), space_.size());
+    return d;
+  }
+  const Candidates cands{flavors, job.base.data(), job.gpu_milli, allowed_mask(space_, job), !job.gpu_models.empty()};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
   const Outcome o = decide(cands, *q, book_, free_, request, scratch, misses);
@@ -336,7 +343,24 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   Amounts free = free_;
 
   // Jobs per leaf queue, in (effective priority desc, submit time asc, input order) order.
-  std::vector<std::int64_t> prio(jobs.size());
+  // The jobs' fields the planner reads, copied once in input order into contiguous arrays: the
+  // planning passes visit jobs in queue order, and chasing each job's own heap vectors there was
+  // mostly cache misses.
+  std::vector<std::int64_t> prio(jobs.size()), submit(jobs.size()), gpu(jobs.size());
+  std::vector<char> names_models(jobs.size());
+  Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic> bases(m, static_cast<Eigen::Index>(jobs.size()));
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    submit[j] = jobs[j].submit_time;
+    gpu[j] = jobs[j].gpu_milli;
+    names_models[j] = !jobs[j].gpu_models.empty();
+    const auto col = static_cast<Eigen::Index>(j);
+    if (jobs[j].base.size() == m) bases.col(col) = jobs[j].base;
+    else bases.col(col).setZero();  // malformed: treated as requesting no cpu/memory
+  }
+  auto cands_of = [&](std::size_t q, std::size_t j, const std::vector<std::vector<Eigen::Index>>& fl,
+                      const std::vector<std::uint64_t>& al) {
+    return Candidates{fl[q], bases.data() + static_cast<std::ptrdiff_t>(j) * m, gpu[j], al[j], names_models[j] != 0};
+  };
   std::vector<std::vector<std::size_t>> per_queue(nq);
   // Queue names resolve once per job through a hash map to dense indices (a std::map's string
   // compares were a visible part of planning 100,000 jobs).
@@ -355,7 +379,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   for (auto& list : per_queue)
     std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
       if (prio[a] != prio[b]) return prio[a] > prio[b];
-      return jobs[a].submit_time < jobs[b].submit_time;
+      return submit[a] < submit[b];
     });
 
   // Saturation thresholds: the smallest request on each dimension.
@@ -410,14 +434,14 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
       return;
     }
     const std::size_t j = per_queue[q][head[q]];
-    sched.set_tier(node[q], tier_of(Candidates{flavors[q], jobs[j], allowed[j]}, q, book, scratch));
+    sched.set_tier(node[q], tier_of(cands_of(q, j, flavors, allowed), q, book, scratch));
   };
   for (std::size_t q = 0; q < nq; ++q)
     if (leaf_[q]) load_head(q);
   while (auto leaf = sched.pick()) {
     const std::size_t q = queue_of_node[*leaf];
     const std::size_t j = per_queue[q][head[q]];
-    const Candidates cands{flavors[q], jobs[j], allowed[j]};
+    const Candidates cands = cands_of(q, j, flavors, allowed);
     const std::size_t mark = plan.misses.size();
     const Outcome d = decide(cands, q, book, free, request, scratch, plan.misses);
     if (d.admitted) {
@@ -482,7 +506,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     Vector demand = book_.usage(q).cast<double>();
     for (std::size_t j : per_queue[q]) {
       std::size_t cursor = 0;
-      if (Candidates{flavors[q], jobs[j], allowed[j]}.get(0, cursor, scratch) != -2) demand += scratch.cast<double>();
+      if (cands_of(q, j, flavors, allowed).get(0, cursor, scratch) != -2) demand += scratch.cast<double>();
     }
     if ((demand.array() <= 0).all()) continue;
     users.push_back(FractionalUser{demand, path_weight[q], 1.0});
