@@ -266,6 +266,72 @@ Outcome decide(const Candidates& cands, std::size_t q, const QuotaBook& book, co
   return {false, false, -1, PendingKind::kDoesNotFit};
 }
 
+// Partial admission (admission.hpp, ReplicaGroup): the replicas group g keeps at step s of S.
+std::int32_t group_max(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
+std::int32_t group_min(const ReplicaGroup& g) {
+  return g.min_replicas < 0 ? group_max(g) : std::min(g.min_replicas, group_max(g));
+}
+std::int64_t elastic_steps(const PendingJob& job) {
+  std::int64_t steps = 0;
+  for (const auto& g : job.groups) steps = std::max<std::int64_t>(steps, group_max(g) - group_min(g));
+  return steps;
+}
+std::int32_t replicas_at(const ReplicaGroup& g, std::int64_t step, std::int64_t steps) {
+  if (steps <= 0) return group_max(g);
+  return static_cast<std::int32_t>(group_max(g) - (std::int64_t{group_max(g) - group_min(g)} * step) / steps);
+}
+
+// decide(), and for an elastic job that does not fit whole, the least reduction that fits (binary
+// search over the step: a smaller request never fits worse). Returns the step taken (0 = whole);
+// `out` is the outcome at that step, `request` what it takes. When even the minimum does not fit,
+// `misses` holds the misses of the minimum.
+std::int64_t decide_elastic(const PendingJob& job, const Candidates& whole, std::size_t q, const QuotaBook& book,
+                            const Amounts& free, Amounts& request, Amounts& scratch, std::vector<CandidateMiss>& misses,
+                            Outcome& out) {
+  const std::size_t mark = misses.size();
+  out = decide(whole, q, book, free, request, scratch, misses);
+  if (out.admitted || out.kind != PendingKind::kDoesNotFit) return 0;
+  const std::int64_t steps = elastic_steps(job);
+  if (steps == 0) return 0;
+  Amounts base(scratch.size());
+  auto at = [&](std::int64_t step) {
+    base = Eigen::Map<const Amounts>(whole.base, scratch.size());
+    std::int64_t gpu = whole.gpu_milli;
+    for (const auto& g : job.groups) {
+      const std::int64_t dropped = group_max(g) - replicas_at(g, step, steps);
+      base[ResourceSpace::kCpu] -= dropped * g.cpu;
+      base[ResourceSpace::kMemory] -= dropped * g.memory;
+      gpu -= dropped * g.gpu_milli;
+    }
+    base = base.cwiseMax(0);
+    const Candidates reduced{whole.flavors, base.data(), std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
+    return decide(reduced, q, book, free, request, scratch, misses);
+  };
+  misses.resize(mark);
+  out = at(steps);
+  if (!out.admitted) return 0;
+  std::int64_t lo = 1, hi = steps;  // hi fits
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (at(mid).admitted) {
+      hi = mid;
+    } else {
+      misses.resize(mark);
+      lo = mid + 1;
+    }
+  }
+  out = at(hi);
+  return hi;
+}
+
+std::vector<std::int32_t> replicas_of(const PendingJob& job, std::int64_t step) {
+  std::vector<std::int32_t> out;
+  out.reserve(job.groups.size());
+  const std::int64_t steps = step > 0 ? elastic_steps(job) : 0;
+  for (const auto& g : job.groups) out.push_back(replicas_at(g, step, steps));
+  return out;
+}
+
 std::string miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
   if (!m.cluster) return quota_reason(space, book, q, m.quota);
   const auto r = static_cast<Eigen::Index>(m.dimension);
@@ -312,10 +378,15 @@ AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
   const Candidates cands{flavors, job.base.data(), job.gpu_milli, allowed_mask(space_, job), !job.gpu_models.empty()};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
-  const Outcome o = decide(cands, *q, book_, free_, request, scratch, misses);
-  AdmissionDecision d{o.admitted, o.borrows, o.gpu_dim, {}};
+  Outcome o;
+  const std::int64_t step = decide_elastic(job, cands, *q, book_, free_, request, scratch, misses, o);
+  AdmissionDecision d{o.admitted, o.borrows, o.gpu_dim, step > 0, {}, {}};
+  if (o.admitted && !job.groups.empty()) d.replicas = replicas_of(job, step);
   if (!o.admitted) {
     d.reason = pending_text(space_, book_, o.kind, *q, job, misses, nullptr);
+  } else if (step > 0) {
+    d.reason = fmt::format("fits partially ({} of {} replicas){}", fmt::join(d.replicas, "+"),
+                           fmt::join(replicas_of(job, 0), "+"), o.borrows ? " by borrowing from the cohort" : "");
   } else if (!o.borrows) {
     d.reason = o.gpu_dim < 0 ? "fits within nominal quota" : fmt::format("fits within nominal quota on {}", space_.name(o.gpu_dim));
   } else {
@@ -443,11 +514,13 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     const std::size_t j = per_queue[q][head[q]];
     const Candidates cands = cands_of(q, j, flavors, allowed);
     const std::size_t mark = plan.misses.size();
-    const Outcome d = decide(cands, q, book, free, request, scratch, plan.misses);
+    Outcome d;
+    const std::int64_t step = decide_elastic(jobs[j], cands, q, book, free, request, scratch, plan.misses, d);
     if (d.admitted) {
       book.admit(q, request);
       free -= request;
-      plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, prio[j]});
+      plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, prio[j], step > 0, {}});
+      if (!jobs[j].groups.empty()) plan.admitted.back().replicas = replicas_of(jobs[j], step);
       sched.allocate(*leaf, request);
       ++head[q];
       load_head(q);

@@ -250,3 +250,62 @@ TEST_CASE("planner input errors name the queue and field") {
   REQUIRE(plan.pending.size() == 1);
   CHECK(p.reason(plan, plan.pending[0], jobs) == "queue \"missing\": no such queue");
 }
+
+namespace {
+// An elastic job of H100 workers (1 GPU, 1 core each) and optionally a rigid 2-core launcher.
+PendingJob elastic(std::string name, std::vector<ReplicaGroup> groups) {
+  PendingJob j = job(std::move(name), "q", 0, {"H100"});
+  j.base = amounts(0, 0);
+  for (const auto& g : groups) {
+    j.base[0] += g.cpu * g.replicas;
+    j.gpu_milli += g.gpu_milli * g.replicas;
+  }
+  j.groups = std::move(groups);
+  return j;
+}
+constexpr ReplicaGroup worker(std::int32_t replicas, std::int32_t min) { return {replicas, min, 1000, 0, 1000}; }
+}  // namespace
+
+TEST_CASE("partial admission: min_replicas admits as many replicas as the quota allows") {
+  // Queue q: 6 H100 nominal, no cohort; cluster 8 H100.
+  const Amounts cap = amounts(100, 100, 0, 8);
+  auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q", "", amounts(100, 100, 0, 6))}).value();
+
+  // 8 workers (min 2) + a rigid launcher (2 cores): whole it needs 8 H100 > 6. S = 8 - 2 = 6 and the
+  // workers keep 8 - s, so the least reduction that fits is s = 2: 6 workers, 6 + 2 = 8 cores.
+  // The next job (1 H100, rigid) no longer fits.
+  std::vector<PendingJob> jobs{elastic("train", {worker(8, 2), ReplicaGroup{1, -1, 2000, 0, 0}}), job("small", "q", 1, {"H100"})};
+  jobs[1].submit_time = 1;
+  const auto plan = p.plan(jobs);
+  REQUIRE(plan.admitted.size() == 1);
+  CHECK(plan.admitted[0].partial);
+  CHECK(plan.admitted[0].replicas == std::vector<std::int32_t>{6, 1});
+  CHECK(plan.queues[0].usage[3] == 6000);
+  CHECK(plan.queues[0].usage[0] == 6 * 1000 + 2000);  // 6 workers and the launcher
+  REQUIRE(plan.pending.size() == 1);
+  CHECK(p.reason(plan, plan.pending[0], jobs) ==
+        "queue q: exceeds nominal quota (no cohort to borrow from) on gpu:H100 (requested 1, available 0)");
+
+  // The same as a query, before anything is admitted.
+  const auto d = p.query(jobs[0]);
+  CHECK(d.admitted);
+  CHECK(d.partial);
+  CHECK(d.replicas == std::vector<std::int32_t>{6, 1});
+  CHECK(d.reason == "fits partially (6+1 of 8+1 replicas)");
+
+  // Two elastic groups shrink proportionally: A 4 (min 0), B 3 (min 1), S = 4; at step s A keeps
+  // 4 - s and B keeps 3 - floor(2s/4): s = 0: 7, s = 1: 3 + 3 = 6 <= 6. Admitted with {3, 3}.
+  const auto two = p.query(elastic("two", {worker(4, 0), worker(3, 1)}));
+  CHECK(two.admitted);
+  CHECK(two.replicas == std::vector<std::int32_t>{3, 3});
+
+  // A job whose minimum does not fit stays pending, and the reason is about the minimum (7 > 6).
+  const auto rigid_min = p.query(elastic("big", {worker(8, 7)}));
+  CHECK_FALSE(rigid_min.admitted);
+  CHECK(rigid_min.reason == "queue q: exceeds nominal quota (no cohort to borrow from) on gpu:H100 (requested 7, available 6)");
+
+  // A job without min_replicas is all or nothing.
+  const auto whole = p.query(elastic("whole", {worker(8, -1)}));
+  CHECK_FALSE(whole.admitted);
+  CHECK_FALSE(whole.partial);
+}

@@ -69,6 +69,18 @@ struct QueueConfig {
   Amounts usage;                          // already admitted; empty = none
 };
 
+// One task group of a job, per replica. With min_replicas below replicas the job is elastic and may
+// be admitted partially (Kueue's partial admission: PodSet minCount): when the whole job does not
+// fit, the planner reduces every elastic group proportionally — at step s of S = max(replicas -
+// min_replicas), a group keeps replicas - floor((replicas - min_replicas) * s / S) — and admits the
+// least reduction (the most replicas) that fits, found by binary search (fitting is monotone in the
+// request). min_replicas -1 means all replicas (rigid); values are clamped to [0, replicas].
+struct ReplicaGroup {
+  std::int32_t replicas = 1;
+  std::int32_t min_replicas = -1;
+  std::int64_t cpu = 0, memory = 0, gpu_milli = 0;  // per replica
+};
+
 struct PendingJob {
   std::string name;
   std::string queue;
@@ -77,6 +89,8 @@ struct PendingJob {
   Amounts base;                          // cpu and memory (GPU dimensions zero)
   std::int64_t gpu_milli = 0;            // total GPU share over all tasks
   std::vector<std::string> gpu_models;   // allowed models (OR); empty = any
+  // Optional: the groups `base` and `gpu_milli` add up; needed only for partial admission.
+  std::vector<ReplicaGroup> groups;
 };
 
 struct AgingPolicy {
@@ -94,6 +108,8 @@ struct AdmittedJob {
   int gpu_dim = -1;          // the flavor taken, -1 for CPU-only jobs
   bool borrowed = false;
   std::int64_t priority = 0; // effective
+  bool partial = false;      // admitted with fewer replicas than asked (min_replicas)
+  std::vector<std::int32_t> replicas;  // per group as admitted, when the job lists groups
 };
 
 // Why one candidate flavor of a job did not fit: its queue's quota check failed, or the quota
@@ -152,6 +168,8 @@ struct AdmissionDecision {
   bool admitted = false;
   bool borrows = false;
   int gpu_dim = -1;
+  bool partial = false;
+  std::vector<std::int32_t> replicas;  // per group, when the job lists groups
   std::string reason;  // why not, or how ("fits within nominal quota on gpu:H100-80GB")
 };
 
