@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,7 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
 struct QueuesFile {
   std::vector<fairness::QueueConfig> queues;
   std::map<std::string, std::int64_t> default_priority;  // queue -> priority of jobs without one
+  std::map<std::string, std::int64_t> classes;           // priority class -> priority
   fairness::AgingPolicy aging;
   bool now_given = false;
 };
@@ -110,6 +112,7 @@ QueuesFile read_queues(const json& doc, const std::string& file, const ResourceS
     for (const auto& [name, value] : it->items())
       classes[name] = read_int(value, fmt::format("{}.priority_classes.{}", file, name));
   }
+  out.classes = classes;
   if (auto it = doc.find("aging"); it != doc.end()) {
     const std::string p = file + ".aging";
     check_keys(*it, p, {"interval", "step", "max_boost"});
@@ -253,14 +256,29 @@ int run_fairshare(const FairshareOptions& opt) {
     p.name = job.job_name;
     p.queue = job.queue_name;
     p.priority = job.job_priority;
-    if (!raw.contains("priority"))
+    // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
+    // file's priority_classes), else its queue's class, else 0.
+    if (auto pc = raw.find("priority_class"); pc != raw.end()) {
+      const std::string path = fmt::format("{}: jobs[{}].priority_class", opt.jobs_file, j);
+      if (raw.contains("priority"))
+        throw InputError(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
+      const std::string name = read_string(*pc, path);
+      auto it = qf.classes.find(name);
+      if (it == qf.classes.end())
+        throw InputError(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, name, opt.queues_file));
+      p.priority = it->second;
+    } else if (!raw.contains("priority")) {
       if (auto it = qf.default_priority.find(job.queue_name); it != qf.default_priority.end()) p.priority = it->second;
+    }
     if (auto it = raw.find("submit_time"); it != raw.end())
       p.submit_time = read_int(*it, fmt::format("{}: jobs[{}].submit_time", opt.jobs_file, j), 0);
     latest_submit = std::max(latest_submit, p.submit_time);
     p.base = Amounts::Zero(space.size());
     std::optional<std::set<std::string>> allowed;  // intersection over GPU groups
     for (const auto& g : job.groups) {
+      // Per-replica requests, for partial admission of groups with min_replicas below replicas.
+      p.groups.push_back({g.replicas, g.min_replicas, g.shape.cpu, g.shape.memory,
+                          g.shape.needs_gpu() ? g.shape.total_gpu_milli() : 0});
       p.base[ResourceSpace::kCpu] += g.shape.cpu * g.replicas;
       p.base[ResourceSpace::kMemory] += g.shape.memory * g.replicas;
       if (!g.shape.needs_gpu() || g.replicas == 0) continue;
@@ -299,7 +317,7 @@ int run_fairshare(const FairshareOptions& opt) {
       const auto& a = plan.admitted[k];
       admitted.push_back({{"order", k + 1}, {"job", pending[a.job].name}, {"queue", queue_name(a.queue)},
                           {"flavor", a.gpu_dim < 0 ? json(nullptr) : json(flavor(a.gpu_dim))}, {"borrowed", a.borrowed},
-                          {"priority", a.priority}});
+                          {"priority", a.priority}, {"partial", a.partial}, {"replicas", a.replicas}});
     }
     for (const auto& p : plan.pending)
       waiting.push_back({{"job", pending[p.job].name}, {"queue", queue_name(p.queue)}, {"reason", planner->reason(plan, p, pending)}, {"priority", p.priority}});
@@ -323,8 +341,14 @@ int run_fairshare(const FairshareOptions& opt) {
   text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}\n", "#", "job", "queue", "flavor", "borrowed", "priority");
   for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
     const auto& a = plan.admitted[k];
-    text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}\n", k + 1, pending[a.job].name, queue_name(a.queue),
+    text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}", k + 1, pending[a.job].name, queue_name(a.queue),
                         flavor(a.gpu_dim), a.borrowed ? "yes" : "no", a.priority);
+    if (a.partial) {
+      std::vector<std::int32_t> asked;
+      for (const auto& g : pending[a.job].groups) asked.push_back(g.replicas);
+      text += fmt::format("  partial: {} of {} replicas", fmt::join(a.replicas, "+"), fmt::join(asked, "+"));
+    }
+    text += "\n";
   }
   text += fmt::format("\nPending ({})\n", plan.pending.size());
   for (const auto& p : plan.pending)

@@ -223,7 +223,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
     job.job_priority = static_cast<std::int32_t>(read_int(*p, path + ".priority", std::numeric_limits<std::int32_t>::min(),
                                                           std::numeric_limits<std::int32_t>::max()));
   auto known_job_key = [](std::string_view key, bool with_task_fields) {
-    for (auto k : {"name", "queue", "priority", "groups", "submit_time", "replicas", "min_replicas"})
+    for (auto k : {"name", "queue", "priority", "groups", "submit_time", "priority_class", "replicas", "min_replicas"})
       if (key == k) return true;
     for (auto k : kGangJobKeys)
       if (key == k) return true;

@@ -132,3 +132,40 @@ TEST_CASE("fairshare: bad input exits 2 with a message naming the field") {
   CHECK(missing.status == 2);
   CHECK(missing.out.find("/nonexistent.json: cannot open file") != std::string::npos);
 }
+
+TEST_CASE("fairshare: per-job priority_class and partial admission (min_replicas)") {
+  // With the fixture queues (now 10800, so jobs submitted then get no aging): "pc" takes class
+  // "high" = 100 and goes first, on vision's first flavor (A100, within nominal). "elastic" asks 8
+  // H100 with min_replicas 2; vision's H100 nominal is 4 and nlp lends none (lending limit 0), so
+  // 4 of 8 replicas are admitted.
+  const std::string jobs = temp_file("jobs-pc.json", R"({"jobs": [
+    {"name": "elastic", "queue": "vision", "submit_time": 10800, "replicas": 8, "min_replicas": 2, "gpus": 1, "cpu": 1,
+     "gpu_models": ["H100-80GB"]},
+    {"name": "pc", "queue": "vision", "priority_class": "high", "submit_time": 10800, "gpus": 1, "cpu": 1}]})");
+  const std::string base = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures + "queues.json --jobs ";
+  const Run r = run(base + jobs + " --format json");
+  REQUIRE(r.status == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["admitted"].size() == 2);
+  CHECK(doc["admitted"][0]["job"] == "pc");
+  CHECK(doc["admitted"][0]["priority"] == 100);
+  CHECK(doc["admitted"][0]["partial"] == false);
+  CHECK(doc["admitted"][1]["job"] == "elastic");
+  CHECK(doc["admitted"][1]["flavor"] == "H100-80GB");
+  CHECK(doc["admitted"][1]["partial"] == true);
+  CHECK(doc["admitted"][1]["replicas"] == nlohmann::json::array({4}));
+  const Run table = run(base + jobs);
+  REQUIRE(table.status == 0);
+  CHECK_MESSAGE(table.out.find("partial: 4 of 8 replicas") != std::string::npos, table.out);
+
+  const std::string bad = temp_file("jobs-vip.json", R"({"jobs": [{"name": "x", "queue": "vision", "priority_class": "vip", "cpu": 1}]})");
+  const Run unknown = run(base + bad, true);
+  CHECK(unknown.status == 2);
+  CHECK_MESSAGE(unknown.out.find("jobs[0].priority_class: unknown class \"vip\"") != std::string::npos, unknown.out);
+  const std::string both = temp_file("jobs-both.json",
+                                     R"({"jobs": [{"name": "x", "queue": "vision", "priority": 1, "priority_class": "high", "cpu": 1}]})");
+  const Run twice = run(base + both, true);
+  CHECK(twice.status == 2);
+  CHECK_MESSAGE(twice.out.find("jobs[0].priority_class: give \"priority\" or \"priority_class\", not both") != std::string::npos,
+                twice.out);
+}
