@@ -57,6 +57,13 @@ Result<QuotaBook> QuotaBook::build(std::size_t dimensions, std::vector<QueueQuot
     book.usage_.push_back(Amounts::Zero(m));
   }
   book.queues_ = std::move(queues);
+  // guaranteed() is on every check and admit: computed once here rather than per call.
+  for (std::size_t q = 0; q < book.queues_.size(); ++q) {
+    Amounts g(m);
+    for (Eigen::Index r = 0; r < m; ++r)
+      g[r] = book.queues_[q].nominal[r] < 0 ? 0 : book.queues_[q].nominal[r] - book.lendable(q, r);
+    book.guaranteed_.push_back(std::move(g));
+  }
   for (std::size_t q = 0; q < book.queues_.size(); ++q)
     if (book.cohort_[q] >= 0)
       for (Eigen::Index r = 0; r < m; ++r) book.cohort_pool_[static_cast<std::size_t>(book.cohort_[q])][r] += book.lendable(q, r);
@@ -68,9 +75,7 @@ std::int64_t QuotaBook::lendable(std::size_t q, Eigen::Index r) const {
   if (queue.nominal[r] < 0) return 0;
   return queue.lending_limit[r] < 0 ? queue.nominal[r] : std::min(queue.lending_limit[r], queue.nominal[r]);
 }
-std::int64_t QuotaBook::guaranteed(std::size_t q, Eigen::Index r) const {
-  return queues_[q].nominal[r] < 0 ? 0 : queues_[q].nominal[r] - lendable(q, r);
-}
+std::int64_t QuotaBook::guaranteed(std::size_t q, Eigen::Index r) const { return guaranteed_[q][r]; }
 std::int64_t QuotaBook::over_guarantee(std::size_t q, Eigen::Index r, std::int64_t usage) const {
   return std::max<std::int64_t>(0, usage - guaranteed(q, r));
 }

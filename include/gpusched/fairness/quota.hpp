@@ -94,6 +94,7 @@ class QuotaBook {
   std::size_t dims_ = 0;
   std::vector<QueueQuota> queues_;
   std::vector<Amounts> usage_;
+  std::vector<Amounts> guaranteed_;  // nominal - lendable per queue and dimension (0 where unconstrained)
   std::vector<int> cohort_;  // index into cohort_pool_ / cohort_used_, -1 = none
   std::vector<Amounts> cohort_pool_;
   std::vector<Amounts> cohort_used_;
