@@ -406,7 +406,7 @@ std::size_t ClusterState::memory_usage() const {
                       bytes(gpu_memory_capacity_) + bytes(gpu_model_) + bytes(gpu_healthy_) + bytes(label_begin_) +
                       bytes(labels_) + bytes(model_slot_);
   for (const auto& name : node_name_) total += name.capacity() > 15 ? name.capacity() + 1 : 0;
-  total += node_by_name_.size() * (sizeof(std::string_view) + sizeof(NodeId) + 2 * sizeof(void*)) +
+  total += node_by_name_.size() * (sizeof(std::string) + sizeof(NodeId) + 2 * sizeof(void*)) +
            node_by_name_.bucket_count() * sizeof(void*);
   // Each index bitset: one bit per node plus a summary bit per 64 nodes.
   const std::size_t bitset_bytes = (node_count() + 63) / 64 * 8 + (node_count() + 4095) / 4096 * 8;

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <memory>
+
 #include "gpusched/cluster/cluster_state.hpp"
 #include "test_util.hpp"
 
@@ -92,6 +94,18 @@ TEST_CASE("check_fit reports the first failing reason in the documented order") 
   CHECK(s.check_fit(0, *s.compile(TaskShape{1000, kGiB, 0, 0, 0}, {}, rack2)) == FitReason::kSelectorMismatch);
   const Label rack1[] = {{"rack", "r1"}};
   CHECK(s.check_fit(0, *s.compile(TaskShape{1000, kGiB, 0, 0, 0}, {}, rack1)) == FitReason::kFits);
+}
+
+TEST_CASE("a copied state stands alone (its name lookup does not point into the original)") {
+  auto original = std::make_unique<ClusterState>(build(Cluster({make_node("alpha", 1000, kGiB, 0, ""),
+                                                                make_node("beta", 1000, kGiB, 0, "")})));
+  const ClusterState copy = *original;
+  ClusterState assigned = build(Cluster({make_node("x", 1000, kGiB, 0, "")}));
+  assigned = *original;
+  original.reset();
+  CHECK(copy.find_node("beta") == 1);
+  CHECK(assigned.find_node("alpha") == 0);
+  CHECK(copy.node_name(1) == "beta");
 }
 
 TEST_CASE("cordoned and failed nodes take nothing and are not indexed") {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -183,7 +184,13 @@ class ClusterState {
 
   GpuModelRegistry registry_;
   std::vector<std::string> node_name_;
-  std::unordered_map<std::string_view, NodeId> node_by_name_;
+  // Owns its keys (a copied state must not point into another state's names); looked up by
+  // string_view without allocating.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>> node_by_name_;
   std::vector<MilliCpu> cpu_capacity_, cpu_free_;
   std::vector<Bytes> memory_capacity_, memory_free_;
   std::vector<std::uint8_t> flags_;
