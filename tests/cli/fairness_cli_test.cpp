@@ -3,6 +3,8 @@
 // message on bad input.
 #include <doctest/doctest.h>
 
+#include "cli/cli_util.hpp"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -14,31 +16,11 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using gpusched::cli_test::Run;
+using gpusched::cli_test::run_tool;
+using gpusched::cli_test::temp_file;
 
-Run run(const std::string& args, bool merge_stderr = false) {
-  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
 
-std::string temp_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "gpusched-fairness-cli-test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 const std::string kFixtures = std::string(GPUSCHED_FIXTURES_DIR) + "/fairness/";
 const std::string kArgs = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures +
@@ -53,7 +35,7 @@ TEST_CASE("fairshare: hand-worked admission order as a table") {
   // borrow 4 A100 with a limit of 2; v-old fits vision's own H100 quota, so it takes H100 although
   // vision lists A100 first. n-more would borrow H100, but nlp lends none (lending limit 0) and
   // vision's lendable 4 are half used by v-old: only 2 available. n-ft fits nlp's own A100 quota.
-  const Run r = run(kArgs);
+  const Run r = run_tool(kArgs);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("   1  v-train                  vision           A100-80GB               no      110\n"
                    "   2  n-pretrain               nlp              H100-80GB               no      200\n"
@@ -67,7 +49,7 @@ TEST_CASE("fairshare: hand-worked admission order as a table") {
 }
 
 TEST_CASE("fairshare: JSON output and --now") {
-  const Run r = run(kArgs + " --format json");
+  const Run r = run_tool(kArgs + " --format json");
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   REQUIRE(doc["admitted"].size() == 4);
@@ -85,7 +67,7 @@ TEST_CASE("fairshare: JSON output and --now") {
 
   // Without aging (now = the oldest submit time) vision's order is by plain priority: v-train and
   // v-big (10) before v-old (0).
-  const Run early = run(kArgs + " --format json --now 0");
+  const Run early = run_tool(kArgs + " --format json --now 0");
   REQUIRE(early.status == 0);
   const auto d2 = nlohmann::json::parse(early.out);
   CHECK(d2["admitted"][0]["priority"] == 10);
@@ -97,7 +79,7 @@ TEST_CASE("fairshare: JSON output and --now") {
 
 TEST_CASE("fairshare: the shipped example runs") {
   const std::string ex = std::string(GPUSCHED_SOURCE_DIR) + "/examples/";
-  const Run r = run("fairshare --cluster " + ex + "cluster.json --queues " + ex + "fairness/queues.json --jobs " + ex +
+  const Run r = run_tool("fairshare --cluster " + ex + "cluster.json --queues " + ex + "fairness/queues.json --jobs " + ex +
                     "jobs.json --format json");
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
@@ -108,7 +90,7 @@ TEST_CASE("fairshare: the shipped example runs") {
 TEST_CASE("fairshare: bad input exits 2 with a message naming the field") {
   auto expect = [](const std::string& queues_text, const std::string& message) {
     const std::string q = temp_file("queues.json", queues_text);
-    const Run r = run("fairshare --cluster " + kFixtures + "cluster.json --queues " + q + " --jobs " + kFixtures + "jobs.json",
+    const Run r = run_tool("fairshare --cluster " + kFixtures + "cluster.json --queues " + q + " --jobs " + kFixtures + "jobs.json",
                       true);
     CHECK(r.status == 2);
     CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
@@ -126,7 +108,7 @@ TEST_CASE("fairshare: bad input exits 2 with a message naming the field") {
          "queues[0].borrowing_limits: only meaningful with a \"cohort\"");
   expect(R"({"queues": []})", "queues: expected a non-empty array of queues");
   expect("{not json", "malformed JSON");
-  const Run missing = run("fairshare --cluster " + kFixtures + "cluster.json --queues /nonexistent.json --jobs " +
+  const Run missing = run_tool("fairshare --cluster " + kFixtures + "cluster.json --queues /nonexistent.json --jobs " +
                               kFixtures + "jobs.json",
                           true);
   CHECK(missing.status == 2);
@@ -143,7 +125,7 @@ TEST_CASE("fairshare: per-job priority_class and partial admission (min_replicas
      "gpu_models": ["H100-80GB"]},
     {"name": "pc", "queue": "vision", "priority_class": "high", "submit_time": 10800, "gpus": 1, "cpu": 1}]})");
   const std::string base = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures + "queues.json --jobs ";
-  const Run r = run(base + jobs + " --format json");
+  const Run r = run_tool(base + jobs + " --format json");
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   REQUIRE(doc["admitted"].size() == 2);
@@ -154,17 +136,17 @@ TEST_CASE("fairshare: per-job priority_class and partial admission (min_replicas
   CHECK(doc["admitted"][1]["flavor"] == "H100-80GB");
   CHECK(doc["admitted"][1]["partial"] == true);
   CHECK(doc["admitted"][1]["replicas"] == nlohmann::json::array({4}));
-  const Run table = run(base + jobs);
+  const Run table = run_tool(base + jobs);
   REQUIRE(table.status == 0);
   CHECK_MESSAGE(table.out.find("partial: 4 of 8 replicas") != std::string::npos, table.out);
 
   const std::string bad = temp_file("jobs-vip.json", R"({"jobs": [{"name": "x", "queue": "vision", "priority_class": "vip", "cpu": 1}]})");
-  const Run unknown = run(base + bad, true);
+  const Run unknown = run_tool(base + bad, true);
   CHECK(unknown.status == 2);
   CHECK_MESSAGE(unknown.out.find("jobs[0].priority_class: unknown class \"vip\"") != std::string::npos, unknown.out);
   const std::string both = temp_file("jobs-both.json",
                                      R"({"jobs": [{"name": "x", "queue": "vision", "priority": 1, "priority_class": "high", "cpu": 1}]})");
-  const Run twice = run(base + both, true);
+  const Run twice = run_tool(base + both, true);
   CHECK(twice.status == 2);
   CHECK_MESSAGE(twice.out.find("jobs[0].priority_class: give \"priority\" or \"priority_class\", not both") != std::string::npos,
                 twice.out);

@@ -2,6 +2,8 @@
 // gang verdicts in the output, and bad gang fields named by path.
 #include <doctest/doctest.h>
 
+#include "cli/cli_util.hpp"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -13,23 +15,10 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using gpusched::cli_test::Run;
+using gpusched::cli_test::run_tool;
+using gpusched::cli_test::temp_file;
 
-Run run_tool(const std::string& args, bool merge_stderr = false) {
-  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
 
 std::string gang_temp(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / "gpusched-gang-cli-test";

@@ -1,6 +1,8 @@
 // `gpusched mig ...` end to end: exit status, output, one clear message on bad input.
 #include <doctest/doctest.h>
 
+#include "cli/cli_util.hpp"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -11,31 +13,11 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using gpusched::cli_test::Run;
+using gpusched::cli_test::run_tool;
+using gpusched::cli_test::temp_file;
 
-Run run(const std::string& args, bool merge_stderr = false) {
-  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
 
-std::string temp_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "gpusched-mig-cli-test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 const std::string kFix = std::string(GPUSCHED_FIXTURES_DIR) + "/mig/";
 const std::string kEx = std::string(GPUSCHED_SOURCE_DIR) + "/examples/mig/";
@@ -43,12 +25,12 @@ const std::string kEx = std::string(GPUSCHED_SOURCE_DIR) + "/examples/mig/";
 }  // namespace
 
 TEST_CASE("mig layouts: every maximal layout, table and JSON") {
-  const Run t = run("mig layouts --model A30");
+  const Run t = run_tool("mig layouts --model A30");
   CHECK(t.status == 0);
   CHECK(t.out.find("A30-24GB: 17 valid maximal layouts") == 0);
   CHECK(t.out.find("  13  2g.12gb@0 2g.12gb@2\n") != std::string::npos);
   CHECK(t.out.find("  17  4g.24gb@0\n") != std::string::npos);
-  const Run j = run("mig layouts --model NVIDIA-A100-SXM4-40GB --format json");
+  const Run j = run_tool("mig layouts --model NVIDIA-A100-SXM4-40GB --format json");
   REQUIRE(j.status == 0);
   const auto doc = nlohmann::json::parse(j.out);
   CHECK(doc["model"] == "A100-SXM4-40GB");
@@ -62,24 +44,24 @@ TEST_CASE("mig layouts: every maximal layout, table and JSON") {
   }
   CHECK(four_three);
   // The pre-R510 rule removes exactly that layout.
-  const Run old = run("mig layouts --model A100-SXM4-40GB --pre-r510 --format json");
+  const Run old = run_tool("mig layouts --model A100-SXM4-40GB --pre-r510 --format json");
   CHECK(nlohmann::json::parse(old.out)["count"].get<int>() == doc["count"].get<int>() - 1);
 }
 
 TEST_CASE("mig table: read nvidia-smi text, compare with the built-in table") {
-  const Run a100 = run("mig table --lgip " + kFix + "a100_40gb_lgip_mig_user_guide_copy.txt --lgipp " + kFix +
+  const Run a100 = run_tool("mig table --lgip " + kFix + "a100_40gb_lgip_mig_user_guide_copy.txt --lgipp " + kFix +
                        "a100_40gb_lgipp_mig_user_guide.txt --model A100-SXM4-40GB");
   CHECK(a100.status == 0);
   CHECK(a100.out.find("   9  3g.20gb            3      4  {0,4}                 4     2") != std::string::npos);
   CHECK(a100.out.find("matches the built-in A100-SXM4-40GB table") != std::string::npos);
-  const Run a30 = run("mig table --lgip " + kFix + "a30_24gb_lgip_lgipp.txt --lgipp " + kFix +
+  const Run a30 = run_tool("mig table --lgip " + kFix + "a30_24gb_lgip_lgipp.txt --lgipp " + kFix +
                       "a30_24gb_lgip_lgipp.txt --model A30 --format json");
   CHECK(a30.status == 1);  // the older driver lacks 2g.12gb+me
   const auto doc = nlohmann::json::parse(a30.out);
   CHECK(doc["profiles"].size() == 4);
   CHECK(doc["profiles"][2]["placement_starts"] == nlohmann::json::array({0, 2}));
   CHECK(doc["differences_from_builtin"][0]["text"] == "profile ID 6 (2g.12gb+me): missing from the observed table");
-  const Run bad = run("mig table --lgip " + temp_file("bad.lgip", "|   0  MIG 1g.5gb  19  7-7  4.75  No  14  0  0  |\n") +
+  const Run bad = run_tool("mig table --lgip " + temp_file("bad.lgip", "|   0  MIG 1g.5gb  19  7-7  4.75  No  14  0  0  |\n") +
                           " --lgipp " + kFix + "a100_40gb_lgipp_mig_user_guide.txt",
                       true);
   CHECK(bad.status == 2);
@@ -87,7 +69,7 @@ TEST_CASE("mig table: read nvidia-smi text, compare with the built-in table") {
 }
 
 TEST_CASE("mig place: the example cluster") {
-  const Run t = run("mig place --cluster " + kEx + "cluster.json --requests " + kEx + "requests.json --format json");
+  const Run t = run_tool("mig place --cluster " + kEx + "cluster.json --requests " + kEx + "requests.json --format json");
   REQUIRE(t.status == 0);
   const auto doc = nlohmann::json::parse(t.out);
   CHECK(doc["placed"] == 7);
@@ -101,38 +83,38 @@ TEST_CASE("mig place: the example cluster") {
 }
 
 TEST_CASE("mig place: static vs dynamic on a small cluster") {
-  const Run st = run("mig place --cluster " + kFix + "cluster_small.json --profile 1g.6gb --count 2 --mode static");
+  const Run st = run_tool("mig place --cluster " + kFix + "cluster_small.json --profile 1g.6gb --count 2 --mode static");
   CHECK(st.status == 0);
   CHECK(st.out.find("1 placed, 1 unschedulable") != std::string::npos);
   CHECK(st.out.find("UNSCHEDULABLE: 0/3 GPUs can take 1g.6gb: 1 no idle instance of the profile, 2 GPU model without "
                     "the profile") != std::string::npos);
-  const Run dy = run("mig place --cluster " + kFix + "cluster_small.json --profile 1g.6gb --count 2");
+  const Run dy = run_tool("mig place --cluster " + kFix + "cluster_small.json --profile 1g.6gb --count 2");
   CHECK(dy.out.find("2 placed, 0 unschedulable") != std::string::npos);
   // A 1g.5gb next to the busy 4g.20gb goes to slice 6, not 4: a 2g.10gb still fits at 4.
-  const Run one = run("mig place --cluster " + kFix + "cluster_small.json --profile 1g.5gb");
+  const Run one = run_tool("mig place --cluster " + kFix + "cluster_small.json --profile 1g.5gb");
   CHECK(one.out.find("a                  0  A100-SXM4-40GB create    1g.5gb          6") != std::string::npos);
-  const Run ff = run("mig place --cluster " + kFix + "cluster_small.json --profile 1g.5gb --policy first-fit");
+  const Run ff = run_tool("mig place --cluster " + kFix + "cluster_small.json --profile 1g.5gb --policy first-fit");
   CHECK(ff.out.find("a                  0  A100-SXM4-40GB create    1g.5gb          4") != std::string::npos);
 }
 
 TEST_CASE("mig plan: table, JSON and mig-parted YAML") {
   const std::string args = "mig plan --cluster " + kEx + "cluster.json --demand " + kEx + "demand.json";
-  const Run t = run(args);
+  const Run t = run_tool(args);
   CHECK(t.status == 0);
   CHECK(t.out.find("10 served, 0 unserved, 3 GPUs re-partitioned") != std::string::npos);
   CHECK(t.out.find("hgx-h100-01 gpu 0 (H100-80GB): 1g.10gb@6  ->  3g.40gb@0 1g.10gb@4 1g.10gb@5 1g.10gb@6") !=
         std::string::npos);
-  const auto doc = nlohmann::json::parse(run(args + " --format json").out);
+  const auto doc = nlohmann::json::parse(run_tool(args + " --format json").out);
   CHECK(doc["gpus_touched"] == 3);
   CHECK(doc["mig_parted"]["dgx-a100-01"]["config"] == "gpusched-dgx-a100-01");
-  const Run y = run(args + " --format yaml");
+  const Run y = run_tool(args + " --format yaml");
   CHECK(y.out.find("version: v1\nmig-configs:\n  gpusched-dgx-a100-01:\n") == 0);
-  const Run keep = run(args + " --keep-idle");
+  const Run keep = run_tool(args + " --keep-idle");
   CHECK(keep.status == 0);
 }
 
 TEST_CASE("mig: bad input exits 2 with one message naming the field") {
-  auto err = [](const std::string& args) { return run(args, true); };
+  auto err = [](const std::string& args) { return run_tool(args, true); };
   Run r = err("mig layouts --model T4");
   CHECK(r.status == 2);
   CHECK(r.out.find("--model: unknown MIG GPU model \"T4\"") != std::string::npos);

@@ -1,6 +1,8 @@
 // The `gpusched place` command end to end: exit status, output, and one clear message on bad input.
 #include <doctest/doctest.h>
 
+#include "cli/cli_util.hpp"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -11,45 +13,24 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using gpusched::cli_test::Run;
+using gpusched::cli_test::run_tool;
+using gpusched::cli_test::temp_file;
 
-// Runs the tool with a shell command line; stdout captured, stderr redirected into it when asked.
-Run run(const std::string& args, bool merge_stderr = false) {
-  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
 
-std::string temp_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "gpusched-cli-test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 const std::string kExamples = std::string(GPUSCHED_SOURCE_DIR) + "/examples/";
 
 }  // namespace
 
 TEST_CASE("place: the shipped example, as a table and as JSON") {
-  const Run table = run("place --cluster " + kExamples + "cluster.json --jobs " + kExamples + "jobs.json");
+  const Run table = run_tool("place --cluster " + kExamples + "cluster.json --jobs " + kExamples + "jobs.json");
   CHECK(table.status == 0);
   CHECK(table.out.find("llm-pretrain             worker              0  h100-0                   0,1,2,3,4,5,6,7") !=
         std::string::npos);
   CHECK(table.out.find("6 placed, 1 unschedulable") != std::string::npos);
 
-  const Run json = run("place --format json --cluster " + kExamples + "cluster.json --jobs " + kExamples + "jobs.json");
+  const Run json = run_tool("place --format json --cluster " + kExamples + "cluster.json --jobs " + kExamples + "jobs.json");
   REQUIRE(json.status == 0);
   const auto doc = nlohmann::json::parse(json.out);
   CHECK(doc["policy"] == "best-fit");
@@ -70,7 +51,7 @@ TEST_CASE("place: every policy runs on the example") {
   for (const char* policy : {"first-fit", "best-fit", "worst-fit", "spread", "most-allocated", "least-allocated",
                              "dot-product", "random"}) {
     CAPTURE(policy);
-    const Run r = run(std::string("place --policy ") + policy + " --cluster " + kExamples + "cluster.json --jobs " +
+    const Run r = run_tool(std::string("place --policy ") + policy + " --cluster " + kExamples + "cluster.json --jobs " +
                       kExamples + "jobs.json --format json");
     CHECK(r.status == 0);
     CHECK(nlohmann::json::parse(r.out)["policy"].is_string());
@@ -98,27 +79,27 @@ TEST_CASE("place: bad input exits 2 with one message and no output") {
   for (const Case& c : cases) {
     CAPTURE(c.name);
     const std::string path = temp_file(std::string(c.name) + ".json", c.cluster);
-    const Run quiet = run("place --cluster " + path + " --jobs " + jobs);
+    const Run quiet = run_tool("place --cluster " + path + " --jobs " + jobs);
     CHECK(quiet.status == 2);
     CHECK(quiet.out.empty());  // no partial output
-    const Run loud = run("place --cluster " + path + " --jobs " + jobs, true);
+    const Run loud = run_tool("place --cluster " + path + " --jobs " + jobs, true);
     CHECK(loud.out.find(c.message) != std::string::npos);
   }
   const std::string cluster = kExamples + "cluster.json";
-  const Run unknown_model = run("place --cluster " + cluster + " --jobs " +
+  const Run unknown_model = run_tool("place --cluster " + cluster + " --jobs " +
                                     temp_file("jobs-model.json", R"({"jobs": [{"name": "x", "gpus": 1, "gpu_models": ["Z9000"]}]})"),
                                 true);
   CHECK(unknown_model.status == 2);
   CHECK(unknown_model.out.find("gpu_models[0]: unknown GPU model \"Z9000\"") != std::string::npos);
-  CHECK(run("place --cluster /nonexistent.json --jobs " + jobs).status == 2);
-  CHECK(run("place --cluster " + cluster + " --jobs " + jobs + " --policy nope").status == 2);
-  CHECK(run("place --cluster " + cluster).status == 2);
+  CHECK(run_tool("place --cluster /nonexistent.json --jobs " + jobs).status == 2);
+  CHECK(run_tool("place --cluster " + cluster + " --jobs " + jobs + " --policy nope").status == 2);
+  CHECK(run_tool("place --cluster " + cluster).status == 2);
 }
 
 TEST_CASE("place: a job that fits nowhere is reported, not an error") {
   const std::string cluster = temp_file("small.json", R"({"nodes": [{"name": "a", "cpu": 4, "memory": "8Gi", "gpus": 2, "gpu_model": "T4"}]})");
   const std::string jobs = temp_file("big.json", R"({"jobs": [{"name": "big", "gpus": 4}]})");
-  const Run r = run("place --format json --cluster " + cluster + " --jobs " + jobs);
+  const Run r = run_tool("place --format json --cluster " + cluster + " --jobs " + jobs);
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   CHECK(doc["placed"].empty());

@@ -1,6 +1,8 @@
 // `gpusched topo parse|pick|nodes` end to end: output, JSON shape, exit status on bad input.
 #include <doctest/doctest.h>
 
+#include "cli/cli_util.hpp"
+
 #include <array>
 #include <cstdio>
 #include <string>
@@ -10,29 +12,15 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
-
-Run run(const std::string& args, const char* redirect = " 2>/dev/null") {
-  const std::string cmd = std::string(GPUSCHED_TOOL) + " " + args + redirect;
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) r.out += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using gpusched::cli_test::Run;
+using gpusched::cli_test::run_tool;
 
 std::string fx(const std::string& name) { return std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name; }
 
 }  // namespace
 
 TEST_CASE("topo parse --format json lists GPUs, NICs, affinities and every GPU pair") {
-  Run r = run("topo parse " + fx("pcie_2socket.txt") + " --format json");
+  Run r = run_tool("topo parse " + fx("pcie_2socket.txt") + " --format json");
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["gpus"].size() == 8);
@@ -47,15 +35,15 @@ TEST_CASE("topo parse --format json lists GPUs, NICs, affinities and every GPU p
 }
 
 TEST_CASE("topo pick: the DGX-1 NVLinked quad, and the free list is honoured") {
-  Run r = run("topo pick " + fx("dgx1_v100.txt") + " --gpus 4 --format json");
+  Run r = run_tool("topo pick " + fx("dgx1_v100.txt") + " --gpus 4 --format json");
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["gpus"] == nlohmann::json::array({0, 1, 2, 3}));
   CHECK(j["score"]["bus_bandwidth_gbps"] == doctest::Approx(115.75));
-  Run f = run("topo pick " + fx("pcie_2socket.txt") + " --gpus 2 --free 1-5 --format json");
+  Run f = run_tool("topo pick " + fx("pcie_2socket.txt") + " --gpus 2 --free 1-5 --format json");
   REQUIRE(f.status == 0);
   CHECK(nlohmann::json::parse(f.out)["gpus"] == nlohmann::json::array({2, 3}));
-  Run t = run("topo pick " + fx("pcie_2socket.txt") + " --gpus 2");
+  Run t = run_tool("topo pick " + fx("pcie_2socket.txt") + " --gpus 2");
   CHECK(t.status == 0);
   CHECK(t.out.find("gpus 0,1: span PIX") == 0);
 }
@@ -63,37 +51,37 @@ TEST_CASE("topo pick: the DGX-1 NVLinked quad, and the free list is honoured") {
 TEST_CASE("topo nodes: required rack picks the best-fit rack; impossible requests exit 1 with a reason") {
   const std::string base = "topo nodes " + fx("cluster_racks.json") +
                            " --level topology.kubernetes.io/block --level topology.kubernetes.io/rack";
-  Run r = run(base + " --tasks 2 --gpus-per-task 8 --required rack --format json");
+  Run r = run_tool(base + " --tasks 2 --gpus-per-task 8 --required rack --format json");
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["nodes"].size() == 2);
   CHECK(j["nodes"][0]["node"] == "node-04");  // rack r1 has exactly 2 free nodes
   CHECK(j["span"] == "rack r1");
-  Run no = run(base + " --tasks 5 --gpus-per-task 8 --required rack --format json");
+  Run no = run_tool(base + " --tasks 5 --gpus-per-task 8 --required rack --format json");
   CHECK(no.status == 1);
   CHECK(nlohmann::json::parse(no.out)["reason"] ==
         "no rack has room for 5 tasks: the largest free one holds 4 (rack 'r0'); 1 nodes lack topology labels");
-  Run pref = run(base + " --tasks 5 --gpus-per-task 8 --preferred rack");
+  Run pref = run_tool(base + " --tasks 5 --gpus-per-task 8 --preferred rack");
   CHECK(pref.status == 0);
   CHECK(pref.out.find("5 tasks on 5 nodes within block b0 (preferred level not met)") == 0);
 }
 
 TEST_CASE("topo: bad input exits 2") {
-  CHECK(run("topo pick " + fx("dgx1_v100.txt") + " --gpus 0").status == 2);
-  CHECK(run("topo pick " + fx("dgx1_v100.txt") + " --gpus 2 --free 3-1").status == 2);
-  CHECK(run("topo pick " + fx("dgx1_v100.txt") + " --gpus 2 --message-size lots").status == 2);
-  CHECK(run("topo parse " + fx("dgx1_v100.txt") + " --format xml").status == 2);
-  CHECK(run("topo parse " + fx("dgx1_v100.txt") + " --nvlink-gen 7").status == 2);
-  CHECK(run("topo parse " + fx("cluster_racks.json")).status == 2);  // not nvidia-smi output
-  CHECK(run("topo nodes " + fx("cluster_racks.json") + " --level rack --tasks 1 --required row").status == 2);
+  CHECK(run_tool("topo pick " + fx("dgx1_v100.txt") + " --gpus 0").status == 2);
+  CHECK(run_tool("topo pick " + fx("dgx1_v100.txt") + " --gpus 2 --free 3-1").status == 2);
+  CHECK(run_tool("topo pick " + fx("dgx1_v100.txt") + " --gpus 2 --message-size lots").status == 2);
+  CHECK(run_tool("topo parse " + fx("dgx1_v100.txt") + " --format xml").status == 2);
+  CHECK(run_tool("topo parse " + fx("dgx1_v100.txt") + " --nvlink-gen 7").status == 2);
+  CHECK(run_tool("topo parse " + fx("cluster_racks.json")).status == 2);  // not nvidia-smi output
+  CHECK(run_tool("topo nodes " + fx("cluster_racks.json") + " --level rack --tasks 1 --required row").status == 2);
   // More GPUs than free is a "no pick" answer, not an input error.
-  CHECK(run("topo pick " + fx("dgx1_v100.txt") + " --gpus 3 --free 0,1").status == 1);
+  CHECK(run_tool("topo pick " + fx("dgx1_v100.txt") + " --gpus 3 --free 0,1").status == 1);
 }
 
 namespace {
 
-// Like run(), with stderr merged into the output (error messages are checked).
-Run run_merged(const std::string& args) { return run(args, " 2>&1"); }
+// Like run_tool(), with stderr merged into the output (error messages are checked).
+Run run_merged(const std::string& args) { return run_tool(args, true); }
 
 }  // namespace
 
@@ -102,7 +90,7 @@ TEST_CASE("topo nodes --topology: a fabric JSON instead of labels, with the all-
   // Best fit puts 3 x 4-GPU tasks in leaf1 (3 hosts: nvl2 {gb-04, gb-05}, nvl3 {gb-06}). The ring
   // 4 -> 5 -> 6 -> 4 crosses nvl3's uplink (one host, one NDR port: 50 GB/s) once each way; R = 12,
   // alpha = 0.5 + 1 + 1 + 0.5 us: 2 * 11/12 * 64 MiB / 50 GB/s + 2 * 11 * 3 us = 2526.66 us.
-  Run r = run(base + fx("fabric.json") + " --tasks 3 --gpus-per-task 4 --required leaf --format json");
+  Run r = run_tool(base + fx("fabric.json") + " --tasks 3 --gpus-per-task 4 --required leaf --format json");
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   REQUIRE(j["nodes"].size() == 3);
@@ -116,7 +104,7 @@ TEST_CASE("topo nodes --topology: a fabric JSON instead of labels, with the all-
   CHECK(j["allreduce"]["bottleneck"].get<std::string>().find("nvlink-domain 'nvl3' -> leaf-switch 'leaf1'") == 0);
   // Generator form: two tasks fit the first NVL domain; with a 450 GB/s node bus that is the
   // bottleneck: 2 * 7/8 * 64 MiB / 450 GB/s + 2 * 7 * 1 us = 274.98 us.
-  Run g = run(base + fx("fabric_generated.json") +
+  Run g = run_tool(base + fx("fabric_generated.json") +
               " --tasks 2 --gpus-per-task 4 --required nvl --node-bus-gbps 450 --format json");
   REQUIRE(g.status == 0);
   auto gj = nlohmann::json::parse(g.out);
@@ -125,7 +113,7 @@ TEST_CASE("topo nodes --topology: a fabric JSON instead of labels, with the all-
   CHECK(gj["span"] == "nvl nvl-0");
   CHECK(gj["allreduce"]["bottleneck"] == "intra-node");
   CHECK(gj["allreduce"]["allreduce_us"].get<double>() == doctest::Approx(274.9789));
-  Run t = run(base + fx("fabric.json") + " --tasks 2 --gpus-per-task 4");
+  Run t = run_tool(base + fx("fabric.json") + " --tasks 2 --gpus-per-task 4");
   CHECK(t.status == 0);
   CHECK(t.out.find("2 tasks on 2 nodes within nvl nvl0\n  gb-00 x1\n  gb-01 x1\nall-reduce of 67108864 bytes, 4 ranks "
                    "per node: ") == 0);
@@ -136,9 +124,9 @@ TEST_CASE("topo nodes --topology: bad fabric JSON exits 2 naming the JSON path")
   Run bad = run_merged(base + " --topology " + fx("fabric_bad_node.json") + " --tasks 1");
   CHECK(bad.status == 2);
   CHECK(bad.out.find("domains[1].nodes[1]: unknown node 'gb-99' (not in the cluster)") != std::string::npos);
-  CHECK(run(base + " --topology " + fx("fabric.json") + " --level rack --tasks 1").status == 2);  // both
-  CHECK(run(base + " --tasks 1").status == 2);                                                      // neither
-  CHECK(run(base + " --topology " + fx("missing.json") + " --tasks 1").status == 2);
-  CHECK(run(base + " --topology " + fx("fabric.json") + " --tasks 1 --node-bus-gbps -3").status == 2);
-  CHECK(run(base + " --topology " + fx("fabric.json") + " --tasks 1 --required rack").status == 2);  // no such level
+  CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --level rack --tasks 1").status == 2);  // both
+  CHECK(run_tool(base + " --tasks 1").status == 2);                                                      // neither
+  CHECK(run_tool(base + " --topology " + fx("missing.json") + " --tasks 1").status == 2);
+  CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --tasks 1 --node-bus-gbps -3").status == 2);
+  CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --tasks 1 --required rack").status == 2);  // no such level
 }
