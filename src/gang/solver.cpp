@@ -36,19 +36,6 @@ std::string shape_text(const TaskShape& s) {
   return "no resources";
 }
 
-// Tightest fit of a shared request on a node (as the best-fit policy ranks shared tasks).
-std::int64_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
-  std::int64_t best = kMilliPerGpu + 1;
-  const auto free = state.gpu_free_milli(node);
-  for (std::size_t g = 0; g < free.size(); ++g) {
-    const auto gi = static_cast<GpuIndex>(g);
-    if (free[g] < request.shape.gpu_milli || !(request.models & model_bit(state.gpu_model(node, gi))) ||
-        state.gpu_free_memory(node, gi) < request.shape.gpu_memory)
-      continue;
-    best = std::min<std::int64_t>(best, free[g] - request.shape.gpu_milli);
-  }
-  return best;
-}
 
 struct SpreadRt {
   std::size_t map = 0;
@@ -275,7 +262,7 @@ std::int64_t Solver::rank(NodeId n, const TaskRequest& r) const {
   if (!best && name != "worst-fit") return 0;
   std::int64_t left;
   if (r.shape.shares_gpu())
-    left = tightest_share_left(st_, n, r) * 100000 + st_.idle_gpus(n);
+    left = std::int64_t{tightest_share_left(st_, n, r)} * 100000 + st_.idle_gpus(n);
   else if (r.shape.needs_gpu())
     left = st_.idle_gpus(n) - r.shape.gpus;
   else

@@ -11,20 +11,6 @@ constexpr double kScoreScale = 1e9;
 
 std::int64_t to_score(double x) { return std::llround(x * kScoreScale); }
 
-// Tightest fit of a shared request on a node: the least free share left on a GPU that fits it.
-std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
-  std::int32_t best = kMilliPerGpu + 1;
-  const auto free = state.gpu_free_milli(node);
-  for (std::size_t g = 0; g < free.size(); ++g) {
-    const auto gi = static_cast<GpuIndex>(g);
-    if (free[g] < request.shape.gpu_milli || !(request.models & model_bit(state.gpu_model(node, gi))) ||
-        state.gpu_free_memory(node, gi) < request.shape.gpu_memory)
-      continue;
-    best = std::min<std::int32_t>(best, free[g] - static_cast<std::int32_t>(request.shape.gpu_milli));
-  }
-  return best;
-}
-
 // Picks the best-scoring fitting candidate, ties to the lowest node id.
 template <class Score>
 NodeId select_by_score(const ClusterState& state, const TaskRequest& request, Score&& score) {
@@ -70,6 +56,19 @@ bool whole_gpu_request(const TaskRequest& r) { return r.shape.needs_gpu() && !r.
 double ratio(std::int64_t a, std::int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
 
 }  // namespace
+
+std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
+  std::int32_t best = kMilliPerGpu + 1;
+  const auto free = state.gpu_free_milli(node);
+  for (std::size_t g = 0; g < free.size(); ++g) {
+    const auto gi = static_cast<GpuIndex>(g);
+    if (free[g] < request.shape.gpu_milli || !(request.models & model_bit(state.gpu_model(node, gi))) ||
+        state.gpu_free_memory(node, gi) < request.shape.gpu_memory)
+      continue;
+    best = std::min<std::int32_t>(best, free[g] - static_cast<std::int32_t>(request.shape.gpu_milli));
+  }
+  return best;
+}
 
 TaskAssignment make_assignment(NodeId node, const TaskRequest& request) {
   TaskAssignment a;

@@ -65,6 +65,10 @@ class LowestIndexGpuPicker final : public GpuPicker {
             TaskAssignment& out) const override;
 };
 
+// The least free share a shared request would leave on one of the node's GPUs that fit it (its
+// tightest GPU), or 1001 when none fits. Best-fit ranks shared tasks by it.
+std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request);
+
 // Fills the amounts of an assignment from the request (helper for pickers).
 TaskAssignment make_assignment(NodeId node, const TaskRequest& request);
 
