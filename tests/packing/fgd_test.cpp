@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <vector>
+#include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/packing/fgd.hpp"
@@ -190,7 +191,7 @@ TEST_CASE("FGD class index gives the same decisions as evaluating every node (se
   const char* models[] = {"T4", "P100", "V100M16"};
   for (int i = 0; i < 60; ++i) {
     const int g = 1 << rng.below(4);  // 1, 2, 4, 8 GPUs
-    nodes.push_back(node("n" + std::to_string(i), 16000 + 16000 * static_cast<MilliCpu>(rng.below(4)),
+    nodes.push_back(node(fmt::format("n{}", i), 16000 + 16000 * static_cast<MilliCpu>(rng.below(4)),
                          std::vector<MilliGpu>(static_cast<std::size_t>(g), 0), models[rng.below(3)]));
   }
   Cluster c(nodes);
