@@ -15,32 +15,15 @@
 #include "gpusched/core/random.hpp"
 #include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/topology_json.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-ClusterState plain_cluster(int n) {
-  std::vector<NodeSpec> nodes;
-  for (int i = 0; i < n; ++i) {
-    NodeSpec s;
-    s.name = fmt::format("gb-{:02d}", i);
-    s.cpu = 144000;
-    s.memory = 1024 * kGiB;
-    for (int g = 0; g < 4; ++g) s.gpus.push_back({"H100-SXM5-80GB", 0, 0, true});
-    nodes.push_back(std::move(s));
-  }
-  return ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
-}
+using gpusched::topology_test::fixture;
+using gpusched::topology_test::plain_cluster;
 
 constexpr double kGB = 1e9;
 

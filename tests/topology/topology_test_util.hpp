@@ -1,0 +1,39 @@
+// Shared by the topology suites: fixture text and a label-free cluster of GB-style nodes.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "gpusched/cluster/cluster.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
+
+namespace gpusched::topology_test {
+
+inline std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// gb-00 .. gb-(n-1), 4 idle H100s each, no labels (a fabric JSON alone places them).
+inline ClusterState plain_cluster(int n) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < n; ++i) {
+    NodeSpec s;
+    s.name = fmt::format("gb-{:02d}", i);
+    s.cpu = 144000;
+    s.memory = 1024 * kGiB;
+    for (int g = 0; g < 4; ++g) s.gpus.push_back({"H100-SXM5-80GB", 0, 0, true});
+    nodes.push_back(std::move(s));
+  }
+  return ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
+}
+
+}  // namespace gpusched::topology_test
