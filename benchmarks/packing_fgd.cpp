@@ -6,20 +6,13 @@
 
 #include "gpusched/packing/fgd.hpp"
 #include "gpusched/sim/packing_experiment.hpp"
+#include "trace_workload.hpp"
 
 namespace {
 
 using namespace gpusched;
 
-const sim::TraceWorkload& workload() {
-  static const sim::TraceWorkload w = [] {
-    const std::string dir = std::string(GPUSCHED_SOURCE_DIR) + "/data/alibaba-gpu-v2023/";
-    auto nodes = io::read_alibaba_nodes(dir + "openb_node_list_gpu_node.csv");
-    auto pods = io::read_alibaba_pods(dir + "openb_pod_list_default.csv");
-    return sim::make_trace_workload(nodes.value(), pods.value(), "default").value();
-  }();
-  return w;
-}
+const sim::TraceWorkload& workload() { return bench::default_trace_workload(); }
 
 template <bool Attach>
 void BM_FgdDecision(benchmark::State& st) {
