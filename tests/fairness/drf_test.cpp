@@ -12,15 +12,10 @@
 
 using namespace gpusched::fairness;
 using gpusched::fairness::testing::SplitMix;
+using gpusched::fairness::testing::amounts;
 
 namespace {
 
-Amounts amounts(std::initializer_list<std::int64_t> v) {
-  Amounts a(static_cast<Eigen::Index>(v.size()));
-  Eigen::Index i = 0;
-  for (auto x : v) a[i++] = x;
-  return a;
-}
 Vector vec(std::initializer_list<double> v) {
   Vector a(static_cast<Eigen::Index>(v.size()));
   Eigen::Index i = 0;

@@ -9,14 +9,9 @@
 
 using namespace gpusched::fairness;
 using gpusched::fairness::testing::SplitMix;
+using gpusched::fairness::testing::amounts;
 
 namespace {
-Amounts amounts(std::initializer_list<std::int64_t> v) {
-  Amounts a(static_cast<Eigen::Index>(v.size()));
-  Eigen::Index i = 0;
-  for (auto x : v) a[i++] = x;
-  return a;
-}
 HdrfTask task(std::initializer_list<std::int64_t> v) { return HdrfTask{amounts(v), -1}; }
 }  // namespace
 

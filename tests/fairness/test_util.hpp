@@ -1,8 +1,11 @@
 // Shared helpers of the fairness tests: a seeded splitmix64 generator with an unbiased-enough
-// reduction of our own (no implementation-defined std distributions).
+// reduction of our own (no implementation-defined std distributions), and inline resource vectors.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+
+#include "gpusched/fairness/drf.hpp"
 
 namespace gpusched::fairness::testing {
 
@@ -18,5 +21,13 @@ struct SplitMix {
   // In [0, n), 0 < n < 2^32: Lemire's multiply-shift on the high 32 bits (bias below n / 2^32).
   std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
 };
+
+// An integer resource vector written inline: amounts({1, 4}).
+inline Amounts amounts(std::initializer_list<std::int64_t> v) {
+  Amounts a(static_cast<Eigen::Index>(v.size()));
+  Eigen::Index i = 0;
+  for (auto x : v) a[i++] = x;
+  return a;
+}
 
 }  // namespace gpusched::fairness::testing
