@@ -230,6 +230,10 @@ std::int64_t DotProductPolicy::score(const ClusterState& s, NodeId n, const Task
 }
 
 NodeId RandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  return pick_random_fitting(state, request, rng_);
+}
+
+NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng) {
   std::vector<NodeId> fitting;
   for_each_candidate(state, request, [&](NodeId n) {
     if (state.check_fit(n, request) == FitReason::kFits) fitting.push_back(n);
@@ -237,7 +241,7 @@ NodeId RandomPolicy::select(const ClusterState& state, const TaskRequest& reques
   });
   if (fitting.empty()) return kNoNode;
   std::sort(fitting.begin(), fitting.end());
-  return fitting[rng_.below(fitting.size())];
+  return fitting[rng.below(fitting.size())];
 }
 
 std::vector<std::string_view> policy_names() {

@@ -41,15 +41,7 @@ void PaperRandomPolicy::attach(const ClusterState& state) {
 }
 
 NodeId PaperRandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
-  // Fitting nodes in id order, then one drawn: the draw depends only on the seed and the fitting set.
-  std::vector<NodeId> fitting;
-  for_each_candidate(state, request, [&](NodeId n) {
-    if (state.check_fit(n, request) == FitReason::kFits) fitting.push_back(n);
-    return true;
-  });
-  if (fitting.empty()) return kNoNode;
-  std::sort(fitting.begin(), fitting.end());
-  return fitting[rng_.below(fitting.size())];
+  return pick_random_fitting(state, request, rng_);
 }
 
 bool PaperRandomPolicy::Picker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,

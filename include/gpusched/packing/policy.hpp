@@ -142,6 +142,10 @@ class RandomPolicy final : public PlacementPolicy {
   mutable SplitMix64 rng_;
 };
 
+// A uniformly drawn fitting node: the fitting nodes in id order, one chosen by `rng`, so the draw
+// depends only on the generator and the fitting set. kNoNode when none fits.
+NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng);
+
 // The policy names `make_policy` accepts, in a stable order.
 std::vector<std::string_view> policy_names();
 // Creates a policy by name ("best-fit", "spread" = "worst-fit", ...); nullptr for an unknown name.
