@@ -2,6 +2,8 @@
 // (<= 1 µs amortized), against a full re-sort in the same run; progressive filling for 1,000 users x
 // 8 resources (<= 5 ms); ordering 100,000 pending jobs (<= 50 ms).
 #include <benchmark/benchmark.h>
+
+#include "bench_rng.hpp"
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,16 +20,7 @@ using namespace gpusched::fairness;
 
 namespace {
 
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
-};
+using gpusched::bench::SplitMix;
 
 constexpr int kResources = 8;
 

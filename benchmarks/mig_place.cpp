@@ -4,6 +4,8 @@
 // best possible in hindsight, found by exhaustive search.
 #include <benchmark/benchmark.h>
 
+#include "bench_rng.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -18,16 +20,7 @@ using namespace gpusched::mig;
 
 namespace {
 
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
-};
+using gpusched::bench::SplitMix;
 
 const MigCatalog& cat() { return MigCatalog::builtin(); }
 MigModelId a100() { return *cat().find("A100-SXM4-40GB"); }
