@@ -13,30 +13,40 @@ namespace gpusched::fairness {
 
 namespace {
 
-struct KeyData {
-  std::vector<double> share;
-  std::vector<std::uint8_t> tier;
+// A node's key as its parent orders it: (tier, weighted share, id). Kept together so one comparison
+// reads one cache line.
+struct Key {
+  double share = 0.0;
+  std::uint8_t tier = 0;
 };
 
-// Serving order at one level: (tier, weighted share, id).
 struct PickLess {
-  const KeyData* keys;
+  const std::vector<Key>* keys;
   bool operator()(std::uint32_t a, std::uint32_t b) const {
-    if (keys->tier[a] != keys->tier[b]) return keys->tier[a] < keys->tier[b];
-    const double sa = keys->share[a], sb = keys->share[b];
-    return sa < sb || (sa == sb && a < b);
+    const Key& ka = (*keys)[a];
+    const Key& kb = (*keys)[b];
+    if (ka.tier != kb.tier) return ka.tier < kb.tier;
+    return ka.share < kb.share || (ka.share == kb.share && a < b);
   }
 };
 // The smallest share among non-blocked children (M, the rescaling target).
 struct ShareLess {
-  const KeyData* keys;
+  const std::vector<Key>* keys;
   bool operator()(std::uint32_t a, std::uint32_t b) const {
-    const double sa = keys->share[a], sb = keys->share[b];
+    const double sa = (*keys)[a].share, sb = (*keys)[b].share;
     return sa < sb || (sa == sb && a < b);
   }
 };
 
 enum class Contribution : std::uint8_t { kNone, kScaled, kBlocked };
+
+// Internal nodes with at most this many children recompute their sums from all children on every
+// update (O(fan-out · m), exact and independent of the order of past updates); wider nodes keep
+// running sums and a heap for M (O(m + log fan-out) per update, re-summed every kRebuildEvery
+// updates so rounding cannot accumulate). The root is never summed: nothing compares its share, so
+// it only keeps the heap pick() walks (its share and consumption are computed when asked).
+constexpr std::size_t kExactFanout = 16;
+constexpr std::uint32_t kRebuildEvery = 1024;
 
 }  // namespace
 
@@ -44,170 +54,275 @@ struct HdrfScheduler::Impl {
   Amounts capacity;
   Amounts threshold;
   Amounts free;
+  std::vector<double> cap;  // capacity as doubles (0 = ignored in shares)
   std::vector<char> saturated;
-  Eigen::Index m = 0;
+  std::size_t m = 0;
 
-  // Per node. Keys live in a heap-allocated KeyData so the heaps' comparators stay valid when the
-  // scheduler moves.
-  std::unique_ptr<KeyData> keys = std::make_unique<KeyData>();
+  // Per node; vectors of m entries are stored contiguously (node-major) rather than as one heap
+  // allocation per node, so an update touches a few adjacent cache lines. Keys live behind a
+  // unique_ptr so the heaps' comparators stay valid when the scheduler moves.
+  std::unique_ptr<std::vector<Key>> keys = std::make_unique<std::vector<Key>>();
   std::vector<NodeId> parent;
   std::vector<double> weight;
   std::vector<std::vector<NodeId>> children;
-  std::vector<Amounts> alloc;  // leaves
+  std::vector<std::int64_t> alloc;   // leaves: allocation
   std::vector<char> leaf_blocked;
-  std::vector<char> blocked;  // effective (leaf: its flag; internal: every child blocked)
-  std::vector<Vector> consumption;  // V as seen by the parent
-  std::vector<Vector> scaled_sum;   // internal: sum over non-blocked children of V_c / share_c
-  std::vector<Vector> blocked_sum;  // internal: sum of the other children's V_c
-  std::vector<Vector> contrib;      // what the node added to its parent's sums
+  std::vector<char> blocked;         // effective (leaf: its flag; internal: every child blocked)
+  std::vector<double> consumption;   // V as seen by the parent
+  std::vector<double> scaled_sum;    // wide internal nodes: sum over non-blocked children of V_c / share_c
+  std::vector<double> blocked_sum;   // wide internal nodes: sum of the other children's V_c
+  std::vector<double> contrib;       // children of wide nodes: what the node added to its parent's sums
   std::vector<Contribution> contrib_kind;
   std::vector<std::uint32_t> updates;
   std::vector<internal::IndexedHeap<PickLess>> pick_heap;
   std::vector<internal::IndexedHeap<ShareLess>> share_heap;
+
+  double* row(std::vector<double>& v, NodeId n) { return v.data() + static_cast<std::size_t>(n) * m; }
+  const double* row(const std::vector<double>& v, NodeId n) const { return v.data() + static_cast<std::size_t>(n) * m; }
 
   NodeId add(NodeId p, double w) {
     const auto id = static_cast<NodeId>(parent.size());
     parent.push_back(p);
     weight.push_back(w);
     children.emplace_back();
-    alloc.push_back(Amounts::Zero(m));
+    alloc.resize(alloc.size() + m, 0);
     leaf_blocked.push_back(0);
     blocked.push_back(0);
-    consumption.push_back(Vector::Zero(m));
-    scaled_sum.push_back(Vector::Zero(m));
-    blocked_sum.push_back(Vector::Zero(m));
-    contrib.push_back(Vector::Zero(m));
+    for (auto* v : {&consumption, &scaled_sum, &blocked_sum, &contrib}) v->resize(v->size() + m, 0.0);
     contrib_kind.push_back(Contribution::kNone);
     updates.push_back(0);
-    keys->share.push_back(0.0);
-    keys->tier.push_back(0);
+    keys->push_back(Key{});
     pick_heap.emplace_back(PickLess{keys.get()});
     share_heap.emplace_back(ShareLess{keys.get()});
     return id;
   }
 
   bool leaf(NodeId n) const { return children[n].empty(); }
+  bool wide(NodeId n) const { return n != kRoot && children[n].size() > kExactFanout; }
 
-  double share_of(const Vector& v, double w, bool skip_saturated) const {
+  double share_of(const double* v, double w, bool skip_saturated) const {
     double best = 0.0;
-    for (Eigen::Index r = 0; r < m; ++r) {
-      if (capacity[r] <= 0 || (skip_saturated && saturated[static_cast<std::size_t>(r)])) continue;
-      best = std::max(best, v[r] / static_cast<double>(capacity[r]));
+    for (std::size_t r = 0; r < m; ++r) {
+      if (cap[r] <= 0 || (skip_saturated && saturated[r])) continue;
+      best = std::max(best, v[r] / cap[r]);
     }
     return best / w;
   }
 
-  // Recomputes a node's own values from its state (its children's contributions must be current).
-  void recompute_node(NodeId n) {
-    if (leaf(n)) {
-      consumption[n] = alloc[n].cast<double>();
-      keys->share[n] = share_of(consumption[n], weight[n], false);
-      blocked[n] = leaf_blocked[n];
-      return;
+  void recompute_leaf(NodeId n) {
+    double* v = row(consumption, n);
+    const std::int64_t* a = alloc.data() + static_cast<std::size_t>(n) * m;
+    for (std::size_t r = 0; r < m; ++r) v[r] = static_cast<double>(a[r]);
+    (*keys)[n].share = share_of(v, weight[n], false);
+    blocked[n] = leaf_blocked[n];
+  }
+
+  // A narrow internal node (fan-out <= kExactFanout): its consumption from all its children, summed
+  // in creation order. Also how the root's values are computed on request (into `v`).
+  void sum_children(NodeId n, double* v, double* scaled, double* rest, bool& any, std::uint8_t& tier) const {
+    std::fill(scaled, scaled + m, 0.0);
+    std::fill(rest, rest + m, 0.0);
+    any = false;
+    double M = 0.0;
+    tier = 0;
+    for (NodeId c : children[n]) {
+      const Key& k = (*keys)[c];
+      const double* vc = row(consumption, c);
+      if (!blocked[c]) {
+        M = any ? std::min(M, k.share) : k.share;
+        tier = any ? std::min(tier, k.tier) : k.tier;
+        any = true;
+      }
+      if (!blocked[c] && k.share > 0) {
+        for (std::size_t r = 0; r < m; ++r) scaled[r] += vc[r] / k.share;
+      } else {
+        for (std::size_t r = 0; r < m; ++r) rest[r] += vc[r];
+      }
     }
+    for (std::size_t r = 0; r < m; ++r) v[r] = any ? scaled[r] * M + rest[r] : rest[r];
+  }
+
+  void recompute_narrow(NodeId n) {
+    bool any = false;
+    std::uint8_t tier = 0;
+    sum_children(n, row(consumption, n), row(scaled_sum, n), row(blocked_sum, n), any, tier);
+    blocked[n] = any ? 0 : 1;
+    if (any) (*keys)[n].tier = tier;
+    (*keys)[n].share = share_of(row(consumption, n), weight[n], true);
+  }
+
+  void recompute_wide(NodeId n) {
+    double* v = row(consumption, n);
+    const double* s = row(scaled_sum, n);
+    const double* b = row(blocked_sum, n);
     const auto& heap = share_heap[n];
     if (heap.empty()) {
       blocked[n] = 1;
-      consumption[n] = blocked_sum[n];
+      std::copy(b, b + m, v);
     } else {
       blocked[n] = 0;
-      const double M = keys->share[heap.top()];
-      consumption[n] = scaled_sum[n] * M + blocked_sum[n];
-      keys->tier[n] = keys->tier[pick_heap[n].top()];
+      const double M = (*keys)[heap.top()].share;
+      for (std::size_t r = 0; r < m; ++r) v[r] = s[r] * M + b[r];
+      (*keys)[n].tier = (*keys)[pick_heap[n].top()].tier;
     }
-    keys->share[n] = share_of(consumption[n], weight[n], true);
+    (*keys)[n].share = share_of(v, weight[n], true);
   }
 
-  // Moves child c's contribution in its parent p to its current state.
-  void refresh_contribution(NodeId c) {
+  void recompute_internal(NodeId n) {
+    if (wide(n)) recompute_wide(n);
+    else recompute_narrow(n);
+  }
+
+  // Child c's membership and position in its parent's pick heap (and share heap for wide parents).
+  void place_in_heaps(NodeId c) {
     const NodeId p = parent[c];
-    switch (contrib_kind[c]) {
-      case Contribution::kScaled: scaled_sum[p] -= contrib[c]; break;
-      case Contribution::kBlocked: blocked_sum[p] -= contrib[c]; break;
-      case Contribution::kNone: break;
-    }
-    const double s = keys->share[c];
-    if (!blocked[c] && s > 0) {
-      contrib[c] = consumption[c] / s;
-      contrib_kind[c] = Contribution::kScaled;
-      scaled_sum[p] += contrib[c];
-    } else {
-      // Blocked, or holding nothing that counts (share 0): added as it is.
-      contrib[c] = consumption[c];
-      contrib_kind[c] = Contribution::kBlocked;
-      blocked_sum[p] += contrib[c];
-    }
     if (blocked[c]) {
       pick_heap[p].erase(c);
       share_heap[p].erase(c);
     } else {
       pick_heap[p].push(c);
-      share_heap[p].push(c);
+      if (wide(p)) share_heap[p].push(c);
     }
   }
 
-  // Exact recomputation of an internal node's sums from its children.
-  void rebuild_sums(NodeId p) {
-    scaled_sum[p].setZero();
-    blocked_sum[p].setZero();
+  // Moves child c's contribution in its wide parent p to its current state.
+  void refresh_contribution(NodeId c) {
+    const NodeId p = parent[c];
+    double* cc = row(contrib, c);
+    double* ss = row(scaled_sum, p);
+    double* bs = row(blocked_sum, p);
+    switch (contrib_kind[c]) {
+      case Contribution::kScaled:
+        for (std::size_t r = 0; r < m; ++r) ss[r] -= cc[r];
+        break;
+      case Contribution::kBlocked:
+        for (std::size_t r = 0; r < m; ++r) bs[r] -= cc[r];
+        break;
+      case Contribution::kNone: break;
+    }
+    const double s = (*keys)[c].share;
+    const double* vc = row(consumption, c);
+    if (!blocked[c] && s > 0) {
+      for (std::size_t r = 0; r < m; ++r) {
+        cc[r] = vc[r] / s;
+        ss[r] += cc[r];
+      }
+      contrib_kind[c] = Contribution::kScaled;
+    } else {
+      // Blocked, or holding nothing that counts (share 0): added as it is.
+      for (std::size_t r = 0; r < m; ++r) {
+        cc[r] = vc[r];
+        bs[r] += cc[r];
+      }
+      contrib_kind[c] = Contribution::kBlocked;
+    }
+  }
+
+  // Exact recomputation of a wide node's sums and heaps from its children.
+  void rebuild_wide(NodeId p) {
+    std::fill(row(scaled_sum, p), row(scaled_sum, p) + m, 0.0);
+    std::fill(row(blocked_sum, p), row(blocked_sum, p) + m, 0.0);
+    pick_heap[p].clear();
+    share_heap[p].clear();
     for (NodeId c : children[p]) {
       contrib_kind[c] = Contribution::kNone;
       refresh_contribution(c);
+      place_in_heaps(c);
     }
     updates[p] = 0;
   }
 
+  // One leaf-to-root pass after a node's own state changed.
   void propagate(NodeId n) {
-    recompute_node(n);
+    if (leaf(n)) recompute_leaf(n);
+    else recompute_internal(n);
     while (n != kRoot) {
       const NodeId p = parent[n];
-      if (++updates[p] >= 1024) rebuild_sums(p);
-      else refresh_contribution(n);
-      recompute_node(p);
+      if (wide(p)) {
+        if (++updates[p] >= kRebuildEvery) {
+          rebuild_wide(p);
+        } else {
+          refresh_contribution(n);
+          place_in_heaps(n);
+        }
+      } else {
+        place_in_heaps(n);
+      }
+      if (p == kRoot) return;
+      recompute_internal(p);
       n = p;
     }
   }
 
   void recompute_all() {
-    // Children have larger ids than their parents: a reverse sweep is bottom-up.
+    // Children have larger ids than their parents: a reverse sweep is bottom-up. Every key may have
+    // changed, so heaps are rebuilt from scratch rather than repaired one entry at a time.
     for (NodeId n = static_cast<NodeId>(parent.size()); n-- > 0;) {
-      if (!leaf(n)) rebuild_sums(n);
-      recompute_node(n);
+      if (leaf(n)) {
+        recompute_leaf(n);
+        continue;
+      }
+      if (wide(n)) {
+        rebuild_wide(n);
+      } else {
+        pick_heap[n].clear();
+        for (NodeId c : children[n]) place_in_heaps(c);
+      }
+      if (n != kRoot) recompute_internal(n);
     }
   }
 
   bool update_saturation() {
     bool changed = false;
-    for (Eigen::Index r = 0; r < m; ++r) {
-      const bool now = capacity[r] > 0 && free[r] < threshold[r];
-      if (now != static_cast<bool>(saturated[static_cast<std::size_t>(r)])) {
-        saturated[static_cast<std::size_t>(r)] = now;
+    for (std::size_t r = 0; r < m; ++r) {
+      const auto ri = static_cast<Eigen::Index>(r);
+      const bool now = capacity[ri] > 0 && free[ri] < threshold[ri];
+      if (now != static_cast<bool>(saturated[r])) {
+        saturated[r] = now;
         changed = true;
       }
     }
     return changed;
   }
 
-  void change(NodeId leaf_id, const Amounts& delta, int sign) {
-    if (sign > 0) {
-      free -= delta;
-      alloc[leaf_id] += delta;
-    } else {
-      free += delta;
-      alloc[leaf_id] -= delta;
+  void apply(NodeId leaf_id, const LeafChange& c) {
+    bool changed = false;
+    if (c.allocate || c.release) {
+      std::int64_t* a = alloc.data() + static_cast<std::size_t>(leaf_id) * m;
+      for (const auto& [delta, sign] : {std::pair{c.allocate, 1}, std::pair{c.release, -1}}) {
+        if (!delta) continue;
+        for (std::size_t r = 0; r < m; ++r) {
+          const std::int64_t d = (*delta)[static_cast<Eigen::Index>(r)] * sign;
+          a[r] += d;
+          free[static_cast<Eigen::Index>(r)] -= d;
+        }
+      }
+      changed = true;
     }
-    if (update_saturation()) recompute_all();
+    if (c.tier && (*keys)[leaf_id].tier != *c.tier) {
+      (*keys)[leaf_id].tier = *c.tier;
+      changed = true;
+    }
+    if (c.blocked && static_cast<bool>(leaf_blocked[leaf_id]) != *c.blocked) {
+      leaf_blocked[leaf_id] = *c.blocked;
+      changed = true;
+    }
+    if (!changed) return;
+    if ((c.allocate || c.release) && update_saturation()) recompute_all();
     else propagate(leaf_id);
   }
 };
 
 HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
-  s.m = capacity.size();
+  s.m = static_cast<std::size_t>(capacity.size());
   s.capacity = std::move(capacity);
   s.free = s.capacity;
-  s.threshold = saturation_threshold.size() == s.m ? std::move(saturation_threshold) : Amounts::Ones(s.m);
-  s.saturated.assign(static_cast<std::size_t>(s.m), 0);
+  s.cap.resize(s.m);
+  for (std::size_t r = 0; r < s.m; ++r) s.cap[r] = static_cast<double>(s.capacity[static_cast<Eigen::Index>(r)]);
+  const auto mi = static_cast<Eigen::Index>(s.m);
+  s.threshold = saturation_threshold.size() == mi ? std::move(saturation_threshold) : Amounts::Ones(mi);
+  s.saturated.assign(s.m, 0);
   s.update_saturation();
   s.add(kRoot, 1.0);
 }
@@ -221,10 +336,13 @@ Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, double w
     return Error{fmt::format("parent: no node {} (there are {})", parent_id, s.parent.size())};
   if (!std::isfinite(weight) || weight <= 0)
     return Error{fmt::format("weight: expected a positive finite number, got {}", weight)};
-  if (!s.alloc[parent_id].isZero())
+  const std::int64_t* a = s.alloc.data() + static_cast<std::size_t>(parent_id) * s.m;
+  if (std::any_of(a, a + s.m, [](std::int64_t v) { return v != 0; }))
     return Error{fmt::format("parent: node {} already holds resources as a leaf", parent_id)};
   const NodeId id = s.add(parent_id, weight);
   s.children[parent_id].push_back(id);
+  // A parent that just became wide switches to running sums, built once from all its children.
+  if (s.children[parent_id].size() == kExactFanout + 1) s.rebuild_wide(parent_id);
   // A parent that was a leaf becomes internal; propagate() moves its contribution accordingly.
   s.propagate(id);
   return id;
@@ -236,35 +354,47 @@ HdrfScheduler::NodeId HdrfScheduler::parent(NodeId n) const { return impl_->pare
 
 std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
   const auto& s = *impl_;
-  if (s.leaf(kRoot) || s.blocked[kRoot]) return std::nullopt;
+  if (s.leaf(kRoot) || s.pick_heap[kRoot].empty()) return std::nullopt;
   NodeId n = kRoot;
   while (!s.leaf(n)) n = s.pick_heap[n].top();
   return n;
 }
 
-void HdrfScheduler::allocate(NodeId leaf, const Amounts& task) { impl_->change(leaf, task, +1); }
-void HdrfScheduler::release(NodeId leaf, const Amounts& task) { impl_->change(leaf, task, -1); }
+void HdrfScheduler::apply(NodeId leaf, const LeafChange& change) { impl_->apply(leaf, change); }
+void HdrfScheduler::allocate(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{&task, nullptr, {}, {}}); }
+void HdrfScheduler::release(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{nullptr, &task, {}, {}}); }
+void HdrfScheduler::block(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, true}); }
+void HdrfScheduler::unblock(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, false}); }
+void HdrfScheduler::set_tier(NodeId leaf, std::uint8_t tier) { impl_->apply(leaf, LeafChange{nullptr, nullptr, tier, {}}); }
 
-void HdrfScheduler::block(NodeId leaf) {
-  if (impl_->leaf_blocked[leaf]) return;
-  impl_->leaf_blocked[leaf] = 1;
-  impl_->propagate(leaf);
-}
-void HdrfScheduler::unblock(NodeId leaf) {
-  if (!impl_->leaf_blocked[leaf]) return;
-  impl_->leaf_blocked[leaf] = 0;
-  impl_->propagate(leaf);
-}
-bool HdrfScheduler::blocked(NodeId n) const { return impl_->blocked[n] != 0; }
-void HdrfScheduler::set_tier(NodeId leaf, std::uint8_t tier) {
-  if (impl_->keys->tier[leaf] == tier) return;
-  impl_->keys->tier[leaf] = tier;
-  impl_->propagate(leaf);
+bool HdrfScheduler::blocked(NodeId n) const {
+  if (n == kRoot) return impl_->pick_heap[kRoot].empty();
+  return impl_->blocked[n] != 0;
 }
 
-double HdrfScheduler::share(NodeId n) const { return impl_->keys->share[n]; }
-const Vector& HdrfScheduler::consumption(NodeId n) const { return impl_->consumption[n]; }
-const Amounts& HdrfScheduler::allocation(NodeId leaf) const { return impl_->alloc[leaf]; }
+double HdrfScheduler::share(NodeId n) const {
+  if (n != kRoot || impl_->leaf(kRoot)) return (*impl_->keys)[n].share;
+  const Vector v = consumption(kRoot);
+  return impl_->share_of(v.data(), 1.0, true);
+}
+
+Vector HdrfScheduler::consumption(NodeId n) const {
+  const auto& s = *impl_;
+  Vector v(static_cast<Eigen::Index>(s.m));
+  if (n != kRoot || s.leaf(kRoot)) {
+    std::copy(s.row(s.consumption, n), s.row(s.consumption, n) + s.m, v.data());
+    return v;
+  }
+  std::vector<double> scaled(s.m), rest(s.m);
+  bool any = false;
+  std::uint8_t tier = 0;
+  s.sum_children(kRoot, v.data(), scaled.data(), rest.data(), any, tier);
+  return v;
+}
+
+Eigen::Map<const Amounts> HdrfScheduler::allocation(NodeId leaf) const {
+  return {impl_->alloc.data() + static_cast<std::size_t>(leaf) * impl_->m, static_cast<Eigen::Index>(impl_->m)};
+}
 const Amounts& HdrfScheduler::free() const { return impl_->free; }
 const Amounts& HdrfScheduler::capacity() const { return impl_->capacity; }
 bool HdrfScheduler::saturated(Eigen::Index r) const { return impl_->saturated[static_cast<std::size_t>(r)] != 0; }

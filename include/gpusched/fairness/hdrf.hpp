@@ -21,12 +21,14 @@
 // tier 0 and borrowers in tier 1); with every tier 0 it is plain H-DRF. Node ids are given in
 // creation order, so the tie-break is "created first".
 //
-// Each allocation updates only the path from the leaf to the root: every internal node keeps the
-// sums of its children's rescaled and blocked vectors and two indexed heaps (by key, and by share for
-// M), so an update costs O(depth · (m + log fan-out)). When a resource becomes saturated (its free
-// amount drops below `saturation_threshold`) every node is recomputed once, at most m times in all.
-// The running sums are also recomputed exactly every 1024 updates of a node, so floating-point
-// rounding cannot accumulate.
+// Each allocation updates only the path from the leaf to the root. An internal node with at most 16
+// children re-sums its children on every update (exact: the result does not depend on the order of
+// past updates); a wider one keeps running sums of its children's rescaled and blocked vectors and two
+// indexed heaps (by key, and by share for M), so an update costs O(depth · (m + log fan-out)), and
+// re-sums exactly every 1024 updates so floating-point rounding cannot accumulate. The root keeps only
+// the heap pick() walks: nothing compares the root's own share. When a resource becomes saturated (its
+// free amount drops below `saturation_threshold`) every node is recomputed once. Resource vectors are
+// stored contiguously per node rather than one heap allocation each.
 //
 //   HdrfScheduler s(capacity);
 //   auto lab = s.add_node(HdrfScheduler::kRoot, 3.0).value();
@@ -67,6 +69,17 @@ class HdrfScheduler {
   // The leaf to serve next, or nothing when every leaf is blocked.
   std::optional<NodeId> pick() const;
 
+  // Several changes to one leaf applied with a single leaf-to-root update (each field optional).
+  // The admission planner admits a job and then sets the tier of the queue's next head job, or
+  // blocks the queue when it has none left: one propagation instead of two per admission.
+  struct LeafChange {
+    const Amounts* allocate = nullptr;  // add to the leaf's allocation (the caller checked it fits)
+    const Amounts* release = nullptr;   // take back from it
+    std::optional<std::uint8_t> tier;
+    std::optional<bool> blocked;
+  };
+  void apply(NodeId leaf, const LeafChange& change);
+
   // Gives `task` to a leaf (the caller checked that it fits `free()`), unblocking nothing else.
   void allocate(NodeId leaf, const Amounts& task);
   // Takes resources back from a leaf (a job finished or was preempted).
@@ -80,9 +93,10 @@ class HdrfScheduler {
   // Weighted dominant share of a node as its parent sees it (for internal nodes, of the rescaled
   // consumption, saturated resources ignored).
   double share(NodeId n) const;
-  // The node's consumption vector as its parent sees it (a leaf: its allocation).
-  const Vector& consumption(NodeId n) const;
-  const Amounts& allocation(NodeId leaf) const;
+  // The node's consumption vector as its parent sees it (a leaf: its allocation). The root's share
+  // and consumption are not maintained (no parent compares them); asking computes them, O(fan-out·m).
+  Vector consumption(NodeId n) const;
+  Eigen::Map<const Amounts> allocation(NodeId leaf) const;
   const Amounts& free() const;
   const Amounts& capacity() const;
   bool saturated(Eigen::Index r) const;
