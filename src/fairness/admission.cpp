@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -118,14 +117,43 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
   p.capacity_ = std::move(capacity);
   p.free_ = std::move(free);
   p.queues_ = std::move(queues);
+  p.index_names();
   return p;
 }
 
-std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
-  for (std::size_t q = 0; q < queues_.size(); ++q)
-    if (queues_[q].name == name) return q;
-  return std::nullopt;
+namespace {
+// FNV-1a (64-bit): queue names are short, and this hashes them in a few cycles a byte.
+std::uint64_t name_hash(std::string_view name) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
 }
+}  // namespace
+
+void FairSharePlanner::index_names() {
+  std::size_t size = 16;
+  while (size < 2 * queues_.size()) size *= 2;
+  name_slots_.assign(size, NameSlot{});
+  for (std::size_t q = 0; q < queues_.size(); ++q) {
+    const std::uint64_t h = name_hash(queues_[q].name);
+    std::size_t at = h & (size - 1);
+    while (name_slots_[at].queue != NameSlot::kEmpty) at = (at + 1) & (size - 1);
+    name_slots_[at] = NameSlot{h, static_cast<std::uint32_t>(q)};
+  }
+}
+
+std::optional<std::size_t> FairSharePlanner::queue_index(std::string_view name) const {
+  if (name_slots_.empty()) return std::nullopt;
+  const std::uint64_t h = name_hash(name);
+  const std::size_t mask = name_slots_.size() - 1;
+  for (std::size_t at = h & mask;; at = (at + 1) & mask) {
+    const NameSlot& slot = name_slots_[at];
+    if (slot.queue == NameSlot::kEmpty) return std::nullopt;
+    if (slot.hash == h && queues_[slot.queue].name == name) return slot.queue;
+  }
+}
+
+std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const { return queue_index(name); }
 
 namespace {
 
@@ -332,6 +360,22 @@ std::vector<std::int32_t> replicas_of(const PendingJob& job, std::int64_t step) 
   return out;
 }
 
+// The per-job fields the planning loop reads, compact and contiguous (see plan()).
+constexpr std::uint8_t kNamesModels = 1;  // the job lists allowed GPU models
+constexpr std::uint8_t kHasGroups = 2;    // the job lists replica groups (replicas are reported)
+constexpr std::uint8_t kElastic = 4;      // some group may shrink (partial admission)
+struct JobHot {
+  std::int64_t gpu_milli = 0;
+  std::uint64_t allowed = 0;
+  std::uint32_t job = 0;
+  std::uint8_t flags = 0;
+};
+struct SortKey {
+  std::int64_t priority;
+  std::int64_t submit;
+  std::uint32_t job;
+};
+
 std::string miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
   if (!m.cluster) return quota_reason(space, book, q, m.quota);
   const auto r = static_cast<Eigen::Index>(m.dimension);
@@ -408,67 +452,85 @@ std::string FairSharePlanner::reason(const AdmissionPlan& plan, const PendingJob
 
 AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
   const Eigen::Index m = space_.size();
+  const auto mu = static_cast<std::size_t>(m);
   const std::size_t nq = queues_.size();
+  const std::size_t nj = jobs.size();
   AdmissionPlan plan;
   QuotaBook book = book_;
   Amounts free = free_;
 
-  // Jobs per leaf queue, in (effective priority desc, submit time asc, input order) order.
-  // The jobs' fields the planner reads, copied once in input order into contiguous arrays: the
-  // planning passes visit jobs in queue order, and chasing each job's own heap vectors there was
-  // mostly cache misses.
-  std::vector<std::int64_t> prio(jobs.size()), submit(jobs.size()), gpu(jobs.size());
-  std::vector<char> names_models(jobs.size());
-  Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic> bases(m, static_cast<Eigen::Index>(jobs.size()));
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
-    submit[j] = jobs[j].submit_time;
-    gpu[j] = jobs[j].gpu_milli;
-    names_models[j] = !jobs[j].gpu_models.empty();
-    const auto col = static_cast<Eigen::Index>(j);
-    if (jobs[j].base.size() == m) bases.col(col) = jobs[j].base;
-    else bases.col(col).setZero();  // malformed: treated as requesting no cpu/memory
-  }
-  auto cands_of = [&](std::size_t q, std::size_t j, const std::vector<std::vector<Eigen::Index>>& fl,
-                      const std::vector<std::uint64_t>& al) {
-    return Candidates{fl[q], bases.data() + static_cast<std::ptrdiff_t>(j) * m, gpu[j], al[j], names_models[j] != 0};
+  // Pass 1, over the jobs in input order (the one pass that reads the caller's structs): each job's
+  // queue, effective priority and what the planner reads later, copied into contiguous arrays.
+  // Later passes visit jobs in queue order; chasing each job's own heap vectors there was mostly
+  // cache misses.
+  constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
+  std::vector<std::uint32_t> queue_of(nj);
+  std::vector<std::int64_t> prio(nj), submit(nj);
+  std::vector<JobHot> hot_in(nj);
+  std::vector<std::int64_t> base_in(nj * mu, 0);  // malformed bases: treated as requesting nothing
+  std::vector<std::size_t> start(nq + 1, 0);
+  Amounts threshold = Amounts::Ones(m);  // saturation: the smallest positive request per dimension
+  std::vector<char> seen(mu, 0);
+  auto note = [&](Eigen::Index d, std::int64_t v) {
+    if (v <= 0) return;
+    auto& sd = seen[static_cast<std::size_t>(d)];
+    threshold[d] = sd ? std::min(threshold[d], v) : v;
+    sd = 1;
   };
-  std::vector<std::vector<std::size_t>> per_queue(nq);
-  // Queue names resolve once per job through a hash map to dense indices (a std::map's string
-  // compares were a visible part of planning 100,000 jobs).
-  std::unordered_map<std::string_view, std::size_t> index;
-  index.reserve(nq);
-  for (std::size_t q = 0; q < nq; ++q) index.emplace(queues_[q].name, q);
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
-    prio[j] = effective_priority(jobs[j], aging);
-    auto it = index.find(jobs[j].queue);
-    if (it == index.end() || !leaf_[it->second]) {
-      plan.pending.push_back({j, SIZE_MAX, it == index.end() ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, prio[j]});
-      continue;
+  for (std::size_t j = 0; j < nj; ++j) {
+    const PendingJob& job = jobs[j];
+    prio[j] = effective_priority(job, aging);
+    submit[j] = job.submit_time;
+    const auto q = queue_index(job.queue);
+    if (!q || !leaf_[*q]) {
+      plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, prio[j]});
+      queue_of[j] = kNoQueue;
+    } else {
+      queue_of[j] = static_cast<std::uint32_t>(*q);
+      ++start[*q + 1];
     }
-    per_queue[it->second].push_back(j);
-  }
-  for (auto& list : per_queue)
-    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
-      if (prio[a] != prio[b]) return prio[a] > prio[b];
-      return submit[a] < submit[b];
-    });
-
-  // Saturation thresholds: the smallest request on each dimension.
-  Amounts threshold = Amounts::Ones(m);
-  {
-    std::vector<char> seen(static_cast<std::size_t>(m), 0);
-    auto note = [&](Eigen::Index d, std::int64_t v) {
-      if (v <= 0) return;
-      auto& s = seen[static_cast<std::size_t>(d)];
-      threshold[d] = s ? std::min(threshold[d], v) : v;
-      s = 1;
-    };
-    for (const auto& job : jobs) {
+    if (job.base.size() == m) {
+      std::copy(job.base.data(), job.base.data() + m, base_in.data() + j * mu);
       note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
       note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
-      for (Eigen::Index d = 2; d < m; ++d) note(d, job.gpu_milli);
     }
+    for (Eigen::Index d = 2; d < m; ++d) note(d, job.gpu_milli);
+    const bool elastic = elastic_steps(job) > 0;
+    hot_in[j] = JobHot{job.gpu_milli, allowed_mask(space_, job), static_cast<std::uint32_t>(j),
+                       static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
+                                                 (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0))};
   }
+
+  // Pass 2: jobs bucketed by queue (a counting sort), then each queue's bucket sorted by compact
+  // (effective priority desc, submit time asc, input index asc) keys: the index makes every key
+  // distinct, so an unstable sort gives the stable order without comparing through indices.
+  for (std::size_t q = 0; q < nq; ++q) start[q + 1] += start[q];
+  const std::size_t total = start[nq];
+  std::vector<SortKey> order(total);
+  {
+    std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
+    for (std::size_t j = 0; j < nj; ++j)
+      if (queue_of[j] != kNoQueue) order[cursor[queue_of[j]]++] = SortKey{prio[j], submit[j], static_cast<std::uint32_t>(j)};
+  }
+  for (std::size_t q = 0; q < nq; ++q)
+    std::sort(order.begin() + static_cast<std::ptrdiff_t>(start[q]), order.begin() + static_cast<std::ptrdiff_t>(start[q + 1]),
+              [](const SortKey& a, const SortKey& b) {
+                if (a.priority != b.priority) return a.priority > b.priority;
+                if (a.submit != b.submit) return a.submit < b.submit;
+                return a.job < b.job;
+              });
+  // Pass 3: what the planning loop reads, gathered into queue order so each queue's head advances
+  // through adjacent memory.
+  std::vector<JobHot> hot(total);
+  std::vector<std::int64_t> base(total * mu);
+  for (std::size_t k = 0; k < total; ++k) {
+    const std::uint32_t j = order[k].job;
+    hot[k] = hot_in[j];
+    std::copy(base_in.data() + std::size_t{j} * mu, base_in.data() + (std::size_t{j} + 1) * mu, base.data() + k * mu);
+  }
+  std::vector<std::int64_t>().swap(base_in);
+  std::vector<JobHot>().swap(hot_in);
+
   HdrfScheduler sched(capacity_, threshold);
   std::vector<HdrfScheduler::NodeId> node(nq, 0);
   std::vector<std::size_t> queue_of_node(1, SIZE_MAX);
@@ -494,52 +556,59 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
 
   std::vector<std::vector<Eigen::Index>> flavors(nq);
   for (std::size_t q = 0; q < nq; ++q) flavors[q] = flavor_dims(space_, queues_[q]);
-  std::vector<std::uint64_t> allowed(jobs.size());
-  for (std::size_t j = 0; j < jobs.size(); ++j) allowed[j] = allowed_mask(space_, jobs[j]);
+  auto cands_at = [&](std::size_t q, std::size_t k) {
+    return Candidates{flavors[q], base.data() + k * mu, hot[k].gpu_milli, hot[k].allowed, (hot[k].flags & kNamesModels) != 0};
+  };
   Amounts request(m), scratch(m);
+  plan.admitted.reserve(total);
+  plan.pending.reserve(nj);
 
-  std::vector<std::size_t> head(nq, 0);
-  auto load_head = [&](std::size_t q) {
-    if (head[q] >= per_queue[q].size()) {
-      sched.block(node[q]);
-      return;
-    }
-    const std::size_t j = per_queue[q][head[q]];
-    sched.set_tier(node[q], tier_of(cands_of(q, j, flavors, allowed), q, book, scratch));
+  // head[q]: the position (in queue order) of queue q's next job. What the H-DRF scheduler must know
+  // about a queue after its head moved: the tier of the new head, or that the queue is done.
+  std::vector<std::size_t> head(start.begin(), start.end() - 1);
+  auto head_change = [&](std::size_t q, const Amounts* admitted) {
+    HdrfScheduler::LeafChange change;
+    change.allocate = admitted;
+    if (head[q] >= start[q + 1]) change.blocked = true;
+    else change.tier = tier_of(cands_at(q, head[q]), q, book, scratch);
+    return change;
   };
   for (std::size_t q = 0; q < nq; ++q)
-    if (leaf_[q]) load_head(q);
+    if (leaf_[q]) sched.apply(node[q], head_change(q, nullptr));
   while (auto leaf = sched.pick()) {
     const std::size_t q = queue_of_node[*leaf];
-    const std::size_t j = per_queue[q][head[q]];
-    const Candidates cands = cands_of(q, j, flavors, allowed);
+    const std::size_t k = head[q];
+    const JobHot& h = hot[k];
+    const std::size_t j = h.job;
+    const std::int64_t pj = order[k].priority;
+    const Candidates cands = cands_at(q, k);
     const std::size_t mark = plan.misses.size();
     Outcome d;
-    const std::int64_t step = decide_elastic(jobs[j], cands, q, book, free, request, scratch, plan.misses, d);
+    std::int64_t step = 0;
+    if (h.flags & kElastic) step = decide_elastic(jobs[j], cands, q, book, free, request, scratch, plan.misses, d);
+    else d = decide(cands, q, book, free, request, scratch, plan.misses);
+    ++head[q];
     if (d.admitted) {
       book.admit(q, request);
       free -= request;
-      plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, prio[j], step > 0, {}});
-      if (!jobs[j].groups.empty()) plan.admitted.back().replicas = replicas_of(jobs[j], step);
-      sched.allocate(*leaf, request);
-      ++head[q];
-      load_head(q);
+      plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, pj, step > 0, {}});
+      if (h.flags & kHasGroups) plan.admitted.back().replicas = replicas_of(jobs[j], step);
+      // One H-DRF update for the admission and the queue's new head together.
+      sched.apply(*leaf, head_change(q, &request));
       continue;
     }
-    PendingJobReport report{j, q, d.kind, prio[j]};
+    PendingJobReport report{j, q, d.kind, pj};
     report.first_miss = static_cast<std::uint32_t>(mark);
     report.miss_count = static_cast<std::uint32_t>(plan.misses.size() - mark);
     plan.pending.push_back(report);
-    ++head[q];
     if (queues_[q].strict_fifo) {
-      for (; head[q] < per_queue[q].size(); ++head[q]) {
-        const std::size_t k = per_queue[q][head[q]];
-        PendingJobReport behind{k, q, PendingKind::kBehindStrictHead, prio[k]};
+      for (; head[q] < start[q + 1]; ++head[q]) {
+        PendingJobReport behind{hot[head[q]].job, q, PendingKind::kBehindStrictHead, order[head[q]].priority};
         behind.behind = j;
         plan.pending.push_back(behind);
       }
     }
-    load_head(q);
+    sched.apply(*leaf, head_change(q, nullptr));
   }
 
   // Per-queue report.
@@ -568,7 +637,8 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   std::vector<double> sibling_sum(nq + 1, 0.0);
   auto parent_slot = [&](std::size_t q) { return parent_[q] < 0 ? nq : static_cast<std::size_t>(parent_[q]); };
   for (std::size_t q = 0; q < nq; ++q) sibling_sum[parent_slot(q)] += queues_[q].weight;
-  std::vector<double> path_weight(nq, 1.0);
+  std::vector<double> path_weight;
+  path_weight.assign(nq, 1.0);
   for (std::size_t q : topo_)
     path_weight[q] = queues_[q].weight / sibling_sum[parent_slot(q)] *
                      (parent_[q] < 0 ? 1.0 : path_weight[static_cast<std::size_t>(parent_[q])]);
@@ -577,9 +647,9 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   for (std::size_t q = 0; q < nq; ++q) {
     if (!leaf_[q]) continue;
     Vector demand = book_.usage(q).cast<double>();
-    for (std::size_t j : per_queue[q]) {
+    for (std::size_t k = start[q]; k < start[q + 1]; ++k) {
       std::size_t cursor = 0;
-      if (cands_of(q, j, flavors, allowed).get(0, cursor, scratch) != -2) demand += scratch.cast<double>();
+      if (cands_at(q, k).get(0, cursor, scratch) != -2) demand += scratch.cast<double>();
     }
     if ((demand.array() <= 0).all()) continue;
     users.push_back(FractionalUser{demand, path_weight[q], 1.0});

@@ -198,6 +198,16 @@ class FairSharePlanner {
   std::vector<char> leaf_;
   std::vector<std::size_t> topo_;          // parents before children
   QuotaBook book_;
+  // Queue names by hash (open addressing, FNV-1a): resolving 100,000 jobs' queue names through a
+  // std::map or std::unordered_map was a visible part of planning.
+  struct NameSlot {
+    static constexpr std::uint32_t kEmpty = ~std::uint32_t{0};
+    std::uint64_t hash = 0;
+    std::uint32_t queue = kEmpty;
+  };
+  std::vector<NameSlot> name_slots_;
+  void index_names();
+  std::optional<std::size_t> queue_index(std::string_view name) const;
 
   FairSharePlanner() = default;
 };
