@@ -1,6 +1,7 @@
 #include "gpusched/fairness/admission.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -134,6 +135,8 @@ void FairSharePlanner::index_names() {
   std::size_t size = 16;
   while (size < 2 * queues_.size()) size *= 2;
   name_slots_.assign(size, NameSlot{});
+  names_.clear();
+  for (const auto& q : queues_) names_.push_back(q.name);
   for (std::size_t q = 0; q < queues_.size(); ++q) {
     const std::uint64_t h = name_hash(queues_[q].name);
     std::size_t at = h & (size - 1);
@@ -149,7 +152,7 @@ std::optional<std::size_t> FairSharePlanner::queue_index(std::string_view name) 
   for (std::size_t at = h & mask;; at = (at + 1) & mask) {
     const NameSlot& slot = name_slots_[at];
     if (slot.queue == NameSlot::kEmpty) return std::nullopt;
-    if (slot.hash == h && queues_[slot.queue].name == name) return slot.queue;
+    if (slot.hash == h && names_[slot.queue] == name) return slot.queue;
   }
 }
 
@@ -367,6 +370,7 @@ constexpr std::uint8_t kElastic = 4;      // some group may shrink (partial admi
 struct JobHot {
   std::int64_t gpu_milli = 0;
   std::uint64_t allowed = 0;
+  std::int64_t priority = 0;  // effective
   std::uint32_t job = 0;
   std::uint8_t flags = 0;
 };
@@ -465,9 +469,9 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   // cache misses.
   constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
   std::vector<std::uint32_t> queue_of(nj);
-  std::vector<std::int64_t> prio(nj), submit(nj);
+  std::vector<std::int64_t> submit(nj);
   std::vector<JobHot> hot_in(nj);
-  std::vector<std::int64_t> base_in(nj * mu, 0);  // malformed bases: treated as requesting nothing
+  std::vector<std::int64_t> base_in(nj * mu);
   std::vector<std::size_t> start(nq + 1, 0);
   Amounts threshold = Amounts::Ones(m);  // saturation: the smallest positive request per dimension
   std::vector<char> seen(mu, 0);
@@ -477,56 +481,95 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     threshold[d] = sd ? std::min(threshold[d], v) : v;
     sd = 1;
   };
+  std::int64_t min_gpu = 0;
+  std::int64_t pmin = 0, pmax = 0, smin = 0, smax = 0;  // over queued jobs, for the packed sort keys
+  bool any_queued = false;
   for (std::size_t j = 0; j < nj; ++j) {
     const PendingJob& job = jobs[j];
-    prio[j] = effective_priority(job, aging);
+    const std::int64_t p = effective_priority(job, aging);
     submit[j] = job.submit_time;
     const auto q = queue_index(job.queue);
     if (!q || !leaf_[*q]) {
-      plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, prio[j]});
+      plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
       queue_of[j] = kNoQueue;
     } else {
       queue_of[j] = static_cast<std::uint32_t>(*q);
       ++start[*q + 1];
+      pmin = any_queued ? std::min(pmin, p) : p;
+      pmax = any_queued ? std::max(pmax, p) : p;
+      smin = any_queued ? std::min(smin, job.submit_time) : job.submit_time;
+      smax = any_queued ? std::max(smax, job.submit_time) : job.submit_time;
+      any_queued = true;
     }
+    std::int64_t* b = base_in.data() + j * mu;
     if (job.base.size() == m) {
-      std::copy(job.base.data(), job.base.data() + m, base_in.data() + j * mu);
-      note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
-      note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
+      for (std::size_t r = 0; r < mu; ++r) b[r] = job.base[static_cast<Eigen::Index>(r)];
+      note(ResourceSpace::kCpu, b[ResourceSpace::kCpu]);
+      note(ResourceSpace::kMemory, b[ResourceSpace::kMemory]);
+    } else {
+      std::fill(b, b + mu, 0);  // malformed: treated as requesting no cpu/memory
     }
-    for (Eigen::Index d = 2; d < m; ++d) note(d, job.gpu_milli);
+    if (job.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, job.gpu_milli) : job.gpu_milli;
     const bool elastic = elastic_steps(job) > 0;
-    hot_in[j] = JobHot{job.gpu_milli, allowed_mask(space_, job), static_cast<std::uint32_t>(j),
+    hot_in[j] = JobHot{job.gpu_milli, allowed_mask(space_, job), p, static_cast<std::uint32_t>(j),
                        static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
                                                  (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0))};
   }
+  for (Eigen::Index d = 2; d < m; ++d) note(d, min_gpu);
 
-  // Pass 2: jobs bucketed by queue (a counting sort), then each queue's bucket sorted by compact
-  // (effective priority desc, submit time asc, input index asc) keys: the index makes every key
-  // distinct, so an unstable sort gives the stable order without comparing through indices.
+  // Pass 2: jobs bucketed by queue (a counting sort), then each bucket sorted by (effective priority
+  // desc, submit time asc, input index asc). The index makes every key distinct, so an unstable sort
+  // gives the stable order. When the spreads of priority and submit time and the index fit in 64 bits
+  // together (they do for any realistic input) the key is one order-preserving integer,
+  // (pmax - p, submit - smin, index) packed high to low; otherwise the three fields are compared.
   for (std::size_t q = 0; q < nq; ++q) start[q + 1] += start[q];
   const std::size_t total = start[nq];
-  std::vector<SortKey> order(total);
+  std::vector<std::uint32_t> sorted(total);  // input index of the job at each queue-order position
   {
     std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
-    for (std::size_t j = 0; j < nj; ++j)
-      if (queue_of[j] != kNoQueue) order[cursor[queue_of[j]]++] = SortKey{prio[j], submit[j], static_cast<std::uint32_t>(j)};
+    const auto bits = [](std::uint64_t v) { return static_cast<unsigned>(std::bit_width(v)); };
+    const unsigned bj = bits(nj), bp = bits(static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(pmin)),
+                   bs = bits(static_cast<std::uint64_t>(smax) - static_cast<std::uint64_t>(smin));
+    if (bj + bp + bs <= 64) {
+      std::vector<std::uint64_t> keys(total);
+      for (std::size_t j = 0; j < nj; ++j) {
+        if (queue_of[j] == kNoQueue) continue;
+        const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(hot_in[j].priority);
+        const std::uint64_t ds = static_cast<std::uint64_t>(submit[j]) - static_cast<std::uint64_t>(smin);
+        // Shifts by the full width are avoided: a zero-width field contributes nothing.
+        std::uint64_t key = bp ? dp << (bs + bj) : 0;
+        if (bs) key |= ds << bj;
+        keys[cursor[queue_of[j]]++] = key | j;
+      }
+      for (std::size_t q = 0; q < nq; ++q)
+        std::sort(keys.begin() + static_cast<std::ptrdiff_t>(start[q]), keys.begin() + static_cast<std::ptrdiff_t>(start[q + 1]));
+      const std::uint64_t mask = bj >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bj) - 1;
+      for (std::size_t k = 0; k < total; ++k) sorted[k] = static_cast<std::uint32_t>(keys[k] & mask);
+    } else {
+      std::vector<SortKey> keys(total);
+      for (std::size_t j = 0; j < nj; ++j)
+        if (queue_of[j] != kNoQueue)
+          keys[cursor[queue_of[j]]++] = SortKey{hot_in[j].priority, submit[j], static_cast<std::uint32_t>(j)};
+      for (std::size_t q = 0; q < nq; ++q)
+        std::sort(keys.begin() + static_cast<std::ptrdiff_t>(start[q]), keys.begin() + static_cast<std::ptrdiff_t>(start[q + 1]),
+                  [](const SortKey& a, const SortKey& b) {
+                    if (a.priority != b.priority) return a.priority > b.priority;
+                    if (a.submit != b.submit) return a.submit < b.submit;
+                    return a.job < b.job;
+                  });
+      for (std::size_t k = 0; k < total; ++k) sorted[k] = keys[k].job;
+    }
   }
-  for (std::size_t q = 0; q < nq; ++q)
-    std::sort(order.begin() + static_cast<std::ptrdiff_t>(start[q]), order.begin() + static_cast<std::ptrdiff_t>(start[q + 1]),
-              [](const SortKey& a, const SortKey& b) {
-                if (a.priority != b.priority) return a.priority > b.priority;
-                if (a.submit != b.submit) return a.submit < b.submit;
-                return a.job < b.job;
-              });
   // Pass 3: what the planning loop reads, gathered into queue order so each queue's head advances
   // through adjacent memory.
   std::vector<JobHot> hot(total);
   std::vector<std::int64_t> base(total * mu);
   for (std::size_t k = 0; k < total; ++k) {
-    const std::uint32_t j = order[k].job;
+    const std::size_t j = sorted[k];
     hot[k] = hot_in[j];
-    std::copy(base_in.data() + std::size_t{j} * mu, base_in.data() + (std::size_t{j} + 1) * mu, base.data() + k * mu);
+    const std::int64_t* from = base_in.data() + j * mu;
+    std::int64_t* to = base.data() + k * mu;
+    for (std::size_t r = 0; r < mu; ++r) to[r] = from[r];
   }
   std::vector<std::int64_t>().swap(base_in);
   std::vector<JobHot>().swap(hot_in);
@@ -580,7 +623,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     const std::size_t k = head[q];
     const JobHot& h = hot[k];
     const std::size_t j = h.job;
-    const std::int64_t pj = order[k].priority;
+    const std::int64_t pj = h.priority;
     const Candidates cands = cands_at(q, k);
     const std::size_t mark = plan.misses.size();
     Outcome d;
@@ -603,7 +646,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     plan.pending.push_back(report);
     if (queues_[q].strict_fifo) {
       for (; head[q] < start[q + 1]; ++head[q]) {
-        PendingJobReport behind{hot[head[q]].job, q, PendingKind::kBehindStrictHead, order[head[q]].priority};
+        PendingJobReport behind{hot[head[q]].job, q, PendingKind::kBehindStrictHead, hot[head[q]].priority};
         behind.behind = j;
         plan.pending.push_back(behind);
       }

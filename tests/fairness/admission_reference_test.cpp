@@ -436,6 +436,15 @@ Instance random_instance(SplitMix& rng) {
         if (rng.below(2) == 0) j.gpu_models.push_back(model);
     in.jobs.push_back(std::move(j));
   }
+  if (rng.below(8) == 0) {
+    // Priorities and submit times spread over most of the int64 range: the planner cannot pack its
+    // sort keys into 64 bits and compares the fields instead.
+    for (auto& j : in.jobs) {
+      j.priority = (static_cast<std::int64_t>(rng.below(5)) - 2) * (std::int64_t{1} << 61);
+      j.submit_time = (static_cast<std::int64_t>(rng.below(5)) - 2) * (std::int64_t{1} << 60);
+    }
+    return in;
+  }
   if (rng.below(2) == 0) in.aging = AgingPolicy{2, 1, static_cast<std::int64_t>(rng.below(4)), 6};
   return in;
 }
@@ -477,7 +486,7 @@ TEST_CASE("the planner admits exactly what a from-scratch reference admits, in t
   // The instances exercise every path (not only trivial plans).
   CHECK(admitted > 5000);
   CHECK(pending > 5000);
-  CHECK(borrowed > 200);
+  CHECK(borrowed > 100);
   CHECK(partial > 100);
   CHECK(strict > 100);
 }

@@ -206,6 +206,7 @@ class FairSharePlanner {
     std::uint32_t queue = kEmpty;
   };
   std::vector<NameSlot> name_slots_;
+  std::vector<std::string> names_;  // the queues' names, adjacent (compared on a hash match)
   void index_names();
   std::optional<std::size_t> queue_index(std::string_view name) const;
 
