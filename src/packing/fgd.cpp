@@ -50,37 +50,153 @@ double frag_slots(MilliCpu cpu_free, std::span<const Slot> slots, const TargetWo
   return f;
 }
 
+}  // namespace
+
+namespace internal {
+
+// FGD-OC's opportunity costs (fgd.hpp). All tables are built once; evaluation only looks them up.
+struct FgdCosts {
+  // A GPU that loses packing value is charged 100 milli-GPU per milli of value lost: in practice,
+  // every GPU that keeps an optimal pattern beats every GPU that does not.
+  static constexpr double kPackingLossWeight = 100.0;
+
+  bool packing = false, stranding = false, scarcity = false;
+  std::vector<double> value;      // π(s), s = 0..1000: the price of the largest priced size <= s
+  std::vector<double> best_fill;  // K(h), h = 0..1000: the most a free share h can still hold
+  double cpu_per_gpu_milli = 0;
+  std::vector<double> kappa = std::vector<double>(256, 0.0);  // by GpuModelId
+  std::size_t prepared_nodes = 0;
+  bool prepared = false;
+
+  FgdCosts(const FgdOptions& o, const TargetWorkload& w, double cpu_per_gpu)
+      : packing(o.packing_loss && !w.share_prices.empty()), stranding(o.cpu_stranding && cpu_per_gpu > 0),
+        scarcity(o.model_scarcity), cpu_per_gpu_milli(cpu_per_gpu) {
+    if (!packing) return;
+    constexpr auto kCap = static_cast<std::size_t>(kMilliPerGpu);
+    value.assign(kCap + 1, 0.0);
+    for (const SharePrice& p : w.share_prices)
+      if (p.size > 0 && p.size <= kMilliPerGpu) value[static_cast<std::size_t>(p.size)] = std::max(value[static_cast<std::size_t>(p.size)], p.price);
+    // Monotone closure: a larger item can always stand in for a smaller one, so it is worth at least as
+    // much; sizes the LP never saw get the price of the next smaller priced size.
+    for (std::size_t i = 1; i <= kCap; ++i) value[i] = std::max(value[i], value[i - 1]);
+    value[kCap] = std::max(value[kCap], 1.0);
+    std::vector<std::size_t> sizes;
+    for (const SharePrice& p : w.share_prices)
+      if (p.size > 0 && p.size < kMilliPerGpu) sizes.push_back(static_cast<std::size_t>(p.size));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    best_fill.assign(kCap + 1, 0.0);
+    for (std::size_t h = 1; h <= kCap; ++h) {
+      best_fill[h] = best_fill[h - 1];
+      for (std::size_t sz : sizes)
+        if (sz <= h) best_fill[h] = std::max(best_fill[h], best_fill[h - sz] + value[sz]);
+      if (h == kCap) best_fill[h] = std::max(best_fill[h], 1.0);
+    }
+  }
+
+  double loss(std::int32_t free, MilliGpu share) const {
+    if (!packing || share <= 0 || free < share || free > kMilliPerGpu) return 0.0;
+    const auto h = static_cast<std::size_t>(free), sz = static_cast<std::size_t>(share);
+    return std::max(0.0, best_fill[h] - value[sz] - best_fill[h - sz]);
+  }
+
+  double stranded(double cpu_free, double gpu_free) const {
+    return std::max(0.0, gpu_free - cpu_free / cpu_per_gpu_milli);
+  }
+
+  // κ from the cluster's GPU supply by model and the restricted demand (fgd.hpp, term 3).
+  void prepare(const ClusterState& state, const TargetWorkload& w) {
+    prepared = true;
+    prepared_nodes = state.node_count();
+    std::fill(kappa.begin(), kappa.end(), 0.0);
+    if (!scarcity || w.gpu_demand <= 0) return;
+    std::vector<double> supply(256, 0.0);
+    GpuModelMask present = 0;
+    for (NodeId n = 0; n < state.node_count(); ++n) {
+      if (!state.eligible(n)) continue;
+      for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
+        const auto gi = static_cast<GpuIndex>(g);
+        if (!state.gpu_healthy(n, gi)) continue;
+        supply[state.gpu_model(n, gi)] += static_cast<double>(kMilliPerGpu);
+        present |= model_bit(state.gpu_model(n, gi));
+      }
+    }
+    std::vector<double> restricted(256, 0.0);
+    for (const auto& [mask, demand] : w.gpu_demand_by_mask) {
+      if ((mask & present) == present) continue;  // may use every model here: not restricted
+      double allowed = 0;
+      for (std::size_t m = 0; m < 64; ++m)
+        if (mask & model_bit(static_cast<GpuModelId>(m))) allowed += supply[m];
+      if (allowed <= 0) continue;
+      for (std::size_t m = 0; m < 64; ++m)
+        if (mask & model_bit(static_cast<GpuModelId>(m))) restricted[m] += static_cast<double>(demand) * supply[m] / allowed;
+    }
+    // Scale the list's demand to arrivals equal to the cluster's capacity.
+    const double scale = static_cast<double>(state.total_gpu_milli_capacity()) / static_cast<double>(w.gpu_demand);
+    for (std::size_t m = 0; m < 64; ++m)
+      if (supply[m] > 0) kappa[m] = std::min(1.0, restricted[m] * scale / supply[m]);
+  }
+};
+
+}  // namespace internal
+
+namespace {
+
+using internal::FgdCosts;
+
 struct Evaluation {
   bool fits = false;
   double before = 0, after = 0;
-  int slot = -1;  // shared: the chosen slot
+  double cost = 0;  // FGD-OC's opportunity cost (milli-GPU)
+  int slot = -1;    // shared: the chosen slot
 };
 
 // Evaluates a task on explicit slots whose host fit (CPU, memory, selector) was already checked.
 // `usable(i)` says whether slot i may take the task's share (model, GPU memory).
+// `costs` (FGD-OC) may be null: plain FGD.
 template <class Usable>
 Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const TaskRequest& r,
-                          const TargetWorkload& w, Usable&& usable) {
+                          const TargetWorkload& w, Usable&& usable, const FgdCosts* costs) {
   Evaluation e;
   const TaskShape& shape = r.shape;
   e.before = frag_slots(cpu_free, slots, w);
   const MilliCpu cpu_after = cpu_free - shape.cpu;
+  // Terms that depend on the node, not on the GPU: CPU stranding.
+  double node_cost = 0;
+  if (costs && costs->stranding) {
+    std::int64_t free = 0;
+    for (const Slot& sl : slots) free += sl.free;
+    node_cost = costs->stranded(static_cast<double>(cpu_after), static_cast<double>(free - shape.total_gpu_milli())) -
+                costs->stranded(static_cast<double>(cpu_free), static_cast<double>(free));
+  }
+  auto scarcity = [&](std::size_t slot, MilliGpu milli) {
+    return costs && costs->scarcity ? costs->kappa[slots[slot].model] * static_cast<double>(milli) : 0.0;
+  };
   if (!shape.needs_gpu()) {
     e.fits = true;
     e.after = frag_slots(cpu_after, slots, w);
+    e.cost = node_cost;
     return e;
   }
   if (shape.shares_gpu()) {
+    double best_total = 0;
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].free < shape.gpu_milli || !usable(i)) continue;
+      const double cost = node_cost + scarcity(i, shape.gpu_milli) +
+                          (costs ? FgdCosts::kPackingLossWeight * static_cast<double>(kMilliPerGpu) *
+                                       costs->loss(slots[i].free, shape.gpu_milli)
+                                 : 0.0);
       slots[i].free -= static_cast<std::int32_t>(shape.gpu_milli);
       const double after = frag_slots(cpu_after, slots, w);
       slots[i].free += static_cast<std::int32_t>(shape.gpu_milli);
-      if (!e.fits || after < e.after ||
-          (after == e.after && slots[i].free < slots[static_cast<std::size_t>(e.slot)].free)) {
+      const double total = after + cost;
+      if (!e.fits || total < best_total ||
+          (total == best_total && slots[i].free < slots[static_cast<std::size_t>(e.slot)].free)) {
         e.fits = true;
         e.after = after;
+        e.cost = cost;
         e.slot = static_cast<int>(i);
+        best_total = total;
       }
     }
     return e;
@@ -90,6 +206,8 @@ Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const Tas
   for (std::size_t i = 0; i < slots.size() && taken.size() < static_cast<std::size_t>(shape.gpus); ++i)
     if (slots[i].free == kMilliPerGpu && usable(i)) taken.push_back(i);
   if (taken.size() < static_cast<std::size_t>(shape.gpus)) return e;
+  e.cost = node_cost;
+  for (std::size_t i : taken) e.cost += scarcity(i, kMilliPerGpu);
   for (std::size_t i : taken) slots[i].free = 0;
   e.after = frag_slots(cpu_after, slots, w);
   for (std::size_t i : taken) slots[i].free = kMilliPerGpu;
@@ -134,9 +252,15 @@ class FgdGpuPicker final : public GpuPicker {
 
 TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> requests, double coverage) {
   std::map<std::tuple<GpuCount, MilliGpu, MilliCpu, GpuModelMask>, std::int64_t> counts;
+  std::map<GpuModelMask, std::int64_t> by_mask;
+  std::int64_t gpu_demand = 0;
   for (const TaskRequest& r : requests) {
     const bool gpu = r.shape.needs_gpu();
     ++counts[{gpu ? r.shape.gpus : 0, gpu ? r.shape.gpu_milli : 0, r.shape.cpu, gpu ? r.models : kAnyGpuModel}];
+    if (gpu) {
+      by_mask[r.models] += r.shape.total_gpu_milli();
+      gpu_demand += r.shape.total_gpu_milli();
+    }
   }
   std::vector<TargetShape> all;
   for (const auto& [k, n] : counts) {
@@ -149,6 +273,8 @@ TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> reques
   std::stable_sort(all.begin(), all.end(), [](const TargetShape& a, const TargetShape& b) { return a.count > b.count; });
   const double total = static_cast<double>(requests.size());
   TargetWorkload w;
+  w.gpu_demand = gpu_demand;
+  w.gpu_demand_by_mask.assign(by_mask.begin(), by_mask.end());
   double cum = 0;
   for (const TargetShape& s : all) {
     if (cum >= coverage * total) break;
@@ -269,9 +395,22 @@ FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions opt
       gpu += m.weight * static_cast<double>(m.gpus * m.gpu_milli);
     }
   cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0.0;
+  if (options_.packing_loss || options_.cpu_stranding || options_.model_scarcity)
+    costs_ = std::make_unique<FgdCosts>(options_, workload_, cpu_per_gpu_milli_);
 }
 
 FgdPolicy::~FgdPolicy() = default;
+
+double FgdPolicy::packing_loss(MilliGpu free, MilliGpu share) const {
+  return costs_ ? costs_->loss(static_cast<std::int32_t>(free), share) : 0.0;
+}
+
+double FgdPolicy::model_scarcity(GpuModelId model) const { return costs_ ? costs_->kappa[model] : 0.0; }
+
+double FgdPolicy::stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const {
+  if (cpu_per_gpu_milli_ <= 0) return 0.0;
+  return std::max(0.0, static_cast<double>(gpu_free) - static_cast<double>(cpu_free) / cpu_per_gpu_milli_);
+}
 
 const GpuPicker& FgdPolicy::gpu_picker() const { return *picker_; }
 
@@ -282,6 +421,7 @@ void FgdPolicy::attach(const ClusterState& state) {
   attached_ = &state;
   index_ = std::make_unique<Index>();
   index_->node_class.assign(state.node_count(), Index::kNone);
+  if (costs_) costs_->prepare(state, workload_);
   const TieBreak& t = tie(state);
   for (NodeId n = 0; n < state.node_count(); ++n)
     if (state.eligible(n)) index_->insert(state, n, t.rank(n));
@@ -316,6 +456,7 @@ std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const
 FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
+  if (costs_ && (!costs_->prepared || costs_->prepared_nodes != state.node_count())) costs_->prepare(state, workload_);
   std::vector<Slot> slots(state.gpu_count(node));
   for (std::size_t g = 0; g < slots.size(); ++g)
     slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
@@ -323,13 +464,14 @@ FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node
     const auto gi = static_cast<GpuIndex>(g);
     return (request.models & model_bit(state.gpu_model(node, gi))) &&
            state.gpu_free_memory(node, gi) >= request.shape.gpu_memory;
-  });
+  }, costs_.get());
   if (!e.fits) return c;
   c.fits = true;
   c.frag_before = e.before;
   c.frag_after = e.after;
+  c.cost = e.cost;
   c.gpu = e.slot;
-  c.score = options_.integer_sigmoid_score ? fgd_score(e.before, e.after) : exact_score(e.before, e.after);
+  c.score = options_.integer_sigmoid_score ? fgd_score(e.before, e.after + e.cost) : exact_score(e.before, e.after + e.cost);
   return c;
 }
 
@@ -379,10 +521,11 @@ NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) 
       if (c.cpu >= shape.cpu && c.memory >= shape.memory) {
         const Evaluation e = evaluate_slots(c.cpu, c.slots, request, workload_, [&](std::size_t g) {
           return (request.models & model_bit(c.slots[g].model)) != 0;
-        });
+        }, costs_.get());
         if (e.fits) {
           m.state = 1;
-          m.score = options_.integer_sigmoid_score ? fgd_score(e.before, e.after) : exact_score(e.before, e.after);
+          const double after = e.after + e.cost;
+          m.score = options_.integer_sigmoid_score ? fgd_score(e.before, after) : exact_score(e.before, after);
           std::int64_t free = 0;
           for (const Slot& s : c.slots) free += s.free;
           m.secondary = secondary_of(c.cpu, free, request);

@@ -188,7 +188,7 @@ NodeId PaperBestFitPolicy::select(const ClusterState& state, const TaskRequest& 
 // --- factory ----------------------------------------------------------------------------------------
 
 std::vector<std::string_view> trace_policy_names() {
-  return {"Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD", "FGD-Pack"};
+  return {"Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD", "FGD-OC"};
 }
 
 namespace {
@@ -209,6 +209,12 @@ std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint6
   if (n == "gpupacking") return std::make_unique<GpuPackingPolicy>(seed);
   if (n == "bestfit") return std::make_unique<PaperBestFitPolicy>(seed);
   if (n == "fgd") return std::make_unique<FgdPolicy>(workload, seed);
+  if (n == "fgdoc") {
+    FgdOptions o;
+    o.name = "FGD-OC";
+    o.packing_loss = o.cpu_stranding = o.model_scarcity = true;
+    return std::make_unique<FgdPolicy>(workload, seed, o);
+  }
   // Our variants (docs/bench-packing.md has their measured results): FGD-Pack breaks FGD's score
   // ties by the least GPU share left on the node; FGD-BF also replaces the truncated sigmoid by the
   // exact change of F; FGD-Bal breaks ties by keeping free CPU in proportion to free GPU share.

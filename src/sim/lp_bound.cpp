@@ -1,6 +1,7 @@
 #include "gpusched/sim/lp_bound.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <coin/ClpSimplex.hpp>
@@ -49,10 +50,8 @@ double price(const std::vector<ItemDemand>& demand, const std::vector<double>& v
   return best[kCap];
 }
 
-}  // namespace
-
-Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand_in, std::int64_t gpus) {
-  if (gpus < 0) return Error{fmt::format("gpus: expected a non-negative count, got {}", gpus)};
+// The demand with zero counts dropped, or an error naming the bad entry.
+Result<std::vector<ItemDemand>> checked_demand(const std::vector<ItemDemand>& demand_in) {
   std::vector<ItemDemand> demand;
   for (const ItemDemand& d : demand_in) {
     if (d.size < 1 || d.size > kMilliPerGpu)
@@ -60,6 +59,16 @@ Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand_in, st
     if (d.count < 0) return Error{fmt::format("demand count of size {}: expected >= 0, got {}", d.size, d.count)};
     if (d.count > 0) demand.push_back(d);
   }
+  return demand;
+}
+
+}  // namespace
+
+Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand_in, std::int64_t gpus) {
+  if (gpus < 0) return Error{fmt::format("gpus: expected a non-negative count, got {}", gpus)};
+  auto checked = checked_demand(demand_in);
+  if (!checked) return checked.error();
+  const std::vector<ItemDemand>& demand = *checked;
   LpBound out;
   if (demand.empty() || gpus == 0) return out;
 
@@ -114,6 +123,57 @@ Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand_in, st
     add_pattern(a);
   }
   out.max_allocatable_milli = -lp.objectiveValue();
+  return out;
+}
+
+Result<std::vector<SharePrice>> cutting_stock_prices(const std::vector<ItemDemand>& demand_in) {
+  auto checked = checked_demand(demand_in);
+  if (!checked) return checked.error();
+  std::vector<ItemDemand> demand;
+  for (const ItemDemand& d : *checked)
+    if (d.size < kMilliPerGpu) demand.push_back(d);
+  std::vector<SharePrice> out;
+  if (demand.empty()) return out;
+
+  const int rows = static_cast<int>(demand.size());
+  ClpSimplex lp;
+  lp.setLogLevel(0);
+  lp.resize(rows, 0);
+  for (int r = 0; r < rows; ++r) {
+    lp.setRowLower(r, static_cast<double>(demand[static_cast<std::size_t>(r)].count));
+    lp.setRowUpper(r, COIN_DBL_MAX);
+  }
+  auto add_pattern = [&](const std::vector<std::int64_t>& a) {
+    std::vector<int> idx;
+    std::vector<double> el;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] > 0) {
+        idx.push_back(static_cast<int>(i));
+        el.push_back(static_cast<double>(a[i]));
+      }
+    lp.addColumn(static_cast<int>(idx.size()), idx.data(), el.data(), 0.0, COIN_DBL_MAX, 1.0);
+  };
+  for (std::size_t i = 0; i < demand.size(); ++i) {
+    std::vector<std::int64_t> a(demand.size(), 0);
+    a[i] = std::min<std::int64_t>(demand[i].count, kMilliPerGpu / demand[i].size);
+    add_pattern(a);
+  }
+  std::vector<double> pi(demand.size(), 0.0);
+  std::vector<std::int64_t> a;
+  for (int it = 0; it < 1000; ++it) {
+    if (it == 0)
+      lp.dual();
+    else
+      lp.primal(1);
+    if (lp.status() != 0) return Error{fmt::format("LP solver status {} (not optimal)", lp.status())};
+    const double* y = lp.dualRowSolution();
+    for (std::size_t i = 0; i < demand.size(); ++i) pi[i] = std::max(0.0, y[i]);
+    // A pattern worth more than one GPU at these prices improves the LP: add it and solve again.
+    if (price(demand, pi, a) <= 1.0 + 1e-9) break;
+    add_pattern(a);
+  }
+  for (std::size_t i = 0; i < demand.size(); ++i)
+    out.push_back({demand[i].size, std::round(pi[i] * 1e9) / 1e9});
   return out;
 }
 

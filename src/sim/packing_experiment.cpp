@@ -44,6 +44,15 @@ Result<TraceWorkload> make_trace_workload(const std::vector<io::TraceNode>& node
     w.pods.push_back(std::move(req.value()));
   }
   w.target = TargetWorkload::from_requests(w.pods);
+  // FGD-OC's share prices: the cutting-stock LP over every shared request of the list.
+  std::map<MilliGpu, std::int64_t> shares;
+  for (const TaskRequest& r : w.pods)
+    if (r.shape.shares_gpu()) ++shares[r.shape.gpu_milli];
+  std::vector<ItemDemand> demand;
+  for (const auto& [size, count] : shares) demand.push_back({size, count});
+  auto prices = cutting_stock_prices(demand);
+  if (!prices) return Error{fmt::format("share prices: {}", prices.error().message)};
+  w.target.share_prices = std::move(prices.value());
   return w;
 }
 

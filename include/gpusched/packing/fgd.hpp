@@ -31,6 +31,35 @@
 // nodes grouped in classes of equal state, each with a memo of (task shape -> score), and a decision
 // visits classes, not nodes; `observe` moves the one node that changed. Without `attach` it
 // evaluates every fitting node directly (same answers; tests compare the two).
+//
+// FGD-OC (ours: FGD with opportunity costs). FGD judges a placement by the node's own fragmentation.
+// Three things it cannot see decide most of what it leaves unallocated on the Alibaba trace
+// (docs/bench-packing.md has the measurements), and FGD-OC charges each placement, in the same unit
+// as F (milli-GPU), for the future allocation it gives up:
+//
+//   1. Packing loss. Which shares end up together on a GPU decides the waste: two 470s leave 60 that
+//      almost nothing fills. The cutting-stock LP over the workload's shares (Gilmore & Gomory; solved
+//      once, by `sim::share_prices`) prices every share size s at π(s), the fraction of a GPU it is
+//      worth in an optimal packing (dual feasibility: no pattern is worth more than one GPU). With
+//      K(h) the most a free share h can still be worth (a knapsack over π), putting s on a GPU with h
+//      free loses K(h) − π(s) − K(h − s) ≥ 0: zero exactly when the GPU stays on an optimal pattern.
+//      The loss is weighted 100 (kPackingLossWeight), so a GPU that loses nothing beats every GPU that
+//      does; among those, FGD's measure decides as before.
+//   2. CPU stranding. A node's free GPU share is usable only with CPU beside it; at the workload's
+//      CPU per GPU milli c (its GPU shapes' average), share above free CPU / c is stranded. The cost is
+//      the change of max(0, free share − free CPU / c). It sends CPU-only and CPU-heavy tasks to nodes
+//      whose CPU would otherwise idle (on the trace: the 2-GPU T4 nodes with 104 CPUs, not the 8-GPU
+//      G2 nodes with 96), which FGD spreads at random.
+//   3. Model scarcity. Tasks restricted to some GPU models (the trace's gpu_spec) need those models'
+//      GPUs; a task that could run elsewhere should not take them. κ(X) is the fraction of model X's
+//      GPUs that the restricted tasks are expected to need by the time the arrivals reach the
+//      cluster's capacity (each restricted task's demand split over its allowed models by supply);
+//      taking g milli of model X costs κ(X)·g.
+//
+// The terms are added to F_after before the paper's integer score, so FGD's coarse score and its
+// first-fit tie-break over the seeded node permutation stay as they are (finer scores and other node
+// orders measured worse: both are part of why FGD works). Without share prices (an empty
+// `share_prices`) the packing loss is zero and the other two terms still apply.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +67,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gpusched/packing/trace_policies.hpp"
@@ -53,8 +83,21 @@ struct TargetShape {
   std::int64_t count = 0; // tasks of this shape in the source list
 };
 
+// A shared GPU size and its price: the fraction of a GPU an item of that size is worth in an optimal
+// packing of the workload's shares (a dual solution of the cutting-stock LP, `sim::share_prices`).
+struct SharePrice {
+  MilliGpu size = 0;
+  double price = 0;
+};
+
 struct TargetWorkload {
   std::vector<TargetShape> shapes;  // most frequent first
+  // Over ALL the requests (not only the covered shapes): GPU demand in milli, in total and by the
+  // requests' model masks (ascending mask). FGD-OC's model scarcity reads them.
+  std::int64_t gpu_demand = 0;
+  std::vector<std::pair<GpuModelMask, std::int64_t>> gpu_demand_by_mask;
+  // Filled by sim::make_trace_workload; empty when no LP was solved (FGD-OC then has no packing loss).
+  std::vector<SharePrice> share_prices;
 
   // The most frequent shapes covering `coverage` of the tasks (the shape that crosses the threshold
   // is included), renormalised. Shapes are (cpu, gpus, gpu_milli, models); memory is ignored, as in
@@ -85,8 +128,16 @@ struct FgdOptions {
   // one: the coarse integer score plus a random permutation spreads tasks over many equally good
   // nodes, and that diversity of node states is itself what keeps fragments usable.
   int tie_rule = 0;
+  // FGD-OC's opportunity costs (see the essay at the top), each on its own for measurements.
+  bool packing_loss = false;
+  bool cpu_stranding = false;
+  bool model_scarcity = false;
   std::string name = "FGD";
 };
+
+namespace internal {
+struct FgdCosts;
+}
 
 class FgdPolicy : public TracePolicy {
  public:
@@ -105,12 +156,21 @@ class FgdPolicy : public TracePolicy {
     std::int64_t score = 0;
     double frag_after = 0;
     double frag_before = 0;
-    int gpu = -1;  // shared task: the GPU index
+    double cost = 0;  // FGD-OC's opportunity cost of the placement (0 for FGD)
+    int gpu = -1;     // shared task: the GPU index
   };
   NodeChoice evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const;
 
   // Node classes currently in use (after attach), for tests and benchmarks.
   std::size_t active_classes() const;
+
+  // FGD-OC's terms, exposed for tests (in GPU fractions for the first, milli-GPU for the others).
+  // packing_loss: K(free) − π(share) − K(free − share); 0 without share prices.
+  double packing_loss(MilliGpu free, MilliGpu share) const;
+  // κ(model) for the cluster of the last attach (or evaluate); 0 for a model no restricted task names.
+  double model_scarcity(GpuModelId model) const;
+  // max(0, free GPU share − free CPU / c), c = the workload's CPU per GPU milli.
+  double stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const;
 
  private:
   struct Index;
@@ -121,6 +181,7 @@ class FgdPolicy : public TracePolicy {
 
   TargetWorkload workload_;
   FgdOptions options_;
+  std::unique_ptr<internal::FgdCosts> costs_;  // null for plain FGD
   std::unique_ptr<GpuPicker> picker_;
   mutable std::unique_ptr<Index> index_;
   const ClusterState* attached_ = nullptr;

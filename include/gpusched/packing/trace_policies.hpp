@@ -170,8 +170,8 @@ class PaperBestFitPolicy final : public TracePolicy {
 struct TargetWorkload;  // gpusched/packing/fgd.hpp
 
 // The paper's six in the paper's order, then ours: "Random", "DotProd", "GpuClustering",
-// "GpuPacking", "BestFit", "FGD", "FGD-Pack" (see fgd.hpp). make_trace_policy also accepts the
-// variants "FGD-BF" and "FGD-Bal" (measured, worse; docs/bench-packing.md).
+// "GpuPacking", "BestFit", "FGD", "FGD-OC" (see fgd.hpp). make_trace_policy also accepts the
+// variants "FGD-Pack", "FGD-BF" and "FGD-Bal" (measured, no better than FGD; docs/bench-packing.md).
 std::vector<std::string_view> trace_policy_names();
 // By name, case-insensitively; "-" and "_" are ignored ("gpu-packing" = "GpuPacking"). nullptr if
 // unknown. FGD-family policies need the target workload.

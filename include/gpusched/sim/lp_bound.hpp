@@ -26,6 +26,7 @@
 
 #include "gpusched/core/quantity.hpp"
 #include "gpusched/core/result.hpp"
+#include "gpusched/packing/fgd.hpp"
 
 namespace gpusched::sim {
 
@@ -42,5 +43,17 @@ struct LpBound {
 
 // Fails on a size outside 1..1000, a negative count, or a solver failure.
 Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand, std::int64_t gpus);
+
+// Prices of shared GPU sizes for FGD-OC (gpusched/packing/fgd.hpp): a dual solution of the other
+// cutting-stock LP, the one that packs ALL the demand into as few GPUs as possible,
+//
+//   minimise Σ_p x_p   subject to   Σ_p a_sp · x_p >= d_s  for every size s,   x_p >= 0,
+//
+// whose dual gives each size a price π_s >= 0 with Σ_s a_sp π_s <= 1 for every pattern p: what an
+// item is worth in GPUs. Solved by the same column generation. Prices are rounded to 1e-9 (they are
+// small fractions such as 1/3 on the Alibaba trace); the LP is degenerate, so other optimal duals
+// exist, and CLP's choice is what the policy sees. Sizes of 1000 are left out (a whole GPU is worth 1).
+// Fails like cutting_stock_bound.
+Result<std::vector<SharePrice>> cutting_stock_prices(const std::vector<ItemDemand>& demand);
 
 }  // namespace gpusched::sim
