@@ -5,48 +5,10 @@
 #include <vector>
 #include <fmt/format.h>
 
-#include "gpusched/cluster/cluster.hpp"
-#include "gpusched/packing/fgd.hpp"
+#include "fgd_test_util.hpp"
 
 using namespace gpusched;
-
-namespace {
-
-TargetShape shape(MilliCpu cpu, GpuCount gpus, MilliGpu milli, double w) {
-  TargetShape s;
-  s.cpu = cpu;
-  s.gpus = gpus;
-  s.gpu_milli = milli;
-  s.weight = w;
-  return s;
-}
-
-// The issue's example: M = {(4 CPU, 0.5 GPU): 0.5, (8 CPU, 1 GPU): 0.3, CPU-only 2 CPU: 0.2}.
-TargetWorkload example_workload() {
-  TargetWorkload w;
-  w.shapes = {shape(4000, 1, 500, 0.5), shape(8000, 1, 1000, 0.3), shape(2000, 0, 0, 0.2)};
-  return w;
-}
-
-NodeSpec node(std::string name, MilliCpu cpu, std::vector<MilliGpu> used, std::string model = "T4") {
-  NodeSpec n;
-  n.name = std::move(name);
-  n.cpu = cpu;
-  n.memory = 256 * kGiB;
-  for (MilliGpu u : used) n.gpus.push_back(GpuSpec{model, u});
-  return n;
-}
-
-TaskRequest request(const ClusterState& s, MilliCpu cpu, GpuCount gpus, MilliGpu milli) {
-  TaskShape t;
-  t.cpu = cpu;
-  t.memory = kGiB;
-  t.gpus = gpus;
-  t.gpu_milli = milli;
-  return s.compile(t).value();
-}
-
-}  // namespace
+using namespace gpusched::fgd_test;
 
 TEST_CASE("fragmentation: the hand-worked node of the issue") {
   const TargetWorkload w = example_workload();
@@ -210,14 +172,18 @@ TEST_CASE("FGD class index gives the same decisions as evaluating every node (se
   }
   pool[3].models = model_bit(s1.registry().find("T4").value());
   const TargetWorkload w = TargetWorkload::from_requests(pool);
-  for (int variant = 0; variant < 3; ++variant) {
+  TargetWorkload priced = w;  // FGD-OC needs share prices: these are the ones of the sim tests
+  priced.share_prices = {{100, 0.0}, {250, 0.25}, {300, 1.0 / 3}, {460, 0.5}, {500, 0.5}, {700, 2.0 / 3}};
+  for (int variant = 0; variant < 4; ++variant) {
     FgdOptions o;
+    if (variant == 3) o.packing_loss = o.cpu_stranding = o.model_scarcity = true;
     if (variant == 1) {
       o.integer_sigmoid_score = false;
       o.tie_rule = 1;
     }
     if (variant == 2) o.tie_rule = 2;
-    FgdPolicy indexed(w, 99, o), direct(w, 99, o);
+    const TargetWorkload& tw = variant == 3 ? priced : w;
+    FgdPolicy indexed(tw, 99, o), direct(tw, 99, o);
     ClusterState a = s1, b = s2;
     indexed.attach(a);
     std::size_t placed = 0;
