@@ -452,4 +452,215 @@ Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const
   return out;
 }
 
+// --- fractional H-DRF ------------------------------------------------------------------------------------
+//
+// Static H-DRF (SoCC'13, section 4) by progressive filling over the tree. Between two events every
+// non-blocked leaf grows along its demand vector at a constant rate, fixed top-down: the root's
+// non-blocked children raise their weighted dominant shares at one common rate (1 per unit time),
+// and inside every internal node its non-blocked children raise theirs at one common rate, scaled so
+// that the node's own dominant share rises at the rate its parent gives it. Each node n has a unit
+// vector u_n, its consumption per unit of its own dominant share: a leaf's is D/d (its demand over
+// the demand's dominant share), an internal node's is S_n/sigma_n where S_n = sum over non-blocked
+// children of w_c·u_c and sigma_n the dominant share of S_n. Node n's children then move on n's clock
+// V_n, which advances at kappa_n = w_n·kappa_parent/sigma_n (kappa_root = 1): a non-blocked leaf
+// child d holds w_d·V_n/d_d tasks, so its demand cap is reached at the fixed clock value
+// theta_d = max_tasks·d_d/w_d. The events are: a leaf's cap (next theta on each internal node's clock,
+// kept sorted), and a resource saturating (free / total rate, the total rate being S_root); a
+// saturation blocks every leaf needing the resource. Blocked children stop counting in their
+// parent's S, which is what keeps a blocked node from handing its share to one sibling and a
+// complementary sibling from starving its cousin (the paper's two examples). Saturated resources
+// drop out of S (no growing leaf needs them), so internal shares ignore them, as in dynamic H-DRF.
+// On a one-level tree this is exactly weighted progressive filling (DRF).
+Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
+                                                      std::span<const double> weights,
+                                                      std::span<const FractionalUser> nodes) {
+  const Eigen::Index mi = capacity.size();
+  const auto m = static_cast<std::size_t>(mi);
+  for (Eigen::Index r = 0; r < mi; ++r)
+    if (!std::isfinite(capacity[r]) || capacity[r] < 0)
+      return Error{fmt::format("capacity[{}]: expected a finite non-negative amount, got {}", r, capacity[r])};
+  const std::size_t n = parents.size();
+  if (n == 0 || parents[0] != -1) return Error{"parents[0]: the root must come first with parent -1"};
+  if (weights.size() != n) return Error{fmt::format("weights: expected {} entries, got {}", n, weights.size())};
+  if (nodes.size() != n) return Error{fmt::format("nodes: expected {} entries, got {}", n, nodes.size())};
+  std::vector<std::vector<std::size_t>> children(n);
+  for (std::size_t i = 1; i < n; ++i) {
+    if (parents[i] < 0 || static_cast<std::size_t>(parents[i]) >= i)
+      return Error{fmt::format("parents[{}]: expected an earlier node, got {}", i, parents[i])};
+    if (!std::isfinite(weights[i]) || weights[i] <= 0)
+      return Error{fmt::format("weights[{}]: expected a positive finite number, got {}", i, weights[i])};
+    children[static_cast<std::size_t>(parents[i])].push_back(i);
+  }
+  auto is_leaf = [&](std::size_t i) { return i > 0 && children[i].empty(); };
+
+  FractionalAllocation out;
+  out.tasks.assign(n, 0.0);
+  out.dominant_share.assign(n, 0.0);
+  out.stop.assign(n, StopReason::kDemandMet);
+  out.bottleneck.assign(n, -1);
+  out.used = Vector::Zero(mi);
+  out.saturated.assign(m, false);
+
+  std::vector<double> per_task(n, 0.0);  // d_i
+  std::vector<char> blocked(n, 1);
+  std::vector<double> u(n * m, 0.0);     // unit vectors
+  std::vector<double> S(n * m, 0.0);     // internal: sum over non-blocked children of w_c·u_c
+  std::vector<double> sigma(n, 0.0);
+  std::vector<std::size_t> live(n, 0);   // internal: non-blocked children
+  std::size_t active = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if (!is_leaf(i)) continue;
+    const auto& l = nodes[i];
+    if (l.demand.size() != mi)
+      return Error{fmt::format("nodes[{}].demand: expected {} resources, got {}", i, mi, l.demand.size())};
+    if (std::isnan(l.max_tasks) || l.max_tasks < 0)
+      return Error{fmt::format("nodes[{}].max_tasks: expected a non-negative number, got {}", i, l.max_tasks)};
+    bool any = false, unservable = false;
+    for (Eigen::Index r = 0; r < mi; ++r) {
+      const double d = l.demand[r];
+      if (!std::isfinite(d) || d < 0)
+        return Error{fmt::format("nodes[{}].demand[{}]: expected a finite non-negative amount, got {}", i, r, d)};
+      if (d <= 0) continue;
+      any = true;
+      if (capacity[r] <= 0) unservable = true;
+      else per_task[i] = std::max(per_task[i], d / capacity[r]);
+    }
+    // A leaf wanting nothing (or capped at 0 tasks) is satisfied from the start.
+    if (unservable) out.stop[i] = StopReason::kUnservable;
+    else if (!any || l.max_tasks == 0) out.stop[i] = StopReason::kDemandMet;
+    else {
+      blocked[i] = 0;
+      ++active;
+      for (std::size_t r = 0; r < m; ++r) u[i * m + r] = l.demand[static_cast<Eigen::Index>(r)] / per_task[i];
+    }
+  }
+
+  // An internal node's S, sigma, u and blocked flag from its children (exact).
+  auto resum = [&](std::size_t p) {
+    double* s = &S[p * m];
+    std::fill(s, s + m, 0.0);
+    live[p] = 0;
+    for (std::size_t c : children[p]) {
+      if (blocked[c]) continue;
+      ++live[p];
+      for (std::size_t r = 0; r < m; ++r) s[r] += weights[c] * u[c * m + r];
+    }
+    blocked[p] = live[p] == 0;
+    sigma[p] = 0.0;
+    for (std::size_t r = 0; r < m; ++r)
+      if (capacity[static_cast<Eigen::Index>(r)] > 0) sigma[p] = std::max(sigma[p], s[r] / capacity[static_cast<Eigen::Index>(r)]);
+    for (std::size_t r = 0; r < m; ++r) u[p * m + r] = sigma[p] > 0 ? s[r] / sigma[p] : 0.0;
+    if (sigma[p] <= 0) blocked[p] = 1;
+  };
+  auto resum_all = [&] {
+    for (std::size_t p = n; p-- > 0;)
+      if (!is_leaf(p)) resum(p);
+  };
+  resum_all();
+
+  // Leaf caps on each internal node's clock, in the order they are reached (ties: lower index).
+  std::vector<std::vector<std::pair<double, std::size_t>>> caps(n);
+  std::vector<std::size_t> cursor(n, 0);
+  for (std::size_t i = 1; i < n; ++i)
+    if (is_leaf(i) && !blocked[i] && std::isfinite(nodes[i].max_tasks))
+      caps[static_cast<std::size_t>(parents[i])].push_back({nodes[i].max_tasks * per_task[i] / weights[i], i});
+  for (auto& c : caps) std::sort(c.begin(), c.end());
+  std::vector<double> clock(n, 0.0), kappa(n, 0.0);
+
+  auto freeze = [&](std::size_t leaf, double tasks, StopReason why, int bottleneck) {
+    blocked[leaf] = 1;
+    --active;
+    out.tasks[leaf] = tasks;
+    out.stop[leaf] = why;
+    out.bottleneck[leaf] = bottleneck;
+  };
+  auto tasks_now = [&](std::size_t leaf) {
+    const auto p = static_cast<std::size_t>(parents[leaf]);
+    return std::min(nodes[leaf].max_tasks, weights[leaf] * clock[p] / per_task[leaf]);
+  };
+
+  while (active > 0 && !blocked[0]) {
+    // Clock rates, top-down (parents have smaller indices).
+    kappa[0] = 1.0;
+    for (std::size_t p = 1; p < n; ++p)
+      if (!is_leaf(p) && !blocked[p]) kappa[p] = weights[p] * kappa[static_cast<std::size_t>(parents[p])] / sigma[p];
+    double dt = kUnlimited;
+    for (std::size_t p = 0; p < n; ++p) {
+      if (is_leaf(p) || blocked[p]) continue;
+      auto& c = caps[p];
+      while (cursor[p] < c.size() && blocked[c[cursor[p]].second]) ++cursor[p];
+      if (cursor[p] < c.size()) dt = std::min(dt, std::max(0.0, c[cursor[p]].first - clock[p]) / kappa[p]);
+    }
+    int sat = -1;
+    double sat_dt = kUnlimited;
+    for (std::size_t r = 0; r < m; ++r) {
+      const double rate = S[r];  // S_root: consumption per unit time
+      if (out.saturated[r] || rate <= 0) continue;
+      const double t_r = std::max(0.0, capacity[static_cast<Eigen::Index>(r)] - out.used[static_cast<Eigen::Index>(r)]) / rate;
+      if (t_r < sat_dt) {
+        sat_dt = t_r;
+        sat = static_cast<int>(r);
+      }
+    }
+    const bool cap_first = dt <= sat_dt;  // a cap at the same moment as a saturation counts as met
+    dt = std::min(dt, sat_dt);
+    if (!std::isfinite(dt)) break;  // unreachable: an active leaf needs some unsaturated resource
+    for (std::size_t p = 0; p < n; ++p)
+      if (!is_leaf(p) && !blocked[p]) clock[p] += kappa[p] * dt;
+    for (std::size_t r = 0; r < m; ++r) out.used[static_cast<Eigen::Index>(r)] += S[r] * dt;
+
+    if (cap_first) {
+      // Every cap reached now (up to rounding) fires; the parent chain of each is re-summed.
+      std::vector<std::size_t> fired;
+      for (std::size_t p = 0; p < n; ++p) {
+        if (is_leaf(p) || blocked[p]) continue;
+        auto& c = caps[p];
+        const double tol = 1e-12 * std::max(1.0, clock[p]);
+        while (cursor[p] < c.size()) {
+          const auto [theta, leaf] = c[cursor[p]];
+          if (!blocked[leaf]) {
+            if (theta > clock[p] + tol) break;
+            freeze(leaf, nodes[leaf].max_tasks, StopReason::kDemandMet, -1);
+            fired.push_back(leaf);
+          }
+          ++cursor[p];
+        }
+      }
+      for (std::size_t leaf : fired)
+        for (auto p = static_cast<std::size_t>(parents[leaf]);; p = static_cast<std::size_t>(parents[p])) {
+          resum(p);
+          if (p == 0) break;
+        }
+      continue;
+    }
+    // Resource `sat` saturates (with any other that fills at the same moment, up to rounding).
+    for (std::size_t r = 0; r < m; ++r) {
+      const auto ri = static_cast<Eigen::Index>(r);
+      if (out.saturated[r] || S[r] <= 0) continue;
+      if (static_cast<int>(r) != sat && capacity[ri] - out.used[ri] > 1e-12 * capacity[ri]) continue;
+      out.saturated[r] = true;
+      out.used[ri] = capacity[ri];
+      for (std::size_t i = 1; i < n; ++i)
+        if (is_leaf(i) && !blocked[i] && nodes[i].demand[ri] > 0)
+          freeze(i, tasks_now(i), StopReason::kResourceSaturated, static_cast<int>(r));
+    }
+    resum_all();
+  }
+
+  // Final figures from the tasks themselves (not the running sums): leaves' shares, subtree totals.
+  std::vector<Vector> held(n, Vector::Zero(mi));
+  for (std::size_t i = 1; i < n; ++i)
+    if (is_leaf(i)) {
+      held[i] = nodes[i].demand * out.tasks[i];
+      out.dominant_share[i] = out.tasks[i] * per_task[i];
+    }
+  for (std::size_t i = n; i-- > 1;) held[static_cast<std::size_t>(parents[i])] += held[i];
+  out.used = held[0];
+  for (std::size_t i = 0; i < n; ++i)
+    if (!is_leaf(i)) out.dominant_share[i] = dominant_share(held[i], capacity);
+  for (Eigen::Index r = 0; r < mi; ++r)
+    if (capacity[r] > 0 && out.used[r] >= capacity[r] * (1 - 1e-9)) out.saturated[static_cast<std::size_t>(r)] = true;
+  return out;
+}
+
 }  // namespace gpusched::fairness

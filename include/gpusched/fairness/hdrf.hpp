@@ -123,4 +123,23 @@ struct HdrfAllocation {
 Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const std::int64_t> parents,
                                         std::span<const double> weights, std::span<const HdrfTask> leaf_tasks);
 
+// Fractional H-DRF (the paper's static H-DRF): progressive filling over the tree. Every non-blocked
+// leaf grows along its demand vector; at every internal node the non-blocked children's weighted
+// dominant shares rise at one common rate (so siblings that were never blocked hold equal weighted
+// shares), and the node's own share rises at the rate its parent gives it. A leaf stops when its
+// demand cap is met or a resource it needs saturates; a blocked child stops counting in its parent,
+// so its share is not handed to one sibling. Exact, event-driven: at most one event per leaf and per
+// resource, each costing O(depth·m + internal nodes), plus O(n·m) per saturation.
+//
+// The tree is given like hdrf_whole_tasks's (parents[0] = -1, every other parent index smaller than
+// the node's own); `nodes[i]` is leaf i's demand per task and cap (`weight` is ignored: weights come
+// from `weights`; internal nodes' entries are ignored). A leaf with an all-zero demand or a zero cap
+// wants nothing and is reported as demand met with 0 tasks. The result is per node: tasks and stop
+// reasons for leaves, dominant shares for every node (internal nodes: of their subtree's total).
+// On a one-level tree the result is `progressive_filling`'s. Fails, naming the field, on malformed
+// trees, weights or demands.
+Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
+                                                      std::span<const double> weights,
+                                                      std::span<const FractionalUser> nodes);
+
 }  // namespace gpusched::fairness
