@@ -186,21 +186,35 @@ std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueCon
 // there is no k-th candidate.
 struct Candidates {
   const std::vector<Eigen::Index>& flavors;
-  const std::int64_t* base;   // cpu and memory request, space.size() entries (GPU entries zero)
+  // The request without GPUs: `full_base` (space.size() entries) when given, else cpu and memory
+  // alone (the other entries zero). The planner keeps cpu and memory in its compact job records and
+  // points at a job's own vector only in the rare case it asks for more.
+  const std::int64_t* full_base;
+  std::int64_t cpu, memory;
   std::int64_t gpu_milli;
   std::uint64_t allowed;
   bool names_models;          // the job lists allowed GPU models
 
+  void load_base(Amounts& scratch) const {
+    if (full_base) {
+      scratch = Eigen::Map<const Amounts>(full_base, scratch.size());
+    } else {
+      scratch.setZero();
+      scratch[ResourceSpace::kCpu] = cpu;
+      scratch[ResourceSpace::kMemory] = memory;
+    }
+  }
+
   int get(std::size_t k, std::size_t& cursor, Amounts& scratch) const {
     if (gpu_milli <= 0) {
       if (k > 0) return -2;
-      scratch = Eigen::Map<const Amounts>(base, scratch.size());
+      load_base(scratch);
       return -1;
     }
     for (; cursor < flavors.size(); ++cursor) {
       const Eigen::Index d = flavors[cursor];
       if (d - 2 < 64 && !((allowed >> (d - 2)) & 1)) continue;
-      scratch = Eigen::Map<const Amounts>(base, scratch.size());
+      load_base(scratch);
       scratch[d] += gpu_milli;
       ++cursor;
       return static_cast<int>(d);
@@ -326,7 +340,7 @@ std::int64_t decide_elastic(const PendingJob& job, const Candidates& whole, std:
   if (steps == 0) return 0;
   Amounts base(scratch.size());
   auto at = [&](std::int64_t step) {
-    base = Eigen::Map<const Amounts>(whole.base, scratch.size());
+    whole.load_base(base);
     std::int64_t gpu = whole.gpu_milli;
     for (const auto& g : job.groups) {
       const std::int64_t dropped = group_max(g) - replicas_at(g, step, steps);
@@ -335,7 +349,7 @@ std::int64_t decide_elastic(const PendingJob& job, const Candidates& whole, std:
       gpu -= dropped * g.gpu_milli;
     }
     base = base.cwiseMax(0);
-    const Candidates reduced{whole.flavors, base.data(), std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
+    const Candidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
     return decide(reduced, q, book, free, request, scratch, misses);
   };
   misses.resize(mark);
@@ -367,10 +381,12 @@ std::vector<std::int32_t> replicas_of(const PendingJob& job, std::int64_t step) 
 constexpr std::uint8_t kNamesModels = 1;  // the job lists allowed GPU models
 constexpr std::uint8_t kHasGroups = 2;    // the job lists replica groups (replicas are reported)
 constexpr std::uint8_t kElastic = 4;      // some group may shrink (partial admission)
+constexpr std::uint8_t kFullBase = 8;     // the base request has non-zero GPU entries: read it whole
 struct JobHot {
   std::int64_t gpu_milli = 0;
   std::uint64_t allowed = 0;
   std::int64_t priority = 0;  // effective
+  std::int64_t cpu = 0, memory = 0;
   std::uint32_t job = 0;
   std::uint8_t flags = 0;
 };
@@ -423,7 +439,7 @@ AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
     d.reason = fmt::format("job {}: base request has {} dimensions, expected {}", job.name, job.base.size(), space_.size());
     return d;
   }
-  const Candidates cands{flavors, job.base.data(), job.gpu_milli, allowed_mask(space_, job), !job.gpu_models.empty()};
+  const Candidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, allowed_mask(space_, job), !job.gpu_models.empty()};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
   Outcome o;
@@ -468,10 +484,14 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   // Later passes visit jobs in queue order; chasing each job's own heap vectors there was mostly
   // cache misses.
   constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
-  std::vector<std::uint32_t> queue_of(nj);
-  std::vector<std::int64_t> submit(nj);
-  std::vector<JobHot> hot_in(nj);
-  std::vector<std::int64_t> base_in(nj * mu);
+  // Filled by push_back rather than sized up front: zero-filling arrays that are overwritten anyway
+  // was a visible cost (fresh pages are expensive on the VMs this runs on).
+  std::vector<std::uint32_t> queue_of;
+  std::vector<std::int64_t> submit;
+  std::vector<JobHot> hot_in;
+  queue_of.reserve(nj);
+  submit.reserve(nj);
+  hot_in.reserve(nj);
   std::vector<std::size_t> start(nq + 1, 0);
   Amounts threshold = Amounts::Ones(m);  // saturation: the smallest positive request per dimension
   std::vector<char> seen(mu, 0);
@@ -487,13 +507,13 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   for (std::size_t j = 0; j < nj; ++j) {
     const PendingJob& job = jobs[j];
     const std::int64_t p = effective_priority(job, aging);
-    submit[j] = job.submit_time;
+    submit.push_back(job.submit_time);
     const auto q = queue_index(job.queue);
     if (!q || !leaf_[*q]) {
       plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
-      queue_of[j] = kNoQueue;
+      queue_of.push_back(kNoQueue);
     } else {
-      queue_of[j] = static_cast<std::uint32_t>(*q);
+      queue_of.push_back(static_cast<std::uint32_t>(*q));
       ++start[*q + 1];
       pmin = any_queued ? std::min(pmin, p) : p;
       pmax = any_queued ? std::max(pmax, p) : p;
@@ -501,19 +521,21 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
       smax = any_queued ? std::max(smax, job.submit_time) : job.submit_time;
       any_queued = true;
     }
-    std::int64_t* b = base_in.data() + j * mu;
+    std::int64_t cpu = 0, memory = 0;  // a malformed base (wrong size) is treated as requesting nothing
+    bool full = false;
     if (job.base.size() == m) {
-      for (std::size_t r = 0; r < mu; ++r) b[r] = job.base[static_cast<Eigen::Index>(r)];
-      note(ResourceSpace::kCpu, b[ResourceSpace::kCpu]);
-      note(ResourceSpace::kMemory, b[ResourceSpace::kMemory]);
-    } else {
-      std::fill(b, b + mu, 0);  // malformed: treated as requesting no cpu/memory
+      cpu = job.base[ResourceSpace::kCpu];
+      memory = job.base[ResourceSpace::kMemory];
+      note(ResourceSpace::kCpu, cpu);
+      note(ResourceSpace::kMemory, memory);
+      for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
     }
     if (job.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, job.gpu_milli) : job.gpu_milli;
     const bool elastic = elastic_steps(job) > 0;
-    hot_in[j] = JobHot{job.gpu_milli, allowed_mask(space_, job), p, static_cast<std::uint32_t>(j),
-                       static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
-                                                 (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0))};
+    hot_in.push_back(JobHot{job.gpu_milli, allowed_mask(space_, job), p, cpu, memory, static_cast<std::uint32_t>(j),
+                            static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
+                                                      (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0) |
+                                                      (full ? kFullBase : 0))});
   }
   for (Eigen::Index d = 2; d < m; ++d) note(d, min_gpu);
 
@@ -562,16 +584,9 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   }
   // Pass 3: what the planning loop reads, gathered into queue order so each queue's head advances
   // through adjacent memory.
-  std::vector<JobHot> hot(total);
-  std::vector<std::int64_t> base(total * mu);
-  for (std::size_t k = 0; k < total; ++k) {
-    const std::size_t j = sorted[k];
-    hot[k] = hot_in[j];
-    const std::int64_t* from = base_in.data() + j * mu;
-    std::int64_t* to = base.data() + k * mu;
-    for (std::size_t r = 0; r < mu; ++r) to[r] = from[r];
-  }
-  std::vector<std::int64_t>().swap(base_in);
+  std::vector<JobHot> hot;
+  hot.reserve(total);
+  for (std::size_t k = 0; k < total; ++k) hot.push_back(hot_in[sorted[k]]);
   std::vector<JobHot>().swap(hot_in);
 
   HdrfScheduler sched(capacity_, threshold);
@@ -600,7 +615,9 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   std::vector<std::vector<Eigen::Index>> flavors(nq);
   for (std::size_t q = 0; q < nq; ++q) flavors[q] = flavor_dims(space_, queues_[q]);
   auto cands_at = [&](std::size_t q, std::size_t k) {
-    return Candidates{flavors[q], base.data() + k * mu, hot[k].gpu_milli, hot[k].allowed, (hot[k].flags & kNamesModels) != 0};
+    const JobHot& h = hot[k];
+    return Candidates{flavors[q], (h.flags & kFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory, h.gpu_milli, h.allowed,
+                      (h.flags & kNamesModels) != 0};
   };
   Amounts request(m), scratch(m);
   plan.admitted.reserve(total);
@@ -674,39 +691,31 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     r.weighted_share = sched.share(node[q]);
   }
 
-  // Fair share: the fractional weighted-DRF entitlement of each leaf given its demand (what it holds
-  // plus everything it has pending, GPU work on its first flavor), with hierarchy weights multiplied
-  // down the path as fractions of their siblings.
-  std::vector<double> sibling_sum(nq + 1, 0.0);
-  auto parent_slot = [&](std::size_t q) { return parent_[q] < 0 ? nq : static_cast<std::size_t>(parent_[q]); };
-  for (std::size_t q = 0; q < nq; ++q) sibling_sum[parent_slot(q)] += queues_[q].weight;
-  std::vector<double> path_weight;
-  path_weight.assign(nq, 1.0);
-  for (std::size_t q : topo_)
-    path_weight[q] = queues_[q].weight / sibling_sum[parent_slot(q)] *
-                     (parent_[q] < 0 ? 1.0 : path_weight[static_cast<std::size_t>(parent_[q])]);
-  std::vector<FractionalUser> users;
-  std::vector<std::size_t> user_queue;
-  for (std::size_t q = 0; q < nq; ++q) {
-    if (!leaf_[q]) continue;
-    Vector demand = book_.usage(q).cast<double>();
-    for (std::size_t k = start[q]; k < start[q + 1]; ++k) {
-      std::size_t cursor = 0;
-      if (cands_at(q, k).get(0, cursor, scratch) != -2) demand += scratch.cast<double>();
+  // Fair share: each queue's fractional H-DRF entitlement (static H-DRF by progressive filling over
+  // the queue tree, hdrf_progressive_filling) given its demand: what it holds plus everything it has
+  // pending, GPU work on its first flavor. Internal queues report their subtree's total.
+  {
+    std::vector<std::int64_t> tree_parent{-1};
+    std::vector<double> tree_weight{1.0};
+    std::vector<FractionalUser> tree_nodes(1);
+    std::vector<std::size_t> tree_node(nq, 0);
+    for (std::size_t q : topo_) {
+      tree_node[q] = tree_parent.size();
+      tree_parent.push_back(parent_[q] < 0 ? 0 : static_cast<std::int64_t>(tree_node[static_cast<std::size_t>(parent_[q])]));
+      tree_weight.push_back(queues_[q].weight);
+      FractionalUser node{Vector::Zero(m), queues_[q].weight, 1.0};
+      if (leaf_[q]) {
+        node.demand = book_.usage(q).cast<double>();
+        for (std::size_t k = start[q]; k < start[q + 1]; ++k) {
+          std::size_t cursor = 0;
+          if (cands_at(q, k).get(0, cursor, scratch) != -2) node.demand += scratch.cast<double>();
+        }
+      }
+      tree_nodes.push_back(std::move(node));
     }
-    if ((demand.array() <= 0).all()) continue;
-    users.push_back(FractionalUser{demand, path_weight[q], 1.0});
-    user_queue.push_back(q);
-  }
-  if (!users.empty()) {
-    auto frac = progressive_filling(capacity_.cast<double>(), users);
-    if (frac) {
-      std::vector<Vector> held(nq, Vector::Zero(m));
-      for (std::size_t u = 0; u < users.size(); ++u) held[user_queue[u]] = users[u].demand * frac->tasks[u];
-      for (auto it = topo_.rbegin(); it != topo_.rend(); ++it)
-        if (parent_[*it] >= 0) held[static_cast<std::size_t>(parent_[*it])] += held[*it];
-      for (std::size_t q = 0; q < nq; ++q) plan.queues[q].fair_share = dominant_share(held[q], Vector(capacity_.cast<double>()));
-    }
+    // Inputs are validated in build(); an error here would be a bug, reported as no fair share.
+    if (auto frac = hdrf_progressive_filling(capacity_.cast<double>(), tree_parent, tree_weight, tree_nodes))
+      for (std::size_t q = 0; q < nq; ++q) plan.queues[q].fair_share = frac->dominant_share[tree_node[q]];
   }
   return plan;
 }
