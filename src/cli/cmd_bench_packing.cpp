@@ -193,7 +193,7 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--nodes", opt->nodes, "node list CSV (default: the shipped 1,213 GPU nodes)");
   sub->add_option("--policies", opt->policies,
-                  "comma list (default: Random,DotProd,GpuClustering,GpuPacking,BestFit,FGD,FGD-Pack)");
+                  "comma list (default: Random,DotProd,GpuClustering,GpuPacking,BestFit,FGD,FGD-OC)");
   sub->add_option("--seeds", opt->seeds, "seeds: A-B or a comma list")->capture_default_str();
   sub->add_option("--format", opt->format, "json or table")->capture_default_str();
   sub->add_option("--csv", opt->csv, "curve CSV to write ('' = none)")->capture_default_str();
