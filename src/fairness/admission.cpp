@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -382,18 +383,18 @@ constexpr std::uint8_t kNamesModels = 1;  // the job lists allowed GPU models
 constexpr std::uint8_t kHasGroups = 2;    // the job lists replica groups (replicas are reported)
 constexpr std::uint8_t kElastic = 4;      // some group may shrink (partial admission)
 constexpr std::uint8_t kFullBase = 8;     // the base request has non-zero GPU entries: read it whole
-struct JobHot {
-  std::int64_t gpu_milli = 0;
-  std::uint64_t allowed = 0;
-  std::int64_t priority = 0;  // effective
-  std::int64_t cpu = 0, memory = 0;
-  std::uint32_t job = 0;
-  std::uint8_t flags = 0;
+struct JobHot {  // trivially constructible: arrays of it are allocated without zero-filling
+  std::int64_t gpu_milli;
+  std::uint64_t allowed;
+  std::int64_t priority;  // effective
+  std::int64_t cpu, memory;
+  std::uint32_t job;      // input index
+  std::uint8_t flags;
 };
 struct SortKey {
   std::int64_t priority;
   std::int64_t submit;
-  std::uint32_t job;
+  std::uint32_t job;  // position in the queue's bucket (input order)
 };
 
 std::string miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
@@ -479,19 +480,12 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   QuotaBook book = book_;
   Amounts free = free_;
 
-  // Pass 1, over the jobs in input order (the one pass that reads the caller's structs): each job's
-  // queue, effective priority and what the planner reads later, copied into contiguous arrays.
-  // Later passes visit jobs in queue order; chasing each job's own heap vectors there was mostly
-  // cache misses.
+  // Pass 1 (input order): each job's queue (hashed name), per-queue counts, the spreads of effective
+  // priority and submit time among queued jobs (for the packed sort keys below) and the saturation
+  // thresholds. Jobs naming no leaf queue are reported here, in input order.
   constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
-  // Filled by push_back rather than sized up front: zero-filling arrays that are overwritten anyway
-  // was a visible cost (fresh pages are expensive on the VMs this runs on).
   std::vector<std::uint32_t> queue_of;
-  std::vector<std::int64_t> submit;
-  std::vector<JobHot> hot_in;
   queue_of.reserve(nj);
-  submit.reserve(nj);
-  hot_in.reserve(nj);
   std::vector<std::size_t> start(nq + 1, 0);
   Amounts threshold = Amounts::Ones(m);  // saturation: the smallest positive request per dimension
   std::vector<char> seen(mu, 0);
@@ -502,12 +496,11 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     sd = 1;
   };
   std::int64_t min_gpu = 0;
-  std::int64_t pmin = 0, pmax = 0, smin = 0, smax = 0;  // over queued jobs, for the packed sort keys
+  std::int64_t pmin = 0, pmax = 0, smin = 0, smax = 0;
   bool any_queued = false;
   for (std::size_t j = 0; j < nj; ++j) {
     const PendingJob& job = jobs[j];
     const std::int64_t p = effective_priority(job, aging);
-    submit.push_back(job.submit_time);
     const auto q = queue_index(job.queue);
     if (!q || !leaf_[*q]) {
       plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
@@ -521,73 +514,94 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
       smax = any_queued ? std::max(smax, job.submit_time) : job.submit_time;
       any_queued = true;
     }
-    std::int64_t cpu = 0, memory = 0;  // a malformed base (wrong size) is treated as requesting nothing
-    bool full = false;
     if (job.base.size() == m) {
-      cpu = job.base[ResourceSpace::kCpu];
-      memory = job.base[ResourceSpace::kMemory];
-      note(ResourceSpace::kCpu, cpu);
-      note(ResourceSpace::kMemory, memory);
-      for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
+      note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
+      note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
     }
     if (job.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, job.gpu_milli) : job.gpu_milli;
-    const bool elastic = elastic_steps(job) > 0;
-    hot_in.push_back(JobHot{job.gpu_milli, allowed_mask(space_, job), p, cpu, memory, static_cast<std::uint32_t>(j),
-                            static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
-                                                      (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0) |
-                                                      (full ? kFullBase : 0))});
   }
   for (Eigen::Index d = 2; d < m; ++d) note(d, min_gpu);
-
-  // Pass 2: jobs bucketed by queue (a counting sort), then each bucket sorted by (effective priority
-  // desc, submit time asc, input index asc). The index makes every key distinct, so an unstable sort
-  // gives the stable order. When the spreads of priority and submit time and the index fit in 64 bits
-  // together (they do for any realistic input) the key is one order-preserving integer,
-  // (pmax - p, submit - smin, index) packed high to low; otherwise the three fields are compared.
-  for (std::size_t q = 0; q < nq; ++q) start[q + 1] += start[q];
+  std::size_t max_bucket = 0;
+  for (std::size_t q = 0; q < nq; ++q) {
+    max_bucket = std::max(max_bucket, start[q + 1]);
+    start[q + 1] += start[q];
+  }
   const std::size_t total = start[nq];
-  std::vector<std::uint32_t> sorted(total);  // input index of the job at each queue-order position
+  std::vector<std::vector<Eigen::Index>> flavors(nq);
+  for (std::size_t q = 0; q < nq; ++q) flavors[q] = flavor_dims(space_, queues_[q]);
+
+  // Pass 2 (input order again): each queued job's compact record, written straight into its queue's
+  // bucket (a counting sort; within a bucket, input order), with its sort key beside it. Then each
+  // bucket is sorted by (effective priority desc, submit time asc, input order) and its records
+  // permuted to match, so the planning loop walks each queue's jobs through adjacent memory (chasing
+  // each job's own heap vectors in queue order was mostly cache misses). When the spreads of priority
+  // and submit time and the position in the bucket fit in 64 bits together (any realistic input) the
+  // key is one order-preserving integer, (pmax - p, submit - smin, position) packed high to low;
+  // otherwise the three fields are compared. Positions are distinct, so an unstable sort gives the
+  // stable order. The arrays are written before they are read: allocated without zero-filling (fresh
+  // pages are a visible part of the cost on the VMs this runs on).
+  auto hot = std::make_unique_for_overwrite<JobHot[]>(total);
+  std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
   {
-    std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
     const auto bits = [](std::uint64_t v) { return static_cast<unsigned>(std::bit_width(v)); };
-    const unsigned bj = bits(nj), bp = bits(static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(pmin)),
+    const unsigned bl = bits(max_bucket), bp = bits(static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(pmin)),
                    bs = bits(static_cast<std::uint64_t>(smax) - static_cast<std::uint64_t>(smin));
-    if (bj + bp + bs <= 64) {
-      std::vector<std::uint64_t> keys(total);
-      for (std::size_t j = 0; j < nj; ++j) {
-        if (queue_of[j] == kNoQueue) continue;
-        const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(hot_in[j].priority);
-        const std::uint64_t ds = static_cast<std::uint64_t>(submit[j]) - static_cast<std::uint64_t>(smin);
-        // Shifts by the full width are avoided: a zero-width field contributes nothing.
-        std::uint64_t key = bp ? dp << (bs + bj) : 0;
-        if (bs) key |= ds << bj;
-        keys[cursor[queue_of[j]]++] = key | j;
+    const bool packed = bl + bp + bs <= 64;
+    std::unique_ptr<std::uint64_t[]> keys;
+    std::unique_ptr<SortKey[]> wide_keys;
+    if (packed) keys = std::make_unique_for_overwrite<std::uint64_t[]>(total);
+    else wide_keys = std::make_unique_for_overwrite<SortKey[]>(total);
+    std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
+    for (std::size_t j = 0; j < nj; ++j) {
+      const std::uint32_t q = queue_of[j];
+      if (q == kNoQueue) continue;
+      const PendingJob& job = jobs[j];
+      const std::int64_t p = effective_priority(job, aging);
+      std::int64_t cpu = 0, memory = 0;  // a malformed base (wrong size) is treated as requesting nothing
+      bool full = false;
+      if (job.base.size() == m) {
+        cpu = job.base[ResourceSpace::kCpu];
+        memory = job.base[ResourceSpace::kMemory];
+        for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
       }
-      for (std::size_t q = 0; q < nq; ++q)
-        std::sort(keys.begin() + static_cast<std::ptrdiff_t>(start[q]), keys.begin() + static_cast<std::ptrdiff_t>(start[q + 1]));
-      const std::uint64_t mask = bj >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bj) - 1;
-      for (std::size_t k = 0; k < total; ++k) sorted[k] = static_cast<std::uint32_t>(keys[k] & mask);
-    } else {
-      std::vector<SortKey> keys(total);
-      for (std::size_t j = 0; j < nj; ++j)
-        if (queue_of[j] != kNoQueue)
-          keys[cursor[queue_of[j]]++] = SortKey{hot_in[j].priority, submit[j], static_cast<std::uint32_t>(j)};
-      for (std::size_t q = 0; q < nq; ++q)
-        std::sort(keys.begin() + static_cast<std::ptrdiff_t>(start[q]), keys.begin() + static_cast<std::ptrdiff_t>(start[q + 1]),
-                  [](const SortKey& a, const SortKey& b) {
-                    if (a.priority != b.priority) return a.priority > b.priority;
-                    if (a.submit != b.submit) return a.submit < b.submit;
-                    return a.job < b.job;
-                  });
-      for (std::size_t k = 0; k < total; ++k) sorted[k] = keys[k].job;
+      const bool elastic = elastic_steps(job) > 0;
+      const std::size_t pos = cursor[q]++;
+      const std::uint64_t local = pos - start[q];
+      hot[pos] = JobHot{job.gpu_milli, allowed_mask(space_, job), p, cpu, memory, static_cast<std::uint32_t>(j),
+                        static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
+                                                  (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0) |
+                                                  (full ? kFullBase : 0))};
+      miss_bound += job.gpu_milli > 0 ? flavors[q].size() : 1;
+      if (packed) {
+        const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(p);
+        const std::uint64_t ds = static_cast<std::uint64_t>(job.submit_time) - static_cast<std::uint64_t>(smin);
+        // A zero-width field contributes nothing (and is not shifted by the full width).
+        std::uint64_t key = bp ? dp << (bs + bl) : 0;
+        if (bs) key |= ds << bl;
+        keys[pos] = key | local;
+      } else {
+        wide_keys[pos] = SortKey{p, job.submit_time, static_cast<std::uint32_t>(local)};
+      }
+    }
+    const std::uint64_t mask = bl >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bl) - 1;
+    std::vector<JobHot> bucket;
+    bucket.reserve(max_bucket);
+    for (std::size_t q = 0; q < nq; ++q) {
+      const std::size_t b = start[q], e = start[q + 1];
+      bucket.assign(hot.get() + b, hot.get() + e);
+      if (packed) {
+        std::sort(keys.get() + b, keys.get() + e);
+        for (std::size_t k = b; k < e; ++k) hot[k] = bucket[keys[k] & mask];
+      } else {
+        std::sort(wide_keys.get() + b, wide_keys.get() + e, [](const SortKey& x, const SortKey& y) {
+          if (x.priority != y.priority) return x.priority > y.priority;
+          if (x.submit != y.submit) return x.submit < y.submit;
+          return x.job < y.job;
+        });
+        for (std::size_t k = b; k < e; ++k) hot[k] = bucket[wide_keys[k].job];
+      }
     }
   }
-  // Pass 3: what the planning loop reads, gathered into queue order so each queue's head advances
-  // through adjacent memory.
-  std::vector<JobHot> hot;
-  hot.reserve(total);
-  for (std::size_t k = 0; k < total; ++k) hot.push_back(hot_in[sorted[k]]);
-  std::vector<JobHot>().swap(hot_in);
 
   HdrfScheduler sched(capacity_, threshold);
   std::vector<HdrfScheduler::NodeId> node(nq, 0);
@@ -612,8 +626,6 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
       if (leaf_[q] && !book.usage(q).isZero()) sched.allocate(node[q], book.usage(q));
   }
 
-  std::vector<std::vector<Eigen::Index>> flavors(nq);
-  for (std::size_t q = 0; q < nq; ++q) flavors[q] = flavor_dims(space_, queues_[q]);
   auto cands_at = [&](std::size_t q, std::size_t k) {
     const JobHot& h = hot[k];
     return Candidates{flavors[q], (h.flags & kFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory, h.gpu_milli, h.allowed,
@@ -622,6 +634,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   Amounts request(m), scratch(m);
   plan.admitted.reserve(total);
   plan.pending.reserve(nj);
+  plan.misses.reserve(miss_bound);
 
   // head[q]: the position (in queue order) of queue q's next job. What the H-DRF scheduler must know
   // about a queue after its head moved: the tier of the new head, or that the queue is done.
