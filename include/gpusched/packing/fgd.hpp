@@ -115,18 +115,16 @@ std::int64_t fgd_score(double before, double after);
 
 struct FgdOptions {
   // false: score by the exact change of F (a double, scaled to an integer with 1e-6 resolution)
-  // instead of the paper's truncated sigmoid. Used by our own variant.
+  // instead of the paper's truncated sigmoid (variant "FGD-BF").
   bool integer_sigmoid_score = true;
   // Tie-break between equal scores, before the seeded permutation: 0 = none (the paper), 1 = least
   // free GPU share left on the node after placing ("FGD-Pack"), 2 = free CPU closest to the
   // workload's CPU per GPU times the free GPU share ("FGD-Bal").
   //
-  // Our attempt at beating FGD (issue item 5b) — an honest negative result so far. On the default
-  // trace (seeds 42-51, unallocated % at 100 % arrived; FGD 4.77): FGD-Pack 4.85, shape weights by
-  // GPU demand 5.18, FGD-BF (exact score + rule 1) 6.06, FGD-Bal 8.71. Every deterministic
-  // tie-break we tried loses to the paper's random one, and the exact score loses to the truncated
-  // one: the coarse integer score plus a random permutation spreads tasks over many equally good
-  // nodes, and that diversity of node states is itself what keeps fragments usable.
+  // These variants were measured and lost to FGD on the default trace (FGD 4.77 %: FGD-Pack 4.85,
+  // FGD-BF 6.06, FGD-Bal 8.71). The coarse integer score with first-fit over a random permutation
+  // spreads each kind of task over all node types, and a deterministic tie-break undoes that.
+  // FGD-OC keeps both and changes what is scored instead.
   int tie_rule = 0;
   // FGD-OC's opportunity costs (see the essay at the top), each on its own for measurements.
   bool packing_loss = false;
