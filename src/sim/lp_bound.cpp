@@ -62,6 +62,30 @@ Result<std::vector<ItemDemand>> checked_demand(const std::vector<ItemDemand>& de
   return demand;
 }
 
+// Column generation, shared by both LPs: seed one single-size pattern per size (as many pieces as fit
+// and exist), then alternate a CLP solve and pricing until `improving(duals, a)` finds no pattern a
+// worth adding. Returns the number of solves.
+template <class AddPattern, class Improving>
+Result<int> generate_columns(ClpSimplex& lp, const std::vector<ItemDemand>& demand, AddPattern&& add_pattern,
+                             Improving&& improving) {
+  for (std::size_t i = 0; i < demand.size(); ++i) {
+    std::vector<std::int64_t> a(demand.size(), 0);
+    a[i] = std::min<std::int64_t>(demand[i].count, kMilliPerGpu / demand[i].size);
+    add_pattern(a);
+  }
+  std::vector<std::int64_t> a;
+  for (int it = 0; it < 1000; ++it) {
+    if (it == 0)
+      lp.dual();
+    else
+      lp.primal(1);
+    if (lp.status() != 0) return Error{fmt::format("LP solver status {} (not optimal)", lp.status())};
+    if (!improving(lp.dualRowSolution(), a)) return it + 1;
+    add_pattern(a);
+  }
+  return 1000;
+}
+
 }  // namespace
 
 Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand_in, std::int64_t gpus) {
@@ -99,29 +123,15 @@ Result<LpBound> cutting_stock_bound(const std::vector<ItemDemand>& demand_in, st
     lp.addColumn(static_cast<int>(idx.size()), idx.data(), el.data(), 0.0, COIN_DBL_MAX, -value);
     ++out.columns;
   };
-  // Start: one pattern per size, as many pieces as fit (and exist).
-  for (std::size_t i = 0; i < demand.size(); ++i) {
-    std::vector<std::int64_t> a(demand.size(), 0);
-    a[i] = std::min<std::int64_t>(demand[i].count, kMilliPerGpu / demand[i].size);
-    add_pattern(a);
-  }
   std::vector<double> value(demand.size());
-  std::vector<std::int64_t> a;
-  for (int it = 0; it < 1000; ++it) {
-    if (it == 0)
-      lp.dual();
-    else
-      lp.primal(1);
-    out.iterations = it + 1;
-    if (lp.status() != 0) return Error{fmt::format("LP solver status {} (not optimal)", lp.status())};
-    const double* y = lp.dualRowSolution();
+  auto iterations = generate_columns(lp, demand, add_pattern, [&](const double* y, std::vector<std::int64_t>& a) {
     // Reduced cost of pattern a: -value(a) - Σ y_i a_i - y_G; improving when negative, i.e. when
     // Σ (size_i + y_i) a_i > -y_G.
     for (std::size_t i = 0; i < demand.size(); ++i) value[i] = static_cast<double>(demand[i].size) + y[i];
-    const double best = price(demand, value, a);
-    if (best <= -y[rows - 1] + 1e-7) break;
-    add_pattern(a);
-  }
+    return price(demand, value, a) > -y[rows - 1] + 1e-7;
+  });
+  if (!iterations) return iterations.error();
+  out.iterations = *iterations;
   out.max_allocatable_milli = -lp.objectiveValue();
   return out;
 }
@@ -153,25 +163,13 @@ Result<std::vector<SharePrice>> cutting_stock_prices(const std::vector<ItemDeman
       }
     lp.addColumn(static_cast<int>(idx.size()), idx.data(), el.data(), 0.0, COIN_DBL_MAX, 1.0);
   };
-  for (std::size_t i = 0; i < demand.size(); ++i) {
-    std::vector<std::int64_t> a(demand.size(), 0);
-    a[i] = std::min<std::int64_t>(demand[i].count, kMilliPerGpu / demand[i].size);
-    add_pattern(a);
-  }
   std::vector<double> pi(demand.size(), 0.0);
-  std::vector<std::int64_t> a;
-  for (int it = 0; it < 1000; ++it) {
-    if (it == 0)
-      lp.dual();
-    else
-      lp.primal(1);
-    if (lp.status() != 0) return Error{fmt::format("LP solver status {} (not optimal)", lp.status())};
-    const double* y = lp.dualRowSolution();
+  auto solved = generate_columns(lp, demand, add_pattern, [&](const double* y, std::vector<std::int64_t>& a) {
     for (std::size_t i = 0; i < demand.size(); ++i) pi[i] = std::max(0.0, y[i]);
-    // A pattern worth more than one GPU at these prices improves the LP: add it and solve again.
-    if (price(demand, pi, a) <= 1.0 + 1e-9) break;
-    add_pattern(a);
-  }
+    // A pattern worth more than one GPU at these prices improves the LP.
+    return price(demand, pi, a) > 1.0 + 1e-9;
+  });
+  if (!solved) return solved.error();
   for (std::size_t i = 0; i < demand.size(); ++i)
     out.push_back({demand[i].size, std::round(pi[i] * 1e9) / 1e9});
   return out;

@@ -37,7 +37,7 @@ std::string report_table(const ExperimentReport& r) {
   out += fmt::format("{:<14} {:>16} {:>8} {:>18} {:>10} {:>10}\n", "policy", "unalloc@100% (%)", "sd",
                      fmt::format("vs {} (paired)", r.reference_policy), "placed", "failed");
   for (const auto& p : r.policies) {
-    std::string vs = p.policy == r.reference_policy
+    std::string vs = p.policy == r.reference_policy || !r.reference_ran
                          ? std::string("-")
                          : fmt::format("{:+.2f} ± {:.2f}", p.paired_diff_mean, p.paired_diff_stderr);
     out += fmt::format("{:<14} {:>16.2f} {:>8.2f} {:>18} {:>10.0f} {:>10.0f}\n", p.policy, p.mean_at_100,
@@ -67,8 +67,13 @@ std::string report_json(const ExperimentReport& r) {
     o["unallocated_gpu_pct_at_100"] = p.mean_at_100;
     o["unallocated_gpu_pct_at_100_stddev"] = p.stddev_at_100;
     o["unallocated_gpu_pct_at_100_per_seed"] = p.per_seed_at_100;
-    o["paired_diff_vs_reference"] = p.paired_diff_mean;
-    o["paired_diff_vs_reference_stderr"] = p.paired_diff_stderr;
+    if (r.reference_ran) {
+      o["paired_diff_vs_reference"] = p.paired_diff_mean;
+      o["paired_diff_vs_reference_stderr"] = p.paired_diff_stderr;
+    } else {
+      o["paired_diff_vs_reference"] = nullptr;
+      o["paired_diff_vs_reference_stderr"] = nullptr;
+    }
     o["mean_pods_placed"] = p.mean_placed;
     o["mean_pods_failed"] = p.mean_failed;
     o["curve_unallocated_gpu_pct"] = p.mean_curve;

@@ -98,6 +98,7 @@ struct ExperimentReport {
   std::vector<double> lower_bound_per_seed; // at 100 %; empty when not computed
   double lower_bound_mean = 0, lower_bound_stddev = 0;
   std::string reference_policy;
+  bool reference_ran = false;  // false: no paired comparisons (the table prints "-", JSON null)
   double seconds = 0;
 };
 
