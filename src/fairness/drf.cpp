@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "gpusched/fairness/internal/demand_check.hpp"
+
 namespace gpusched::fairness {
 
 double dominant_share(const Amounts& allocation, const Amounts& capacity) {
@@ -52,23 +54,12 @@ Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::sp
   std::vector<char> active(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& u = users[i];
-    if (u.demand.size() != m)
-      return Error{fmt::format("users[{}].demand: expected {} resources, got {}", i, m, u.demand.size())};
     if (!std::isfinite(u.weight) || u.weight <= 0)
       return Error{fmt::format("users[{}].weight: expected a positive finite number, got {}", i, u.weight)};
-    if (std::isnan(u.max_tasks) || u.max_tasks < 0)
-      return Error{fmt::format("users[{}].max_tasks: expected a non-negative number, got {}", i, u.max_tasks)};
-    bool any = false, unservable = false;
-    for (Eigen::Index r = 0; r < m; ++r) {
-      const double d = u.demand[r];
-      if (!std::isfinite(d) || d < 0)
-        return Error{fmt::format("users[{}].demand[{}]: expected a finite non-negative amount, got {}", i, r, d)};
-      if (d > 0) {
-        any = true;
-        if (capacity[r] <= 0) unservable = true;
-        else per_task[i] = std::max(per_task[i], d / capacity[r]);
-      }
-    }
+    auto check = internal::check_demand(fmt::format("users[{}]", i), u.demand, u.max_tasks, capacity);
+    if (!check) return check.error();
+    const auto [any, unservable, d_i] = *check;
+    per_task[i] = d_i;
     if (!any) return Error{fmt::format("users[{}].demand: all zero (a task must need something)", i)};
     if (unservable) out.stop[i] = StopReason::kUnservable;
     else if (u.max_tasks == 0) out.stop[i] = StopReason::kDemandMet;

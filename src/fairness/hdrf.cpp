@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "gpusched/fairness/internal/demand_check.hpp"
 #include "gpusched/fairness/internal/indexed_heap.hpp"
 
 namespace gpusched::fairness {
@@ -511,20 +512,10 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
   for (std::size_t i = 1; i < n; ++i) {
     if (!is_leaf(i)) continue;
     const auto& l = nodes[i];
-    if (l.demand.size() != mi)
-      return Error{fmt::format("nodes[{}].demand: expected {} resources, got {}", i, mi, l.demand.size())};
-    if (std::isnan(l.max_tasks) || l.max_tasks < 0)
-      return Error{fmt::format("nodes[{}].max_tasks: expected a non-negative number, got {}", i, l.max_tasks)};
-    bool any = false, unservable = false;
-    for (Eigen::Index r = 0; r < mi; ++r) {
-      const double d = l.demand[r];
-      if (!std::isfinite(d) || d < 0)
-        return Error{fmt::format("nodes[{}].demand[{}]: expected a finite non-negative amount, got {}", i, r, d)};
-      if (d <= 0) continue;
-      any = true;
-      if (capacity[r] <= 0) unservable = true;
-      else per_task[i] = std::max(per_task[i], d / capacity[r]);
-    }
+    auto check = internal::check_demand(fmt::format("nodes[{}]", i), l.demand, l.max_tasks, capacity);
+    if (!check) return check.error();
+    const auto [any, unservable, d_i] = *check;
+    per_task[i] = d_i;
     // A leaf wanting nothing (or capped at 0 tasks) is satisfied from the start.
     if (unservable) out.stop[i] = StopReason::kUnservable;
     else if (!any || l.max_tasks == 0) out.stop[i] = StopReason::kDemandMet;

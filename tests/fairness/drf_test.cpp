@@ -12,16 +12,10 @@
 
 using namespace gpusched::fairness;
 using gpusched::fairness::testing::SplitMix;
+using gpusched::fairness::testing::vec;
 using gpusched::fairness::testing::amounts;
 
 namespace {
-
-Vector vec(std::initializer_list<double> v) {
-  Vector a(static_cast<Eigen::Index>(v.size()));
-  Eigen::Index i = 0;
-  for (auto x : v) a[i++] = x;
-  return a;
-}
 
 // How many tasks of `demand` fit into `bundle` (fractionally).
 double tasks_in(const Vector& bundle, const Vector& demand) {

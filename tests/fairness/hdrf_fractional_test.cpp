@@ -13,15 +13,10 @@
 
 using namespace gpusched::fairness;
 using gpusched::fairness::testing::SplitMix;
+using gpusched::fairness::testing::vec;
 
 namespace {
 
-Vector vec(std::initializer_list<double> v) {
-  Vector out(static_cast<Eigen::Index>(v.size()));
-  Eigen::Index i = 0;
-  for (double x : v) out[i++] = x;
-  return out;
-}
 FractionalUser leaf(std::initializer_list<double> demand, double max_tasks = kUnlimited) {
   return FractionalUser{vec(demand), 1.0, max_tasks};
 }

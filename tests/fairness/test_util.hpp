@@ -30,4 +30,12 @@ inline Amounts amounts(std::initializer_list<std::int64_t> v) {
   return a;
 }
 
+// A real resource vector written inline: vec({1, 4}).
+inline Vector vec(std::initializer_list<double> v) {
+  Vector a(static_cast<Eigen::Index>(v.size()));
+  Eigen::Index i = 0;
+  for (double x : v) a[i++] = x;
+  return a;
+}
+
 }  // namespace gpusched::fairness::testing

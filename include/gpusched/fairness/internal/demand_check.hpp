@@ -1,0 +1,45 @@
+// gpusched/fairness/internal/demand_check.hpp — the input check both progressive-filling solvers
+// (flat DRF in drf.cpp, H-DRF in hdrf.cpp) make on one user's demand.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "gpusched/core/result.hpp"
+#include "gpusched/fairness/drf.hpp"
+
+namespace gpusched::fairness::internal {
+
+struct DemandCheck {
+  bool any = false;         // the task needs some resource
+  bool unservable = false;  // it needs a resource of zero capacity
+  double per_task = 0;      // the dominant share of one task, max_r demand[r] / capacity[r]
+};
+
+// `label` names the user in errors ("users[3]", "nodes[5]"): a demand of the wrong length, a NaN or
+// negative task cap, or a non-finite or negative amount.
+inline Result<DemandCheck> check_demand(std::string_view label, const Vector& demand, double max_tasks,
+                                        const Vector& capacity) {
+  if (demand.size() != capacity.size())
+    return Error{fmt::format("{}.demand: expected {} resources, got {}", label, capacity.size(), demand.size())};
+  if (std::isnan(max_tasks) || max_tasks < 0)
+    return Error{fmt::format("{}.max_tasks: expected a non-negative number, got {}", label, max_tasks)};
+  DemandCheck c;
+  for (Eigen::Index r = 0; r < demand.size(); ++r) {
+    const double d = demand[r];
+    if (!std::isfinite(d) || d < 0)
+      return Error{fmt::format("{}.demand[{}]: expected a finite non-negative amount, got {}", label, r, d)};
+    if (d <= 0) continue;
+    c.any = true;
+    if (capacity[r] <= 0)
+      c.unservable = true;
+    else
+      c.per_task = std::max(c.per_task, d / capacity[r]);
+  }
+  return c;
+}
+
+}  // namespace gpusched::fairness::internal
