@@ -38,18 +38,10 @@ double dominant_share(const Vector& allocation, const Vector& capacity) {
 
 Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::span<const FractionalUser> users) {
   const Eigen::Index m = capacity.size();
-  for (Eigen::Index r = 0; r < m; ++r)
-    if (!std::isfinite(capacity[r]) || capacity[r] < 0)
-      return Error{fmt::format("capacity[{}]: expected a finite non-negative amount, got {}", r, capacity[r])};
+  if (auto ok = internal::check_capacity(capacity); !ok) return ok.error();
   const std::size_t n = users.size();
   std::vector<double> per_task(n, 0.0);  // d_i
-  FractionalAllocation out;
-  out.tasks.assign(n, 0.0);
-  out.dominant_share.assign(n, 0.0);
-  out.stop.assign(n, StopReason::kDemandMet);
-  out.bottleneck.assign(n, -1);
-  out.used = Vector::Zero(m);
-  out.saturated.assign(static_cast<std::size_t>(m), false);
+  FractionalAllocation out = internal::empty_allocation(n, m);
 
   std::vector<char> active(n, 0);
   for (std::size_t i = 0; i < n; ++i) {

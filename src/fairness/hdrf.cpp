@@ -477,9 +477,7 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
                                                       std::span<const FractionalUser> nodes) {
   const Eigen::Index mi = capacity.size();
   const auto m = static_cast<std::size_t>(mi);
-  for (Eigen::Index r = 0; r < mi; ++r)
-    if (!std::isfinite(capacity[r]) || capacity[r] < 0)
-      return Error{fmt::format("capacity[{}]: expected a finite non-negative amount, got {}", r, capacity[r])};
+  if (auto ok = internal::check_capacity(capacity); !ok) return ok.error();
   const std::size_t n = parents.size();
   if (n == 0 || parents[0] != -1) return Error{"parents[0]: the root must come first with parent -1"};
   if (weights.size() != n) return Error{fmt::format("weights: expected {} entries, got {}", n, weights.size())};
@@ -494,13 +492,7 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
   }
   auto is_leaf = [&](std::size_t i) { return i > 0 && children[i].empty(); };
 
-  FractionalAllocation out;
-  out.tasks.assign(n, 0.0);
-  out.dominant_share.assign(n, 0.0);
-  out.stop.assign(n, StopReason::kDemandMet);
-  out.bottleneck.assign(n, -1);
-  out.used = Vector::Zero(mi);
-  out.saturated.assign(m, false);
+  FractionalAllocation out = internal::empty_allocation(n, mi);
 
   std::vector<double> per_task(n, 0.0);  // d_i
   std::vector<char> blocked(n, 1);

@@ -1,5 +1,5 @@
-// gpusched/fairness/internal/demand_check.hpp — the input check both progressive-filling solvers
-// (flat DRF in drf.cpp, H-DRF in hdrf.cpp) make on one user's demand.
+// gpusched/fairness/internal/demand_check.hpp — what both progressive-filling solvers (flat DRF in
+// drf.cpp, H-DRF in hdrf.cpp) share: the input checks and the empty result they fill.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,26 @@
 #include "gpusched/fairness/drf.hpp"
 
 namespace gpusched::fairness::internal {
+
+// Every capacity finite and non-negative, or an error naming the first that is not.
+inline Status check_capacity(const Vector& capacity) {
+  for (Eigen::Index r = 0; r < capacity.size(); ++r)
+    if (!std::isfinite(capacity[r]) || capacity[r] < 0)
+      return Error{fmt::format("capacity[{}]: expected a finite non-negative amount, got {}", r, capacity[r])};
+  return {};
+}
+
+// n users (or tree nodes) with nothing allocated over `resources` resources, all "demand met".
+inline FractionalAllocation empty_allocation(std::size_t n, Eigen::Index resources) {
+  FractionalAllocation out;
+  out.tasks.assign(n, 0.0);
+  out.dominant_share.assign(n, 0.0);
+  out.stop.assign(n, StopReason::kDemandMet);
+  out.bottleneck.assign(n, -1);
+  out.used = Vector::Zero(resources);
+  out.saturated.assign(static_cast<std::size_t>(resources), false);
+  return out;
+}
 
 struct DemandCheck {
   bool any = false;         // the task needs some resource
