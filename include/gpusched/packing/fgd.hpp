@@ -37,14 +37,15 @@
 // (docs/bench-packing.md has the measurements), and FGD-OC charges each placement, in the same unit
 // as F (milli-GPU), for the future allocation it gives up:
 //
-//   1. Packing loss. Which shares end up together on a GPU decides the waste: two 470s leave 60 that
-//      almost nothing fills. The cutting-stock LP over the workload's shares (Gilmore & Gomory; solved
-//      once, by `sim::share_prices`) prices every share size s at π(s), the fraction of a GPU it is
-//      worth in an optimal packing (dual feasibility: no pattern is worth more than one GPU). With
-//      K(h) the most a free share h can still be worth (a knapsack over π), putting s on a GPU with h
-//      free loses K(h) − π(s) − K(h − s) ≥ 0: zero exactly when the GPU stays on an optimal pattern.
-//      The loss is weighted 100 (kPackingLossWeight), so a GPU that loses nothing beats every GPU that
-//      does; among those, FGD's measure decides as before.
+//   1. Packing loss. Which shares end up together on a GPU decides the waste: a 470 beside a 320
+//      leaves 210, where only the trace's rare 160s and smaller fit. The cutting-stock LP over the
+//      workload's shares (Gilmore & Gomory; solved once, by `sim::cutting_stock_prices`) prices every
+//      share size s at π(s), the fraction of a GPU it is worth in an optimal packing (dual
+//      feasibility: no pattern is worth more than one GPU). With K(h) the most a free share h can
+//      still be worth (a knapsack over π), putting s on a GPU with h free loses
+//      K(h) − π(s) − K(h − s) ≥ 0: zero exactly when the GPU stays on an optimal pattern. The loss is
+//      weighted 100 (kPackingLossWeight), so a GPU that loses nothing beats every GPU that does;
+//      among those, FGD's measure decides as before.
 //   2. CPU stranding. A node's free GPU share is usable only with CPU beside it; at the workload's
 //      CPU per GPU milli c (its GPU shapes' average), share above free CPU / c is stranded. The cost is
 //      the change of max(0, free share − free CPU / c). It sends CPU-only and CPU-heavy tasks to nodes
@@ -84,7 +85,8 @@ struct TargetShape {
 };
 
 // A shared GPU size and its price: the fraction of a GPU an item of that size is worth in an optimal
-// packing of the workload's shares (a dual solution of the cutting-stock LP, `sim::share_prices`).
+// packing of the workload's shares (a dual solution of the cutting-stock LP,
+// `sim::cutting_stock_prices`).
 struct SharePrice {
   MilliGpu size = 0;
   double price = 0;
