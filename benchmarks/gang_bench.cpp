@@ -20,22 +20,16 @@
 #include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
+#include "gpusched/core/random.hpp"
 #include "gpusched/gang/gang.hpp"
 
 namespace {
 
 using namespace gpusched;
 
-std::uint64_t splitmix(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 ClusterState& state() {
   static ClusterState s = [] {
-    std::uint64_t seed = 6;
+    SplitMix64 rng{6};
     std::vector<NodeSpec> specs(10000);
     for (std::size_t i = 0; i < specs.size(); ++i) {
       NodeSpec& n = specs[i];
@@ -43,8 +37,8 @@ ClusterState& state() {
       n.cpu = 192000;
       n.memory = 2048 * kGiB;
       n.gpus.assign(8, GpuSpec{"H100-80GB"});
-      if (splitmix(seed) % 10 >= 8) {
-        const auto used = 1 + splitmix(seed) % 7;
+      if (rng.next() % 10 >= 8) {
+        const auto used = 1 + rng.next() % 7;
         for (std::size_t g = 0; g < used; ++g) n.gpus[g].used_milli = 1000;
       }
       n.labels = {{"topology.kubernetes.io/block", fmt::format("block-{}", i / 1024)},

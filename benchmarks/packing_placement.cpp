@@ -9,16 +9,9 @@ namespace {
 
 using namespace gpusched;
 
-std::uint64_t splitmix(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 // Each GPU is in use with probability 0.7; each node's CPU and memory are used in proportion.
 Cluster make_cluster(std::size_t nodes) {
-  std::uint64_t seed = 42;
+  SplitMix64 rng{42};
   std::vector<NodeSpec> specs(nodes);
   for (std::size_t i = 0; i < nodes; ++i) {
     NodeSpec& n = specs[i];
@@ -28,7 +21,7 @@ Cluster make_cluster(std::size_t nodes) {
     n.gpus.assign(8, GpuSpec{"H100-80GB"});
     int used = 0;
     for (auto& g : n.gpus)
-      if (splitmix(seed) % 10 < 7) {
+      if (rng.next() % 10 < 7) {
         g.used_milli = 1000;
         ++used;
       }

@@ -5,19 +5,16 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "gpusched/core/random.hpp"
 #include "gpusched/fairness/drf.hpp"
 
 namespace gpusched::fairness::testing {
 
+// gpusched::SplitMix64's sequence, reduced differently (below), so the recorded instances stay.
 struct SplitMix {
-  std::uint64_t state;
-  explicit SplitMix(std::uint64_t seed) : state(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  SplitMix64 gen;
+  explicit SplitMix(std::uint64_t seed) : gen(seed) {}
+  std::uint64_t next() { return gen.next(); }
   // In [0, n), 0 < n < 2^32: Lemire's multiply-shift on the high 32 bits (bias below n / 2^32).
   std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
 };

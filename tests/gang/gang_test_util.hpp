@@ -13,19 +13,17 @@
 #include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
+#include "gpusched/core/random.hpp"
 #include "gpusched/gang/gang.hpp"
 
 namespace gpusched::gang_testing {
 
+// gpusched::SplitMix64's sequence with a reduction of its own (uniform), kept so the oracle's
+// instances stay as they were.
 struct Rng {
-  std::uint64_t state;
-  explicit Rng(std::uint64_t seed) : state(seed) {}
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  SplitMix64 gen;
+  explicit Rng(std::uint64_t seed) : gen(seed) {}
+  std::uint64_t next() { return gen.next(); }
   // In [lo, hi]: multiply-shift reduction of the high 32 bits (ours, platform independent).
   std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
     const auto span = static_cast<std::uint64_t>(hi - lo + 1);

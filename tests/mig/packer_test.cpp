@@ -4,9 +4,11 @@
 #include <bit>
 #include <tuple>
 
+#include "gpusched/core/random.hpp"
 #include "gpusched/mig/packer.hpp"
 
 using namespace gpusched::mig;
+using gpusched::SplitMix64;
 
 namespace {
 
@@ -14,13 +16,6 @@ const MigCatalog& cat() { return MigCatalog::builtin(); }
 MigModelId model(std::string_view name) { return *cat().find(name); }
 MigRequest req(std::string_view name) { return MigRequest::from_name(cat(), name).value(); }
 
-std::uint64_t splitmix64(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-std::uint32_t below(std::uint64_t& s, std::uint32_t n) { return static_cast<std::uint32_t>(splitmix64(s) % n); }
 
 }  // namespace
 
@@ -112,24 +107,24 @@ namespace {
 std::string fmt_node(int g) { return "node-" + std::to_string(g / 4); }
 
 // A random cluster of mixed models with random valid layouts, some instances busy.
-MigState random_state(std::uint64_t& seed, int gpus) {
+MigState random_state(SplitMix64& rng, int gpus) {
   MigState st(cat());
   const MigModelId models[] = {model("A100-SXM4-40GB"), model("H100-80GB"), model("A30-24GB")};
   MigNodeId node = 0;
   for (int g = 0; g < gpus; ++g) {
     if (g % 4 == 0) node = st.add_node(fmt_node(g)).value();
-    const MigModelId m = models[below(seed, 3)];
+    const MigModelId m = models[rng.below(3)];
     auto id = st.add_gpu(node, m).value();
     const MigGpuSpec& spec = cat().spec(m);
-    const int tries = static_cast<int>(below(seed, 6));
+    const int tries = static_cast<int>(rng.below(6));
     for (int t = 0; t < tries; ++t) {
-      const int p = static_cast<int>(below(seed, static_cast<std::uint32_t>(spec.profiles.size())));
+      const int p = static_cast<int>(rng.below(static_cast<std::uint32_t>(spec.profiles.size())));
       const SlotMask s = feasible_starts(spec, st.occupancy(id), p);
       if (!s) continue;
-      int pick = static_cast<int>(below(seed, static_cast<std::uint32_t>(std::popcount(static_cast<unsigned>(s)))));
+      int pick = static_cast<int>(rng.below(static_cast<std::uint32_t>(std::popcount(static_cast<unsigned>(s)))));
       SlotMask rest = s;
       while (pick--) rest = static_cast<SlotMask>(rest & (rest - 1));
-      REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(rest)), below(seed, 2) == 0).ok());
+      REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(rest)), rng.below(2) == 0).ok());
     }
   }
   return st;
@@ -141,12 +136,12 @@ TEST_CASE("property: the packer's choice equals a brute-force scan of every GPU 
   const char* names[] = {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.6gb", "2g.12gb",
                          "3g.40gb", "1g.5gb+me", "2g.20gb"};
   for (std::uint64_t trial = 0; trial < 60; ++trial) {
-    std::uint64_t seed = trial * 7919 + 1;
-    MigState st = random_state(seed, 24);
+    SplitMix64 rng(trial * 7919 + 1);
+    MigState st = random_state(rng, 24);
     for (MigMode mode : {MigMode::kDynamic, MigMode::kStatic}) {
       FragAwarePlacer packer(mode, MigDemand::uniform(cat()));
       for (int step = 0; step < 40; ++step) {
-        const MigRequest r = req(names[below(seed, std::size(names))]);
+        const MigRequest r = req(names[rng.below(std::size(names))]);
         const MigDecision d = packer.decide(st, r);
         // Oracle: the stated rule over every GPU directly, no classes, no memo.
         auto oracle = [&](bool take) {
@@ -195,11 +190,11 @@ TEST_CASE("property: the packer's choice equals a brute-force scan of every GPU 
         }
         if (d.placed()) REQUIRE(st.apply(d).ok());
         // Occasionally a workload finishes.
-        if (below(seed, 3) == 0) {
-          const MigGpuId g = below(seed, static_cast<std::uint32_t>(st.gpu_count()));
+        if (rng.below(3) == 0) {
+          const MigGpuId g = rng.below(static_cast<std::uint32_t>(st.gpu_count()));
           for (const MigSlot& x : st.instances(g))
             if (x.busy) {
-              REQUIRE(st.release(g, x.start, below(seed, 2) == 0).ok());
+              REQUIRE(st.release(g, x.start, rng.below(2) == 0).ok());
               break;
             }
         }

@@ -5,9 +5,11 @@
 #include <bit>
 #include <map>
 
+#include "gpusched/core/random.hpp"
 #include "gpusched/mig/planner.hpp"
 
 using namespace gpusched::mig;
+using gpusched::SplitMix64;
 
 namespace {
 
@@ -16,13 +18,6 @@ MigModelId model(std::string_view name) { return *cat().find(name); }
 MigDemandItem item(std::string_view name, std::int64_t count) {
   return MigDemandItem{std::string(name), MigRequest::from_name(cat(), name).value(), count};
 }
-std::uint64_t splitmix64(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-std::uint32_t below(std::uint64_t& s, std::uint32_t n) { return static_cast<std::uint32_t>(splitmix64(s) % n); }
 
 // Checks a plan against the state it was made for: untouched busy instances, valid new layouts,
 // served counts consistent with the created instances.
@@ -130,10 +125,10 @@ TEST_CASE("property: plans are valid; on one empty GPU the plan serves the optim
   const MigGpuSpec& spec = cat().spec(model("A100-SXM4-40GB"));
   const auto layouts = maximal_layouts(spec);
   for (std::uint64_t trial = 0; trial < 200; ++trial) {
-    std::uint64_t seed = trial + 11;
+    SplitMix64 rng(trial + 11);
     std::vector<MigDemandItem> demand;
     for (const char* nm : names)
-      if (below(seed, 2)) demand.push_back(item(nm, below(seed, 4)));
+      if (rng.below(2)) demand.push_back(item(nm, rng.below(4)));
     MigState st(cat());
     auto n = st.add_node("n").value();
     REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
@@ -166,22 +161,22 @@ TEST_CASE("property: plans on random mixed clusters are valid") {
                          "2g.12gb"};
   const MigModelId models[] = {model("A100-SXM4-40GB"), model("H100-80GB"), model("A30-24GB")};
   for (std::uint64_t trial = 0; trial < 40; ++trial) {
-    std::uint64_t seed = trial * 31 + 5;
+    SplitMix64 rng(trial * 31 + 5);
     MigState st(cat());
     MigNodeId node = 0;
     for (int g = 0; g < 16; ++g) {
       if (g % 4 == 0) node = st.add_node("node-" + std::to_string(g / 4)).value();
-      const MigModelId m = models[below(seed, 3)];
+      const MigModelId m = models[rng.below(3)];
       auto id = st.add_gpu(node, m).value();
       const MigGpuSpec& spec = cat().spec(m);
-      for (int t = static_cast<int>(below(seed, 5)); t > 0; --t) {
-        const int p = static_cast<int>(below(seed, static_cast<std::uint32_t>(spec.profiles.size())));
+      for (int t = static_cast<int>(rng.below(5)); t > 0; --t) {
+        const int p = static_cast<int>(rng.below(static_cast<std::uint32_t>(spec.profiles.size())));
         const SlotMask s = feasible_starts(spec, st.occupancy(id), p);
-        if (s) REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(s)), below(seed, 2) == 0).ok());
+        if (s) REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(s)), rng.below(2) == 0).ok());
       }
     }
     std::vector<MigDemandItem> demand;
-    for (const char* nm : names) demand.push_back(item(nm, below(seed, 5)));
+    for (const char* nm : names) demand.push_back(item(nm, rng.below(5)));
     for (bool destroy : {true, false}) {
       MigPlan plan = plan_repartition(st, demand, MigPlanOptions{.destroy_idle = destroy});
       check_plan(st, demand, plan);

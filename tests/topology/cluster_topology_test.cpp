@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
+#include "gpusched/core/random.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 
 using namespace gpusched;
@@ -146,27 +147,20 @@ TEST_CASE("required rack: the best-fit rack, largest nodes first") {
 TEST_CASE("property: picks respect capacity and the required level, and are optimal in domain count") {
   // Oracle: a required-level pick is found iff some domain at that level (or a node) holds the
   // tasks; the chosen nodes never exceed their capacities and sum to the tasks.
-  std::uint64_t seed = 0x5eed;
-  auto next = [&] {
-    seed += 0x9e3779b97f4a7c15ULL;
-    std::uint64_t z = seed;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  SplitMix64 rng{0x5eed};
   for (int round = 0; round < 200; ++round) {
     std::vector<NodeSpec> nodes;
-    const int n = 1 + static_cast<int>(next() % 24);
+    const int n = 1 + static_cast<int>(rng.next() % 24);
     for (int i = 0; i < n; ++i)
-      nodes.push_back(gpu_node(fmt::format("n{}", i), 8, static_cast<int>(next() % 9),
-                               fmt::format("b{}", next() % 2), fmt::format("r{}", next() % 3)));
+      nodes.push_back(gpu_node(fmt::format("n{}", i), 8, static_cast<int>(rng.next() % 9),
+                               fmt::format("b{}", rng.next() % 2), fmt::format("r{}", rng.next() % 3)));
     Cluster c(nodes);
     auto s = state_of(c);
     auto t = ClusterTopology::from_labels(s, three_levels()).value();
-    const int per_task = 1 + static_cast<int>(next() % 4);
+    const int per_task = 1 + static_cast<int>(rng.next() % 4);
     const TaskRequest req = whole_gpus(s, per_task);
-    const int tasks = 1 + static_cast<int>(next() % 12);
-    const std::size_t level = next() % 2;
+    const int tasks = 1 + static_cast<int>(rng.next() % 12);
+    const std::size_t level = rng.next() % 2;
     auto pick = t.pick_nodes(s, req, tasks, {LevelMode::kRequired, level});
     // Oracle by brute force over domains.
     bool fits = false;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusched/core/random.hpp"
 #include "gpusched/topology/graph.hpp"
 #include "gpusched/topology/nvidia_smi.hpp"
 
@@ -31,13 +32,6 @@ NodeTopology load(const std::string& name) {
   auto t = parse_nvidia_smi_topo(fixture(name));
   REQUIRE(t.ok());
   return std::move(t).value();
-}
-
-std::uint64_t splitmix(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 G mask_to_set(std::uint32_t mask) {
@@ -181,15 +175,15 @@ TEST_CASE("bad input to score and best_gpus is a value with a reason") {
 }
 
 TEST_CASE("property: picks are k distinct free GPUs and exhaustive search is optimal") {
-  std::uint64_t seed = 7;
+  gpusched::SplitMix64 rng{7};
   for (const char* name : {"dgx1_v100.txt", "pcie_2socket.txt", "hgx_h100.txt"}) {
     const NodeTopology t = load(name);
     for (int round = 0; round < 40; ++round) {
-      const auto free_mask = static_cast<std::uint32_t>(splitmix(seed) & 0xff);
+      const auto free_mask = static_cast<std::uint32_t>(rng.next() & 0xff);
       const G free = mask_to_set(free_mask);
       if (free.empty()) continue;
-      const std::size_t k = 1 + splitmix(seed) % free.size();
-      const double bytes = static_cast<double>(1u << (splitmix(seed) % 28));
+      const std::size_t k = 1 + rng.next() % free.size();
+      const double bytes = static_cast<double>(1u << (rng.next() % 28));
       GpuPick p = t.best_gpus(free, k, {bytes});
       REQUIRE(p.found);
       CHECK(p.gpus.size() == k);
@@ -207,7 +201,7 @@ TEST_CASE("property: picks are k distinct free GPUs and exhaustive search is opt
 }
 
 TEST_CASE("property: adding NVLink never worsens a score") {
-  std::uint64_t seed = 99;
+  gpusched::SplitMix64 rng{99};
   for (int round = 0; round < 25; ++round) {
     // A random 6-GPU box: PCIe classes from random switch/socket assignment, random NV bonds.
     const std::size_t n = 6;
@@ -215,7 +209,7 @@ TEST_CASE("property: adding NVLink never worsens a score") {
     std::vector<int> sw(n), sock(n);
     for (std::size_t i = 0; i < n; ++i) {
       devs[i].name = "GPU" + std::to_string(i);
-      sw[i] = static_cast<int>(splitmix(seed) % 3);
+      sw[i] = static_cast<int>(rng.next() % 3);
       sock[i] = sw[i] / 2;
     }
     std::vector<PairLink> m(n * n);
@@ -227,8 +221,8 @@ TEST_CASE("property: adding NVLink never worsens a score") {
       }
     for (std::size_t a = 0; a < n; ++a)
       for (std::size_t b = a + 1; b < n; ++b)
-        if (m[a * n + b].cls == PairClass::kSys && splitmix(seed) % 2)
-          m[a * n + b] = m[b * n + a] = PairLink{PairClass::kNvLink, static_cast<std::uint8_t>(1 + splitmix(seed) % 2)};
+        if (m[a * n + b].cls == PairClass::kSys && rng.next() % 2)
+          m[a * n + b] = m[b * n + a] = PairLink{PairClass::kNvLink, static_cast<std::uint8_t>(1 + rng.next() % 2)};
     const NodeTopologyOptions opt{.nvlink_generation = 2, .pcie_generation = 3, .upi_links = 2};
     auto before = NodeTopology::build(devs, m, opt);
     REQUIRE(before.ok());
@@ -239,7 +233,7 @@ TEST_CASE("property: adding NVLink never worsens a score") {
       for (std::size_t b = a + 1; b < n; ++b)
         if (m[a * n + b].cls == PairClass::kSys || m[a * n + b].cls == PairClass::kNvLink) cand.emplace_back(a, b);
     if (cand.empty()) continue;
-    auto [a, b] = cand[splitmix(seed) % cand.size()];
+    auto [a, b] = cand[rng.next() % cand.size()];
     PairLink up = m[a * n + b].cls == PairClass::kSys ? PairLink{PairClass::kNvLink, 1}
                                                       : PairLink{PairClass::kNvLink, static_cast<std::uint8_t>(m[a * n + b].nvlinks + 1)};
     m[a * n + b] = m[b * n + a] = up;
