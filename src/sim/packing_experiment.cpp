@@ -238,8 +238,7 @@ Result<ExperimentReport> run_experiment(const TraceWorkload& w, const Experiment
     if (sum.policy == config.reference_policy) ref = sum.per_seed_at_100;
     rep.policies.push_back(std::move(sum));
   }
-  rep.reference_ran = !ref.empty();
-  if (rep.reference_ran)
+  if (!ref.empty())
     for (auto& sum : rep.policies) {
       if (sum.policy == config.reference_policy) continue;
       std::vector<double> d(ns);

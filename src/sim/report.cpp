@@ -36,8 +36,9 @@ std::string report_table(const ExperimentReport& r) {
       r.trace, r.nodes, r.gpus, r.pods, r.target_ratio * 100, seeds_text(r.seeds));
   out += fmt::format("{:<14} {:>16} {:>8} {:>18} {:>10} {:>10}\n", "policy", "unalloc@100% (%)", "sd",
                      fmt::format("vs {} (paired)", r.reference_policy), "placed", "failed");
+  const bool paired = r.has_reference();
   for (const auto& p : r.policies) {
-    std::string vs = p.policy == r.reference_policy || !r.reference_ran
+    std::string vs = p.policy == r.reference_policy || !paired
                          ? std::string("-")
                          : fmt::format("{:+.2f} ± {:.2f}", p.paired_diff_mean, p.paired_diff_stderr);
     out += fmt::format("{:<14} {:>16.2f} {:>8.2f} {:>18} {:>10.0f} {:>10.0f}\n", p.policy, p.mean_at_100,
@@ -67,7 +68,7 @@ std::string report_json(const ExperimentReport& r) {
     o["unallocated_gpu_pct_at_100"] = p.mean_at_100;
     o["unallocated_gpu_pct_at_100_stddev"] = p.stddev_at_100;
     o["unallocated_gpu_pct_at_100_per_seed"] = p.per_seed_at_100;
-    if (r.reference_ran) {
+    if (r.has_reference()) {
       o["paired_diff_vs_reference"] = p.paired_diff_mean;
       o["paired_diff_vs_reference_stderr"] = p.paired_diff_stderr;
     } else {

@@ -160,7 +160,7 @@ TEST_CASE("experiment: deterministic, and bad configuration is an error value") 
   REQUIRE(b.ok());
   for (std::size_t i = 0; i < a->runs.size(); ++i) CHECK(a->runs[i].curve == b->runs[i].curve);
   // Without the reference policy there is nothing to pair with: "-" in the table, null in JSON.
-  REQUIRE_FALSE(a->reference_ran);
+  REQUIRE_FALSE(a->has_reference());
   CHECK(report_table(*a).find("+0.00") == std::string::npos);
   CHECK(nlohmann::json::parse(report_json(*a))["policies"][0]["paired_diff_vs_reference"].is_null());
   cfg.policies = {"Nope"};

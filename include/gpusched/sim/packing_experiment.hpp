@@ -24,6 +24,7 @@
 //   auto report = gpusched::sim::run_experiment(w, cfg).value();
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -98,8 +99,14 @@ struct ExperimentReport {
   std::vector<double> lower_bound_per_seed; // at 100 %; empty when not computed
   double lower_bound_mean = 0, lower_bound_stddev = 0;
   std::string reference_policy;
-  bool reference_ran = false;  // false: no paired comparisons (the table prints "-", JSON null)
   double seconds = 0;
+
+  // Whether the reference policy was among those run; without it there are no paired comparisons
+  // (the table prints "-", JSON null).
+  bool has_reference() const {
+    return std::any_of(policies.begin(), policies.end(),
+                       [&](const PolicySummary& p) { return p.policy == reference_policy; });
+  }
 };
 
 // Fails on an unknown policy name or an empty seed list.
