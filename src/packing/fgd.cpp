@@ -65,8 +65,7 @@ struct FgdCosts {
   std::vector<double> best_fill;  // K(h), h = 0..1000: the most a free share h can still hold
   double cpu_per_gpu_milli = 0;
   std::vector<double> kappa = std::vector<double>(256, 0.0);  // by GpuModelId
-  std::size_t prepared_nodes = 0;
-  bool prepared = false;
+  const ClusterState* prepared_for = nullptr;  // the state kappa was computed for
 
   FgdCosts(const FgdOptions& o, const TargetWorkload& w, double cpu_per_gpu)
       : packing(o.packing_loss && !w.share_prices.empty()), stranding(o.cpu_stranding && cpu_per_gpu > 0),
@@ -100,14 +99,12 @@ struct FgdCosts {
     return std::max(0.0, best_fill[h] - value[sz] - best_fill[h - sz]);
   }
 
-  double stranded(double cpu_free, double gpu_free) const {
-    return std::max(0.0, gpu_free - cpu_free / cpu_per_gpu_milli);
-  }
+  // GPU share beyond what the free CPU can serve at c CPU milli per GPU milli (c > 0).
+  static double stranded(double cpu_free, double gpu_free, double c) { return std::max(0.0, gpu_free - cpu_free / c); }
 
   // κ from the cluster's GPU supply by model and the restricted demand (fgd.hpp, term 3).
   void prepare(const ClusterState& state, const TargetWorkload& w) {
-    prepared = true;
-    prepared_nodes = state.node_count();
+    prepared_for = &state;
     std::fill(kappa.begin(), kappa.end(), 0.0);
     if (!scarcity || w.gpu_demand <= 0) return;
     std::vector<double> supply(256, 0.0);
@@ -166,8 +163,9 @@ Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const Tas
   if (costs && costs->stranding) {
     std::int64_t free = 0;
     for (const Slot& sl : slots) free += sl.free;
-    node_cost = costs->stranded(static_cast<double>(cpu_after), static_cast<double>(free - shape.total_gpu_milli())) -
-                costs->stranded(static_cast<double>(cpu_free), static_cast<double>(free));
+    const double c = costs->cpu_per_gpu_milli;
+    node_cost = FgdCosts::stranded(static_cast<double>(cpu_after), static_cast<double>(free - shape.total_gpu_milli()), c) -
+                FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(free), c);
   }
   auto scarcity = [&](std::size_t slot, MilliGpu milli) {
     return costs && costs->scarcity ? costs->kappa[slots[slot].model] * static_cast<double>(milli) : 0.0;
@@ -409,10 +407,14 @@ double FgdPolicy::model_scarcity(GpuModelId model) const { return costs_ ? costs
 
 double FgdPolicy::stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const {
   if (cpu_per_gpu_milli_ <= 0) return 0.0;
-  return std::max(0.0, static_cast<double>(gpu_free) - static_cast<double>(cpu_free) / cpu_per_gpu_milli_);
+  return FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(gpu_free), cpu_per_gpu_milli_);
 }
 
 const GpuPicker& FgdPolicy::gpu_picker() const { return *picker_; }
+
+std::int64_t FgdPolicy::score_of(double before, double after) const {
+  return options_.integer_sigmoid_score ? fgd_score(before, after) : exact_score(before, after);
+}
 
 std::size_t FgdPolicy::active_classes() const { return index_ ? index_->active.size() : 0; }
 
@@ -456,7 +458,7 @@ std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const
 FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
-  if (costs_ && (!costs_->prepared || costs_->prepared_nodes != state.node_count())) costs_->prepare(state, workload_);
+  if (costs_ && costs_->prepared_for != &state) costs_->prepare(state, workload_);
   std::vector<Slot> slots(state.gpu_count(node));
   for (std::size_t g = 0; g < slots.size(); ++g)
     slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
@@ -471,7 +473,7 @@ FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node
   c.frag_after = e.after;
   c.cost = e.cost;
   c.gpu = e.slot;
-  c.score = options_.integer_sigmoid_score ? fgd_score(e.before, e.after + e.cost) : exact_score(e.before, e.after + e.cost);
+  c.score = score_of(e.before, e.after + e.cost);
   return c;
 }
 
@@ -524,8 +526,7 @@ NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) 
         }, costs_.get());
         if (e.fits) {
           m.state = 1;
-          const double after = e.after + e.cost;
-          m.score = options_.integer_sigmoid_score ? fgd_score(e.before, after) : exact_score(e.before, after);
+          m.score = score_of(e.before, e.after + e.cost);
           std::int64_t free = 0;
           for (const Slot& s : c.slots) free += s.free;
           m.secondary = secondary_of(c.cpu, free, request);

@@ -175,6 +175,8 @@ class FgdPolicy : public TracePolicy {
  private:
   struct Index;
   NodeId select_scan(const ClusterState& state, const TaskRequest& request) const;
+  // The node score of a change of F (plus FGD-OC's cost): the paper's integer or the exact one.
+  std::int64_t score_of(double before, double after) const;
   std::int64_t secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const;
   std::int64_t secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const;
   double cpu_per_gpu_milli_ = 0;
