@@ -119,45 +119,15 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
   p.capacity_ = std::move(capacity);
   p.free_ = std::move(free);
   p.queues_ = std::move(queues);
-  p.index_names();
+  for (std::size_t q = 0; q < p.queues_.size(); ++q) p.queue_by_name_.emplace(p.queues_[q].name, q);
   return p;
 }
 
-namespace {
-// FNV-1a (64-bit): queue names are short, and this hashes them in a few cycles a byte.
-std::uint64_t name_hash(std::string_view name) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
+std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
+  const auto it = queue_by_name_.find(name);
+  if (it == queue_by_name_.end()) return std::nullopt;
+  return it->second;
 }
-}  // namespace
-
-void FairSharePlanner::index_names() {
-  std::size_t size = 16;
-  while (size < 2 * queues_.size()) size *= 2;
-  name_slots_.assign(size, NameSlot{});
-  names_.clear();
-  for (const auto& q : queues_) names_.push_back(q.name);
-  for (std::size_t q = 0; q < queues_.size(); ++q) {
-    const std::uint64_t h = name_hash(queues_[q].name);
-    std::size_t at = h & (size - 1);
-    while (name_slots_[at].queue != NameSlot::kEmpty) at = (at + 1) & (size - 1);
-    name_slots_[at] = NameSlot{h, static_cast<std::uint32_t>(q)};
-  }
-}
-
-std::optional<std::size_t> FairSharePlanner::queue_index(std::string_view name) const {
-  if (name_slots_.empty()) return std::nullopt;
-  const std::uint64_t h = name_hash(name);
-  const std::size_t mask = name_slots_.size() - 1;
-  for (std::size_t at = h & mask;; at = (at + 1) & mask) {
-    const NameSlot& slot = name_slots_[at];
-    if (slot.queue == NameSlot::kEmpty) return std::nullopt;
-    if (slot.hash == h && names_[slot.queue] == name) return slot.queue;
-  }
-}
-
-std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const { return queue_index(name); }
 
 namespace {
 
@@ -501,7 +471,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   for (std::size_t j = 0; j < nj; ++j) {
     const PendingJob& job = jobs[j];
     const std::int64_t p = effective_priority(job, aging);
-    const auto q = queue_index(job.queue);
+    const auto q = find_queue(job.queue);
     if (!q || !leaf_[*q]) {
       plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
       queue_of.push_back(kNoQueue);

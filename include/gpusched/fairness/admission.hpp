@@ -34,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gpusched/core/result.hpp"
@@ -198,17 +199,12 @@ class FairSharePlanner {
   std::vector<char> leaf_;
   std::vector<std::size_t> topo_;          // parents before children
   QuotaBook book_;
-  // Queue names by hash (open addressing, FNV-1a): resolving 100,000 jobs' queue names through a
-  // std::map or std::unordered_map was a visible part of planning.
-  struct NameSlot {
-    static constexpr std::uint32_t kEmpty = ~std::uint32_t{0};
-    std::uint64_t hash = 0;
-    std::uint32_t queue = kEmpty;
+  // Queue index by name, looked up by string_view without allocating.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::vector<NameSlot> name_slots_;
-  std::vector<std::string> names_;  // the queues' names, adjacent (compared on a hash match)
-  void index_names();
-  std::optional<std::size_t> queue_index(std::string_view name) const;
+  std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> queue_by_name_;
 
   FairSharePlanner() = default;
 };
