@@ -1,19 +1,59 @@
 // gpusched/core/result.hpp — error values for input handling.
 //
-// Readers and validators return `Result<T>`: either a value or an `Error` whose message names the
-// offending field and value ("nodes[3].gpus: expected a non-negative integer, got -2"). Policy code
-// does not use `Error` for infeasibility: an unplaceable job is a normal answer with reasons (see
-// gpusched/packing/placement.hpp), not a failure.
+// Readers and validators return `Result<T>`: either a value or an `Error` with a code, the path of
+// the offending field ("nodes[3].gpus") and a message naming it and its value ("nodes[3].gpus:
+// expected a non-negative integer, got -2"). No exception crosses the library's API. Policy code
+// does not use `Error` for infeasibility: an unplaceable job is a normal answer with a verdict and
+// reasons (see gpusched/core/outcome.hpp), not a failure.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
 namespace gpusched {
 
+// What kind of input error it is, so callers (the C API, bindings, an orchestrator) can branch on it
+// without parsing the message.
+enum class ErrorCode : std::uint8_t {
+  kInvalidValue = 0,  // wrong type, negative, out of the documented range
+  kMissingField,
+  kUnknownField,      // a field no reader of this format knows (see docs/formats.md: rejected)
+  kDuplicate,         // a duplicate name or id
+  kUnknownName,       // a reference to something not defined (GPU model, queue, group, node)
+  kOverflow,          // a quantity or a sum beyond the representable range
+  kLimit,             // a size or nesting depth over the reader's bound
+  kParse,             // malformed text (JSON, YAML, CSV, nvidia-smi output)
+  kInconsistent,      // values that contradict each other (a layout that overlaps, min > max)
+  kIo,                // a file that cannot be read or written
+  kState,             // an operation the current state refuses (over-allocation, unknown node)
+};
+
+constexpr std::string_view error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kInvalidValue: return "invalid_value";
+    case ErrorCode::kMissingField: return "missing_field";
+    case ErrorCode::kUnknownField: return "unknown_field";
+    case ErrorCode::kDuplicate: return "duplicate";
+    case ErrorCode::kUnknownName: return "unknown_name";
+    case ErrorCode::kOverflow: return "overflow";
+    case ErrorCode::kLimit: return "limit";
+    case ErrorCode::kParse: return "parse";
+    case ErrorCode::kInconsistent: return "inconsistent";
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kState: return "state";
+  }
+  return "?";
+}
+
+// `message` is complete on its own (it already names the field); `field` is the path alone, for
+// programs ("nodes[3].gpus", empty when the error is about no one field).
 struct Error {
   std::string message;
+  ErrorCode code = ErrorCode::kInvalidValue;
+  std::string field;
 };
 
 template <class T>
