@@ -230,7 +230,8 @@ int run_fairshare(const FairshareOptions& opt) {
   // Jobs: the file's job model plus the two admission fields only this command reads (submit_time
   // and priority_class); the library turns each into the planner's record.
   fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
-  std::vector<fairness::PendingJob> pending;
+  std::vector<fairness::WithAdmissionFields> views;
+  views.reserve(jobs->jobs.size());
   std::int64_t latest_submit = 0;
   for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
     const Job& job = jobs->jobs[j];
@@ -252,17 +253,19 @@ int run_fairshare(const FairshareOptions& opt) {
     if (auto it = raw.find("submit_time"); it != raw.end())
       submitted = read_int(*it, fmt::format("{}: jobs[{}].submit_time", opt.jobs_file, j), 0);
     latest_submit = std::max(latest_submit, submitted);
-    const fairness::WithAdmissionFields view(job, std::move(klass), submitted);
-    auto p = fairness::pending_job_from_view(view, space, reg, classes);
-    if (!p) throw InputError(fmt::format("{}: jobs[{}].{}", opt.jobs_file, j, p.error().message));
-    pending.push_back(std::move(*p));
+    views.emplace_back(job, std::move(klass), submitted);
   }
   if (opt.now) qf.aging.now = *opt.now;
   else if (!qf.now_given) qf.aging.now = latest_submit;
 
   auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
   if (!planner) throw InputError(fmt::format("{}: {}", opt.queues_file, planner.error().message));
-  const fairness::AdmissionPlan plan = planner->plan(pending, qf.aging);
+  std::vector<const JobView*> job_views;
+  for (const auto& v : views) job_views.push_back(&v);
+  auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, qf.aging);
+  if (!planned) throw InputError(fmt::format("{}: {}", opt.jobs_file, planned.error().message));
+  const std::vector<fairness::PendingJob>& pending = planned->records;
+  const fairness::AdmissionPlan& plan = planned->plan;
 
   auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
   auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };

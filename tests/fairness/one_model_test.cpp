@@ -3,6 +3,7 @@
 // jobs, and pending reasons in the one answer vocabulary (core/outcome.hpp).
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -86,6 +87,37 @@ TEST_CASE("one model: a JobView becomes the planner's record (groups, models, cl
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().code == ErrorCode::kUnknownName);
   CHECK(unknown.error().field == "priority_class");
+}
+
+TEST_CASE("one model: plan_jobs plans job views; a bad job is an error naming it") {
+  const auto registry = GpuModelRegistry::builtin();
+  ResourceSpace space;
+  std::vector<QueueConfig> queues(1);
+  queues[0].name = "vision";
+  const Amounts capacity = amounts({8000, 64 * kGi});
+  const auto planner = FairSharePlanner::build(space, capacity, capacity, queues).value();
+  Job early, late;
+  early.job_name = "early";
+  late.job_name = "late";
+  early.queue_name = late.queue_name = "vision";
+  early.groups = late.groups = {group(1, 6000, 0)};  // 6 of 8 cores: only one fits
+  // "late" is listed first but submitted later: the earlier submission is admitted.
+  const WithAdmissionFields a(late, "", 200), b(early, "", 100);
+  const std::vector<const JobView*> views{&a, &b};
+  auto planned = plan_jobs(planner, views, registry);
+  REQUIRE(planned.ok());
+  REQUIRE(planned->records.size() == 2);
+  REQUIRE(planned->plan.admitted.size() == 1);
+  CHECK(planned->records[planned->plan.admitted[0].job].name == "early");
+  CHECK(planned->plan.pending.at(0).job == 0);
+
+  Job huge = late;
+  huge.groups = {group(3, std::numeric_limits<std::int64_t>::max() / 2, 0)};
+  const std::vector<const JobView*> bad{&a, &huge};
+  auto refused = plan_jobs(planner, bad, registry);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kOverflow);
+  CHECK(refused.error().field == "jobs[1].groups[0].cpu");
 }
 
 TEST_CASE("one model: per-queue usage from running jobs and where they run") {

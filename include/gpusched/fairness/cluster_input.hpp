@@ -63,6 +63,16 @@ Result<PendingJob> pending_job_from_view(const JobView& job, const ResourceSpace
 // resource space names flavors by the registry's names.
 std::string canonical_model_name(const GpuModelRegistry& registry, std::string_view name);
 
+// The planner over job views: each job's record (pending_job_from_view; errors prefixed with
+// "jobs[i].") and the plan made from them. `records[k]` is job k's record; plan indices refer to it.
+struct JobModelPlan {
+  std::vector<PendingJob> records;
+  AdmissionPlan plan;
+};
+Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, std::span<const JobView* const> jobs,
+                               const GpuModelRegistry& registry, const PriorityClasses& classes = {},
+                               const AgingPolicy& aging = {});
+
 // A job view with the two admission fields set beside it, for a caller whose own job view does not
 // carry them (the CLI's jobs file keeps them outside the job model); forwards everything else.
 class WithAdmissionFields final : public JobView {
@@ -260,6 +270,21 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
                                                detail::fairness_text("queue: usage of queue \"", job.queue(), "\" exceeds a 64-bit amount (overflow)")));
   }
   return usage;
+}
+
+inline Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, std::span<const JobView* const> jobs,
+                                      const GpuModelRegistry& registry, const PriorityClasses& classes,
+                                      const AgingPolicy& aging) {
+  JobModelPlan out;
+  out.records.reserve(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    auto record = pending_job_from_view(*jobs[j], planner.space(), registry, classes);
+    if (!record)
+      return detail::fairness_error(record.error().code, detail::fairness_text("jobs[", j, "].", record.error().message));
+    out.records.push_back(std::move(*record));
+  }
+  out.plan = planner.plan(out.records, aging);
+  return out;
 }
 
 }  // namespace gpusched::fairness
