@@ -61,13 +61,20 @@ inline std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging)
   return steps * aging.step;
 }
 
+namespace detail {
+// priority + aging boost into `out`; false when the sum overflows (then `out` is unspecified).
+inline bool fairness_add_priority(const PendingJob& job, const AgingPolicy& aging, std::int64_t& out) {
+  return !__builtin_add_overflow(job.priority, aging_boost(job, aging), &out);
+}
+}  // namespace detail
+
 inline Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging) {
-  const std::int64_t boost = aging_boost(job, aging);
   std::int64_t out = 0;
-  if (__builtin_add_overflow(job.priority, boost, &out))
+  if (!detail::fairness_add_priority(job, aging, out))
     return detail::fairness_error(ErrorCode::kOverflow,
-                                  detail::fairness_text("priority: ", job.priority, " plus an aging boost of ", boost,
-                                                        " exceeds the largest priority (", std::numeric_limits<std::int64_t>::max(), ")"));
+                                  detail::fairness_text("priority: ", job.priority, " plus an aging boost of ",
+                                                        aging_boost(job, aging), " exceeds the largest priority (",
+                                                        std::numeric_limits<std::int64_t>::max(), ")"));
   return out;
 }
 
@@ -91,8 +98,8 @@ inline const char* request_problem(const PendingJob& job, Eigen::Index dimension
 }
 
 inline std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
-  auto p = checked_effective_priority(job, aging);
-  return p ? *p : std::numeric_limits<std::int64_t>::max();
+  std::int64_t out = 0;
+  return detail::fairness_add_priority(job, aging, out) ? out : std::numeric_limits<std::int64_t>::max();
 }
 
 inline Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
@@ -591,9 +598,10 @@ inline AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, co
   bool any_queued = false;
   for (std::size_t j = 0; j < nj; ++j) {
     const PendingJob& job = jobs[j];
-    const std::int64_t p = effective_priority(job, aging);
+    std::int64_t p = 0;
+    const bool priority_overflows = !detail::fairness_add_priority(job, aging, p);
+    if (priority_overflows) p = std::numeric_limits<std::int64_t>::max();
     const auto q = find_queue(job.queue);
-    const bool priority_overflows = aging.interval > 0 && !checked_effective_priority(job, aging);
     if (priority_overflows || request_problem(job, m) != nullptr) {
       // Reported, never planned: a wrapped priority or request total would be a wrong answer.
       plan.pending.push_back({j, q && leaf_[*q] ? *q : SIZE_MAX,

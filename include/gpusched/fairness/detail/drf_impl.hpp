@@ -172,7 +172,7 @@ inline DrfSorter::ClientId DrfSorter::add(double weight) {
   const auto id = static_cast<ClientId>(weight_.size());
   weight_.push_back(weight);
   share_.push_back(0.0);
-  exact_.push_back(detail::ExactShare{0, 0, weight});
+  exact_.push_back(detail::fairness_zero_share(weight));
   alloc_.resize(alloc_.size() + resources(), 0);
   heap_.push(id);
   return id;
@@ -185,9 +185,9 @@ inline void DrfSorter::refresh(ClientId c) {
     if (total_[static_cast<Eigen::Index>(r)] > 0)
       best = std::max(best, static_cast<double>(a[r]) / static_cast<double>(total_[static_cast<Eigen::Index>(r)]));
   share_[c] = best / weight_[c];
-  exact_[c] = detail::fairness_dominant_fraction(
-      resources(), [a](std::size_t r) { return a[r]; },
-      [this](std::size_t r) { return total_[static_cast<Eigen::Index>(r)]; }, weight_[c]);
+  detail::fairness_set_dominant_fraction(
+      exact_[c], resources(), [a](std::size_t r) { return a[r]; },
+      [this](std::size_t r) { return total_[static_cast<Eigen::Index>(r)]; });
   heap_.update(c);  // only this client moves (no-op when inactive)
 }
 

@@ -62,59 +62,82 @@ inline FairnessU192 fairness_product3(std::uint64_t a, std::uint64_t b, std::uin
   return out;
 }
 
-// A positive finite double as mantissa · 2^exponent with an integer mantissa below 2^53.
+// A positive finite double as mantissa · 2^exponent with an odd integer mantissa below 2^53
+// (trailing zero bits moved into the exponent, so small integer weights have small mantissas).
 struct FairnessBinaryWeight {
   std::uint64_t mantissa = 1;
   int exponent = 0;
+  FairnessBinaryWeight() = default;
   explicit FairnessBinaryWeight(double w) {
     int e = 0;
     const double f = std::frexp(w, &e);  // w = f · 2^e, f in [0.5, 1)
     mantissa = static_cast<std::uint64_t>(std::ldexp(f, 53));
     exponent = e - 53;
+    if (mantissa == 0) return;
+    const int zeros = std::countr_zero(mantissa);
+    mantissa >>= zeros;
+    exponent += zeros;
   }
 };
 
 // The exact weighted dominant share num / (den · weight); den == 0 means the share is 0 (nothing
-// held of any resource with capacity).
+// held of any resource with capacity). The weight is kept as the double (for the fast path of equal
+// weights) and in binary form (for the general path), decomposed once when the share is set.
 struct ExactShare {
   std::int64_t num = 0;
   std::int64_t den = 0;
   double weight = 1.0;
+  FairnessBinaryWeight binary{1.0};
+
+  ExactShare() = default;
+  ExactShare(std::int64_t numerator, std::int64_t denominator, double w)
+      : num(numerator), den(denominator), weight(w), binary(w) {}
 };
 
 // Exact three-way comparison of two weighted dominant shares.
 inline std::strong_ordering compare_exact_shares(const ExactShare& a, const ExactShare& b) {
   const bool a_zero = a.num <= 0 || a.den <= 0, b_zero = b.num <= 0 || b.den <= 0;
   if (a_zero || b_zero) return b_zero <=> a_zero;  // zero is least; two zeros are equal
-  const FairnessBinaryWeight wa(a.weight), wb(b.weight);
+  // Equal weights (the common case: a few weight classes): num_a · den_b vs num_b · den_a in 128 bits.
+  if (a.weight == b.weight)
+    return static_cast<FairnessU128>(a.num) * static_cast<std::uint64_t>(b.den) <=>
+           static_cast<FairnessU128>(b.num) * static_cast<std::uint64_t>(a.den);
+  const FairnessBinaryWeight& wa = a.binary;
+  const FairnessBinaryWeight& wb = b.binary;
   const FairnessU192 left = fairness_product3(static_cast<std::uint64_t>(a.num), static_cast<std::uint64_t>(b.den), wb.mantissa);
   const FairnessU192 right = fairness_product3(static_cast<std::uint64_t>(b.num), static_cast<std::uint64_t>(a.den), wa.mantissa);
+  const auto digits = [](const FairnessU192& l, const FairnessU192& r) {
+    for (int i = 2; i >= 0; --i)
+      if (l.limb[i] != r.limb[i]) return l.limb[i] <=> r.limb[i];
+    return std::strong_ordering::equal;
+  };
+  if (wa.exponent == wb.exponent) return digits(left, right);
   // Compare left · 2^exp_b with right · 2^exp_a: first by magnitude (bit length plus exponent), then,
   // at equal magnitude, by the left-aligned digits.
   const int mag_left = left.bit_length() + wb.exponent, mag_right = right.bit_length() + wa.exponent;
   if (mag_left != mag_right) return mag_left <=> mag_right;
-  const FairnessU192 l = left.left_aligned(), r = right.left_aligned();
-  for (int i = 2; i >= 0; --i)
-    if (l.limb[i] != r.limb[i]) return l.limb[i] <=> r.limb[i];
-  return std::strong_ordering::equal;
+  return digits(left.left_aligned(), right.left_aligned());
 }
 
-// The dominant resource of an integer allocation, exactly: the r maximising alloc[r] / cap[r] over
-// resources with cap[r] > 0 (compared by cross-multiplication in 128 bits; the first such r on
-// ties). Returns {alloc, cap} of that resource, {0, 0} when nothing is held.
+// Sets `share` to the dominant resource of an integer allocation, exactly: the r maximising
+// alloc[r] / cap[r] over resources with cap[r] > 0 (compared by cross-multiplication in 128 bits;
+// the first such r on ties); {0, 0} when nothing is held. The weight stays as it was.
 template <class AllocAt, class CapAt>
-ExactShare fairness_dominant_fraction(std::size_t resources, AllocAt alloc_at, CapAt cap_at, double weight) {
-  ExactShare best{0, 0, weight};
+void fairness_set_dominant_fraction(ExactShare& share, std::size_t resources, AllocAt alloc_at, CapAt cap_at) {
+  share.num = 0;
+  share.den = 0;
   for (std::size_t r = 0; r < resources; ++r) {
     const std::int64_t c = cap_at(r), a = alloc_at(r);
     if (c <= 0 || a <= 0) continue;
-    if (best.den == 0 || static_cast<FairnessI128>(a) * best.den > static_cast<FairnessI128>(best.num) * c) {
-      best.num = a;
-      best.den = c;
+    if (share.den == 0 || static_cast<FairnessI128>(a) * share.den > static_cast<FairnessI128>(share.num) * c) {
+      share.num = a;
+      share.den = c;
     }
   }
-  return best;
 }
+
+// A share of nothing yet, for a client or leaf of the given weight.
+inline ExactShare fairness_zero_share(double weight) { return ExactShare(0, 0, weight); }
 
 // Two doubles computed from exact shares by at most three roundings each are ordered correctly
 // when they differ by more than this relative margin; within it the exact comparison decides.

@@ -116,7 +116,7 @@ struct HdrfScheduler::Impl {
     contrib_kind.push_back(detail::HdrfContribution::kNone);
     updates.push_back(0);
     keys->push_back(detail::HdrfKey{});
-    exact->push_back(detail::ExactShare{0, 0, w});
+    exact->push_back(detail::fairness_zero_share(w));
     pick_heap.emplace_back(detail::HdrfPickLess{keys.get(), exact.get()});
     share_heap.emplace_back(detail::HdrfShareLess{keys.get(), exact.get()});
     return id;
@@ -139,9 +139,9 @@ struct HdrfScheduler::Impl {
     const std::int64_t* a = alloc.data() + static_cast<std::size_t>(n) * m;
     for (std::size_t r = 0; r < m; ++r) v[r] = static_cast<double>(a[r]);
     (*keys)[n].share = share_of(v, weight[n], false);
-    (*exact)[n] = detail::fairness_dominant_fraction(
-        m, [a](std::size_t r) { return a[r]; }, [this](std::size_t r) { return capacity[static_cast<Eigen::Index>(r)]; },
-        weight[n]);
+    detail::fairness_set_dominant_fraction(
+        (*exact)[n], m, [a](std::size_t r) { return a[r]; },
+        [this](std::size_t r) { return capacity[static_cast<Eigen::Index>(r)]; });
     blocked[n] = leaf_blocked[n];
   }
 
