@@ -138,10 +138,8 @@ class DrfSorter {
     const std::vector<double>* share;
     const std::vector<detail::ExactShare>* exact;
     bool operator()(std::uint32_t a, std::uint32_t b) const {
-      const double sa = (*share)[a], sb = (*share)[b];
-      if (detail::fairness_share_less(sa, (*exact)[a], sb, (*exact)[b])) return true;
-      if (detail::fairness_share_less(sb, (*exact)[b], sa, (*exact)[a])) return false;
-      return a < b;
+      const auto order = detail::fairness_share_order((*share)[a], (*exact)[a], (*share)[b], (*exact)[b]);
+      return order < 0 || (order == 0 && a < b);
     }
   };
   void refresh(ClientId c);

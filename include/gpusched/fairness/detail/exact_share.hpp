@@ -33,15 +33,12 @@ struct FairnessU192 {
       if (limb[i] != 0) return 64 * i + static_cast<int>(std::bit_width(limb[i]));
     return 0;
   }
-  // Shifted left so that the top set bit is bit 191 (value unchanged when zero).
-  FairnessU192 left_aligned() const {
-    const int shift = 192 - bit_length();
-    if (shift >= 192) return *this;
+  // The value times 2^shift, 0 <= shift < 192; the caller makes sure no set bit is shifted out.
+  FairnessU192 shifted_left(int shift) const {
     FairnessU192 out;
     const int whole = shift / 64, bits = shift % 64;
-    for (int i = 2; i >= 0; --i) {
+    for (int i = 2; i >= whole; --i) {
       const int from = i - whole;
-      if (from < 0) continue;
       std::uint64_t v = limb[from] << bits;
       if (bits != 0 && from > 0) v |= limb[from - 1] >> (64 - bits);
       out.limb[i] = v;
@@ -113,10 +110,12 @@ inline std::strong_ordering compare_exact_shares(const ExactShare& a, const Exac
   };
   if (wa.exponent == wb.exponent) return digits(left, right);
   // Compare left · 2^exp_b with right · 2^exp_a: first by magnitude (bit length plus exponent), then,
-  // at equal magnitude, by the left-aligned digits.
+  // at equal magnitude, by the digits after shifting the side with the larger exponent left by the
+  // difference (it then has the other side's bit length, so the shift cannot overflow 192 bits).
   const int mag_left = left.bit_length() + wb.exponent, mag_right = right.bit_length() + wa.exponent;
   if (mag_left != mag_right) return mag_left <=> mag_right;
-  return digits(left.left_aligned(), right.left_aligned());
+  if (wb.exponent > wa.exponent) return digits(left.shifted_left(wb.exponent - wa.exponent), right);
+  return digits(left, right.shifted_left(wa.exponent - wb.exponent));
 }
 
 // Sets `share` to the dominant resource of an integer allocation, exactly: the r maximising
@@ -143,12 +142,14 @@ inline ExactShare fairness_zero_share(double weight) { return ExactShare(0, 0, w
 // when they differ by more than this relative margin; within it the exact comparison decides.
 inline constexpr double kFairnessShareMargin = 1e-12;
 
-// a < b for weighted dominant shares: the doubles decide when they are clearly apart, else the
-// exact values; equal exact shares return false (the caller breaks the tie by id).
-inline bool fairness_share_less(double da, const ExactShare& a, double db, const ExactShare& b) {
-  const double scale = std::fmax(std::fabs(da), std::fabs(db));
-  if (std::fabs(da - db) > kFairnessShareMargin * scale) return da < db;
-  return compare_exact_shares(a, b) < 0;
+// Three-way order of two weighted dominant shares given as doubles with their exact values: the
+// doubles decide when they are clearly apart, else the exact values (equal exact shares are
+// equivalent; the caller breaks the tie by id).
+inline std::strong_ordering fairness_share_order(double da, const ExactShare& a, double db, const ExactShare& b) {
+  const double margin = kFairnessShareMargin * std::fmax(std::fabs(da), std::fabs(db));
+  if (da - db < -margin) return std::strong_ordering::less;
+  if (da - db > margin) return std::strong_ordering::greater;
+  return compare_exact_shares(a, b);
 }
 
 }  // namespace gpusched::fairness::detail

@@ -36,9 +36,8 @@ inline bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::vector<
                             std::uint32_t b) {
   const double sa = keys[a].share, sb = keys[b].share;
   if (exact[a].den >= 0 && exact[b].den >= 0) {
-    if (fairness_share_less(sa, exact[a], sb, exact[b])) return true;
-    if (fairness_share_less(sb, exact[b], sa, exact[a])) return false;
-    return a < b;
+    const auto order = fairness_share_order(sa, exact[a], sb, exact[b]);
+    return order < 0 || (order == 0 && a < b);
   }
   return sa < sb || (sa == sb && a < b);
 }
@@ -138,10 +137,13 @@ struct HdrfScheduler::Impl {
     double* v = row(consumption, n);
     const std::int64_t* a = alloc.data() + static_cast<std::size_t>(n) * m;
     for (std::size_t r = 0; r < m; ++r) v[r] = static_cast<double>(a[r]);
-    (*keys)[n].share = share_of(v, weight[n], false);
+    detail::ExactShare& e = (*exact)[n];
     detail::fairness_set_dominant_fraction(
-        (*exact)[n], m, [a](std::size_t r) { return a[r]; },
-        [this](std::size_t r) { return capacity[static_cast<Eigen::Index>(r)]; });
+        e, m, [a](std::size_t r) { return a[r]; }, [this](std::size_t r) { return capacity[static_cast<Eigen::Index>(r)]; });
+    // The double share_of(v, weight, false) computes, without a second pass over the resources:
+    // rounding is monotone, so the largest rounded quotient is the exact dominant resource's (up to
+    // amounts beyond 2^53, where the conversion itself rounds and the exact order then decides).
+    (*keys)[n].share = e.den > 0 ? static_cast<double>(e.num) / static_cast<double>(e.den) / weight[n] : 0.0;
     blocked[n] = leaf_blocked[n];
   }
 
