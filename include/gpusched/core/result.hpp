@@ -53,7 +53,7 @@ constexpr std::string_view error_code_name(ErrorCode c) {
 struct Error {
   std::string message;
   ErrorCode code = ErrorCode::kInvalidValue;
-  std::string field;
+  std::string field{};  // {}: Error{"message"} then raises no -Wmissing-field-initializers
 };
 
 template <class T>
