@@ -1,8 +1,9 @@
-# Warnings and sanitizers, applied per target so that consumers of the installed package are not
-# forced to take our flags.
+# Warnings and sanitizers, applied per target (or to this directory) so that consumers of the
+# installed package and a parent project that add_subdirectory()s us are not forced to take our flags.
 function(gpusched_set_warnings target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
+                                             $<$<BOOL:${GPUSCHED_WERROR}>:-Werror>)
   endif()
 endfunction()
 
