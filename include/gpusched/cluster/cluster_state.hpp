@@ -237,6 +237,8 @@ class ClusterState {
   // Dictionary lookups; `kUnknownLabel` when the string never occurred. The dictionaries only grow:
   // a key no node has any more still has its id (and matches no node).
   static constexpr std::uint32_t kUnknownLabel = ~std::uint32_t{0};
+  // The value a compiled selector requires when its key or value never occurred: no node has it.
+  static constexpr std::uint32_t kUnmatchableLabel = kUnknownLabel - 1;
   std::uint32_t label_key_id(std::string_view key) const;
   std::uint32_t label_value_id(std::string_view value) const;
   std::string_view label_key(std::uint32_t id) const { return label_keys_[id]; }

@@ -355,8 +355,11 @@ inline Result<TaskRequest> ClusterState::compile(const TaskShape& shape, std::sp
     }
   }
   for (const auto& [key, value] : selector) {
-    // A selector naming a key or value no node has matches no node: not an error, a reason.
-    req.selector.push_back({label_key_id(key), label_value_id(value)});
+    // A selector naming a key or value no node has matches no node: not an error, a reason. Both
+    // cases compile to a value no node's label can have (node_label_value answers kUnknownLabel for
+    // a missing key, so an unknown value must not be kUnknownLabel itself).
+    const std::uint32_t key_id = label_key_id(key), value_id = label_value_id(value);
+    req.selector.push_back({key_id, key_id == kUnknownLabel || value_id == kUnknownLabel ? kUnmatchableLabel : value_id});
   }
   return req;
 }
