@@ -13,18 +13,14 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/cluster/state_view.hpp"
 #include "gpusched/core/random.hpp"
+#include "cluster_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace gpusched;
 using gpusched::testing::make_node;
+using gpusched::cluster_test::build_state;
 
 namespace {
-
-ClusterState build_state(const Cluster& c) {
-  auto s = ClusterState::build(c, GpuModelRegistry::builtin());
-  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().message));
-  return std::move(s).value();
-}
 
 TaskRequest compile_shape(const ClusterState& s, MilliCpu cpu, GpuCount gpus, MilliGpu milli) {
   TaskShape t;
@@ -445,18 +441,15 @@ TEST_CASE("property: after random events and reservations the state answers like
           }
           break;
         }
-        case 5: {
-          const bool before = s.schedulable(n);
-          if (rng.chance(50)) (void)s.cordon(n);
-          else (void)s.uncordon(n);
-          changed = !s.removed(n) && before != s.schedulable(n);
-          break;
-        }
-        case 6: {
-          const bool before = s.healthy(n);
-          if (rng.chance(50)) (void)s.fail_node(n);
+        case 5: case 6: {  // cordon/uncordon or failure/recovery
+          const bool cordon_event = op == 5;
+          auto state_flag = [&] { return cordon_event ? s.schedulable(n) : s.healthy(n); };
+          const bool before = state_flag();
+          const bool take_out = rng.chance(50);
+          if (cordon_event) (void)(take_out ? s.cordon(n) : s.uncordon(n));
+          else if (take_out) (void)s.fail_node(n);
           else (void)s.recover_node(n);
-          changed = !s.removed(n) && before != s.healthy(n);
+          changed = !s.removed(n) && before != state_flag();
           break;
         }
         case 7: {

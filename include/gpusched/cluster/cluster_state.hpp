@@ -326,8 +326,6 @@ class ClusterState {
   using ModelCache = std::unordered_map<std::string, GpuModelId>;
   Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out, ModelCache& models) const;
   NodeId append_node(const ParsedNode& node);
-  std::uint32_t intern_label_key(std::string_view key);
-  std::uint32_t intern_label_value(std::string_view value);
 
   // Index maintenance for events: make room for a model key, a GPU count, a node id.
   void ensure_index_row(std::uint8_t model_key);
@@ -382,7 +380,10 @@ class ClusterState {
   std::unordered_map<std::uint32_t, WithheldGpu> withheld_;
 
   std::vector<std::string> label_keys_, label_values_;
-  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> label_key_ids_, label_value_ids_;
+  using LabelDictionary = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
+  // The id of a label key or value, added to the dictionary when new.
+  static std::uint32_t intern_label(LabelDictionary& ids, std::vector<std::string>& names, std::string_view text);
+  LabelDictionary label_key_ids_, label_value_ids_;
   // Node n's labels are labels_[label_begin_[n], +label_count_[n]); a node whose label set grows
   // moves its run to the end, and the holes are compacted away when they are half the array.
   std::vector<std::uint32_t> label_begin_, label_count_;

@@ -115,19 +115,12 @@ inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, P
   return {};
 }
 
-inline std::uint32_t ClusterState::intern_label_key(std::string_view key) {
-  if (auto it = label_key_ids_.find(key); it != label_key_ids_.end()) return it->second;
-  const auto id = static_cast<std::uint32_t>(label_keys_.size());
-  label_keys_.emplace_back(key);
-  label_key_ids_.emplace(std::string(key), id);
-  return id;
-}
-
-inline std::uint32_t ClusterState::intern_label_value(std::string_view value) {
-  if (auto it = label_value_ids_.find(value); it != label_value_ids_.end()) return it->second;
-  const auto id = static_cast<std::uint32_t>(label_values_.size());
-  label_values_.emplace_back(value);
-  label_value_ids_.emplace(std::string(value), id);
+inline std::uint32_t ClusterState::intern_label(LabelDictionary& ids, std::vector<std::string>& names,
+                                                std::string_view text) {
+  if (auto it = ids.find(text); it != ids.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names.size());
+  names.emplace_back(text);
+  ids.emplace(std::string(text), id);
   return id;
 }
 
@@ -178,7 +171,7 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
   label_begin_.push_back(static_cast<std::uint32_t>(labels_.size()));
   label_count_.push_back(static_cast<std::uint32_t>(p.labels.size()));
   for (const Label& label : p.labels)
-    labels_.push_back({intern_label_key(label.first), intern_label_value(label.second)});
+    labels_.push_back({intern_label(label_key_ids_, label_keys_, label.first), intern_label(label_value_ids_, label_values_, label.second)});
   std::sort(labels_.begin() + label_begin_.back(), labels_.end(),
             [](const LabelRequirement& a, const LabelRequirement& b) { return a.key < b.key; });
   ++live_nodes_;
@@ -665,8 +658,8 @@ inline Status ClusterState::set_label(NodeId n, std::string_view key, std::strin
   if (auto st = check_live_node(n, "set_label"); !st) return st;
   if (key.empty())
     return detail::cluster_error(ErrorCode::kMissingField, "key", detail::cluster_message("set_label on ", node_name_[n], ": empty label key"));
-  const std::uint32_t key_id = intern_label_key(key);
-  const std::uint32_t value_id = intern_label_value(value);
+  const std::uint32_t key_id = intern_label(label_key_ids_, label_keys_, key);
+  const std::uint32_t value_id = intern_label(label_value_ids_, label_values_, value);
   const std::uint32_t begin = label_begin_[n], count = label_count_[n];
   for (std::uint32_t i = begin; i < begin + count; ++i) {
     if (labels_[i].key != key_id) continue;
