@@ -58,7 +58,7 @@ struct Error {
       : message(std::move(message_)), code(code_), field(std::move(field_)) {}
   std::string message;
   ErrorCode code = ErrorCode::kInvalidValue;
-  std::string field{};  // {}: Error{"message"} then raises no -Wmissing-field-initializers
+  std::string field;
 };
 
 template <class T>
