@@ -415,17 +415,18 @@ inline Status ClusterState::validate(const TaskRequest& request, const TaskAssig
                          cluster_message("assignment on ", name, ": ", a.gpus.size(), " GPUs given, ", want, " requested"));
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuIndex g = a.gpus[i];
-    const std::string field = cluster_message("assignment.gpus[", i, "]");
+    // Built only on error: reserve is the decision hot path.
+    auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
     if (g >= gpu_count(a.node))
-      return cluster_error(ErrorCode::kInvalidValue, field, cluster_message("assignment on ", name, ": no GPU ", g));
+      return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("assignment on ", name, ": no GPU ", g));
     for (std::size_t j = 0; j < i; ++j)
       if (a.gpus[j] == g)
-        return cluster_error(ErrorCode::kDuplicate, field, cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
+        return cluster_error(ErrorCode::kDuplicate, field(), cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
     const std::uint32_t gi = gpu_begin_[a.node] + g;
     if (!(request.models & model_bit(gpu_model_[gi])))
-      return cluster_error(ErrorCode::kState, field, cluster_message("assignment on ", name, ": GPU ", g, " model not allowed"));
+      return cluster_error(ErrorCode::kState, field(), cluster_message("assignment on ", name, ": GPU ", g, " model not allowed"));
     if (gpu_free_milli_[gi] < shape.gpu_milli || gpu_free_memory_[gi] < shape.gpu_memory)
-      return cluster_error(ErrorCode::kState, field,
+      return cluster_error(ErrorCode::kState, field(),
                            cluster_message("assignment on ", name, ": GPU ", g, " has ", gpu_free_milli_[gi], " free, ",
                                            shape.gpu_milli, " requested"));
   }
@@ -451,12 +452,12 @@ inline Status ClusterState::release(const TaskAssignment& a) {
                          cluster_message("release on ", name, ": frees more host resources than are used"));
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuIndex g = a.gpus[i];
-    const std::string field = cluster_message("assignment.gpus[", i, "]");
+    auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
     if (g >= gpu_count(a.node))
-      return cluster_error(ErrorCode::kInvalidValue, field, cluster_message("release on ", name, ": no GPU ", g));
+      return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("release on ", name, ": no GPU ", g));
     if (gpu_free_milli_if_healthy(a.node, g) + a.gpu_milli > kMilliPerGpu ||
         gpu_free_memory_if_healthy(a.node, g) + a.gpu_memory > gpu_memory_capacity(a.node, g))
-      return cluster_error(ErrorCode::kState, field, cluster_message("release on ", name, ": GPU ", g, " frees more than is used"));
+      return cluster_error(ErrorCode::kState, field(), cluster_message("release on ", name, ": GPU ", g, " frees more than is used"));
   }
   apply(a, +1);
   return {};
