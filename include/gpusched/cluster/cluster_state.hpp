@@ -323,8 +323,9 @@ class ClusterState {
     std::vector<ParsedGpu> gpus;
     std::vector<Label> labels;
   };
-  using ModelCache = std::unordered_map<std::string, GpuModelId>;
-  Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out, ModelCache& models) const;
+  // Validates node n of the view into `out` (whose buffers are reused). Not const: it remembers the
+  // model ids of the spellings it resolved.
+  Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out);
   NodeId append_node(const ParsedNode& node);
 
   // Index maintenance for events: make room for a model key, a GPU count, a node id.
@@ -399,6 +400,11 @@ class ClusterState {
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
   std::vector<TaskAssignment> journal_;
+
+  // Caches of the readers (build and add_node), not state: each GPU model spelling met and its id,
+  // and the buffers of the node being added.
+  std::unordered_map<std::string, GpuModelId, NameHash, std::equal_to<>> model_by_spelling_;
+  ParsedNode add_node_scratch_;
 
   detail::ClusterStateInstanceId instance_;
   std::uint64_t generation_ = 0;

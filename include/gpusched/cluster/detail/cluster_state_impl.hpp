@@ -35,64 +35,56 @@ inline std::string cluster_node_field(std::size_t n) { return cluster_message("n
 
 }  // namespace detail
 
-inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, ParsedNode& out,
-                                       ModelCache& model_cache) const {
+inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, ParsedNode& out) {
   using detail::cluster_error;
   using detail::cluster_message;
-  const std::string node_field = detail::cluster_node_field(n);
+  // Field paths and messages are built only on error: this runs once per node of every build.
+  auto field = [n](const auto&... parts) { return cluster_message("nodes[", n, "]", parts...); };
   const std::string_view name = view.node_name(n);
-  if (name.empty())
-    return cluster_error(ErrorCode::kMissingField, node_field + ".name",
-                         cluster_message(node_field, ".name: must not be empty"));
+  if (name.empty()) return cluster_error(ErrorCode::kMissingField, field(".name"), field(".name: must not be empty"));
+  auto message = [&](const auto&... parts) { return field(" (", name, ")", parts...); };
   out.name = name;
   const NodeResources r = view.node_resources(n);
   const std::pair<std::int64_t, std::string_view> amounts[] = {
       {r.cpu_capacity, "cpu"}, {r.cpu_free, "cpu free"}, {r.memory_capacity, "memory"}, {r.memory_free, "memory free"}};
-  for (const auto& [v, field] : amounts)
+  for (const auto& [v, name_of_amount] : amounts)
     if (v < 0)
-      return cluster_error(ErrorCode::kInvalidValue, cluster_message(node_field, ".", field),
-                           cluster_message(node_field, " (", name, ").", field,
-                                           ": expected a non-negative quantity, got ", v));
+      return cluster_error(ErrorCode::kInvalidValue, field(".", name_of_amount),
+                           message(".", name_of_amount, ": expected a non-negative quantity, got ", v));
   if (r.cpu_free > r.cpu_capacity)
-    return cluster_error(ErrorCode::kInconsistent, node_field + ".cpu",
-                         cluster_message(node_field, " (", name, ").cpu: free ", r.cpu_free, " exceeds capacity ",
-                                         r.cpu_capacity));
+    return cluster_error(ErrorCode::kInconsistent, field(".cpu"),
+                         message(".cpu: free ", r.cpu_free, " exceeds capacity ", r.cpu_capacity));
   if (r.memory_free > r.memory_capacity)
-    return cluster_error(ErrorCode::kInconsistent, node_field + ".memory",
-                         cluster_message(node_field, " (", name, ").memory: free ", r.memory_free,
-                                         " exceeds capacity ", r.memory_capacity));
+    return cluster_error(ErrorCode::kInconsistent, field(".memory"),
+                         message(".memory: free ", r.memory_free, " exceeds capacity ", r.memory_capacity));
   out.resources = r;
   out.flags = static_cast<std::uint8_t>((view.schedulable(n) ? 0 : kFlagCordoned) | (view.healthy(n) ? 0 : kFlagFailed));
 
   const std::size_t n_gpus = view.gpu_count(n);
   if (n_gpus > std::numeric_limits<GpuIndex>::max())
-    return cluster_error(ErrorCode::kLimit, node_field + ".gpus",
-                         cluster_message(node_field, " (", name, ").gpus: at most 65535 GPUs per node, got ", n_gpus));
+    return cluster_error(ErrorCode::kLimit, field(".gpus"), message(".gpus: at most 65535 GPUs per node, got ", n_gpus));
   out.gpus.resize(n_gpus);
   for (std::size_t g = 0; g < n_gpus; ++g) {
     const GpuInfo info = view.gpu(n, g);
-    const std::string gpu_field = cluster_message(node_field, ".gpus[", g, "]");
+    // Model names repeat on every GPU: each distinct spelling is resolved by the registry once.
     GpuModelId model;
-    if (auto it = model_cache.find(std::string(info.model)); it != model_cache.end()) {
+    if (auto it = model_by_spelling_.find(info.model); it != model_by_spelling_.end()) {
       model = it->second;
     } else {
       auto found = registry_.find(info.model);
       if (!found)
-        return cluster_error(ErrorCode::kUnknownName, gpu_field + ".model",
-                             cluster_message(node_field, " (", name, ").gpus[", g, "].model: unknown GPU model \"",
-                                             info.model, "\""));
+        return cluster_error(ErrorCode::kUnknownName, field(".gpus[", g, "].model"),
+                             message(".gpus[", g, "].model: unknown GPU model \"", info.model, "\""));
       model = *found;
-      model_cache.emplace(std::string(info.model), model);
+      model_by_spelling_.emplace(std::string(info.model), model);
     }
     if (info.free_milli < 0 || info.free_milli > kMilliPerGpu)
-      return cluster_error(ErrorCode::kInvalidValue, gpu_field,
-                           cluster_message(node_field, " (", name, ").gpus[", g, "]: free share must be in 0..1000, got ",
-                                           info.free_milli));
+      return cluster_error(ErrorCode::kInvalidValue, field(".gpus[", g, "]"),
+                           message(".gpus[", g, "]: free share must be in 0..1000, got ", info.free_milli));
     const Bytes capacity = registry_.model(model).memory;
     if (info.used_memory < 0 || (capacity > 0 && info.used_memory > capacity))
-      return cluster_error(ErrorCode::kInvalidValue, gpu_field + ".used_memory",
-                           cluster_message(node_field, " (", name, ").gpus[", g, "]: used memory ", info.used_memory,
-                                           " outside 0..", capacity));
+      return cluster_error(ErrorCode::kInvalidValue, field(".gpus[", g, "].used_memory"),
+                           message(".gpus[", g, "]: used memory ", info.used_memory, " outside 0..", capacity));
     out.gpus[g] = ParsedGpu{model, static_cast<std::int32_t>(info.free_milli),
                             std::max<Bytes>(0, capacity - info.used_memory), capacity, info.healthy};
   }
@@ -102,16 +94,13 @@ inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, P
   for (std::size_t l = 0; l < n_labels; ++l) {
     const Label label = view.label(n, l);
     if (label.first.empty())
-      return cluster_error(ErrorCode::kMissingField, cluster_message(node_field, ".labels[", l, "]"),
-                           cluster_message(node_field, " (", name, ").labels[", l, "]: empty label key"));
+      return cluster_error(ErrorCode::kMissingField, field(".labels[", l, "]"), message(".labels[", l, "]: empty label key"));
+    // Pairwise: a node has tens of labels, and this allocates nothing.
+    for (const Label& earlier : out.labels)
+      if (earlier.first == label.first)
+        return cluster_error(ErrorCode::kDuplicate, field(".labels"), message(".labels: duplicate key \"", label.first, "\""));
     out.labels.push_back(label);
   }
-  std::vector<Label> sorted = out.labels;
-  std::sort(sorted.begin(), sorted.end(), [](const Label& a, const Label& b) { return a.first < b.first; });
-  for (std::size_t l = 1; l < sorted.size(); ++l)
-    if (sorted[l - 1].first == sorted[l].first)
-      return cluster_error(ErrorCode::kDuplicate, node_field + ".labels",
-                           cluster_message(node_field, " (", name, ").labels: duplicate key \"", sorted[l].first, "\""));
   return {};
 }
 
@@ -194,11 +183,9 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   s.free_gpu_milli_.reserve(n_nodes);
   s.node_version_.reserve(n_nodes);
 
-  // Model names repeat on every GPU: resolve each distinct spelling once.
-  ModelCache model_cache;
   ParsedNode parsed;
   for (std::size_t n = 0; n < n_nodes; ++n) {
-    if (auto st = s.parse_node(view, n, parsed, model_cache); !st) return st.error();
+    if (auto st = s.parse_node(view, n, parsed); !st) return st.error();
     s.append_node(parsed);
   }
 
@@ -428,17 +415,18 @@ inline Status ClusterState::validate(const TaskRequest& request, const TaskAssig
                          cluster_message("assignment on ", name, ": ", a.gpus.size(), " GPUs given, ", want, " requested"));
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuIndex g = a.gpus[i];
-    const std::string field = cluster_message("assignment.gpus[", i, "]");
+    // Built only on error: reserve is the decision hot path.
+    auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
     if (g >= gpu_count(a.node))
-      return cluster_error(ErrorCode::kInvalidValue, field, cluster_message("assignment on ", name, ": no GPU ", g));
+      return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("assignment on ", name, ": no GPU ", g));
     for (std::size_t j = 0; j < i; ++j)
       if (a.gpus[j] == g)
-        return cluster_error(ErrorCode::kDuplicate, field, cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
+        return cluster_error(ErrorCode::kDuplicate, field(), cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
     const std::uint32_t gi = gpu_begin_[a.node] + g;
     if (!(request.models & model_bit(gpu_model_[gi])))
-      return cluster_error(ErrorCode::kState, field, cluster_message("assignment on ", name, ": GPU ", g, " model not allowed"));
+      return cluster_error(ErrorCode::kState, field(), cluster_message("assignment on ", name, ": GPU ", g, " model not allowed"));
     if (gpu_free_milli_[gi] < shape.gpu_milli || gpu_free_memory_[gi] < shape.gpu_memory)
-      return cluster_error(ErrorCode::kState, field,
+      return cluster_error(ErrorCode::kState, field(),
                            cluster_message("assignment on ", name, ": GPU ", g, " has ", gpu_free_milli_[gi], " free, ",
                                            shape.gpu_milli, " requested"));
   }
@@ -464,12 +452,12 @@ inline Status ClusterState::release(const TaskAssignment& a) {
                          cluster_message("release on ", name, ": frees more host resources than are used"));
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuIndex g = a.gpus[i];
-    const std::string field = cluster_message("assignment.gpus[", i, "]");
+    auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
     if (g >= gpu_count(a.node))
-      return cluster_error(ErrorCode::kInvalidValue, field, cluster_message("release on ", name, ": no GPU ", g));
+      return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("release on ", name, ": no GPU ", g));
     if (gpu_free_milli_if_healthy(a.node, g) + a.gpu_milli > kMilliPerGpu ||
         gpu_free_memory_if_healthy(a.node, g) + a.gpu_memory > gpu_memory_capacity(a.node, g))
-      return cluster_error(ErrorCode::kState, field, cluster_message("release on ", name, ": GPU ", g, " frees more than is used"));
+      return cluster_error(ErrorCode::kState, field(), cluster_message("release on ", name, ": GPU ", g, " frees more than is used"));
   }
   apply(a, +1);
   return {};
@@ -614,9 +602,8 @@ inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_
   if (index >= view.node_count())
     return detail::cluster_error(ErrorCode::kInvalidValue, "index",
                                  detail::cluster_message("add_node: the view has no node ", index));
-  ModelCache model_cache;
-  ParsedNode parsed;
-  if (auto st = parse_node(view, index, parsed, model_cache); !st) return st.error();
+  ParsedNode& parsed = add_node_scratch_;
+  if (auto st = parse_node(view, index, parsed); !st) return st.error();
   if (node_by_name_.find(parsed.name) != node_by_name_.end())
     return detail::cluster_error(ErrorCode::kDuplicate, detail::cluster_node_field(index) + ".name",
                                  detail::cluster_message("add_node: a node named \"", parsed.name, "\" exists"));
