@@ -327,6 +327,14 @@ Status ClusterState::reserve(const TaskRequest& request, const TaskAssignment& a
   if (auto st = validate(request, assignment); !st) return st;
   apply(assignment, -1);
   journal_.push_back(assignment);
+  journal_released_.push_back(0);
+  return {};
+}
+
+Status ClusterState::release_journaled(const TaskAssignment& a) {
+  if (auto st = release(a); !st) return st;
+  journal_.push_back(a);
+  journal_released_.push_back(1);
   return {};
 }
 
@@ -392,8 +400,9 @@ void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_partial) {
 
 void ClusterState::rollback(Checkpoint mark) {
   while (journal_.size() > mark) {
-    apply(journal_.back(), +1);
+    apply(journal_.back(), journal_released_.back() ? -1 : +1);
     journal_.pop_back();
+    journal_released_.pop_back();
   }
 }
 

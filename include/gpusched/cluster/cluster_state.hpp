@@ -161,11 +161,17 @@ class ClusterState {
   // Gives back what an earlier reservation took (a task finishing, in the simulator). Refused if it
   // would free more than is used.
   Status release(const TaskAssignment& assignment);
+  // A release that `rollback` undoes (the assignment is taken again): what-if eviction, e.g. the
+  // preemption search frees victims, tries the preemptor and rolls back.
+  Status release_journaled(const TaskAssignment& assignment);
 
   using Checkpoint = std::size_t;
   Checkpoint checkpoint() const { return journal_.size(); }
   void rollback(Checkpoint mark);
-  void commit() { journal_.clear(); }
+  void commit() {
+    journal_.clear();
+    journal_released_.clear();
+  }
   std::size_t journal_size() const { return journal_.size(); }
 
   // Heap bytes held by the snapshot (arrays, dictionaries' strings excluded), for capacity planning.
@@ -219,6 +225,7 @@ class ClusterState {
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
   std::vector<TaskAssignment> journal_;
+  std::vector<std::uint8_t> journal_released_;  // per entry: 1 = a journaled release, 0 = a reservation
 };
 
 }  // namespace gpusched
