@@ -122,7 +122,7 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kNodeUnhealthy: return "node unhealthy";
     case ReasonKind::kSelectorMismatch: return "node selector mismatch";
     case ReasonKind::kGpuModelNotAllowed: return "GPU model not allowed";
-    case ReasonKind::kInsufficientCpu: return "insufficient cpu";
+    case ReasonKind::kInsufficientCpu: return "insufficient CPU";
     case ReasonKind::kInsufficientMemory: return "insufficient memory";
     case ReasonKind::kInsufficientGpus: return "insufficient GPUs";
     case ReasonKind::kInsufficientGpuShare: return "insufficient GPU share";
