@@ -20,7 +20,7 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
   // before the deep part is built (nlohmann's parser itself is iterative, so parsing cannot overflow).
   const auto max_depth = static_cast<int>(limits.max_depth);
   auto depth_guard = [max_depth](int depth, json::parse_event_t, json&) {
-    if (depth > max_depth) throw TooDeep{};
+    if (depth >= max_depth) throw TooDeep{};  // depth counts from 0 at the outermost value
     return true;
   };
   try {

@@ -50,7 +50,7 @@ TEST_CASE("shown: short, escaped, cut") {
   CHECK(shown(std::string_view("a\"b\\c\n")) == "\"a\\\"b\\\\c\\x0a\"");
   CHECK(shown(std::string_view(std::string(1000, 'x')), 10) == "\"xxxxxxxxxx\"... (1000 bytes)");
   const auto doc = nlohmann::json::parse(R"({"k": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]})");
-  CHECK(shown(doc, 12) == "{\"k\":[1,2,3,... (27 chars)");
+  CHECK(shown(doc, 12) == "{\"k\":[1,2,3,... (28 chars)");
   CHECK(shown(nlohmann::json(std::string("a\x01"))) == "\"a\\x01\"");
 }
 
