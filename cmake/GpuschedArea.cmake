@@ -7,9 +7,9 @@
 # Policy families are header-only, the way Boost.Graph's algorithms are: with no src/NAME/*.cpp the
 # area is an INTERFACE target that carries the include path, C++20 and its header-only dependencies
 # (LIBS), and nothing is compiled or linked. An area with sources (io, sim, and a family whose
-# conversion is still under way) is a static library. COMPILED_LIBS are linked privately only while
-# an area has sources, for what its .cpp files need and its headers do not (a reader not yet moved
-# to io/), so the interface of a header-only area never names them.
+# conversion is still under way) is a static library. COMPILED_LIBS are header-only packages that only
+# the area's .cpp files use ({fmt} in io and sim, a reader not yet moved to io/): linked privately and
+# only in the build tree, so neither the interface nor the installed package names them.
 set(GPUSCHED_AREA_TARGETS "")
 function(gpusched_area name)
   cmake_parse_arguments(ARG "" "" "DEPENDS;LIBS;COMPILED_LIBS" ${ARGN})
@@ -25,7 +25,11 @@ function(gpusched_area name)
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
       PRIVATE ${PROJECT_SOURCE_DIR}/src)
-    target_link_libraries(${target} PUBLIC ${deps} ${ARG_LIBS} PRIVATE ${ARG_COMPILED_LIBS})
+    set(compiled_libs "")
+    foreach(lib IN LISTS ARG_COMPILED_LIBS)
+      list(APPEND compiled_libs $<BUILD_INTERFACE:${lib}>)
+    endforeach()
+    target_link_libraries(${target} PUBLIC ${deps} ${ARG_LIBS} PRIVATE ${compiled_libs})
     target_compile_features(${target} PUBLIC cxx_std_20)
     set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     gpusched_set_warnings(${target})

@@ -24,10 +24,10 @@ if(MODE STREQUAL "install")
     endif()
   endforeach()
   run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/app -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix "-DCONSUMER_COMPONENTS=packing;gang" ${flags})
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCONSUMER_COMPONENTS=packing,gang ${flags})
   # An unknown component must fail the configure step and name itself.
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/bad -G ${GENERATOR}
-                  -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix "-DCONSUMER_COMPONENTS=packing;no_such_family"
+                  -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCONSUMER_COMPONENTS=packing,no_such_family
                   RESULT_VARIABLE bad_rc OUTPUT_VARIABLE bad_out ERROR_VARIABLE bad_err)
   if(bad_rc EQUAL 0 OR NOT "${bad_out}${bad_err}" MATCHES "no component 'no_such_family'")
     message(FATAL_ERROR "an unknown component was not reported:\n${bad_out}${bad_err}")
