@@ -275,11 +275,17 @@ class ClusterState {
   // Gives back what an earlier reservation took (a task finishing, in the simulator). Refused if it
   // would free more than is used. On a removed node: accepted, nothing changes.
   Status release(const TaskAssignment& assignment);
+  // A release that `rollback` undoes (the assignment is taken again): what-if eviction, e.g. the
+  // preemption search frees victims, tries the preemptor and rolls back.
+  Status release_journaled(const TaskAssignment& assignment);
 
   using Checkpoint = std::size_t;
   Checkpoint checkpoint() const { return journal_.size(); }
   void rollback(Checkpoint mark);
-  void commit() { journal_.clear(); }
+  void commit() {
+    journal_.clear();
+    journal_released_.clear();
+  }
   std::size_t journal_size() const { return journal_.size(); }
 
   // --- cluster events (see the rules at the top) ---------------------------------------------------
@@ -400,6 +406,7 @@ class ClusterState {
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
   std::vector<TaskAssignment> journal_;
+  std::vector<std::uint8_t> journal_released_;  // per entry: 1 = a journaled release, 0 = a reservation
 
   // Caches of the readers (build and add_node), not state: each GPU model spelling met and its id,
   // and the buffers of the node being added.

@@ -437,6 +437,14 @@ inline Status ClusterState::reserve(const TaskRequest& request, const TaskAssign
   if (auto st = validate(request, assignment); !st) return st;
   apply(assignment, -1);
   journal_.push_back(assignment);
+  journal_released_.push_back(0);
+  return {};
+}
+
+inline Status ClusterState::release_journaled(const TaskAssignment& a) {
+  if (auto st = release(a); !st) return st;
+  journal_.push_back(a);
+  journal_released_.push_back(1);
   return {};
 }
 
@@ -510,8 +518,9 @@ inline void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_part
 
 inline void ClusterState::rollback(Checkpoint mark) {
   while (journal_.size() > mark) {
-    apply(journal_.back(), +1);
+    apply(journal_.back(), journal_released_.back() ? -1 : +1);
     journal_.pop_back();
+    journal_released_.pop_back();
   }
 }
 
