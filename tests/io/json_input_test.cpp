@@ -38,7 +38,7 @@ TEST_CASE("parse_json: syntax errors name the source and position; size limit") 
   auto r = parse_json("{\"a\": 1,\n \"b\": }", "queues.json");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == ErrorCode::kParse);
-  CHECK(r.error().message.find("queues.json: invalid JSON") == 0);
+  CHECK(r.error().message.find("queues.json: malformed JSON") == 0);
   CHECK(r.error().message.find("line 2") != std::string::npos);
   CHECK_FALSE(parse_json("", "empty.json").ok());
   auto big = parse_json("[1, 2, 3]", "x", {64, 4});
