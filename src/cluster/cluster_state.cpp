@@ -19,13 +19,16 @@ std::string_view fit_reason_text(FitReason reason) {
     case FitReason::kInsufficientGpus: return "insufficient GPUs";
     case FitReason::kInsufficientGpuShare: return "insufficient GPU share";
     case FitReason::kInsufficientGpuMemory: return "insufficient GPU memory";
+    case FitReason::kNoMigPlacement: return "no free MIG placement";
   }
   return "?";
 }
 
-Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry) {
+Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry,
+                                         const mig::MigCatalog& mig_catalog, mig::LayoutRules mig_rules) {
   ClusterState s;
   s.registry_ = registry;
+  s.mig_ = mig::MigGpuTable(mig_catalog, mig_rules);
   const std::size_t n_nodes = view.node_count();
   if (n_nodes >= std::numeric_limits<NodeId>::max())
     return Error{fmt::format("nodes: too many nodes ({})", n_nodes)};
@@ -108,9 +111,14 @@ Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModel
         return Error{fmt::format("nodes[{}] ({}).gpus[{}]: used memory {} outside 0..{}", n, name, g,
                                  info.used_memory, capacity)};
       const bool gpu_ok = info.healthy;
-      const std::int32_t free_milli = gpu_ok ? static_cast<std::int32_t>(info.free_milli) : 0;
+      if (info.mig_mode) {
+        if (auto st = s.add_mig_gpu(view, static_cast<NodeId>(n), g, model, gpu_ok); !st) return st.error();
+      }
+      // A GPU in MIG mode is partitioned: whole-GPU and shared placement see no free share on it.
+      const bool shareable = gpu_ok && !info.mig_mode;
+      const std::int32_t free_milli = shareable ? static_cast<std::int32_t>(info.free_milli) : 0;
       s.gpu_free_milli_.push_back(free_milli);
-      s.gpu_free_memory_.push_back(gpu_ok ? std::max<Bytes>(0, capacity - info.used_memory) : 0);
+      s.gpu_free_memory_.push_back(shareable ? std::max<Bytes>(0, capacity - info.used_memory) : 0);
       s.gpu_memory_capacity_.push_back(capacity);
       s.gpu_model_.push_back(model);
       s.gpu_healthy_.push_back(gpu_ok ? 1 : 0);
@@ -166,6 +174,10 @@ Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModel
                                s.node_name_[n], it->second)};
   }
 
+  // MIG GPUs of nodes that take no work stay out of the MIG class index.
+  for (NodeId n = 0; n < n_nodes; ++n)
+    if (!s.eligible(n)) s.sync_mig_availability(n);
+
   // The index.
   s.model_slot_.assign(256, -1);
   for (std::size_t k = 0; k < 256; ++k) {
@@ -182,6 +194,130 @@ Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModel
     if (s.has_partial_[n]) s.partial_nodes_.insert(n);
   }
   return s;
+}
+
+Status ClusterState::add_mig_gpu(const ClusterView& view, NodeId n, std::size_t g, GpuModelId model,
+                                 bool healthy) {
+  const std::string_view name = view.node_name(n);
+  const std::string path = fmt::format("nodes[{}] ({}).gpus[{}].mig", n, name, g);
+  const std::string& model_name = registry_.model(model).name;
+  const auto mig_model = mig_.catalog().find(model_name);
+  if (!mig_model)
+    return Error{fmt::format("{}: GPU model {} has no MIG profile table (not MIG-capable)", path, model_name),
+                 ErrorCode::kInconsistent, path};
+  const std::size_t count = view.mig_instance_count(n, g);
+  if (count > static_cast<std::size_t>(mig::kMaxInstances))
+    return Error{fmt::format("{}.instances: at most {} instances, got {}", path, mig::kMaxInstances, count),
+                 ErrorCode::kLimit, path + ".instances"};
+  std::vector<mig::MigInstance> instances;
+  bool busy[mig::kMaxInstances] = {};
+  for (std::size_t i = 0; i < count; ++i) {
+    const MigInstanceInfo info = view.mig_instance(n, g, i);
+    instances.push_back({info.profile_id, info.start});
+    busy[i] = info.busy;
+  }
+  const auto cluster_gpu = static_cast<std::uint32_t>(gpu_free_milli_.size());
+  auto id = mig_.add_gpu(n, static_cast<GpuIndex>(g), cluster_gpu, *mig_model, instances,
+                         std::span<const bool>(busy, count));
+  if (!id) return Error{fmt::format("{}.{}", path, id.error().message), ErrorCode::kInconsistent, path};
+  if (!healthy) mig_.set_available(*id, false);
+  return {};
+}
+
+void ClusterState::sync_mig_availability(NodeId n) {
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
+    if (const mig::MigGpuId id = mig_.find(gi); id != mig::kNoGpu)
+      mig_.set_available(id, eligible(n) && gpu_healthy_[gi] != 0);
+}
+
+Status ClusterState::apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
+                                      std::span<const bool> busy) {
+  if (n >= node_count() || g >= gpu_count(n))
+    return Error{fmt::format("mig layout: no GPU {} on node {}", g, n), ErrorCode::kState, ""};
+  const mig::MigGpuId id = mig_gpu(n, g);
+  if (id == mig::kNoGpu)
+    return Error{fmt::format("mig layout: GPU {} of {} is not in MIG mode", g, node_name_[n]), ErrorCode::kState, ""};
+  if (auto st = mig_.set_layout(id, instances, busy); !st)
+    return Error{fmt::format("mig layout on {} GPU {}: {}", node_name_[n], g, st.error().message),
+                 ErrorCode::kInconsistent, st.error().field};
+  return {};
+}
+
+bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
+    const mig::MigGpuId id = mig_.find(gi);
+    if (id == mig::kNoGpu || !(request.models & model_bit(gpu_model_[gi]))) continue;
+    if (mig_.can_serve(id, request.mig.profile[mig_.model_of(id)], true)) return true;
+  }
+  return false;
+}
+
+bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const {
+  // Within one node: an idle instance of the profile on the lowest GPU first (no re-partition),
+  // else a new instance at the lowest free valid start of the lowest GPU. Cluster-wide choices that
+  // keep big profiles placeable are the MIG packer's (gpusched/mig/packer.hpp).
+  for (const bool take : {true, false}) {
+    for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
+      const mig::MigGpuId id = mig_.find(gi);
+      if (id == mig::kNoGpu || !mig_.available(id) || !(request.models & model_bit(gpu_model_[gi]))) continue;
+      const int p = request.mig.profile[mig_.model_of(id)];
+      if (p < 0) continue;
+      int start = -1;
+      if (take) {
+        start = mig_.idle_start(id, p);
+      } else if (const mig::SlotMask s = mig::feasible_starts(mig_.spec_of(id), mig_.occupancy(id), p, mig_.rules())) {
+        start = std::countr_zero(static_cast<unsigned>(s));
+      }
+      if (start < 0) continue;
+      out.node = n;
+      out.gpus = {static_cast<GpuIndex>(gi - gpu_begin_[n])};
+      out.mig_profile = static_cast<std::int8_t>(p);
+      out.mig_start = static_cast<std::int8_t>(start);
+      out.mig_create = !take;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status ClusterState::validate_mig(const TaskRequest& request, const TaskAssignment& a) const {
+  const std::string_view name = node_name_[a.node];
+  if (!request.mig.any() || a.gpus.size() != 1)
+    return Error{fmt::format("assignment on {}: a MIG assignment names one GPU and needs a MIG request", name),
+                 ErrorCode::kInconsistent, ""};
+  const GpuIndex g = a.gpus[0];
+  if (g >= gpu_count(a.node)) return Error{fmt::format("assignment on {}: no GPU {}", name, g), ErrorCode::kState, ""};
+  const mig::MigGpuId id = mig_.find(gpu_begin_[a.node] + g);
+  if (id == mig::kNoGpu || !mig_.available(id))
+    return Error{fmt::format("assignment on {}: GPU {} is not an available MIG GPU", name, g), ErrorCode::kState, ""};
+  if (!(request.models & model_bit(gpu_model_[gpu_begin_[a.node] + g])) ||
+      request.mig.profile[mig_.model_of(id)] != a.mig_profile)
+    return Error{fmt::format("assignment on {}: GPU {} does not serve the requested MIG profile", name, g),
+                 ErrorCode::kState, ""};
+  const mig::MigGpuSpec& spec = mig_.spec_of(id);
+  const bool ok = a.mig_create ? mig::can_add(spec, mig_.occupancy(id), a.mig_profile, a.mig_start, mig_.rules())
+                               : [&] {
+                                   for (const mig::MigSlot& s : mig_.instances(id))
+                                     if (s.start == a.mig_start) return !s.busy && s.profile == a.mig_profile;
+                                   return false;
+                                 }();
+  if (!ok)
+    return Error{fmt::format("assignment on {}: GPU {} cannot {} an instance of {} at slice {}", name, g,
+                             a.mig_create ? "create" : "take", spec.profiles[static_cast<std::size_t>(a.mig_profile)].name,
+                             a.mig_start),
+                 ErrorCode::kState, ""};
+  return {};
+}
+
+void ClusterState::apply_mig(const TaskAssignment& a, int sign) {
+  const mig::MigGpuId id = mig_.find(gpu_begin_[a.node] + a.gpus[0]);
+  Status st;
+  if (sign < 0) {
+    st = a.mig_create ? mig_.create(id, a.mig_profile, a.mig_start, true) : mig_.take(id, a.mig_profile, a.mig_start);
+  } else {
+    st = mig_.release(id, a.mig_start, a.mig_create);
+  }
+  (void)st;  // validated before (reserve) or the exact inverse of a journaled reservation (rollback)
 }
 
 std::size_t ClusterState::bucket_slot(std::uint8_t model_key) const {
@@ -257,6 +393,24 @@ Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t group)
   auto req = compile(info.shape, models, selector);
   if (!req)
     return Error{fmt::format("jobs[{}].groups[{}] ({}).{}", job.name(), group, info.name, req.error().message)};
+  if (!info.mig_profile.empty()) {
+    const std::string path = fmt::format("jobs[{}].groups[{}] ({}).mig_profile", job.name(), group, info.name);
+    if (info.shape.gpus > 0)
+      return Error{fmt::format("{}: a task takes a MIG instance or whole/shared GPUs, not both (gpus = {})", path,
+                               info.shape.gpus),
+                   ErrorCode::kInconsistent, path};
+    auto mig = mig::MigRequest::from_name(mig_.catalog(), info.mig_profile);
+    if (!mig) return Error{fmt::format("{}: {}", path, mig.error().message), mig.error().code, path};
+    // Keep only MIG models whose registry model the group allows.
+    for (std::size_t m = 0; m < mig_.catalog().size(); ++m) {
+      auto id = registry_.find(mig_.catalog().spec(static_cast<mig::MigModelId>(m)).model);
+      if (!id || !(req->models & model_bit(*id))) mig->profile[m] = -1;
+    }
+    req->mig = *mig;
+    if (!req->mig.any())
+      return Error{fmt::format("{}: \"{}\" exists on none of the allowed GPU models", path, info.mig_profile),
+                   ErrorCode::kInconsistent, path};
+  }
   return req;
 }
 
@@ -271,6 +425,7 @@ FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
   if (shape.needs_gpu() && (node_models_[n] & request.models) == 0) return FitReason::kGpuModelNotAllowed;
   if (cpu_free_[n] < shape.cpu) return FitReason::kInsufficientCpu;
   if (memory_free_[n] < shape.memory) return FitReason::kInsufficientMemory;
+  if (request.mig.any()) return node_can_serve_mig(n, request) ? FitReason::kFits : FitReason::kNoMigPlacement;
   if (!shape.needs_gpu()) return FitReason::kFits;
 
   const std::uint32_t b = gpu_begin_[n], e = gpu_end_[n];
@@ -305,6 +460,7 @@ Status ClusterState::validate(const TaskRequest& request, const TaskAssignment& 
   if (a.cpu != shape.cpu || a.memory != shape.memory || a.gpu_memory != shape.gpu_memory ||
       a.gpu_milli != shape.gpu_milli)
     return Error{fmt::format("assignment on {}: amounts differ from the request", name)};
+  if (request.mig.any() || a.is_mig()) return validate_mig(request, a);
   const std::size_t want = shape.needs_gpu() ? static_cast<std::size_t>(shape.gpus) : 0;
   if (a.gpus.size() != want)
     return Error{fmt::format("assignment on {}: {} GPUs given, {} requested", name, a.gpus.size(), want)};
@@ -335,6 +491,20 @@ Status ClusterState::release(const TaskAssignment& a) {
   if (cpu_free_[a.node] + a.cpu > cpu_capacity_[a.node] ||
       memory_free_[a.node] + a.memory > memory_capacity_[a.node])
     return Error{fmt::format("release on {}: frees more host resources than are used", node_name_[a.node])};
+  if (a.is_mig()) {
+    const mig::MigGpuId id = a.gpus.size() == 1 && a.gpus[0] < gpu_count(a.node)
+                                 ? mig_.find(gpu_begin_[a.node] + a.gpus[0]) : mig::kNoGpu;
+    bool busy_there = false;
+    if (id != mig::kNoGpu)
+      for (const mig::MigSlot& s : mig_.instances(id))
+        busy_there |= s.start == a.mig_start && s.busy && s.profile == a.mig_profile;
+    if (!busy_there)
+      return Error{fmt::format("release on {}: no busy MIG instance of that profile at slice {}", node_name_[a.node],
+                               a.mig_start),
+                   ErrorCode::kState, ""};
+    apply(a, +1);
+    return {};
+  }
   for (GpuIndex g : a.gpus) {
     if (g >= gpu_count(a.node)) return Error{fmt::format("release on {}: no GPU {}", node_name_[a.node], g)};
     const std::uint32_t gi = gpu_begin_[a.node] + g;
@@ -352,6 +522,11 @@ void ClusterState::apply(const TaskAssignment& a, int sign) {
   const bool old_partial = has_partial_[n] != 0;
   cpu_free_[n] += sign * a.cpu;
   memory_free_[n] += sign * a.memory;
+  if (a.is_mig()) {
+    // A MIG GPU's free share stays 0: only its instances change.
+    apply_mig(a, sign);
+    return;
+  }
   bool partial_may_change = false;
   for (GpuIndex g : a.gpus) {
     const std::uint32_t gi = gpu_begin_[n] + g;
@@ -412,14 +587,14 @@ std::size_t ClusterState::memory_usage() const {
   const std::size_t bitset_bytes = (node_count() + 63) / 64 * 8 + (node_count() + 4095) / 4096 * 8;
   for (const auto& row : buckets_) total += row.size() * bitset_bytes;
   total += bitset_bytes;
-  return total;
+  return total + mig_.memory_usage();
 }
 
 bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ &&
          free_gpu_milli_ == o.free_gpu_milli_ && has_partial_ == o.has_partial_ && buckets_ == o.buckets_ &&
-         partial_nodes_ == o.partial_nodes_ && total_gpu_free_ == o.total_gpu_free_;
+         partial_nodes_ == o.partial_nodes_ && total_gpu_free_ == o.total_gpu_free_ && mig_.same_as(o.mig_);
 }
 
 }  // namespace gpusched

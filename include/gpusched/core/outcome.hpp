@@ -112,6 +112,7 @@ enum class ReasonKind : std::uint16_t {
   kReservedForOther,      // capacity is held for another job's reservation or preemption
   kBackoff,               // requeued after a failure, waiting out its backoff
   kOther,
+  kNoIdleMigInstance,     // static MIG: no idle instance of the profile (re-partitioning could make one)
 };
 
 constexpr std::string_view reason_name(ReasonKind k) {
@@ -144,6 +145,7 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kReservedForOther: return "capacity reserved for another job";
     case ReasonKind::kBackoff: return "backing off after a failure";
     case ReasonKind::kOther: return "other";
+    case ReasonKind::kNoIdleMigInstance: return "no idle MIG instance of the profile";
   }
   return "?";
 }

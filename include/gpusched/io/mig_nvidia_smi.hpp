@@ -1,4 +1,4 @@
-// gpusched/mig/nvidia_smi.hpp — reading `nvidia-smi mig -lgip` and `-lgipp` text.
+// gpusched/io/mig_nvidia_smi.hpp — reading `nvidia-smi mig -lgip` and `-lgipp` text.
 //
 // What it is for. A real machine's profile table may differ from the built-in one (a driver adds
 // `1g.10gb` or `2g.12gb+me`, renames `3g.40gb` to `3g.39gb`). These parsers read the text
@@ -16,6 +16,9 @@
 // Lines that are neither (shell prompts, `#` comments, box borders, headers) are skipped. Errors
 // name the line number and the text that could not be read.
 //
+// A reader, so compiled io code (src/io/mig_nvidia_smi.cpp, library gpusched::io); its names stay in
+// gpusched::mig beside the tables it produces.
+//
 // Geometry that the text does not print is derived: compute slices from the name's "Ng"; the
 // GPU's memory slices from the widest placement; its compute slices and instance limit from the
 // largest "Ng" and the largest total; media engines from the full-GPU profile.
@@ -27,7 +30,7 @@
 #include <vector>
 
 #include "gpusched/core/result.hpp"
-#include "gpusched/mig/profiles.hpp"
+#include "gpusched/core/mig_profiles.hpp"
 
 namespace gpusched::mig {
 

@@ -1,4 +1,4 @@
-#include "gpusched/mig/nvidia_smi.hpp"
+#include "gpusched/io/mig_nvidia_smi.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "gpusched/mig/layout.hpp"
+#include "gpusched/core/mig_layout.hpp"
 
 namespace gpusched::mig {
 namespace {
