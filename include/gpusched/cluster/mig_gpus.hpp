@@ -167,6 +167,9 @@ class MigGpuTable {
   void reclass(MigGpuId g);
   void unclass(MigGpuId g);
   static int slot_at(const Gpu& g, int start);
+  static Error no_such_gpu(MigGpuId id) {
+    return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+  }
   Result<Gpu> make_gpu(MigModelId model, std::span<const MigInstance> instances, std::span<const bool> busy) const;
 
   const MigCatalog* catalog_;
@@ -325,7 +328,7 @@ inline int MigGpuTable::slot_at(const Gpu& g, int start) {
 }
 
 inline Status MigGpuTable::create(MigGpuId id, int profile, int start, bool busy) {
-  if (id >= gpus_.size()) return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+  if (id >= gpus_.size()) return no_such_gpu(id);
   Gpu& g = gpus_[id];
   const MigGpuSpec& spec = catalog_->spec(g.model);
   if (profile < 0 || static_cast<std::size_t>(profile) >= spec.profiles.size())
@@ -347,7 +350,7 @@ inline Status MigGpuTable::create(MigGpuId id, int profile, int start, bool busy
 }
 
 inline Status MigGpuTable::take(MigGpuId id, int profile, int start) {
-  if (id >= gpus_.size()) return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+  if (id >= gpus_.size()) return no_such_gpu(id);
   Gpu& g = gpus_[id];
   const int i = slot_at(g, start);
   if (i < 0 || g.slots[i].busy || g.slots[i].profile != profile)
@@ -360,7 +363,7 @@ inline Status MigGpuTable::take(MigGpuId id, int profile, int start) {
 }
 
 inline Status MigGpuTable::release(MigGpuId id, int start, bool destroy_it) {
-  if (id >= gpus_.size()) return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+  if (id >= gpus_.size()) return no_such_gpu(id);
   Gpu& g = gpus_[id];
   const int i = slot_at(g, start);
   if (i < 0 || !g.slots[i].busy)
@@ -373,7 +376,7 @@ inline Status MigGpuTable::release(MigGpuId id, int start, bool destroy_it) {
 }
 
 inline Status MigGpuTable::destroy(MigGpuId id, int start) {
-  if (id >= gpus_.size()) return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+  if (id >= gpus_.size()) return no_such_gpu(id);
   Gpu& g = gpus_[id];
   const int i = slot_at(g, start);
   if (i < 0 || g.slots[i].busy)
@@ -386,7 +389,7 @@ inline Status MigGpuTable::destroy(MigGpuId id, int start) {
 }
 
 inline Status MigGpuTable::set_layout(MigGpuId id, std::span<const MigInstance> instances, std::span<const bool> busy) {
-  if (id >= gpus_.size()) return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+  if (id >= gpus_.size()) return no_such_gpu(id);
   auto made = make_gpu(gpus_[id].model, instances, busy);
   if (!made) return made.error();
   Gpu& g = gpus_[id];

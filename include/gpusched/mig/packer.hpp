@@ -261,11 +261,6 @@ inline std::string mig_profile_label(const ClusterState& state, const MigRequest
   return "the profile";
 }
 
-inline bool mig_has_idle(const ClusterState& state, MigGpuId g, int p) {
-  for (const MigSlot& s : state.mig().instances(g))
-    if (!s.busy && s.profile == p) return true;
-  return false;
-}
 
 }  // namespace detail
 
@@ -278,7 +273,7 @@ inline Outcome unplaceable_outcome(const ClusterState& state, const MigRequest& 
     const int p = request.profile[mig.class_model(c)];
     if (p < 0) {
       no_profile += n;
-    } else if (detail::mig_has_idle(state, g, p)) {
+    } else if (mig.idle_start(g, p) >= 0) {
       fits += n;
     } else if (mode == MigMode::kStatic) {
       no_idle += n;
@@ -365,6 +360,20 @@ inline Status apply_decision(ClusterState& state, const MigDecision& decision) {
   return state.reserve(task.request, task.assignment);
 }
 
+namespace detail {
+// Sets the verdict of a decision the placers made, with the reasons when nothing was placed.
+inline void mig_finish_decision(const ClusterState& state, const MigRequest& request, MigMode mode,
+                                MigDecision& decision) {
+  if (decision.placed()) {
+    decision.verdict = Verdict::kPlaced;
+    return;
+  }
+  Outcome why = unplaceable_outcome(state, request, mode);
+  decision.verdict = why.verdict;
+  decision.reasons = std::move(why.reasons);
+}
+}  // namespace detail
+
 inline const FragAwarePlacer::Memo& FragAwarePlacer::memo(const ClusterState& state, MigClassId c, int p) const {
   if (memo_.size() < state.mig().class_count()) memo_.resize(state.mig().class_count());
   Memo& m = memo_[c];
@@ -435,13 +444,7 @@ inline MigDecision FragAwarePlacer::decide(const ClusterState& state, const MigR
   };
   consider(true);
   if (!best.placed() && mode_ == MigMode::kDynamic) consider(false);
-  if (best.placed()) {
-    best.verdict = Verdict::kPlaced;
-  } else {
-    Outcome why = unplaceable_outcome(state, request, mode_);
-    best.verdict = why.verdict;
-    best.reasons = std::move(why.reasons);
-  }
+  detail::mig_finish_decision(state, request, mode_, best);
   return best;
 }
 
@@ -457,11 +460,7 @@ inline MigDecision FirstFitPlacer::decide(const ClusterState& state, const MigRe
       if (best.placed() && g >= best.gpu) continue;
       int start = -1;
       if (take) {
-        for (const MigSlot& s : state.mig().instances(g))
-          if (!s.busy && s.profile == p) {
-            start = s.start;
-            break;
-          }
+        start = state.mig().idle_start(g, p);
       } else {
         const SlotMask starts = feasible_starts(state.mig().spec_of(g), state.mig().occupancy(g), p, state.mig().rules());
         if (starts) start = std::countr_zero(static_cast<unsigned>(starts));
@@ -474,13 +473,7 @@ inline MigDecision FirstFitPlacer::decide(const ClusterState& state, const MigRe
     }
     if (best.placed()) break;
   }
-  if (best.placed()) {
-    best.verdict = Verdict::kPlaced;
-  } else {
-    Outcome why = unplaceable_outcome(state, request, mode_);
-    best.verdict = why.verdict;
-    best.reasons = std::move(why.reasons);
-  }
+  detail::mig_finish_decision(state, request, mode_, best);
   return best;
 }
 
