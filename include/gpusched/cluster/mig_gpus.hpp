@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <span>
 #include <string>
@@ -217,7 +218,16 @@ inline MigRequest MigRequest::only(std::span<const MigModelId> models) const {
 }
 
 inline bool MigRequest::any() const {
-  return std::any_of(profile.begin(), profile.end(), [](std::int8_t p) { return p >= 0; });
+  // Called by ClusterState::check_fit for every task, MIG or not: "no model" is every byte -1 (0xff),
+  // so compare whole words instead of looping over the models.
+  static_assert(kMaxMigModels % sizeof(std::uint64_t) == 0);
+  std::uint64_t all = ~std::uint64_t{0};
+  for (std::size_t i = 0; i < kMaxMigModels; i += sizeof(std::uint64_t)) {
+    std::uint64_t word;
+    std::memcpy(&word, profile.data() + i, sizeof word);
+    all &= word;
+  }
+  return all != ~std::uint64_t{0};
 }
 
 inline Result<MigGpuTable::Gpu> MigGpuTable::make_gpu(MigModelId model, std::span<const MigInstance> instances,
