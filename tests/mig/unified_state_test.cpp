@@ -85,7 +85,7 @@ TEST_CASE("a MIG reservation changes ClusterState, and rollback restores it exac
   CHECK_FALSE(st.release(task.assignment).ok());
 }
 
-TEST_CASE("property: random MIG reservations and rollbacks equal a state built from scratch") {
+TEST_CASE("property: after random MIG reservations and re-partitions the state equals one built from scratch") {
   for (std::uint64_t trial = 0; trial < 30; ++trial) {
     SplitMix64 rng(trial * 104729 + 3);
     MigClusterBuilder b;
@@ -94,13 +94,18 @@ TEST_CASE("property: random MIG reservations and rollbacks equal a state built f
       for (int g = 0; g < 3; ++g) b.add_gpu(node, model(rng.below(2) ? "A100-SXM4-40GB" : "A30-24GB"));
     }
     ClusterState st = b.build().value();
-    const ClusterState fresh = st;
     const char* names[] = {"1g.5gb", "2g.10gb", "3g.20gb", "1g.6gb", "2g.12gb", "7g.40gb"};
     FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
-    const auto mark = st.checkpoint();
     for (int step = 0; step < 30; ++step) {
       const MigDecision d = packer.decide(st, req(names[rng.below(std::size(names))]));
       if (d.placed()) REQUIRE(apply_decision(st, d).ok());
+      if (rng.below(8) == 0) {
+        // A re-partition applied (a cluster event, not journaled): a plan for a little random demand.
+        std::vector<MigDemandItem> demand;
+        for (const char* nm : names) demand.push_back({nm, req(nm), static_cast<std::int64_t>(rng.below(2))});
+        REQUIRE(apply_plan(st, plan_repartition(st, demand)).ok());
+        st.commit();  // the plan replaced layouts under journaled reservations: no rollback across it
+      }
     }
     // The reserved state equals one built from its own view (the instances written back as busy).
     MigClusterBuilder again;
@@ -120,6 +125,24 @@ TEST_CASE("property: random MIG reservations and rollbacks equal a state built f
       CHECK(x.gpu == y.gpu);
       CHECK(x.start == y.start);
       CHECK(x.verdict == y.verdict);
+    }
+  }
+}
+
+TEST_CASE("property: any sequence of MIG reservations rolls back to the exact prior state") {
+  for (std::uint64_t trial = 0; trial < 30; ++trial) {
+    SplitMix64 rng(trial * 7 + 1);
+    MigClusterBuilder b;
+    const auto node = b.add_node("n");
+    for (int g = 0; g < 6; ++g) b.add_gpu(node, model("H100-80GB"), {{9, 0}}, {rng.below(2) == 0});
+    ClusterState st = b.build().value();
+    const ClusterState fresh = st;
+    FirstFitPlacer ff(rng.below(2) ? MigMode::kDynamic : MigMode::kStatic);
+    const char* names[] = {"1g.10gb", "2g.20gb", "3g.40gb", "1g.20gb"};
+    const auto mark = st.checkpoint();
+    for (int step = 0; step < 25; ++step) {
+      const MigDecision d = ff.decide(st, req(names[rng.below(std::size(names))]));
+      if (d.placed()) REQUIRE(apply_decision(st, d).ok());
     }
     st.rollback(mark);
     CHECK(st.same_allocation_as(fresh));
