@@ -247,21 +247,21 @@ json spec_json(const mig::MigGpuSpec& spec) {
 
 int run_table(const TableOptions& opt) {
   mig::MigGpuSpec spec;
-  std::vector<mig::SpecDifference> diff;
+  std::vector<io::SpecDifference> diff;
   bool compared = false;
   if (!opt.lgip.empty() || !opt.lgipp.empty()) {
     if (opt.lgip.empty() || opt.lgipp.empty()) throw InputError("--lgip and --lgipp: both are needed");
-    auto lgip = mig::parse_lgip(read_file(opt.lgip));
+    auto lgip = io::parse_lgip(read_file(opt.lgip));
     if (!lgip) throw InputError(fmt::format("{}: {}", opt.lgip, lgip.error().message));
-    auto lgipp = mig::parse_lgipp(read_file(opt.lgipp));
+    auto lgipp = io::parse_lgipp(read_file(opt.lgipp));
     if (!lgipp) throw InputError(fmt::format("{}: {}", opt.lgipp, lgipp.error().message));
-    auto s = mig::spec_from_nvidia_smi(opt.model.empty() ? "nvidia-smi" : opt.model, *lgip, *lgipp, opt.gpu);
+    auto s = io::spec_from_nvidia_smi(opt.model.empty() ? "nvidia-smi" : opt.model, *lgip, *lgipp, opt.gpu);
     if (!s) throw InputError(s.error().message);
     spec = std::move(*s);
     if (!opt.model.empty()) {
       const mig::MigGpuSpec& reference = catalog().spec(find_model(opt.model, "--model"));
       spec.model = reference.model;
-      diff = mig::compare_specs(reference, spec);
+      diff = io::compare_specs(reference, spec);
       compared = true;
     }
   } else if (!opt.model.empty()) {

@@ -9,7 +9,10 @@
 
 #include "gpusched/core/mig_layout.hpp"
 
-namespace gpusched::mig {
+namespace gpusched::io {
+
+// The tables and their rules are the header-only MIG vocabulary.
+using namespace gpusched::mig;
 namespace {
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -254,4 +257,4 @@ std::vector<SpecDifference> compare_specs(const MigGpuSpec& reference, const Mig
   return out;
 }
 
-}  // namespace gpusched::mig
+}  // namespace gpusched::io

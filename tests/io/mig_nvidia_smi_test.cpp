@@ -9,6 +9,7 @@
 #include "gpusched/io/mig_nvidia_smi.hpp"
 
 using namespace gpusched::mig;
+using namespace gpusched::io;
 
 namespace {
 

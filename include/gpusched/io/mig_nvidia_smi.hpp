@@ -16,8 +16,8 @@
 // Lines that are neither (shell prompts, `#` comments, box borders, headers) are skipped. Errors
 // name the line number and the text that could not be read.
 //
-// A reader, so compiled io code (src/io/mig_nvidia_smi.cpp, library gpusched::io); its names stay in
-// gpusched::mig beside the tables it produces.
+// A reader, so compiled io code (src/io/mig_nvidia_smi.cpp, library gpusched::io, namespace
+// gpusched::io); the tables it produces are the header-only gpusched::mig::MigGpuSpec.
 //
 // Geometry that the text does not print is derived: compute slices from the name's "Ng"; the
 // GPU's memory slices from the widest placement; its compute slices and instance limit from the
@@ -32,7 +32,7 @@
 #include "gpusched/core/result.hpp"
 #include "gpusched/core/mig_profiles.hpp"
 
-namespace gpusched::mig {
+namespace gpusched::io {
 
 struct LgipRow {
   int line = 0;
@@ -49,7 +49,7 @@ struct LgippRow {
   int line = 0;
   int gpu = 0;
   std::uint32_t id = 0;
-  SlotMask starts = 0;
+  mig::SlotMask starts = 0;
   int size = 0;
 };
 
@@ -58,7 +58,7 @@ Result<std::vector<LgippRow>> parse_lgipp(std::string_view text);
 
 // The table of one GPU (`gpu`, or the first GPU in the text when -1) from both outputs. Every
 // -lgip profile needs a -lgipp line and vice versa. `model` names the result.
-Result<MigGpuSpec> spec_from_nvidia_smi(std::string_view model, const std::vector<LgipRow>& lgip,
+Result<mig::MigGpuSpec> spec_from_nvidia_smi(std::string_view model, const std::vector<LgipRow>& lgip,
                                         const std::vector<LgippRow>& lgipp, int gpu = -1);
 
 // Differences between a reference table and one read from a machine, matched by profile ID:
@@ -68,6 +68,6 @@ struct SpecDifference {
   bool geometry = false;  // true for a placement/geometry difference, false for a name note
   std::string text;
 };
-std::vector<SpecDifference> compare_specs(const MigGpuSpec& reference, const MigGpuSpec& observed);
+std::vector<SpecDifference> compare_specs(const mig::MigGpuSpec& reference, const mig::MigGpuSpec& observed);
 
-}  // namespace gpusched::mig
+}  // namespace gpusched::io
