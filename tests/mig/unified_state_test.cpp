@@ -302,3 +302,62 @@ TEST_CASE("MIG GPUs of a cordoned or failed node, or unhealthy ones, take no MIG
         "0/2 GPUs can take 1g.5gb: 1 no free placement (slices taken or limits reached), 1 on nodes that take no "
         "work or unhealthy");
 }
+
+TEST_CASE("cluster events keep the MIG index in place; MIG changes advance the generations") {
+  MigClusterBuilder b;
+  const auto n0 = b.add_node("a");
+  b.add_gpu(n0, model("A100-SXM4-40GB"));
+  const auto n1 = b.add_node("b");
+  b.add_gpu(n1, model("A100-SXM4-40GB"), {{0, 0}}, {true});  // full: a busy 7g.40gb
+  ClusterState st = b.build().value();
+  FirstFitPlacer ff(MigMode::kDynamic);
+  const MigRequest one = req("1g.5gb");
+  REQUIRE(ff.decide(st, one).gpu == 0);
+
+  // Cordon, fail and GPU health park node a's MIG GPU; undoing them brings it back.
+  REQUIRE(st.cordon(0).ok());
+  CHECK_FALSE(ff.decide(st, one).placed());
+  CHECK(ff.decide(st, one).verdict == Verdict::kNotNow);
+  REQUIRE(st.uncordon(0).ok());
+  CHECK(ff.decide(st, one).gpu == 0);
+  REQUIRE(st.fail_node(0).ok());
+  CHECK_FALSE(ff.decide(st, one).placed());
+  REQUIRE(st.recover_node(0).ok());
+  REQUIRE(st.set_gpu_health(0, 0, false).ok());
+  CHECK_FALSE(ff.decide(st, one).placed());
+  REQUIRE(st.set_gpu_health(0, 0, true).ok());
+  CHECK(st.gpu_free_milli(0, 0) == 0);  // recovered, still in MIG mode: no share for whole-GPU tasks
+  CHECK(ff.decide(st, one).gpu == 0);
+
+  // A MIG reservation and an applied re-partition each advance the generation; the layout event
+  // also advances the layout generation (an allocation does not).
+  const auto gen = st.generation();
+  const auto layout_gen = st.layout_generation();
+  REQUIRE(apply_decision(st, ff.decide(st, one)).ok());
+  CHECK(st.generation() > gen);
+  CHECK(st.layout_generation() == layout_gen);
+  const std::vector<MigInstance> halves = {{9, 0}, {9, 4}};
+  const bool busy[] = {false, false};
+  // The layout event replaces the layout as the operator applied it, busy flags included.
+  REQUIRE(st.apply_mig_layout(0, 0, halves, busy).ok());
+  CHECK(st.layout_generation() > layout_gen);
+  CHECK(st.mig().layout(0) == halves);
+  // A 2g.10gb at 2 would share slices 2..3 with the 3g.20gb at 0..3: refused, nothing changes.
+  CHECK(st.apply_mig_layout(0, 0, std::vector<MigInstance>{{9, 0}, {14, 2}}, busy).error().message.find("overlaps") !=
+        std::string::npos);
+  CHECK(st.mig().layout(0) == halves);
+  CHECK_FALSE(st.apply_mig_layout(0, 1, halves, busy).ok());  // node a has one GPU
+
+  // A node added by event with a MIG GPU joins the index; removing it parks its GPU for good.
+  MigClusterBuilder more;
+  const auto n2 = more.add_node("c");
+  more.add_gpu(n2, model("A30-24GB"));
+  const auto added = st.add_node(more.cluster(), 0);
+  REQUIRE(added.ok());
+  CHECK(st.mig().gpu_count() == 3);
+  CHECK(ff.decide(st, req("1g.6gb")).gpu == 2);
+  REQUIRE(st.remove_node(*added).ok());
+  CHECK_FALSE(ff.decide(st, req("1g.6gb")).placed());
+  // The only A30 left the cluster: no GPU can ever serve a 1g.6gb now.
+  CHECK(ff.decide(st, req("1g.6gb")).verdict == Verdict::kInfeasible);
+}

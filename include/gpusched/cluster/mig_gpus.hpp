@@ -121,6 +121,9 @@ class MigGpuTable {
   Status set_layout(MigGpuId g, std::span<const MigInstance> instances, std::span<const bool> busy);
   // Parks a GPU out of the class index, or brings it back.
   void set_available(MigGpuId g, bool available);
+  // The GPU left the cluster (its node was removed): parked for good and no longer counted by
+  // model_gpu_count, so a profile only it offered becomes infeasible.
+  void retire(MigGpuId g);
   // Could the GPU take one instance of `profile` (an index in its table) now: an idle one, or
   // (when `may_create`) free slices at a valid start? Parked GPUs cannot.
   bool can_serve(MigGpuId g, int profile, bool may_create) const;
@@ -152,6 +155,7 @@ class MigGpuTable {
     std::uint16_t local = 0;
     MigModelId model = 0;
     bool available = true;
+    bool retired = false;
     std::uint8_t count = 0;
     std::array<MigSlot, kMaxInstances> slots{};
     Occupancy all, busy;
@@ -411,8 +415,15 @@ inline Status MigGpuTable::set_layout(MigGpuId id, std::span<const MigInstance> 
   return {};
 }
 
+inline void MigGpuTable::retire(MigGpuId id) {
+  if (gpus_[id].retired) return;
+  set_available(id, false);
+  gpus_[id].retired = true;
+  --per_model_[gpus_[id].model];
+}
+
 inline void MigGpuTable::set_available(MigGpuId id, bool available) {
-  if (gpus_[id].available == available) return;
+  if (gpus_[id].retired || gpus_[id].available == available) return;
   gpus_[id].available = available;
   reclass(id);
 }
@@ -435,6 +446,7 @@ inline bool MigGpuTable::same_as(const MigGpuTable& o) const {
     const Gpu& a = gpus_[i];
     const Gpu& b = o.gpus_[i];
     if (a.node != b.node || a.local != b.local || a.model != b.model || a.available != b.available ||
+        a.retired != b.retired ||
         a.count != b.count || !(a.all == b.all) || !(a.busy == b.busy) ||
         !std::equal(a.slots.begin(), a.slots.begin() + a.count, b.slots.begin()))
       return false;

@@ -835,7 +835,8 @@ inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
   const NodeUsage in_use = usage(n);
   index_erase(n);
   flags_[n] = kFlagFailed | kFlagRemoved;
-  sync_mig_availability(n);
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
+    if (const mig::MigGpuId id = mig_.find(gi); id != mig::kNoGpu) mig_.retire(id);
   for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
     if (!gpu_healthy_[gi]) continue;
     total_gpu_capacity_ -= kMilliPerGpu;
