@@ -45,10 +45,8 @@ ClusterState random_cluster(int gpus, int busy_pct, std::uint64_t seed) {
         const int p = static_cast<int>(rng.below(spec.profiles.size()));
         const SlotMask s = feasible_starts(spec, occ, p);
         if (!s) continue;
-        int pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(s)))));
-        SlotMask rest = s;
-        while (pick--) rest = static_cast<SlotMask>(rest & (rest - 1));
-        const int start = std::countr_zero(static_cast<unsigned>(rest));
+        const int start =
+            nth_slot(s, static_cast<int>(rng.below(static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(s))))));
         add_instance(spec, occ, p, start);
         busy[instances.size()] = static_cast<int>(rng.below(100)) < busy_pct;
         instances.push_back({spec.profiles[static_cast<std::size_t>(p)].id, static_cast<std::uint8_t>(start)});

@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gpusched/core/detail/mig_text.hpp"
+#include "gpusched/core/detail/text.hpp"
 #include "gpusched/core/mig_layout.hpp"
 #include "gpusched/core/mig_profiles.hpp"
 #include "gpusched/core/result.hpp"
@@ -173,7 +173,7 @@ class MigGpuTable {
   void unclass(MigGpuId g);
   static int slot_at(const Gpu& g, int start);
   static Error no_such_gpu(MigGpuId id) {
-    return detail::mig_error(detail::mig_cat("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
+    return gpusched::detail::input_error(gpusched::detail::concat_text("gpu: MIG id ", id, " out of range"), "gpu", ErrorCode::kState);
   }
   Result<Gpu> make_gpu(MigModelId model, std::span<const MigInstance> instances, std::span<const bool> busy) const;
 
@@ -192,22 +192,22 @@ class MigGpuTable {
 inline Result<MigRequest> MigRequest::from_name(const MigCatalog& catalog, std::string_view name) {
   auto geometry = parse_profile_name(name);
   if (!geometry)
-    return detail::mig_error(
-        detail::mig_cat("profile: \"", name, "\" is not a MIG profile name (expected <N>g.<M>gb[+me])"), "profile");
+    return gpusched::detail::input_error(
+        gpusched::detail::concat_text("profile: \"", name, "\" is not a MIG profile name (expected <N>g.<M>gb[+me])"), "profile");
   MigRequest r;
   for (std::size_t m = 0; m < catalog.size(); ++m)
     r.profile[m] = static_cast<std::int8_t>(match_profile(catalog.spec(static_cast<MigModelId>(m)), *geometry));
   if (!r.any())
-    return detail::mig_error(detail::mig_cat("profile: \"", name, "\" is not a profile of any known MIG GPU model"),
+    return gpusched::detail::input_error(gpusched::detail::concat_text("profile: \"", name, "\" is not a profile of any known MIG GPU model"),
                              "profile", ErrorCode::kUnknownName);
   return r;
 }
 
 inline Result<MigRequest> MigRequest::from_id(const MigCatalog& catalog, MigModelId model, std::uint32_t id) {
-  if (model >= catalog.size()) return detail::mig_error(detail::mig_cat("model: index ", model, " out of range"), "model");
+  if (model >= catalog.size()) return gpusched::detail::input_error(gpusched::detail::concat_text("model: index ", model, " out of range"), "model");
   const int p = catalog.spec(model).find_id(id);
   if (p < 0)
-    return detail::mig_error(detail::mig_cat("profile_id: ", id, " is not a profile of ", catalog.spec(model).model),
+    return gpusched::detail::input_error(gpusched::detail::concat_text("profile_id: ", id, " is not a profile of ", catalog.spec(model).model),
                              "profile_id", ErrorCode::kUnknownName);
   MigRequest r;
   r.profile[model] = static_cast<std::int8_t>(p);
@@ -236,7 +236,7 @@ inline bool MigRequest::any() const {
 
 inline Result<MigGpuTable::Gpu> MigGpuTable::make_gpu(MigModelId model, std::span<const MigInstance> instances,
                                                       std::span<const bool> busy) const {
-  if (model >= catalog_->size()) return detail::mig_error(detail::mig_cat("model: index ", model, " out of range"), "model");
+  if (model >= catalog_->size()) return gpusched::detail::input_error(gpusched::detail::concat_text("model: index ", model, " out of range"), "model");
   const MigGpuSpec& spec = catalog_->spec(model);
   auto occ = validate_layout(spec, instances, rules_);
   if (!occ) return occ.error();
@@ -258,7 +258,7 @@ inline Result<MigGpuId> MigGpuTable::add_gpu(std::uint32_t node, std::uint16_t l
                                              MigModelId model, std::span<const MigInstance> instances,
                                              std::span<const bool> busy) {
   if (find(cluster_gpu) != kNoGpu)
-    return detail::mig_error(detail::mig_cat("gpu ", cluster_gpu, ": already in MIG mode"), "", ErrorCode::kDuplicate);
+    return gpusched::detail::input_error(gpusched::detail::concat_text("gpu ", cluster_gpu, ": already in MIG mode"), "", ErrorCode::kDuplicate);
   auto made = make_gpu(model, instances, busy);
   if (!made) return made.error();
   made->node = node;
@@ -346,9 +346,9 @@ inline Status MigGpuTable::create(MigGpuId id, int profile, int start, bool busy
   Gpu& g = gpus_[id];
   const MigGpuSpec& spec = catalog_->spec(g.model);
   if (profile < 0 || static_cast<std::size_t>(profile) >= spec.profiles.size())
-    return detail::mig_error(detail::mig_cat("profile: index ", profile, " out of range on ", spec.model), "profile");
+    return gpusched::detail::input_error(gpusched::detail::concat_text("profile: index ", profile, " out of range on ", spec.model), "profile");
   if (!can_add(spec, g.all, profile, start, rules_))
-    return detail::mig_error(detail::mig_cat("gpu ", id, ": cannot create ", spec.profiles[static_cast<std::size_t>(profile)].name,
+    return gpusched::detail::input_error(gpusched::detail::concat_text("gpu ", id, ": cannot create ", spec.profiles[static_cast<std::size_t>(profile)].name,
                                              " at ", start, " (layout ", format_layout(spec, layout(id)), ")"),
                              "start", ErrorCode::kState);
   add_instance(spec, g.all, profile, start);
@@ -368,7 +368,7 @@ inline Status MigGpuTable::take(MigGpuId id, int profile, int start) {
   Gpu& g = gpus_[id];
   const int i = slot_at(g, start);
   if (i < 0 || g.slots[i].busy || g.slots[i].profile != profile)
-    return detail::mig_error(detail::mig_cat("gpu ", id, ": no idle instance of that profile at ", start), "start",
+    return gpusched::detail::input_error(gpusched::detail::concat_text("gpu ", id, ": no idle instance of that profile at ", start), "start",
                              ErrorCode::kState);
   g.slots[i].busy = true;
   add_instance(catalog_->spec(g.model), g.busy, profile, start);
@@ -381,7 +381,7 @@ inline Status MigGpuTable::release(MigGpuId id, int start, bool destroy_it) {
   Gpu& g = gpus_[id];
   const int i = slot_at(g, start);
   if (i < 0 || !g.slots[i].busy)
-    return detail::mig_error(detail::mig_cat("gpu ", id, ": no busy instance at ", start), "start", ErrorCode::kState);
+    return gpusched::detail::input_error(gpusched::detail::concat_text("gpu ", id, ": no busy instance at ", start), "start", ErrorCode::kState);
   g.slots[i].busy = false;
   remove_instance(catalog_->spec(g.model), g.busy, g.slots[i].profile, start);
   if (destroy_it) return destroy(id, start);
@@ -394,7 +394,7 @@ inline Status MigGpuTable::destroy(MigGpuId id, int start) {
   Gpu& g = gpus_[id];
   const int i = slot_at(g, start);
   if (i < 0 || g.slots[i].busy)
-    return detail::mig_error(detail::mig_cat("gpu ", id, ": no idle instance at ", start), "start", ErrorCode::kState);
+    return gpusched::detail::input_error(gpusched::detail::concat_text("gpu ", id, ": no idle instance at ", start), "start", ErrorCode::kState);
   remove_instance(catalog_->spec(g.model), g.all, g.slots[i].profile, start);
   std::move(g.slots.begin() + i + 1, g.slots.begin() + g.count, g.slots.begin() + i);
   --g.count;

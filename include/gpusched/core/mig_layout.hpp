@@ -75,6 +75,14 @@ Result<Occupancy> validate_layout(const MigGpuSpec& spec, std::span<const MigIns
 // layout once.
 std::vector<std::vector<MigInstance>> maximal_layouts(const MigGpuSpec& spec, LayoutRules rules = {});
 
+// The k-th (0-based) slot of a mask in increasing order, -1 when it has no k-th slot: a uniformly drawn
+// start is nth_slot(starts, draw below popcount(starts)) (random layouts in tests and benchmarks).
+constexpr int nth_slot(SlotMask mask, int k) {
+  for (unsigned m = mask; m != 0; m &= m - 1, --k)
+    if (k == 0) return std::countr_zero(m);
+  return -1;
+}
+
 // "{0,2,4}" for a start mask.
 std::string format_starts(SlotMask starts);
 // "3g.20gb@0 4g.20gb@4" (names from the table, IDs when unknown).
@@ -171,9 +179,9 @@ inline std::string format_layout(const MigGpuSpec& spec, std::span<const MigInst
     if (!out.empty()) out += ' ';
     const int p = spec.find_id(inst.profile_id);
     if (p >= 0)
-      out += detail::mig_cat(spec.profiles[static_cast<std::size_t>(p)].name, "@", inst.start);
+      out += gpusched::detail::concat_text(spec.profiles[static_cast<std::size_t>(p)].name, "@", inst.start);
     else
-      out += detail::mig_cat("id", inst.profile_id, "@", inst.start);
+      out += gpusched::detail::concat_text("id", inst.profile_id, "@", inst.start);
   }
   return out;
 }
@@ -185,30 +193,30 @@ inline Result<Occupancy> validate_layout(const MigGpuSpec& spec, std::span<const
     const MigInstance& inst = instances[i];
     const int p = spec.find_id(inst.profile_id);
     if (p < 0)
-      return detail::mig_error(detail::mig_cat("instances[", i, "].profile_id: ", inst.profile_id, " is not a profile of ", spec.model));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "].profile_id: ", inst.profile_id, " is not a profile of ", spec.model));
     const MigProfile& prof = spec.profiles[static_cast<std::size_t>(p)];
     if (inst.start >= kMaxSlots || !((prof.starts >> inst.start) & 1U))
-      return detail::mig_error(detail::mig_cat("instances[", i, "].start: ", inst.start, " is not a placement of ", prof.name, " (ID ", prof.id, ") on ", spec.model, " (allowed ", format_starts(prof.starts), ")"));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "].start: ", inst.start, " is not a placement of ", prof.name, " (ID ", prof.id, ") on ", spec.model, " (allowed ", format_starts(prof.starts), ")"));
     const SlotMask w = prof.window(inst.start);
     if (occ.used & w) {
       for (std::size_t j = 0; j < i; ++j) {
         const int q = spec.find_id(instances[j].profile_id);
         const MigProfile& other = spec.profiles[static_cast<std::size_t>(q)];
         if (other.window(instances[j].start) & w)
-          return detail::mig_error(detail::mig_cat("instances[", i, "]: ", prof.name, " at ", inst.start, " overlaps instances[", j, "] (", other.name, " at ", instances[j].start, "..", instances[j].start + other.memory_slices - 1, ")"));
+          return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "]: ", prof.name, " at ", inst.start, " overlaps instances[", j, "] (", other.name, " at ", instances[j].start, "..", instances[j].start + other.memory_slices - 1, ")"));
       }
     }
     if (occ.per_profile[static_cast<std::size_t>(p)] >= prof.max_instances)
-      return detail::mig_error(detail::mig_cat("instances[", i, "]: more than ", prof.max_instances, " instance(s) of ", prof.name, " on ", spec.model));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "]: more than ", prof.max_instances, " instance(s) of ", prof.name, " on ", spec.model));
     if (occ.count >= spec.max_instances)
-      return detail::mig_error(detail::mig_cat("instances[", i, "]: more than ", spec.max_instances, " GPU instances on ", spec.model));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "]: more than ", spec.max_instances, " GPU instances on ", spec.model));
     if (occ.compute + prof.compute_slices > spec.compute_slices)
-      return detail::mig_error(detail::mig_cat("instances[", i, "]: ", prof.name, " needs ", prof.compute_slices, " compute slices, only ", spec.compute_slices - occ.compute, " of ", spec.compute_slices, " left"));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "]: ", prof.name, " needs ", prof.compute_slices, " compute slices, only ", spec.compute_slices - occ.compute, " of ", spec.compute_slices, " left"));
     if (occ.decoders + prof.decoders > spec.decoders || occ.jpeg + prof.jpeg > spec.jpeg ||
         occ.ofa + prof.ofa > spec.ofa)
-      return detail::mig_error(detail::mig_cat("instances[", i, "]: ", prof.name, " exceeds the GPU's media engines (one +me instance per GPU)"));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "]: ", prof.name, " exceeds the GPU's media engines (one +me instance per GPU)"));
     if (!can_add(spec, occ, p, inst.start, rules))
-      return detail::mig_error(detail::mig_cat("instances[", i, "]: ", prof.name, " cannot coexist with a 4-memory-slice instance of other compute size before driver R510"));
+      return gpusched::detail::input_error(gpusched::detail::concat_text("instances[", i, "]: ", prof.name, " cannot coexist with a 4-memory-slice instance of other compute size before driver R510"));
     add_instance(spec, occ, p, inst.start);
   }
   return occ;

@@ -43,7 +43,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpusched/core/detail/mig_text.hpp"
+#include "gpusched/core/detail/text.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
 
@@ -302,30 +302,30 @@ inline int MigGpuSpec::find_id(std::uint32_t id) const {
 
 inline Status validate_spec(const MigGpuSpec& spec) {
   const std::string& m = spec.model;
-  if (m.empty()) return detail::mig_error("model: must not be empty");
+  if (m.empty()) return gpusched::detail::input_error("model: must not be empty");
   if (spec.memory_slots < 1 || spec.memory_slots > kMaxSlots)
-    return detail::mig_error(detail::mig_cat(m, ": memory_slots must be 1..", kMaxSlots, ", got ", spec.memory_slots));
+    return gpusched::detail::input_error(gpusched::detail::concat_text(m, ": memory_slots must be 1..", kMaxSlots, ", got ", spec.memory_slots));
   if (spec.compute_slices < 1)
-    return detail::mig_error(detail::mig_cat(m, ": compute_slices must be positive, got ", spec.compute_slices));
+    return gpusched::detail::input_error(gpusched::detail::concat_text(m, ": compute_slices must be positive, got ", spec.compute_slices));
   if (spec.max_instances < 1 || spec.max_instances > kMaxInstances)
-    return detail::mig_error(detail::mig_cat(m, ": max_instances must be 1..", kMaxInstances, ", got ", spec.max_instances));
-  if (spec.profiles.empty()) return detail::mig_error(detail::mig_cat(m, ": profiles: none"));
+    return gpusched::detail::input_error(gpusched::detail::concat_text(m, ": max_instances must be 1..", kMaxInstances, ", got ", spec.max_instances));
+  if (spec.profiles.empty()) return gpusched::detail::input_error(gpusched::detail::concat_text(m, ": profiles: none"));
   if (spec.profiles.size() > static_cast<std::size_t>(kMaxProfiles))
-    return detail::mig_error(detail::mig_cat(m, ": profiles: at most ", kMaxProfiles, ", got ", spec.profiles.size()));
+    return gpusched::detail::input_error(gpusched::detail::concat_text(m, ": profiles: at most ", kMaxProfiles, ", got ", spec.profiles.size()));
   for (std::size_t i = 0; i < spec.profiles.size(); ++i) {
     const MigProfile& p = spec.profiles[i];
-    const std::string where = detail::mig_cat(m, ": profile ", p.name, " (ID ", p.id, ")");
-    if (spec.find_id(p.id) != static_cast<int>(i)) return detail::mig_error(where + ": duplicate profile ID");
+    const std::string where = gpusched::detail::concat_text(m, ": profile ", p.name, " (ID ", p.id, ")");
+    if (spec.find_id(p.id) != static_cast<int>(i)) return gpusched::detail::input_error(where + ": duplicate profile ID");
     if (p.memory_slices < 1 || p.memory_slices > spec.memory_slots)
-      return detail::mig_error(detail::mig_cat(where, ": memory_slices must be 1..", spec.memory_slots, ", got ", p.memory_slices));
+      return gpusched::detail::input_error(gpusched::detail::concat_text(where, ": memory_slices must be 1..", spec.memory_slots, ", got ", p.memory_slices));
     if (p.compute_slices < 1 || p.compute_slices > spec.compute_slices)
-      return detail::mig_error(detail::mig_cat(where, ": compute_slices must be 1..", spec.compute_slices, ", got ", p.compute_slices));
-    if (p.starts == 0) return detail::mig_error(where + ": placements: no start slot");
+      return gpusched::detail::input_error(gpusched::detail::concat_text(where, ": compute_slices must be 1..", spec.compute_slices, ", got ", p.compute_slices));
+    if (p.starts == 0) return gpusched::detail::input_error(where + ": placements: no start slot");
     for (int s = 0; s < 16; ++s)
       if ((p.starts >> s) & 1U)
         if (s + p.memory_slices > spec.memory_slots)
-          return detail::mig_error(detail::mig_cat(where, ": placement start ", s, " with size ", p.memory_slices, " exceeds ", spec.memory_slots, " memory slices"));
-    if (p.max_instances < 1) return detail::mig_error(where + ": max_instances must be positive");
+          return gpusched::detail::input_error(gpusched::detail::concat_text(where, ": placement start ", s, " with size ", p.memory_slices, " exceeds ", spec.memory_slots, " memory slices"));
+    if (p.max_instances < 1) return gpusched::detail::input_error(where + ": max_instances must be positive");
   }
   return {};
 }
@@ -412,9 +412,9 @@ inline const MigCatalog& MigCatalog::builtin() {
 inline Result<MigModelId> MigCatalog::add(MigGpuSpec spec) {
   if (Status st = validate_spec(spec); !st) return st.error();
   for (const MigGpuSpec& s : specs_)
-    if (detail::mig_iequal(s.model, spec.model)) return detail::mig_error(detail::mig_cat("model ", spec.model, ": already in the catalog"), "model", ErrorCode::kDuplicate);
+    if (detail::mig_iequal(s.model, spec.model)) return gpusched::detail::input_error(gpusched::detail::concat_text("model ", spec.model, ": already in the catalog"), "model", ErrorCode::kDuplicate);
   if (specs_.size() >= kMaxMigModels)
-    return detail::mig_error(detail::mig_cat("model ", spec.model, ": catalog full (", kMaxMigModels, " models)"));
+    return gpusched::detail::input_error(gpusched::detail::concat_text("model ", spec.model, ": catalog full (", kMaxMigModels, " models)"));
   specs_.push_back(std::move(spec));
   return static_cast<MigModelId>(specs_.size() - 1);
 }

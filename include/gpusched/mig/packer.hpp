@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/core/detail/text.hpp"
 #include "gpusched/core/outcome.hpp"
 
 namespace gpusched::mig {
@@ -303,7 +304,7 @@ inline std::string explain(const ClusterState& state, const MigRequest& request,
   std::uint64_t failed = 0;
   for (const Reason& r : decision.reasons) failed += r.count;
   const std::uint64_t total = state.mig().gpu_count();
-  std::string out = detail::mig_cat(total - std::min(failed, total), "/", total, " GPUs can take ",
+  std::string out = gpusched::detail::concat_text(total - std::min(failed, total), "/", total, " GPUs can take ",
                                     detail::mig_profile_label(state, request));
   std::string sep = ": ";
   for (const Reason& r : decision.reasons) {
@@ -315,7 +316,7 @@ inline std::string explain(const ClusterState& state, const MigRequest& request,
       case ReasonKind::kNodeUnschedulable: what = "on nodes that take no work or unhealthy"; break;
       default: break;
     }
-    out += detail::mig_cat(sep, r.count, " ", what);
+    out += gpusched::detail::concat_text(sep, r.count, " ", what);
     sep = ", ";
   }
   return out;
@@ -352,9 +353,9 @@ inline TaskAssignment mig_instance_assignment(const ClusterState& state, MigGpuI
 
 inline Status apply_decision(ClusterState& state, const MigDecision& decision) {
   if (!decision.placed())
-    return detail::mig_error("decision: nothing to apply (not placed)", "decision", ErrorCode::kState);
+    return gpusched::detail::input_error("decision: nothing to apply (not placed)", "decision", ErrorCode::kState);
   if (decision.gpu >= state.mig().gpu_count())
-    return detail::mig_error(detail::mig_cat("decision.gpu: MIG id ", decision.gpu, " out of range"), "decision.gpu",
+    return gpusched::detail::input_error(gpusched::detail::concat_text("decision.gpu: MIG id ", decision.gpu, " out of range"), "decision.gpu",
                              ErrorCode::kState);
   const MigTask task = mig_task(state, decision);
   return state.reserve(task.request, task.assignment);

@@ -396,7 +396,7 @@ inline Status apply_plan(ClusterState& state, const MigPlan& plan) {
   for (const MigGpuChange& ch : plan.changes) {
     const MigGpuTable& mig = state.mig();
     if (ch.gpu >= mig.gpu_count())
-      return detail::mig_error(detail::mig_cat("plan: MIG id ", ch.gpu, " out of range"), "changes", ErrorCode::kState);
+      return gpusched::detail::input_error(gpusched::detail::concat_text("plan: MIG id ", ch.gpu, " out of range"), "changes", ErrorCode::kState);
     // Busy flags carried over by start slice (busy instances never move).
     std::vector<char> busy_at(kMaxSlots, 0);
     for (const MigSlot& s : mig.instances(ch.gpu)) busy_at[s.start] = s.busy ? 1 : 0;
@@ -418,7 +418,7 @@ inline std::vector<MigPartedNode> mig_parted_plan(const ClusterState& state, con
   for (const MigGpuChange& ch : plan.changes) {
     const NodeId n = state.mig().node_of(ch.gpu);
     auto [it, inserted] = node_pos.try_emplace(n, out.size());
-    if (inserted) out.push_back(MigPartedNode{std::string(state.node_name(n)), detail::mig_cat("gpusched-", state.node_name(n)), {}});
+    if (inserted) out.push_back(MigPartedNode{std::string(state.node_name(n)), gpusched::detail::concat_text("gpusched-", state.node_name(n)), {}});
     MigPartedNode& node = out[it->second];
     const MigGpuSpec& spec = state.mig().spec_of(ch.gpu);
     std::vector<std::pair<std::string, int>> counts;
@@ -439,12 +439,12 @@ inline std::vector<MigPartedNode> mig_parted_plan(const ClusterState& state, con
 inline std::string to_mig_parted_yaml(const std::vector<MigPartedNode>& nodes) {
   std::string y = "version: v1\nmig-configs:\n";
   for (const MigPartedNode& n : nodes) {
-    y += detail::mig_cat("  ", n.config, ":\n");
+    y += gpusched::detail::concat_text("  ", n.config, ":\n");
     for (const MigPartedEntry& e : n.entries) {
       std::string devices;
-      for (std::uint32_t d : e.devices) devices += devices.empty() ? detail::mig_cat(d) : detail::mig_cat(", ", d);
-      y += detail::mig_cat("    - devices: [", devices, "]\n      mig-enabled: true\n      mig-devices:\n");
-      for (const auto& [name, c] : e.mig_devices) y += detail::mig_cat("        \"", name, "\": ", c, "\n");
+      for (std::uint32_t d : e.devices) devices += devices.empty() ? gpusched::detail::concat_text(d) : gpusched::detail::concat_text(", ", d);
+      y += gpusched::detail::concat_text("    - devices: [", devices, "]\n      mig-enabled: true\n      mig-devices:\n");
+      for (const auto& [name, c] : e.mig_devices) y += gpusched::detail::concat_text("        \"", name, "\": ", c, "\n");
     }
   }
   return y;
