@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "io/json_input.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
@@ -208,12 +209,9 @@ int run_fairshare(const FairshareOptions& opt) {
   if (!cluster) throw InputError(cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
   if (!jobs) throw InputError(jobs.error().message);
-  json queues_doc;
-  try {
-    queues_doc = json::parse(read_file(opt.queues_file));
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON: {}", opt.queues_file, e.what()));
-  }
+  auto queues_parsed = io::detail::parse_json(read_file(opt.queues_file), opt.queues_file);
+  if (!queues_parsed) throw InputError(queues_parsed.error().message);
+  const json& queues_doc = *queues_parsed;
   const GpuModelRegistry& reg = cluster->registry;
 
   // Capacity and free resources come from the one cluster model (fairness/cluster_input.hpp).

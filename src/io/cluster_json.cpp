@@ -1,5 +1,7 @@
 #include "gpusched/io/cluster_json.hpp"
 
+#include "io/json_input.hpp"
+
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
@@ -340,21 +342,25 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
   return job;
 }
 
+// No exception leaves the reader: our own located errors become Error values, and anything the JSON
+// library or an allocation could still throw is caught too, naming the source.
 template <class F>
-auto guarded(F&& f) -> decltype(f()) {
+auto guarded(F&& f, std::string_view source) -> decltype(f()) {
   try {
     return f();
   } catch (const ParseError& e) {
     return Error{e.message};
+  } catch (const json::exception& e) {
+    return Error{fmt::format("{}: {}", source, e.what()), ErrorCode::kInvalidValue};
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("{}: out of memory", source), ErrorCode::kLimit};
   }
 }
 
+// The one JSON entry point (io/json_input.hpp): depth and size bounds, numbers beyond a double
+// (1e400) an error, never an exception.
 Result<json> parse_document(std::string_view text, std::string_view source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    return Error{fmt::format("{}: malformed JSON: {}", source, e.what())};
-  }
+  return detail::parse_json(text, source);
 }
 
 }  // namespace
@@ -413,7 +419,7 @@ Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view sour
     }
     out.cluster = Cluster(std::move(specs));
     return out;
-  });
+  }, source);
 }
 
 json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
@@ -454,7 +460,7 @@ Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view sour
       out.raw_jobs.push_back((*jobs)[j]);
     }
     return out;
-  });
+  }, source);
 }
 
 }  // namespace gpusched::io

@@ -20,7 +20,7 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
   // before the deep part is built (nlohmann's parser itself is iterative, so parsing cannot overflow).
   const auto max_depth = static_cast<int>(limits.max_depth);
   auto depth_guard = [max_depth](int depth, json::parse_event_t, json&) {
-    if (depth > max_depth) throw TooDeep{};
+    if (depth >= max_depth) throw TooDeep{};  // depth counts from 0 at the outermost value
     return true;
   };
   try {
@@ -31,9 +31,9 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
     // 406: a number literal beyond a double's range, such as 1e400.
     return Error{fmt::format("{}: number out of range ({})", source, e.what()), ErrorCode::kOverflow};
   } catch (const json::parse_error& e) {
-    return Error{fmt::format("{}: invalid JSON: {}", source, e.what()), ErrorCode::kParse};
+    return Error{fmt::format("{}: malformed JSON: {}", source, e.what()), ErrorCode::kParse};
   } catch (const json::exception& e) {
-    return Error{fmt::format("{}: invalid JSON: {}", source, e.what()), ErrorCode::kParse};
+    return Error{fmt::format("{}: malformed JSON: {}", source, e.what()), ErrorCode::kParse};
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: out of memory reading {} bytes of JSON", source, text.size()), ErrorCode::kLimit};
   }

@@ -177,12 +177,9 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
   std::vector<std::size_t> all(units.size());
   std::iota(all.begin(), all.end(), std::size_t{0});
 
-  // Can it place at all with every candidate gone? If not, say whether it ever could.
-  detail::release_units(state, running, units, all);
-  const bool with_all = state.total_gpu_milli_free() >= needed &&
-                        detail::preemptor_fits(state, spec, options.placement, nullptr, plan.placements_tried);
-  state.rollback(base);
-  if (!with_all) {
+  // Not even with every candidate gone: say whether it could ever run (on the cluster emptied of
+  // every running job) — not now — or never — infeasible.
+  auto refuse = [&]() {
     for (const RunningJob& job : running)
       for (const RunningTask& t : job.tasks) (void)state.release_journaled(t.assignment);
     const bool ever = detail::preemptor_fits(state, spec, options.placement, nullptr, plan.placements_tried);
@@ -190,7 +187,7 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
     plan.verdict = ever ? Verdict::kNotNow : Verdict::kInfeasible;
     plan.reasons.push_back({ReasonKind::kTooFewTasksFit, Unit::kMilliGpu, needed, -1, units.size()});
     return plan;
-  }
+  };
 
   // Does the set `chosen` suffice? (Leaves the state at `base`.)
   std::vector<TaskPlacement> placement;
@@ -204,6 +201,7 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
 
   std::vector<std::size_t> chosen;
   if (options.checkpoint_aware && units.size() <= options.exact_limit) {
+    if (!suffices(all, nullptr)) return refuse();
     // Best-first over all subsets: cheapest first, then fewer victims, then the lowest mask. The
     // first that suffices is the cheapest set, and no proper subset of it suffices (a subset costs no
     // more and has fewer victims, so it was tried before).
@@ -248,8 +246,10 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
       }
     }
   } else {
-    // Greedy: elastic shrinks first, then whole jobs in cost order (or Kueue's order), added until
-    // the preemptor places; then the reverse pass gives back every victim it can do without.
+    // Greedy: elastic shrinks first, then whole jobs in cost order (or Kueue's order), released one
+    // after another until the preemptor places. The placement is simulated only once the free total
+    // could hold the gang, and then after 1, 2, 4, ... more victims (a few simulations, not one per
+    // victim), so a 64-GPU gang among thousands of candidates costs a handful of placements.
     std::vector<std::size_t> order = all;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const CandidateUnit& x = units[a];
@@ -262,18 +262,54 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
       if (jx.start_time != jy.start_time) return jx.start_time > jy.start_time;
       return a < b;
     });
-    std::int64_t freed = state.total_gpu_milli_free();
+    std::vector<std::uint8_t> job_released(running.size(), 0);  // 1: shed tasks, 2: all tasks
+    std::size_t since_bound = 0, next_check = 1;
+    bool found = false;
     for (std::size_t u : order) {
+      const CandidateUnit& unit = units[u];
+      const RunningJob& job = running[unit.job];
+      const std::uint8_t level = unit.whole ? 2 : 1;
+      if (job_released[unit.job] >= level) continue;
+      // A whole eviction after a shrink releases only the tasks still held.
+      const std::uint32_t last = job_released[unit.job] == 1 ? static_cast<std::uint32_t>(job.min_tasks)
+                                                             : unit.first + unit.count;
+      for (std::uint32_t t = unit.first; t < last; ++t) (void)state.release_journaled(job.tasks[t].assignment);
+      job_released[unit.job] = level;
       chosen.push_back(u);
-      freed = detail::saturating_add(freed, units[u].freed_milli);
-      if (freed >= needed && suffices(chosen, nullptr)) break;
+      if (state.total_gpu_milli_free() < needed) continue;
+      if (++since_bound < next_check) continue;
+      next_check *= 2;
+      if (detail::preemptor_fits(state, spec, options.placement, &placement, plan.placements_tried)) {
+        found = true;
+        break;
+      }
     }
+    if (!found) found = detail::preemptor_fits(state, spec, options.placement, &placement, plan.placements_tried);
+    state.rollback(base);
+    if (!found) return refuse();
+    // Victims on nodes the simulated placement does not use cannot matter to it: give them back at
+    // once (checked), then trim the rest like Kueue's reverse pass: every victim the preemptor can do
+    // without returns.
+    std::vector<std::uint8_t> placement_node(state.node_count(), 0);
+    for (const TaskPlacement& t : placement)
+      if (t.assignment.node < placement_node.size()) placement_node[t.assignment.node] = 1;
+    std::vector<std::size_t> near;
+    for (std::size_t u : chosen) {
+      const RunningJob& job = running[units[u].job];
+      for (std::uint32_t t = units[u].first; t < units[u].first + units[u].count; ++t)
+        if (placement_node[job.tasks[t].assignment.node]) {
+          near.push_back(u);
+          break;
+        }
+    }
+    if (found && near.size() < chosen.size() && suffices(near, nullptr)) chosen = std::move(near);
     for (std::size_t k = chosen.size(); k-- > 0;) {
       std::vector<std::size_t> without = chosen;
       without.erase(without.begin() + static_cast<std::ptrdiff_t>(k));
       if (suffices(without, nullptr)) chosen = std::move(without);
     }
-    (void)suffices(chosen, &placement);
+    placement.clear();
+    if (!suffices(chosen, &placement)) chosen.clear();
   }
 
   if (chosen.empty() && placement.empty()) {
