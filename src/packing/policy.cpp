@@ -83,6 +83,7 @@ TaskAssignment make_assignment(NodeId node, const TaskRequest& request) {
 bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
                                 TaskAssignment& out) const {
   out = make_assignment(node, request);
+  if (request.mig.any()) return state.pick_mig_instance(node, request, out);  // a MIG instance, not GPUs
   const TaskShape& shape = request.shape;
   if (!shape.needs_gpu()) return true;
   const auto free = state.gpu_free_milli(node);

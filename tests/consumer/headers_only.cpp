@@ -11,6 +11,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/drf.hpp"
 #include "gpusched/gang/gang.hpp"
+#include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
@@ -71,14 +72,14 @@ int main() {
   // keeps the 4g.20gb (slices 0-3) and the 3g.20gb (4-6 minus one) placeable (MIG User Guide,
   // A100 placement table; worked in tests/mig/packer_test.cpp).
   const auto& catalog = gs::mig::MigCatalog::builtin();
-  gs::mig::MigState mig_state(catalog);
-  auto mig_node = mig_state.add_node("m0");
-  if (!mig_node) return 2;
-  if (!mig_state.add_gpu(*mig_node, *catalog.find("A100-SXM4-40GB"))) return 2;
+  gs::mig::MigClusterBuilder mig_cluster;  // MIG GPUs live in the one ClusterState
+  mig_cluster.add_gpu(mig_cluster.add_node("m0"), *catalog.find("A100-SXM4-40GB"));
+  auto mig_state = mig_cluster.build();
+  if (!mig_state) return 2;
   auto request = gs::mig::MigRequest::from_name(catalog, "1g.5gb");
   if (!request) return 2;
   gs::mig::FragAwarePlacer placer(gs::mig::MigMode::kDynamic, gs::mig::MigDemand::uniform(catalog));
-  gs::mig::MigDecision decision = placer.decide(mig_state, *request);
+  gs::mig::MigDecision decision = placer.decide(*mig_state, *request);
   expect(decision.placed() && decision.start == 6, "mig: 1g.5gb placed at slice 6");
 
   // Topology: on one NVSwitch host every GPU pair is equal; the best 2 of 4 free GPUs is found

@@ -18,6 +18,8 @@ struct GpuSpec {
   MilliGpu used_milli = 0;
   Bytes used_memory = 0;
   bool healthy = true;
+  bool mig_mode = false;
+  std::vector<MigInstanceInfo> mig_instances{};  // when mig_mode
 };
 
 struct NodeSpec {
@@ -49,7 +51,13 @@ class Cluster final : public ClusterView {
   std::size_t gpu_count(std::size_t n) const override { return nodes_[n].gpus.size(); }
   GpuInfo gpu(std::size_t n, std::size_t g) const override {
     const auto& s = nodes_[n].gpus[g];
-    return {s.model, kMilliPerGpu - s.used_milli, s.used_memory, s.healthy};
+    return {s.model, kMilliPerGpu - s.used_milli, s.used_memory, s.healthy, s.mig_mode};
+  }
+  std::size_t mig_instance_count(std::size_t n, std::size_t g) const override {
+    return nodes_[n].gpus[g].mig_instances.size();
+  }
+  MigInstanceInfo mig_instance(std::size_t n, std::size_t g, std::size_t i) const override {
+    return nodes_[n].gpus[g].mig_instances[i];
   }
   bool schedulable(std::size_t n) const override { return nodes_[n].schedulable; }
   bool healthy(std::size_t n) const override { return nodes_[n].healthy; }
@@ -69,6 +77,7 @@ struct TaskGroupSpec {
   TaskShape shape;
   std::vector<std::string> allowed_models;
   std::vector<std::pair<std::string, std::string>> selector;
+  std::string mig_profile{};
 };
 
 class Job final : public JobView {
@@ -84,7 +93,7 @@ class Job final : public JobView {
   std::size_t group_count() const override { return groups.size(); }
   TaskGroupInfo group(std::size_t g) const override {
     const auto& s = groups[g];
-    return {s.name, s.replicas, s.min_replicas, s.shape};
+    return {s.name, s.replicas, s.min_replicas, s.shape, s.mig_profile};
   }
   std::size_t allowed_model_count(std::size_t g) const override { return groups[g].allowed_models.size(); }
   std::string_view allowed_model(std::size_t g, std::size_t i) const override {

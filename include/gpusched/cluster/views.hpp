@@ -38,6 +38,17 @@ struct GpuInfo {
   MilliGpu free_milli = kMilliPerGpu;  // free share: 1000 = idle, 0 = fully taken
   Bytes used_memory = 0;            // GPU memory taken (free = the model's memory - this)
   bool healthy = true;
+  // MIG mode on: the GPU is partitioned into GPU instances (ClusterView::mig_instance) and takes no
+  // whole-GPU or shared task; `free_milli` and `used_memory` are then ignored (docs/mig.md).
+  bool mig_mode = false;
+};
+
+// One MIG GPU instance of a GPU in MIG mode: its NVML profile ID in the GPU model's table
+// (gpusched/core/mig_profiles.hpp), its first memory slice, and whether a workload holds it.
+struct MigInstanceInfo {
+  std::uint32_t profile_id = 0;
+  std::uint8_t start = 0;
+  bool busy = false;
 };
 
 class ClusterView {
@@ -53,6 +64,11 @@ class ClusterView {
   virtual bool healthy(std::size_t /*node*/) const { return true; }
   virtual std::size_t label_count(std::size_t /*node*/) const { return 0; }
   virtual Label label(std::size_t /*node*/, std::size_t /*index*/) const { return {}; }
+  // The GPU instances of a GPU in MIG mode (GpuInfo::mig_mode).
+  virtual std::size_t mig_instance_count(std::size_t /*node*/, std::size_t /*gpu*/) const { return 0; }
+  virtual MigInstanceInfo mig_instance(std::size_t /*node*/, std::size_t /*gpu*/, std::size_t /*index*/) const {
+    return {};
+  }
 };
 
 // What one task (one replica of a task group) asks for.
@@ -78,6 +94,9 @@ struct TaskGroupInfo {
   std::int32_t replicas = 1;
   std::int32_t min_replicas = -1;  // -1 = all replicas (a rigid gang)
   TaskShape shape;
+  // A MIG GPU instance per task instead of whole or shared GPUs: a profile name such as "1g.5gb" or
+  // "nvidia.com/mig-3g.40gb", resolved by geometry on every MIG model (docs/mig.md). Empty = none.
+  std::string_view mig_profile{};
 };
 
 class JobView {

@@ -1,4 +1,4 @@
-// gpusched/mig/nvidia_smi.hpp — reading `nvidia-smi mig -lgip` and `-lgipp` text.
+// gpusched/io/mig_nvidia_smi.hpp — reading `nvidia-smi mig -lgip` and `-lgipp` text.
 //
 // What it is for. A real machine's profile table may differ from the built-in one (a driver adds
 // `1g.10gb` or `2g.12gb+me`, renames `3g.40gb` to `3g.39gb`). These parsers read the text
@@ -16,6 +16,9 @@
 // Lines that are neither (shell prompts, `#` comments, box borders, headers) are skipped. Errors
 // name the line number and the text that could not be read.
 //
+// A reader, so compiled io code (src/io/mig_nvidia_smi.cpp, library gpusched::io, namespace
+// gpusched::io); the tables it produces are the header-only gpusched::mig::MigGpuSpec.
+//
 // Geometry that the text does not print is derived: compute slices from the name's "Ng"; the
 // GPU's memory slices from the widest placement; its compute slices and instance limit from the
 // largest "Ng" and the largest total; media engines from the full-GPU profile.
@@ -27,9 +30,9 @@
 #include <vector>
 
 #include "gpusched/core/result.hpp"
-#include "gpusched/mig/profiles.hpp"
+#include "gpusched/core/mig_profiles.hpp"
 
-namespace gpusched::mig {
+namespace gpusched::io {
 
 struct LgipRow {
   int line = 0;
@@ -46,7 +49,7 @@ struct LgippRow {
   int line = 0;
   int gpu = 0;
   std::uint32_t id = 0;
-  SlotMask starts = 0;
+  mig::SlotMask starts = 0;
   int size = 0;
 };
 
@@ -55,7 +58,7 @@ Result<std::vector<LgippRow>> parse_lgipp(std::string_view text);
 
 // The table of one GPU (`gpu`, or the first GPU in the text when -1) from both outputs. Every
 // -lgip profile needs a -lgipp line and vice versa. `model` names the result.
-Result<MigGpuSpec> spec_from_nvidia_smi(std::string_view model, const std::vector<LgipRow>& lgip,
+Result<mig::MigGpuSpec> spec_from_nvidia_smi(std::string_view model, const std::vector<LgipRow>& lgip,
                                         const std::vector<LgippRow>& lgipp, int gpu = -1);
 
 // Differences between a reference table and one read from a machine, matched by profile ID:
@@ -65,6 +68,6 @@ struct SpecDifference {
   bool geometry = false;  // true for a placement/geometry difference, false for a name note
   std::string text;
 };
-std::vector<SpecDifference> compare_specs(const MigGpuSpec& reference, const MigGpuSpec& observed);
+std::vector<SpecDifference> compare_specs(const mig::MigGpuSpec& reference, const mig::MigGpuSpec& observed);
 
-}  // namespace gpusched::mig
+}  // namespace gpusched::io

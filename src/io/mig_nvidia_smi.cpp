@@ -1,4 +1,4 @@
-#include "gpusched/mig/nvidia_smi.hpp"
+#include "gpusched/io/mig_nvidia_smi.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -7,9 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "gpusched/mig/layout.hpp"
+#include "gpusched/core/mig_layout.hpp"
 
-namespace gpusched::mig {
+namespace gpusched::io {
+
+// The tables and their rules are the header-only MIG vocabulary.
+using namespace gpusched::mig;
 namespace {
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -254,4 +257,4 @@ std::vector<SpecDifference> compare_specs(const MigGpuSpec& reference, const Mig
   return out;
 }
 
-}  // namespace gpusched::mig
+}  // namespace gpusched::io

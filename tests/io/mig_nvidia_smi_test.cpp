@@ -6,9 +6,10 @@
 #include <sstream>
 
 #include "gpusched/mig/layout.hpp"
-#include "gpusched/mig/nvidia_smi.hpp"
+#include "gpusched/io/mig_nvidia_smi.hpp"
 
 using namespace gpusched::mig;
+using namespace gpusched::io;
 
 namespace {
 
