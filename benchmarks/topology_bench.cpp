@@ -12,11 +12,12 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
-#include "gpusched/topology/topology_json.hpp"
-#include "gpusched/topology/nvidia_smi.hpp"
+#include "gpusched/io/topology_json.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
+using namespace gpusched::io;
 
 namespace {
 

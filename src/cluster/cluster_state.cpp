@@ -181,6 +181,22 @@ Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModel
     s.buckets_[s.bucket_slot(s.node_index_model_[n])][s.idle_gpus_[n]].insert(n);
     if (s.has_partial_[n]) s.partial_nodes_.insert(n);
   }
+  // Each homogeneous node's known interconnect (node_interconnect.hpp), interned once per
+  // (model, GPU count).
+  s.interconnects_.resize(n_nodes);
+  std::vector<std::pair<std::pair<std::uint8_t, std::size_t>, std::uint32_t>> known;
+  for (NodeId n = 0; n < n_nodes; ++n) {
+    const std::uint8_t model = s.node_index_model_[n];
+    if (model == kMixedModels || model == kNoGpuKey || s.gpu_count(n) < 2) continue;
+    const std::pair<std::uint8_t, std::size_t> shape_key{model, s.gpu_count(n)};
+    auto it = std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == shape_key; });
+    if (it == known.end()) {
+      auto ic = known_interconnect(registry.model(model).name, s.gpu_count(n));
+      known.emplace_back(shape_key, ic ? s.interconnects_.intern(std::move(*ic)) : InterconnectTable::kNoShape);
+      it = known.end() - 1;
+    }
+    s.interconnects_.assign(n, it->second);
+  }
   return s;
 }
 

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpusched/cluster/node_interconnect.hpp"
 #include "gpusched/cluster/views.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
@@ -139,6 +140,36 @@ class ClusterState {
   // The value of a label on a node, or kUnknownLabel.
   std::uint32_t node_label_value(NodeId n, std::uint32_t key) const;
 
+  // --- intra-node topology and topology levels (cluster/node_interconnect.hpp, cluster/domains.hpp) ---
+  // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.
+  const NodeInterconnect* node_interconnect(NodeId n) const { return interconnects_.of(n); }
+  const InterconnectTable& interconnects() const { return interconnects_; }
+  // Event "node topology set": sets or replaces node n's interconnect (e.g. from its `nvidia-smi
+  // topo -m`). Refused, changing nothing, for an unknown node or a matrix that does not fit it.
+  Status set_node_interconnect(NodeId n, NodeInterconnect interconnect) {
+    if (n >= node_count())
+      return Error{"node: unknown node id " + std::to_string(n), ErrorCode::kState, "node"};
+    if (Status ok = validate_interconnect(interconnect, gpu_count(n)); !ok) return ok;
+    interconnects_.set(n, std::move(interconnect));
+    return {};
+  }
+  // The declared topology levels (node label keys, outermost first) that every family's domain
+  // rule uses for levels not given a hierarchy of their own (see cluster/domains.hpp).
+  std::span<const std::string> topology_levels() const { return topology_levels_; }
+  // Event "topology levels set". Refused for an empty or repeated key.
+  Status set_topology_levels(std::vector<std::string> keys) {
+    for (std::size_t l = 0; l < keys.size(); ++l) {
+      const std::string field = "topology_levels[" + std::to_string(l) + "]";
+      if (keys[l].empty()) return Error{field + ": must not be empty", ErrorCode::kInvalidValue, field};
+      for (std::size_t m = 0; m < l; ++m)
+        if (keys[m] == keys[l])
+          return Error{field + ": '" + keys[l] + "' repeats topology_levels[" + std::to_string(m) + "]",
+                       ErrorCode::kDuplicate, field};
+    }
+    topology_levels_ = std::move(keys);
+    return {};
+  }
+
   // --- the index ---------------------------------------------------------------------------------
   // Nodes whose index model is `model_key` (a GpuModelId, or kMixedModels, or kNoGpuKey for GPU-less
   // nodes) and that have exactly `idle` idle GPUs. Only eligible nodes are indexed.
@@ -219,6 +250,9 @@ class ClusterState {
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
   std::vector<TaskAssignment> journal_;
+
+  InterconnectTable interconnects_;
+  std::vector<std::string> topology_levels_;
 };
 
 }  // namespace gpusched

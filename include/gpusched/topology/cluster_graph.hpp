@@ -96,3 +96,5 @@ class ClusterGraph {
 };
 
 }  // namespace gpusched::topology
+
+#include "gpusched/topology/detail/cluster_graph_impl.hpp"

@@ -1,5 +1,9 @@
-// The cluster fabric graph and the ring all-reduce estimate over it (model in cluster_graph.hpp).
+// Implementation of gpusched/topology/cluster_graph.hpp (header-only: included at its end). Helpers live in
+// gpusched::topology::detail.
+#pragma once
+
 #include "gpusched/topology/cluster_graph.hpp"
+// The cluster fabric graph and the ring all-reduce estimate over it (model in cluster_graph.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -7,20 +11,22 @@
 
 #include <fmt/format.h>
 
-namespace gpusched::topology {
-namespace {
+#include "gpusched/topology/allreduce.hpp"
 
-bool is_nvlink(LinkKind k) {
+namespace gpusched::topology {
+namespace detail {
+
+inline bool is_nvlink_kind(LinkKind k) {
   return k == LinkKind::kNvLink1 || k == LinkKind::kNvLink2 || k == LinkKind::kNvLink3 || k == LinkKind::kNvLink4 ||
          k == LinkKind::kNvLink5;
 }
 
 // The intra-node NVLink hop: the floor of a ring step's latency (same figure as node_topology).
-constexpr double kMinStepUs = 0.5;
+inline constexpr double kMinRingHopUs = 0.5;
 
-}  // namespace
+}  // namespace detail
 
-ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
+inline ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
   ClusterGraph g;
   const std::size_t L = topo.level_count();
   auto add = [&](VertexKind kind, std::string name, Vertex parent, std::int32_t depth) {
@@ -56,7 +62,7 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
   std::size_t next_order = 0;
 
   auto kind_of = [&](std::size_t l) {
-    if (is_nvlink(topo.level(l).link)) return VertexKind::kNvlDomain;
+    if (detail::is_nvlink_kind(topo.level(l).link)) return VertexKind::kNvlDomain;
     return l == 0 ? VertexKind::kSpineSwitch : VertexKind::kLeafSwitch;
   };
   // Depth-first, so vertex ids and the ring order follow the tree.
@@ -95,7 +101,7 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
   return g;
 }
 
-NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
+inline NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
                                         double intra_node_gbps) const {
   NodeSetEstimate e;
   const double inf = std::numeric_limits<double>::infinity();
@@ -113,7 +119,7 @@ NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int3
   e.valid = true;
   e.bus_bandwidth_gbps = intra_node_gbps > 0 ? intra_node_gbps : inf;
   e.bottleneck = "intra-node";
-  e.latency_us = kMinStepUs;
+  e.latency_us = detail::kMinRingHopUs;
   // Ring in tree order.
   std::vector<NodeId> ring(nodes.begin(), nodes.end());
   std::sort(ring.begin(), ring.end(), [&](NodeId a, NodeId b) { return order_[a] < order_[b]; });
@@ -160,12 +166,7 @@ NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int3
     }
   }
   const double ranks = static_cast<double>(k) * gpus_per_node;
-  if (ranks <= 1 || std::isinf(e.bus_bandwidth_gbps)) {
-    e.allreduce_us = ranks <= 1 ? 0.0 : 2.0 * (ranks - 1) * e.latency_us;
-    return e;
-  }
-  // GB/s = 1e3 bytes per microsecond.
-  e.allreduce_us = 2.0 * (ranks - 1) / ranks * bytes / (e.bus_bandwidth_gbps * 1e3) + 2.0 * (ranks - 1) * e.latency_us;
+  e.allreduce_us = allreduce_time(ranks, bytes, e.bus_bandwidth_gbps, e.latency_us).best_us;
   return e;
 }
 

@@ -1,9 +1,9 @@
-// Boost 1.74's named_graph returns an empty boost::optional that GCC 12 reports as uninitialized once
-// inlined into add_vertex at -O1 (a known false positive); nothing here reads an empty optional.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Implementation of gpusched/topology/graph.hpp (header-only: included at its end). Helpers live in
+// gpusched::topology::detail.
+#pragma once
 
 #include "gpusched/topology/graph.hpp"
+
 
 #include <cmath>
 #include <limits>
@@ -14,7 +14,7 @@
 
 namespace gpusched::topology {
 
-std::string_view vertex_kind_name(VertexKind kind) {
+inline std::string_view vertex_kind_name(VertexKind kind) {
   switch (kind) {
     case VertexKind::kGpu: return "gpu";
     case VertexKind::kNic: return "nic";
@@ -30,16 +30,16 @@ std::string_view vertex_kind_name(VertexKind kind) {
   return "?";
 }
 
-TopologyGraph::Vertex TopologyGraph::add_vertex(VertexKind kind, std::string name, std::int32_t device) {
+inline TopologyGraph::Vertex TopologyGraph::add_vertex(VertexKind kind, std::string name, std::int32_t device) {
   return boost::add_vertex(VertexInfo{kind, std::move(name), device}, g_);
 }
 
-void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links) {
+inline void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links) {
   const LinkSpec& spec = link_spec(kind);
   add_link(a, b, kind, links, spec.gbytes_per_s * links, spec.latency_us);
 }
 
-void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links, double gbytes_per_s,
+inline void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links, double gbytes_per_s,
                              double latency_us) {
   boost::add_edge(a, b, EdgeInfo{kind, links, gbytes_per_s, latency_us}, g_);
 }
@@ -47,7 +47,7 @@ void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t lin
 // Both queries are Dijkstra's algorithm over the Boost adjacency structure with a different
 // "path value" algebra: (max, min) for the widest path, (min, +) for latency. Endpoints other than
 // the source are settled but never expanded, so no path transits a GPU or NIC.
-std::vector<double> TopologyGraph::widest_from(Vertex source) const {
+inline std::vector<double> TopologyGraph::widest_from(Vertex source) const {
   const std::size_t n = vertex_count();
   std::vector<double> best(n, 0.0);
   std::vector<char> done(n, 0);
@@ -72,7 +72,7 @@ std::vector<double> TopologyGraph::widest_from(Vertex source) const {
   return best;
 }
 
-std::vector<double> TopologyGraph::latency_from(Vertex source) const {
+inline std::vector<double> TopologyGraph::latency_from(Vertex source) const {
   const std::size_t n = vertex_count();
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> dist(n, inf);
@@ -99,7 +99,7 @@ std::vector<double> TopologyGraph::latency_from(Vertex source) const {
   return dist;
 }
 
-double TopologyGraph::max_flow(std::span<const Vertex> sources, std::span<const Vertex> sinks,
+inline double TopologyGraph::max_flow(std::span<const Vertex> sources, std::span<const Vertex> sinks,
                                std::span<const Vertex> transit) const {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<
