@@ -19,8 +19,10 @@
 //
 // The domain rule. A domain at level l is identified by the path of label values of levels
 // 0..l, from the top level down: rack "r1" under block "b1" and rack "r1" under block "b2" are two
-// domains, named "b1/r1" and "b2/r1". A node lacking the label of any level 0..l is in no domain of
-// level l (it is "unplaced"). The hierarchy is what the caller declares: the levels of a
+// domains, named "b1/r1" and "b2/r1". A node lacking the label of any level of the hierarchy is in
+// no domain of it at all ("unplaced"; Kueue TAS leaves such nodes out the same way), so every
+// family sees the same nodes in a block whether it asks for blocks or racks. The hierarchy is what
+// the caller declares: the levels of a
 // `DomainTree` (the topology module's ClusterTopology holds one), or the levels declared on the
 // state (`ClusterState::set_topology_levels`). A level that is in no declared hierarchy is a
 // hierarchy of one level: its domains are the distinct values of its label.
@@ -301,8 +303,8 @@ inline void one_domain_per_node(const ClusterState& state, DomainMap& m) {
 }  // namespace detail
 
 // Level `level` from the nodes' labels. The node level makes every node its own domain. A label
-// key is found by the short-name rule; the hierarchy above it is the state's declared topology
-// levels when the key is one of them, else the key alone (see the essay).
+// key is found by the short-name rule; its hierarchy is the state's declared topology levels when
+// the key is one of them, else the key alone (see the essay).
 inline DomainMap build_domains(const ClusterState& state, std::string_view level, Unlabelled unlabelled) {
   if (is_node_level(level)) {
     DomainMap m;
@@ -324,7 +326,7 @@ inline DomainMap build_domains(const ClusterState& state, std::string_view level
   const auto declared = state.topology_levels();
   std::vector<std::string> hierarchy{key};
   if (const auto it = std::find(declared.begin(), declared.end(), key); it != declared.end())
-    hierarchy.assign(declared.begin(), it + 1);
+    hierarchy.assign(declared.begin(), declared.end());
   DomainMap m = build_domains(DomainTree::from_labels(state, std::move(hierarchy)), state, key, unlabelled);
   m.level = std::string(level);
   return m;
