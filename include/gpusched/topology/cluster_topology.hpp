@@ -67,6 +67,7 @@
 
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/cluster/domains.hpp"
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/topology/links.hpp"
 
@@ -113,6 +114,13 @@ struct NodeSetPick {
   // For kRequired it is `found`; for kNone, true.
   bool preference_met = false;
   std::string reason;                       // when not found, one line with numbers
+  // The same answer in the common vocabulary (core/outcome.hpp): kPlaced when found; kInvalid for
+  // bad arguments; otherwise kNotNow or, from the state overload only, kInfeasible when the pick
+  // fails even with every eligible node's resources free. Reasons: kNoDomainFits (unit tasks,
+  // needed = tasks, available = the largest domain's room, count = domains at the level,
+  // subject = the level index) or kTooFewTasksFit (available = tasks that fit in the cluster).
+  // The capacity overload cannot know what is preemptible: it says kNotNow.
+  Outcome outcome;
 };
 
 class ClusterTopology {

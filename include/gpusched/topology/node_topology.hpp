@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "gpusched/cluster/node_interconnect.hpp"
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/topology/links.hpp"
 
@@ -100,6 +101,10 @@ struct GpuPick {
   double leftover_us = 0;
   bool exact = false;               // every subset was scored
   std::string reason;               // when not found
+  // The same answer in the common vocabulary (core/outcome.hpp): kPlaced when found; kInvalid for
+  // bad arguments; kNotNow when fewer than k of the node's GPUs are free, kInfeasible when the node
+  // has fewer than k GPUs (reason kInsufficientGpus, needed k, available the free count).
+  Outcome outcome;
 };
 
 class NodeTopology {

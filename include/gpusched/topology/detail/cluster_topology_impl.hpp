@@ -149,20 +149,33 @@ inline double ClusterTopology::allreduce_us(std::span<const NodeId> nodes, std::
   return allreduce_time(ranks, bytes, bw, alpha).best_us;
 }
 
-inline std::int32_t ClusterTopology::task_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
-  if (state.check_fit(n, request) != FitReason::kFits) return 0;
+namespace detail {
+
+// Tasks of `request` that fit on node n now, or (all_free) if everything on the node were freed:
+// the node's capacities instead of its free amounts; an ineligible (cordoned, failed) node or a
+// selector mismatch holds none either way.
+inline std::int64_t node_task_slots(const ClusterState& state, NodeId n, const TaskRequest& request, bool all_free) {
+  if (all_free) {
+    if (!state.eligible(n)) return 0;
+    for (const auto& req : request.selector)
+      if (state.node_label_value(n, req.key) != req.value) return 0;
+  } else if (state.check_fit(n, request) != FitReason::kFits) {
+    return 0;
+  }
   const TaskShape& shape = request.shape;
-  std::int64_t cap = detail::kUnboundedTaskSlots;
-  if (shape.cpu > 0) cap = std::min<std::int64_t>(cap, state.cpu_free(n) / shape.cpu);
-  if (shape.memory > 0) cap = std::min<std::int64_t>(cap, state.memory_free(n) / shape.memory);
+  std::int64_t cap = kUnboundedTaskSlots;
+  const MilliCpu cpu = all_free ? state.cpu_capacity(n) : state.cpu_free(n);
+  const Bytes memory = all_free ? state.memory_capacity(n) : state.memory_free(n);
+  if (shape.cpu > 0) cap = std::min<std::int64_t>(cap, cpu / shape.cpu);
+  if (shape.memory > 0) cap = std::min<std::int64_t>(cap, memory / shape.memory);
   if (shape.needs_gpu()) {
     std::int64_t units = 0;
     const std::size_t gpus = state.gpu_count(n);
     for (std::size_t g = 0; g < gpus; ++g) {
       const auto gi = static_cast<GpuIndex>(g);
       if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi)))) continue;
-      const MilliGpu free = state.gpu_free_milli(n, gi);
-      const Bytes mem = state.gpu_free_memory(n, gi);
+      const MilliGpu free = all_free ? kMilliPerGpu : state.gpu_free_milli(n, gi);
+      const Bytes mem = all_free ? state.gpu_memory_capacity(n, gi) : state.gpu_free_memory(n, gi);
       if (shape.shares_gpu()) {
         std::int64_t k = free / shape.gpu_milli;
         if (shape.gpu_memory > 0) k = std::min<std::int64_t>(k, mem / shape.gpu_memory);
@@ -173,7 +186,13 @@ inline std::int32_t ClusterTopology::task_capacity(const ClusterState& state, No
     }
     cap = std::min<std::int64_t>(cap, shape.shares_gpu() ? units : units / shape.gpus);
   }
-  return static_cast<std::int32_t>(std::clamp<std::int64_t>(cap, 0, detail::kUnboundedTaskSlots));
+  return std::clamp<std::int64_t>(cap, 0, kUnboundedTaskSlots);
+}
+
+}  // namespace detail
+
+inline std::int32_t ClusterTopology::task_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
+  return static_cast<std::int32_t>(detail::node_task_slots(state, n, request, false));
 }
 
 inline NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state, const TaskRequest& request, std::int32_t tasks,
@@ -182,7 +201,14 @@ inline NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state, const 
   if (state.node_count() == node_count())
     for (NodeId n = 0; n < state.node_count(); ++n)
       if (tree_.node_domain(n, 0) != kNoDomain) cap[n] = task_capacity(state, n, request);
-  return pick_nodes(cap, tasks, constraint);
+  NodeSetPick pick = pick_nodes(cap, tasks, constraint);
+  if (pick.found || pick.outcome.verdict == Verdict::kInvalid || state.node_count() != node_count()) return pick;
+  // Not now, or never? The same pick with every node's resources free decides.
+  for (NodeId n = 0; n < state.node_count(); ++n)
+    if (tree_.node_domain(n, 0) != kNoDomain)
+      cap[n] = static_cast<std::int32_t>(detail::node_task_slots(state, n, request, true));
+  if (!pick_nodes(cap, tasks, constraint).found) pick.outcome.verdict = Verdict::kInfeasible;
+  return pick;
 }
 
 inline NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, std::int32_t tasks,
@@ -191,14 +217,17 @@ inline NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> cap
   const std::size_t L = levels_.size();
   if (tasks < 1) {
     out.reason = fmt::format("tasks: expected a positive count, got {}", tasks);
+    out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
     return out;
   }
   if (capacity.size() != node_count()) {
     out.reason = fmt::format("capacity: {} entries for {} nodes", capacity.size(), node_count());
+    out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
     return out;
   }
   if (constraint.mode != LevelMode::kNone && constraint.level >= L) {
     out.reason = fmt::format("level: index {} out of range ({} levels)", constraint.level, L);
+    out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
     return out;
   }
   auto node_cap = [&](NodeId n) -> std::int64_t {
@@ -326,6 +355,9 @@ inline NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> cap
       DomainId largest = 0;
       for (DomainId d = 1; d < dcap[l].size(); ++d)
         if (dcap[l][d] > dcap[l][largest]) largest = d;
+      out.outcome = Outcome::with(Verdict::kNotNow, Reason{ReasonKind::kNoDomainFits, Unit::kTasks, tasks,
+                                                           dcap[l].empty() ? 0 : dcap[l][largest], dcap[l].size(),
+                                                           static_cast<std::int32_t>(l)});
       out.reason = dcap[l].empty()
                        ? fmt::format("no {} domain has room for {} tasks: no placed nodes{}", level_short_name(l),
                                      tasks, unplaced)
@@ -334,6 +366,7 @@ inline NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> cap
                                      tree_.domain_name(l, largest), unplaced);
     } else {
       out.reason = fmt::format("only {} tasks fit in the cluster, {} requested{}", total, tasks, unplaced);
+      out.outcome = Outcome::with(Verdict::kNotNow, Reason{ReasonKind::kTooFewTasksFit, Unit::kTasks, tasks, total, 0, -1});
     }
     return out;
   }

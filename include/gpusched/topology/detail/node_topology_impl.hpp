@@ -545,6 +545,7 @@ inline GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std:
   GpuPick out;
   if (!(options.message_bytes >= 0) || std::isinf(options.message_bytes)) {
     out.reason = fmt::format("message_bytes: expected a non-negative size, got {}", options.message_bytes);
+    out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
     return out;
   }
   std::vector<std::uint16_t> f(free.begin(), free.end());
@@ -552,15 +553,22 @@ inline GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std:
   for (std::size_t i = 0; i < f.size(); ++i) {
     if (f[i] >= im.n_gpu) {
       out.reason = fmt::format("free: GPU {} out of range (the node has {})", f[i], im.n_gpu);
+      out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
       return out;
     }
     if (i > 0 && f[i] == f[i - 1]) {
       out.reason = fmt::format("free: GPU {} repeated", f[i]);
+      out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
       return out;
     }
   }
   if (k == 0 || k > f.size()) {
     out.reason = fmt::format("gpus: cannot take {} of {} free GPUs", k, f.size());
+    // k GPUs of this node: not now while others are busy, never when the node has fewer.
+    out.outcome = k == 0 ? Outcome::with(Verdict::kInvalid, Reason{})
+                         : Outcome::with(k > im.n_gpu ? Verdict::kInfeasible : Verdict::kNotNow,
+                                         Reason{ReasonKind::kInsufficientGpus, Unit::kGpus, static_cast<std::int64_t>(k),
+                                                static_cast<std::int64_t>(f.size()), 1, -1});
     return out;
   }
 
@@ -690,6 +698,7 @@ inline GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std:
     out.found = out.gpus.size() == k;
     if (!out.found) {
       out.reason = "internal: hierarchical pick fell short";
+      out.outcome = Outcome::with(Verdict::kNotNow, Reason{ReasonKind::kOther, Unit::kGpus, static_cast<std::int64_t>(k), -1, 1, -1});
       out.gpus.clear();
       return out;
     }
