@@ -36,6 +36,7 @@ inline ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const Clust
     g.up_latency_us_.push_back(0);
     g.hosts_below_.push_back(0);
     g.depth_.push_back(depth);
+    g.switch_slot_.push_back(kind == VertexKind::kHost ? -1 : g.switch_count_++);
     return v;
   };
   // Hosts below a domain: its node list (all placed nodes of the domain).
@@ -126,23 +127,32 @@ inline NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, st
   ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
   const std::size_t k = ring.size();
   if (k > 1) {
-    // Per edge (identified by its lower vertex): job hosts below, ring flows up and down.
+    // Per edge (identified by its lower vertex): job hosts below, ring flows up and down. A host's
+    // own edge always carries its one host and one ring flow each way (the ring visits k distinct
+    // nodes), so only switch vertices need counters: a few hundred, not one per host.
+    struct EdgeLoad {
+      std::int32_t job = 0, up = 0, down = 0;
+    };
+    std::vector<EdgeLoad> load(static_cast<std::size_t>(switch_count_));
+    auto load_of = [&](Vertex v) -> EdgeLoad* {
+      return switch_slot_[v] < 0 ? nullptr : &load[static_cast<std::size_t>(switch_slot_[v])];
+    };
     std::vector<Vertex> touched;
-    std::vector<std::int32_t> job(parent_.size(), 0), up(parent_.size(), 0), down(parent_.size(), 0);
     for (NodeId n : ring)
       for (Vertex v = host_[n]; parent_[v] != kNoVertex; v = parent_[v]) {
-        if (job[v]++ == 0) touched.push_back(v);
+        EdgeLoad* c = load_of(v);
+        if (c == nullptr || c->job++ == 0) touched.push_back(v);
       }
     for (std::size_t i = 0; i < k; ++i) {
       Vertex a = host_[ring[i]], b = host_[ring[(i + 1) % k]];
       double lat = 0;
       while (a != b) {
         if (depth_[a] >= depth_[b]) {
-          ++up[a];
+          if (EdgeLoad* c = load_of(a)) ++c->up;
           lat += up_latency_us_[a];
           a = parent_[a];
         } else {
-          ++down[b];
+          if (EdgeLoad* c = load_of(b)) ++c->down;
           lat += up_latency_us_[b];
           b = parent_[b];
         }
@@ -151,9 +161,11 @@ inline NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, st
       e.latency_us = std::max(e.latency_us, lat);
     }
     for (Vertex v : touched) {
-      const std::int32_t flows = std::max(up[v], down[v]);
+      const EdgeLoad* c = load_of(v);
+      const std::int32_t job = c ? c->job : 1;
+      const std::int32_t flows = c ? std::max(c->up, c->down) : 1;
       if (flows == 0) continue;
-      const double share = up_gbps_[v] * job[v] / std::max(hosts_below_[v], 1) / flows;
+      const double share = up_gbps_[v] * job / std::max(hosts_below_[v], 1) / flows;
       if (share < e.bus_bandwidth_gbps) {
         e.bus_bandwidth_gbps = share;
         const Vertex p = parent_[v];
@@ -161,7 +173,7 @@ inline NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, st
         const VertexInfo& hi = graph_.vertex(p);
         e.bottleneck = fmt::format("{} '{}' -> {} '{}': {:.2f} GB/s shared by {} hosts, {} of them in the set, {} flow{}",
                                    vertex_kind_name(lo.kind), lo.name, vertex_kind_name(hi.kind), hi.name,
-                                   up_gbps_[v], hosts_below_[v], job[v], flows, flows == 1 ? "" : "s");
+                                   up_gbps_[v], hosts_below_[v], job, flows, flows == 1 ? "" : "s");
       }
     }
   }
