@@ -50,6 +50,13 @@ inline ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const Clust
     g.up_latency_us_[child] = spec.latency_us;
   };
 
+  // Every node gets a host vertex, every domain one, plus perhaps the root.
+  std::size_t vertices = topo.node_count() + 1;
+  for (std::size_t l = 0; l < L; ++l) vertices += topo.domain_count(l);
+  for (auto* v : {&g.up_gbps_, &g.up_latency_us_}) v->reserve(vertices);
+  for (auto* v : {&g.hosts_below_, &g.depth_, &g.switch_slot_}) v->reserve(vertices);
+  g.parent_.reserve(vertices);
+
   Vertex root = kNoVertex;
   std::int32_t base = 0;
   if (topo.top_domains().size() > 1) {
