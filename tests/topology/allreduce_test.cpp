@@ -11,6 +11,7 @@
 #include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 #include "gpusched/topology/node_topology.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
@@ -54,17 +55,8 @@ TEST_CASE("the span estimate and the fabric graph agree where they see the same 
   // hop). Two nodes of one rack: both models see one port each way (B = 50 GB/s, or the intra-node
   // figure if lower) and a two-hop path (alpha = 2 us); one node: only the intra-node figure and
   // the 0.5 us NVLink floor.
-  std::vector<NodeSpec> nodes;
-  for (int i = 0; i < 4; ++i) {
-    NodeSpec n;
-    n.name = "n" + std::to_string(i);
-    n.cpu = 1000;
-    n.memory = kGiB;
-    for (int g = 0; g < 4; ++g) n.gpus.push_back({"H100-80GB", 0, 0, true});
-    n.labels = {{"rack", i < 2 ? "r0" : "r1"}};
-    nodes.push_back(std::move(n));
-  }
-  const ClusterState s = ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
+  const ClusterState s = topology_test::racked_cluster(
+      4, "H100-80GB", 4, "rack", [](int i) { return i < 2 ? "r0" : "r1"; }, [](int, int) { return false; });
   const ClusterTopology topo = ClusterTopology::from_labels(s, {{"rack", LinkKind::kIbNdr}}).value();
   const ClusterGraph graph = ClusterGraph::build(topo, &s);
   const double bytes = 64.0 * 1024 * 1024;

@@ -7,6 +7,7 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 #include "gpusched/topology/node_topology.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
@@ -31,17 +32,9 @@ TEST_CASE("best_gpus: not now while GPUs are busy, infeasible beyond the node, i
 TEST_CASE("pick_nodes: a rack that is full now is not now; a job larger than any rack is infeasible") {
   // Racks r0 = {n0, n1}, r1 = {n2, n3}, 4 GPUs per node, tasks of 1 GPU. n0 and n2 have 3 GPUs
   // busy, so each rack has 1 + 4 = 5 free slots now and 8 when everything is free.
-  std::vector<NodeSpec> nodes;
-  for (int i = 0; i < 4; ++i) {
-    NodeSpec n;
-    n.name = "n" + std::to_string(i);
-    n.cpu = 64000;
-    n.memory = 256 * kGiB;
-    for (int g = 0; g < 4; ++g) n.gpus.push_back({"H100-80GB", (i == 0 || i == 2) && g < 3 ? kMilliPerGpu : 0, 0, true});
-    n.labels = {{"example.com/rack", i < 2 ? "r0" : "r1"}};
-    nodes.push_back(std::move(n));
-  }
-  const ClusterState s = ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
+  const ClusterState s = topology_test::racked_cluster(
+      4, "H100-80GB", 4, "example.com/rack", [](int i) { return i < 2 ? "r0" : "r1"; },
+      [](int i, int g) { return (i == 0 || i == 2) && g < 3; });
   const ClusterTopology t = ClusterTopology::from_labels(s, {{"example.com/rack", LinkKind::kIbNdr}}).value();
   TaskShape one;
   one.gpus = 1;
