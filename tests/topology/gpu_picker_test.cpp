@@ -115,7 +115,7 @@ TEST_CASE("node topology set: an event that replaces a node's interconnect, refu
   CHECK(wrong.error().field == "interconnect.devices");
   Status unknown = four.set_node_interconnect(7, *dgx1);
   REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.error().code == ErrorCode::kState);
+  CHECK(unknown.error().code == ErrorCode::kUnknownName);
   NodeInterconnect asymmetric = *known_interconnect("L4", 4);
   asymmetric.matrix[1] = PairLink{PairClass::kNvLink, 4};  // GPU0-GPU1 NV4, GPU1-GPU0 PIX
   Status bad = four.set_node_interconnect(0, asymmetric);

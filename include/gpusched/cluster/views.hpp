@@ -86,6 +86,11 @@ class JobView {
   virtual std::string_view name() const = 0;
   virtual std::string_view queue() const { return {}; }
   virtual std::int32_t priority() const { return 0; }
+  // Admission (fairness/): when the job was submitted, in seconds on the caller's clock (aging
+  // measures waits from it), and its priority class, a name the caller's classes resolve to a
+  // number (empty = none: priority() is used).
+  virtual std::int64_t submit_time() const { return 0; }
+  virtual std::string_view priority_class() const { return {}; }
   virtual std::size_t group_count() const = 0;
   virtual TaskGroupInfo group(std::size_t group) const = 0;
   // Allowed GPU models of a group (an OR-list); none listed = any model.
