@@ -108,6 +108,21 @@ TEST_CASE("node topology set: an event that replaces a node's interconnect, refu
   REQUIRE(s.set_node_interconnect(0, *dgx1).ok());
   CHECK(s.interconnects().shape_of(0) == s.interconnects().shape_of(1));
 
+  // An event: the node's version and the generations advance (caches keyed to them see it).
+  const std::uint64_t generation = s.generation(), layout = s.layout_generation();
+  REQUIRE(s.set_node_interconnect(0, *known_interconnect("L4", 8)).ok());
+  CHECK(s.generation() > generation);
+  CHECK(s.layout_generation() > layout);
+  CHECK(s.node_version(0) == s.generation());
+  CHECK(s.interconnects().shape_of(0) == pcie_shape);  // the interned default again
+  // A node added later gets its model's default; a removed node's is dropped.
+  auto added = s.add_node(Cluster({gpu_box("dgx1", "V100-SXM2-32GB", 8)}));
+  REQUIRE(added.ok());
+  REQUIRE(s.node_interconnect(*added) != nullptr);
+  CHECK(*s.node_interconnect(*added) == *known_interconnect("V100M32", 8));
+  REQUIRE(s.remove_node(*added).ok());
+  CHECK(s.node_interconnect(*added) == nullptr);
+
   ClusterState four = build_state({gpu_box("n0", "L4", 4)});
   Status wrong = four.set_node_interconnect(0, *dgx1);
   REQUIRE_FALSE(wrong.ok());

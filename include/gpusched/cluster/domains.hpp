@@ -140,10 +140,16 @@ class DomainTree {
   // The domain's own label value ("r1") and its path from the top ("b1/r1").
   std::string_view domain_name(std::size_t level, DomainId d) const { return name_[level][d]; }
   std::string path_name(std::size_t level, DomainId d) const {
-    std::string path(name_[level][d]);
-    for (std::size_t k = level; k > 0; --k) {
-      d = parent_[k][d];
-      path.insert(0, "/").insert(0, name_[k - 1][d]);
+    // Collected bottom-up, appended top-down (prepending trips GCC 12's -Wstringop-overflow).
+    std::vector<std::string_view> parts(level + 1);
+    for (std::size_t k = level + 1; k-- > 0;) {
+      parts[k] = name_[k][d];
+      if (k > 0) d = parent_[k][d];
+    }
+    std::string path;
+    for (std::size_t k = 0; k <= level; ++k) {
+      if (k > 0) path += '/';
+      path += parts[k];
     }
     return path;
   }
