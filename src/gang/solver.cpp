@@ -12,14 +12,13 @@
 
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/gang/internal/capacity.hpp"
-#include "gpusched/gang/internal/domains.hpp"
+#include "gpusched/cluster/domains.hpp"
+#include "gpusched/topology/cluster_topology.hpp"
 
 namespace gpusched {
 namespace {
 
-using gang_internal::DomainMap;
 using gang_internal::kUnbounded;
-using gang_internal::Unlabelled;
 
 constexpr std::int64_t kBig = std::numeric_limits<std::int64_t>::max() / 4;
 
@@ -147,9 +146,8 @@ std::size_t Solver::map_for(const std::string& level, Unlabelled unlabelled) {
   for (std::size_t i = 0; i < map_keys_.size(); ++i)
     if (map_keys_[i].first == level && map_keys_[i].second == unlabelled) return i;
   DomainMap m;
-  if (opt_.topology && !gang_internal::is_node_level(level))
-    m = gang_internal::build_domains(*opt_.topology, st_, level, unlabelled);
-  if (!m.resolved) m = gang_internal::build_domains(st_, level, unlabelled);
+  if (opt_.topology && !is_node_level(level)) m = build_domains(opt_.topology->domains(), st_, level, unlabelled);
+  if (!m.resolved) m = build_domains(st_, level, unlabelled);
   maps_.push_back(std::move(m));
   map_keys_.emplace_back(level, unlabelled);
   return maps_.size() - 1;

@@ -4,7 +4,7 @@
 
 #include "gang_test_util.hpp"
 #include "gpusched/gang/internal/capacity.hpp"
-#include "gpusched/gang/internal/domains.hpp"
+#include "gpusched/cluster/domains.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 
 using namespace gpusched;
@@ -409,10 +409,10 @@ TEST_CASE("internals: per-node task capacity is exact, levels resolve by their l
   share.gpu_milli = 250;
   // Shares of 250m: 4 + 2 + 1 + 4.
   CHECK(gang_internal::node_task_capacity(s, 0, s.compile(share).value()) == 11);
-  CHECK(gang_internal::resolve_level(s, "rack") == kRack);
-  CHECK(gang_internal::resolve_level(s, "block") == "example.com/topology-block");
-  CHECK(gang_internal::resolve_level(s, "zone").empty());
-  auto m = gang_internal::build_domains(s, "node", gang_internal::Unlabelled::kExcluded);
+  CHECK(resolve_level(s, "rack") == kRack);
+  CHECK(resolve_level(s, "block") == "example.com/topology-block");
+  CHECK(resolve_level(s, "zone").empty());
+  auto m = build_domains(s, "node", Unlabelled::kExcluded);
   CHECK(m.per_node);
   CHECK(m.names == std::vector<std::string>{"n"});
 }

@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "gpusched/cluster/mig_gpus.hpp"
+#include "gpusched/cluster/node_interconnect.hpp"
 #include "gpusched/cluster/views.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/outcome.hpp"
@@ -276,6 +277,44 @@ class ClusterState {
   // each). Fails, changing nothing, on a GPU not in MIG mode or an invalid layout. Not journaled.
   Status apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
                           std::span<const bool> busy);
+
+  // --- intra-node topology and topology levels (cluster/node_interconnect.hpp, cluster/domains.hpp) ---
+  // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.
+  const NodeInterconnect* node_interconnect(NodeId n) const { return interconnects_.of(n); }
+  const InterconnectTable& interconnects() const { return interconnects_; }
+  // Event "node topology set": sets or replaces node n's interconnect (e.g. from its `nvidia-smi
+  // topo -m`). Refused, changing nothing, for an unknown node or a matrix that does not fit it.
+  // A node added later gets its model's default like the nodes of `build`; a removed node's is
+  // dropped. Setting it is an event: the node's version and both generations advance.
+  Status set_node_interconnect(NodeId n, NodeInterconnect interconnect) {
+    if (n >= node_count())
+      return Error{"node: unknown node id " + std::to_string(n), ErrorCode::kUnknownName, "node"};
+    if (removed(n)) return Error{"node: node " + std::to_string(n) + " was removed", ErrorCode::kState, "node"};
+    if (Status ok = validate_interconnect(interconnect, gpu_count(n)); !ok) return ok;
+    interconnects_.set(n, std::move(interconnect));
+    note_node_change(n);
+    note_layout_change();
+    return {};
+  }
+  // The declared topology levels (node label keys, outermost first) that every family's domain
+  // rule uses for levels not given a hierarchy of their own (see cluster/domains.hpp).
+  std::span<const std::string> topology_levels() const { return topology_levels_; }
+  // Event "topology levels set". Refused for an empty or repeated key.
+  Status set_topology_levels(std::vector<std::string> keys) {
+    for (std::size_t l = 0; l < keys.size(); ++l) {
+      const std::string field = "topology_levels[" + std::to_string(l) + "]";
+      if (keys[l].empty()) return Error{field + ": must not be empty", ErrorCode::kInvalidValue, field};
+      for (std::size_t m = 0; m < l; ++m)
+        if (keys[m] == keys[l])
+          return Error{field + ": '" + keys[l] + "' repeats topology_levels[" + std::to_string(m) + "]",
+                       ErrorCode::kDuplicate, field};
+    }
+    topology_levels_ = std::move(keys);
+    ++generation_;  // every node's domains may change: a layout change of the whole cluster
+    note_layout_change();
+    return {};
+  }
+
   // --- generations (see the top of this file) -----------------------------------------------------
   std::uint64_t instance_id() const { return instance_.value(); }
   std::uint64_t generation() const { return generation_; }
@@ -368,6 +407,7 @@ class ClusterState {
   // Validates node n of the view into `out` (whose buffers are reused). Not const: it remembers the
   // model ids of the spellings it resolved.
   Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out);
+  void assign_known_interconnect(NodeId n);
   NodeId append_node(const ParsedNode& node);
 
   // Index maintenance for events: make room for a model key, a GPU count, a node id.
@@ -460,6 +500,11 @@ class ClusterState {
   detail::ClusterStateInstanceId instance_;
   std::uint64_t generation_ = 0;
   std::uint64_t layout_generation_ = 0;
+
+  InterconnectTable interconnects_;
+  // Cache of the readers: (model << 32 | GPU count) -> interned known interconnect, or kNoShape.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> known_shape_;
+  std::vector<std::string> topology_levels_;
 };
 
 }  // namespace gpusched

@@ -64,6 +64,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpusched/cluster/domains.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
 
@@ -72,11 +73,9 @@ namespace topology {
 class ClusterTopology;
 }
 
-// The level name meaning "one node" (each node is its own domain). "kubernetes.io/hostname" is
-// accepted as a synonym.
-inline constexpr std::string_view kNodeLevel = "node";
-
-enum class LevelMode : std::uint8_t { kRequired, kPreferred };
+// kNodeLevel ("node"), LevelMode and the domain rule (a domain is the path of label values from the
+// top level down; levels answer to their short names) are the cluster layer's, shared with the
+// topology module: gpusched/cluster/domains.hpp.
 
 struct TopologyConstraint {
   std::string level;  // kNodeLevel or a node label key; empty = no topology constraint

@@ -263,7 +263,25 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   s.partial_nodes_ = NodeBitset(s.index_capacity_);
   for (NodeId n = 0; n < n_nodes; ++n) s.ensure_index_row(s.node_index_model_[n]);
   for (NodeId n = 0; n < n_nodes; ++n) s.index_insert(n);
+  s.interconnects_.resize(n_nodes);
+  for (NodeId n = 0; n < n_nodes; ++n) s.assign_known_interconnect(n);
   return s;
+}
+
+// A homogeneous node with 2+ GPUs gets its model's known interconnect (node_interconnect.hpp),
+// built and interned once per (model, GPU count) and remembered, so adding a node costs a lookup.
+inline void ClusterState::assign_known_interconnect(NodeId n) {
+  if (interconnects_.node_count() <= n) interconnects_.resize(n + std::size_t{1});
+  const std::uint8_t model = node_index_model_[n];
+  if (model == kMixedModels || model == kNoGpuKey || gpu_count(n) < 2) return;
+  const std::uint64_t key = (std::uint64_t{model} << 32) | gpu_count(n);
+  auto it = std::find_if(known_shape_.begin(), known_shape_.end(), [&](const auto& k) { return k.first == key; });
+  if (it == known_shape_.end()) {
+    auto ic = known_interconnect(registry_.model(model).name, gpu_count(n));
+    known_shape_.emplace_back(key, ic ? interconnects_.intern(std::move(*ic)) : InterconnectTable::kNoShape);
+    it = known_shape_.end() - 1;
+  }
+  interconnects_.assign(n, it->second);
 }
 
 // --- the index -------------------------------------------------------------------------------------
@@ -825,6 +843,7 @@ inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_
   ensure_index_row(node_index_model_[n]);
   ensure_index_width(static_cast<std::int32_t>(gpu_count(n)));
   index_insert(n);
+  assign_known_interconnect(n);
   note_node_change(n);
   note_layout_change();
   return n;
@@ -846,6 +865,7 @@ inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
   label_holes_ += label_count_[n];
   label_count_[n] = 0;
   --live_nodes_;
+  interconnects_.clear(n);
   compact_labels_if_sparse();
   note_node_change(n);
   note_layout_change();

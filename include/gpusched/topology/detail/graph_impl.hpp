@@ -1,11 +1,12 @@
-// Boost 1.74's named_graph returns an empty boost::optional that GCC 12 reports as uninitialized once
-// inlined into add_vertex at -O1 (a known false positive); nothing here reads an empty optional.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Implementation of gpusched/topology/graph.hpp (header-only: included at its end). Helpers live in
+// gpusched::topology::detail.
+#pragma once
 
 #include "gpusched/topology/graph.hpp"
 
+
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <utility>
@@ -14,7 +15,7 @@
 
 namespace gpusched::topology {
 
-std::string_view vertex_kind_name(VertexKind kind) {
+inline std::string_view vertex_kind_name(VertexKind kind) {
   switch (kind) {
     case VertexKind::kGpu: return "gpu";
     case VertexKind::kNic: return "nic";
@@ -30,16 +31,16 @@ std::string_view vertex_kind_name(VertexKind kind) {
   return "?";
 }
 
-TopologyGraph::Vertex TopologyGraph::add_vertex(VertexKind kind, std::string name, std::int32_t device) {
+inline TopologyGraph::Vertex TopologyGraph::add_vertex(VertexKind kind, std::string name, std::int32_t device) {
   return boost::add_vertex(VertexInfo{kind, std::move(name), device}, g_);
 }
 
-void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links) {
+inline void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links) {
   const LinkSpec& spec = link_spec(kind);
   add_link(a, b, kind, links, spec.gbytes_per_s * links, spec.latency_us);
 }
 
-void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links, double gbytes_per_s,
+inline void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links, double gbytes_per_s,
                              double latency_us) {
   boost::add_edge(a, b, EdgeInfo{kind, links, gbytes_per_s, latency_us}, g_);
 }
@@ -47,59 +48,57 @@ void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t lin
 // Both queries are Dijkstra's algorithm over the Boost adjacency structure with a different
 // "path value" algebra: (max, min) for the widest path, (min, +) for latency. Endpoints other than
 // the source are settled but never expanded, so no path transits a GPU or NIC.
-std::vector<double> TopologyGraph::widest_from(Vertex source) const {
-  const std::size_t n = vertex_count();
-  std::vector<double> best(n, 0.0);
-  std::vector<char> done(n, 0);
-  best[source] = std::numeric_limits<double>::infinity();
-  std::priority_queue<std::pair<double, Vertex>> pq;  // largest bandwidth first
-  pq.emplace(best[source], source);
-  while (!pq.empty()) {
-    auto [bw, v] = pq.top();
-    pq.pop();
-    if (done[v]) continue;
-    done[v] = 1;
-    if (v != source && is_endpoint(v)) continue;
-    for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
-      const Vertex w = boost::target(*e, g_);
-      const double cand = std::min(bw, g_[*e].gbytes_per_s);
-      if (!done[w] && cand > best[w]) {
-        best[w] = cand;
-        pq.emplace(cand, w);
-      }
-    }
-  }
-  return best;
-}
+namespace detail {
 
-std::vector<double> TopologyGraph::latency_from(Vertex source) const {
-  const std::size_t n = vertex_count();
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> dist(n, inf);
-  std::vector<char> done(n, 0);
-  dist[source] = 0.0;
+// Label-setting search (Dijkstra's scheme) from `source` over `g`: `extend(label, edge)` is a
+// label carried over an edge, `better(a, b)` says a beats b. Vertices for which `stops_at(v)` holds
+// are reached but not passed through (endpoints never forward). Serves both the widest path
+// (label = bottleneck bandwidth) and the lowest latency (label = sum of hop latencies).
+template <class Graph, class StopsAt, class Extend, class Better>
+std::vector<double> best_path_labels(const Graph& g, typename Graph::vertex_descriptor source, double unreached,
+                                     double at_source, StopsAt&& stops_at, Extend&& extend, Better&& better) {
+  using Vertex = typename Graph::vertex_descriptor;
   using Item = std::pair<double, Vertex>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
-  pq.emplace(0.0, source);
+  const std::size_t n = boost::num_vertices(g);
+  std::vector<double> label(n, unreached);
+  std::vector<char> done(n, 0);
+  label[source] = at_source;
+  auto worse_first = [&](const Item& x, const Item& y) { return better(y.first, x.first); };
+  std::priority_queue<Item, std::vector<Item>, decltype(worse_first)> pq(worse_first);
+  pq.emplace(at_source, source);
   while (!pq.empty()) {
     auto [d, v] = pq.top();
     pq.pop();
     if (done[v]) continue;
     done[v] = 1;
-    if (v != source && is_endpoint(v)) continue;
-    for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
-      const Vertex w = boost::target(*e, g_);
-      const double cand = d + g_[*e].latency_us;
-      if (!done[w] && cand < dist[w]) {
-        dist[w] = cand;
+    if (v != source && stops_at(v)) continue;
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      const Vertex w = boost::target(*e, g);
+      const double cand = extend(d, g[*e]);
+      if (!done[w] && better(cand, label[w])) {
+        label[w] = cand;
         pq.emplace(cand, w);
       }
     }
   }
-  return dist;
+  return label;
 }
 
-double TopologyGraph::max_flow(std::span<const Vertex> sources, std::span<const Vertex> sinks,
+}  // namespace detail
+
+inline std::vector<double> TopologyGraph::widest_from(Vertex source) const {
+  return detail::best_path_labels(
+      g_, source, 0.0, std::numeric_limits<double>::infinity(), [&](Vertex v) { return is_endpoint(v); },
+      [](double bw, const EdgeInfo& e) { return std::min(bw, e.gbytes_per_s); }, std::greater<>{});
+}
+
+inline std::vector<double> TopologyGraph::latency_from(Vertex source) const {
+  return detail::best_path_labels(
+      g_, source, std::numeric_limits<double>::infinity(), 0.0, [&](Vertex v) { return is_endpoint(v); },
+      [](double d, const EdgeInfo& e) { return d + e.latency_us; }, std::less<>{});
+}
+
+inline double TopologyGraph::max_flow(std::span<const Vertex> sources, std::span<const Vertex> sinks,
                                std::span<const Vertex> transit) const {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<

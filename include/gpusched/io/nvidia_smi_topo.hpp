@@ -1,4 +1,8 @@
-// gpusched/topology/nvidia_smi.hpp — reading `nvidia-smi topo -m` into a NodeTopology.
+// gpusched/io/nvidia_smi_topo.hpp — reading `nvidia-smi topo -m` into a node's interconnect.
+//
+// The reader is compiled (src/io, part of gpusched::io); what it returns is the cluster model's
+// NodeInterconnect (give it to ClusterState::set_node_interconnect) or, for a one-node question, the
+// topology module's NodeTopology (header-only).
 //
 // The text is what administrators already have: the matrix printed by `nvidia-smi topo -m` (or
 // `--matrix`). Every variant in the wild is accepted:
@@ -15,22 +19,24 @@
 // (ragged matrix)", "line 6: asymmetric: GPU2-GPU0 is SYS but GPU0-GPU2 (line 4) is PIX",
 // "line 5: row GPU2, column GPU3: unknown link code 'NVX'".
 //
-//   auto topo = parse_nvidia_smi_topo(read_whole_file("dgx1.txt"));
-//   if (!topo) report(topo.error().message);
+//   auto ic = gpusched::io::read_nvidia_smi_interconnect(read_whole_file("dgx1.txt"));
+//   if (!ic) report(ic.error().message); else state.set_node_interconnect(node, std::move(*ic));
+//   auto topo = gpusched::io::parse_nvidia_smi_topo(text);   // a NodeTopology to score GPU sets
 #pragma once
 
 #include <string_view>
 #include <vector>
 
 #include "gpusched/core/result.hpp"
+#include "gpusched/cluster/node_interconnect.hpp"
 #include "gpusched/topology/node_topology.hpp"
 
-namespace gpusched::topology {
+namespace gpusched::io {
 
 // The matrix as read, before the graph is built: devices in matrix order (GPUs first; nvidia-smi
 // prints them first, and the reader reorders if not) and the row-major pair matrix.
 struct TopoMatrix {
-  std::vector<Device> devices;
+  std::vector<NodeDevice> devices;
   std::vector<PairLink> matrix;
   bool has_cpu_affinity = false;
   bool has_numa_affinity = false;
@@ -38,6 +44,9 @@ struct TopoMatrix {
 };
 
 Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text);
-Result<NodeTopology> parse_nvidia_smi_topo(std::string_view text, NodeTopologyOptions options = {});
+// The matrix as the cluster model's per-node interconnect.
+Result<NodeInterconnect> read_nvidia_smi_interconnect(std::string_view text, InterconnectOptions options = {});
+// The matrix as a graph, ready to score GPU sets.
+Result<topology::NodeTopology> parse_nvidia_smi_topo(std::string_view text, InterconnectOptions options = {});
 
-}  // namespace gpusched::topology
+}  // namespace gpusched::io

@@ -1,4 +1,4 @@
-// gpusched/topology/topology_json.hpp — a cluster's fat tree / NVLink domains from JSON.
+// gpusched/io/topology_json.hpp — a cluster's fat tree / NVLink domains from JSON.
 //
 // What it is for. Node labels (ClusterTopology::from_labels) are how Kubernetes clusters describe
 // racks; an operator who knows the fabric (a two-level InfiniBand fat tree, GB200 NVL72 racks under
@@ -34,7 +34,7 @@
 //
 // How to use it (no file I/O here: the caller reads the text):
 //
-//   auto topo = read_cluster_topology_json(text, state);
+//   auto topo = gpusched::io::read_cluster_topology_json(text, state);   // compiled: link gpusched::io
 //   if (!topo) report(topo.error().message);   // "domains[0].children[1].nodes[3]: unknown node 'n-99'"
 #pragma once
 
@@ -44,9 +44,9 @@
 #include "gpusched/core/result.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 
-namespace gpusched::topology {
+namespace gpusched::io {
 
 // Reads the JSON text above for the nodes of `state`. Never throws.
-Result<ClusterTopology> read_cluster_topology_json(std::string_view text, const ClusterState& state);
+Result<topology::ClusterTopology> read_cluster_topology_json(std::string_view text, const ClusterState& state);
 
-}  // namespace gpusched::topology
+}  // namespace gpusched::io

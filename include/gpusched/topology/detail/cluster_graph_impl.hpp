@@ -1,5 +1,9 @@
-// The cluster fabric graph and the ring all-reduce estimate over it (model in cluster_graph.hpp).
+// Implementation of gpusched/topology/cluster_graph.hpp (header-only: included at its end). Helpers live in
+// gpusched::topology::detail.
+#pragma once
+
 #include "gpusched/topology/cluster_graph.hpp"
+// The cluster fabric graph and the ring all-reduce estimate over it (model in cluster_graph.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -7,20 +11,22 @@
 
 #include <fmt/format.h>
 
-namespace gpusched::topology {
-namespace {
+#include "gpusched/topology/allreduce.hpp"
 
-bool is_nvlink(LinkKind k) {
+namespace gpusched::topology {
+namespace detail {
+
+inline bool is_nvlink_kind(LinkKind k) {
   return k == LinkKind::kNvLink1 || k == LinkKind::kNvLink2 || k == LinkKind::kNvLink3 || k == LinkKind::kNvLink4 ||
          k == LinkKind::kNvLink5;
 }
 
 // The intra-node NVLink hop: the floor of a ring step's latency (same figure as node_topology).
-constexpr double kMinStepUs = 0.5;
+inline constexpr double kMinRingHopUs = 0.5;
 
-}  // namespace
+}  // namespace detail
 
-ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
+inline ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
   ClusterGraph g;
   const std::size_t L = topo.level_count();
   auto add = [&](VertexKind kind, std::string name, Vertex parent, std::int32_t depth) {
@@ -30,6 +36,7 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
     g.up_latency_us_.push_back(0);
     g.hosts_below_.push_back(0);
     g.depth_.push_back(depth);
+    g.switch_slot_.push_back(kind == VertexKind::kHost ? -1 : g.switch_count_++);
     return v;
   };
   // Hosts below a domain: its node list (all placed nodes of the domain).
@@ -42,6 +49,13 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
     g.up_gbps_[child] = bw;
     g.up_latency_us_[child] = spec.latency_us;
   };
+
+  // Every node gets a host vertex, every domain one, plus perhaps the root.
+  std::size_t vertices = topo.node_count() + 1;
+  for (std::size_t l = 0; l < L; ++l) vertices += topo.domain_count(l);
+  for (auto* v : {&g.up_gbps_, &g.up_latency_us_}) v->reserve(vertices);
+  for (auto* v : {&g.hosts_below_, &g.depth_, &g.switch_slot_}) v->reserve(vertices);
+  g.parent_.reserve(vertices);
 
   Vertex root = kNoVertex;
   std::int32_t base = 0;
@@ -56,7 +70,7 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
   std::size_t next_order = 0;
 
   auto kind_of = [&](std::size_t l) {
-    if (is_nvlink(topo.level(l).link)) return VertexKind::kNvlDomain;
+    if (detail::is_nvlink_kind(topo.level(l).link)) return VertexKind::kNvlDomain;
     return l == 0 ? VertexKind::kSpineSwitch : VertexKind::kLeafSwitch;
   };
   // Depth-first, so vertex ids and the ring order follow the tree.
@@ -95,7 +109,7 @@ ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState
   return g;
 }
 
-NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
+inline NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
                                         double intra_node_gbps) const {
   NodeSetEstimate e;
   const double inf = std::numeric_limits<double>::infinity();
@@ -113,30 +127,39 @@ NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int3
   e.valid = true;
   e.bus_bandwidth_gbps = intra_node_gbps > 0 ? intra_node_gbps : inf;
   e.bottleneck = "intra-node";
-  e.latency_us = kMinStepUs;
+  e.latency_us = detail::kMinRingHopUs;
   // Ring in tree order.
   std::vector<NodeId> ring(nodes.begin(), nodes.end());
   std::sort(ring.begin(), ring.end(), [&](NodeId a, NodeId b) { return order_[a] < order_[b]; });
   ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
   const std::size_t k = ring.size();
   if (k > 1) {
-    // Per edge (identified by its lower vertex): job hosts below, ring flows up and down.
+    // Per edge (identified by its lower vertex): job hosts below, ring flows up and down. A host's
+    // own edge always carries its one host and one ring flow each way (the ring visits k distinct
+    // nodes), so only switch vertices need counters: a few hundred, not one per host.
+    struct EdgeLoad {
+      std::int32_t job = 0, up = 0, down = 0;
+    };
+    std::vector<EdgeLoad> load(static_cast<std::size_t>(switch_count_));
+    auto load_of = [&](Vertex v) -> EdgeLoad* {
+      return switch_slot_[v] < 0 ? nullptr : &load[static_cast<std::size_t>(switch_slot_[v])];
+    };
     std::vector<Vertex> touched;
-    std::vector<std::int32_t> job(parent_.size(), 0), up(parent_.size(), 0), down(parent_.size(), 0);
     for (NodeId n : ring)
       for (Vertex v = host_[n]; parent_[v] != kNoVertex; v = parent_[v]) {
-        if (job[v]++ == 0) touched.push_back(v);
+        EdgeLoad* c = load_of(v);
+        if (c == nullptr || c->job++ == 0) touched.push_back(v);
       }
     for (std::size_t i = 0; i < k; ++i) {
       Vertex a = host_[ring[i]], b = host_[ring[(i + 1) % k]];
       double lat = 0;
       while (a != b) {
         if (depth_[a] >= depth_[b]) {
-          ++up[a];
+          if (EdgeLoad* c = load_of(a)) ++c->up;
           lat += up_latency_us_[a];
           a = parent_[a];
         } else {
-          ++down[b];
+          if (EdgeLoad* c = load_of(b)) ++c->down;
           lat += up_latency_us_[b];
           b = parent_[b];
         }
@@ -145,9 +168,11 @@ NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int3
       e.latency_us = std::max(e.latency_us, lat);
     }
     for (Vertex v : touched) {
-      const std::int32_t flows = std::max(up[v], down[v]);
+      const EdgeLoad* c = load_of(v);
+      const std::int32_t job = c ? c->job : 1;
+      const std::int32_t flows = c ? std::max(c->up, c->down) : 1;
       if (flows == 0) continue;
-      const double share = up_gbps_[v] * job[v] / std::max(hosts_below_[v], 1) / flows;
+      const double share = up_gbps_[v] * job / std::max(hosts_below_[v], 1) / flows;
       if (share < e.bus_bandwidth_gbps) {
         e.bus_bandwidth_gbps = share;
         const Vertex p = parent_[v];
@@ -155,17 +180,12 @@ NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int3
         const VertexInfo& hi = graph_.vertex(p);
         e.bottleneck = fmt::format("{} '{}' -> {} '{}': {:.2f} GB/s shared by {} hosts, {} of them in the set, {} flow{}",
                                    vertex_kind_name(lo.kind), lo.name, vertex_kind_name(hi.kind), hi.name,
-                                   up_gbps_[v], hosts_below_[v], job[v], flows, flows == 1 ? "" : "s");
+                                   up_gbps_[v], hosts_below_[v], job, flows, flows == 1 ? "" : "s");
       }
     }
   }
   const double ranks = static_cast<double>(k) * gpus_per_node;
-  if (ranks <= 1 || std::isinf(e.bus_bandwidth_gbps)) {
-    e.allreduce_us = ranks <= 1 ? 0.0 : 2.0 * (ranks - 1) * e.latency_us;
-    return e;
-  }
-  // GB/s = 1e3 bytes per microsecond.
-  e.allreduce_us = 2.0 * (ranks - 1) / ranks * bytes / (e.bus_bandwidth_gbps * 1e3) + 2.0 * (ranks - 1) * e.latency_us;
+  e.allreduce_us = allreduce_time(ranks, bytes, e.bus_bandwidth_gbps, e.latency_us).best_us;
   return e;
 }
 

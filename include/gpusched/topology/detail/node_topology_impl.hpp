@@ -1,3 +1,7 @@
+// Implementation of gpusched/topology/node_topology.hpp (header-only: included at its end). Helpers live in
+// gpusched::topology::detail.
+#pragma once
+
 #include "gpusched/topology/node_topology.hpp"
 
 #include <algorithm>
@@ -8,15 +12,16 @@
 
 #include <fmt/format.h>
 
+#include "gpusched/topology/allreduce.hpp"
 #include "gpusched/topology/graph.hpp"
 
 namespace gpusched::topology {
-namespace {
+namespace detail {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNodeTopoInf = std::numeric_limits<double>::infinity();
 
 // A group of the PCIe/host tree: a PCIe switch, host bridge, NUMA node, host or NVLink domain.
-struct Group {
+struct NodeGroup {
   VertexKind kind = VertexKind::kHost;
   int parent = -1;  // -1 for the root
   LinkKind up_kind = LinkKind::kPcieGen4;
@@ -25,15 +30,15 @@ struct Group {
 };
 
 // A link whose removal splits the GPUs: the GPUs below it and its bandwidth.
-struct CutEdge {
+struct GpuCutEdge {
   std::vector<std::uint16_t> below;
   double gbps = 0;
 };
 
 // Union-find for the closure of the PCIe classes.
-struct Dsu {
+struct PcieClassUnionFind {
   std::vector<int> p;
-  explicit Dsu(std::size_t n) : p(n) { std::iota(p.begin(), p.end(), 0); }
+  explicit PcieClassUnionFind(std::size_t n) : p(n) { std::iota(p.begin(), p.end(), 0); }
   int find(int x) {
     while (p[x] != x) x = p[x] = p[p[x]];
     return x;
@@ -41,7 +46,7 @@ struct Dsu {
   void unite(int a, int b) { p[find(a)] = find(b); }
 };
 
-}  // namespace
+}  // namespace detail
 
 struct NodeTopology::Impl {
   std::vector<Device> devices;
@@ -53,11 +58,11 @@ struct NodeTopology::Impl {
   std::vector<double> nv;      // n_gpu^2: direct NVLink GB/s per direction
   std::vector<double> fabric;  // n_gpu: GB/s to the NVSwitch fabric
   std::int32_t fabric_links = 0;
-  std::vector<Group> groups;   // groups[0] is the root
+  std::vector<detail::NodeGroup> groups;   // groups[0] is the root
   std::vector<int> dev_parent; // group of each device's leaf link
   std::vector<std::vector<int>> group_children;                 // subgroups
   std::vector<std::vector<std::uint16_t>> group_gpus_direct;    // GPUs attached directly
-  std::vector<CutEdge> cuts;
+  std::vector<detail::GpuCutEdge> cuts;
   TopologyGraph graph;
   std::vector<std::size_t> dev_vertex;
   std::vector<double> path_bw, path_lat;  // n_dev^2
@@ -69,7 +74,7 @@ struct NodeTopology::Impl {
   SetScore score_of(std::span<const std::uint16_t> set, double bytes) const;
 };
 
-std::string pair_link_name(PairLink link) {
+inline std::string pair_link_name(PairLink link) {
   switch (link.cls) {
     case PairClass::kSelf: return "X";
     case PairClass::kNvLink: return fmt::format("NV{}", link.nvlinks);
@@ -82,7 +87,7 @@ std::string pair_link_name(PairLink link) {
   return "?";
 }
 
-int pair_link_rank(PairLink link) {
+inline int pair_link_rank(PairLink link) {
   switch (link.cls) {
     case PairClass::kSelf: return 0;
     case PairClass::kNvLink: return 1 + (255 - link.nvlinks);  // 1..256, more links = lower
@@ -97,7 +102,7 @@ int pair_link_rank(PairLink link) {
 
 // --- building ------------------------------------------------------------------------------------
 
-void NodeTopology::Impl::finish() {
+inline void NodeTopology::Impl::finish() {
   const std::size_t G = groups.size();
   group_children.assign(G, {});
   group_gpus_direct.assign(G, {});
@@ -150,7 +155,7 @@ void NodeTopology::Impl::finish() {
       path_lat[a * n_dev + b] = lat[dev_vertex[b]];
     }
   }
-  pair_bus.assign(n_gpu * n_gpu, kInf);
+  pair_bus.assign(n_gpu * n_gpu, detail::kNodeTopoInf);
   for (std::size_t a = 0; a < n_gpu; ++a)
     for (std::size_t b = a + 1; b < n_gpu; ++b) {
       const std::uint16_t set[2] = {static_cast<std::uint16_t>(a), static_cast<std::uint16_t>(b)};
@@ -158,39 +163,39 @@ void NodeTopology::Impl::finish() {
     }
 }
 
-Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vector<PairLink> matrix,
+inline Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vector<PairLink> matrix,
                                          NodeTopologyOptions options) {
   const std::size_t n = devices.size();
-  if (n == 0) return Error{"devices: no GPUs"};
-  if (matrix.size() != n * n) return Error{fmt::format("matrix: {} entries for {} devices", matrix.size(), n)};
+  if (n == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
+  if (matrix.size() != n * n) return Error{fmt::format("matrix: {} entries for {} devices", matrix.size(), n), ErrorCode::kInconsistent, "matrix"};
   std::size_t n_gpu = 0;
   while (n_gpu < n && devices[n_gpu].kind == DeviceKind::kGpu) ++n_gpu;
   for (std::size_t d = n_gpu; d < n; ++d)
     if (devices[d].kind == DeviceKind::kGpu)
-      return Error{fmt::format("devices[{}] ({}): GPUs must come before NICs", d, devices[d].name)};
-  if (n_gpu == 0) return Error{"devices: no GPUs"};
-  if (n_gpu > 4096) return Error{fmt::format("devices: {} GPUs, at most 4096", n_gpu)};
+      return Error{fmt::format("devices[{}] ({}): GPUs must come before NICs", d, devices[d].name), ErrorCode::kInvalidValue, "devices"};
+  if (n_gpu == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
+  if (n_gpu > 4096) return Error{fmt::format("devices: {} GPUs, at most 4096", n_gpu), ErrorCode::kInvalidValue, "devices"};
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = 0; b < n; ++b) {
       const PairLink l = matrix[a * n + b];
       if ((a == b) != (l.cls == PairClass::kSelf))
         return Error{fmt::format("matrix[{}][{}] ({}-{}): '{}' {}", a, b, devices[a].name, devices[b].name,
-                                 pair_link_name(l), a == b ? "on the diagonal, expected X" : "off the diagonal")};
+                                 pair_link_name(l), a == b ? "on the diagonal, expected X" : "off the diagonal"), ErrorCode::kInvalidValue, "matrix"};
       if (l != matrix[b * n + a])
         return Error{fmt::format("matrix[{}][{}]: asymmetric: {}-{} is {} but {}-{} is {}", a, b, devices[a].name,
                                  devices[b].name, pair_link_name(l), devices[b].name, devices[a].name,
-                                 pair_link_name(matrix[b * n + a]))};
+                                 pair_link_name(matrix[b * n + a])), ErrorCode::kInconsistent, "matrix"};
       if (l.cls == PairClass::kNvLink && (a >= n_gpu || b >= n_gpu))
-        return Error{fmt::format("matrix[{}][{}] ({}-{}): NVLink to a NIC", a, b, devices[a].name, devices[b].name)};
+        return Error{fmt::format("matrix[{}][{}] ({}-{}): NVLink to a NIC", a, b, devices[a].name, devices[b].name), ErrorCode::kInvalidValue, "matrix"};
       if (l.cls == PairClass::kNvLink && l.nvlinks == 0)
-        return Error{fmt::format("matrix[{}][{}] ({}-{}): NV0", a, b, devices[a].name, devices[b].name)};
+        return Error{fmt::format("matrix[{}][{}] ({}-{}): NV0", a, b, devices[a].name, devices[b].name), ErrorCode::kInvalidValue, "matrix"};
     }
   if (options.nvlink_generation != 0 && !nvlink_of_generation(options.nvlink_generation))
-    return Error{fmt::format("nvlink_generation: expected 1..5, got {}", options.nvlink_generation)};
+    return Error{fmt::format("nvlink_generation: expected 1..5, got {}", options.nvlink_generation), ErrorCode::kInvalidValue, "nvlink_generation"};
   if (options.pcie_generation != 0 && !pcie_of_generation(options.pcie_generation))
-    return Error{fmt::format("pcie_generation: expected 3..5, got {}", options.pcie_generation)};
+    return Error{fmt::format("pcie_generation: expected 3..5, got {}", options.pcie_generation), ErrorCode::kInvalidValue, "pcie_generation"};
   if (options.upi_links < 1 || options.upi_links > 6)
-    return Error{fmt::format("upi_links: expected 1..6, got {}", options.upi_links)};
+    return Error{fmt::format("upi_links: expected 1..6, got {}", options.upi_links), ErrorCode::kInvalidValue, "upi_links"};
 
   NodeTopology t;
   Impl& m = *t.impl_;
@@ -232,7 +237,7 @@ Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vecto
   const PairClass levels[4] = {PairClass::kPix, PairClass::kPxb, PairClass::kPhb, PairClass::kNode};
   const VertexKind kinds[4] = {VertexKind::kPcieSwitch, VertexKind::kPcieSwitch, VertexKind::kHostBridge,
                                VertexKind::kNumaNode};
-  Dsu dsu(n);
+  detail::PcieClassUnionFind dsu(n);
   std::vector<std::vector<int>> comp_group(4, std::vector<int>(n, -1));  // [level][root] -> group
   std::vector<std::vector<int>> root_at(4, std::vector<int>(n, 0));      // [level][device] -> root
   std::vector<int> prev_size(n, 1);
@@ -301,7 +306,7 @@ Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vecto
   return t;
 }
 
-NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::size_t gpus_per_host, LinkKind nvlink,
+inline NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::size_t gpus_per_host, LinkKind nvlink,
                                          std::int32_t links_per_gpu, LinkKind pcie) {
   hosts = std::max<std::size_t>(hosts, 1);
   gpus_per_host = std::max<std::size_t>(gpus_per_host, 1);
@@ -344,44 +349,44 @@ NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::size_t gpus_per
   return t;
 }
 
-NodeTopology::NodeTopology() : impl_(std::make_unique<Impl>()) {}
-NodeTopology::~NodeTopology() = default;
-NodeTopology::NodeTopology(const NodeTopology& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
-NodeTopology& NodeTopology::operator=(const NodeTopology& o) {
+inline NodeTopology::NodeTopology() : impl_(std::make_unique<Impl>()) {}
+inline NodeTopology::~NodeTopology() = default;
+inline NodeTopology::NodeTopology(const NodeTopology& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
+inline NodeTopology& NodeTopology::operator=(const NodeTopology& o) {
   if (this != &o) impl_ = std::make_unique<Impl>(*o.impl_);
   return *this;
 }
-NodeTopology::NodeTopology(NodeTopology&&) noexcept = default;
-NodeTopology& NodeTopology::operator=(NodeTopology&&) noexcept = default;
+inline NodeTopology::NodeTopology(NodeTopology&&) noexcept = default;
+inline NodeTopology& NodeTopology::operator=(NodeTopology&&) noexcept = default;
 
-std::size_t NodeTopology::gpu_count() const { return impl_->n_gpu; }
-std::size_t NodeTopology::nic_count() const { return impl_->n_dev - impl_->n_gpu; }
-std::size_t NodeTopology::device_count() const { return impl_->n_dev; }
-const Device& NodeTopology::device(std::size_t d) const { return impl_->devices[d]; }
-PairLink NodeTopology::link(std::size_t a, std::size_t b) const { return impl_->matrix[a * impl_->n_dev + b]; }
-LinkKind NodeTopology::nvlink_kind() const { return impl_->nvlink; }
-LinkKind NodeTopology::pcie_kind() const { return impl_->pcie; }
-bool NodeTopology::has_nvswitch() const { return impl_->nvswitch; }
-const TopologyGraph& NodeTopology::graph() const { return impl_->graph; }
-std::size_t NodeTopology::device_vertex(std::size_t d) const { return impl_->dev_vertex[d]; }
-double NodeTopology::path_bandwidth_gbps(std::size_t a, std::size_t b) const {
+inline std::size_t NodeTopology::gpu_count() const { return impl_->n_gpu; }
+inline std::size_t NodeTopology::nic_count() const { return impl_->n_dev - impl_->n_gpu; }
+inline std::size_t NodeTopology::device_count() const { return impl_->n_dev; }
+inline const Device& NodeTopology::device(std::size_t d) const { return impl_->devices[d]; }
+inline PairLink NodeTopology::link(std::size_t a, std::size_t b) const { return impl_->matrix[a * impl_->n_dev + b]; }
+inline LinkKind NodeTopology::nvlink_kind() const { return impl_->nvlink; }
+inline LinkKind NodeTopology::pcie_kind() const { return impl_->pcie; }
+inline bool NodeTopology::has_nvswitch() const { return impl_->nvswitch; }
+inline const TopologyGraph& NodeTopology::graph() const { return impl_->graph; }
+inline std::size_t NodeTopology::device_vertex(std::size_t d) const { return impl_->dev_vertex[d]; }
+inline double NodeTopology::path_bandwidth_gbps(std::size_t a, std::size_t b) const {
   return impl_->path_bw[a * impl_->n_dev + b];
 }
-double NodeTopology::path_latency_us(std::size_t a, std::size_t b) const {
+inline double NodeTopology::path_latency_us(std::size_t a, std::size_t b) const {
   return impl_->path_lat[a * impl_->n_dev + b];
 }
-double NodeTopology::pair_bus_bandwidth_gbps(std::size_t a, std::size_t b) const {
+inline double NodeTopology::pair_bus_bandwidth_gbps(std::size_t a, std::size_t b) const {
   return impl_->pair_bus[a * impl_->n_gpu + b];
 }
 
 // --- scoring -------------------------------------------------------------------------------------
 
-double NodeTopology::Impl::bus_bandwidth(std::span<const std::uint16_t> set) const {
-  if (set.size() < 2) return kInf;
+inline double NodeTopology::Impl::bus_bandwidth(std::span<const std::uint16_t> set) const {
+  if (set.size() < 2) return detail::kNodeTopoInf;
   std::vector<char> in(n_gpu, 0), side(n_gpu, 0);
   for (auto g : set) in[g] = 1;
-  double best = kInf;
-  for (const CutEdge& cut : cuts) {
+  double best = detail::kNodeTopoInf;
+  for (const detail::GpuCutEdge& cut : cuts) {
     std::size_t a_count = 0;
     for (auto g : cut.below) {
       side[g] = in[g];
@@ -405,13 +410,13 @@ double NodeTopology::Impl::bus_bandwidth(std::span<const std::uint16_t> set) con
   return best;
 }
 
-namespace {
+namespace detail {
 
 // Minimax spanning latency: the slowest link Prim's algorithm needs to connect the set.
 template <class Lat>
-double minimax_latency(std::size_t k, Lat&& lat) {
+inline double minimax_spanning_latency(std::size_t k, Lat&& lat) {
   if (k < 2) return 0.0;
-  std::vector<double> key(k, kInf);
+  std::vector<double> key(k, kNodeTopoInf);
   std::vector<char> done(k, 0);
   key[0] = 0;
   double worst = 0;
@@ -427,26 +432,21 @@ double minimax_latency(std::size_t k, Lat&& lat) {
   return worst;
 }
 
-void fill_times(SetScore& s, double bytes) {
-  const double k = static_cast<double>(s.gpus);
-  if (s.gpus < 2 || !(s.bus_bandwidth_gbps > 0)) {
-    s.ring_us = s.tree_us = s.allreduce_us = 0;
-    if (s.gpus >= 2) s.ring_us = s.tree_us = s.allreduce_us = kInf;
-    return;
-  }
-  const double per_us = s.bus_bandwidth_gbps * 1e3;  // bytes per microsecond
-  s.ring_us = 2.0 * (k - 1) / k * bytes / per_us + 2.0 * (k - 1) * s.latency_us;
-  s.tree_us = 2.0 * bytes / per_us + 2.0 * std::ceil(std::log2(k)) * s.latency_us;
-  s.allreduce_us = std::min(s.ring_us, s.tree_us);
+// The one all-reduce model (allreduce.hpp) over the set's B and alpha.
+inline void fill_allreduce_times(SetScore& s, double bytes) {
+  const AllReduceTime t = allreduce_time(static_cast<double>(s.gpus), bytes, s.bus_bandwidth_gbps, s.latency_us);
+  s.ring_us = t.ring_us;
+  s.tree_us = t.tree_us;
+  s.allreduce_us = t.best_us;
 }
 
-}  // namespace
+}  // namespace detail
 
-SetScore NodeTopology::Impl::score_of(std::span<const std::uint16_t> set, double bytes) const {
+inline SetScore NodeTopology::Impl::score_of(std::span<const std::uint16_t> set, double bytes) const {
   SetScore s;
   s.gpus = set.size();
   s.bus_bandwidth_gbps = bus_bandwidth(set);
-  s.latency_us = minimax_latency(set.size(), [&](std::size_t a, std::size_t b) {
+  s.latency_us = detail::minimax_spanning_latency(set.size(), [&](std::size_t a, std::size_t b) {
     return path_lat[static_cast<std::size_t>(set[a]) * n_dev + set[b]];
   });
   for (std::size_t a = 0; a < set.size(); ++a)
@@ -454,18 +454,18 @@ SetScore NodeTopology::Impl::score_of(std::span<const std::uint16_t> set, double
       const PairLink l = matrix[static_cast<std::size_t>(set[a]) * n_dev + set[b]];
       if (pair_link_rank(l) > pair_link_rank(s.span)) s.span = l;
     }
-  fill_times(s, bytes);
+  detail::fill_allreduce_times(s, bytes);
   return s;
 }
 
-Result<SetScore> NodeTopology::score(std::span<const std::uint16_t> gpus, double message_bytes) const {
+inline Result<SetScore> NodeTopology::score(std::span<const std::uint16_t> gpus, double message_bytes) const {
   if (!(message_bytes >= 0) || std::isinf(message_bytes))
-    return Error{fmt::format("message_bytes: expected a non-negative size, got {}", message_bytes)};
+    return Error{fmt::format("message_bytes: expected a non-negative size, got {}", message_bytes), ErrorCode::kInvalidValue, "message_bytes"};
   std::vector<char> seen(impl_->n_gpu, 0);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     if (gpus[i] >= impl_->n_gpu)
-      return Error{fmt::format("gpus[{}]: GPU {} out of range (the node has {})", i, gpus[i], impl_->n_gpu)};
-    if (seen[gpus[i]]) return Error{fmt::format("gpus[{}]: GPU {} repeated", i, gpus[i])};
+      return Error{fmt::format("gpus[{}]: GPU {} out of range (the node has {})", i, gpus[i], impl_->n_gpu), ErrorCode::kInvalidValue, "gpus"};
+    if (seen[gpus[i]]) return Error{fmt::format("gpus[{}]: GPU {} repeated", i, gpus[i]), ErrorCode::kDuplicate, "gpus"};
     seen[gpus[i]] = 1;
   }
   return impl_->score_of(gpus, message_bytes);
@@ -473,10 +473,10 @@ Result<SetScore> NodeTopology::score(std::span<const std::uint16_t> gpus, double
 
 // --- picking -------------------------------------------------------------------------------------
 
-namespace {
+namespace detail {
 
 // The exhaustive search over k-subsets of m <= 16 free GPUs, on local bitmasks.
-struct LocalSearch {
+struct GpuSetSearch {
   std::size_t m = 0;
   std::vector<std::uint16_t> ids;           // local -> GPU index
   std::vector<double> nv, lat, pair_time;   // m x m
@@ -486,7 +486,7 @@ struct LocalSearch {
   double bytes = 0;
 
   double bandwidth(std::uint32_t s) const {
-    double best = kInf;
+    double best = kNodeTopoInf;
     for (auto [mask, gbps] : cuts) {
       const std::uint32_t a = s & mask;
       if (a == 0 || a == s) continue;
@@ -509,12 +509,12 @@ struct LocalSearch {
     for (std::uint32_t x = s; x; x &= x - 1) idx[k++] = static_cast<std::size_t>(std::countr_zero(x));
     SetScore out;
     out.gpus = k;
-    out.bus_bandwidth_gbps = k < 2 ? kInf : bandwidth(s);
-    out.latency_us = minimax_latency(k, [&](std::size_t a, std::size_t b) { return lat[idx[a] * m + idx[b]]; });
+    out.bus_bandwidth_gbps = k < 2 ? kNodeTopoInf : bandwidth(s);
+    out.latency_us = minimax_spanning_latency(k, [&](std::size_t a, std::size_t b) { return lat[idx[a] * m + idx[b]]; });
     span_rank = 0;
     for (std::size_t a = 0; a < k; ++a)
       for (std::size_t b = a + 1; b < k; ++b) span_rank = std::max(span_rank, rank[idx[a] * m + idx[b]]);
-    fill_times(out, bytes);
+    fill_allreduce_times(out, bytes);
     return out;
   }
 
@@ -524,27 +524,28 @@ struct LocalSearch {
     double q = 0;
     for (std::uint32_t x = rest; x; x &= x - 1) {
       const auto i = static_cast<std::size_t>(std::countr_zero(x));
-      double best = kInf;
+      double best = kNodeTopoInf;
       for (std::uint32_t y = rest & ~(std::uint32_t{1} << i); y; y &= y - 1)
         best = std::min(best, pair_time[i * m + static_cast<std::size_t>(std::countr_zero(y))]);
-      if (best < kInf) q += best;
+      if (best < kNodeTopoInf) q += best;
     }
     return q;
   }
 };
 
-bool nearly_equal(double a, double b) {
+inline bool nearly_equal_times(double a, double b) {
   if (a == b) return true;
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
 
-}  // namespace
+}  // namespace detail
 
-GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t k, const PickOptions& options) const {
+inline GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t k, const PickOptions& options) const {
   const Impl& im = *impl_;
   GpuPick out;
   if (!(options.message_bytes >= 0) || std::isinf(options.message_bytes)) {
     out.reason = fmt::format("message_bytes: expected a non-negative size, got {}", options.message_bytes);
+    out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
     return out;
   }
   std::vector<std::uint16_t> f(free.begin(), free.end());
@@ -552,20 +553,27 @@ GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t
   for (std::size_t i = 0; i < f.size(); ++i) {
     if (f[i] >= im.n_gpu) {
       out.reason = fmt::format("free: GPU {} out of range (the node has {})", f[i], im.n_gpu);
+      out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
       return out;
     }
     if (i > 0 && f[i] == f[i - 1]) {
       out.reason = fmt::format("free: GPU {} repeated", f[i]);
+      out.outcome = Outcome::with(Verdict::kInvalid, Reason{});
       return out;
     }
   }
   if (k == 0 || k > f.size()) {
     out.reason = fmt::format("gpus: cannot take {} of {} free GPUs", k, f.size());
+    // k GPUs of this node: not now while others are busy, never when the node has fewer.
+    out.outcome = k == 0 ? Outcome::with(Verdict::kInvalid, Reason{})
+                         : Outcome::with(k > im.n_gpu ? Verdict::kInfeasible : Verdict::kNotNow,
+                                         Reason{ReasonKind::kInsufficientGpus, Unit::kGpus, static_cast<std::int64_t>(k),
+                                                static_cast<std::int64_t>(f.size()), 1, -1});
     return out;
   }
 
   if (f.size() <= 16) {
-    LocalSearch ls;
+    detail::GpuSetSearch ls;
     ls.m = f.size();
     ls.ids = f;
     ls.bytes = options.message_bytes;
@@ -587,14 +595,14 @@ GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t
           pair.gpus = 2;
           pair.bus_bandwidth_gbps = im.pair_bus[static_cast<std::size_t>(f[i]) * im.n_gpu + f[j]];
           pair.latency_us = ls.lat[i * m + j];
-          fill_times(pair, options.message_bytes);
+          detail::fill_allreduce_times(pair, options.message_bytes);
           ls.pair_time[i * m + j] = pair.allreduce_us;
         }
         ls.rank[i * m + j] = pair_link_rank(im.matrix[static_cast<std::size_t>(f[i]) * im.n_dev + f[j]]);
       }
     }
     const std::uint32_t full = m == 32 ? ~0U : ((std::uint32_t{1} << m) - 1);
-    for (const CutEdge& c : im.cuts) {
+    for (const detail::GpuCutEdge& c : im.cuts) {
       std::uint32_t mask = 0;
       for (auto g : c.below)
         if (local[g] >= 0) mask |= std::uint32_t{1} << local[g];
@@ -615,19 +623,19 @@ GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t
       const SetScore sc = ls.score(s, r);
       bool better = best == 0;
       if (!better) {
-        if (!nearly_equal(sc.allreduce_us, best_score.allreduce_us)) {
+        if (!detail::nearly_equal_times(sc.allreduce_us, best_score.allreduce_us)) {
           better = sc.allreduce_us < best_score.allreduce_us;
         } else if (r != best_rank) {
           better = r < best_rank;
         } else {
           if (best_left < 0) best_left = ls.leftover(full & ~best);
           const double left = ls.leftover(full & ~s);
-          better = left < best_left && !nearly_equal(left, best_left);
+          better = left < best_left && !detail::nearly_equal_times(left, best_left);
           if (better) best_left = left;
         }
       }
       if (better) {
-        if (best == 0 || best_left < 0 || !nearly_equal(sc.allreduce_us, best_score.allreduce_us) || r != best_rank)
+        if (best == 0 || best_left < 0 || !detail::nearly_equal_times(sc.allreduce_us, best_score.allreduce_us) || r != best_rank)
           best_left = -1;
         best = s;
         best_score = sc;
@@ -690,6 +698,7 @@ GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t
     out.found = out.gpus.size() == k;
     if (!out.found) {
       out.reason = "internal: hierarchical pick fell short";
+      out.outcome = Outcome::with(Verdict::kNotNow, Reason{ReasonKind::kOther, Unit::kGpus, static_cast<std::int64_t>(k), -1, 1, -1});
       out.gpus.clear();
       return out;
     }

@@ -1,4 +1,5 @@
-#include "gpusched/topology/nvidia_smi.hpp"
+// The `nvidia-smi topo -m` reader (format in io/nvidia_smi_topo.hpp and docs/topology.md).
+#include "gpusched/io/nvidia_smi_topo.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,8 +10,11 @@
 
 #include <fmt/format.h>
 
-namespace gpusched::topology {
+namespace gpusched::io {
 namespace {
+
+using topology::NodeTopology;
+using topology::pair_link_name;
 
 struct Line {
   std::size_t number = 0;  // 1-based
@@ -151,7 +155,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
     if (names_gpu && !(words.size() > 1 && parse_code(words[1]))) break;
     ++h;
   }
-  if (h == lines.size()) return Error{"no header line naming GPU0 (is this `nvidia-smi topo -m` output?)"};
+  if (h == lines.size()) return Error{"no header line naming GPU0 (is this `nvidia-smi topo -m` output?)", ErrorCode::kParse, ""};
   const Line& header = lines[h];
 
   // Header columns: device names, then the trailing columns.
@@ -177,10 +181,10 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       else if (w == "NUMA" && word(1) == "AFFINITY") extras.push_back(Extra::kNuma), i += 2;
       else if (w == "GPU" && word(1) == "NUMA" && word(2) == "ID") extras.push_back(Extra::kGpuNuma), i += 3;
       else if (!extras.empty())
-        return Error{fmt::format("line {}: unknown column '{}' after the affinity columns", header.number, fields[i])};
+        return Error{fmt::format("line {}: unknown column '{}' after the affinity columns", header.number, fields[i]), ErrorCode::kParse, ""};
       else {
         if (std::find(names.begin(), names.end(), fields[i]) != names.end())
-          return Error{fmt::format("line {}: device '{}' appears twice in the header", header.number, fields[i])};
+          return Error{fmt::format("line {}: device '{}' appears twice in the header", header.number, fields[i]), ErrorCode::kParse, ""};
         names.push_back(fields[i]);
         ++i;
       }
@@ -189,7 +193,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
   const std::size_t n = names.size();
   std::vector<PairLink> matrix(n * n);
   std::vector<std::size_t> row_line(n, 0);
-  std::vector<Device> devices(n);
+  std::vector<NodeDevice> devices(n);
   for (std::size_t d = 0; d < n; ++d) {
     devices[d].name = names[d];
     devices[d].kind = is_gpu_name(names[d]) ? DeviceKind::kGpu : DeviceKind::kNic;
@@ -202,7 +206,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
     if (li >= lines.size() || trim(lines[li].text).empty() ||
         upper(trim(lines[li].text)).rfind("LEGEND", 0) == 0) {
       const std::size_t at = li < lines.size() ? lines[li].number : lines.back().number;
-      return Error{fmt::format("line {}: the matrix has {} rows, expected {} (row {} missing)", at, r, n, names[r])};
+      return Error{fmt::format("line {}: the matrix has {} rows, expected {} (row {} missing)", at, r, n, names[r]), ErrorCode::kParse, ""};
     }
     const Line& line = lines[li];
     const bool tabs = line.text.find('\t') != std::string::npos;
@@ -211,7 +215,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       while (!fields.empty() && fields.front().empty()) fields.erase(fields.begin());
     if (fields.empty() || fields[0] != names[r])
       return Error{fmt::format("line {}: row '{}' where '{}' was expected", line.number,
-                               fields.empty() ? std::string{} : fields[0], names[r])};
+                               fields.empty() ? std::string{} : fields[0], names[r]), ErrorCode::kParse, ""};
     std::size_t cells = 0;
     while (1 + cells < fields.size() && cells < n && parse_code(fields[1 + cells])) ++cells;
     if (cells != n) {
@@ -219,16 +223,16 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
           std::isalpha(static_cast<unsigned char>(fields[1 + cells][0])) && upper(fields[1 + cells]) != "N/A")
         return Error{fmt::format("line {}: row {}, column {}: unknown link code '{}' (expected X, NV#, PIX, PXB, "
                                  "PHB, NODE or SYS)",
-                                 line.number, names[r], names[cells], fields[1 + cells])};
+                                 line.number, names[r], names[cells], fields[1 + cells]), ErrorCode::kParse, ""};
       return Error{fmt::format("line {}: row {} has {} link cells, expected {} (ragged matrix)", line.number,
-                               names[r], cells, n)};
+                               names[r], cells, n), ErrorCode::kParse, ""};
     }
     for (std::size_t c = 0; c < n; ++c) {
       const PairLink l = *parse_code(fields[1 + c]);
       if ((l.cls == PairClass::kSelf) != (c == r))
         return Error{fmt::format("line {}: row {}, column {}: {}", line.number, names[r], names[c],
                                  c == r ? fmt::format("expected X on the diagonal, got '{}'", fields[1 + c])
-                                        : std::string{"X off the diagonal"})};
+                                        : std::string{"X off the diagonal"}), ErrorCode::kParse, ""};
       matrix[r * n + c] = l;
     }
     row_line[r] = line.number;
@@ -239,23 +243,23 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       if (!fields[f].empty()) rest.push_back(fields[f]);
     if (rest.size() > extras.size())
       return Error{fmt::format("line {}: row {} has {} values after the matrix, the header names {} columns",
-                               line.number, names[r], rest.size(), extras.size())};
+                               line.number, names[r], rest.size(), extras.size()), ErrorCode::kParse, ""};
     for (std::size_t e = 0; e < rest.size(); ++e) {
       std::string v(trim(rest[e]));
       if (upper(v) == "N/A") v.clear();
       if (v.empty()) continue;
-      Device& dev = devices[r];
+      NodeDevice& dev = devices[r];
       switch (extras[e]) {
         case Extra::kCpu:
           if (!valid_cpu_list(v))
             return Error{fmt::format("line {}: row {}, {}: expected a CPU list like 0-31,64-95, got '{}'",
-                                     line.number, names[r], extra_name(extras[e]), v)};
+                                     line.number, names[r], extra_name(extras[e]), v), ErrorCode::kParse, ""};
           dev.cpu_affinity = v;
           break;
         case Extra::kNuma: {
           if (!valid_cpu_list(v))
             return Error{fmt::format("line {}: row {}, {}: expected a NUMA node list, got '{}'", line.number,
-                                     names[r], extra_name(extras[e]), v)};
+                                     names[r], extra_name(extras[e]), v), ErrorCode::kParse, ""};
           dev.numa_affinity = v;
           int node = -1;
           auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), node);
@@ -267,7 +271,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
           auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
           if (ec != std::errc{} || p != v.data() + v.size() || id < 0)
             return Error{fmt::format("line {}: row {}, {}: expected a NUMA node id or N/A, got '{}'", line.number,
-                                     names[r], extra_name(extras[e]), v)};
+                                     names[r], extra_name(extras[e]), v), ErrorCode::kParse, ""};
           dev.gpu_numa_id = id;
           break;
         }
@@ -280,7 +284,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       if (matrix[a * n + b] != matrix[b * n + a])
         return Error{fmt::format("line {}: asymmetric: {}-{} is {} but {}-{} (line {}) is {}", row_line[a], names[a],
                                  names[b], pair_link_name(matrix[a * n + b]), names[b], names[a], row_line[b],
-                                 pair_link_name(matrix[b * n + a]))};
+                                 pair_link_name(matrix[b * n + a])), ErrorCode::kParse, ""};
   // The NIC legend: "  NIC0: mlx5_0".
   bool in_nic_legend = false;
   for (; li < lines.size(); ++li) {
@@ -293,7 +297,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
     const std::size_t colon = t.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = trim(t.substr(0, colon)), value = trim(t.substr(colon + 1));
-    for (Device& d : devices)
+    for (NodeDevice& d : devices)
       if (d.kind == DeviceKind::kNic && d.name == key && !value.empty()) d.nic_name = value;
   }
 
@@ -308,7 +312,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_partition(order.begin(), order.end(), [&](std::size_t d) { return devices[d].kind == DeviceKind::kGpu; });
   if (order.empty() || devices[order[0]].kind != DeviceKind::kGpu)
-    return Error{fmt::format("line {}: no GPU columns", header.number)};
+    return Error{fmt::format("line {}: no GPU columns", header.number), ErrorCode::kParse, ""};
   out.devices.reserve(n);
   out.matrix.resize(n * n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -318,10 +322,16 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
   return out;
 }
 
-Result<NodeTopology> parse_nvidia_smi_topo(std::string_view text, NodeTopologyOptions options) {
+Result<NodeInterconnect> read_nvidia_smi_interconnect(std::string_view text, InterconnectOptions options) {
+  auto m = read_nvidia_smi_topo_matrix(text);
+  if (!m) return m.error();
+  return NodeInterconnect{std::move(m->devices), std::move(m->matrix), options};
+}
+
+Result<NodeTopology> parse_nvidia_smi_topo(std::string_view text, InterconnectOptions options) {
   auto m = read_nvidia_smi_topo_matrix(text);
   if (!m) return m.error();
   return NodeTopology::build(std::move(m->devices), std::move(m->matrix), options);
 }
 
-}  // namespace gpusched::topology
+}  // namespace gpusched::io
