@@ -102,8 +102,8 @@ int main() {
   }
   gpusched::BestFitPolicy best_fit;
   const gpusched::JobPlacement placement = gpusched::place_job(*state, *compiled, best_fit);
-  if (!placement.placed) {
-    std::printf("%s unschedulable: %s\n", pending.id.c_str(), placement.reason.c_str());
+  if (!placement.placed()) {
+    std::printf("%s unschedulable: %s\n", pending.id.c_str(), describe(*compiled, placement).c_str());
     return 1;
   }
   bool as_expected = true;

@@ -138,7 +138,7 @@ TEST_CASE("property: policies never over-allocate, honour constraints, and are a
         const ClusterState before = s;
         const auto mark = s.checkpoint();
         const JobPlacement p = place_job(s, *compiled, *policy);
-        if (!p.placed) {
+        if (!p.placed()) {
           ++refused_jobs;
           REQUIRE(s.same_allocation_as(before));  // nothing of a refused job stays
           REQUIRE(p.diagnosis.total_nodes == s.node_count());

@@ -112,6 +112,8 @@ enum class ReasonKind : std::uint16_t {
   kReservedForOther,      // capacity is held for another job's reservation or preemption
   kBackoff,               // requeued after a failure, waiting out its backoff
   kOther,
+  // appended by the gang family
+  kNoPlacementExists,     // every bound holds, but the exact search proved no placement on this state
 };
 
 constexpr std::string_view reason_name(ReasonKind k) {
@@ -144,6 +146,7 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kReservedForOther: return "capacity reserved for another job";
     case ReasonKind::kBackoff: return "backing off after a failure";
     case ReasonKind::kOther: return "other";
+    case ReasonKind::kNoPlacementExists: return "no placement satisfies the constraints";
   }
   return "?";
 }

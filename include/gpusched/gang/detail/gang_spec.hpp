@@ -1,4 +1,8 @@
-// Gang specs: building them from compiled jobs, validating them, naming verdicts.
+// gpusched/gang/detail/gang_spec.hpp — gang specs: building them from compiled jobs, validating
+// them, naming methods. Included at the end of gang.hpp; not a public header.
+#pragma once
+
+#include <string>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -7,17 +11,7 @@
 
 namespace gpusched {
 
-std::string_view verdict_name(GangVerdict verdict) {
-  switch (verdict) {
-    case GangVerdict::kFeasible: return "feasible";
-    case GangVerdict::kInfeasible: return "infeasible";
-    case GangVerdict::kUndecided: return "undecided";
-    case GangVerdict::kInvalid: return "invalid";
-  }
-  return "?";
-}
-
-std::string_view method_name(GangMethod method) {
+inline std::string_view method_name(GangMethod method) {
   switch (method) {
     case GangMethod::kNone: return "none";
     case GangMethod::kAggregateBound: return "aggregate bound";
@@ -28,40 +22,40 @@ std::string_view method_name(GangMethod method) {
   return "?";
 }
 
-Status validate_gang(const GangSpec& spec) {
+inline Status validate_gang(const GangSpec& spec) {
   const std::string gang = spec.name.empty() ? std::string("gang") : fmt::format("gang {}", spec.name);
-  if (spec.groups.empty()) return Error{fmt::format("{}: groups: a gang needs at least one group", gang)};
+  if (spec.groups.empty()) return Error{fmt::format("{}: groups: a gang needs at least one group", gang), ErrorCode::kMissingField, "groups"};
   const std::size_t n_groups = spec.groups.size();
   for (std::size_t g = 0; g < n_groups; ++g) {
     const GangGroup& group = spec.groups[g];
     if (group.replicas < 0)
       return Error{fmt::format("{}: groups[{}] ({}).replicas: expected a non-negative integer, got {}", gang, g,
-                               group.name, group.replicas)};
+                               group.name, group.replicas), ErrorCode::kInvalidValue, fmt::format("groups[{}].replicas", g)};
     if (group.min_replicas < 0)
       return Error{fmt::format("{}: groups[{}] ({}).min_replicas: expected a non-negative integer, got {}", gang, g,
-                               group.name, group.min_replicas)};
+                               group.name, group.min_replicas), ErrorCode::kInvalidValue, fmt::format("groups[{}].min_replicas", g)};
     if (group.min_replicas > group.replicas)
       return Error{fmt::format("{}: groups[{}] ({}).min_replicas: {} exceeds replicas {}", gang, g, group.name,
-                               group.min_replicas, group.replicas)};
+                               group.min_replicas, group.replicas), ErrorCode::kInconsistent, fmt::format("groups[{}].min_replicas", g)};
   }
   for (std::size_t s = 0; s < spec.spread.size(); ++s) {
     const SpreadConstraint& c = spec.spread[s];
-    if (c.level.empty()) return Error{fmt::format("{}: spread[{}].level: must not be empty", gang, s)};
+    if (c.level.empty()) return Error{fmt::format("{}: spread[{}].level: must not be empty", gang, s), ErrorCode::kMissingField, fmt::format("spread[{}].level", s)};
     if (c.max_per_domain < 0)
       return Error{fmt::format("{}: spread[{}].max_per_domain: expected a non-negative integer, got {}", gang, s,
-                               c.max_per_domain)};
+                               c.max_per_domain), ErrorCode::kInvalidValue, fmt::format("spread[{}].max_per_domain", s)};
     if (c.min_domains < 0)
       return Error{fmt::format("{}: spread[{}].min_domains: expected a non-negative integer, got {}", gang, s,
-                               c.min_domains)};
+                               c.min_domains), ErrorCode::kInvalidValue, fmt::format("spread[{}].min_domains", s)};
     std::int64_t covered_min = 0;
     std::vector<bool> seen(n_groups, false);
     for (std::size_t i = 0; i < c.groups.size(); ++i) {
       if (c.groups[i] >= n_groups)
         return Error{fmt::format("{}: spread[{}].groups[{}]: no group {} (the gang has {})", gang, s, i, c.groups[i],
-                                 n_groups)};
+                                 n_groups), ErrorCode::kUnknownName, fmt::format("spread[{}].groups[{}]", s, i)};
       if (seen[c.groups[i]])
         return Error{fmt::format("{}: spread[{}].groups[{}]: group {} listed twice", gang, s, i,
-                                 spec.groups[c.groups[i]].name)};
+                                 spec.groups[c.groups[i]].name), ErrorCode::kDuplicate, fmt::format("spread[{}].groups[{}]", s, i)};
       seen[c.groups[i]] = true;
     }
     for (std::size_t g = 0; g < n_groups; ++g)
@@ -70,21 +64,25 @@ Status validate_gang(const GangSpec& spec) {
     if (c.min_domains > covered_min)
       return Error{fmt::format("{}: spread[{}].min_domains: {} domains need at least {} tasks, but the groups' "
                                "min_replicas add up to {}",
-                               gang, s, c.min_domains, c.min_domains, covered_min)};
+                               gang, s, c.min_domains, c.min_domains, covered_min), ErrorCode::kInconsistent, fmt::format("spread[{}].min_domains", s)};
   }
   for (std::size_t a = 0; a < spec.anti_affinity.size(); ++a) {
     const AntiAffinity& c = spec.anti_affinity[a];
-    if (c.level.empty()) return Error{fmt::format("{}: anti_affinity[{}].level: must not be empty", gang, a)};
+    if (c.level.empty()) return Error{fmt::format("{}: anti_affinity[{}].level: must not be empty", gang, a), ErrorCode::kMissingField, fmt::format("anti_affinity[{}].level", a)};
     if (c.group_a >= n_groups || c.group_b >= n_groups)
       return Error{fmt::format("{}: anti_affinity[{}]: no group {} (the gang has {})", gang, a,
-                               c.group_a >= n_groups ? c.group_a : c.group_b, n_groups)};
+                               c.group_a >= n_groups ? c.group_a : c.group_b, n_groups), ErrorCode::kUnknownName, fmt::format("anti_affinity[{}]", a)};
   }
   return {};
 }
 
-Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& constraints) {
+inline Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& constraints) {
   GangSpec spec;
   spec.name = job.name;
+  // The job's own constraints (said once, in the JobView), then any given here by group name.
+  spec.topology = job.topology;
+  spec.spread = job.spread;
+  spec.anti_affinity = job.anti_affinity;
   std::unordered_map<std::string, std::uint32_t> index;
   std::string names;
   for (std::size_t g = 0; g < job.groups.size(); ++g) {
@@ -96,10 +94,10 @@ Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& c
   auto lookup = [&](const std::string& name, const std::string& field) -> Result<std::uint32_t> {
     auto it = index.find(name);
     if (it == index.end())
-      return Error{fmt::format("jobs[{}].{}: unknown group \"{}\" (groups: {})", job.name, field, name, names)};
+      return Error{fmt::format("jobs[{}].{}: unknown group \"{}\" (groups: {})", job.name, field, name, names), ErrorCode::kUnknownName, fmt::format("jobs[{}].{}", job.name, field)};
     return it->second;
   };
-  spec.topology = constraints.topology;
+  if (!constraints.topology.level.empty()) spec.topology = constraints.topology;
   for (std::size_t s = 0; s < constraints.spread.size(); ++s) {
     const auto& c = constraints.spread[s];
     SpreadConstraint out;
