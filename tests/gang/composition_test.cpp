@@ -51,13 +51,6 @@ class HighestGpuPicker final : public GpuPicker {
   }
 };
 
-std::set<NodeId> nodes_of_group(const GangResult& r, std::uint32_t g) {
-  std::set<NodeId> out;
-  for (const auto& t : r.tasks)
-    if (t.group == g) out.insert(t.assignment.node);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("inside a required rack, the caller's policy chooses the nodes, whatever its name") {
@@ -77,11 +70,11 @@ TEST_CASE("inside a required rack, the caller's policy chooses the nodes, whatev
   CHECK(r.domain == "rack-0");
   // Highest id first: node 3 takes the first task; it has 4 idle GPUs left and is still the highest
   // fitting node, so it takes the second too.
-  CHECK(nodes_of_group(r, 0) == std::set<NodeId>{3});
+  CHECK(nodes_of(r, 0) == std::set<NodeId>{3});
   // Best-fit on the same gang packs from the lowest id: node 0 for both.
   BestFitPolicy best;
   opt.policy = &best;
-  CHECK(nodes_of_group(place_gang(s, spec, opt), 0) == std::set<NodeId>{0});
+  CHECK(nodes_of(place_gang(s, spec, opt), 0) == std::set<NodeId>{0});
 }
 
 TEST_CASE("select_among's default runs the policy's own rule on the candidates alone") {

@@ -32,13 +32,6 @@ GangSpec one_group(const ClusterState& s, int tasks, int gpus, int min = -1, std
   return spec;
 }
 
-std::set<NodeId> nodes_of(const GangResult& r, std::uint32_t g) {
-  std::set<NodeId> out;
-  for (const auto& t : r.tasks)
-    if (t.group == g) out.insert(t.assignment.node);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("homogeneous gang: placed whole on the fewest nodes, or not at all") {

@@ -76,6 +76,14 @@ inline GangSpec one_group_of(const ClusterState& s, int tasks, int gpus) {
   return spec;
 }
 
+// The nodes the tasks of group g landed on.
+inline std::set<NodeId> nodes_of(const GangResult& r, std::uint32_t g) {
+  std::set<NodeId> out;
+  for (const auto& t : r.tasks)
+    if (t.group == g) out.insert(t.assignment.node);
+  return out;
+}
+
 // The value of a label (or of the node level) on a node, "" when absent.
 inline std::string domain_of(const Cluster& c, NodeId n, const std::string& level, bool own_when_missing) {
   if (level == "node") return c.nodes()[n].name;

@@ -109,8 +109,10 @@ struct TaskGroupInfo {
 inline constexpr std::string_view kNodeLevel = "node";
 
 // Whether a topology level is a requirement (else the job cannot run) or a preference (one domain
-// if any can hold the job, else as few as possible) — Kueue's required/preferred topology.
-enum class LevelMode : std::uint8_t { kRequired, kPreferred };
+// if any can hold the job, else as few as possible) — Kueue's required/preferred topology — or
+// not a constraint at all (kNone: the level is ignored; the topology family's topology-unaware
+// baseline). The one LevelMode of every family (topology::LevelMode is this type).
+enum class LevelMode : std::uint8_t { kNone, kRequired, kPreferred };
 
 // All tasks of the job in one domain of `level`: kNodeLevel or a node label key (or its last
 // component, "rack"); empty level = no topology constraint.

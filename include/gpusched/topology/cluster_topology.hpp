@@ -84,12 +84,11 @@ struct TopologyLevel {
 using DomainId = std::uint32_t;
 inline constexpr DomainId kNoDomain = ~DomainId{0};
 
-enum class LevelMode : std::uint8_t {
-  kNone,       // topology-unaware baseline: task-by-task best fit over nodes (fullest first), no span search
-  kRequired,   // all tasks inside one domain of `level` (or deeper), else not found
-  kPreferred,  // one domain of `level` (or deeper) if any fits, else the tightest higher level, else
-               // the whole cluster (with level 0, "as tight as possible anywhere")
-};
+// The one LevelMode (cluster/views.hpp): kNone = topology-unaware baseline (task-by-task best fit
+// over nodes, fullest first, no span search); kRequired = all tasks inside one domain of `level` (or
+// deeper), else not found; kPreferred = one domain of `level` (or deeper) if any fits, else the
+// tightest higher level, else the whole cluster (with level 0, "as tight as possible anywhere").
+using LevelMode = gpusched::LevelMode;
 
 struct LevelConstraint {
   LevelMode mode = LevelMode::kNone;

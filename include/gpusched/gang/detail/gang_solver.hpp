@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include <fmt/format.h>
+#include "gpusched/gang/detail/gang_format.hpp"
 
 #include "gpusched/gang/detail/gang_capacity.hpp"
 #include "gpusched/gang/gang.hpp"
@@ -30,11 +30,11 @@ inline std::int64_t gang_sat_add(std::int64_t a, std::int64_t b) { return std::m
 
 // "8 GPUs", "1 GPU", "500m GPU", "4 CPUs" — how a task is named in explanations.
 inline std::string gang_shape_text(const TaskShape& s) {
-  if (s.shares_gpu()) return fmt::format("{}m GPU", s.gpu_milli);
-  if (s.needs_gpu()) return s.gpus == 1 ? std::string("1 GPU") : fmt::format("{} GPUs", s.gpus);
+  if (s.shares_gpu()) return detail::gang_format("{}m GPU", s.gpu_milli);
+  if (s.needs_gpu()) return s.gpus == 1 ? std::string("1 GPU") : detail::gang_format("{} GPUs", s.gpus);
   if (s.cpu > 0) {
-    if (s.cpu % kMilliPerCpu == 0) return fmt::format("{} CPU", s.cpu / kMilliPerCpu);
-    return fmt::format("{}m CPU", s.cpu);
+    if (s.cpu % kMilliPerCpu == 0) return detail::gang_format("{} CPU", s.cpu / kMilliPerCpu);
+    return detail::gang_format("{}m CPU", s.cpu);
   }
   return "no resources";
 }
@@ -73,6 +73,8 @@ class GangSolver {
   enum class SearchOutcome { kFound, kExhausted, kBudget };
 
   const TaskRequest& req(std::uint32_t g) const { return spec_.groups[g].request; }
+  // A level with mode kNone is no constraint.
+  bool topology_in_force() const { return !spec_.topology.level.empty() && spec_.topology.mode != LevelMode::kNone; }
   std::size_t map_for(const std::string& level, Unlabelled unlabelled);
   void setup_constraints();
   bool allowed(NodeId n, std::uint32_t g) const;
@@ -170,7 +172,7 @@ inline std::size_t GangSolver::map_for(const std::string& level, Unlabelled unla
 }
 
 inline void GangSolver::setup_constraints() {
-  if (!spec_.topology.level.empty()) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
+  if (topology_in_force()) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
   for (const SpreadConstraint& c : spec_.spread) {
     GangSpreadState rt;
     rt.map = map_for(c.level, Unlabelled::kExcluded);
@@ -372,7 +374,7 @@ inline void GangSolver::extras() {
 // --- bounds --------------------------------------------------------------------------------------
 
 inline std::string GangSolver::task_text(std::uint32_t g, std::int64_t count) const {
-  return fmt::format("{} task{} x {}", count, count == 1 ? "" : "s", gang_shape_text(req(g).shape));
+  return detail::gang_format("{} task{} x {}", count, count == 1 ? "" : "s", gang_shape_text(req(g).shape));
 }
 
 inline std::uint32_t GangSolver::main_group() const {
@@ -394,14 +396,14 @@ inline bool GangSolver::aggregate_bounds(GangResult& out) {
     const auto b = detail::gang_index_bound(st_, req(g));
     if (b.tasks >= need) continue;
     const auto& shape = req(g).shape;
-    std::string text = fmt::format("group {} needs {}; ", spec_.groups[g].name, task_text(g, need));
+    std::string text = detail::gang_format("group {} needs {}; ", spec_.groups[g].name, task_text(g, need));
     if (shape.shares_gpu())
-      text += fmt::format("the cluster has {}m of GPU free ({} tasks at most)", st_.total_gpu_milli_free(), b.tasks);
+      text += detail::gang_format("the cluster has {}m of GPU free ({} tasks at most)", st_.total_gpu_milli_free(), b.tasks);
     else
-      text += fmt::format("{} {} {}{} free GPUs ({} {} fit)", b.nodes, b.nodes == 1 ? "node has" : "nodes have",
+      text += detail::gang_format("{} {} {}{} free GPUs ({} {} fit)", b.nodes, b.nodes == 1 ? "node has" : "nodes have",
                           shape.gpus, shape.gpus < st_.max_gpus_per_node() ? " or more" : "", b.tasks,
                           b.tasks == 1 ? "task" : "tasks");
-    out.bounds.push_back({fmt::format("group {}: tasks that fit", spec_.groups[g].name), need, b.tasks,
+    out.bounds.push_back({detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), need, b.tasks,
                           ReasonKind::kTooFewTasksFit, Unit::kTasks, static_cast<std::int32_t>(g)});
     out.explanation = text;
     return false;
@@ -416,14 +418,14 @@ inline bool GangSolver::aggregate_bounds(GangResult& out) {
   if (need_milli > st_.total_gpu_milli_free()) {
     out.bounds.push_back({"GPU share (milli-GPU) free", need_milli, st_.total_gpu_milli_free(),
                           ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu, -1});
-    out.explanation = fmt::format("the gang needs {} GPUs in all; the cluster has {} free", need_milli / 1000.0,
+    out.explanation = detail::gang_format("the gang needs {} GPUs in all; the cluster has {} free", need_milli / 1000.0,
                              st_.total_gpu_milli_free() / 1000.0);
     return false;
   }
   const std::int64_t idle = detail::gang_indexed_idle_gpus(st_);
   if (need_whole > idle) {
     out.bounds.push_back({"idle GPUs", need_whole, idle, ReasonKind::kInsufficientGpus, Unit::kGpus, -1});
-    out.explanation = fmt::format("the gang needs {} whole GPUs; {} GPUs are idle on schedulable nodes", need_whole, idle);
+    out.explanation = detail::gang_format("the gang needs {} whole GPUs; {} GPUs are idle on schedulable nodes", need_whole, idle);
     return false;
   }
   return true;
@@ -497,7 +499,7 @@ inline bool GangSolver::count_bounds(const std::vector<NodeId>* set, std::vector
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need == 0) continue;
     const std::int64_t avail = group_avail(set, g);
-    if (avail < need) fail({fmt::format("group {}: tasks that fit", spec_.groups[g].name), need, avail, ReasonKind::kTooFewTasksFit,
+    if (avail < need) fail({detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), need, avail, ReasonKind::kTooFewTasksFit,
                                 Unit::kTasks, static_cast<std::int32_t>(g)});
   }
   // Covered groups of each spread together.
@@ -524,10 +526,10 @@ inline bool GangSolver::count_bounds(const std::vector<NodeId>* set, std::vector
         run = 0;
       }
     }
-    if (avail < need) fail({fmt::format("spread over {}: tasks that fit", maps_[s.map].level), need, avail,
+    if (avail < need) fail({detail::gang_format("spread over {}: tasks that fit", maps_[s.map].level), need, avail,
                                 ReasonKind::kSpreadUnsatisfiable, Unit::kTasks, -1});
     if (domains < s.min_domains)
-      fail({fmt::format("spread over {}: domains with room", maps_[s.map].level), s.min_domains, domains,
+      fail({detail::gang_format("spread over {}: domains with room", maps_[s.map].level), s.min_domains, domains,
             ReasonKind::kSpreadUnsatisfiable, Unit::kDomains, -1});
   }
   // All groups together: host and GPU resources of nodes where some task fits.
@@ -754,7 +756,7 @@ inline std::string GangSolver::largest_domain_text(std::uint32_t g) const {
       best_d = d;
     }
   }
-  return fmt::format("the largest {} ({}) offers {}", m.per_node ? std::string("node") : m.key, m.names[best_d], best);
+  return detail::gang_format("the largest {} ({}) offers {}", m.per_node ? std::string("node") : m.key, m.names[best_d], best);
 }
 
 // --- the decision --------------------------------------------------------------------------------
@@ -767,7 +769,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
                         std::int32_t subject) {
     r.verdict = Verdict::kInfeasible;
     r.reasons.insert(r.reasons.begin(), Reason{kind, unit, need, have, 0, subject});
-    r.explanation += fmt::format("; infeasible even on the empty cluster: {} ({} needed, {} at capacity)", what,
+    r.explanation += detail::gang_format("; infeasible even on the empty cluster: {} ({} needed, {} at capacity)", what,
                                  need, have);
   };
   std::int64_t need_milli = 0;
@@ -776,7 +778,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
     if (spec_.groups[g].min_replicas == 0) continue;
     need_milli = gang_sat_add(need_milli, spec_.groups[g].min_replicas * shape.total_gpu_milli());
     if (shape.needs_gpu() && !shape.shares_gpu() && shape.gpus > st_.max_gpus_per_node())
-      return infeasible(fmt::format("group {}: GPUs per task", spec_.groups[g].name), ReasonKind::kInsufficientGpus,
+      return infeasible(detail::gang_format("group {}: GPUs per task", spec_.groups[g].name), ReasonKind::kInsufficientGpus,
                         Unit::kGpus, shape.gpus, st_.max_gpus_per_node(), static_cast<std::int32_t>(g));
   }
   if (need_milli > st_.total_gpu_milli_capacity())
@@ -798,7 +800,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
         per_domain[g][topo->node_domain[n]] = gang_sat_add(per_domain[g][topo->node_domain[n]], k);
     }
     if (total < need)
-      return infeasible(fmt::format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
+      return infeasible(detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
                         Unit::kTasks, need, total, static_cast<std::int32_t>(g));
   }
   if (!topo || !topo->resolved) return;
@@ -809,12 +811,12 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
     holding += all;
   }
   if (holding == 0)
-    infeasible(fmt::format("domains of {} that can hold the gang", topo->per_node ? std::string("node") : topo->key),
+    infeasible(detail::gang_format("domains of {} that can hold the gang", topo->per_node ? std::string("node") : topo->key),
                ReasonKind::kNoDomainFits, Unit::kDomains, 1, 0, -1);
 }
 
 inline std::string GangSolver::bound_text(const GangBound& b) const {
-  return fmt::format("{}: {} needed, {} available", b.what, b.needed, b.available);
+  return detail::gang_format("{}: {} needed, {} available", b.what, b.needed, b.available);
 }
 
 inline GangResult GangSolver::finish(GangResult r, GangMethod method) {
@@ -882,7 +884,7 @@ inline GangResult GangSolver::run() {
   r.verdict = Verdict::kNotNow;
   if (!aggregate_bounds(r)) {
     // The proof took the index only; the topology figure costs a node scan, paid for explaining.
-    if (!spec_.topology.level.empty()) {
+    if (topology_in_force()) {
       topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
       if (maps_[*topo_].resolved) {
         compute_caps();
@@ -902,9 +904,9 @@ inline GangResult GangSolver::run() {
     return finish(std::move(r), GangMethod::kCountBound);
   }
   if (topo && !topo->resolved && required) {
-    r.bounds.push_back({fmt::format("domains of level {}", spec_.topology.level), 1, 0, ReasonKind::kNoDomainFits,
+    r.bounds.push_back({detail::gang_format("domains of level {}", spec_.topology.level), 1, 0, ReasonKind::kNoDomainFits,
                         Unit::kDomains, -1});
-    r.explanation = fmt::format("no node has a label for level \"{}\" (or the name is ambiguous)", spec_.topology.level);
+    r.explanation = detail::gang_format("no node has a label for level \"{}\" (or the name is ambiguous)", spec_.topology.level);
     return finish(std::move(r), GangMethod::kCountBound);
   }
   if (topo && !topo->resolved) {  // preferred: a level no node has is no preference at all
@@ -925,11 +927,11 @@ inline GangResult GangSolver::run() {
       const GangBound& b = failed.front();
       std::uint32_t g = main;
       for (std::uint32_t i = 0; i < n_groups_; ++i)
-        if (b.what == fmt::format("group {}: tasks that fit", spec_.groups[i].name)) g = i;
+        if (b.what == detail::gang_format("group {}: tasks that fit", spec_.groups[i].name)) g = i;
       std::int64_t nodes = 0;
       for (NodeId n = 0; n < st_.node_count(); ++n) nodes += caps_[g][n] > 0;
       if (b.what.rfind("group ", 0) == 0)
-        r.explanation = fmt::format("group {} needs {}; {} nodes have room for one, {} tasks fit in all",
+        r.explanation = detail::gang_format("group {} needs {}; {} nodes have room for one, {} tasks fit in all",
                                spec_.groups[g].name, task_text(g, b.needed), nodes, b.available);
       else
         r.explanation = bound_text(b);
@@ -957,9 +959,9 @@ inline GangResult GangSolver::run() {
     for (auto d : domain_order) sets.push_back(&topo->members[d]);
   }
   if (required && sets.empty()) {
-    r.bounds.push_back({fmt::format("domains of {} that can hold the gang", level_name), 1, 0, ReasonKind::kNoDomainFits,
+    r.bounds.push_back({detail::gang_format("domains of {} that can hold the gang", level_name), 1, 0, ReasonKind::kNoDomainFits,
                         Unit::kDomains, -1});
-    r.explanation = fmt::format("no {} can hold the gang: group {} needs {}; {}", topo->per_node ? "node" : level_name,
+    r.explanation = detail::gang_format("no {} can hold the gang: group {} needs {}; {}", topo->per_node ? "node" : level_name,
                            spec_.groups[main].name, task_text(main, spec_.groups[main].min_replicas), largest_domain());
     return finish(std::move(r), GangMethod::kCountBound);
   }
@@ -1025,13 +1027,13 @@ inline GangResult GangSolver::run() {
   if (undecided) {
     r.verdict = Verdict::kNotNow;
     r.reasons.push_back({ReasonKind::kSearchBudget, Unit::kNone, -1, -1, 0, -1});
-    r.explanation = fmt::format("search budget of {} exhausted: the bounds hold but no placement was found yet",
+    r.explanation = detail::gang_format("search budget of {} exhausted: the bounds hold but no placement was found yet",
                            opt_.effort);
     return finish(std::move(r), GangMethod::kSearch);
   }
   r.reasons.push_back({required ? ReasonKind::kNoDomainFits : ReasonKind::kNoPlacementExists,
                        required ? Unit::kDomains : Unit::kNone, required ? 1 : -1, required ? 0 : -1, 0, -1});
-  r.explanation = required ? fmt::format("no {} can hold the gang ({} domains pass the counts; exact search found no "
+  r.explanation = required ? detail::gang_format("no {} can hold the gang ({} domains pass the counts; exact search found no "
                                     "placement in any)",
                                     topo->per_node ? "node" : level_name, sets.size())
                       : std::string("exact search: no placement satisfies the gang's constraints, although every "
@@ -1062,17 +1064,17 @@ inline std::string gang_message(const GangSpec& spec, const GangResult& r, const
   if (!r.placed()) return r.explanation;
   std::string counts;
   for (std::size_t g = 0; g < spec.groups.size() && g < r.placed_per_group.size(); ++g)
-    counts += fmt::format("{}{} {}/{}", counts.empty() ? "" : ", ", spec.groups[g].name, r.placed_per_group[g],
+    counts += detail::gang_format("{}{} {}/{}", counts.empty() ? "" : ", ", spec.groups[g].name, r.placed_per_group[g],
                           spec.groups[g].replicas);
-  std::string out = fmt::format("{} tasks ({}) on {} node{}", r.tasks.size(), counts, r.nodes_used,
+  std::string out = detail::gang_format("{} tasks ({}) on {} node{}", r.tasks.size(), counts, r.nodes_used,
                                 r.nodes_used == 1 ? "" : "s");
-  if (r.domains_used == 1 && r.domain_level != kNodeLevel) out += fmt::format(" in {}={}", r.domain_level, r.domain);
-  else if (r.domains_used > 1) out += fmt::format(" across {} domains of {}", r.domains_used, r.domain_level);
+  if (r.domains_used == 1 && r.domain_level != kNodeLevel) out += detail::gang_format(" in {}={}", r.domain_level, r.domain);
+  else if (r.domains_used > 1) out += detail::gang_format(" across {} domains of {}", r.domains_used, r.domain_level);
   return out;
 }
 
 inline std::string describe(const GangSpec& spec, const GangResult& result, const ClusterState& state) {
-  return fmt::format("{}: {}{} ({}): {}", spec.name.empty() ? std::string("gang") : spec.name,
+  return detail::gang_format("{}: {}{} ({}): {}", spec.name.empty() ? std::string("gang") : spec.name,
                      verdict_name(result.verdict), result.undecided() ? ", undecided" : "", method_name(result.method),
                      gang_message(spec, result, state));
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <unordered_map>
 
-#include <fmt/format.h>
+#include "gpusched/gang/detail/gang_format.hpp"
 
 #include "gpusched/gang/gang.hpp"
 
@@ -23,55 +23,55 @@ inline std::string_view method_name(GangMethod method) {
 }
 
 inline Status validate_gang(const GangSpec& spec) {
-  const std::string gang = spec.name.empty() ? std::string("gang") : fmt::format("gang {}", spec.name);
-  if (spec.groups.empty()) return Error{fmt::format("{}: groups: a gang needs at least one group", gang), ErrorCode::kMissingField, "groups"};
+  const std::string gang = spec.name.empty() ? std::string("gang") : detail::gang_format("gang {}", spec.name);
+  if (spec.groups.empty()) return Error{detail::gang_format("{}: groups: a gang needs at least one group", gang), ErrorCode::kMissingField, "groups"};
   const std::size_t n_groups = spec.groups.size();
   for (std::size_t g = 0; g < n_groups; ++g) {
     const GangGroup& group = spec.groups[g];
     if (group.replicas < 0)
-      return Error{fmt::format("{}: groups[{}] ({}).replicas: expected a non-negative integer, got {}", gang, g,
-                               group.name, group.replicas), ErrorCode::kInvalidValue, fmt::format("groups[{}].replicas", g)};
+      return Error{detail::gang_format("{}: groups[{}] ({}).replicas: expected a non-negative integer, got {}", gang, g,
+                               group.name, group.replicas), ErrorCode::kInvalidValue, detail::gang_format("groups[{}].replicas", g)};
     if (group.min_replicas < 0)
-      return Error{fmt::format("{}: groups[{}] ({}).min_replicas: expected a non-negative integer, got {}", gang, g,
-                               group.name, group.min_replicas), ErrorCode::kInvalidValue, fmt::format("groups[{}].min_replicas", g)};
+      return Error{detail::gang_format("{}: groups[{}] ({}).min_replicas: expected a non-negative integer, got {}", gang, g,
+                               group.name, group.min_replicas), ErrorCode::kInvalidValue, detail::gang_format("groups[{}].min_replicas", g)};
     if (group.min_replicas > group.replicas)
-      return Error{fmt::format("{}: groups[{}] ({}).min_replicas: {} exceeds replicas {}", gang, g, group.name,
-                               group.min_replicas, group.replicas), ErrorCode::kInconsistent, fmt::format("groups[{}].min_replicas", g)};
+      return Error{detail::gang_format("{}: groups[{}] ({}).min_replicas: {} exceeds replicas {}", gang, g, group.name,
+                               group.min_replicas, group.replicas), ErrorCode::kInconsistent, detail::gang_format("groups[{}].min_replicas", g)};
   }
   for (std::size_t s = 0; s < spec.spread.size(); ++s) {
     const SpreadConstraint& c = spec.spread[s];
-    if (c.level.empty()) return Error{fmt::format("{}: spread[{}].level: must not be empty", gang, s), ErrorCode::kMissingField, fmt::format("spread[{}].level", s)};
+    if (c.level.empty()) return Error{detail::gang_format("{}: spread[{}].level: must not be empty", gang, s), ErrorCode::kMissingField, detail::gang_format("spread[{}].level", s)};
     if (c.max_per_domain < 0)
-      return Error{fmt::format("{}: spread[{}].max_per_domain: expected a non-negative integer, got {}", gang, s,
-                               c.max_per_domain), ErrorCode::kInvalidValue, fmt::format("spread[{}].max_per_domain", s)};
+      return Error{detail::gang_format("{}: spread[{}].max_per_domain: expected a non-negative integer, got {}", gang, s,
+                               c.max_per_domain), ErrorCode::kInvalidValue, detail::gang_format("spread[{}].max_per_domain", s)};
     if (c.min_domains < 0)
-      return Error{fmt::format("{}: spread[{}].min_domains: expected a non-negative integer, got {}", gang, s,
-                               c.min_domains), ErrorCode::kInvalidValue, fmt::format("spread[{}].min_domains", s)};
+      return Error{detail::gang_format("{}: spread[{}].min_domains: expected a non-negative integer, got {}", gang, s,
+                               c.min_domains), ErrorCode::kInvalidValue, detail::gang_format("spread[{}].min_domains", s)};
     std::int64_t covered_min = 0;
     std::vector<bool> seen(n_groups, false);
     for (std::size_t i = 0; i < c.groups.size(); ++i) {
       if (c.groups[i] >= n_groups)
-        return Error{fmt::format("{}: spread[{}].groups[{}]: no group {} (the gang has {})", gang, s, i, c.groups[i],
-                                 n_groups), ErrorCode::kUnknownName, fmt::format("spread[{}].groups[{}]", s, i)};
+        return Error{detail::gang_format("{}: spread[{}].groups[{}]: no group {} (the gang has {})", gang, s, i, c.groups[i],
+                                 n_groups), ErrorCode::kUnknownName, detail::gang_format("spread[{}].groups[{}]", s, i)};
       if (seen[c.groups[i]])
-        return Error{fmt::format("{}: spread[{}].groups[{}]: group {} listed twice", gang, s, i,
-                                 spec.groups[c.groups[i]].name), ErrorCode::kDuplicate, fmt::format("spread[{}].groups[{}]", s, i)};
+        return Error{detail::gang_format("{}: spread[{}].groups[{}]: group {} listed twice", gang, s, i,
+                                 spec.groups[c.groups[i]].name), ErrorCode::kDuplicate, detail::gang_format("spread[{}].groups[{}]", s, i)};
       seen[c.groups[i]] = true;
     }
     for (std::size_t g = 0; g < n_groups; ++g)
       if (c.groups.empty() || seen[g]) covered_min += spec.groups[g].min_replicas;
     // min_domains must be met by the minimum gang: it is part of what "feasible" means.
     if (c.min_domains > covered_min)
-      return Error{fmt::format("{}: spread[{}].min_domains: {} domains need at least {} tasks, but the groups' "
+      return Error{detail::gang_format("{}: spread[{}].min_domains: {} domains need at least {} tasks, but the groups' "
                                "min_replicas add up to {}",
-                               gang, s, c.min_domains, c.min_domains, covered_min), ErrorCode::kInconsistent, fmt::format("spread[{}].min_domains", s)};
+                               gang, s, c.min_domains, c.min_domains, covered_min), ErrorCode::kInconsistent, detail::gang_format("spread[{}].min_domains", s)};
   }
   for (std::size_t a = 0; a < spec.anti_affinity.size(); ++a) {
     const AntiAffinity& c = spec.anti_affinity[a];
-    if (c.level.empty()) return Error{fmt::format("{}: anti_affinity[{}].level: must not be empty", gang, a), ErrorCode::kMissingField, fmt::format("anti_affinity[{}].level", a)};
+    if (c.level.empty()) return Error{detail::gang_format("{}: anti_affinity[{}].level: must not be empty", gang, a), ErrorCode::kMissingField, detail::gang_format("anti_affinity[{}].level", a)};
     if (c.group_a >= n_groups || c.group_b >= n_groups)
-      return Error{fmt::format("{}: anti_affinity[{}]: no group {} (the gang has {})", gang, a,
-                               c.group_a >= n_groups ? c.group_a : c.group_b, n_groups), ErrorCode::kUnknownName, fmt::format("anti_affinity[{}]", a)};
+      return Error{detail::gang_format("{}: anti_affinity[{}]: no group {} (the gang has {})", gang, a,
+                               c.group_a >= n_groups ? c.group_a : c.group_b, n_groups), ErrorCode::kUnknownName, detail::gang_format("anti_affinity[{}]", a)};
   }
   return {};
 }
@@ -89,12 +89,12 @@ inline Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstra
     const CompiledGroup& group = job.groups[g];
     spec.groups.push_back({group.name, group.replicas, group.min_replicas, group.request});
     index.emplace(group.name, static_cast<std::uint32_t>(g));
-    names += fmt::format("{}{}", names.empty() ? "" : ", ", group.name);
+    names += detail::gang_format("{}{}", names.empty() ? "" : ", ", group.name);
   }
   auto lookup = [&](const std::string& name, const std::string& field) -> Result<std::uint32_t> {
     auto it = index.find(name);
     if (it == index.end())
-      return Error{fmt::format("jobs[{}].{}: unknown group \"{}\" (groups: {})", job.name, field, name, names), ErrorCode::kUnknownName, fmt::format("jobs[{}].{}", job.name, field)};
+      return Error{detail::gang_format("jobs[{}].{}: unknown group \"{}\" (groups: {})", job.name, field, name, names), ErrorCode::kUnknownName, detail::gang_format("jobs[{}].{}", job.name, field)};
     return it->second;
   };
   if (!constraints.topology.level.empty()) spec.topology = constraints.topology;
@@ -105,7 +105,7 @@ inline Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstra
     out.max_per_domain = c.max_per_domain;
     out.min_domains = c.min_domains;
     for (std::size_t i = 0; i < c.groups.size(); ++i) {
-      auto g = lookup(c.groups[i], fmt::format("spread[{}].groups[{}]", s, i));
+      auto g = lookup(c.groups[i], detail::gang_format("spread[{}].groups[{}]", s, i));
       if (!g) return g.error();
       out.groups.push_back(*g);
     }
@@ -113,9 +113,9 @@ inline Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstra
   }
   for (std::size_t a = 0; a < constraints.anti_affinity.size(); ++a) {
     const auto& c = constraints.anti_affinity[a];
-    auto ga = lookup(c.group_a, fmt::format("anti_affinity[{}].groups[0]", a));
+    auto ga = lookup(c.group_a, detail::gang_format("anti_affinity[{}].groups[0]", a));
     if (!ga) return ga.error();
-    auto gb = lookup(c.group_b, fmt::format("anti_affinity[{}].groups[1]", a));
+    auto gb = lookup(c.group_b, detail::gang_format("anti_affinity[{}].groups[1]", a));
     if (!gb) return gb.error();
     spec.anti_affinity.push_back({*ga, *gb, c.level});
   }

@@ -207,7 +207,8 @@ inline std::vector<Reason> fit_reasons(const FitDiagnosis& d, const TaskRequest&
 }
 
 inline bool CompiledJob::has_gang_constraints() const {
-  if (!topology.level.empty() || !spread.empty() || !anti_affinity.empty()) return true;
+  if ((!topology.level.empty() && topology.mode != LevelMode::kNone) || !spread.empty() || !anti_affinity.empty())
+    return true;
   for (const CompiledGroup& g : groups)
     if (g.min_replicas < g.replicas) return true;
   return false;

@@ -74,23 +74,33 @@ inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequ
 // Best-fit's key: what the task leaves on the node, lower is tighter. Whole GPUs: idle GPUs left.
 // Shared: the tightest GPU's share left, then idle GPUs. CPU-only: GPU nodes last (GPU nodes stay
 // free for GPU work), then the CPU left. BestFitPolicy::select walks the index in this order.
-inline std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const TaskRequest& r) {
-  if (r.shape.shares_gpu())
-    return std::int64_t{tightest_share_left(state, n, r)} * 100000 + state.idle_gpus(n);
-  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+// (One function per kind of request, so that select() chooses the formula once, not per node.)
+inline std::int64_t fit_leftover_shared(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  return std::int64_t{tightest_share_left(state, n, r)} * 100000 + state.idle_gpus(n);
+}
+inline std::int64_t fit_leftover_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return static_cast<std::int64_t>(state.gpu_count(n)) * (std::int64_t{1} << 40) + state.cpu_free(n) - r.shape.cpu;
+}
+inline std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  if (r.shape.shares_gpu()) return fit_leftover_shared(state, n, r);
+  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+  return fit_leftover_cpu_only(state, n, r);
 }
 
 // Worst-fit's key, higher is roomier. Whole GPUs: idle GPUs left. Shared: idle GPUs, then the most
 // free share on one GPU. CPU-only: the CPU left.
-inline std::int64_t fit_room_worst(const ClusterState& state, NodeId n, const TaskRequest& r) {
-  if (r.shape.shares_gpu()) {
-    std::int32_t most = 0;
-    for (auto f : state.gpu_free_milli(n)) most = std::max(most, f);
-    return std::int64_t{state.idle_gpus(n)} * 100000 + most;
-  }
-  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+inline std::int64_t fit_room_shared(const ClusterState& state, NodeId n, const TaskRequest& /*r*/) {
+  std::int32_t most = 0;
+  for (auto f : state.gpu_free_milli(n)) most = std::max(most, f);
+  return std::int64_t{state.idle_gpus(n)} * 100000 + most;
+}
+inline std::int64_t fit_room_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return state.cpu_free(n) - r.shape.cpu;
+}
+inline std::int64_t fit_room_worst(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  if (r.shape.shares_gpu()) return fit_room_shared(state, n, r);
+  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+  return fit_room_cpu_only(state, n, r);
 }
 
 // Used and capacity of (CPU, memory, GPU) on a node, after placing `request`.
@@ -291,7 +301,11 @@ inline std::int64_t BestFitPolicy::rank(const ClusterState& state, NodeId node, 
 inline NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (detail::policy_whole_gpu_request(request))
     return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node());
-  return detail::policy_select_by_score(state, request, [&](NodeId n) { return rank(state, n, request); });
+  if (request.shape.shares_gpu())
+    return detail::policy_select_by_score(
+        state, request, [&](NodeId n) { return -detail::fit_leftover_shared(state, n, request); });
+  return detail::policy_select_by_score(
+      state, request, [&](NodeId n) { return -detail::fit_leftover_cpu_only(state, n, request); });
 }
 
 inline std::int64_t WorstFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
@@ -301,7 +315,11 @@ inline std::int64_t WorstFitPolicy::rank(const ClusterState& state, NodeId node,
 inline NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (detail::policy_whole_gpu_request(request))
     return detail::policy_walk_idle_buckets(state, request, state.max_gpus_per_node(), request.shape.gpus);
-  return detail::policy_select_by_score(state, request, [&](NodeId n) { return rank(state, n, request); });
+  if (request.shape.shares_gpu())
+    return detail::policy_select_by_score(state, request,
+                                          [&](NodeId n) { return detail::fit_room_shared(state, n, request); });
+  return detail::policy_select_by_score(state, request,
+                                        [&](NodeId n) { return detail::fit_room_cpu_only(state, n, request); });
 }
 
 inline std::int64_t MostAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
