@@ -169,8 +169,10 @@ inline NodeId policy_draw_uniform(const std::vector<NodeId>& fitting, SplitMix64
 // The request's selector re-resolved against another state's label dictionaries (ids differ).
 inline TaskRequest policy_request_for(const ClusterState& from, const ClusterState& to, const TaskRequest& request) {
   TaskRequest out = request;
+  // A key or value the source state never saw (kUnknownLabel) stays unknown: no node matches it.
   for (LabelRequirement& l : out.selector)
-    l = {to.label_key_id(from.label_key(l.key)), to.label_value_id(from.label_value(l.value))};
+    l = {l.key == ClusterState::kUnknownLabel ? l.key : to.label_key_id(from.label_key(l.key)),
+         l.value == ClusterState::kUnknownLabel ? l.value : to.label_value_id(from.label_value(l.value))};
   return out;
 }
 
