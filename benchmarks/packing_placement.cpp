@@ -115,6 +115,56 @@ void BM_BuildState(benchmark::State& st) {
 }
 BENCHMARK(BM_BuildState)->Arg(10000)->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// Cluster events at 10,000 nodes (issue 11 part 3; target <= 1 µs median per event). Pairs of
+// opposite events keep the state steady; the time is per pair unless the name says one event.
+void BM_EventCordonUncordon(benchmark::State& st) {
+  ClusterState s = *ClusterState::build(cluster(10000), GpuModelRegistry::builtin());
+  NodeId n = 0;
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(s.cordon(n).ok());
+    benchmark::DoNotOptimize(s.uncordon(n).ok());
+    n = (n + 7919) % 10000;
+  }
+}
+BENCHMARK(BM_EventCordonUncordon)->Repetitions(5)->ReportAggregatesOnly(true);
+
+void BM_EventGpuUnhealthyHealthy(benchmark::State& st) {
+  ClusterState s = *ClusterState::build(cluster(10000), GpuModelRegistry::builtin());
+  NodeId n = 0;
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(s.set_gpu_health(n, 3, false).ok());
+    benchmark::DoNotOptimize(s.set_gpu_health(n, 3, true).ok());
+    n = (n + 7919) % 10000;
+  }
+}
+BENCHMARK(BM_EventGpuUnhealthyHealthy)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// One event per iteration: the node's rack label changes value.
+void BM_EventRelabel(benchmark::State& st) {
+  ClusterState s = *ClusterState::build(cluster(10000), GpuModelRegistry::builtin());
+  NodeId n = 0;
+  bool flip = false;
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(s.set_label(n, "topology.kubernetes.io/rack", flip ? "rack-a" : "rack-b").ok());
+    n = (n + 7919) % 10000;
+    flip = n < 7919;
+  }
+}
+BENCHMARK(BM_EventRelabel)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// A node of 8 GPUs joins and leaves (the removed ones stay as tombstones, as they would in a long run).
+void BM_EventAddRemoveNode(benchmark::State& st) {
+  ClusterState s = *ClusterState::build(cluster(10000), GpuModelRegistry::builtin());
+  NodeSpec extra = cluster(10000).nodes()[0];
+  extra.name = "node-joining";
+  const Cluster joining({extra});
+  for (auto _ : st) {
+    auto id = s.add_node(joining);
+    benchmark::DoNotOptimize(s.remove_node(*id).ok());
+  }
+}
+BENCHMARK(BM_EventAddRemoveNode)->Iterations(100000)->Repetitions(5)->ReportAggregatesOnly(true);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -1,12 +1,18 @@
-# gpusched_area(NAME [DEPENDS area...] [LIBS target...])
+# gpusched_area(NAME [DEPENDS area...] [LIBS target...] [COMPILED_LIBS target...])
 #
-# An area is one layer or policy family: headers in include/gpusched/NAME/, compiled sources in
-# src/NAME/*.cpp, doctest suites in tests/NAME/*.cpp (one executable gpusched_NAME_tests) and
-# benchmarks in benchmarks/NAME_*.cpp (one executable each). The library target is gpusched_NAME
-# (alias gpusched::NAME); an area without sources is an INTERFACE library.
+# An area is one layer or policy family: headers in include/gpusched/NAME/, doctest suites in
+# tests/NAME/*.cpp (one executable gpusched_NAME_tests) and benchmarks in benchmarks/NAME_*.cpp.
+# The target is gpusched_NAME (alias and exported name gpusched::NAME).
+#
+# Policy families are header-only, the way Boost.Graph's algorithms are: with no src/NAME/*.cpp the
+# area is an INTERFACE target that carries the include path, C++20 and its header-only dependencies
+# (LIBS), and nothing is compiled or linked. An area with sources (io, sim, and a family whose
+# conversion is still under way) is a static library. COMPILED_LIBS are linked privately only while
+# an area has sources, for what its .cpp files need and its headers do not (a reader not yet moved
+# to io/), so the interface of a header-only area never names them.
 set(GPUSCHED_AREA_TARGETS "")
 function(gpusched_area name)
-  cmake_parse_arguments(ARG "" "" "DEPENDS;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEPENDS;LIBS;COMPILED_LIBS" ${ARGN})
   set(target gpusched_${name})
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp)
   set(deps "")
@@ -19,20 +25,22 @@ function(gpusched_area name)
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
       PRIVATE ${PROJECT_SOURCE_DIR}/src)
-    target_link_libraries(${target} PUBLIC ${deps} ${ARG_LIBS} fmt::fmt)
+    target_link_libraries(${target} PUBLIC ${deps} ${ARG_LIBS} PRIVATE ${ARG_COMPILED_LIBS})
     target_compile_features(${target} PUBLIC cxx_std_20)
     set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     gpusched_set_warnings(${target})
+    set_property(GLOBAL APPEND PROPERTY GPUSCHED_COMPILED_AREAS ${name})
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-    target_link_libraries(${target} INTERFACE ${deps} ${ARG_LIBS} fmt::fmt)
+    target_link_libraries(${target} INTERFACE ${deps} ${ARG_LIBS})
     target_compile_features(${target} INTERFACE cxx_std_20)
   endif()
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
   add_library(gpusched::${name} ALIAS ${target})
   set(GPUSCHED_AREA_TARGETS ${GPUSCHED_AREA_TARGETS} ${target} PARENT_SCOPE)
   set_property(GLOBAL APPEND PROPERTY GPUSCHED_AREAS ${name})
+  set_property(GLOBAL PROPERTY GPUSCHED_AREA_DEPENDS_${name} ${ARG_DEPENDS})
 endfunction()

@@ -1,10 +1,20 @@
-# Warnings and sanitizers, applied per target so that consumers of the installed package are not
-# forced to take our flags.
+# Warnings and sanitizers, applied per target (or to this directory) so that consumers of the
+# installed package and a parent project that add_subdirectory()s us are not forced to take our flags.
 function(gpusched_set_warnings target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
+                                             $<$<BOOL:${GPUSCHED_WERROR}>:-Werror>)
   endif()
 endfunction()
+
+if(GPUSCHED_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "GPUSCHED_BUILD_FUZZERS needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  # Everything the harnesses link is instrumented for coverage and checked by ASan and UBSan.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
 
 if(GPUSCHED_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)

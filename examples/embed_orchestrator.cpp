@@ -117,5 +117,22 @@ int main() {
   as_expected = placement.tasks.size() == 2 && placement.tasks[0].assignment.node == 0 &&
                 placement.tasks[0].assignment.gpus == std::vector<gpusched::GpuIndex>{6, 7} &&
                 placement.tasks[1].assignment.node == 1;
-  return as_expected ? 0 : 1;
+  if (!as_expected) return 1;
+
+  // The cluster moves on; the state follows it through events instead of being rebuilt. gpu-b fails
+  // (its worker is reported as running work to requeue), the operator uncordons gpu-c, and the worker
+  // is placed again: on gpu-c, the only node with 2 idle GPUs left.
+  state->commit();
+  auto lost = state->fail_node(1);
+  auto uncordoned = state->uncordon(2);
+  if (!lost || !uncordoned) return 2;
+  std::printf("gpu-b failed with %d milli-GPU of work on it\n", static_cast<int>(lost->gpu_milli));
+  if (!state->release(placement.tasks[1].assignment)) return 2;
+  gpusched::CompiledJob one_worker = *compiled;
+  one_worker.groups[0].replicas = 1;
+  one_worker.groups[0].min_replicas = 1;
+  const gpusched::JobPlacement again = gpusched::place_job(*state, one_worker, best_fit);
+  if (!again.placed) return 1;
+  std::printf("%s worker 1 -> %s\n", pending.id.c_str(), machines[again.tasks[0].assignment.node].hostname.c_str());
+  return lost->gpu_milli == 2000 && again.tasks[0].assignment.node == 2 ? 0 : 1;
 }

@@ -4,11 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/admission.hpp"
+#include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
 
 namespace gpusched::cli {
@@ -58,12 +58,6 @@ std::string read_string(const json& v, const std::string& path) {
   return v.get<std::string>();
 }
 
-// Canonical model name (the registry's), or the text itself when unknown.
-std::string canonical(const GpuModelRegistry& reg, std::string_view name) {
-  auto id = reg.find(name);
-  return id ? reg.model(*id).name : std::string(name);
-}
-
 // A quantity in the dimension's unit: cpu and GPUs as cores/GPUs (integers) or strings, memory bytes.
 std::int64_t dim_quantity(const json& v, const std::string& path, Eigen::Index dim) {
   auto r = dim == ResourceSpace::kMemory ? io::read_quantity(v, path, QuantityUnit::kBytes, 1)
@@ -87,7 +81,7 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
     for (Eigen::Index d = 2; d < space.size(); ++d) out[d] = unlisted_gpu;
     for (const auto& [model, q] : it->items()) {
       const std::string p = fmt::format("{}.gpus.{}", path, model);
-      auto d = space.gpu_dim(canonical(reg, model));
+      auto d = space.gpu_dim(fairness::canonical_model_name(reg, model));
       if (!d) throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", p, model, fmt::join(space.gpu_models, ", ")));
       out[*d] = read(q, p, *d);
     }
@@ -97,7 +91,7 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
 
 struct QueuesFile {
   std::vector<fairness::QueueConfig> queues;
-  std::map<std::string, std::int64_t> default_priority;  // queue -> priority of jobs without one
+  std::map<std::string, std::string> default_class;      // queue -> priority class of jobs without one
   std::map<std::string, std::int64_t> classes;           // priority class -> priority
   fairness::AgingPolicy aging;
   bool now_given = false;
@@ -147,7 +141,7 @@ QueuesFile read_queues(const json& doc, const std::string& file, const ResourceS
       if (!f->is_array()) throw InputError(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
       for (std::size_t k = 0; k < f->size(); ++k) {
         const std::string fp = fmt::format("{}.flavors[{}]", p, k);
-        const std::string model = canonical(reg, read_string((*f)[k], fp));
+        const std::string model = fairness::canonical_model_name(reg, read_string((*f)[k], fp));
         if (!space.gpu_dim(model))
           throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
                                        fmt::join(space.gpu_models, ", ")));
@@ -164,7 +158,7 @@ QueuesFile read_queues(const json& doc, const std::string& file, const ResourceS
       const std::string name = read_string(*pc, p + ".priority_class");
       auto it = classes.find(name);
       if (it == classes.end()) throw InputError(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
-      out.default_priority[q.name] = it->second;
+      out.default_class[q.name] = name;
     }
     const auto read_amount = [](const json& x, const std::string& path, Eigen::Index d) { return dim_quantity(x, path, d); };
     const bool has_quota = v.contains("quotas");
@@ -178,7 +172,7 @@ QueuesFile read_queues(const json& doc, const std::string& file, const ResourceS
               q.flavor_order.end())
             q.nominal[d] = 0;
       if (q.flavor_order.empty() && quotas.contains("gpus"))
-        for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(canonical(reg, model));
+        for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(fairness::canonical_model_name(reg, model));
     }
     for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
       if (auto it = v.find(key); it != v.end()) {
@@ -222,91 +216,56 @@ int run_fairshare(const FairshareOptions& opt) {
   }
   const GpuModelRegistry& reg = cluster->registry;
 
-  // The resource space: cpu, memory, then the cluster's GPU models in order of first appearance.
-  ResourceSpace space;
-  for (const auto& node : cluster->cluster.nodes())
-    for (const auto& gpu : node.gpus) {
-      const std::string model = canonical(reg, gpu.model);
-      if (std::find(space.gpu_models.begin(), space.gpu_models.end(), model) == space.gpu_models.end())
-        space.gpu_models.push_back(model);
-    }
-  Amounts capacity = Amounts::Zero(space.size()), free = Amounts::Zero(space.size());
-  for (const auto& node : cluster->cluster.nodes()) {
-    if (!node.schedulable || !node.healthy) continue;  // cordoned or failed nodes take no new work
-    capacity[ResourceSpace::kCpu] += node.cpu;
-    capacity[ResourceSpace::kMemory] += node.memory;
-    free[ResourceSpace::kCpu] += node.cpu - node.cpu_used;
-    free[ResourceSpace::kMemory] += node.memory - node.memory_used;
-    for (const auto& gpu : node.gpus) {
-      if (!gpu.healthy) continue;
-      const auto d = *space.gpu_dim(canonical(reg, gpu.model));
-      capacity[d] += kMilliPerGpu;
-      free[d] += kMilliPerGpu - gpu.used_milli;
-    }
-  }
+  // Capacity and free resources come from the one cluster model (fairness/cluster_input.hpp).
+  auto state = ClusterState::build(cluster->cluster, reg);
+  if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
+  auto resources = fairness::fairness_cluster(*state);
+  if (!resources) throw InputError(fmt::format("{}: {}", opt.cluster_file, resources.error().message));
+  const ResourceSpace& space = resources->space;
+  const Amounts& capacity = resources->capacity;
+  const Amounts& free = resources->free;
 
   QueuesFile qf = read_queues(queues_doc, opt.queues_file, space, reg);
 
-  std::vector<fairness::PendingJob> pending;
+  // Jobs: the file's job model plus the two admission fields only this command reads (submit_time
+  // and priority_class); the library turns each into the planner's record.
+  fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
+  std::vector<fairness::WithAdmissionFields> views;
+  views.reserve(jobs->jobs.size());
   std::int64_t latest_submit = 0;
   for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
     const Job& job = jobs->jobs[j];
     const json& raw = jobs->raw_jobs[j];
-    fairness::PendingJob p;
-    p.name = job.job_name;
-    p.queue = job.queue_name;
-    p.priority = job.job_priority;
     // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
     // file's priority_classes), else its queue's class, else 0.
+    std::string klass;
     if (auto pc = raw.find("priority_class"); pc != raw.end()) {
       const std::string path = fmt::format("{}: jobs[{}].priority_class", opt.jobs_file, j);
       if (raw.contains("priority"))
         throw InputError(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
-      const std::string name = read_string(*pc, path);
-      auto it = qf.classes.find(name);
-      if (it == qf.classes.end())
-        throw InputError(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, name, opt.queues_file));
-      p.priority = it->second;
+      klass = read_string(*pc, path);
+      if (!classes.contains(klass))
+        throw InputError(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, opt.queues_file));
     } else if (!raw.contains("priority")) {
-      if (auto it = qf.default_priority.find(job.queue_name); it != qf.default_priority.end()) p.priority = it->second;
+      if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
     }
+    std::int64_t submitted = 0;
     if (auto it = raw.find("submit_time"); it != raw.end())
-      p.submit_time = read_int(*it, fmt::format("{}: jobs[{}].submit_time", opt.jobs_file, j), 0);
-    latest_submit = std::max(latest_submit, p.submit_time);
-    p.base = Amounts::Zero(space.size());
-    std::optional<std::set<std::string>> allowed;  // intersection over GPU groups
-    for (const auto& g : job.groups) {
-      // Per-replica requests, for partial admission of groups with min_replicas below replicas.
-      p.groups.push_back({g.replicas, g.min_replicas, g.shape.cpu, g.shape.memory,
-                          g.shape.needs_gpu() ? g.shape.total_gpu_milli() : 0});
-      p.base[ResourceSpace::kCpu] += g.shape.cpu * g.replicas;
-      p.base[ResourceSpace::kMemory] += g.shape.memory * g.replicas;
-      if (!g.shape.needs_gpu() || g.replicas == 0) continue;
-      p.gpu_milli += g.shape.total_gpu_milli() * g.replicas;
-      if (g.allowed_models.empty()) continue;
-      std::set<std::string> models;
-      for (const auto& m : g.allowed_models) models.insert(canonical(reg, m));
-      if (!allowed) {
-        allowed = models;
-      } else {
-        std::set<std::string> both;
-        std::set_intersection(allowed->begin(), allowed->end(), models.begin(), models.end(), std::inserter(both, both.end()));
-        allowed = both;
-      }
-    }
-    if (allowed) {
-      p.gpu_models.assign(allowed->begin(), allowed->end());
-      // One flavor per job: groups allowing disjoint models can never be admitted together.
-      if (p.gpu_models.empty()) p.gpu_models.push_back("(no model every group allows)");
-    }
-    pending.push_back(std::move(p));
+      submitted = read_int(*it, fmt::format("{}: jobs[{}].submit_time", opt.jobs_file, j), 0);
+    latest_submit = std::max(latest_submit, submitted);
+    views.emplace_back(job, std::move(klass), submitted);
   }
   if (opt.now) qf.aging.now = *opt.now;
   else if (!qf.now_given) qf.aging.now = latest_submit;
 
   auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
   if (!planner) throw InputError(fmt::format("{}: {}", opt.queues_file, planner.error().message));
-  const fairness::AdmissionPlan plan = planner->plan(pending, qf.aging);
+  std::vector<const JobView*> job_views;
+  for (const auto& v : views) job_views.push_back(&v);
+  auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, qf.aging);
+  if (!planned) throw InputError(fmt::format("{}: {}", opt.jobs_file, planned.error().message));
+  const std::vector<fairness::PendingJob>& pending = planned->records;
+  const fairness::AdmissionPlan& plan = planned->plan;
 
   auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
   auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };

@@ -27,6 +27,21 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
+// A field value as error messages show it: quoted, at most 64 bytes (a huge field must not make a
+// megabyte-long message), with control characters escaped.
+std::string shown(std::string_view value) {
+  constexpr std::size_t kMax = 64;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < value.size() && i < kMax; ++i) {
+    const auto u = static_cast<unsigned char>(value[i]);
+    if (u < 0x20 || u == 0x7f || value[i] == '"' || value[i] == '\\') out += fmt::format("\\x{:02x}", u);
+    else out += value[i];
+  }
+  out += '"';
+  if (value.size() > kMax) out += fmt::format(" (cut, {} bytes)", value.size());
+  return out;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -41,11 +56,14 @@ class Table {
   // Reads the header; fails when the file is empty or a required column is missing.
   Status read_header(std::initializer_list<std::string_view> required) {
     std::string_view line;
-    if (!next_line(line)) return Error{fmt::format("{}: empty file (expected a header line)", file_)};
+    if (!next_line(line))
+      return Error{fmt::format("{}: empty file (expected a header line)", file_), ErrorCode::kMissingField};
     header_ = split_fields(line);
     for (auto& h : header_) h = trim(h);
     for (std::string_view name : required)
-      if (!column(name)) return Error{fmt::format("{}:1: missing column \"{}\" in the header", file_, name)};
+      if (!column(name))
+        return Error{fmt::format("{}:1: missing column \"{}\" in the header", file_, name), ErrorCode::kMissingField,
+                     std::string(name)};
     return {};
   }
 
@@ -63,14 +81,24 @@ class Table {
       fields_ = split_fields(line);
       if (fields_.size() != header_.size()) {
         status = Error{fmt::format("{}:{}: expected {} columns as in the header, got {}", file_, line_no_,
-                                   header_.size(), fields_.size())};
+                                   header_.size(), fields_.size()),
+                       ErrorCode::kParse};
         return false;
       }
       for (std::size_t i = 0; i < fields_.size(); ++i) {
         fields_[i] = trim(fields_[i]);
         if (fields_[i].find('"') != std::string_view::npos) {
-          status = error(i, fmt::format("quoted fields are not supported, got {}", fields_[i]));
+          status = error(i, fmt::format("quoted fields are not supported, got {}", shown(fields_[i])));
           return false;
+        }
+        // A control character (a NUL byte, an escape) in a name would cut or garble every table and
+        // file the name is written to later: refuse it here, where the line is known.
+        for (char c : fields_[i]) {
+          const auto u = static_cast<unsigned char>(c);
+          if (u < 0x20 || u == 0x7f) {
+            status = error(i, fmt::format("control character 0x{:02x} in {}", u, shown(fields_[i])));
+            return false;
+          }
         }
       }
       return true;
@@ -81,7 +109,8 @@ class Table {
   std::string_view field(std::size_t col) const { return fields_[col]; }
 
   Error error(std::size_t col, const std::string& message) const {
-    return Error{fmt::format("{}:{}: column {} ({}): {}", file_, line_no_, col + 1, header_[col], message)};
+    return Error{fmt::format("{}:{}: column {} ({}): {}", file_, line_no_, col + 1, header_[col], message),
+                 ErrorCode::kInvalidValue, std::string(header_[col])};
   }
 
   // A non-negative integer field, at most `max`.
@@ -90,7 +119,7 @@ class Table {
     std::int64_t v = 0;
     const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v < 0)
-      return error(col, fmt::format("expected a non-negative integer, got \"{}\"", s));
+      return error(col, fmt::format("expected a non-negative integer, got {}", shown(s)));
     if (v > max) return error(col, fmt::format("value {} exceeds the maximum {}", v, max));
     return v;
   }
@@ -102,13 +131,15 @@ class Table {
   }
 
  private:
+  // Any line ending: "\n", "\r\n" or a lone "\r" (old Mac exports), so a CR-only file is not read as
+  // one long header line with no records.
   bool next_line(std::string_view& line) {
     if (pos_ >= text_.size()) return false;
-    const std::size_t nl = text_.find('\n', pos_);
-    const std::size_t end = nl == std::string_view::npos ? text_.size() : nl;
+    const std::size_t eol = text_.find_first_of("\r\n", pos_);
+    const std::size_t end = eol == std::string_view::npos ? text_.size() : eol;
     line = text_.substr(pos_, end - pos_);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     pos_ = end + 1;
+    if (eol != std::string_view::npos && text_[eol] == '\r' && pos_ < text_.size() && text_[pos_] == '\n') ++pos_;
     ++line_no_;
     return true;
   }
@@ -125,10 +156,10 @@ constexpr std::int64_t kMaxCpuMilli = std::int64_t{1} << 40;
 
 Result<std::string> slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{fmt::format("{}: cannot open file", path)};
+  if (!in) return Error{fmt::format("{}: cannot open file", path), ErrorCode::kIo};
   std::ostringstream out;
   out << in.rdbuf();
-  if (in.bad()) return Error{fmt::format("{}: read error", path)};
+  if (in.bad()) return Error{fmt::format("{}: read error", path), ErrorCode::kIo};
   return out.str();
 }
 
@@ -210,7 +241,7 @@ Result<std::vector<TracePod>> parse_alibaba_pods(std::string_view text, std::str
       while (true) {
         const std::size_t bar = spec.find('|', start);
         const std::string_view m = trim(spec.substr(start, bar == std::string_view::npos ? spec.npos : bar - start));
-        if (m.empty()) return t.error(*c_spec, fmt::format("empty model name in \"{}\"", spec));
+        if (m.empty()) return t.error(*c_spec, fmt::format("empty model name in {}", shown(spec)));
         p.gpu_spec.emplace_back(m);
         if (bar == std::string_view::npos) break;
         start = bar + 1;

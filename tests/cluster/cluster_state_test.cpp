@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "cluster_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace gpusched;
@@ -10,11 +11,7 @@ using gpusched::testing::make_node;
 
 namespace {
 
-ClusterState build(const Cluster& c) {
-  auto s = ClusterState::build(c, GpuModelRegistry::builtin());
-  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().message));
-  return std::move(s).value();
-}
+ClusterState build(const Cluster& c) { return cluster_test::build_state(c); }
 
 TaskRequest request(const ClusterState& s, TaskShape shape) {
   auto r = s.compile(shape);

@@ -1,10 +1,14 @@
-# Builds tests/consumer/ (a tiny outside project) against gpusched, either through the installed
-# package (MODE=install) or through add_subdirectory (MODE=subdirectory), then runs it.
+# Builds tests/consumer/ (a tiny outside project) against gpusched and runs it:
+#   MODE=install       installs the ALREADY BUILT tree BUILD_DIR into WORK_DIR/prefix (no rebuild of
+#                      the library), then find_package(gpusched COMPONENTS packing gang); also checks
+#                      that an unknown component fails with a clear message;
+#   MODE=subdirectory  add_subdirectory(SOURCE_DIR EXCLUDE_FROM_ALL) with no build type.
+# SANITIZE_FLAGS (the sanitizer build) are passed on, since the installed archives carry them.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(flags "")
 if(SANITIZE_FLAGS)
-  set(flags "-DCMAKE_CXX_FLAGS=${SANITIZE_FLAGS}")
+  set(flags "-DCMAKE_CXX_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
 endif()
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
@@ -13,16 +17,24 @@ function(run)
   endif()
 endfunction()
 if(MODE STREQUAL "install")
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-      -DGPUSCHED_BUILD_TESTS=OFF -DGPUSCHED_BUILD_BENCHMARKS=OFF -DGPUSCHED_BUILD_EXAMPLES=OFF
-      -DGPUSCHED_BUILD_TOOL=OFF -DGPUSCHED_INSTALL=ON -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix)
-  run(${CMAKE_COMMAND} --build ${WORK_DIR}/lib --parallel 2)
-  run(${CMAKE_COMMAND} --install ${WORK_DIR}/lib)
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+  foreach(private cli test_util.hpp)
+    if(EXISTS ${WORK_DIR}/prefix/include/gpusched/${private})
+      message(FATAL_ERROR "private header ${private} was installed")
+    endif()
+  endforeach()
   run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/app -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix "-DCONSUMER_COMPONENTS=packing;gang" ${flags})
+  # An unknown component must fail the configure step and name itself.
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/bad -G ${GENERATOR}
+                  -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix "-DCONSUMER_COMPONENTS=packing;no_such_family"
+                  RESULT_VARIABLE bad_rc OUTPUT_VARIABLE bad_out ERROR_VARIABLE bad_err)
+  if(bad_rc EQUAL 0 OR NOT "${bad_out}${bad_err}" MATCHES "no component 'no_such_family'")
+    message(FATAL_ERROR "an unknown component was not reported:\n${bad_out}${bad_err}")
+  endif()
 else()
-  run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/app -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-      -DGPUSCHED_SOURCE_DIR=${SOURCE_DIR})
+  run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/app -G ${GENERATOR}
+      -DGPUSCHED_SOURCE_DIR=${SOURCE_DIR} -DGPUSCHED_WITH_IO=OFF -DGPUSCHED_WITH_SIM=OFF ${flags})
 endif()
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/app --parallel 2)
 run(${WORK_DIR}/app/consumer)

@@ -38,6 +38,17 @@ TEST_CASE("parse_quantity rejects bad input with the text in the message") {
   CHECK_FALSE(parse_quantity("9223372036854775808", QuantityUnit::kCount).ok());
   CHECK(*parse_quantity("9223372036854775807", QuantityUnit::kCount) == 9223372036854775807LL);
   CHECK_FALSE(parse_quantity("9223372036854775807", QuantityUnit::kMilli).ok());
+  // The code tells a range problem from a malformed one: 2^63 overflows int64, "5x" is no quantity.
+  CHECK(parse_quantity("9223372036854775808", QuantityUnit::kCount).error().code == ErrorCode::kOverflow);
+  CHECK(parse_quantity("5x", QuantityUnit::kCount).error().code == ErrorCode::kInvalidValue);
+}
+
+TEST_CASE("format_bytes prints the exact Kubernetes spelling") {
+  CHECK(format_bytes(64 * kGiB) == "64Gi");
+  CHECK(format_bytes(512 * kMiB) == "512Mi");
+  CHECK(format_bytes(1536 * kMiB) == "1536Mi");  // 1.5 GiB is not a whole GiB
+  CHECK(format_bytes(1000) == "1000");
+  CHECK(format_bytes(0) == "0");
 }
 
 TEST_CASE("ResourceVector arithmetic and comparison") {

@@ -181,6 +181,21 @@ TEST_CASE("make_trace_workload: an unknown gpu_spec model names the pod") {
   CHECK(w.error().message.find("pod x9:") == 0);
 }
 
+TEST_CASE("make_trace_workload: an empty pod list or a node list without GPUs is an error") {
+  auto nodes = io::read_alibaba_nodes(fixture("one_node.csv"));
+  REQUIRE(nodes.ok());
+  auto no_pods = make_trace_workload(*nodes, {}, "empty");
+  REQUIRE_FALSE(no_pods.ok());
+  CHECK(no_pods.error().message == "empty: the pod list has no pods");
+  auto pods = io::read_alibaba_pods(fixture("pairs_pods.csv"));
+  REQUIRE(pods.ok());
+  auto cpu_nodes = io::parse_alibaba_nodes("sn,cpu_milli,memory_mib,gpu,model\nn0,1000,100,0,\n", "n.csv");
+  REQUIRE(cpu_nodes.ok());
+  auto no_gpus = make_trace_workload(*cpu_nodes, *pods, "cpu");
+  REQUIRE_FALSE(no_gpus.ok());
+  CHECK(no_gpus.error().field == "nodes");
+}
+
 TEST_CASE("share prices: the min-GPU cutting-stock LP's duals on hand-worked demands") {
   auto price_of = [](const std::vector<SharePrice>& p, MilliGpu size) {
     for (const SharePrice& x : p)

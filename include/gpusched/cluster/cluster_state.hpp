@@ -1,4 +1,4 @@
-// gpusched/cluster/cluster_state.hpp — the indexed, mutable what-if snapshot policies work on.
+// gpusched/cluster/cluster_state.hpp — the indexed, mutable state every policy family reads and changes.
 //
 // `ClusterState::build` reads a `ClusterView` once into flat arrays (structure of arrays: one entry
 // per node, one per GPU) and keeps, for every GPU model, the set of nodes with exactly k idle GPUs.
@@ -15,10 +15,48 @@
 //   ... state.reserve(request, assignment) for each task of a gang ...
 //   if (!all_placed) state.rollback(mark); else state.commit();
 //
-// Memory per node: ~80 bytes of node arrays + ~24 bytes per GPU + index bits (see
+// Cluster events (issue 11 part 3). The state follows the cluster without being rebuilt: `cordon` /
+// `uncordon`, `fail_node` / `recover_node`, `set_gpu_health`, `add_node` / `remove_node`, `set_label` /
+// `remove_label`. Each updates the arrays and the index in place in O(GPUs + labels of the node)
+// (label storage is compacted now and then, amortised O(1)); a property test checks that after any
+// sequence of events and reservations the state answers every query like one built from scratch
+// from `ClusterStateView` (cluster/state_view.hpp). The rules:
+//
+//   * Node ids are stable. A removed node stays as a tombstone: `node_count()` is the id range
+//     (tombstones included, so outstanding `TaskAssignment`s keep their meaning and per-node arrays
+//     of callers stay valid), `live_node_count()` the nodes that exist, `removed(n)` tells them
+//     apart. A tombstone is never eligible (check_fit says kNodeUnhealthy), has no labels, counts in
+//     no total, and its name is free again: adding a node of that name gives it a new id.
+//   * Events never release work. What runs on a node that fails or is removed is the caller's
+//     (Kubernetes keeps the pods of a NotReady node until they are evicted). `fail_node` and
+//     `remove_node` return the node's `NodeUsage` so the caller knows what to requeue. On a failed
+//     node the caller releases its assignments as usual (`release` works on any live node); on a
+//     removed node `release` and `rollback` of its assignments are accepted and change nothing (the
+//     resources left with the node).
+//   * An unhealthy GPU reads free 0 (no decision can use it), but the state remembers what was
+//     free on it, so releasing work from it and marking it healthy again restore the exact share.
+//   * Bad input is an Error with a code and the field: unknown node (kUnknownName, "node"), a
+//     removed node (kState), a GPU index out of range (kInvalidValue, "gpu"), a duplicate name
+//     (kDuplicate, "name"). A refused event changes nothing.
+//
+// Generations. `generation()` grows with every change (events, reserve, release, rollback, one step
+// per node touched) and `node_version(n)` is the generation of node n's last change, so a cache of
+// per-node facts catches up by revisiting only the nodes newer than what it saw.
+// `layout_generation()` grows only with events (not allocations): caches of capacity, supply or
+// labels key on it. `instance_id()` is unique per state object (a copy gets a new one), so a cache
+// keyed to (instance_id, generation) can never be given a stale answer by another state.
+//
+// Extending the state (the hook for other families). MIG instances, intra-node topology and such
+// are per-node or per-GPU facts kept beside these arrays (a member of ClusterState declared in the
+// family's own header, with its accessors). Every member function that changes them ends with
+// `note_node_change(n)` for each node it changed, plus `note_layout_change()` when the change is an
+// event rather than an allocation; that is all the caches need.
+//
+// Memory per node: ~90 bytes of node arrays + ~24 bytes per GPU + index bits (see
 // benchmarks/README.md for the measured figure).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -29,6 +67,7 @@
 
 #include "gpusched/cluster/views.hpp"
 #include "gpusched/core/gpu_model.hpp"
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/cluster/node_bitset.hpp"
 
@@ -42,6 +81,7 @@ inline constexpr NodeId kNoNode = ~NodeId{0};
 struct LabelRequirement {
   std::uint32_t key = 0;
   std::uint32_t value = 0;
+  friend bool operator==(const LabelRequirement&, const LabelRequirement&) = default;
 };
 
 // A task's request compiled against a state's dictionaries: the shape, the allowed models as a
@@ -63,6 +103,8 @@ struct TaskAssignment {
 };
 
 // Why a node cannot take a task, checked in this order; the first failing check is the reason.
+// The hot per-node filter's own small enum; every value but kFits is a ReasonKind of
+// core/outcome.hpp (`fit_reason_kind`), and its text is that kind's `reason_name`.
 enum class FitReason : std::uint8_t {
   kFits = 0,
   kNodeUnschedulable,
@@ -76,7 +118,59 @@ enum class FitReason : std::uint8_t {
   kInsufficientGpuMemory,  // GPUs with enough share lack the GPU memory
 };
 inline constexpr std::size_t kFitReasonCount = 10;
-std::string_view fit_reason_text(FitReason reason);
+
+// The outcome vocabulary's kind for a failed fit (kFits has none: it maps to kOther).
+constexpr ReasonKind fit_reason_kind(FitReason reason) {
+  switch (reason) {
+    case FitReason::kFits: return ReasonKind::kOther;
+    case FitReason::kNodeUnschedulable: return ReasonKind::kNodeUnschedulable;
+    case FitReason::kNodeUnhealthy: return ReasonKind::kNodeUnhealthy;
+    case FitReason::kSelectorMismatch: return ReasonKind::kSelectorMismatch;
+    case FitReason::kGpuModelNotAllowed: return ReasonKind::kGpuModelNotAllowed;
+    case FitReason::kInsufficientCpu: return ReasonKind::kInsufficientCpu;
+    case FitReason::kInsufficientMemory: return ReasonKind::kInsufficientMemory;
+    case FitReason::kInsufficientGpus: return ReasonKind::kInsufficientGpus;
+    case FitReason::kInsufficientGpuShare: return ReasonKind::kInsufficientGpuShare;
+    case FitReason::kInsufficientGpuMemory: return ReasonKind::kInsufficientGpuMemory;
+  }
+  return ReasonKind::kOther;
+}
+// "fits", or the reason kind's name ("insufficient GPUs").
+constexpr std::string_view fit_reason_text(FitReason reason) {
+  return reason == FitReason::kFits ? std::string_view("fits") : reason_name(fit_reason_kind(reason));
+}
+
+// What was still allocated on a node when it failed or was removed: the caller's running work
+// (requeue it; see the event rules above).
+struct NodeUsage {
+  MilliCpu cpu = 0;
+  Bytes memory = 0;
+  MilliGpu gpu_milli = 0;  // over healthy and unhealthy GPUs
+  std::int32_t busy_gpus = 0;  // GPUs with any share taken
+  friend bool operator==(const NodeUsage&, const NodeUsage&) = default;
+};
+
+namespace detail {
+// A number unique to each ClusterState object: a copy or an assignment takes a fresh one, so caches
+// keyed to it never mistake one state for another (not even a later state at the same address).
+class ClusterStateInstanceId {
+ public:
+  ClusterStateInstanceId() : id_(next()) {}
+  ClusterStateInstanceId(const ClusterStateInstanceId&) : id_(next()) {}
+  ClusterStateInstanceId& operator=(const ClusterStateInstanceId&) {
+    id_ = next();
+    return *this;
+  }
+  std::uint64_t value() const { return id_; }
+
+ private:
+  static std::uint64_t next() {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  std::uint64_t id_;
+};
+}  // namespace detail
 
 class ClusterState {
  public:
@@ -92,10 +186,14 @@ class ClusterState {
                               std::span<const Label> selector = {}) const;
 
   // --- read access -------------------------------------------------------------------------------
+  // The id range: live nodes and tombstones of removed ones (see the event rules above).
   std::size_t node_count() const { return node_name_.size(); }
+  std::size_t live_node_count() const { return live_nodes_; }
+  // GPU slots, tombstones' included (per-GPU arrays are indexed by them).
   std::size_t total_gpu_count() const { return gpu_free_milli_.size(); }
   const GpuModelRegistry& registry() const { return registry_; }
   std::string_view node_name(NodeId n) const { return node_name_[n]; }
+  // The live node of that name, or kNoNode.
   NodeId find_node(std::string_view name) const;
 
   MilliCpu cpu_capacity(NodeId n) const { return cpu_capacity_[n]; }
@@ -105,6 +203,7 @@ class ClusterState {
   bool eligible(NodeId n) const { return flags_[n] == 0; }
   bool schedulable(NodeId n) const { return (flags_[n] & kFlagCordoned) == 0; }
   bool healthy(NodeId n) const { return (flags_[n] & kFlagFailed) == 0; }
+  bool removed(NodeId n) const { return (flags_[n] & kFlagRemoved) != 0; }
   std::size_t gpu_count(NodeId n) const { return gpu_end_[n] - gpu_begin_[n]; }
   // The node's GPU models as a mask, and its single model id when homogeneous (else kMixedModels).
   GpuModelMask node_models(NodeId n) const { return node_models_[n]; }
@@ -116,6 +215,10 @@ class ClusterState {
   Bytes gpu_memory_capacity(NodeId n, GpuIndex g) const { return gpu_memory_capacity_[gpu_begin_[n] + g]; }
   GpuModelId gpu_model(NodeId n, GpuIndex g) const { return gpu_model_[gpu_begin_[n] + g]; }
   bool gpu_healthy(NodeId n, GpuIndex g) const { return gpu_healthy_[gpu_begin_[n] + g] != 0; }
+  // What is free on a GPU whatever its health (an unhealthy GPU reads 0 above; this is the share
+  // it will have again once healthy). For views and reports, not for decisions.
+  MilliGpu gpu_free_milli_if_healthy(NodeId n, GpuIndex g) const;
+  Bytes gpu_free_memory_if_healthy(NodeId n, GpuIndex g) const;
   // Free shares of the node's GPUs, in GPU index order (unhealthy GPUs read 0).
   std::span<const std::int32_t> gpu_free_milli(NodeId n) const {
     return {gpu_free_milli_.data() + gpu_begin_[n], gpu_count(n)};
@@ -123,15 +226,19 @@ class ClusterState {
   // Idle (free share 1000) healthy GPUs on the node, and the sum of free shares.
   std::int32_t idle_gpus(NodeId n) const { return idle_gpus_[n]; }
   MilliGpu free_gpu_milli(NodeId n) const { return free_gpu_milli_[n]; }
-  // Cluster-wide sums over healthy GPUs of eligible and ineligible nodes alike.
+  // Cluster-wide sums over healthy GPUs of eligible and ineligible (cordoned, failed) nodes alike;
+  // removed nodes count in none.
   MilliGpu total_gpu_milli_capacity() const { return total_gpu_capacity_; }
   MilliGpu total_gpu_milli_free() const { return total_gpu_free_; }
 
   std::span<const LabelRequirement> node_labels(NodeId n) const {
-    return {labels_.data() + label_begin_[n], label_begin_[n + 1] - label_begin_[n]};
+    return {labels_.data() + label_begin_[n], label_count_[n]};
   }
-  // Dictionary lookups; std::nullopt-like `kUnknownLabel` when the string never occurs.
+  // Dictionary lookups; `kUnknownLabel` when the string never occurred. The dictionaries only grow:
+  // a key no node has any more still has its id (and matches no node).
   static constexpr std::uint32_t kUnknownLabel = ~std::uint32_t{0};
+  // The value a compiled selector requires when its key or value never occurred: no node has it.
+  static constexpr std::uint32_t kUnmatchableLabel = kUnknownLabel - 1;
   std::uint32_t label_key_id(std::string_view key) const;
   std::uint32_t label_value_id(std::string_view value) const;
   std::string_view label_key(std::uint32_t id) const { return label_keys_[id]; }
@@ -139,13 +246,20 @@ class ClusterState {
   // The value of a label on a node, or kUnknownLabel.
   std::uint32_t node_label_value(NodeId n, std::uint32_t key) const;
 
+  // --- generations (see the top of this file) -----------------------------------------------------
+  std::uint64_t instance_id() const { return instance_.value(); }
+  std::uint64_t generation() const { return generation_; }
+  std::uint64_t layout_generation() const { return layout_generation_; }
+  std::uint64_t node_version(NodeId n) const { return node_version_[n]; }
+
   // --- the index ---------------------------------------------------------------------------------
   // Nodes whose index model is `model_key` (a GpuModelId, or kMixedModels, or kNoGpuKey for GPU-less
   // nodes) and that have exactly `idle` idle GPUs. Only eligible nodes are indexed.
   static constexpr std::uint8_t kNoGpuKey = 0xfe;
   const NodeBitset* idle_bucket(std::uint8_t model_key, std::int32_t idle) const;
+  // At least the most GPUs of any node (after removals it may stay larger: buckets are never dropped).
   std::int32_t max_gpus_per_node() const { return max_gpus_per_node_; }
-  // The index model keys present in this state.
+  // The index model keys present in this state, ascending (a key whose nodes were all removed stays).
   std::span<const std::uint8_t> model_keys() const { return model_keys_; }
   // Eligible nodes with at least one GPU that is partly used (0 < free < 1000).
   const NodeBitset& partial_nodes() const { return partial_nodes_; }
@@ -159,14 +273,35 @@ class ClusterState {
   // invalid; then nothing changes.
   Status reserve(const TaskRequest& request, const TaskAssignment& assignment);
   // Gives back what an earlier reservation took (a task finishing, in the simulator). Refused if it
-  // would free more than is used.
+  // would free more than is used. On a removed node: accepted, nothing changes.
   Status release(const TaskAssignment& assignment);
+  // A release that `rollback` undoes (the assignment is taken again): what-if eviction, e.g. the
+  // preemption search frees victims, tries the preemptor and rolls back.
+  Status release_journaled(const TaskAssignment& assignment);
 
   using Checkpoint = std::size_t;
   Checkpoint checkpoint() const { return journal_.size(); }
   void rollback(Checkpoint mark);
-  void commit() { journal_.clear(); }
+  void commit() {
+    journal_.clear();
+    journal_released_.clear();
+  }
   std::size_t journal_size() const { return journal_.size(); }
+
+  // --- cluster events (see the rules at the top) ---------------------------------------------------
+  Status cordon(NodeId n);
+  Status uncordon(NodeId n);
+  Result<NodeUsage> fail_node(NodeId n);
+  Status recover_node(NodeId n);
+  Status set_gpu_health(NodeId n, std::size_t gpu, bool healthy);
+  // Adds node `index` of `view` (validated like `build` does) and returns its new id.
+  Result<NodeId> add_node(const ClusterView& view, std::size_t index = 0);
+  Result<NodeUsage> remove_node(NodeId n);
+  // Sets (adds or changes) or removes one label of a node.
+  Status set_label(NodeId n, std::string_view key, std::string_view value);
+  Status remove_label(NodeId n, std::string_view key);
+  // What is allocated on a node now (capacity minus free, over all its GPUs).
+  NodeUsage usage(NodeId n) const;
 
   // Heap bytes held by the snapshot (arrays, dictionaries' strings excluded), for capacity planning.
   std::size_t memory_usage() const;
@@ -177,6 +312,42 @@ class ClusterState {
  private:
   static constexpr std::uint8_t kFlagCordoned = 1;
   static constexpr std::uint8_t kFlagFailed = 2;
+  static constexpr std::uint8_t kFlagRemoved = 4;
+
+  // One node as read from a view, validated, before it is appended.
+  struct ParsedGpu {
+    GpuModelId model = 0;
+    std::int32_t free_milli = 0;  // as the view says, whatever the health
+    Bytes free_memory = 0;
+    Bytes memory_capacity = 0;
+    bool healthy = true;
+  };
+  struct ParsedNode {
+    std::string_view name;
+    NodeResources resources;
+    std::uint8_t flags = 0;
+    std::vector<ParsedGpu> gpus;
+    std::vector<Label> labels;
+  };
+  // Validates node n of the view into `out` (whose buffers are reused). Not const: it remembers the
+  // model ids of the spellings it resolved.
+  Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out);
+  NodeId append_node(const ParsedNode& node);
+
+  // Index maintenance for events: make room for a model key, a GPU count, a node id.
+  void ensure_index_row(std::uint8_t model_key);
+  void ensure_index_width(std::int32_t gpus);
+  void ensure_index_capacity(std::size_t nodes);
+  void index_insert(NodeId n);
+  void index_erase(NodeId n);
+  bool any_partial_gpu(NodeId n) const;
+  Status check_live_node(NodeId n, std::string_view event) const;
+  Status set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event);
+  void compact_labels_if_sparse();
+
+  // The hook every mutation ends with (see "Extending the state" above).
+  void note_node_change(NodeId n) { node_version_[n] = ++generation_; }
+  void note_layout_change() { ++layout_generation_; }
 
   void apply(const TaskAssignment& a, int sign);
   void reindex(NodeId n, std::int32_t old_idle, bool old_partial);
@@ -200,25 +371,53 @@ class ClusterState {
   std::vector<std::int32_t> idle_gpus_;
   std::vector<MilliGpu> free_gpu_milli_;
   std::vector<std::uint8_t> has_partial_;
+  std::vector<std::uint64_t> node_version_;
+  std::size_t live_nodes_ = 0;
 
   std::vector<std::int32_t> gpu_free_milli_;
   std::vector<Bytes> gpu_free_memory_, gpu_memory_capacity_;
   std::vector<GpuModelId> gpu_model_;
   std::vector<std::uint8_t> gpu_healthy_;
+  // What is free on each unhealthy GPU (by global GPU slot), kept aside while it reads 0.
+  struct WithheldGpu {
+    std::int32_t free_milli = 0;
+    Bytes free_memory = 0;
+    friend bool operator==(const WithheldGpu&, const WithheldGpu&) = default;
+  };
+  std::unordered_map<std::uint32_t, WithheldGpu> withheld_;
 
   std::vector<std::string> label_keys_, label_values_;
-  std::unordered_map<std::string, std::uint32_t> label_key_ids_, label_value_ids_;
-  std::vector<std::uint32_t> label_begin_;
+  using LabelDictionary = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
+  // The id of a label key or value, added to the dictionary when new.
+  static std::uint32_t intern_label(LabelDictionary& ids, std::vector<std::string>& names, std::string_view text);
+  LabelDictionary label_key_ids_, label_value_ids_;
+  // Node n's labels are labels_[label_begin_[n], +label_count_[n]); a node whose label set grows
+  // moves its run to the end, and the holes are compacted away when they are half the array.
+  std::vector<std::uint32_t> label_begin_, label_count_;
   std::vector<LabelRequirement> labels_;
+  std::size_t label_holes_ = 0;
 
   std::int32_t max_gpus_per_node_ = 0;
   std::vector<std::uint8_t> model_keys_;
   std::vector<std::int16_t> model_slot_;          // model key -> slot in buckets_, -1 if absent
   std::vector<std::vector<NodeBitset>> buckets_;  // [slot][idle]
   NodeBitset partial_nodes_;
+  std::uint32_t index_capacity_ = 0;              // id range of every bitset of the index
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
   std::vector<TaskAssignment> journal_;
+  std::vector<std::uint8_t> journal_released_;  // per entry: 1 = a journaled release, 0 = a reservation
+
+  // Caches of the readers (build and add_node), not state: each GPU model spelling met and its id,
+  // and the buffers of the node being added.
+  std::unordered_map<std::string, GpuModelId, NameHash, std::equal_to<>> model_by_spelling_;
+  ParsedNode add_node_scratch_;
+
+  detail::ClusterStateInstanceId instance_;
+  std::uint64_t generation_ = 0;
+  std::uint64_t layout_generation_ = 0;
 };
 
 }  // namespace gpusched
+
+#include "gpusched/cluster/detail/cluster_state_impl.hpp"

@@ -20,6 +20,14 @@ class NodeBitset {
       : size_(size), words_((size + 63) / 64, 0), summary_((words_.size() + 63) / 64, 0) {}
 
   std::uint32_t capacity() const { return size_; }
+  // Grows the id range to `size` (never shrinks); members stay. Amortised O(1) per id when the
+  // caller grows geometrically (ClusterState::add_node doubles).
+  void grow(std::uint32_t size) {
+    if (size <= size_) return;
+    size_ = size;
+    words_.resize((size + 63) / 64, 0);
+    summary_.resize((words_.size() + 63) / 64, 0);
+  }
   std::uint32_t count() const { return count_; }
   bool empty() const { return count_ == 0; }
 

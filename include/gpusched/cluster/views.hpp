@@ -143,13 +143,13 @@ class JobView {
   virtual std::string_view name() const = 0;
   // The fair-share queue ("" = the default queue).
   virtual std::string_view queue() const { return {}; }
-  // Higher runs first. A priority class name, when the orchestrator has one ("high", a Kubernetes
-  // PriorityClass), is carried for explanations and for families that map classes to numbers.
+  // Higher runs first.
   virtual std::int32_t priority() const { return 0; }
-  virtual std::string_view priority_class() const { return {}; }
-  // When the job was submitted, in seconds of the orchestrator's clock (only the order matters;
-  // ties keep the caller's order). 0 = unknown.
+  // When the job was submitted, in seconds on the caller's clock (only the order matters, and fair
+  // share's aging measures waits from it; 0 = unknown), and its priority class, a name the caller's
+  // classes resolve to a number (empty = none: priority() is used).
   virtual std::int64_t submit_time() const { return 0; }
+  virtual std::string_view priority_class() const { return {}; }
   virtual std::size_t group_count() const = 0;
   virtual TaskGroupInfo group(std::size_t group) const = 0;
   // Allowed GPU models of a group (an OR-list); none listed = any model.

@@ -112,6 +112,8 @@ enum class ReasonKind : std::uint16_t {
   kReservedForOther,      // capacity is held for another job's reservation or preemption
   kBackoff,               // requeued after a failure, waiting out its backoff
   kOther,
+  // input amounts (appended by fairness)
+  kInvalidAmount,         // a request below zero, or a total (request, priority + aging) beyond 64 bits
   // appended by the gang family
   kNoPlacementExists,     // every bound holds, but the exact search proved no placement on this state
 };
@@ -122,7 +124,7 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kNodeUnhealthy: return "node unhealthy";
     case ReasonKind::kSelectorMismatch: return "node selector mismatch";
     case ReasonKind::kGpuModelNotAllowed: return "GPU model not allowed";
-    case ReasonKind::kInsufficientCpu: return "insufficient cpu";
+    case ReasonKind::kInsufficientCpu: return "insufficient CPU";
     case ReasonKind::kInsufficientMemory: return "insufficient memory";
     case ReasonKind::kInsufficientGpus: return "insufficient GPUs";
     case ReasonKind::kInsufficientGpuShare: return "insufficient GPU share";
@@ -146,6 +148,7 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kReservedForOther: return "capacity reserved for another job";
     case ReasonKind::kBackoff: return "backing off after a failure";
     case ReasonKind::kOther: return "other";
+    case ReasonKind::kInvalidAmount: return "amount negative or beyond 64 bits";
     case ReasonKind::kNoPlacementExists: return "no placement satisfies the constraints";
   }
   return "?";

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -38,11 +39,101 @@ enum class QuantityUnit {
   kBytes,  // bytes: "64Gi", "1G", "512Mi", "1024"
 };
 
+namespace detail {
+
+// 128-bit intermediate so that mantissa x suffix never overflows before the range check.
+__extension__ typedef __int128 QuantityWide;
+
+// A Kubernetes resource.Quantity suffix: value = mantissa * num / den in the base unit (before the
+// conversion to milli-units). Binary (Ki..Pi) and decimal (k..P) suffixes as in
+// k8s.io/apimachinery/pkg/api/resource; "m" is milli.
+struct QuantitySuffix {
+  std::string_view text;
+  std::int64_t num;
+  std::int64_t den;
+};
+
+inline constexpr QuantitySuffix kQuantitySuffixes[] = {
+    {"Ki", 1LL << 10, 1}, {"Mi", 1LL << 20, 1}, {"Gi", 1LL << 30, 1}, {"Ti", 1LL << 40, 1},
+    {"Pi", 1LL << 50, 1}, {"k", 1000, 1},       {"M", 1000000, 1},    {"G", 1000000000, 1},
+    {"T", 1000000000000LL, 1}, {"P", 1000000000000000LL, 1}, {"m", 1, 1000},
+};
+
+}  // namespace detail
+
 // Parses a Kubernetes-style quantity. Fails (with a message naming the text) on empty, negative,
 // fractional-below-unit or overflowing input.
-Result<std::int64_t> parse_quantity(std::string_view text, QuantityUnit unit);
+inline Result<std::int64_t> parse_quantity(std::string_view text, QuantityUnit unit) {
+  using detail::QuantityWide;
+  auto fail = [&](std::string_view why, ErrorCode code = ErrorCode::kInvalidValue)
+      -> Result<std::int64_t> {
+    std::string message(why);
+    message += " (got \"";
+    message += text;
+    message += "\")";
+    return Error{std::move(message), code, {}};
+  };
+  if (text.empty()) return fail("expected a quantity");
+  if (text.front() == '-') return fail("expected a non-negative quantity");
+  std::string_view rest = text;
+  if (rest.front() == '+') rest.remove_prefix(1);
+
+  // Mantissa: digits with an optional decimal point.
+  std::size_t i = 0;
+  QuantityWide mantissa = 0;
+  int frac_digits = 0;
+  bool seen_digit = false, seen_point = false;
+  for (; i < rest.size(); ++i) {
+    char c = rest[i];
+    if (c >= '0' && c <= '9') {
+      seen_digit = true;
+      mantissa = mantissa * 10 + (c - '0');
+      if (seen_point) ++frac_digits;
+      if (mantissa > (QuantityWide{1} << 63) || frac_digits > 9)
+        return fail("quantity out of range", ErrorCode::kOverflow);
+    } else if (c == '.' && !seen_point) {
+      seen_point = true;
+    } else {
+      break;
+    }
+  }
+  if (!seen_digit) return fail("expected a quantity");
+  std::string_view suffix = rest.substr(i);
+  std::int64_t num = 1, den = 1;
+  if (!suffix.empty()) {
+    bool found = false;
+    for (const auto& s : detail::kQuantitySuffixes) {
+      if (s.text == suffix) {
+        num = s.num;
+        den = s.den;
+        found = true;
+        break;
+      }
+    }
+    if (!found) return fail("unknown quantity suffix");
+  }
+  // Target scale: milli units multiply by 1000.
+  QuantityWide scale_num = num * (unit == QuantityUnit::kMilli ? 1000 : 1);
+  QuantityWide scale_den = den;
+  for (int k = 0; k < frac_digits; ++k) scale_den *= 10;
+  QuantityWide scaled = mantissa * scale_num;
+  if (scaled % scale_den != 0) {
+    return fail(unit == QuantityUnit::kMilli ? "quantity finer than one milli-unit"
+                                             : "expected a whole number");
+  }
+  scaled /= scale_den;
+  if (scaled > std::numeric_limits<std::int64_t>::max())
+    return fail("quantity out of range", ErrorCode::kOverflow);
+  return static_cast<std::int64_t>(scaled);
+}
 
 // Formats bytes the way Kubernetes would print them when exact ("64Gi"), else as a plain number.
-std::string format_bytes(Bytes bytes);
+inline std::string format_bytes(Bytes bytes) {
+  if (bytes > 0) {
+    if (bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "Gi";
+    if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "Mi";
+  }
+  return std::to_string(bytes);
+}
 
 }  // namespace gpusched

@@ -50,7 +50,12 @@ constexpr std::string_view error_code_name(ErrorCode c) {
 
 // `message` is complete on its own (it already names the field); `field` is the path alone, for
 // programs ("nodes[3].gpus", empty when the error is about no one field).
+// (A constructor, not an aggregate, so `Error{message}` stays valid without -Wextra's missing-field
+// warning.)
 struct Error {
+  Error() = default;
+  Error(std::string message_, ErrorCode code_ = ErrorCode::kInvalidValue, std::string field_ = {})  // NOLINT
+      : message(std::move(message_)), code(code_), field(std::move(field_)) {}
   std::string message;
   ErrorCode code = ErrorCode::kInvalidValue;
   std::string field;

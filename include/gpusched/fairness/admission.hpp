@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/drf.hpp"
 #include "gpusched/fairness/quota.hpp"
@@ -101,6 +102,14 @@ struct AgingPolicy {
   std::int64_t now = 0;       // the time waits are measured to
 };
 
+// The boost aging gives a job: min(max_boost, step · floor(waited / interval)), 0 when no step has
+// elapsed; computed without overflow for any times (a wait beyond INT64_MAX saturates).
+std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging);
+// priority + aging_boost, or an ErrorCode::kOverflow error (field "priority") when the sum exceeds
+// INT64_MAX: the planner reports such a job as invalid instead of wrapping it to the lowest priority.
+Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging);
+// checked_effective_priority's value; INT64_MAX when it overflows (the planner never uses this value
+// for such a job: it is reported invalid).
 std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging);
 
 struct AdmittedJob {
@@ -133,7 +142,15 @@ enum class PendingKind : std::uint8_t {
   kNoAllowedFlavor,   // none of the job's allowed GPU models is offered by the queue
   kDoesNotFit,        // every candidate flavor missed: see misses
   kBehindStrictHead,  // a StrictFIFO queue stopped at its head `behind`
+  kPriorityOverflow,  // priority + aging boost exceeds INT64_MAX (checked_effective_priority)
+  kInvalidRequest,    // a negative request, or totals that overflow int64 (request_problem)
 };
+
+// Why a job's request cannot be used as it is: nullptr when it can, else the field at fault
+// ("gpu_milli", "base[0]", "groups[1].cpu", ...). Checked: every amount non-negative, gpu_milli plus
+// any GPU entry of `base` representable, and every group's replicas × per-replica request
+// representable (issue 15: a job asking for ~9.2e18 cores must not wrap to a small or negative total).
+const char* request_problem(const PendingJob& job, Eigen::Index dimensions);
 
 struct PendingJobReport {
   std::size_t job;
@@ -172,6 +189,7 @@ struct AdmissionDecision {
   bool partial = false;
   std::vector<std::int32_t> replicas;  // per group, when the job lists groups
   std::string reason;  // why not, or how ("fits within nominal quota on gpu:H100-80GB")
+  Outcome outcome;     // the same answer in the one vocabulary (see FairSharePlanner::outcome)
 };
 
 class FairSharePlanner {
@@ -187,6 +205,21 @@ class FairSharePlanner {
   // The text of a pending job's reason ("queue q: exceeds nominal quota ... on gpu:H100 (requested 8,
   // available 4)"); `jobs` are the jobs the plan was made from.
   std::string reason(const AdmissionPlan& plan, const PendingJobReport& pending, std::span<const PendingJob> jobs) const;
+
+  // A pending job's answer in the one vocabulary (core/outcome.hpp), built from the plan's
+  // structured reasons without formatting any text:
+  //   kInvalid     the job names no queue (kNoSuchQueue) or a queue with children (kNotLeafQueue), or
+  //                its priority or request overflows / is negative (kOverflow, kNegativeAmount);
+  //   kInfeasible  the queue offers no flavor the job may use (kNoFlavorOffered), or on every
+  //                candidate flavor the request is larger than the cluster's capacity or than the
+  //                queue's quota could ever give (nominal, plus borrowing limit and cohort pool);
+  //   kNotNow      it waits behind a StrictFIFO head (kBehindStrictHead), or some candidate would fit
+  //                once resources or quota free up: kClusterFull, kOverNominalQuota,
+  //                kOverBorrowingLimit, kCohortExhausted or kReclaimable.
+  // One reason per candidate flavor tried; `unit` is the dimension's (milli-CPU, bytes, milli-GPU),
+  // `needed`/`available` the request and what was available on the first dimension short, and
+  // `subject` that dimension's index in space() (the job's index for kBehindStrictHead: the head).
+  Outcome outcome(const AdmissionPlan& plan, const PendingJobReport& pending) const;
 
   const ResourceSpace& space() const { return space_; }
   std::optional<std::size_t> find_queue(std::string_view name) const;
@@ -210,3 +243,5 @@ class FairSharePlanner {
 };
 
 }  // namespace gpusched::fairness
+
+#include "gpusched/fairness/detail/admission_impl.hpp"

@@ -52,7 +52,8 @@
 #include <Eigen/Core>
 
 #include "gpusched/core/result.hpp"
-#include "gpusched/fairness/internal/indexed_heap.hpp"
+#include "gpusched/fairness/detail/exact_share.hpp"
+#include "gpusched/fairness/detail/indexed_heap.hpp"
 
 namespace gpusched::fairness {
 
@@ -131,11 +132,14 @@ class DrfSorter {
   const Amounts& total() const { return total_; }
 
  private:
+  // Lower weighted dominant share first, compared exactly (detail/exact_share.hpp: the doubles
+  // decide when clearly apart, the exact fractions otherwise), then the lower id.
   struct Less {
     const std::vector<double>* share;
+    const std::vector<detail::ExactShare>* exact;
     bool operator()(std::uint32_t a, std::uint32_t b) const {
-      const double sa = (*share)[a], sb = (*share)[b];
-      return sa < sb || (sa == sb && a < b);
+      const auto order = detail::fairness_share_order((*share)[a], (*exact)[a], (*share)[b], (*exact)[b]);
+      return order < 0 || (order == 0 && a < b);
     }
   };
   void refresh(ClientId c);
@@ -144,7 +148,8 @@ class DrfSorter {
   std::vector<std::int64_t> alloc_;  // client-major, resources() per client
   std::vector<double> weight_;
   std::vector<double> share_;
-  internal::IndexedHeap<Less> heap_;
+  std::vector<detail::ExactShare> exact_;  // the same shares as exact fractions, for ties
+  detail::IndexedHeap<Less> heap_;
 };
 
 // --- the whole-task scheduler -----------------------------------------------------------------------
@@ -169,3 +174,5 @@ struct WholeTaskAllocation {
 Result<WholeTaskAllocation> drf_whole_tasks(const Amounts& capacity, std::span<const TaskUser> users);
 
 }  // namespace gpusched::fairness
+
+#include "gpusched/fairness/detail/drf_impl.hpp"

@@ -143,3 +143,5 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
                                                       std::span<const FractionalUser> nodes);
 
 }  // namespace gpusched::fairness
+
+#include "gpusched/fairness/detail/hdrf_impl.hpp"

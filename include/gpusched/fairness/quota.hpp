@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/drf.hpp"
 
@@ -49,6 +50,10 @@ enum class QuotaVerdict : std::uint8_t {
   kReclaimable,          // within nominal quota, but lent out: reclaiming from borrowers would admit it
 };
 std::string_view verdict_text(QuotaVerdict v);
+// The one vocabulary (core/outcome.hpp): kFits and kFitsBorrowing are kPlaced; every refusal names
+// its ReasonKind (kOverNominalQuota, kOverBorrowingLimit, kCohortExhausted, kReclaimable).
+// Whether a refusal is kNotNow or kInfeasible depends on the amounts (FairSharePlanner::outcome).
+ReasonKind reason_kind(QuotaVerdict v);
 
 struct QuotaCheck {
   QuotaVerdict verdict = QuotaVerdict::kFits;
@@ -85,6 +90,10 @@ class QuotaBook {
   Amounts borrowed(std::size_t q) const;
   std::int64_t cohort_pool(std::size_t q, std::size_t dim) const;
   std::int64_t cohort_pool_used(std::size_t q, std::size_t dim) const;
+  // The most queue q could ever hold on a dimension, with every other queue's usage gone: its
+  // nominal quota without a cohort; with one, min(nominal + borrowing limit, guaranteed + the
+  // cohort's pool) (saturating at INT64_MAX); INT64_MAX where unconstrained.
+  std::int64_t ceiling(std::size_t q, std::size_t dim) const;
 
  private:
   std::int64_t guaranteed(std::size_t q, Eigen::Index r) const;
@@ -101,3 +110,5 @@ class QuotaBook {
 };
 
 }  // namespace gpusched::fairness
+
+#include "gpusched/fairness/detail/quota_impl.hpp"

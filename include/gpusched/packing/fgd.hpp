@@ -29,8 +29,11 @@
 // Speed. F depends only on a node's state (free CPU and memory, the multiset of (free share, model)
 // of its GPUs), and thousands of nodes share a few hundred states. After `attach`, the policy keeps
 // nodes grouped in classes of equal state, each with a memo of (task shape -> score), and a decision
-// visits classes, not nodes; `observe` moves the one node that changed. Without `attach` it
-// evaluates every fitting node directly (same answers; tests compare the two).
+// visits classes, not nodes; `observe` moves the one node that changed. The classes are a cache of
+// the attached state keyed to its generation (cluster_state.hpp): reservations made without
+// `observe` (place_job, place_gang) and cluster events are caught up before the next decision by
+// revisiting the nodes whose version is newer, so the cache never answers for a state it has not
+// seen. Without `attach` it evaluates every fitting node directly (same answers; tests compare).
 //
 // FGD-OC (ours: FGD with opportunity costs). FGD judges a placement by the node's own fragmentation.
 // Three things it cannot see decide most of what it leaves unallocated on the Alibaba trace
@@ -135,7 +138,7 @@ struct FgdOptions {
   std::string name = "FGD";
 };
 
-namespace internal {
+namespace detail {
 struct FgdCosts;
 }
 
@@ -183,10 +186,18 @@ class FgdPolicy : public TracePolicy {
 
   TargetWorkload workload_;
   FgdOptions options_;
-  std::unique_ptr<internal::FgdCosts> costs_;  // null for plain FGD
+  std::unique_ptr<detail::FgdCosts> costs_;  // null for plain FGD
   std::unique_ptr<GpuPicker> picker_;
+  // The class index is a cache of the attached state, keyed to its instance and generation
+  // (ClusterState::generation): changes the policy was not told about through `observe` (place_job,
+  // place_gang, cluster events) are caught up before the next decision.
+  void rebuild_index(const ClusterState& state) const;
+  void refresh_node(const ClusterState& state, NodeId n) const;
+  void catch_up(const ClusterState& state) const;
   mutable std::unique_ptr<Index> index_;
-  const ClusterState* attached_ = nullptr;
+  std::uint64_t attached_instance_ = 0;
 };
 
 }  // namespace gpusched
+
+#include "gpusched/packing/detail/fgd_impl.hpp"

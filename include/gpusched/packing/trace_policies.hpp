@@ -179,3 +179,8 @@ std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint6
                                                const TargetWorkload& workload);
 
 }  // namespace gpusched
+
+#include "gpusched/packing/detail/trace_policies_impl.hpp"
+// make_trace_policy constructs FGD: its definition comes with fgd.hpp (which includes this header;
+// either order of inclusion works).
+#include "gpusched/packing/fgd.hpp"

@@ -1,4 +1,4 @@
-// gpusched/fairness/internal/indexed_heap.hpp — a binary min-heap over small integer ids whose keys
+// gpusched/fairness/detail/indexed_heap.hpp — a binary min-heap over small integer ids whose keys
 // can change in place.
 //
 // The DRF sorters keep one entry per client (queue) and, after an allocation, move only that client
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace gpusched::fairness::internal {
+namespace gpusched::fairness::detail {
 
 template <class Less>
 class IndexedHeap {
@@ -93,4 +93,4 @@ class IndexedHeap {
   std::vector<std::uint32_t> pos_;
 };
 
-}  // namespace gpusched::fairness::internal
+}  // namespace gpusched::fairness::detail

@@ -1,75 +1,127 @@
-#include "gpusched/fairness/admission.hpp"
+// gpusched/fairness/detail/admission_impl.hpp — the definitions behind gpusched/fairness/admission.hpp.
+//
+// Included at the end of admission.hpp, never on its own: the fairness family is header-only (issue 11),
+// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
+// library to link.
+#pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <cstdio>
 #include <numeric>
 
-#include <fmt/format.h>
+#include "gpusched/fairness/detail/text.hpp"
 
 #include "gpusched/core/quantity.hpp"
 #include "gpusched/fairness/hdrf.hpp"
 
 namespace gpusched::fairness {
 
-std::string ResourceSpace::name(Eigen::Index dim) const {
+inline std::string ResourceSpace::name(Eigen::Index dim) const {
   if (dim == kCpu) return "cpu";
   if (dim == kMemory) return "memory";
-  return fmt::format("gpu:{}", gpu_models[static_cast<std::size_t>(dim - 2)]);
+  return detail::fairness_text("gpu:", gpu_models[static_cast<std::size_t>(dim - 2)]);
 }
 
-std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model) const {
+inline std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model) const {
   for (std::size_t k = 0; k < gpu_models.size(); ++k)
     if (gpu_models[k] == model) return static_cast<Eigen::Index>(2 + k);
   return std::nullopt;
 }
 
-namespace {
-std::string milli(std::int64_t v) {
-  if (v % 1000 == 0) return fmt::format("{}", v / 1000);
-  return fmt::format("{:.3f}", static_cast<double>(v) / 1000.0);
+namespace detail {
+// A milli-unit amount in whole units: "4", or "4.500" (three decimals, as the CLI's tables print).
+inline std::string fairness_format_milli(std::int64_t v) {
+  if (v % 1000 == 0) return fairness_text(v / 1000);
+  char buffer[48];
+  const int n = std::snprintf(buffer, sizeof buffer, "%.3f", static_cast<double>(v) / 1000.0);
+  return std::string(buffer, static_cast<std::size_t>(n > 0 ? n : 0));
 }
-}  // namespace
+}  // namespace detail
 
-std::string ResourceSpace::format(Eigen::Index dim, std::int64_t amount) const {
+inline std::string ResourceSpace::format(Eigen::Index dim, std::int64_t amount) const {
   if (dim == kMemory) return format_bytes(amount);
-  return milli(amount);  // cores or GPUs
+  return detail::fairness_format_milli(amount);  // cores or GPUs
 }
 
-std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
-  if (aging.interval <= 0) return job.priority;
-  const std::int64_t waited = std::max<std::int64_t>(0, aging.now - job.submit_time);
+inline std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging) {
+  if (aging.interval <= 0 || aging.step <= 0 || aging.max_boost <= 0 || job.submit_time >= aging.now) return 0;
+  // now - submit_time can exceed INT64_MAX (now huge, submit far negative): such a wait is longer
+  // than any the boost distinguishes, so it saturates instead of wrapping to a negative wait.
+  std::int64_t waited = 0;
+  if (__builtin_sub_overflow(aging.now, job.submit_time, &waited)) waited = std::numeric_limits<std::int64_t>::max();
   const std::int64_t steps = waited / aging.interval;
-  // Saturating: a huge wait or step must not overflow.
-  std::int64_t boost = aging.max_boost;
-  if (aging.step <= 0) boost = 0;
-  else if (steps < aging.max_boost / aging.step) boost = std::min(aging.max_boost, steps * aging.step);
-  return job.priority + std::max<std::int64_t>(0, boost);
+  if (steps == 0) return 0;  // no step elapsed: no boost is due, however small max_boost / step is
+  // steps · step > max_boost exactly when steps > floor(max_boost / step): compared without forming
+  // the product, which could overflow.
+  if (steps > aging.max_boost / aging.step) return aging.max_boost;
+  return steps * aging.step;
 }
 
-Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
+namespace detail {
+// priority + aging boost into `out`; false when the sum overflows (then `out` is unspecified).
+inline bool fairness_add_priority(const PendingJob& job, const AgingPolicy& aging, std::int64_t& out) {
+  return !__builtin_add_overflow(job.priority, aging_boost(job, aging), &out);
+}
+}  // namespace detail
+
+inline Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+  std::int64_t out = 0;
+  if (!detail::fairness_add_priority(job, aging, out))
+    return detail::fairness_error(ErrorCode::kOverflow,
+                                  detail::fairness_text("priority: ", job.priority, " plus an aging boost of ",
+                                                        aging_boost(job, aging), " exceeds the largest priority (",
+                                                        std::numeric_limits<std::int64_t>::max(), ")"));
+  return out;
+}
+
+inline const char* request_problem(const PendingJob& job, Eigen::Index dimensions) {
+  static constexpr const char* kBaseFields[] = {"base[0] (cpu)", "base[1] (memory)", "base[gpu]"};
+  if (job.gpu_milli < 0) return "gpu_milli";
+  if (job.base.size() == dimensions) {
+    for (Eigen::Index d = 0; d < dimensions; ++d) {
+      if (job.base[d] < 0) return kBaseFields[std::min<Eigen::Index>(d, 2)];
+      std::int64_t sum = 0;
+      if (d >= 2 && __builtin_add_overflow(job.base[d], job.gpu_milli, &sum)) return "gpu_milli";
+    }
+  }
+  for (const auto& g : job.groups) {
+    std::int64_t product = 0;
+    if (g.cpu < 0 || __builtin_mul_overflow(std::int64_t{g.replicas}, g.cpu, &product)) return "groups[].cpu";
+    if (g.memory < 0 || __builtin_mul_overflow(std::int64_t{g.replicas}, g.memory, &product)) return "groups[].memory";
+    if (g.gpu_milli < 0 || __builtin_mul_overflow(std::int64_t{g.replicas}, g.gpu_milli, &product)) return "groups[].gpu_milli";
+  }
+  return nullptr;
+}
+
+inline std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+  std::int64_t out = 0;
+  return detail::fairness_add_priority(job, aging, out) ? out : std::numeric_limits<std::int64_t>::max();
+}
+
+inline Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
                                                  std::vector<QueueConfig> queues) {
   const Eigen::Index m = space.size();
   if (capacity.size() != m || free.size() != m)
-    return Error{fmt::format("capacity: expected {} dimensions, got {} (free {})", m, capacity.size(), free.size())};
+    return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("capacity: expected ", m, " dimensions, got ", capacity.size(), " (free ", free.size(), ")"));
   for (Eigen::Index r = 0; r < m; ++r)
     if (capacity[r] < 0 || free[r] < 0 || free[r] > capacity[r])
-      return Error{fmt::format("capacity: {} has capacity {} and free {} (expected 0 <= free <= capacity)", space.name(r),
-                               capacity[r], free[r])};
+      return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("capacity: ", space.name(r), " has capacity ", capacity[r], " and free ", free[r], " (expected 0 <= free <= capacity)"));
   FairSharePlanner p;
   std::map<std::string, std::size_t, std::less<>> index;
   for (std::size_t q = 0; q < queues.size(); ++q) {
     const auto& queue = queues[q];
-    if (queue.name.empty()) return Error{fmt::format("queues[{}].name: must not be empty", q)};
+    if (queue.name.empty()) return detail::fairness_error(ErrorCode::kMissingField, detail::fairness_text("queues[", q, "].name: must not be empty"));
     if (!index.emplace(queue.name, q).second)
-      return Error{fmt::format("queues[{}].name: duplicate queue name \"{}\"", q, queue.name)};
+      return detail::fairness_error(ErrorCode::kDuplicate, detail::fairness_text("queues[", q, "].name: duplicate queue name \"", queue.name, "\""));
     if (!std::isfinite(queue.weight) || queue.weight <= 0)
-      return Error{fmt::format("queues[{}] ({}).weight: expected a positive number, got {}", q, queue.name, queue.weight)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("queues[", q, "] (", queue.name, ").weight: expected a positive number, got ", queue.weight));
     for (const auto& model : queue.flavor_order)
       if (!space.gpu_dim(model))
-        return Error{fmt::format("queues[{}] ({}).flavors: unknown GPU model \"{}\" (not in the cluster)", q, queue.name, model)};
+        return detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("queues[", q, "] (", queue.name, ").flavors: unknown GPU model \"", model, "\" (not in the cluster)"));
   }
   p.parent_.assign(queues.size(), -1);
   p.leaf_.assign(queues.size(), 1);
@@ -77,7 +129,7 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
     if (queues[q].parent.empty()) continue;
     auto it = index.find(queues[q].parent);
     if (it == index.end())
-      return Error{fmt::format("queues[{}] ({}).parent: no queue named \"{}\"", q, queues[q].name, queues[q].parent)};
+      return detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("queues[", q, "] (", queues[q].name, ").parent: no queue named \"", queues[q].parent, "\""));
     p.parent_[q] = static_cast<std::int64_t>(it->second);
     p.leaf_[it->second] = 0;
   }
@@ -92,8 +144,7 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
       if (p.parent_[at] < 0) break;
       at = static_cast<std::size_t>(p.parent_[at]);
       if (state[at] == 1)
-        return Error{fmt::format("queues[{}] ({}).parent: the queue tree has a cycle through \"{}\"", q, queues[q].name,
-                                 queues[at].name)};
+        return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("queues[", q, "] (", queues[q].name, ").parent: the queue tree has a cycle through \"", queues[at].name, "\""));
     }
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       state[*it] = 2;
@@ -104,10 +155,10 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
   for (std::size_t q = 0; q < queues.size(); ++q) {
     const auto& queue = queues[q];
     if (!p.leaf_[q] && (queue.nominal.size() != 0 || !queue.cohort.empty() || queue.usage.size() != 0))
-      return Error{fmt::format("queues[{}] ({}): a queue with child queues takes no quota, cohort or usage "
-                               "(put them on its leaf queues)", q, queue.name)};
+      return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("queues[", q, "] (", queue.name, "): a queue with child queues takes no quota, cohort or usage "
+                               "(put them on its leaf queues)"));
     if (queue.usage.size() != 0 && queue.usage.size() != m)
-      return Error{fmt::format("queues[{}] ({}).usage: expected {} dimensions, got {}", q, queue.name, m, queue.usage.size())};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("queues[", q, "] (", queue.name, ").usage: expected ", m, " dimensions, got ", queue.usage.size()));
     quotas.push_back(QueueQuota{queue.name, queue.cohort, queue.nominal, queue.borrowing_limit, queue.lending_limit});
   }
   auto book = QuotaBook::build(static_cast<std::size_t>(m), std::move(quotas));
@@ -123,17 +174,17 @@ Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts ca
   return p;
 }
 
-std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
+inline std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
   const auto it = queue_by_name_.find(name);
   if (it == queue_by_name_.end()) return std::nullopt;
   return it->second;
 }
 
-namespace {
+namespace detail {
 
 // Allowed GPU dimensions of a job as a bit mask over gpu_models (bit k = dimension 2 + k); a job
 // naming no model allows all. Resolved once per job, so the hot loop compares no strings.
-std::uint64_t allowed_mask(const ResourceSpace& space, const PendingJob& job) {
+inline std::uint64_t fairness_allowed_mask(const ResourceSpace& space, const PendingJob& job) {
   if (job.gpu_models.empty()) return ~std::uint64_t{0};
   std::uint64_t mask = 0;
   for (const auto& model : job.gpu_models)
@@ -142,7 +193,7 @@ std::uint64_t allowed_mask(const ResourceSpace& space, const PendingJob& job) {
 }
 
 // The flavors (GPU dimensions) a queue offers, in the order they are tried.
-std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
+inline std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
   std::vector<Eigen::Index> order;
   if (!queue.flavor_order.empty()) {
     for (const auto& model : queue.flavor_order) order.push_back(*space.gpu_dim(model));
@@ -155,7 +206,7 @@ std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueCon
 // Candidate k of a job: -1 (the only one) for CPU-only jobs, else the k-th allowed flavor of the
 // queue. Writes the request into `scratch` (no allocation) and returns the GPU dimension, or -2 when
 // there is no k-th candidate.
-struct Candidates {
+struct FlavorCandidates {
   const std::vector<Eigen::Index>& flavors;
   // The request without GPUs: `full_base` (space.size() entries) when given, else cpu and memory
   // alone (the other entries zero). The planner keeps cpu and memory in its compact job records and
@@ -194,22 +245,19 @@ struct Candidates {
   }
 };
 
-std::string quota_reason(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const QuotaCheck& c) {
-  std::string text = fmt::format("queue {}: {} on {} (requested {}, available {})", book.queue(q).name,
-                                 verdict_text(c.verdict), space.name(c.dimension),
-                                 space.format(c.dimension, c.requested), space.format(c.dimension, c.available));
+inline std::string fairness_quota_reason(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const QuotaCheck& c) {
+  std::string text = fairness_text("queue ", book.queue(q).name, ": ", verdict_text(c.verdict), " on ", space.name(c.dimension), " (requested ", space.format(c.dimension, c.requested), ", available ", space.format(c.dimension, c.available), ")");
   if (!c.borrowers.empty()) {
     std::string list;
     for (const auto& b : c.borrowers)
-      list += fmt::format("{}{} borrows {}", list.empty() ? "" : ", ", book.queue(b.queue).name,
-                          space.format(c.dimension, b.amount));
-    text += fmt::format("; reclaim from: {}", list);
+      list += fairness_text(list.empty() ? "" : ", ", book.queue(b.queue).name, " borrows ", space.format(c.dimension, b.amount));
+    text += fairness_text("; reclaim from: ", list);
   }
   return text;
 }
 
 // Tier 0 when some candidate fits the queue's own nominal quota (own usage only).
-std::uint8_t tier_of(const Candidates& cands, std::size_t q, const QuotaBook& book, Amounts& scratch) {
+inline std::uint8_t fairness_tier_of(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, Amounts& scratch) {
   std::size_t cursor = 0;
   for (std::size_t k = 0;; ++k) {
     if (cands.get(k, cursor, scratch) == -2) return 1;
@@ -217,9 +265,9 @@ std::uint8_t tier_of(const Candidates& cands, std::size_t q, const QuotaBook& bo
   }
 }
 
-// What decide() found: admitted (with the flavor), or why not; the misses of every candidate go to
+// What decide_flavor() found: admitted (with the flavor), or why not; the misses of every candidate go to
 // the caller's vector, so nothing is formatted or allocated per job on the planning path.
-struct Outcome {
+struct FlavorDecision {
   bool admitted = false;
   bool borrows = false;
   int gpu_dim = -1;
@@ -229,7 +277,7 @@ struct Outcome {
 // Chooses the flavor for a job (first within nominal quota, else first by borrowing) and fills
 // `request` with what it takes. When nothing fits, `misses` gains one entry per candidate, in the
 // order tried; when something fits, `misses` is left as it was.
-Outcome decide(const Candidates& cands, std::size_t q, const QuotaBook& book, const Amounts& free, Amounts& request,
+inline FlavorDecision decide_flavor(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, const Amounts& free, Amounts& request,
                Amounts& scratch, std::vector<CandidateMiss>& misses) {
   const std::size_t mark = misses.size();
   int borrowing_dim = -2;
@@ -283,45 +331,45 @@ Outcome decide(const Candidates& cands, std::size_t q, const QuotaBook& book, co
 }
 
 // Partial admission (admission.hpp, ReplicaGroup): the replicas group g keeps at step s of S.
-std::int32_t group_max(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
-std::int32_t group_min(const ReplicaGroup& g) {
-  return g.min_replicas < 0 ? group_max(g) : std::min(g.min_replicas, group_max(g));
+inline std::int32_t replica_group_max(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
+inline std::int32_t replica_group_min(const ReplicaGroup& g) {
+  return g.min_replicas < 0 ? replica_group_max(g) : std::min(g.min_replicas, replica_group_max(g));
 }
-std::int64_t elastic_steps(const PendingJob& job) {
+inline std::int64_t replica_elastic_steps(const PendingJob& job) {
   std::int64_t steps = 0;
-  for (const auto& g : job.groups) steps = std::max<std::int64_t>(steps, group_max(g) - group_min(g));
+  for (const auto& g : job.groups) steps = std::max<std::int64_t>(steps, replica_group_max(g) - replica_group_min(g));
   return steps;
 }
-std::int32_t replicas_at(const ReplicaGroup& g, std::int64_t step, std::int64_t steps) {
-  if (steps <= 0) return group_max(g);
-  return static_cast<std::int32_t>(group_max(g) - (std::int64_t{group_max(g) - group_min(g)} * step) / steps);
+inline std::int32_t replicas_at_step(const ReplicaGroup& g, std::int64_t step, std::int64_t steps) {
+  if (steps <= 0) return replica_group_max(g);
+  return static_cast<std::int32_t>(replica_group_max(g) - (std::int64_t{replica_group_max(g) - replica_group_min(g)} * step) / steps);
 }
 
-// decide(), and for an elastic job that does not fit whole, the least reduction that fits (binary
+// decide_flavor(), and for an elastic job that does not fit whole, the least reduction that fits (binary
 // search over the step: a smaller request never fits worse). Returns the step taken (0 = whole);
 // `out` is the outcome at that step, `request` what it takes. When even the minimum does not fit,
 // `misses` holds the misses of the minimum.
-std::int64_t decide_elastic(const PendingJob& job, const Candidates& whole, std::size_t q, const QuotaBook& book,
+inline std::int64_t decide_flavor_elastic(const PendingJob& job, const FlavorCandidates& whole, std::size_t q, const QuotaBook& book,
                             const Amounts& free, Amounts& request, Amounts& scratch, std::vector<CandidateMiss>& misses,
-                            Outcome& out) {
+                            FlavorDecision& out) {
   const std::size_t mark = misses.size();
-  out = decide(whole, q, book, free, request, scratch, misses);
+  out = decide_flavor(whole, q, book, free, request, scratch, misses);
   if (out.admitted || out.kind != PendingKind::kDoesNotFit) return 0;
-  const std::int64_t steps = elastic_steps(job);
+  const std::int64_t steps = replica_elastic_steps(job);
   if (steps == 0) return 0;
   Amounts base(scratch.size());
   auto at = [&](std::int64_t step) {
     whole.load_base(base);
     std::int64_t gpu = whole.gpu_milli;
     for (const auto& g : job.groups) {
-      const std::int64_t dropped = group_max(g) - replicas_at(g, step, steps);
+      const std::int64_t dropped = replica_group_max(g) - replicas_at_step(g, step, steps);
       base[ResourceSpace::kCpu] -= dropped * g.cpu;
       base[ResourceSpace::kMemory] -= dropped * g.memory;
       gpu -= dropped * g.gpu_milli;
     }
     base = base.cwiseMax(0);
-    const Candidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
-    return decide(reduced, q, book, free, request, scratch, misses);
+    const FlavorCandidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
+    return decide_flavor(reduced, q, book, free, request, scratch, misses);
   };
   misses.resize(mark);
   out = at(steps);
@@ -340,20 +388,20 @@ std::int64_t decide_elastic(const PendingJob& job, const Candidates& whole, std:
   return hi;
 }
 
-std::vector<std::int32_t> replicas_of(const PendingJob& job, std::int64_t step) {
+inline std::vector<std::int32_t> replicas_of_job(const PendingJob& job, std::int64_t step) {
   std::vector<std::int32_t> out;
   out.reserve(job.groups.size());
-  const std::int64_t steps = step > 0 ? elastic_steps(job) : 0;
-  for (const auto& g : job.groups) out.push_back(replicas_at(g, step, steps));
+  const std::int64_t steps = step > 0 ? replica_elastic_steps(job) : 0;
+  for (const auto& g : job.groups) out.push_back(replicas_at_step(g, step, steps));
   return out;
 }
 
 // The per-job fields the planning loop reads, compact and contiguous (see plan()).
-constexpr std::uint8_t kNamesModels = 1;  // the job lists allowed GPU models
-constexpr std::uint8_t kHasGroups = 2;    // the job lists replica groups (replicas are reported)
-constexpr std::uint8_t kElastic = 4;      // some group may shrink (partial admission)
-constexpr std::uint8_t kFullBase = 8;     // the base request has non-zero GPU entries: read it whole
-struct JobHot {  // trivially constructible: arrays of it are allocated without zero-filling
+inline constexpr std::uint8_t kJobNamesModels = 1;  // the job lists allowed GPU models
+inline constexpr std::uint8_t kJobHasGroups = 2;    // the job lists replica groups (replicas are reported)
+inline constexpr std::uint8_t kJobElastic = 4;      // some group may shrink (partial admission)
+inline constexpr std::uint8_t kJobFullBase = 8;     // the base request has non-zero GPU entries: read it whole
+struct PlannerJobRecord {  // trivially constructible: arrays of it are allocated without zero-filling
   std::int64_t gpu_milli;
   std::uint64_t allowed;
   std::int64_t priority;  // effective
@@ -361,87 +409,167 @@ struct JobHot {  // trivially constructible: arrays of it are allocated without 
   std::uint32_t job;      // input index
   std::uint8_t flags;
 };
-struct SortKey {
+struct PlannerSortKey {
   std::int64_t priority;
   std::int64_t submit;
   std::uint32_t job;  // position in the queue's bucket (input order)
 };
 
-std::string miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
-  if (!m.cluster) return quota_reason(space, book, q, m.quota);
+inline std::string fairness_miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
+  if (!m.cluster) return fairness_quota_reason(space, book, q, m.quota);
   const auto r = static_cast<Eigen::Index>(m.dimension);
-  return fmt::format("cluster: not enough free {} (requested {}, free {})", space.name(r), space.format(r, m.requested),
-                     space.format(r, m.free));
+  return fairness_text("cluster: not enough free ", space.name(r), " (requested ", space.format(r, m.requested), ", free ", space.format(r, m.free), ")");
 }
 
 // The text of a reason; `queue_name` is the queue the job names (it may not exist).
-std::string pending_text(const ResourceSpace& space, const QuotaBook& book, PendingKind kind, std::size_t q,
+inline std::string fairness_pending_text(const ResourceSpace& space, const QuotaBook& book, PendingKind kind, std::size_t q,
                          const PendingJob& job, std::span<const CandidateMiss> misses, const PendingJob* behind) {
   switch (kind) {
-    case PendingKind::kNoSuchQueue: return fmt::format("queue \"{}\": no such queue", job.queue);
-    case PendingKind::kNotLeaf: return fmt::format("queue {}: has child queues; jobs go to leaf queues", job.queue);
-    case PendingKind::kNoFlavorOffered: return fmt::format("queue {}: offers no GPU flavor", job.queue);
+    case PendingKind::kNoSuchQueue: return fairness_text("queue \"", job.queue, "\": no such queue");
+    case PendingKind::kNotLeaf: return fairness_text("queue ", job.queue, ": has child queues; jobs go to leaf queues");
+    case PendingKind::kNoFlavorOffered: return fairness_text("queue ", job.queue, ": offers no GPU flavor");
     case PendingKind::kNoAllowedFlavor:
-      return fmt::format("queue {}: none of the allowed GPU models ({}) is offered", job.queue, fmt::join(job.gpu_models, ", "));
+      return fairness_text("queue ", job.queue, ": none of the allowed GPU models (", fairness_join(job.gpu_models, ", "), ") is offered");
     case PendingKind::kBehindStrictHead:
-      return fmt::format("queue {}: waits behind {} (StrictFIFO)", job.queue, behind ? behind->name : std::string("?"));
+      return fairness_text("queue ", job.queue, ": waits behind ", behind ? behind->name : std::string("?"), " (StrictFIFO)");
+    case PendingKind::kPriorityOverflow:
+      return fairness_text("job ", job.name, ": priority ", job.priority,
+                           " plus its aging boost exceeds the largest priority (overflow)");
+    case PendingKind::kInvalidRequest: {
+      const char* field = request_problem(job, space.size());
+      return fairness_text("job ", job.name, ": ", field ? field : "request",
+                           " is negative or its total overflows a 64-bit amount");
+    }
     case PendingKind::kDoesNotFit: break;
   }
   std::string text;
   for (const auto& m : misses) {
     if (!text.empty()) text += "; ";
-    text += miss_text(space, book, q, m);
+    text += fairness_miss_text(space, book, q, m);
   }
   return text;
 }
 
-}  // namespace
+// The unit of a fairness dimension in the one vocabulary.
+inline Unit fairness_unit(Eigen::Index dim) {
+  if (dim == ResourceSpace::kCpu) return Unit::kMilliCpu;
+  if (dim == ResourceSpace::kMemory) return Unit::kMemoryBytes;
+  return Unit::kMilliGpu;
+}
 
-AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
+// One candidate flavor's miss as a structured reason; `never` is set when that candidate cannot fit
+// however much frees up (more than the cluster's capacity, or than the queue's quota ceiling).
+inline Reason fairness_miss_reason(const QuotaBook& book, const Amounts& capacity, std::size_t q, const CandidateMiss& m,
+                                   bool& never) {
+  Reason r;
+  if (m.cluster) {
+    const auto d = static_cast<Eigen::Index>(m.dimension);
+    never = m.requested > capacity[d];
+    r = Reason{ReasonKind::kClusterFull, fairness_unit(d), m.requested, never ? capacity[d] : m.free, 0, m.dimension};
+  } else {
+    const auto d = static_cast<Eigen::Index>(m.quota.dimension);
+    never = m.quota.requested > capacity[d] || m.quota.requested > book.ceiling(q, static_cast<std::size_t>(d));
+    r = Reason{reason_kind(m.quota.verdict), fairness_unit(d), m.quota.requested, m.quota.available, 0, m.quota.dimension};
+  }
+  return r;
+}
+
+// The answer for a job whose every candidate missed: infeasible when none could ever fit.
+inline Outcome fairness_misses_outcome(const QuotaBook& book, const Amounts& capacity, std::size_t q,
+                                       std::span<const CandidateMiss> misses) {
+  Outcome out{Verdict::kInfeasible, {}};
+  for (const auto& m : misses) {
+    bool never = false;
+    out.reasons.push_back(fairness_miss_reason(book, capacity, q, m, never));
+    if (!never) out.verdict = Verdict::kNotNow;
+  }
+  if (misses.empty()) out.verdict = Verdict::kNotNow;
+  return out;
+}
+
+// The answer for the kinds that are not capacity misses.
+inline Outcome fairness_kind_outcome(PendingKind kind, std::size_t behind) {
+  switch (kind) {
+    case PendingKind::kNoSuchQueue: return Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kNoSuchQueue});
+    case PendingKind::kNotLeaf: return Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kNotLeafQueue});
+    case PendingKind::kNoFlavorOffered:
+    case PendingKind::kNoAllowedFlavor: return Outcome::with(Verdict::kInfeasible, Reason{ReasonKind::kNoFlavorOffered});
+    case PendingKind::kBehindStrictHead: {
+      Reason r{ReasonKind::kBehindStrictHead};
+      r.subject = behind > static_cast<std::size_t>(INT32_MAX) ? -1 : static_cast<std::int32_t>(behind);
+      return Outcome::with(Verdict::kNotNow, r);
+    }
+    case PendingKind::kPriorityOverflow: return Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kInvalidAmount});
+    case PendingKind::kInvalidRequest: return Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kInvalidAmount});
+    case PendingKind::kDoesNotFit: break;
+  }
+  return Outcome{Verdict::kNotNow, {}};
+}
+
+}  // namespace detail
+
+inline AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
   auto q = find_queue(job.queue);
   if (!q || !leaf_[*q]) {
     AdmissionDecision d;
-    d.reason = pending_text(space_, book_, q ? PendingKind::kNotLeaf : PendingKind::kNoSuchQueue, SIZE_MAX, job, {}, nullptr);
+    const PendingKind kind = q ? PendingKind::kNotLeaf : PendingKind::kNoSuchQueue;
+    d.reason = detail::fairness_pending_text(space_, book_, kind, SIZE_MAX, job, {}, nullptr);
+    d.outcome = detail::fairness_kind_outcome(kind, SIZE_MAX);
     return d;
   }
-  const auto flavors = flavor_dims(space_, queues_[*q]);
+  if (request_problem(job, space_.size()) != nullptr) {
+    AdmissionDecision d;
+    d.reason = detail::fairness_pending_text(space_, book_, PendingKind::kInvalidRequest, *q, job, {}, nullptr);
+    d.outcome = detail::fairness_kind_outcome(PendingKind::kInvalidRequest, SIZE_MAX);
+    return d;
+  }
+  const auto flavors = detail::fairness_flavor_dims(space_, queues_[*q]);
   if (job.base.size() != space_.size()) {
     AdmissionDecision d;
-    d.reason = fmt::format("job {}: base request has {} dimensions, expected {}", job.name, job.base.size(), space_.size());
+    d.reason = detail::fairness_text("job ", job.name, ": base request has ", job.base.size(), " dimensions, expected ", space_.size());
+    d.outcome = Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kOther});
     return d;
   }
-  const Candidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, allowed_mask(space_, job), !job.gpu_models.empty()};
+  const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty()};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
-  Outcome o;
-  const std::int64_t step = decide_elastic(job, cands, *q, book_, free_, request, scratch, misses, o);
-  AdmissionDecision d{o.admitted, o.borrows, o.gpu_dim, step > 0, {}, {}};
-  if (o.admitted && !job.groups.empty()) d.replicas = replicas_of(job, step);
+  detail::FlavorDecision o;
+  const std::int64_t step = detail::decide_flavor_elastic(job, cands, *q, book_, free_, request, scratch, misses, o);
+  AdmissionDecision d{o.admitted, o.borrows, o.gpu_dim, step > 0, {}, {}, {}};
+  if (o.admitted && !job.groups.empty()) d.replicas = detail::replicas_of_job(job, step);
   if (!o.admitted) {
-    d.reason = pending_text(space_, book_, o.kind, *q, job, misses, nullptr);
+    d.reason = detail::fairness_pending_text(space_, book_, o.kind, *q, job, misses, nullptr);
+    d.outcome = o.kind == PendingKind::kDoesNotFit ? detail::fairness_misses_outcome(book_, capacity_, *q, misses)
+                                                   : detail::fairness_kind_outcome(o.kind, SIZE_MAX);
   } else if (step > 0) {
-    d.reason = fmt::format("fits partially ({} of {} replicas){}", fmt::join(d.replicas, "+"),
-                           fmt::join(replicas_of(job, 0), "+"), o.borrows ? " by borrowing from the cohort" : "");
+    d.reason = detail::fairness_text("fits partially (", detail::fairness_join(d.replicas, "+"), " of ", detail::fairness_join(detail::replicas_of_job(job, 0), "+"), " replicas)", o.borrows ? " by borrowing from the cohort" : "");
   } else if (!o.borrows) {
-    d.reason = o.gpu_dim < 0 ? "fits within nominal quota" : fmt::format("fits within nominal quota on {}", space_.name(o.gpu_dim));
+    d.reason = o.gpu_dim < 0 ? "fits within nominal quota" : detail::fairness_text("fits within nominal quota on ", space_.name(o.gpu_dim));
   } else {
     d.reason = o.gpu_dim < 0 ? "fits by borrowing from the cohort"
-                             : fmt::format("fits by borrowing {} from the cohort", space_.name(o.gpu_dim));
+                             : detail::fairness_text("fits by borrowing ", space_.name(o.gpu_dim), " from the cohort");
   }
   return d;
 }
 
-std::string FairSharePlanner::reason(const AdmissionPlan& plan, const PendingJobReport& p,
+inline Outcome FairSharePlanner::outcome(const AdmissionPlan& plan, const PendingJobReport& p) const {
+  if (p.kind != PendingKind::kDoesNotFit) return detail::fairness_kind_outcome(p.kind, p.behind);
+  if (p.queue >= queues_.size() || std::size_t{p.first_miss} + p.miss_count > plan.misses.size()) return {Verdict::kNotNow, {}};
+  return detail::fairness_misses_outcome(book_, capacity_, p.queue,
+                                         std::span<const CandidateMiss>(plan.misses).subspan(p.first_miss, p.miss_count));
+}
+
+inline std::string FairSharePlanner::reason(const AdmissionPlan& plan, const PendingJobReport& p,
                                      std::span<const PendingJob> jobs) const {
   if (p.job >= jobs.size()) return "?";
   std::span<const CandidateMiss> misses;
   if (p.kind == PendingKind::kDoesNotFit && std::size_t{p.first_miss} + p.miss_count <= plan.misses.size())
     misses = std::span<const CandidateMiss>(plan.misses).subspan(p.first_miss, p.miss_count);
   const PendingJob* behind = p.behind < jobs.size() ? &jobs[p.behind] : nullptr;
-  return pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind);
+  return detail::fairness_pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind);
 }
 
-AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
+inline AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
   const Eigen::Index m = space_.size();
   const auto mu = static_cast<std::size_t>(m);
   const std::size_t nq = queues_.size();
@@ -470,8 +598,17 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   bool any_queued = false;
   for (std::size_t j = 0; j < nj; ++j) {
     const PendingJob& job = jobs[j];
-    const std::int64_t p = effective_priority(job, aging);
+    std::int64_t p = 0;
+    const bool priority_overflows = !detail::fairness_add_priority(job, aging, p);
+    if (priority_overflows) p = std::numeric_limits<std::int64_t>::max();
     const auto q = find_queue(job.queue);
+    if (priority_overflows || request_problem(job, m) != nullptr) {
+      // Reported, never planned: a wrapped priority or request total would be a wrong answer.
+      plan.pending.push_back({j, q && leaf_[*q] ? *q : SIZE_MAX,
+                              priority_overflows ? PendingKind::kPriorityOverflow : PendingKind::kInvalidRequest, p});
+      queue_of.push_back(kNoQueue);
+      continue;
+    }
     if (!q || !leaf_[*q]) {
       plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
       queue_of.push_back(kNoQueue);
@@ -498,7 +635,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   }
   const std::size_t total = start[nq];
   std::vector<std::vector<Eigen::Index>> flavors(nq);
-  for (std::size_t q = 0; q < nq; ++q) flavors[q] = flavor_dims(space_, queues_[q]);
+  for (std::size_t q = 0; q < nq; ++q) flavors[q] = detail::fairness_flavor_dims(space_, queues_[q]);
 
   // Pass 2 (input order again): each queued job's compact record, written straight into its queue's
   // bucket (a counting sort; within a bucket, input order), with its sort key beside it. Then each
@@ -510,7 +647,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   // otherwise the three fields are compared. Positions are distinct, so an unstable sort gives the
   // stable order. The arrays are written before they are read: allocated without zero-filling (fresh
   // pages are a visible part of the cost on the VMs this runs on).
-  auto hot = std::make_unique_for_overwrite<JobHot[]>(total);
+  auto hot = std::make_unique_for_overwrite<detail::PlannerJobRecord[]>(total);
   std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
   {
     const auto bits = [](std::uint64_t v) { return static_cast<unsigned>(std::bit_width(v)); };
@@ -518,9 +655,9 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
                    bs = bits(static_cast<std::uint64_t>(smax) - static_cast<std::uint64_t>(smin));
     const bool packed = bl + bp + bs <= 64;
     std::unique_ptr<std::uint64_t[]> keys;
-    std::unique_ptr<SortKey[]> wide_keys;
+    std::unique_ptr<detail::PlannerSortKey[]> wide_keys;
     if (packed) keys = std::make_unique_for_overwrite<std::uint64_t[]>(total);
-    else wide_keys = std::make_unique_for_overwrite<SortKey[]>(total);
+    else wide_keys = std::make_unique_for_overwrite<detail::PlannerSortKey[]>(total);
     std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
     for (std::size_t j = 0; j < nj; ++j) {
       const std::uint32_t q = queue_of[j];
@@ -534,13 +671,13 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
         memory = job.base[ResourceSpace::kMemory];
         for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
       }
-      const bool elastic = elastic_steps(job) > 0;
+      const bool elastic = detail::replica_elastic_steps(job) > 0;
       const std::size_t pos = cursor[q]++;
       const std::uint64_t local = pos - start[q];
-      hot[pos] = JobHot{job.gpu_milli, allowed_mask(space_, job), p, cpu, memory, static_cast<std::uint32_t>(j),
-                        static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kNamesModels) |
-                                                  (job.groups.empty() ? 0 : kHasGroups) | (elastic ? kElastic : 0) |
-                                                  (full ? kFullBase : 0))};
+      hot[pos] = detail::PlannerJobRecord{job.gpu_milli, detail::fairness_allowed_mask(space_, job), p, cpu, memory, static_cast<std::uint32_t>(j),
+                        static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : detail::kJobNamesModels) |
+                                                  (job.groups.empty() ? 0 : detail::kJobHasGroups) | (elastic ? detail::kJobElastic : 0) |
+                                                  (full ? detail::kJobFullBase : 0))};
       miss_bound += job.gpu_milli > 0 ? flavors[q].size() : 1;
       if (packed) {
         const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(p);
@@ -550,11 +687,11 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
         if (bs) key |= ds << bl;
         keys[pos] = key | local;
       } else {
-        wide_keys[pos] = SortKey{p, job.submit_time, static_cast<std::uint32_t>(local)};
+        wide_keys[pos] = detail::PlannerSortKey{p, job.submit_time, static_cast<std::uint32_t>(local)};
       }
     }
     const std::uint64_t mask = bl >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bl) - 1;
-    std::vector<JobHot> bucket;
+    std::vector<detail::PlannerJobRecord> bucket;
     bucket.reserve(max_bucket);
     for (std::size_t q = 0; q < nq; ++q) {
       const std::size_t b = start[q], e = start[q + 1];
@@ -563,7 +700,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
         std::sort(keys.get() + b, keys.get() + e);
         for (std::size_t k = b; k < e; ++k) hot[k] = bucket[keys[k] & mask];
       } else {
-        std::sort(wide_keys.get() + b, wide_keys.get() + e, [](const SortKey& x, const SortKey& y) {
+        std::sort(wide_keys.get() + b, wide_keys.get() + e, [](const detail::PlannerSortKey& x, const detail::PlannerSortKey& y) {
           if (x.priority != y.priority) return x.priority > y.priority;
           if (x.submit != y.submit) return x.submit < y.submit;
           return x.job < y.job;
@@ -597,9 +734,9 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   }
 
   auto cands_at = [&](std::size_t q, std::size_t k) {
-    const JobHot& h = hot[k];
-    return Candidates{flavors[q], (h.flags & kFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory, h.gpu_milli, h.allowed,
-                      (h.flags & kNamesModels) != 0};
+    const detail::PlannerJobRecord& h = hot[k];
+    return detail::FlavorCandidates{flavors[q], (h.flags & detail::kJobFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory, h.gpu_milli, h.allowed,
+                      (h.flags & detail::kJobNamesModels) != 0};
   };
   Amounts request(m), scratch(m);
   plan.admitted.reserve(total);
@@ -613,7 +750,7 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
     HdrfScheduler::LeafChange change;
     change.allocate = admitted;
     if (head[q] >= start[q + 1]) change.blocked = true;
-    else change.tier = tier_of(cands_at(q, head[q]), q, book, scratch);
+    else change.tier = detail::fairness_tier_of(cands_at(q, head[q]), q, book, scratch);
     return change;
   };
   for (std::size_t q = 0; q < nq; ++q)
@@ -621,21 +758,21 @@ AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const Agi
   while (auto leaf = sched.pick()) {
     const std::size_t q = queue_of_node[*leaf];
     const std::size_t k = head[q];
-    const JobHot& h = hot[k];
+    const detail::PlannerJobRecord& h = hot[k];
     const std::size_t j = h.job;
     const std::int64_t pj = h.priority;
-    const Candidates cands = cands_at(q, k);
+    const detail::FlavorCandidates cands = cands_at(q, k);
     const std::size_t mark = plan.misses.size();
-    Outcome d;
+    detail::FlavorDecision d;
     std::int64_t step = 0;
-    if (h.flags & kElastic) step = decide_elastic(jobs[j], cands, q, book, free, request, scratch, plan.misses, d);
-    else d = decide(cands, q, book, free, request, scratch, plan.misses);
+    if (h.flags & detail::kJobElastic) step = detail::decide_flavor_elastic(jobs[j], cands, q, book, free, request, scratch, plan.misses, d);
+    else d = detail::decide_flavor(cands, q, book, free, request, scratch, plan.misses);
     ++head[q];
     if (d.admitted) {
       book.admit(q, request);
       free -= request;
       plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, pj, step > 0, {}});
-      if (h.flags & kHasGroups) plan.admitted.back().replicas = replicas_of(jobs[j], step);
+      if (h.flags & detail::kJobHasGroups) plan.admitted.back().replicas = detail::replicas_of_job(jobs[j], step);
       // One H-DRF update for the admission and the queue's new head together.
       sched.apply(*leaf, head_change(q, &request));
       continue;

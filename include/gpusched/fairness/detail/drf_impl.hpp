@@ -1,16 +1,21 @@
-#include "gpusched/fairness/drf.hpp"
+// gpusched/fairness/detail/drf_impl.hpp — the definitions behind gpusched/fairness/drf.hpp.
+//
+// Included at the end of drf.hpp, never on its own: the fairness family is header-only (issue 11),
+// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
+// library to link.
+#pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include <fmt/format.h>
+#include "gpusched/fairness/detail/text.hpp"
 
-#include "gpusched/fairness/internal/demand_check.hpp"
+#include "gpusched/fairness/detail/demand_check.hpp"
 
 namespace gpusched::fairness {
 
-double dominant_share(const Amounts& allocation, const Amounts& capacity) {
+inline double dominant_share(const Amounts& allocation, const Amounts& capacity) {
   double best = 0.0;
   for (Eigen::Index r = 0; r < capacity.size(); ++r)
     if (capacity[r] > 0)
@@ -18,7 +23,7 @@ double dominant_share(const Amounts& allocation, const Amounts& capacity) {
   return best;
 }
 
-double dominant_share(const Vector& allocation, const Vector& capacity) {
+inline double dominant_share(const Vector& allocation, const Vector& capacity) {
   double best = 0.0;
   for (Eigen::Index r = 0; r < capacity.size(); ++r)
     if (capacity[r] > 0) best = std::max(best, allocation[r] / capacity[r]);
@@ -36,23 +41,23 @@ double dominant_share(const Vector& allocation, const Vector& capacity) {
 // once, so there are at most n + m events; rho is updated by subtraction when a user stops and
 // recomputed exactly after each saturation to keep rounding from accumulating.
 
-Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::span<const FractionalUser> users) {
+inline Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::span<const FractionalUser> users) {
   const Eigen::Index m = capacity.size();
-  if (auto ok = internal::check_capacity(capacity); !ok) return ok.error();
+  if (auto ok = detail::check_capacity(capacity); !ok) return ok.error();
   const std::size_t n = users.size();
   std::vector<double> per_task(n, 0.0);  // d_i
-  FractionalAllocation out = internal::empty_allocation(n, m);
+  FractionalAllocation out = detail::empty_allocation(n, m);
 
   std::vector<char> active(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& u = users[i];
     if (!std::isfinite(u.weight) || u.weight <= 0)
-      return Error{fmt::format("users[{}].weight: expected a positive finite number, got {}", i, u.weight)};
-    auto check = internal::check_demand(fmt::format("users[{}]", i), u.demand, u.max_tasks, capacity);
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].weight: expected a positive finite number, got ", u.weight));
+    auto check = detail::check_demand(detail::fairness_text("users[", i, "]"), u.demand, u.max_tasks, capacity);
     if (!check) return check.error();
     const auto [any, unservable, d_i] = *check;
     per_task[i] = d_i;
-    if (!any) return Error{fmt::format("users[{}].demand: all zero (a task must need something)", i)};
+    if (!any) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].demand: all zero (a task must need something)"));
     if (unservable) out.stop[i] = StopReason::kUnservable;
     else if (u.max_tasks == 0) out.stop[i] = StopReason::kDemandMet;
     else active[i] = 1;
@@ -82,9 +87,7 @@ Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::sp
   auto stop_user = [&](std::size_t i, double tasks, StopReason why, int bottleneck) {
     active[i] = 0;
     --remaining;
-    out.tasks[i] = tasks;
-    out.stop[i] = why;
-    out.bottleneck[i] = bottleneck;
+    detail::record_fairness_stop(out, i, tasks, why, bottleneck);
     frozen += users[i].demand * tasks;
     rho -= users[i].demand * (users[i].weight / per_task[i]);
   };
@@ -132,89 +135,95 @@ Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::sp
 
 // --- DrfSorter ------------------------------------------------------------------------------------------
 
-DrfSorter::DrfSorter(Amounts total) : total_(std::move(total)), heap_(Less{&share_}) {}
+inline DrfSorter::DrfSorter(Amounts total) : total_(std::move(total)), heap_(Less{&share_, &exact_}) {}
 
-DrfSorter::DrfSorter(const DrfSorter& o)
-    : total_(o.total_), alloc_(o.alloc_), weight_(o.weight_), share_(o.share_), heap_(o.heap_) {
-  heap_.less().share = &share_;
+inline DrfSorter::DrfSorter(const DrfSorter& o)
+    : total_(o.total_), alloc_(o.alloc_), weight_(o.weight_), share_(o.share_), exact_(o.exact_), heap_(o.heap_) {
+  heap_.less() = Less{&share_, &exact_};
 }
-DrfSorter::DrfSorter(DrfSorter&& o) noexcept
+inline DrfSorter::DrfSorter(DrfSorter&& o) noexcept
     : total_(std::move(o.total_)),
       alloc_(std::move(o.alloc_)),
       weight_(std::move(o.weight_)),
       share_(std::move(o.share_)),
+      exact_(std::move(o.exact_)),
       heap_(std::move(o.heap_)) {
-  heap_.less().share = &share_;
+  heap_.less() = Less{&share_, &exact_};
 }
-DrfSorter& DrfSorter::operator=(const DrfSorter& o) {
+inline DrfSorter& DrfSorter::operator=(const DrfSorter& o) {
   if (this != &o) {
     DrfSorter copy(o);
     *this = std::move(copy);
   }
   return *this;
 }
-DrfSorter& DrfSorter::operator=(DrfSorter&& o) noexcept {
+inline DrfSorter& DrfSorter::operator=(DrfSorter&& o) noexcept {
   total_ = std::move(o.total_);
   alloc_ = std::move(o.alloc_);
   weight_ = std::move(o.weight_);
   share_ = std::move(o.share_);
+  exact_ = std::move(o.exact_);
   heap_ = std::move(o.heap_);
-  heap_.less().share = &share_;
+  heap_.less() = Less{&share_, &exact_};
   return *this;
 }
 
-DrfSorter::ClientId DrfSorter::add(double weight) {
+inline DrfSorter::ClientId DrfSorter::add(double weight) {
   const auto id = static_cast<ClientId>(weight_.size());
   weight_.push_back(weight);
   share_.push_back(0.0);
+  exact_.push_back(detail::fairness_zero_share(weight));
   alloc_.resize(alloc_.size() + resources(), 0);
   heap_.push(id);
   return id;
 }
 
-void DrfSorter::refresh(ClientId c) {
+inline void DrfSorter::refresh(ClientId c) {
   const std::int64_t* a = alloc_.data() + static_cast<std::size_t>(c) * resources();
   double best = 0.0;
   for (std::size_t r = 0; r < resources(); ++r)
     if (total_[static_cast<Eigen::Index>(r)] > 0)
       best = std::max(best, static_cast<double>(a[r]) / static_cast<double>(total_[static_cast<Eigen::Index>(r)]));
   share_[c] = best / weight_[c];
+  detail::fairness_set_dominant_fraction(
+      exact_[c], resources(), [a](std::size_t r) { return a[r]; },
+      [this](std::size_t r) { return total_[static_cast<Eigen::Index>(r)]; });
   heap_.update(c);  // only this client moves (no-op when inactive)
 }
 
-void DrfSorter::allocate(ClientId c, const Amounts& delta) {
+inline void DrfSorter::allocate(ClientId c, const Amounts& delta) {
   std::int64_t* a = alloc_.data() + static_cast<std::size_t>(c) * resources();
   for (std::size_t r = 0; r < resources(); ++r) a[r] += delta[static_cast<Eigen::Index>(r)];
   refresh(c);
 }
 
-void DrfSorter::unallocate(ClientId c, const Amounts& delta) {
+inline void DrfSorter::unallocate(ClientId c, const Amounts& delta) {
   std::int64_t* a = alloc_.data() + static_cast<std::size_t>(c) * resources();
   for (std::size_t r = 0; r < resources(); ++r) a[r] -= delta[static_cast<Eigen::Index>(r)];
   refresh(c);
 }
 
-void DrfSorter::activate(ClientId c) { heap_.push(c); }
-void DrfSorter::deactivate(ClientId c) { heap_.erase(c); }
+inline void DrfSorter::activate(ClientId c) { heap_.push(c); }
+inline void DrfSorter::deactivate(ClientId c) { heap_.erase(c); }
 
 // --- whole tasks --------------------------------------------------------------------------------------
 
-Result<WholeTaskAllocation> drf_whole_tasks(const Amounts& capacity, std::span<const TaskUser> users) {
+inline Result<WholeTaskAllocation> drf_whole_tasks(const Amounts& capacity, std::span<const TaskUser> users) {
   const Eigen::Index m = capacity.size();
   for (Eigen::Index r = 0; r < m; ++r)
-    if (capacity[r] < 0) return Error{fmt::format("capacity[{}]: expected a non-negative amount, got {}", r, capacity[r])};
+    if (capacity[r] < 0) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("capacity[", r, "]: expected a non-negative amount, got ", capacity[r]));
   for (std::size_t i = 0; i < users.size(); ++i) {
     const auto& u = users[i];
     if (u.demand.size() != m)
-      return Error{fmt::format("users[{}].demand: expected {} resources, got {}", i, m, u.demand.size())};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].demand: expected ", m, " resources, got ", u.demand.size()));
     if (!std::isfinite(u.weight) || u.weight <= 0)
-      return Error{fmt::format("users[{}].weight: expected a positive finite number, got {}", i, u.weight)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].weight: expected a positive finite number, got ", u.weight));
     if (u.max_tasks < -1)
-      return Error{fmt::format("users[{}].max_tasks: expected -1 (unbounded) or a count, got {}", i, u.max_tasks)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].max_tasks: expected -1 (unbounded) or a count, got ", u.max_tasks));
     if ((u.demand.array() < 0).any())
-      return Error{fmt::format("users[{}].demand: negative amount", i)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].demand: negative amount"));
     if (u.max_tasks == -1 && (u.demand.array() == 0).all())
-      return Error{fmt::format("users[{}].demand: all zero with unbounded max_tasks (it would never stop)", i)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].demand: all zero with unbounded max_tasks (it would never stop)"));
   }
   WholeTaskAllocation out;
   out.tasks.assign(users.size(), 0);

@@ -1,55 +1,75 @@
-#include "gpusched/fairness/hdrf.hpp"
+// gpusched/fairness/detail/hdrf_impl.hpp — the definitions behind gpusched/fairness/hdrf.hpp.
+//
+// Included at the end of hdrf.hpp, never on its own: the fairness family is header-only (issue 11),
+// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
+// library to link.
+#pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include <fmt/format.h>
+#include "gpusched/fairness/detail/text.hpp"
 
-#include "gpusched/fairness/internal/demand_check.hpp"
-#include "gpusched/fairness/internal/indexed_heap.hpp"
+#include "gpusched/fairness/detail/demand_check.hpp"
+#include "gpusched/fairness/detail/exact_share.hpp"
+#include "gpusched/fairness/detail/indexed_heap.hpp"
 
 namespace gpusched::fairness {
 
-namespace {
+namespace detail {
 
 // A node's key as its parent orders it: (tier, weighted share, id). Kept together so one comparison
 // reads one cache line.
-struct Key {
+struct HdrfKey {
   double share = 0.0;
   std::uint8_t tier = 0;
 };
 
-struct PickLess {
-  const std::vector<Key>* keys;
+// Share order between siblings: a leaf's share is also kept as an exact fraction (den >= 0), and two
+// leaves whose doubles are within rounding of each other are ordered by the exact fractions
+// (detail/exact_share.hpp), so equal rational shares tie and the tie goes to the lower id (created
+// first). Internal nodes' shares are sums of rescaled doubles (den < 0: no exact value) and compare
+// as doubles.
+inline bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::vector<ExactShare>& exact, std::uint32_t a,
+                            std::uint32_t b) {
+  const double sa = keys[a].share, sb = keys[b].share;
+  if (exact[a].den >= 0 && exact[b].den >= 0) {
+    const auto order = fairness_share_order(sa, exact[a], sb, exact[b]);
+    return order < 0 || (order == 0 && a < b);
+  }
+  return sa < sb || (sa == sb && a < b);
+}
+
+struct HdrfPickLess {
+  const std::vector<HdrfKey>* keys;
+  const std::vector<ExactShare>* exact;
   bool operator()(std::uint32_t a, std::uint32_t b) const {
-    const Key& ka = (*keys)[a];
-    const Key& kb = (*keys)[b];
+    const HdrfKey& ka = (*keys)[a];
+    const HdrfKey& kb = (*keys)[b];
     if (ka.tier != kb.tier) return ka.tier < kb.tier;
-    return ka.share < kb.share || (ka.share == kb.share && a < b);
+    return hdrf_share_less(*keys, *exact, a, b);
   }
 };
 // The smallest share among non-blocked children (M, the rescaling target).
-struct ShareLess {
-  const std::vector<Key>* keys;
-  bool operator()(std::uint32_t a, std::uint32_t b) const {
-    const double sa = (*keys)[a].share, sb = (*keys)[b].share;
-    return sa < sb || (sa == sb && a < b);
-  }
+struct HdrfShareLess {
+  const std::vector<HdrfKey>* keys;
+  const std::vector<ExactShare>* exact;
+  bool operator()(std::uint32_t a, std::uint32_t b) const { return hdrf_share_less(*keys, *exact, a, b); }
 };
 
-enum class Contribution : std::uint8_t { kNone, kScaled, kBlocked };
+enum class HdrfContribution : std::uint8_t { kNone, kScaled, kBlocked };
 
 // Internal nodes with at most this many children recompute their sums from all children on every
 // update (O(fan-out · m), exact and independent of the order of past updates); wider nodes keep
-// running sums and a heap for M (O(m + log fan-out) per update, re-summed every kRebuildEvery
+// running sums and a heap for M (O(m + log fan-out) per update, re-summed every kHdrfRebuildEvery
 // updates so rounding cannot accumulate). The root is never summed: nothing compares its share, so
 // it only keeps the heap pick() walks (its share and consumption are computed when asked).
-constexpr std::size_t kExactFanout = 16;
-constexpr std::uint32_t kRebuildEvery = 1024;
+inline constexpr std::size_t kHdrfExactFanout = 16;
+inline constexpr std::uint32_t kHdrfRebuildEvery = 1024;
 
-}  // namespace
+}  // namespace detail
 
 struct HdrfScheduler::Impl {
   Amounts capacity;
@@ -62,7 +82,9 @@ struct HdrfScheduler::Impl {
   // Per node; vectors of m entries are stored contiguously (node-major) rather than as one heap
   // allocation per node, so an update touches a few adjacent cache lines. Keys live behind a
   // unique_ptr so the heaps' comparators stay valid when the scheduler moves.
-  std::unique_ptr<std::vector<Key>> keys = std::make_unique<std::vector<Key>>();
+  std::unique_ptr<std::vector<detail::HdrfKey>> keys = std::make_unique<std::vector<detail::HdrfKey>>();
+  // Leaves' shares as exact fractions (den -1 for internal nodes), for ties; see hdrf_share_less.
+  std::unique_ptr<std::vector<detail::ExactShare>> exact = std::make_unique<std::vector<detail::ExactShare>>();
   std::vector<NodeId> parent;
   std::vector<double> weight;
   std::vector<std::vector<NodeId>> children;
@@ -73,10 +95,10 @@ struct HdrfScheduler::Impl {
   std::vector<double> scaled_sum;    // wide internal nodes: sum over non-blocked children of V_c / share_c
   std::vector<double> blocked_sum;   // wide internal nodes: sum of the other children's V_c
   std::vector<double> contrib;       // children of wide nodes: what the node added to its parent's sums
-  std::vector<Contribution> contrib_kind;
+  std::vector<detail::HdrfContribution> contrib_kind;
   std::vector<std::uint32_t> updates;
-  std::vector<internal::IndexedHeap<PickLess>> pick_heap;
-  std::vector<internal::IndexedHeap<ShareLess>> share_heap;
+  std::vector<detail::IndexedHeap<detail::HdrfPickLess>> pick_heap;
+  std::vector<detail::IndexedHeap<detail::HdrfShareLess>> share_heap;
 
   double* row(std::vector<double>& v, NodeId n) { return v.data() + static_cast<std::size_t>(n) * m; }
   const double* row(const std::vector<double>& v, NodeId n) const { return v.data() + static_cast<std::size_t>(n) * m; }
@@ -90,16 +112,17 @@ struct HdrfScheduler::Impl {
     leaf_blocked.push_back(0);
     blocked.push_back(0);
     for (auto* v : {&consumption, &scaled_sum, &blocked_sum, &contrib}) v->resize(v->size() + m, 0.0);
-    contrib_kind.push_back(Contribution::kNone);
+    contrib_kind.push_back(detail::HdrfContribution::kNone);
     updates.push_back(0);
-    keys->push_back(Key{});
-    pick_heap.emplace_back(PickLess{keys.get()});
-    share_heap.emplace_back(ShareLess{keys.get()});
+    keys->push_back(detail::HdrfKey{});
+    exact->push_back(detail::fairness_zero_share(w));
+    pick_heap.emplace_back(detail::HdrfPickLess{keys.get(), exact.get()});
+    share_heap.emplace_back(detail::HdrfShareLess{keys.get(), exact.get()});
     return id;
   }
 
   bool leaf(NodeId n) const { return children[n].empty(); }
-  bool wide(NodeId n) const { return n != kRoot && children[n].size() > kExactFanout; }
+  bool wide(NodeId n) const { return n != kRoot && children[n].size() > detail::kHdrfExactFanout; }
 
   double share_of(const double* v, double w, bool skip_saturated) const {
     double best = 0.0;
@@ -114,11 +137,17 @@ struct HdrfScheduler::Impl {
     double* v = row(consumption, n);
     const std::int64_t* a = alloc.data() + static_cast<std::size_t>(n) * m;
     for (std::size_t r = 0; r < m; ++r) v[r] = static_cast<double>(a[r]);
-    (*keys)[n].share = share_of(v, weight[n], false);
+    detail::ExactShare& e = (*exact)[n];
+    detail::fairness_set_dominant_fraction(
+        e, m, [a](std::size_t r) { return a[r]; }, [this](std::size_t r) { return capacity[static_cast<Eigen::Index>(r)]; });
+    // The double share_of(v, weight, false) computes, without a second pass over the resources:
+    // rounding is monotone, so the largest rounded quotient is the exact dominant resource's (up to
+    // amounts beyond 2^53, where the conversion itself rounds and the exact order then decides).
+    (*keys)[n].share = e.den > 0 ? static_cast<double>(e.num) / static_cast<double>(e.den) / weight[n] : 0.0;
     blocked[n] = leaf_blocked[n];
   }
 
-  // A narrow internal node (fan-out <= kExactFanout): its consumption from all its children, summed
+  // A narrow internal node (fan-out <= detail::kHdrfExactFanout): its consumption from all its children, summed
   // in creation order. Also how the root's values are computed on request (into `v`).
   void sum_children(NodeId n, double* v, double* scaled, double* rest, bool& any, std::uint8_t& tier) const {
     std::fill(scaled, scaled + m, 0.0);
@@ -127,7 +156,7 @@ struct HdrfScheduler::Impl {
     double M = 0.0;
     tier = 0;
     for (NodeId c : children[n]) {
-      const Key& k = (*keys)[c];
+      const detail::HdrfKey& k = (*keys)[c];
       const double* vc = row(consumption, c);
       if (!blocked[c]) {
         M = any ? std::min(M, k.share) : k.share;
@@ -170,6 +199,7 @@ struct HdrfScheduler::Impl {
   }
 
   void recompute_internal(NodeId n) {
+    (*exact)[n].den = -1;  // a sum of rescaled doubles: no exact fraction
     if (wide(n)) recompute_wide(n);
     else recompute_narrow(n);
   }
@@ -193,13 +223,13 @@ struct HdrfScheduler::Impl {
     double* ss = row(scaled_sum, p);
     double* bs = row(blocked_sum, p);
     switch (contrib_kind[c]) {
-      case Contribution::kScaled:
+      case detail::HdrfContribution::kScaled:
         for (std::size_t r = 0; r < m; ++r) ss[r] -= cc[r];
         break;
-      case Contribution::kBlocked:
+      case detail::HdrfContribution::kBlocked:
         for (std::size_t r = 0; r < m; ++r) bs[r] -= cc[r];
         break;
-      case Contribution::kNone: break;
+      case detail::HdrfContribution::kNone: break;
     }
     const double s = (*keys)[c].share;
     const double* vc = row(consumption, c);
@@ -208,14 +238,14 @@ struct HdrfScheduler::Impl {
         cc[r] = vc[r] / s;
         ss[r] += cc[r];
       }
-      contrib_kind[c] = Contribution::kScaled;
+      contrib_kind[c] = detail::HdrfContribution::kScaled;
     } else {
       // Blocked, or holding nothing that counts (share 0): added as it is.
       for (std::size_t r = 0; r < m; ++r) {
         cc[r] = vc[r];
         bs[r] += cc[r];
       }
-      contrib_kind[c] = Contribution::kBlocked;
+      contrib_kind[c] = detail::HdrfContribution::kBlocked;
     }
   }
 
@@ -226,7 +256,7 @@ struct HdrfScheduler::Impl {
     pick_heap[p].clear();
     share_heap[p].clear();
     for (NodeId c : children[p]) {
-      contrib_kind[c] = Contribution::kNone;
+      contrib_kind[c] = detail::HdrfContribution::kNone;
       refresh_contribution(c);
       place_in_heaps(c);
     }
@@ -240,7 +270,7 @@ struct HdrfScheduler::Impl {
     while (n != kRoot) {
       const NodeId p = parent[n];
       if (wide(p)) {
-        if (++updates[p] >= kRebuildEvery) {
+        if (++updates[p] >= detail::kHdrfRebuildEvery) {
           rebuild_wide(p);
         } else {
           refresh_contribution(n);
@@ -314,7 +344,7 @@ struct HdrfScheduler::Impl {
   }
 };
 
-HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
+inline HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
   s.m = static_cast<std::size_t>(capacity.size());
   s.capacity = std::move(capacity);
@@ -327,33 +357,33 @@ HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : i
   s.update_saturation();
   s.add(kRoot, 1.0);
 }
-HdrfScheduler::HdrfScheduler(HdrfScheduler&&) noexcept = default;
-HdrfScheduler& HdrfScheduler::operator=(HdrfScheduler&&) noexcept = default;
-HdrfScheduler::~HdrfScheduler() = default;
+inline HdrfScheduler::HdrfScheduler(HdrfScheduler&&) noexcept = default;
+inline HdrfScheduler& HdrfScheduler::operator=(HdrfScheduler&&) noexcept = default;
+inline HdrfScheduler::~HdrfScheduler() = default;
 
-Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, double weight) {
+inline Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, double weight) {
   auto& s = *impl_;
   if (parent_id >= s.parent.size())
-    return Error{fmt::format("parent: no node {} (there are {})", parent_id, s.parent.size())};
+    return detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("parent: no node ", parent_id, " (there are ", s.parent.size(), ")"));
   if (!std::isfinite(weight) || weight <= 0)
-    return Error{fmt::format("weight: expected a positive finite number, got {}", weight)};
+    return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("weight: expected a positive finite number, got ", weight));
   const std::int64_t* a = s.alloc.data() + static_cast<std::size_t>(parent_id) * s.m;
   if (std::any_of(a, a + s.m, [](std::int64_t v) { return v != 0; }))
-    return Error{fmt::format("parent: node {} already holds resources as a leaf", parent_id)};
+    return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("parent: node ", parent_id, " already holds resources as a leaf"));
   const NodeId id = s.add(parent_id, weight);
   s.children[parent_id].push_back(id);
   // A parent that just became wide switches to running sums, built once from all its children.
-  if (s.children[parent_id].size() == kExactFanout + 1) s.rebuild_wide(parent_id);
+  if (s.children[parent_id].size() == detail::kHdrfExactFanout + 1) s.rebuild_wide(parent_id);
   // A parent that was a leaf becomes internal; propagate() moves its contribution accordingly.
   s.propagate(id);
   return id;
 }
 
-std::size_t HdrfScheduler::node_count() const { return impl_->parent.size(); }
-bool HdrfScheduler::is_leaf(NodeId n) const { return impl_->leaf(n); }
-HdrfScheduler::NodeId HdrfScheduler::parent(NodeId n) const { return impl_->parent[n]; }
+inline std::size_t HdrfScheduler::node_count() const { return impl_->parent.size(); }
+inline bool HdrfScheduler::is_leaf(NodeId n) const { return impl_->leaf(n); }
+inline HdrfScheduler::NodeId HdrfScheduler::parent(NodeId n) const { return impl_->parent[n]; }
 
-std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
+inline std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
   const auto& s = *impl_;
   if (s.leaf(kRoot) || s.pick_heap[kRoot].empty()) return std::nullopt;
   NodeId n = kRoot;
@@ -361,25 +391,25 @@ std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
   return n;
 }
 
-void HdrfScheduler::apply(NodeId leaf, const LeafChange& change) { impl_->apply(leaf, change); }
-void HdrfScheduler::allocate(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{&task, nullptr, {}, {}}); }
-void HdrfScheduler::release(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{nullptr, &task, {}, {}}); }
-void HdrfScheduler::block(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, true}); }
-void HdrfScheduler::unblock(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, false}); }
-void HdrfScheduler::set_tier(NodeId leaf, std::uint8_t tier) { impl_->apply(leaf, LeafChange{nullptr, nullptr, tier, {}}); }
+inline void HdrfScheduler::apply(NodeId leaf, const LeafChange& change) { impl_->apply(leaf, change); }
+inline void HdrfScheduler::allocate(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{&task, nullptr, {}, {}}); }
+inline void HdrfScheduler::release(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{nullptr, &task, {}, {}}); }
+inline void HdrfScheduler::block(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, true}); }
+inline void HdrfScheduler::unblock(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, false}); }
+inline void HdrfScheduler::set_tier(NodeId leaf, std::uint8_t tier) { impl_->apply(leaf, LeafChange{nullptr, nullptr, tier, {}}); }
 
-bool HdrfScheduler::blocked(NodeId n) const {
+inline bool HdrfScheduler::blocked(NodeId n) const {
   if (n == kRoot) return impl_->pick_heap[kRoot].empty();
   return impl_->blocked[n] != 0;
 }
 
-double HdrfScheduler::share(NodeId n) const {
+inline double HdrfScheduler::share(NodeId n) const {
   if (n != kRoot || impl_->leaf(kRoot)) return (*impl_->keys)[n].share;
   const Vector v = consumption(kRoot);
   return impl_->share_of(v.data(), 1.0, true);
 }
 
-Vector HdrfScheduler::consumption(NodeId n) const {
+inline Vector HdrfScheduler::consumption(NodeId n) const {
   const auto& s = *impl_;
   Vector v(static_cast<Eigen::Index>(s.m));
   if (n != kRoot || s.leaf(kRoot)) {
@@ -393,24 +423,24 @@ Vector HdrfScheduler::consumption(NodeId n) const {
   return v;
 }
 
-Eigen::Map<const Amounts> HdrfScheduler::allocation(NodeId leaf) const {
+inline Eigen::Map<const Amounts> HdrfScheduler::allocation(NodeId leaf) const {
   return {impl_->alloc.data() + static_cast<std::size_t>(leaf) * impl_->m, static_cast<Eigen::Index>(impl_->m)};
 }
-const Amounts& HdrfScheduler::free() const { return impl_->free; }
-const Amounts& HdrfScheduler::capacity() const { return impl_->capacity; }
-bool HdrfScheduler::saturated(Eigen::Index r) const { return impl_->saturated[static_cast<std::size_t>(r)] != 0; }
+inline const Amounts& HdrfScheduler::free() const { return impl_->free; }
+inline const Amounts& HdrfScheduler::capacity() const { return impl_->capacity; }
+inline bool HdrfScheduler::saturated(Eigen::Index r) const { return impl_->saturated[static_cast<std::size_t>(r)] != 0; }
 
-Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const std::int64_t> parents,
+inline Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const std::int64_t> parents,
                                         std::span<const double> weights, std::span<const HdrfTask> tasks) {
   const std::size_t n = parents.size();
-  if (n == 0 || parents[0] != -1) return Error{"parents[0]: the root must come first with parent -1"};
-  if (weights.size() != n) return Error{fmt::format("weights: expected {} entries, got {}", n, weights.size())};
-  if (tasks.size() != n) return Error{fmt::format("tasks: expected {} entries, got {}", n, tasks.size())};
-  if ((capacity.array() < 0).any()) return Error{"capacity: negative amount"};
+  if (n == 0 || parents[0] != -1) return detail::fairness_error(ErrorCode::kInvalidValue, "parents[0]: the root must come first with parent -1");
+  if (weights.size() != n) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("weights: expected ", n, " entries, got ", weights.size()));
+  if (tasks.size() != n) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("tasks: expected ", n, " entries, got ", tasks.size()));
+  if ((capacity.array() < 0).any()) return detail::fairness_error(ErrorCode::kInvalidValue, "capacity: negative amount");
   std::vector<char> has_child(n, 0);
   for (std::size_t i = 1; i < n; ++i) {
     if (parents[i] < 0 || static_cast<std::size_t>(parents[i]) >= i)
-      return Error{fmt::format("parents[{}]: expected an earlier node, got {}", i, parents[i])};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("parents[", i, "]: expected an earlier node, got ", parents[i]));
     has_child[static_cast<std::size_t>(parents[i])] = 1;
   }
   // Saturation threshold: the smallest leaf task needing each resource.
@@ -420,11 +450,11 @@ Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const
     if (has_child[i]) continue;
     const auto& t = tasks[i];
     if (t.demand.size() != capacity.size())
-      return Error{fmt::format("tasks[{}].demand: expected {} resources, got {}", i, capacity.size(), t.demand.size())};
-    if ((t.demand.array() < 0).any()) return Error{fmt::format("tasks[{}].demand: negative amount", i)};
-    if (t.max_tasks < -1) return Error{fmt::format("tasks[{}].max_tasks: expected -1 or a count, got {}", i, t.max_tasks)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("tasks[", i, "].demand: expected ", capacity.size(), " resources, got ", t.demand.size()));
+    if ((t.demand.array() < 0).any()) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("tasks[", i, "].demand: negative amount"));
+    if (t.max_tasks < -1) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("tasks[", i, "].max_tasks: expected -1 or a count, got ", t.max_tasks));
     if (t.max_tasks == -1 && t.demand.isZero())
-      return Error{fmt::format("tasks[{}].demand: all zero with unbounded max_tasks (it would never stop)", i)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("tasks[", i, "].demand: all zero with unbounded max_tasks (it would never stop)"));
     for (Eigen::Index r = 0; r < capacity.size(); ++r) {
       if (t.demand[r] <= 0) continue;
       auto& seen_r = seen[static_cast<std::size_t>(r)];
@@ -435,7 +465,7 @@ Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const
   HdrfScheduler s(capacity, threshold);
   for (std::size_t i = 1; i < n; ++i) {
     auto id = s.add_node(static_cast<HdrfScheduler::NodeId>(parents[i]), weights[i]);
-    if (!id) return Error{fmt::format("nodes[{}].{}", i, id.error().message)};
+    if (!id) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("nodes[", i, "].", id.error().message));
   }
   HdrfAllocation out;
   out.tasks.assign(n, 0);
@@ -472,27 +502,27 @@ Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const
 // complementary sibling from starving its cousin (the paper's two examples). Saturated resources
 // drop out of S (no growing leaf needs them), so internal shares ignore them, as in dynamic H-DRF.
 // On a one-level tree this is exactly weighted progressive filling (DRF).
-Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
+inline Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
                                                       std::span<const double> weights,
                                                       std::span<const FractionalUser> nodes) {
   const Eigen::Index mi = capacity.size();
   const auto m = static_cast<std::size_t>(mi);
-  if (auto ok = internal::check_capacity(capacity); !ok) return ok.error();
+  if (auto ok = detail::check_capacity(capacity); !ok) return ok.error();
   const std::size_t n = parents.size();
-  if (n == 0 || parents[0] != -1) return Error{"parents[0]: the root must come first with parent -1"};
-  if (weights.size() != n) return Error{fmt::format("weights: expected {} entries, got {}", n, weights.size())};
-  if (nodes.size() != n) return Error{fmt::format("nodes: expected {} entries, got {}", n, nodes.size())};
+  if (n == 0 || parents[0] != -1) return detail::fairness_error(ErrorCode::kInvalidValue, "parents[0]: the root must come first with parent -1");
+  if (weights.size() != n) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("weights: expected ", n, " entries, got ", weights.size()));
+  if (nodes.size() != n) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("nodes: expected ", n, " entries, got ", nodes.size()));
   std::vector<std::vector<std::size_t>> children(n);
   for (std::size_t i = 1; i < n; ++i) {
     if (parents[i] < 0 || static_cast<std::size_t>(parents[i]) >= i)
-      return Error{fmt::format("parents[{}]: expected an earlier node, got {}", i, parents[i])};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("parents[", i, "]: expected an earlier node, got ", parents[i]));
     if (!std::isfinite(weights[i]) || weights[i] <= 0)
-      return Error{fmt::format("weights[{}]: expected a positive finite number, got {}", i, weights[i])};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("weights[", i, "]: expected a positive finite number, got ", weights[i]));
     children[static_cast<std::size_t>(parents[i])].push_back(i);
   }
   auto is_leaf = [&](std::size_t i) { return i > 0 && children[i].empty(); };
 
-  FractionalAllocation out = internal::empty_allocation(n, mi);
+  FractionalAllocation out = detail::empty_allocation(n, mi);
 
   std::vector<double> per_task(n, 0.0);  // d_i
   std::vector<char> blocked(n, 1);
@@ -504,7 +534,7 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
   for (std::size_t i = 1; i < n; ++i) {
     if (!is_leaf(i)) continue;
     const auto& l = nodes[i];
-    auto check = internal::check_demand(fmt::format("nodes[{}]", i), l.demand, l.max_tasks, capacity);
+    auto check = detail::check_demand(detail::fairness_text("nodes[", i, "]"), l.demand, l.max_tasks, capacity);
     if (!check) return check.error();
     const auto [any, unservable, d_i] = *check;
     per_task[i] = d_i;
@@ -553,9 +583,7 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
   auto freeze = [&](std::size_t leaf, double tasks, StopReason why, int bottleneck) {
     blocked[leaf] = 1;
     --active;
-    out.tasks[leaf] = tasks;
-    out.stop[leaf] = why;
-    out.bottleneck[leaf] = bottleneck;
+    detail::record_fairness_stop(out, leaf, tasks, why, bottleneck);
   };
   auto tasks_now = [&](std::size_t leaf) {
     const auto p = static_cast<std::size_t>(parents[leaf]);

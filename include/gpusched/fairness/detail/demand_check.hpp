@@ -1,4 +1,4 @@
-// gpusched/fairness/internal/demand_check.hpp — what both progressive-filling solvers (flat DRF in
+// gpusched/fairness/detail/demand_check.hpp — what both progressive-filling solvers (flat DRF in
 // drf.cpp, H-DRF in hdrf.cpp) share: the input checks and the empty result they fill.
 #pragma once
 
@@ -6,18 +6,18 @@
 #include <cmath>
 #include <string_view>
 
-#include <fmt/format.h>
+#include "gpusched/fairness/detail/text.hpp"
 
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/drf.hpp"
 
-namespace gpusched::fairness::internal {
+namespace gpusched::fairness::detail {
 
 // Every capacity finite and non-negative, or an error naming the first that is not.
 inline Status check_capacity(const Vector& capacity) {
   for (Eigen::Index r = 0; r < capacity.size(); ++r)
     if (!std::isfinite(capacity[r]) || capacity[r] < 0)
-      return Error{fmt::format("capacity[{}]: expected a finite non-negative amount, got {}", r, capacity[r])};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("capacity[", r, "]: expected a finite non-negative amount, got ", capacity[r]));
   return {};
 }
 
@@ -33,6 +33,13 @@ inline FractionalAllocation empty_allocation(std::size_t n, Eigen::Index resourc
   return out;
 }
 
+// User (or leaf) i stopped with `tasks`, for `why`, at saturated resource `bottleneck` (-1 none).
+inline void record_fairness_stop(FractionalAllocation& out, std::size_t i, double tasks, StopReason why, int bottleneck) {
+  out.tasks[i] = tasks;
+  out.stop[i] = why;
+  out.bottleneck[i] = bottleneck;
+}
+
 struct DemandCheck {
   bool any = false;         // the task needs some resource
   bool unservable = false;  // it needs a resource of zero capacity
@@ -44,14 +51,14 @@ struct DemandCheck {
 inline Result<DemandCheck> check_demand(std::string_view label, const Vector& demand, double max_tasks,
                                         const Vector& capacity) {
   if (demand.size() != capacity.size())
-    return Error{fmt::format("{}.demand: expected {} resources, got {}", label, capacity.size(), demand.size())};
+    return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text(label, ".demand: expected ", capacity.size(), " resources, got ", demand.size()));
   if (std::isnan(max_tasks) || max_tasks < 0)
-    return Error{fmt::format("{}.max_tasks: expected a non-negative number, got {}", label, max_tasks)};
+    return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text(label, ".max_tasks: expected a non-negative number, got ", max_tasks));
   DemandCheck c;
   for (Eigen::Index r = 0; r < demand.size(); ++r) {
     const double d = demand[r];
     if (!std::isfinite(d) || d < 0)
-      return Error{fmt::format("{}.demand[{}]: expected a finite non-negative amount, got {}", label, r, d)};
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text(label, ".demand[", r, "]: expected a finite non-negative amount, got ", d));
     if (d <= 0) continue;
     c.any = true;
     if (capacity[r] <= 0)
@@ -62,4 +69,4 @@ inline Result<DemandCheck> check_demand(std::string_view label, const Vector& de
   return c;
 }
 
-}  // namespace gpusched::fairness::internal
+}  // namespace gpusched::fairness::detail

@@ -1,29 +1,35 @@
-#include "gpusched/packing/fgd.hpp"
+// gpusched/packing/detail/fgd_impl.hpp — definitions of fgd.hpp (header-only).
+//
+// Included at the end of fgd.hpp; not a public header. Helpers are in gpusched::detail, named Fgd*/fgd_*.
+#pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <string>
 #include <tuple>
 
 namespace gpusched {
-namespace {
+namespace detail {
 
-struct Slot {
+struct FgdSlot {
   std::int32_t free;
   GpuModelId model;
-  friend bool operator<(const Slot& a, const Slot& b) {
+  friend bool operator<(const FgdSlot& a, const FgdSlot& b) {
     return a.free != b.free ? a.free < b.free : a.model < b.model;
   }
-  friend bool operator==(const Slot& a, const Slot& b) { return a.free == b.free && a.model == b.model; }
+  friend bool operator==(const FgdSlot& a, const FgdSlot& b) { return a.free == b.free && a.model == b.model; }
 };
 
 // F over explicit slots. The per-shape sums are integers and the shapes are visited in a fixed
 // order, so equal multisets of slots give bit-identical doubles whatever the slot order: the cached
 // (sorted) and the direct (index order) evaluations agree exactly.
-double frag_slots(MilliCpu cpu_free, std::span<const Slot> slots, const TargetWorkload& w) {
+inline double fgd_fragment_of_slots(MilliCpu cpu_free, std::span<const FgdSlot> slots, const TargetWorkload& w) {
   std::int64_t total = 0;
-  for (const Slot& s : slots) total += s.free;
+  for (const FgdSlot& s : slots) total += s.free;
   if (total == 0) return 0.0;
   double f = 0.0;
   for (const TargetShape& m : w.shapes) {
@@ -34,7 +40,7 @@ double frag_slots(MilliCpu cpu_free, std::span<const Slot> slots, const TargetWo
     std::int32_t usable = 0;
     std::int64_t small = 0;
     bool any_allowed = false;
-    for (const Slot& s : slots) {
+    for (const FgdSlot& s : slots) {
       if (!(m.models & model_bit(s.model))) {
         small += s.free;
         continue;
@@ -50,9 +56,6 @@ double frag_slots(MilliCpu cpu_free, std::span<const Slot> slots, const TargetWo
   return f;
 }
 
-}  // namespace
-
-namespace internal {
 
 // FGD-OC's opportunity costs (fgd.hpp). All tables are built once; evaluation only looks them up.
 struct FgdCosts {
@@ -65,7 +68,14 @@ struct FgdCosts {
   std::vector<double> best_fill;  // K(h), h = 0..1000: the most a free share h can still hold
   double cpu_per_gpu_milli = 0;
   std::vector<double> kappa = std::vector<double>(256, 0.0);  // by GpuModelId
-  const ClusterState* prepared_for = nullptr;  // the state kappa was computed for
+  // The state and layout kappa was computed for: supply changes only with events (node added or
+  // removed, cordon, failure, GPU health), so an allocation never makes it stale.
+  std::uint64_t prepared_instance = 0;
+  std::uint64_t prepared_layout = 0;
+
+  bool prepared_for(const ClusterState& state) const {
+    return prepared_instance == state.instance_id() && prepared_layout == state.layout_generation();
+  }
 
   FgdCosts(const FgdOptions& o, const TargetWorkload& w, double cpu_per_gpu)
       : packing(o.packing_loss && !w.share_prices.empty()), stranding(o.cpu_stranding && cpu_per_gpu > 0),
@@ -104,7 +114,8 @@ struct FgdCosts {
 
   // κ from the cluster's GPU supply by model and the restricted demand (fgd.hpp, term 3).
   void prepare(const ClusterState& state, const TargetWorkload& w) {
-    prepared_for = &state;
+    prepared_instance = state.instance_id();
+    prepared_layout = state.layout_generation();
     std::fill(kappa.begin(), kappa.end(), 0.0);
     if (!scarcity || w.gpu_demand <= 0) return;
     std::vector<double> supply(256, 0.0);
@@ -135,13 +146,8 @@ struct FgdCosts {
   }
 };
 
-}  // namespace internal
 
-namespace {
-
-using internal::FgdCosts;
-
-struct Evaluation {
+struct FgdEvaluation {
   bool fits = false;
   double before = 0, after = 0;
   double cost = 0;  // FGD-OC's opportunity cost (milli-GPU)
@@ -152,17 +158,17 @@ struct Evaluation {
 // `usable(i)` says whether slot i may take the task's share (model, GPU memory).
 // `costs` (FGD-OC) may be null: plain FGD.
 template <class Usable>
-Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const TaskRequest& r,
+FgdEvaluation fgd_evaluate_slots(MilliCpu cpu_free, std::vector<FgdSlot>& slots, const TaskRequest& r,
                           const TargetWorkload& w, Usable&& usable, const FgdCosts* costs) {
-  Evaluation e;
+  FgdEvaluation e;
   const TaskShape& shape = r.shape;
-  e.before = frag_slots(cpu_free, slots, w);
+  e.before = fgd_fragment_of_slots(cpu_free, slots, w);
   const MilliCpu cpu_after = cpu_free - shape.cpu;
   // Terms that depend on the node, not on the GPU: CPU stranding.
   double node_cost = 0;
   if (costs && costs->stranding) {
     std::int64_t free = 0;
-    for (const Slot& sl : slots) free += sl.free;
+    for (const FgdSlot& sl : slots) free += sl.free;
     const double c = costs->cpu_per_gpu_milli;
     node_cost = FgdCosts::stranded(static_cast<double>(cpu_after), static_cast<double>(free - shape.total_gpu_milli()), c) -
                 FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(free), c);
@@ -172,7 +178,7 @@ Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const Tas
   };
   if (!shape.needs_gpu()) {
     e.fits = true;
-    e.after = frag_slots(cpu_after, slots, w);
+    e.after = fgd_fragment_of_slots(cpu_after, slots, w);
     e.cost = node_cost;
     return e;
   }
@@ -185,7 +191,7 @@ Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const Tas
                                        costs->loss(slots[i].free, shape.gpu_milli)
                                  : 0.0);
       slots[i].free -= static_cast<std::int32_t>(shape.gpu_milli);
-      const double after = frag_slots(cpu_after, slots, w);
+      const double after = fgd_fragment_of_slots(cpu_after, slots, w);
       slots[i].free += static_cast<std::int32_t>(shape.gpu_milli);
       const double total = after + cost;
       if (!e.fits || total < best_total ||
@@ -207,21 +213,21 @@ Evaluation evaluate_slots(MilliCpu cpu_free, std::vector<Slot>& slots, const Tas
   e.cost = node_cost;
   for (std::size_t i : taken) e.cost += scarcity(i, kMilliPerGpu);
   for (std::size_t i : taken) slots[i].free = 0;
-  e.after = frag_slots(cpu_after, slots, w);
+  e.after = fgd_fragment_of_slots(cpu_after, slots, w);
   for (std::size_t i : taken) slots[i].free = kMilliPerGpu;
   e.fits = true;
   return e;
 }
 
-std::int64_t exact_score(double before, double after) { return std::llround((before - after) * 1e6); }
+inline std::int64_t fgd_exact_score(double before, double after) { return std::llround((before - after) * 1e6); }
 
-struct TaskKey {
+struct FgdTaskKey {
   MilliCpu cpu;
   Bytes memory;
   GpuCount gpus;
   MilliGpu milli;
   GpuModelMask models;
-  friend bool operator<(const TaskKey& a, const TaskKey& b) {
+  friend bool operator<(const FgdTaskKey& a, const FgdTaskKey& b) {
     return std::tie(a.cpu, a.memory, a.gpus, a.milli, a.models) <
            std::tie(b.cpu, b.memory, b.gpus, b.milli, b.models);
   }
@@ -244,11 +250,11 @@ class FgdGpuPicker final : public GpuPicker {
   const FgdPolicy& policy_;
 };
 
-}  // namespace
+}  // namespace detail
 
 // --- the target workload ----------------------------------------------------------------------------
 
-TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> requests, double coverage) {
+inline TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> requests, double coverage) {
   std::map<std::tuple<GpuCount, MilliGpu, MilliCpu, GpuModelMask>, std::int64_t> counts;
   std::map<GpuModelMask, std::int64_t> by_mask;
   std::int64_t gpu_demand = 0;
@@ -283,22 +289,22 @@ TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> reques
   return w;
 }
 
-double fragmentation(MilliCpu cpu_free, std::span<const std::int32_t> gpu_free, std::span<const GpuModelId> gpu_model,
+inline double fragmentation(MilliCpu cpu_free, std::span<const std::int32_t> gpu_free, std::span<const GpuModelId> gpu_model,
                      const TargetWorkload& workload) {
-  std::vector<Slot> slots(gpu_free.size());
+  std::vector<detail::FgdSlot> slots(gpu_free.size());
   for (std::size_t i = 0; i < gpu_free.size(); ++i)
     slots[i] = {gpu_free[i], i < gpu_model.size() ? gpu_model[i] : GpuModelId{0}};
-  return frag_slots(cpu_free, slots, workload);
+  return detail::fgd_fragment_of_slots(cpu_free, slots, workload);
 }
 
-double node_fragmentation(const ClusterState& state, NodeId node, const TargetWorkload& workload) {
-  std::vector<Slot> slots(state.gpu_count(node));
+inline double node_fragmentation(const ClusterState& state, NodeId node, const TargetWorkload& workload) {
+  std::vector<detail::FgdSlot> slots(state.gpu_count(node));
   for (std::size_t g = 0; g < slots.size(); ++g)
     slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
-  return frag_slots(state.cpu_free(node), slots, workload);
+  return detail::fgd_fragment_of_slots(state.cpu_free(node), slots, workload);
 }
 
-std::int64_t fgd_score(double before, double after) {
+inline std::int64_t fgd_score(double before, double after) {
   const double x = (before - after) / 1000.0;
   return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
 }
@@ -315,7 +321,7 @@ struct FgdPolicy::Index {
   struct Class {
     MilliCpu cpu = 0;
     Bytes memory = 0;
-    std::vector<Slot> slots;  // sorted
+    std::vector<detail::FgdSlot> slots;  // sorted
     NodeBitset members;       // by tie-break rank
     std::uint32_t count = 0;
     std::int32_t active_pos = -1;
@@ -325,9 +331,12 @@ struct FgdPolicy::Index {
   std::vector<Class> classes;
   std::vector<std::uint32_t> active;
   std::vector<std::uint32_t> node_class;
-  std::map<TaskKey, std::uint32_t> task_ids;
+  std::map<detail::FgdTaskKey, std::uint32_t> task_ids;
   std::string key_buf;
-  std::vector<Slot> slot_buf;
+  std::vector<detail::FgdSlot> slot_buf;
+  // The state generation the classes reflect (ClusterState::generation): a newer state is caught up
+  // before any decision, so the cache never answers for a state it has not seen.
+  std::uint64_t seen_generation = 0;
 
   void snapshot(const ClusterState& s, NodeId n) {
     slot_buf.resize(s.gpu_count(n));
@@ -338,7 +347,7 @@ struct FgdPolicy::Index {
     const Bytes mem = s.memory_free(n);
     key_buf.assign(reinterpret_cast<const char*>(&cpu), sizeof cpu);
     key_buf.append(reinterpret_cast<const char*>(&mem), sizeof mem);
-    for (const Slot& sl : slot_buf) {
+    for (const detail::FgdSlot& sl : slot_buf) {
       key_buf.append(reinterpret_cast<const char*>(&sl.free), sizeof sl.free);
       key_buf.push_back(static_cast<char>(sl.model));
     }
@@ -383,9 +392,9 @@ struct FgdPolicy::Index {
   }
 };
 
-FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
+inline FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
     : TracePolicy(seed), workload_(std::move(workload)), options_(std::move(options)),
-      picker_(std::make_unique<FgdGpuPicker>(*this)) {
+      picker_(std::make_unique<detail::FgdGpuPicker>(*this)) {
   double cpu = 0, gpu = 0;
   for (const TargetShape& m : workload_.shapes)
     if (m.gpus > 0) {
@@ -394,53 +403,86 @@ FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions opt
     }
   cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0.0;
   if (options_.packing_loss || options_.cpu_stranding || options_.model_scarcity)
-    costs_ = std::make_unique<FgdCosts>(options_, workload_, cpu_per_gpu_milli_);
+    costs_ = std::make_unique<detail::FgdCosts>(options_, workload_, cpu_per_gpu_milli_);
 }
 
-FgdPolicy::~FgdPolicy() = default;
+inline FgdPolicy::~FgdPolicy() = default;
 
-double FgdPolicy::packing_loss(MilliGpu free, MilliGpu share) const {
+inline double FgdPolicy::packing_loss(MilliGpu free, MilliGpu share) const {
   return costs_ ? costs_->loss(static_cast<std::int32_t>(free), share) : 0.0;
 }
 
-double FgdPolicy::model_scarcity(GpuModelId model) const { return costs_ ? costs_->kappa[model] : 0.0; }
+inline double FgdPolicy::model_scarcity(GpuModelId model) const { return costs_ ? costs_->kappa[model] : 0.0; }
 
-double FgdPolicy::stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const {
+inline double FgdPolicy::stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const {
   if (cpu_per_gpu_milli_ <= 0) return 0.0;
-  return FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(gpu_free), cpu_per_gpu_milli_);
+  return detail::FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(gpu_free), cpu_per_gpu_milli_);
 }
 
-const GpuPicker& FgdPolicy::gpu_picker() const { return *picker_; }
+inline const GpuPicker& FgdPolicy::gpu_picker() const { return *picker_; }
 
-std::int64_t FgdPolicy::score_of(double before, double after) const {
-  return options_.integer_sigmoid_score ? fgd_score(before, after) : exact_score(before, after);
+inline std::int64_t FgdPolicy::score_of(double before, double after) const {
+  return options_.integer_sigmoid_score ? fgd_score(before, after) : detail::fgd_exact_score(before, after);
 }
 
-std::size_t FgdPolicy::active_classes() const { return index_ ? index_->active.size() : 0; }
+inline std::size_t FgdPolicy::active_classes() const { return index_ ? index_->active.size() : 0; }
 
-void FgdPolicy::attach(const ClusterState& state) {
+inline void FgdPolicy::attach(const ClusterState& state) {
   TracePolicy::attach(state);
-  attached_ = &state;
+  attached_instance_ = state.instance_id();
+  rebuild_index(state);
+}
+
+inline void FgdPolicy::rebuild_index(const ClusterState& state) const {
   index_ = std::make_unique<Index>();
   index_->node_class.assign(state.node_count(), Index::kNone);
   if (costs_) costs_->prepare(state, workload_);
   const TieBreak& t = tie(state);
   for (NodeId n = 0; n < state.node_count(); ++n)
     if (state.eligible(n)) index_->insert(state, n, t.rank(n));
+  index_->seen_generation = state.generation();
 }
 
-void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*request*/, const TaskAssignment& a) {
-  if (!index_ || attached_ != &state || a.node >= state.node_count()) return;
-  const std::uint32_t rank = tie(state).rank(a.node);
-  index_->erase(a.node, rank);
-  if (state.eligible(a.node)) index_->insert(state, a.node, rank);
+inline void FgdPolicy::refresh_node(const ClusterState& state, NodeId n) const {
+  const std::uint32_t rank = tie(state).rank(n);
+  index_->erase(n, rank);
+  if (state.eligible(n)) index_->insert(state, n, rank);
 }
 
-std::int64_t FgdPolicy::secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const {
+inline void FgdPolicy::catch_up(const ClusterState& state) const {
+  Index& ix = *index_;
+  if (ix.seen_generation == state.generation()) return;
+  // A node added or removed changes the tie-break permutation (drawn for the node count): start over.
+  if (ix.node_class.size() != state.node_count()) {
+    rebuild_index(state);
+    return;
+  }
+  if (costs_ && !costs_->prepared_for(state)) costs_->prepare(state, workload_);
+  // Changes nobody told us about (place_job, place_gang, events): revisit exactly the nodes whose
+  // version is newer than what the index saw. O(nodes) compares, no per-node rebuild otherwise.
+  for (NodeId n = 0; n < state.node_count(); ++n)
+    if (state.node_version(n) > ix.seen_generation) refresh_node(state, n);
+  ix.seen_generation = state.generation();
+}
+
+inline void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*request*/, const TaskAssignment& a) {
+  if (!index_ || attached_instance_ != state.instance_id() || a.node >= state.node_count()) return;
+  Index& ix = *index_;
+  // The simulator's hot path: the only change since the index was current is this reservation.
+  if (state.generation() == ix.seen_generation + 1 && state.node_version(a.node) == state.generation() &&
+      ix.node_class.size() == state.node_count()) {
+    refresh_node(state, a.node);
+    ix.seen_generation = state.generation();
+    return;
+  }
+  catch_up(state);
+}
+
+inline std::int64_t FgdPolicy::secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const {
   return secondary_of(state.cpu_free(n), state.free_gpu_milli(n), request);
 }
 
-std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const {
+inline std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const {
   const MilliGpu g = gpu_free - request.shape.total_gpu_milli();
   const MilliCpu c = cpu_free - request.shape.cpu;
   switch (options_.tie_rule) {
@@ -455,14 +497,14 @@ std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const
   }
 }
 
-FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+inline FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
-  if (costs_ && costs_->prepared_for != &state) costs_->prepare(state, workload_);
-  std::vector<Slot> slots(state.gpu_count(node));
+  if (costs_ && !costs_->prepared_for(state)) costs_->prepare(state, workload_);
+  std::vector<detail::FgdSlot> slots(state.gpu_count(node));
   for (std::size_t g = 0; g < slots.size(); ++g)
     slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
-  const Evaluation e = evaluate_slots(state.cpu_free(node), slots, request, workload_, [&](std::size_t g) {
+  const detail::FgdEvaluation e = detail::fgd_evaluate_slots(state.cpu_free(node), slots, request, workload_, [&](std::size_t g) {
     const auto gi = static_cast<GpuIndex>(g);
     return (request.models & model_bit(state.gpu_model(node, gi))) &&
            state.gpu_free_memory(node, gi) >= request.shape.gpu_memory;
@@ -477,7 +519,7 @@ FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node
   return c;
 }
 
-NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskRequest& request) const {
+inline NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskRequest& request) const {
   const TieBreak& t = tie(state);
   NodeId best = kNoNode;
   std::int64_t best_score = 0, best_secondary = 0;
@@ -499,12 +541,14 @@ NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskRequest& requ
   return best;
 }
 
-NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) const {
-  if (!index_ || attached_ != &state || !request.selector.empty() || request.shape.gpu_memory != 0)
+inline NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  if (!index_ || attached_instance_ != state.instance_id() || !request.selector.empty() ||
+      request.shape.gpu_memory != 0)
     return select_scan(state, request);
+  catch_up(state);
   Index& ix = *index_;
   const TaskShape& shape = request.shape;
-  const TaskKey key{shape.cpu, shape.memory, shape.needs_gpu() ? shape.gpus : 0, shape.needs_gpu() ? shape.gpu_milli : 0,
+  const detail::FgdTaskKey key{shape.cpu, shape.memory, shape.needs_gpu() ? shape.gpus : 0, shape.needs_gpu() ? shape.gpu_milli : 0,
                     shape.needs_gpu() ? request.models : kAnyGpuModel};
   const auto [tit, added] = ix.task_ids.try_emplace(key, static_cast<std::uint32_t>(ix.task_ids.size()));
   (void)added;
@@ -521,14 +565,14 @@ NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) 
     if (m.state == 0) {
       m.state = 2;
       if (c.cpu >= shape.cpu && c.memory >= shape.memory) {
-        const Evaluation e = evaluate_slots(c.cpu, c.slots, request, workload_, [&](std::size_t g) {
+        const detail::FgdEvaluation e = detail::fgd_evaluate_slots(c.cpu, c.slots, request, workload_, [&](std::size_t g) {
           return (request.models & model_bit(c.slots[g].model)) != 0;
         }, costs_.get());
         if (e.fits) {
           m.state = 1;
           m.score = score_of(e.before, e.after + e.cost);
           std::int64_t free = 0;
-          for (const Slot& s : c.slots) free += s.free;
+          for (const detail::FgdSlot& s : c.slots) free += s.free;
           m.secondary = secondary_of(c.cpu, free, request);
         }
       }
@@ -544,6 +588,45 @@ NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) 
     }
   }
   return best_class == Index::kNone ? kNoNode : t.node_at(best_rank);
+}
+
+// --- the trace policies' factory (declared in trace_policies.hpp) ---------------------------------
+
+namespace detail {
+inline std::string trace_policy_canonical_name(std::string_view name) {
+  std::string out;
+  for (char ch : name)
+    if (ch != '-' && ch != '_' && ch != ' ') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  return out;
+}
+}  // namespace detail
+
+inline std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint64_t seed,
+                                               const TargetWorkload& workload) {
+  const std::string n = detail::trace_policy_canonical_name(name);
+  if (n == "random") return std::make_unique<PaperRandomPolicy>(seed);
+  if (n == "dotprod" || n == "dotproduct") return std::make_unique<DotProdPolicy>(seed);
+  if (n == "gpuclustering") return std::make_unique<GpuClusteringPolicy>(seed);
+  if (n == "gpupacking") return std::make_unique<GpuPackingPolicy>(seed);
+  if (n == "bestfit") return std::make_unique<PaperBestFitPolicy>(seed);
+  if (n == "fgd") return std::make_unique<FgdPolicy>(workload, seed);
+  if (n == "fgdoc") {
+    FgdOptions o;
+    o.name = "FGD-OC";
+    o.packing_loss = o.cpu_stranding = o.model_scarcity = true;
+    return std::make_unique<FgdPolicy>(workload, seed, o);
+  }
+  // Our variants (docs/bench-packing.md has their measured results): FGD-Pack breaks FGD's score
+  // ties by the least GPU share left on the node; FGD-BF also replaces the truncated sigmoid by the
+  // exact change of F; FGD-Bal breaks ties by keeping free CPU in proportion to free GPU share.
+  if (n == "fgdpack" || n == "fgdbf" || n == "fgdbal") {
+    FgdOptions o;
+    o.name = n == "fgdpack" ? "FGD-Pack" : n == "fgdbf" ? "FGD-BF" : "FGD-Bal";
+    o.tie_rule = n == "fgdbal" ? 2 : 1;
+    o.integer_sigmoid_score = n != "fgdbf";
+    return std::make_unique<FgdPolicy>(workload, seed, o);
+  }
+  return nullptr;
 }
 
 }  // namespace gpusched

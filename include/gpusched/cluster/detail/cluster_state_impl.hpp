@@ -1,0 +1,743 @@
+// gpusched/cluster/detail/cluster_state_impl.hpp — ClusterState's definitions (header-only).
+//
+// Included at the end of cluster_state.hpp; not a public header. Non-template functions are
+// `inline`, helpers live in gpusched::detail with names that say they are the cluster's.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace gpusched {
+namespace detail {
+
+// Error text without {fmt} (policy headers depend on no compiled library): parts are strings or
+// integers, appended in order.
+inline void cluster_message_part(std::string& out, std::string_view text) { out += text; }
+template <class Integer>
+  requires std::is_integral_v<Integer>
+void cluster_message_part(std::string& out, Integer value) {
+  out += std::to_string(value);
+}
+template <class... Parts>
+std::string cluster_message(const Parts&... parts) {
+  std::string out;
+  (cluster_message_part(out, parts), ...);
+  return out;
+}
+inline Error cluster_error(ErrorCode code, std::string field, std::string message) {
+  return Error{std::move(message), code, std::move(field)};
+}
+inline std::string cluster_node_field(std::size_t n) { return cluster_message("nodes[", n, "]"); }
+
+}  // namespace detail
+
+inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, ParsedNode& out) {
+  using detail::cluster_error;
+  using detail::cluster_message;
+  // Field paths and messages are built only on error: this runs once per node of every build.
+  auto field = [n](const auto&... parts) { return cluster_message("nodes[", n, "]", parts...); };
+  const std::string_view name = view.node_name(n);
+  if (name.empty()) return cluster_error(ErrorCode::kMissingField, field(".name"), field(".name: must not be empty"));
+  auto message = [&](const auto&... parts) { return field(" (", name, ")", parts...); };
+  out.name = name;
+  const NodeResources r = view.node_resources(n);
+  const std::pair<std::int64_t, std::string_view> amounts[] = {
+      {r.cpu_capacity, "cpu"}, {r.cpu_free, "cpu free"}, {r.memory_capacity, "memory"}, {r.memory_free, "memory free"}};
+  for (const auto& [v, name_of_amount] : amounts)
+    if (v < 0)
+      return cluster_error(ErrorCode::kInvalidValue, field(".", name_of_amount),
+                           message(".", name_of_amount, ": expected a non-negative quantity, got ", v));
+  if (r.cpu_free > r.cpu_capacity)
+    return cluster_error(ErrorCode::kInconsistent, field(".cpu"),
+                         message(".cpu: free ", r.cpu_free, " exceeds capacity ", r.cpu_capacity));
+  if (r.memory_free > r.memory_capacity)
+    return cluster_error(ErrorCode::kInconsistent, field(".memory"),
+                         message(".memory: free ", r.memory_free, " exceeds capacity ", r.memory_capacity));
+  out.resources = r;
+  out.flags = static_cast<std::uint8_t>((view.schedulable(n) ? 0 : kFlagCordoned) | (view.healthy(n) ? 0 : kFlagFailed));
+
+  const std::size_t n_gpus = view.gpu_count(n);
+  if (n_gpus > std::numeric_limits<GpuIndex>::max())
+    return cluster_error(ErrorCode::kLimit, field(".gpus"), message(".gpus: at most 65535 GPUs per node, got ", n_gpus));
+  out.gpus.resize(n_gpus);
+  for (std::size_t g = 0; g < n_gpus; ++g) {
+    const GpuInfo info = view.gpu(n, g);
+    // Model names repeat on every GPU: each distinct spelling is resolved by the registry once.
+    GpuModelId model;
+    if (auto it = model_by_spelling_.find(info.model); it != model_by_spelling_.end()) {
+      model = it->second;
+    } else {
+      auto found = registry_.find(info.model);
+      if (!found)
+        return cluster_error(ErrorCode::kUnknownName, field(".gpus[", g, "].model"),
+                             message(".gpus[", g, "].model: unknown GPU model \"", info.model, "\""));
+      model = *found;
+      model_by_spelling_.emplace(std::string(info.model), model);
+    }
+    if (info.free_milli < 0 || info.free_milli > kMilliPerGpu)
+      return cluster_error(ErrorCode::kInvalidValue, field(".gpus[", g, "]"),
+                           message(".gpus[", g, "]: free share must be in 0..1000, got ", info.free_milli));
+    const Bytes capacity = registry_.model(model).memory;
+    if (info.used_memory < 0 || (capacity > 0 && info.used_memory > capacity))
+      return cluster_error(ErrorCode::kInvalidValue, field(".gpus[", g, "].used_memory"),
+                           message(".gpus[", g, "]: used memory ", info.used_memory, " outside 0..", capacity));
+    out.gpus[g] = ParsedGpu{model, static_cast<std::int32_t>(info.free_milli),
+                            std::max<Bytes>(0, capacity - info.used_memory), capacity, info.healthy};
+  }
+
+  const std::size_t n_labels = view.label_count(n);
+  out.labels.clear();
+  for (std::size_t l = 0; l < n_labels; ++l) {
+    const Label label = view.label(n, l);
+    if (label.first.empty())
+      return cluster_error(ErrorCode::kMissingField, field(".labels[", l, "]"), message(".labels[", l, "]: empty label key"));
+    // Pairwise: a node has tens of labels, and this allocates nothing.
+    for (const Label& earlier : out.labels)
+      if (earlier.first == label.first)
+        return cluster_error(ErrorCode::kDuplicate, field(".labels"), message(".labels: duplicate key \"", label.first, "\""));
+    out.labels.push_back(label);
+  }
+  return {};
+}
+
+inline std::uint32_t ClusterState::intern_label(LabelDictionary& ids, std::vector<std::string>& names,
+                                                std::string_view text) {
+  if (auto it = ids.find(text); it != ids.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names.size());
+  names.emplace_back(text);
+  ids.emplace(std::string(text), id);
+  return id;
+}
+
+// Appends the node's arrays and totals (not the index, not the name lookup).
+inline NodeId ClusterState::append_node(const ParsedNode& p) {
+  const auto n = static_cast<NodeId>(node_name_.size());
+  node_name_.emplace_back(p.name);
+  cpu_capacity_.push_back(p.resources.cpu_capacity);
+  cpu_free_.push_back(p.resources.cpu_free);
+  memory_capacity_.push_back(p.resources.memory_capacity);
+  memory_free_.push_back(p.resources.memory_free);
+  flags_.push_back(p.flags);
+  gpu_begin_.push_back(static_cast<std::uint32_t>(gpu_free_milli_.size()));
+  GpuModelMask models = 0;
+  std::int32_t idle = 0;
+  MilliGpu free_sum = 0;
+  bool partial = false;
+  for (const ParsedGpu& g : p.gpus) {
+    // An unhealthy GPU reads free 0; what the view says is free on it is withheld until it recovers.
+    const std::int32_t free_milli = g.healthy ? g.free_milli : 0;
+    if (!g.healthy)
+      withheld_.emplace(static_cast<std::uint32_t>(gpu_free_milli_.size()), WithheldGpu{g.free_milli, g.free_memory});
+    gpu_free_milli_.push_back(free_milli);
+    gpu_free_memory_.push_back(g.healthy ? g.free_memory : 0);
+    gpu_memory_capacity_.push_back(g.memory_capacity);
+    gpu_model_.push_back(g.model);
+    gpu_healthy_.push_back(g.healthy ? 1 : 0);
+    models |= model_bit(g.model);
+    if (g.healthy) {
+      total_gpu_capacity_ += kMilliPerGpu;
+      total_gpu_free_ += free_milli;
+    }
+    if (free_milli == kMilliPerGpu) ++idle;
+    if (free_milli > 0 && free_milli < kMilliPerGpu) partial = true;
+    free_sum += free_milli;
+  }
+  gpu_end_.push_back(static_cast<std::uint32_t>(gpu_free_milli_.size()));
+  node_models_.push_back(models);
+  std::uint8_t key = kNoGpuKey;
+  if (models != 0)
+    key = std::has_single_bit(models) ? static_cast<std::uint8_t>(std::countr_zero(models)) : kMixedModels;
+  node_index_model_.push_back(key);
+  idle_gpus_.push_back(idle);
+  free_gpu_milli_.push_back(free_sum);
+  has_partial_.push_back(partial ? 1 : 0);
+  node_version_.push_back(generation_);
+  max_gpus_per_node_ = std::max<std::int32_t>(max_gpus_per_node_, static_cast<std::int32_t>(p.gpus.size()));
+  label_begin_.push_back(static_cast<std::uint32_t>(labels_.size()));
+  label_count_.push_back(static_cast<std::uint32_t>(p.labels.size()));
+  for (const Label& label : p.labels)
+    labels_.push_back({intern_label(label_key_ids_, label_keys_, label.first), intern_label(label_value_ids_, label_values_, label.second)});
+  std::sort(labels_.begin() + label_begin_.back(), labels_.end(),
+            [](const LabelRequirement& a, const LabelRequirement& b) { return a.key < b.key; });
+  ++live_nodes_;
+  return n;
+}
+
+inline Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry) {
+  ClusterState s;
+  s.registry_ = registry;
+  const std::size_t n_nodes = view.node_count();
+  if (n_nodes >= std::numeric_limits<NodeId>::max())
+    return detail::cluster_error(ErrorCode::kLimit, "nodes", detail::cluster_message("nodes: too many nodes (", n_nodes, ")"));
+  for (auto* v : {&s.cpu_capacity_, &s.cpu_free_}) v->reserve(n_nodes);
+  for (auto* v : {&s.memory_capacity_, &s.memory_free_}) v->reserve(n_nodes);
+  for (auto* v : {&s.flags_, &s.node_index_model_, &s.has_partial_}) v->reserve(n_nodes);
+  for (auto* v : {&s.gpu_begin_, &s.gpu_end_, &s.label_begin_, &s.label_count_}) v->reserve(n_nodes);
+  s.node_name_.reserve(n_nodes);
+  s.node_models_.reserve(n_nodes);
+  s.idle_gpus_.reserve(n_nodes);
+  s.free_gpu_milli_.reserve(n_nodes);
+  s.node_version_.reserve(n_nodes);
+
+  ParsedNode parsed;
+  for (std::size_t n = 0; n < n_nodes; ++n) {
+    if (auto st = s.parse_node(view, n, parsed); !st) return st.error();
+    s.append_node(parsed);
+  }
+
+  // Names are unique: the output names nodes, so two with one name would be ambiguous.
+  s.node_by_name_.reserve(n_nodes);
+  for (std::size_t n = 0; n < n_nodes; ++n) {
+    auto [it, inserted] = s.node_by_name_.try_emplace(s.node_name_[n], static_cast<NodeId>(n));
+    if (!inserted)
+      return detail::cluster_error(ErrorCode::kDuplicate, detail::cluster_node_field(n) + ".name",
+                                   detail::cluster_message("nodes[", n, "].name: duplicate node name \"", s.node_name_[n],
+                                                           "\" (also nodes[", it->second, "])"));
+  }
+
+  // The index.
+  s.model_slot_.assign(256, -1);
+  s.index_capacity_ = static_cast<std::uint32_t>(n_nodes);
+  s.partial_nodes_ = NodeBitset(s.index_capacity_);
+  for (NodeId n = 0; n < n_nodes; ++n) s.ensure_index_row(s.node_index_model_[n]);
+  for (NodeId n = 0; n < n_nodes; ++n) s.index_insert(n);
+  return s;
+}
+
+// --- the index -------------------------------------------------------------------------------------
+
+inline std::size_t ClusterState::bucket_slot(std::uint8_t model_key) const {
+  return static_cast<std::size_t>(model_slot_[model_key]);
+}
+
+inline void ClusterState::ensure_index_row(std::uint8_t model_key) {
+  if (model_slot_[model_key] >= 0) return;
+  model_slot_[model_key] = static_cast<std::int16_t>(buckets_.size());
+  model_keys_.insert(std::upper_bound(model_keys_.begin(), model_keys_.end(), model_key), model_key);
+  buckets_.emplace_back(static_cast<std::size_t>(max_gpus_per_node_) + 1, NodeBitset(index_capacity_));
+}
+
+inline void ClusterState::ensure_index_width(std::int32_t gpus) {
+  // max_gpus_per_node_ is raised by append_node; the rows follow it here.
+  const auto width = static_cast<std::size_t>(std::max(gpus, max_gpus_per_node_)) + 1;
+  max_gpus_per_node_ = std::max(gpus, max_gpus_per_node_);
+  for (auto& row : buckets_)
+    while (row.size() < width) row.emplace_back(index_capacity_);
+}
+
+inline void ClusterState::ensure_index_capacity(std::size_t nodes) {
+  if (nodes <= index_capacity_) return;
+  // Doubling keeps add_node amortised O(1) in the index.
+  index_capacity_ = static_cast<std::uint32_t>(std::max<std::size_t>(nodes, std::size_t{2} * index_capacity_));
+  for (auto& row : buckets_)
+    for (auto& bucket : row) bucket.grow(index_capacity_);
+  partial_nodes_.grow(index_capacity_);
+}
+
+inline void ClusterState::index_insert(NodeId n) {
+  if (!eligible(n)) return;
+  buckets_[bucket_slot(node_index_model_[n])][static_cast<std::size_t>(idle_gpus_[n])].insert(n);
+  if (has_partial_[n]) partial_nodes_.insert(n);
+}
+
+inline void ClusterState::index_erase(NodeId n) {
+  if (!eligible(n)) return;
+  buckets_[bucket_slot(node_index_model_[n])][static_cast<std::size_t>(idle_gpus_[n])].erase(n);
+  partial_nodes_.erase(n);
+}
+
+inline bool ClusterState::any_partial_gpu(NodeId n) const {
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
+    if (gpu_free_milli_[gi] > 0 && gpu_free_milli_[gi] < kMilliPerGpu) return true;
+  return false;
+}
+
+inline const NodeBitset* ClusterState::idle_bucket(std::uint8_t model_key, std::int32_t idle) const {
+  if (idle < 0 || idle > max_gpus_per_node_ || model_slot_.empty() || model_slot_[model_key] < 0) return nullptr;
+  return &buckets_[bucket_slot(model_key)][static_cast<std::size_t>(idle)];
+}
+
+// --- lookups ---------------------------------------------------------------------------------------
+
+inline NodeId ClusterState::find_node(std::string_view name) const {
+  auto it = node_by_name_.find(name);
+  return it == node_by_name_.end() ? kNoNode : it->second;
+}
+
+inline std::uint32_t ClusterState::label_key_id(std::string_view key) const {
+  auto it = label_key_ids_.find(key);
+  return it == label_key_ids_.end() ? kUnknownLabel : it->second;
+}
+
+inline std::uint32_t ClusterState::label_value_id(std::string_view value) const {
+  auto it = label_value_ids_.find(value);
+  return it == label_value_ids_.end() ? kUnknownLabel : it->second;
+}
+
+inline std::uint32_t ClusterState::node_label_value(NodeId n, std::uint32_t key) const {
+  for (const auto& l : node_labels(n))
+    if (l.key == key) return l.value;
+  return kUnknownLabel;
+}
+
+inline MilliGpu ClusterState::gpu_free_milli_if_healthy(NodeId n, GpuIndex g) const {
+  const std::uint32_t gi = gpu_begin_[n] + g;
+  if (gpu_healthy_[gi]) return gpu_free_milli_[gi];
+  auto it = withheld_.find(gi);
+  return it == withheld_.end() ? 0 : it->second.free_milli;
+}
+
+inline Bytes ClusterState::gpu_free_memory_if_healthy(NodeId n, GpuIndex g) const {
+  const std::uint32_t gi = gpu_begin_[n] + g;
+  if (gpu_healthy_[gi]) return gpu_free_memory_[gi];
+  auto it = withheld_.find(gi);
+  return it == withheld_.end() ? 0 : it->second.free_memory;
+}
+
+// --- compile ---------------------------------------------------------------------------------------
+
+inline Result<TaskRequest> ClusterState::compile(const TaskShape& shape, std::span<const std::string_view> allowed_models,
+                                                 std::span<const Label> selector) const {
+  using detail::cluster_error;
+  using detail::cluster_message;
+  if (shape.cpu < 0)
+    return cluster_error(ErrorCode::kInvalidValue, "cpu", cluster_message("cpu: expected a non-negative quantity, got ", shape.cpu));
+  if (shape.memory < 0)
+    return cluster_error(ErrorCode::kInvalidValue, "memory",
+                         cluster_message("memory: expected a non-negative quantity, got ", shape.memory));
+  if (shape.gpus < 0)
+    return cluster_error(ErrorCode::kInvalidValue, "gpus", cluster_message("gpus: expected a non-negative integer, got ", shape.gpus));
+  if (shape.gpu_memory < 0)
+    return cluster_error(ErrorCode::kInvalidValue, "gpu_memory",
+                         cluster_message("gpu_memory: expected a non-negative quantity, got ", shape.gpu_memory));
+  if (shape.gpus > 0 && (shape.gpu_milli < 1 || shape.gpu_milli > kMilliPerGpu))
+    return cluster_error(ErrorCode::kInvalidValue, "gpu_milli",
+                         cluster_message("gpu_milli: expected a share in 1..1000, got ", shape.gpu_milli));
+  if (shape.gpus > 1 && shape.gpu_milli != kMilliPerGpu)
+    return cluster_error(ErrorCode::kInconsistent, "gpu_milli",
+                         cluster_message("gpu_milli: a task of ", shape.gpus, " GPUs takes whole GPUs (1000), got ",
+                                         shape.gpu_milli));
+  TaskRequest req;
+  req.shape = shape;
+  if (shape.gpus == 0) req.shape.gpu_milli = 0;
+  if (!allowed_models.empty()) {
+    req.models = 0;
+    for (std::size_t i = 0; i < allowed_models.size(); ++i) {
+      auto id = registry_.find(allowed_models[i]);
+      if (!id)
+        return cluster_error(ErrorCode::kUnknownName, cluster_message("gpu_models[", i, "]"),
+                             cluster_message("gpu_models[", i, "]: unknown GPU model \"", allowed_models[i], "\""));
+      req.models |= model_bit(*id);
+    }
+  }
+  for (const auto& [key, value] : selector) {
+    // A selector naming a key or value no node has matches no node: not an error, a reason. Both
+    // cases compile to a value no node's label can have (node_label_value answers kUnknownLabel for
+    // a missing key, so an unknown value must not be kUnknownLabel itself).
+    const std::uint32_t key_id = label_key_id(key), value_id = label_value_id(value);
+    req.selector.push_back({key_id, key_id == kUnknownLabel || value_id == kUnknownLabel ? kUnmatchableLabel : value_id});
+  }
+  return req;
+}
+
+inline Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t group) const {
+  const TaskGroupInfo info = job.group(group);
+  std::vector<std::string_view> models(job.allowed_model_count(group));
+  for (std::size_t i = 0; i < models.size(); ++i) models[i] = job.allowed_model(group, i);
+  std::vector<Label> selector(job.selector_count(group));
+  for (std::size_t i = 0; i < selector.size(); ++i) selector[i] = job.selector(group, i);
+  auto req = compile(info.shape, models, selector);
+  if (!req) {
+    const std::string prefix = detail::cluster_message("jobs[", job.name(), "].groups[", group, "]");
+    return detail::cluster_error(req.error().code, prefix + "." + req.error().field,
+                                 detail::cluster_message(prefix, " (", info.name, ").", req.error().message));
+  }
+  return req;
+}
+
+// --- fit and mutation ------------------------------------------------------------------------------
+
+inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
+  if (flags_[n] & kFlagCordoned) return FitReason::kNodeUnschedulable;
+  if (flags_[n] & kFlagFailed) return FitReason::kNodeUnhealthy;  // removed nodes carry it too
+  for (const auto& req : request.selector)
+    if (node_label_value(n, req.key) != req.value) return FitReason::kSelectorMismatch;
+  const TaskShape& shape = request.shape;
+  // A GPU-less node lacks GPUs rather than having the wrong model (what `kubectl describe` says too).
+  if (shape.needs_gpu() && gpu_end_[n] == gpu_begin_[n]) return FitReason::kInsufficientGpus;
+  if (shape.needs_gpu() && (node_models_[n] & request.models) == 0) return FitReason::kGpuModelNotAllowed;
+  if (cpu_free_[n] < shape.cpu) return FitReason::kInsufficientCpu;
+  if (memory_free_[n] < shape.memory) return FitReason::kInsufficientMemory;
+  if (!shape.needs_gpu()) return FitReason::kFits;
+
+  const std::uint32_t b = gpu_begin_[n], e = gpu_end_[n];
+  const bool homogeneous = node_index_model_[n] != kMixedModels;
+  if (!shape.shares_gpu()) {
+    if (homogeneous && shape.gpu_memory == 0)
+      return idle_gpus_[n] >= shape.gpus ? FitReason::kFits : FitReason::kInsufficientGpus;
+    std::int32_t idle = 0, idle_mem = 0;
+    for (std::uint32_t g = b; g < e; ++g) {
+      if (gpu_free_milli_[g] != kMilliPerGpu || !(request.models & model_bit(gpu_model_[g]))) continue;
+      ++idle;
+      if (gpu_free_memory_[g] >= shape.gpu_memory) ++idle_mem;
+    }
+    if (idle < shape.gpus) return FitReason::kInsufficientGpus;
+    return idle_mem >= shape.gpus ? FitReason::kFits : FitReason::kInsufficientGpuMemory;
+  }
+  bool share_ok = false;
+  for (std::uint32_t g = b; g < e; ++g) {
+    if (gpu_free_milli_[g] < shape.gpu_milli || !(request.models & model_bit(gpu_model_[g]))) continue;
+    share_ok = true;
+    if (gpu_free_memory_[g] >= shape.gpu_memory) return FitReason::kFits;
+  }
+  return share_ok ? FitReason::kInsufficientGpuMemory : FitReason::kInsufficientGpuShare;
+}
+
+inline Status ClusterState::validate(const TaskRequest& request, const TaskAssignment& a) const {
+  using detail::cluster_error;
+  using detail::cluster_message;
+  if (a.node >= node_count())
+    return cluster_error(ErrorCode::kUnknownName, "assignment.node", cluster_message("assignment: no node ", a.node));
+  const std::string_view name = node_name_[a.node];
+  if (const FitReason why = check_fit(a.node, request); why != FitReason::kFits)
+    return cluster_error(ErrorCode::kState, "assignment.node", cluster_message("assignment on ", name, ": ", fit_reason_text(why)));
+  const TaskShape& shape = request.shape;
+  if (a.cpu != shape.cpu || a.memory != shape.memory || a.gpu_memory != shape.gpu_memory || a.gpu_milli != shape.gpu_milli)
+    return cluster_error(ErrorCode::kInconsistent, "assignment",
+                         cluster_message("assignment on ", name, ": amounts differ from the request"));
+  const std::size_t want = shape.needs_gpu() ? static_cast<std::size_t>(shape.gpus) : 0;
+  if (a.gpus.size() != want)
+    return cluster_error(ErrorCode::kInconsistent, "assignment.gpus",
+                         cluster_message("assignment on ", name, ": ", a.gpus.size(), " GPUs given, ", want, " requested"));
+  for (std::size_t i = 0; i < a.gpus.size(); ++i) {
+    const GpuIndex g = a.gpus[i];
+    // Built only on error: reserve is the decision hot path.
+    auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
+    if (g >= gpu_count(a.node))
+      return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("assignment on ", name, ": no GPU ", g));
+    for (std::size_t j = 0; j < i; ++j)
+      if (a.gpus[j] == g)
+        return cluster_error(ErrorCode::kDuplicate, field(), cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
+    const std::uint32_t gi = gpu_begin_[a.node] + g;
+    if (!(request.models & model_bit(gpu_model_[gi])))
+      return cluster_error(ErrorCode::kState, field(), cluster_message("assignment on ", name, ": GPU ", g, " model not allowed"));
+    if (gpu_free_milli_[gi] < shape.gpu_milli || gpu_free_memory_[gi] < shape.gpu_memory)
+      return cluster_error(ErrorCode::kState, field(),
+                           cluster_message("assignment on ", name, ": GPU ", g, " has ", gpu_free_milli_[gi], " free, ",
+                                           shape.gpu_milli, " requested"));
+  }
+  return {};
+}
+
+inline Status ClusterState::reserve(const TaskRequest& request, const TaskAssignment& assignment) {
+  if (auto st = validate(request, assignment); !st) return st;
+  apply(assignment, -1);
+  journal_.push_back(assignment);
+  journal_released_.push_back(0);
+  return {};
+}
+
+inline Status ClusterState::release_journaled(const TaskAssignment& a) {
+  if (auto st = release(a); !st) return st;
+  journal_.push_back(a);
+  journal_released_.push_back(1);
+  return {};
+}
+
+inline Status ClusterState::release(const TaskAssignment& a) {
+  using detail::cluster_error;
+  using detail::cluster_message;
+  if (a.node >= node_count())
+    return cluster_error(ErrorCode::kUnknownName, "assignment.node", cluster_message("release: no node ", a.node));
+  if (removed(a.node)) return {};  // its resources left with the node
+  const std::string_view name = node_name_[a.node];
+  if (cpu_free_[a.node] + a.cpu > cpu_capacity_[a.node] || memory_free_[a.node] + a.memory > memory_capacity_[a.node])
+    return cluster_error(ErrorCode::kState, "assignment",
+                         cluster_message("release on ", name, ": frees more host resources than are used"));
+  for (std::size_t i = 0; i < a.gpus.size(); ++i) {
+    const GpuIndex g = a.gpus[i];
+    auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
+    if (g >= gpu_count(a.node))
+      return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("release on ", name, ": no GPU ", g));
+    if (gpu_free_milli_if_healthy(a.node, g) + a.gpu_milli > kMilliPerGpu ||
+        gpu_free_memory_if_healthy(a.node, g) + a.gpu_memory > gpu_memory_capacity(a.node, g))
+      return cluster_error(ErrorCode::kState, field(), cluster_message("release on ", name, ": GPU ", g, " frees more than is used"));
+  }
+  apply(a, +1);
+  return {};
+}
+
+inline void ClusterState::apply(const TaskAssignment& a, int sign) {
+  const NodeId n = a.node;
+  if (flags_[n] & kFlagRemoved) return;  // a rollback or release after the node left
+  const std::int32_t old_idle = idle_gpus_[n];
+  const bool old_partial = has_partial_[n] != 0;
+  cpu_free_[n] += sign * a.cpu;
+  memory_free_[n] += sign * a.memory;
+  bool partial_may_change = false;
+  for (GpuIndex g : a.gpus) {
+    const std::uint32_t gi = gpu_begin_[n] + g;
+    if (!gpu_healthy_[gi]) {
+      // The GPU reads 0 while unhealthy: the share comes back when it recovers.
+      WithheldGpu& w = withheld_[gi];
+      w.free_milli += sign * static_cast<std::int32_t>(a.gpu_milli);
+      w.free_memory += sign * a.gpu_memory;
+      continue;
+    }
+    const std::int32_t before = gpu_free_milli_[gi];
+    const std::int32_t after = before + sign * static_cast<std::int32_t>(a.gpu_milli);
+    gpu_free_milli_[gi] = after;
+    gpu_free_memory_[gi] += sign * a.gpu_memory;
+    free_gpu_milli_[n] += after - before;
+    total_gpu_free_ += after - before;
+    idle_gpus_[n] += (after == kMilliPerGpu) - (before == kMilliPerGpu);
+    partial_may_change = true;
+  }
+  if (partial_may_change) has_partial_[n] = any_partial_gpu(n) ? 1 : 0;
+  reindex(n, old_idle, old_partial);
+  note_node_change(n);
+}
+
+inline void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_partial) {
+  if (!eligible(n)) return;
+  auto& row = buckets_[bucket_slot(node_index_model_[n])];
+  if (old_idle != idle_gpus_[n]) {
+    row[static_cast<std::size_t>(old_idle)].erase(n);
+    row[static_cast<std::size_t>(idle_gpus_[n])].insert(n);
+  }
+  const bool partial = has_partial_[n] != 0;
+  if (partial != old_partial) {
+    if (partial) partial_nodes_.insert(n);
+    else partial_nodes_.erase(n);
+  }
+}
+
+inline void ClusterState::rollback(Checkpoint mark) {
+  while (journal_.size() > mark) {
+    apply(journal_.back(), journal_released_.back() ? -1 : +1);
+    journal_.pop_back();
+    journal_released_.pop_back();
+  }
+}
+
+// --- cluster events --------------------------------------------------------------------------------
+
+inline Status ClusterState::check_live_node(NodeId n, std::string_view event) const {
+  using detail::cluster_message;
+  if (n >= node_count())
+    return detail::cluster_error(ErrorCode::kUnknownName, "node",
+                                 cluster_message(event, ": no node ", n, " (", node_count(), " node ids)"));
+  if (removed(n))
+    return detail::cluster_error(ErrorCode::kState, "node",
+                                 cluster_message(event, ": node ", n, " (", node_name_[n], ") was removed"));
+  return {};
+}
+
+inline Status ClusterState::set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event) {
+  if (auto st = check_live_node(n, event); !st) return st;
+  const auto flags = static_cast<std::uint8_t>(on ? (flags_[n] | flag) : (flags_[n] & ~flag));
+  if (flags == flags_[n]) return {};  // informers repeat events: applying one twice changes nothing
+  index_erase(n);
+  flags_[n] = flags;
+  index_insert(n);
+  note_node_change(n);
+  note_layout_change();
+  return {};
+}
+
+inline Status ClusterState::cordon(NodeId n) { return set_flag(n, kFlagCordoned, true, "cordon"); }
+inline Status ClusterState::uncordon(NodeId n) { return set_flag(n, kFlagCordoned, false, "uncordon"); }
+inline Status ClusterState::recover_node(NodeId n) { return set_flag(n, kFlagFailed, false, "recover_node"); }
+
+inline Result<NodeUsage> ClusterState::fail_node(NodeId n) {
+  if (auto st = set_flag(n, kFlagFailed, true, "fail_node"); !st) return st.error();
+  return usage(n);
+}
+
+inline NodeUsage ClusterState::usage(NodeId n) const {
+  NodeUsage u;
+  u.cpu = cpu_capacity_[n] - cpu_free_[n];
+  u.memory = memory_capacity_[n] - memory_free_[n];
+  for (std::size_t g = 0; g < gpu_count(n); ++g) {
+    const MilliGpu free = gpu_free_milli_if_healthy(n, static_cast<GpuIndex>(g));
+    u.gpu_milli += kMilliPerGpu - free;
+    if (free < kMilliPerGpu) ++u.busy_gpus;
+  }
+  return u;
+}
+
+inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healthy_now) {
+  if (auto st = check_live_node(n, "set_gpu_health"); !st) return st;
+  if (gpu >= gpu_count(n))
+    return detail::cluster_error(ErrorCode::kInvalidValue, "gpu",
+                                 detail::cluster_message("set_gpu_health on ", node_name_[n], ": no GPU ", gpu, " (node has ",
+                                                         gpu_count(n), ")"));
+  const std::uint32_t gi = gpu_begin_[n] + static_cast<std::uint32_t>(gpu);
+  if ((gpu_healthy_[gi] != 0) == healthy_now) return {};
+  index_erase(n);
+  if (healthy_now) {
+    const WithheldGpu w = withheld_[gi];
+    withheld_.erase(gi);
+    gpu_free_milli_[gi] = w.free_milli;
+    gpu_free_memory_[gi] = w.free_memory;
+    gpu_healthy_[gi] = 1;
+    free_gpu_milli_[n] += w.free_milli;
+    total_gpu_free_ += w.free_milli;
+    total_gpu_capacity_ += kMilliPerGpu;
+    if (w.free_milli == kMilliPerGpu) ++idle_gpus_[n];
+  } else {
+    const std::int32_t free = gpu_free_milli_[gi];
+    withheld_[gi] = WithheldGpu{free, gpu_free_memory_[gi]};
+    gpu_free_milli_[gi] = 0;
+    gpu_free_memory_[gi] = 0;
+    gpu_healthy_[gi] = 0;
+    free_gpu_milli_[n] -= free;
+    total_gpu_free_ -= free;
+    total_gpu_capacity_ -= kMilliPerGpu;
+    if (free == kMilliPerGpu) --idle_gpus_[n];
+  }
+  has_partial_[n] = any_partial_gpu(n) ? 1 : 0;
+  index_insert(n);
+  note_node_change(n);
+  note_layout_change();
+  return {};
+}
+
+inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_t index) {
+  if (index >= view.node_count())
+    return detail::cluster_error(ErrorCode::kInvalidValue, "index",
+                                 detail::cluster_message("add_node: the view has no node ", index));
+  ParsedNode& parsed = add_node_scratch_;
+  if (auto st = parse_node(view, index, parsed); !st) return st.error();
+  if (node_by_name_.find(parsed.name) != node_by_name_.end())
+    return detail::cluster_error(ErrorCode::kDuplicate, detail::cluster_node_field(index) + ".name",
+                                 detail::cluster_message("add_node: a node named \"", parsed.name, "\" exists"));
+  if (node_count() + 1 >= std::numeric_limits<NodeId>::max())
+    return detail::cluster_error(ErrorCode::kLimit, "nodes", "add_node: too many nodes");
+  if (model_slot_.empty()) model_slot_.assign(256, -1);  // a default-constructed state
+  const NodeId n = append_node(parsed);
+  node_by_name_.emplace(node_name_[n], n);
+  ensure_index_capacity(node_count());
+  ensure_index_row(node_index_model_[n]);
+  ensure_index_width(static_cast<std::int32_t>(gpu_count(n)));
+  index_insert(n);
+  note_node_change(n);
+  note_layout_change();
+  return n;
+}
+
+inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
+  if (auto st = check_live_node(n, "remove_node"); !st) return st.error();
+  const NodeUsage in_use = usage(n);
+  index_erase(n);
+  flags_[n] = kFlagFailed | kFlagRemoved;
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
+    if (!gpu_healthy_[gi]) continue;
+    total_gpu_capacity_ -= kMilliPerGpu;
+    total_gpu_free_ -= gpu_free_milli_[gi];
+  }
+  node_by_name_.erase(node_by_name_.find(std::string_view(node_name_[n])));
+  label_holes_ += label_count_[n];
+  label_count_[n] = 0;
+  --live_nodes_;
+  compact_labels_if_sparse();
+  note_node_change(n);
+  note_layout_change();
+  return in_use;
+}
+
+inline Status ClusterState::set_label(NodeId n, std::string_view key, std::string_view value) {
+  if (auto st = check_live_node(n, "set_label"); !st) return st;
+  if (key.empty())
+    return detail::cluster_error(ErrorCode::kMissingField, "key", detail::cluster_message("set_label on ", node_name_[n], ": empty label key"));
+  const std::uint32_t key_id = intern_label(label_key_ids_, label_keys_, key);
+  const std::uint32_t value_id = intern_label(label_value_ids_, label_values_, value);
+  const std::uint32_t begin = label_begin_[n], count = label_count_[n];
+  for (std::uint32_t i = begin; i < begin + count; ++i) {
+    if (labels_[i].key != key_id) continue;
+    if (labels_[i].value == value_id) return {};
+    labels_[i].value = value_id;
+    note_node_change(n);
+    note_layout_change();
+    return {};
+  }
+  if (begin + count != labels_.size()) {
+    // Not the last run: move it to the end, leaving a hole.
+    const auto new_begin = static_cast<std::uint32_t>(labels_.size());
+    for (std::uint32_t i = begin; i < begin + count; ++i) labels_.push_back(labels_[i]);
+    label_begin_[n] = new_begin;
+    label_holes_ += count;
+  }
+  labels_.push_back({key_id, value_id});
+  ++label_count_[n];
+  compact_labels_if_sparse();
+  note_node_change(n);
+  note_layout_change();
+  return {};
+}
+
+inline Status ClusterState::remove_label(NodeId n, std::string_view key) {
+  if (auto st = check_live_node(n, "remove_label"); !st) return st;
+  const std::uint32_t key_id = label_key_id(key);
+  const std::uint32_t begin = label_begin_[n], count = label_count_[n];
+  for (std::uint32_t i = begin; i < begin + count; ++i) {
+    if (labels_[i].key != key_id) continue;
+    labels_[i] = labels_[begin + count - 1];
+    --label_count_[n];
+    ++label_holes_;
+    compact_labels_if_sparse();
+    note_node_change(n);
+    note_layout_change();
+    return {};
+  }
+  return {};  // not set: nothing to remove
+}
+
+inline void ClusterState::compact_labels_if_sparse() {
+  // Rewrite the runs contiguously once holes are half the array: O(labels), so amortised O(1)
+  // per event that made a hole.
+  if (label_holes_ < 1024 || 2 * label_holes_ < labels_.size()) return;
+  std::vector<LabelRequirement> packed;
+  packed.reserve(labels_.size() - label_holes_);
+  for (std::size_t n = 0; n < node_count(); ++n) {
+    const std::uint32_t begin = label_begin_[n];
+    label_begin_[n] = static_cast<std::uint32_t>(packed.size());
+    packed.insert(packed.end(), labels_.begin() + begin, labels_.begin() + begin + label_count_[n]);
+  }
+  labels_ = std::move(packed);
+  label_holes_ = 0;
+}
+
+// --- reports ---------------------------------------------------------------------------------------
+
+inline std::size_t ClusterState::memory_usage() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t total = bytes(node_name_) + bytes(cpu_capacity_) + bytes(cpu_free_) + bytes(memory_capacity_) +
+                      bytes(memory_free_) + bytes(flags_) + bytes(gpu_begin_) + bytes(gpu_end_) + bytes(node_models_) +
+                      bytes(node_index_model_) + bytes(idle_gpus_) + bytes(free_gpu_milli_) + bytes(has_partial_) +
+                      bytes(node_version_) + bytes(gpu_free_milli_) + bytes(gpu_free_memory_) +
+                      bytes(gpu_memory_capacity_) + bytes(gpu_model_) + bytes(gpu_healthy_) + bytes(label_begin_) +
+                      bytes(label_count_) + bytes(labels_) + bytes(model_slot_);
+  for (const auto& name : node_name_) total += name.capacity() > 15 ? name.capacity() + 1 : 0;
+  total += node_by_name_.size() * (sizeof(std::string) + sizeof(NodeId) + 2 * sizeof(void*)) +
+           node_by_name_.bucket_count() * sizeof(void*);
+  total += withheld_.size() * (sizeof(std::uint32_t) + sizeof(WithheldGpu) + 2 * sizeof(void*));
+  // Each index bitset: one bit per node plus a summary bit per 64 nodes.
+  const std::size_t bitset_bytes = (index_capacity_ + 63) / 64 * 8 + (index_capacity_ + 4095) / 4096 * 8;
+  for (const auto& row : buckets_) total += row.size() * bitset_bytes;
+  total += bitset_bytes;
+  return total;
+}
+
+inline bool ClusterState::same_allocation_as(const ClusterState& o) const {
+  return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
+         gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ && free_gpu_milli_ == o.free_gpu_milli_ &&
+         has_partial_ == o.has_partial_ && buckets_ == o.buckets_ && partial_nodes_ == o.partial_nodes_ &&
+         total_gpu_free_ == o.total_gpu_free_ && flags_ == o.flags_ && withheld_ == o.withheld_;
+}
+
+}  // namespace gpusched

@@ -1,0 +1,52 @@
+// gpusched/cluster/state_view.hpp — a ClusterState read back as a ClusterView.
+//
+// The live nodes of a state (tombstones of removed nodes skipped), with their capacity, what is free
+// now, health, cordon and labels, in id order. It is the "resulting view" of the event property test
+// (build from it and the new state answers every query like the evolved one), and how a state is
+// written out or handed to code that takes a view.
+#pragma once
+
+#include <vector>
+
+#include "gpusched/cluster/cluster_state.hpp"
+
+namespace gpusched {
+
+class ClusterStateView final : public ClusterView {
+ public:
+  explicit ClusterStateView(const ClusterState& state) : state_(state) {
+    live_.reserve(state.live_node_count());
+    for (NodeId n = 0; n < state.node_count(); ++n)
+      if (!state.removed(n)) live_.push_back(n);
+  }
+  // The state's id of view node i.
+  NodeId node_id(std::size_t i) const { return live_[i]; }
+
+  std::size_t node_count() const override { return live_.size(); }
+  std::string_view node_name(std::size_t i) const override { return state_.node_name(live_[i]); }
+  NodeResources node_resources(std::size_t i) const override {
+    const NodeId n = live_[i];
+    return {state_.cpu_capacity(n), state_.cpu_free(n), state_.memory_capacity(n), state_.memory_free(n)};
+  }
+  std::size_t gpu_count(std::size_t i) const override { return state_.gpu_count(live_[i]); }
+  GpuInfo gpu(std::size_t i, std::size_t g) const override {
+    const NodeId n = live_[i];
+    const auto gi = static_cast<GpuIndex>(g);
+    // An unhealthy GPU reports what is free on it once it recovers, as an orchestrator's view would.
+    return {state_.registry().model(state_.gpu_model(n, gi)).name, state_.gpu_free_milli_if_healthy(n, gi),
+            state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory_if_healthy(n, gi), state_.gpu_healthy(n, gi)};
+  }
+  bool schedulable(std::size_t i) const override { return state_.schedulable(live_[i]); }
+  bool healthy(std::size_t i) const override { return state_.healthy(live_[i]); }
+  std::size_t label_count(std::size_t i) const override { return state_.node_labels(live_[i]).size(); }
+  Label label(std::size_t i, std::size_t l) const override {
+    const LabelRequirement r = state_.node_labels(live_[i])[l];
+    return {state_.label_key(r.key), state_.label_value(r.value)};
+  }
+
+ private:
+  const ClusterState& state_;
+  std::vector<NodeId> live_;
+};
+
+}  // namespace gpusched

@@ -1,0 +1,136 @@
+// gpusched/scheduler/preemption.hpp — which running gangs to evict so that a waiting gang starts.
+//
+// What it is for. A high-priority gang waits; lower-priority work holds the GPUs. The scheduling
+// cycle asks: which running jobs, if evicted, let it start, and what does that cost? The field gets
+// three things wrong, which this module is written against:
+//   - over-eviction: victims chosen one by one until "enough" is free evict more than needed
+//     (volcano#5984: 10 pods for 1; KAI PR#1565: 376 GPUs for 48). Here the preemptor's placement is
+//     simulated with the victims removed, and the set is trimmed afterwards like Kueue's reverse
+//     pass: every victim whose return would still let the preemptor place is given back. Slurm's
+//     documented case (an 8-node preemptor, candidates of 2, 4 and 8 nodes) evicts only the 8-node
+//     job.
+//   - broken gangs: victims are whole gangs (volcano#4607 evicts tasks without placing the
+//     preemptor); an elastic gang first loses the tasks above its minimum and is never cut below
+//     its minimum while it keeps running.
+//   - lost work: no scheduler weighs what a victim loses (kueue#477). Here the cost of evicting a
+//     job is the GPU-seconds it computed since its last checkpoint plus its restart cost (seconds of
+//     every GPU it holds); among the victim sets that suffice, the cheapest wins — exactly (best-first
+//     over all subsets, in cost order) when at most `exact_limit` candidates can matter, otherwise
+//     greedily in cost order and then trimmed (minimal, not proven cheapest; `exact` says which).
+//
+// How. Candidates are the running jobs eligible by the rules below, restricted to the nodes where
+// the preemptor could run at all (node selector, GPU model, capacity), so a 64-GPU gang among
+// 10,000 running jobs looks at the few hundred that sit on useful nodes. Removing and restoring
+// victims are journaled changes of the one ClusterState (release_journaled + rollback), so the
+// search copies nothing and leaves the state exactly as it found it.
+//
+// Rules (the semantics Kueue, Volcano, KAI and Slurm users know):
+//   - non-preemptible jobs and jobs that ran less than `min_runtime` are never candidates;
+//   - within the preemptor's queue: lower priority (kLowerPriority), or lower, or equal and started
+//     after the preemptor was submitted (kLowerOrNewerEqualPriority), or never (kNever);
+//   - other queues: only the jobs the caller marks reclaimable (the fair-share / cohort rules of the
+//     scheduling cycle decide which: lent quota reclaimed, a queue above its fair share).
+//
+// Thread safety: find_victims changes `state` while it searches and restores it before returning:
+// one thread per state.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpusched/core/outcome.hpp"
+#include "gpusched/gang/gang.hpp"
+
+namespace gpusched::scheduler {
+
+using Seconds = std::int64_t;
+
+struct RunningTask {
+  TaskRequest request;
+  TaskAssignment assignment;
+};
+
+// A job running on the cluster as the cycle sees it.
+struct RunningJob {
+  std::string name;
+  std::string queue;
+  std::int32_t priority = 0;
+  Seconds start_time = 0;
+  Seconds last_checkpoint = -1;  // the last checkpoint's time; before start_time (or -1): none yet
+  Seconds restart_cost = 0;      // seconds every GPU it holds spends restarting (load, warm up)
+  bool preemptible = true;
+  std::int32_t min_tasks = -1;   // elastic: tasks beyond the first min_tasks may be shed; -1 = rigid
+  std::vector<RunningTask> tasks;
+
+  bool elastic() const { return min_tasks >= 0 && static_cast<std::size_t>(min_tasks) < tasks.size(); }
+};
+
+enum class WithinQueue : std::uint8_t { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
+
+struct PreemptionOptions {
+  WithinQueue within_queue = WithinQueue::kLowerPriority;
+  Seconds min_runtime = 0;
+  // true: cost = lost work + restart, cheapest set; false: Kueue's order (lowest priority first,
+  // then the most recently started), greedy and trimmed.
+  bool checkpoint_aware = true;
+  std::size_t exact_limit = 12;  // candidates up to which the cheapest set is searched exactly
+  GangOptions placement;         // how the preemptor is placed (policy, effort); dry_run is forced
+};
+
+// The waiting gang and what the rules need to know of it.
+struct Preemptor {
+  const GangSpec* spec = nullptr;
+  std::string queue;
+  std::int32_t priority = 0;
+  Seconds submit_time = 0;
+};
+
+// What one victim loses. Costs are in milli-GPU-seconds (a whole GPU for one second is 1000), exact
+// integers, saturating at INT64_MAX rather than wrapping.
+struct Victim {
+  std::size_t job = 0;          // index into the running jobs given
+  std::uint32_t tasks_shed = 0;  // == tasks.size(): evicted whole; fewer: an elastic shrink
+  bool whole = true;
+  std::int64_t lost_milli_gpu_seconds = 0;     // work since the last checkpoint
+  std::int64_t restart_milli_gpu_seconds = 0;  // restart cost of the GPUs it held (0 for a shrink)
+  std::int64_t cost() const;
+};
+
+struct PreemptionPlan {
+  // kPlaced: evicting `victims` lets the preemptor place (`placement` is where, simulated);
+  // kNotNow: it would fit the cluster, but not even evicting every candidate makes room now;
+  // kInfeasible: it cannot fit even if every preemptible job were evicted... or the empty cluster.
+  Verdict verdict = Verdict::kNotNow;
+  std::vector<Victim> victims;            // in job index order
+  std::vector<TaskPlacement> placement;   // the preemptor's simulated placement when kPlaced
+  std::int64_t cost = 0;                  // sum of the victims' costs
+  bool exact = false;                     // the cheapest sufficient set (else: minimal, greedy)
+  std::size_t candidates = 0;             // eligible candidate units considered
+  std::uint64_t placements_tried = 0;     // simulated placements of the preemptor
+  std::vector<Reason> reasons;            // when not kPlaced
+};
+
+// Milli-GPU-seconds lost by the tasks [first, first + count) of `job` if stopped at `now`, and the
+// restart cost of those tasks.
+std::int64_t lost_work(const RunningJob& job, std::size_t first, std::size_t count, Seconds now);
+std::int64_t restart_work(const RunningJob& job, std::size_t first, std::size_t count);
+
+// Is `job` a candidate victim for `preemptor` at `now` under `options` (`reclaimable`: the caller
+// allows it from another queue)?
+bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, Seconds now, const PreemptionOptions& options,
+                     bool reclaimable);
+
+// Finds the victims. `reclaimable[i]` marks running job i as a candidate from another queue (empty:
+// none). The state is left exactly as it was.
+PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor, std::span<const RunningJob> running,
+                            Seconds now, const PreemptionOptions& options = {},
+                            std::span<const std::uint8_t> reclaimable = {});
+
+}  // namespace gpusched::scheduler
+
+#include "gpusched/scheduler/detail/preemption_impl.hpp"

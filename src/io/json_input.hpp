@@ -1,0 +1,44 @@
+// src/io/json_input.hpp — the one way gpusched's readers turn JSON text into a document (private to
+// the compiled io library and the tool; not installed).
+//
+// Why it exists. nlohmann::json throws on malformed text, on a number beyond a double's range
+// (`1e400`: out_of_range 406), and a document nested 10^5 levels deep parses fine but then
+// overflows the stack wherever it is walked or printed recursively (our error messages used to
+// print the offending value). Every reader goes through `parse_json`, which
+//   - never lets an exception out (errors are values with an ErrorCode and the source named),
+//   - refuses nesting deeper than `JsonLimits::max_depth` while parsing (before anything deep is
+//     built) and text larger than `max_bytes`,
+//   - reports the line and column of a syntax error.
+// `shown` formats a value for an error message: short, control characters escaped, so that neither
+// a huge value nor a crafted one makes the message long or misleading.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusched/core/result.hpp"
+
+namespace gpusched::io::detail {
+
+struct JsonLimits {
+  std::size_t max_depth = 64;              // our formats nest at most ~8 levels
+  std::size_t max_bytes = std::size_t{1} << 30;  // 1 GiB of text
+};
+
+// `source` names the input in messages (a file path, or "queues file").
+Result<nlohmann::json> parse_json(std::string_view text, std::string_view source, JsonLimits limits = {});
+
+// A JSON value as an error message shows it: compact, at most `max_chars` characters (then
+// "... (N chars)"), never recursing deeper than the limits allow.
+std::string shown(const nlohmann::json& value, std::size_t max_chars = 80);
+// A string as an error message shows it: quoted, control characters and quotes escaped, cut.
+std::string shown(std::string_view text, std::size_t max_chars = 80);
+
+// Names (nodes, jobs, queues, groups, labels) must not contain control characters: a NUL byte cuts
+// a table row, a newline forges one. Fails naming `field` and the escaped value.
+Status check_name(std::string_view name, std::string_view field);
+
+}  // namespace gpusched::io::detail

@@ -1,0 +1,189 @@
+// Fair share on the one cluster and job model (issue 11 parts 1, 2 and 5): capacity and free
+// resources from a ClusterState, the planner's records from JobViews, per-queue usage from running
+// jobs, and pending reasons in the one answer vocabulary (core/outcome.hpp).
+#include <doctest/doctest.h>
+
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fairness/test_util.hpp"
+#include "gpusched/cluster/cluster.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/core/gpu_model.hpp"
+#include "gpusched/fairness/admission.hpp"
+#include "gpusched/fairness/cluster_input.hpp"
+
+namespace gpusched::fairness {
+namespace {
+
+using testing::amounts;
+constexpr Bytes kGi = Bytes{1} << 30;
+
+TaskGroupSpec group(std::int32_t replicas, MilliCpu cpu, GpuCount gpus, std::vector<std::string> models = {}) {
+  TaskGroupSpec g;
+  g.name = "g";
+  g.replicas = replicas;
+  g.shape.cpu = cpu;
+  g.shape.memory = kGi;
+  g.shape.gpus = gpus;
+  g.shape.gpu_milli = gpus > 0 ? kMilliPerGpu : 0;
+  g.allowed_models = std::move(models);
+  return g;
+}
+
+// n0: 32 cores, 256 GiB (8 cores, 16 GiB used), 4 A100-40GB, one half used.
+// n1: cordoned: 16 cores, 2 H100 (counted in no total, but its model is in the space).
+// n2: 8 cores, 64 GiB, 2 H100, one unhealthy.
+Cluster three_nodes() {
+  std::vector<NodeSpec> nodes(3);
+  nodes[0] = {"n0", 32000, 256 * kGi, 8000, 16 * kGi, {{"A100"}, {"A100", 500}, {"A100"}, {"A100"}}, {}, true, true};
+  nodes[1] = {"n1", 16000, 128 * kGi, 0, 0, {{"H100"}, {"H100"}}, {}, false, true};
+  nodes[2] = {"n2", 8000, 64 * kGi, 0, 0, {{"H100"}, {"H100", 0, 0, false}}, {}, true, true};
+  return Cluster(std::move(nodes));
+}
+
+TEST_CASE("one model: capacity and free resources come from the ClusterState") {
+  const auto registry = GpuModelRegistry::builtin();
+  const Cluster cluster = three_nodes();
+  auto state = ClusterState::build(cluster, registry);
+  REQUIRE(state.ok());
+  auto c = fairness_cluster(*state);
+  REQUIRE(c.ok());
+  REQUIRE(c->space.gpu_models == std::vector<std::string>{"A100-SXM4-40GB", "H100-80GB"});
+  // Eligible nodes n0 and n2: 40 cores (32 free), 320 GiB (304 free); A100: 4 GPUs, 3.5 free;
+  // H100: n2's healthy GPU only.
+  CHECK(c->capacity == amounts({40000, 320 * kGi, 4000, 1000}));
+  CHECK(c->free == amounts({32000, 304 * kGi, 3500, 1000}));
+}
+
+TEST_CASE("one model: a JobView becomes the planner's record (groups, models, class, submit time)") {
+  const auto registry = GpuModelRegistry::builtin();
+  ResourceSpace space;
+  space.gpu_models = {"A100-SXM4-40GB", "H100-80GB"};
+  Job job;
+  job.job_name = "train";
+  job.queue_name = "vision";
+  job.groups = {group(2, 4000, 1, {"A100", "H100"}), group(1, 1000, 2, {"H100-SXM5-80GB"})};
+  job.groups[1].min_replicas = 0;
+  const WithAdmissionFields view(job, "high", 3600);
+  auto p = pending_job_from_view(view, space, registry, PriorityClasses{{"high", 1000}});
+  REQUIRE(p.ok());
+  CHECK(p->name == "train");
+  CHECK(p->queue == "vision");
+  CHECK(p->priority == 1000);
+  CHECK(p->submit_time == 3600);
+  // 2 x 4 cores + 1 core; 3 GiB; 2 x 1 GPU + 1 x 2 GPUs = 4000 milli-GPU.
+  CHECK(p->base == amounts({9000, 3 * kGi, 0, 0}));
+  CHECK(p->gpu_milli == 4000);
+  // Allowed models: {A100-40GB, H100} ∩ {H100} by the registry's names.
+  CHECK(p->gpu_models == std::vector<std::string>{"H100-80GB"});
+  REQUIRE(p->groups.size() == 2);
+  CHECK(p->groups[1].min_replicas == 0);
+  CHECK(p->groups[1].gpu_milli == 2000);
+
+  auto unknown = pending_job_from_view(WithAdmissionFields(job, "vip", 0), space, registry, PriorityClasses{{"high", 1000}});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == ErrorCode::kUnknownName);
+  CHECK(unknown.error().field == "priority_class");
+}
+
+TEST_CASE("one model: plan_jobs plans job views; a bad job is an error naming it") {
+  const auto registry = GpuModelRegistry::builtin();
+  ResourceSpace space;
+  std::vector<QueueConfig> queues(1);
+  queues[0].name = "vision";
+  const Amounts capacity = amounts({8000, 64 * kGi});
+  const auto planner = FairSharePlanner::build(space, capacity, capacity, queues).value();
+  Job early, late;
+  early.job_name = "early";
+  late.job_name = "late";
+  early.queue_name = late.queue_name = "vision";
+  early.groups = late.groups = {group(1, 6000, 0)};  // 6 of 8 cores: only one fits
+  // "late" is listed first but submitted later: the earlier submission is admitted.
+  const WithAdmissionFields a(late, "", 200), b(early, "", 100);
+  const std::vector<const JobView*> views{&a, &b};
+  auto planned = plan_jobs(planner, views, registry);
+  REQUIRE(planned.ok());
+  REQUIRE(planned->records.size() == 2);
+  REQUIRE(planned->plan.admitted.size() == 1);
+  CHECK(planned->records[planned->plan.admitted[0].job].name == "early");
+  CHECK(planned->plan.pending.at(0).job == 0);
+
+  Job huge = late;
+  huge.groups = {group(3, std::numeric_limits<std::int64_t>::max() / 2, 0)};
+  const std::vector<const JobView*> bad{&a, &huge};
+  auto refused = plan_jobs(planner, bad, registry);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kOverflow);
+  CHECK(refused.error().field == "jobs[1].groups[0].cpu");
+}
+
+TEST_CASE("one model: per-queue usage from running jobs and where they run") {
+  const auto registry = GpuModelRegistry::builtin();
+  ResourceSpace space;
+  space.gpu_models = {"A100-SXM4-40GB", "H100-80GB"};
+  Job a, b, c;
+  a.queue_name = b.queue_name = "vision";
+  c.queue_name = "nlp";
+  a.groups = {group(2, 1000, 1)};  // 2 cores, 2 GiB, 2 GPUs on H100
+  b.groups = {group(1, 500, 0)};   // CPU only
+  c.groups = {group(1, 2000, 4)};  // 4 A100s
+  const std::vector<RunningJob> running{{&a, "H100"}, {&b, ""}, {&c, "A100"}};
+  const std::vector<std::string> queues{"nlp", "vision"};
+  auto usage = queue_usage_from_running(running, space, registry, queues);
+  REQUIRE(usage.ok());
+  CHECK((*usage)[0] == amounts({2000, kGi, 4000, 0}));
+  CHECK((*usage)[1] == amounts({2500, 3 * kGi, 0, 2000}));
+
+  const std::vector<RunningJob> lost{{&a, "TPU"}};
+  auto bad = queue_usage_from_running(lost, space, registry, queues);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().field == "running[0].gpu_model");
+}
+
+TEST_CASE("one vocabulary: pending reasons map onto Verdict and ReasonKind") {
+  ResourceSpace space;
+  const Amounts capacity = amounts({40000, 64 * kGi});
+  std::vector<QueueConfig> queues(2);
+  queues[0].name = "small";
+  queues[0].nominal = amounts({2000, -1});  // 2 cores, memory unconstrained
+  queues[0].usage = amounts({1000, 0});
+  queues[1].name = "open";
+  auto planner = FairSharePlanner::build(space, capacity, capacity - queues[0].usage, queues);
+  REQUIRE(planner.ok());
+  std::vector<PendingJob> jobs(4);
+  jobs[0] = {"over-now", "small", 0, 0, amounts({1500, 0}), 0, {}, {}};     // 1000 + 1500 > 2000, 1500 <= 2000
+  jobs[1] = {"over-ever", "small", 0, 0, amounts({4000, 0}), 0, {}, {}};    // above nominal itself
+  jobs[2] = {"too-big", "open", 0, 0, amounts({100000, 0}), 0, {}, {}};     // above the cluster
+  jobs[3] = {"lost", "nowhere", 0, 0, amounts({1000, 0}), 0, {}, {}};
+  const AdmissionPlan plan = planner->plan(jobs);
+  CHECK(plan.admitted.empty());
+  REQUIRE(plan.pending.size() == 4);
+  std::map<std::string, Outcome> by_job;
+  for (const auto& p : plan.pending) by_job[jobs[p.job].name] = planner->outcome(plan, p);
+
+  const Outcome& now = by_job["over-now"];
+  CHECK(now.verdict == Verdict::kNotNow);
+  REQUIRE(now.reasons.size() == 1);
+  CHECK(now.reasons[0] == Reason{ReasonKind::kOverNominalQuota, Unit::kMilliCpu, 1500, 1000, 0, ResourceSpace::kCpu});
+  CHECK(to_string(now) == "not now: over nominal quota (need 1500, have 1000 milli-CPU)");
+
+  CHECK(by_job["over-ever"].verdict == Verdict::kInfeasible);
+  CHECK(by_job["over-ever"].reasons[0].kind == ReasonKind::kOverNominalQuota);
+
+  const Outcome& big = by_job["too-big"];
+  CHECK(big.verdict == Verdict::kInfeasible);
+  CHECK(big.reasons[0] == Reason{ReasonKind::kClusterFull, Unit::kMilliCpu, 100000, 40000, 0, ResourceSpace::kCpu});
+
+  CHECK(by_job["lost"].verdict == Verdict::kInvalid);
+  CHECK(by_job["lost"].reasons[0].kind == ReasonKind::kNoSuchQueue);
+
+  // query() gives the same answer for one job.
+  CHECK(planner->query(jobs[0]).outcome.verdict == Verdict::kNotNow);
+  CHECK(planner->query(jobs[2]).outcome.verdict == Verdict::kInfeasible);
+}
+
+}  // namespace
+}  // namespace gpusched::fairness

@@ -1,0 +1,66 @@
+// The shared JSON entry point: hostile documents become error values, never exceptions or crashes.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "io/json_input.hpp"
+
+using namespace gpusched;
+using gpusched::io::detail::check_name;
+using gpusched::io::detail::parse_json;
+using gpusched::io::detail::shown;
+
+TEST_CASE("parse_json: a number beyond a double is an overflow error, not an exception") {
+  auto r = parse_json(R"({"nodes": [{"cpu": 1e400}]})", "cluster.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::kOverflow);
+  CHECK(r.error().message.rfind("cluster.json: number out of range", 0) == 0);
+  // Large but representable values still parse (readers then range-check them per field).
+  auto big = parse_json(R"({"cpu": 1e300, "n": 18446744073709551615})", "x");
+  REQUIRE(big.ok());
+  CHECK((*big)["n"].is_number_unsigned());
+}
+
+TEST_CASE("parse_json: deep nesting is refused while parsing, without recursion") {
+  const std::size_t depth = 100000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  auto r = parse_json(deep, "jobs.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::kLimit);
+  CHECK(r.error().message == "jobs.json: JSON nested deeper than 64 levels");
+  // Exactly at the limit is fine.
+  const std::string ok = std::string(64, '[') + std::string(64, ']');
+  CHECK(parse_json(ok, "x").ok());
+  CHECK_FALSE(parse_json(std::string(65, '[') + std::string(65, ']'), "x").ok());
+}
+
+TEST_CASE("parse_json: syntax errors name the source and position; size limit") {
+  auto r = parse_json("{\"a\": 1,\n \"b\": }", "queues.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::kParse);
+  CHECK(r.error().message.find("queues.json: invalid JSON") == 0);
+  CHECK(r.error().message.find("line 2") != std::string::npos);
+  CHECK_FALSE(parse_json("", "empty.json").ok());
+  auto big = parse_json("[1, 2, 3]", "x", {64, 4});
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().code == ErrorCode::kLimit);
+}
+
+TEST_CASE("shown: short, escaped, cut") {
+  CHECK(shown(std::string_view("a\"b\\c\n")) == "\"a\\\"b\\\\c\\x0a\"");
+  CHECK(shown(std::string_view(std::string(1000, 'x')), 10) == "\"xxxxxxxxxx\"... (1000 bytes)");
+  const auto doc = nlohmann::json::parse(R"({"k": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]})");
+  CHECK(shown(doc, 12) == "{\"k\":[1,2,3,... (28 chars)");
+  CHECK(shown(nlohmann::json(std::string("a\x01"))) == "\"a\\x01\"");
+}
+
+TEST_CASE("check_name: control characters are refused with the field named") {
+  CHECK(check_name("node-1", "nodes[0].name").ok());
+  const std::string with_nul("no\0de", 5);
+  auto st = check_name(with_nul, "nodes[3].name");
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().field == "nodes[3].name");
+  CHECK(st.error().message == "nodes[3].name: control character 0x00 in name \"no\\x00de\"");
+  CHECK_FALSE(check_name("a\nb", "x").ok());
+  CHECK(check_name("größe", "x").ok());  // UTF-8 is not a control character
+}
