@@ -1,4 +1,5 @@
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/gang_json.hpp"
 
 #include "io/json_input.hpp"
 
@@ -273,6 +274,33 @@ void read_task_fields(const json& v, const std::string& path, TaskGroupSpec& gro
   }
 }
 
+// The gang constraints of a job (io/gang_json.hpp reads them by group name) resolved to the job's
+// group indices, so the Job says them through the JobView like every other field.
+void read_job_gang_constraints(const json& v, const std::string& path, Job& job) {
+  auto constraints = read_gang_constraints(v, path);
+  if (!constraints) fail(constraints.error().message);
+  auto index_of = [&](const std::string& name, const std::string& field) {
+    for (std::size_t g = 0; g < job.groups.size(); ++g)
+      if (job.groups[g].name == name) return static_cast<std::uint32_t>(g);
+    std::string names;
+    for (const auto& g : job.groups) names += (names.empty() ? "" : ", ") + g.name;
+    fail(fmt::format("{}.{}: unknown group \"{}\" (groups: {})", path, field, name, names));
+  };
+  job.job_topology = {constraints->topology.level, constraints->topology.mode};
+  for (std::size_t s = 0; s < constraints->spread.size(); ++s) {
+    const auto& c = constraints->spread[s];
+    JobSpreadSpec spread{c.level, c.max_per_domain, c.min_domains, {}};
+    for (std::size_t i = 0; i < c.groups.size(); ++i)
+      spread.groups.push_back(index_of(c.groups[i], fmt::format("spread[{}].groups[{}]", s, i)));
+    job.job_spread.push_back(std::move(spread));
+  }
+  for (std::size_t a = 0; a < constraints->anti_affinity.size(); ++a) {
+    const auto& c = constraints->anti_affinity[a];
+    job.job_anti_affinity.push_back({index_of(c.group_a, fmt::format("anti_affinity[{}].groups[0]", a)),
+                                     index_of(c.group_b, fmt::format("anti_affinity[{}].groups[1]", a)), c.level});
+  }
+}
+
 // Keys the gang module reads from the raw job (see JobsDocument::raw_jobs).
 constexpr std::string_view kGangJobKeys[] = {"topology", "spread", "anti_affinity"};
 constexpr std::string_view kGangGroupKeys[] = {"topology", "spread", "anti_affinity", "affinity_group"};
@@ -286,6 +314,9 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
   if (!names.insert(job.job_name).second)
     fail(fmt::format("{}.name: duplicate job name \"{}\"", path, job.job_name));
   if (const json* q = find(v, "queue")) job.queue_name = read_string(*q, path + ".queue", true);
+  if (const json* pc = find(v, "priority_class")) job.job_priority_class = read_string(*pc, path + ".priority_class");
+  if (const json* t = find(v, "submit_time"))
+    job.job_submit_time = read_int(*t, path + ".submit_time", 0, std::numeric_limits<std::int64_t>::max());
   if (const json* p = find(v, "priority"))
     job.job_priority = static_cast<std::int32_t>(read_int(*p, path + ".priority", std::numeric_limits<std::int32_t>::min(),
                                                           std::numeric_limits<std::int32_t>::max()));
@@ -339,6 +370,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
     read_task_fields(v, path, group);
     job.groups.push_back(std::move(group));
   }
+  read_job_gang_constraints(v, path, job);
   return job;
 }
 

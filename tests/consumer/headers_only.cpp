@@ -54,7 +54,7 @@ int main() {
   auto packed = gs::compile_job(*state, job_of("train", 1, 4));
   if (!packed) return 2;
   gs::JobPlacement placement = gs::place_job(*state, *packed, gs::BestFitPolicy{});
-  expect(placement.placed && placement.tasks.size() == 1 && placement.tasks[0].assignment.node == 0,
+  expect(placement.placed() && placement.tasks.size() == 1 && placement.tasks[0].assignment.node == 0,
          "packing: best-fit puts the 4-GPU task on node a");
 
   // Gang: 2 x 4 GPUs needs 8 free GPUs and only b's 8 are left, so it fits (both tasks on b);
@@ -64,9 +64,9 @@ int main() {
   auto spec = gs::make_gang_spec(*gang_job);
   if (!spec) return 2;
   gs::GangResult first = gs::place_gang(*state, *spec);
-  expect(first.verdict == gs::GangVerdict::kFeasible, "gang: 2 x 4 GPUs fit on node b");
+  expect(first.placed(), "gang: 2 x 4 GPUs fit on node b");
   gs::GangResult second = gs::place_gang(*state, *spec);
-  expect(second.verdict != gs::GangVerdict::kFeasible, "gang: a second 2 x 4 GPUs does not fit");
+  expect(!second.placed(), "gang: a second 2 x 4 GPUs does not fit");
 
   // MIG: a 1g.5gb on an empty A100-40GB goes to slice 6 with fragmentation-aware placement, which
   // keeps the 4g.20gb (slices 0-3) and the 3g.20gb (4-6 minus one) placeable (MIG User Guide,

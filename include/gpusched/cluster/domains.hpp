@@ -49,16 +49,8 @@
 
 namespace gpusched {
 
-// The level name meaning "one node" (each node is its own domain). "kubernetes.io/hostname" is
-// accepted as a synonym.
-inline constexpr std::string_view kNodeLevel = "node";
-
-// How a job's level is honoured (gang's TopologyConstraint, topology's LevelConstraint).
-enum class LevelMode : std::uint8_t {
-  kNone,       // no level: topology-unaware (topology's pick_nodes: task-by-task best fit)
-  kRequired,   // all tasks inside one domain of the level (or deeper), else infeasible
-  kPreferred,  // one domain of the level if any fits, else as few domains as possible
-};
+// kNodeLevel ("node") and the one LevelMode (kNone, kRequired, kPreferred) are the job model's:
+// cluster/views.hpp.
 
 constexpr bool is_node_level(std::string_view level) {
   return level == kNodeLevel || level == "kubernetes.io/hostname";

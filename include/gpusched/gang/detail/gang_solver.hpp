@@ -1,42 +1,44 @@
-// The gang solver: bounds, greedy placement, bounded exact search (see gang.hpp for the idea).
+// gpusched/gang/detail/gang_solver.hpp — the gang solver: bounds, greedy placement, bounded exact
+// search (see gang.hpp for the idea). Included at the end of gang.hpp; not a public header.
+#pragma once
+
 #include <algorithm>
 #include <array>
-#include <tuple>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 
-#include <fmt/format.h>
+#include "gpusched/gang/detail/gang_format.hpp"
 
+#include "gpusched/gang/detail/gang_capacity.hpp"
 #include "gpusched/gang/gang.hpp"
-#include "gpusched/gang/internal/capacity.hpp"
 #include "gpusched/cluster/domains.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 
 namespace gpusched {
-namespace {
+namespace detail {
 
-using gang_internal::kUnbounded;
 
-constexpr std::int64_t kBig = std::numeric_limits<std::int64_t>::max() / 4;
+inline constexpr std::int64_t kGangBig = std::numeric_limits<std::int64_t>::max() / 4;
 
-std::int64_t sat_add(std::int64_t a, std::int64_t b) { return std::min(kBig, a + b); }
+inline std::int64_t gang_sat_add(std::int64_t a, std::int64_t b) { return std::min(kGangBig, a + b); }
 
 // "8 GPUs", "1 GPU", "500m GPU", "4 CPUs" — how a task is named in explanations.
-std::string shape_text(const TaskShape& s) {
-  if (s.shares_gpu()) return fmt::format("{}m GPU", s.gpu_milli);
-  if (s.needs_gpu()) return s.gpus == 1 ? std::string("1 GPU") : fmt::format("{} GPUs", s.gpus);
+inline std::string gang_shape_text(const TaskShape& s) {
+  if (s.shares_gpu()) return detail::gang_format("{}m GPU", s.gpu_milli);
+  if (s.needs_gpu()) return s.gpus == 1 ? std::string("1 GPU") : detail::gang_format("{} GPUs", s.gpus);
   if (s.cpu > 0) {
-    if (s.cpu % kMilliPerCpu == 0) return fmt::format("{} CPU", s.cpu / kMilliPerCpu);
-    return fmt::format("{}m CPU", s.cpu);
+    if (s.cpu % kMilliPerCpu == 0) return detail::gang_format("{} CPU", s.cpu / kMilliPerCpu);
+    return detail::gang_format("{}m CPU", s.cpu);
   }
   return "no resources";
 }
 
 
-struct SpreadRt {
+struct GangSpreadState {
   std::size_t map = 0;
   std::vector<char> covers;  // per group
   std::int64_t cap = 0;      // 0 = none
@@ -46,23 +48,31 @@ struct SpreadRt {
   std::int64_t remaining = 0;       // covered tasks still to place in the minimum phase
 };
 
-struct AntiRt {
+struct GangAntiState {
   std::size_t map = 0;
   std::uint32_t a = 0, b = 0;
   std::vector<std::int32_t> count_a, count_b;  // per domain
 };
 
-class Solver {
+class GangSolver {
  public:
-  Solver(ClusterState& state, const GangSpec& spec, const GangOptions& options, const PlacementPolicy& policy)
-      : st_(state), spec_(spec), opt_(options), policy_(policy), n_groups_(spec.groups.size()) {}
+  GangSolver(ClusterState& state, const GangSpec& spec, const GangOptions& options, const PlacementPolicy& policy)
+      : st_(state),
+        spec_(spec),
+        opt_(options),
+        policy_(policy),
+        picker_(options.gpu_picker ? *options.gpu_picker : policy.gpu_picker()),
+        ranks_(policy.ranks_nodes()),
+        n_groups_(spec.groups.size()) {}
 
   GangResult run();
 
  private:
-  enum class Outcome { kFound, kExhausted, kBudget };
+  enum class SearchOutcome { kFound, kExhausted, kBudget };
 
   const TaskRequest& req(std::uint32_t g) const { return spec_.groups[g].request; }
+  // A level with mode kNone is no constraint.
+  bool topology_in_force() const { return !spec_.topology.level.empty() && spec_.topology.mode != LevelMode::kNone; }
   std::size_t map_for(const std::string& level, Unlabelled unlabelled);
   void setup_constraints();
   bool allowed(NodeId n, std::uint32_t g) const;
@@ -74,6 +84,7 @@ class Solver {
   void undo_to(std::size_t n_tasks);
   std::int64_t rank(NodeId n, const TaskRequest& r) const;
   NodeId select(std::uint32_t g);
+  NodeId select_allowed(std::uint32_t g, const std::vector<NodeId>* nodes);
   bool greedy_mins();
   void extras();
 
@@ -84,12 +95,13 @@ class Solver {
   bool count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>* failed) const;
   std::int64_t group_avail(const std::vector<NodeId>* set, std::uint32_t g) const;
 
-  Outcome search(const std::vector<NodeId>* set);
-  Outcome dfs(std::size_t depth);
+  SearchOutcome search(const std::vector<NodeId>* set);
+  SearchOutcome dfs(std::size_t depth);
   void gpu_options(NodeId n, const TaskRequest& r, std::vector<TaskAssignment>& out) const;
   bool group_capacity_ok(std::size_t depth);
 
   GangResult finish(GangResult r, GangMethod method);
+  void classify_capacity(GangResult& r, bool scan_nodes);
   std::string bound_text(const GangBound& b) const;
   std::uint32_t main_group() const;
   std::string largest_domain_text(std::uint32_t g) const;
@@ -99,13 +111,16 @@ class Solver {
   const GangSpec& spec_;
   const GangOptions& opt_;
   const PlacementPolicy& policy_;
+  const GpuPicker& picker_;
+  const bool ranks_;  // policy_.ranks_nodes(): choices can be kept sorted by rank
   const std::size_t n_groups_;
+  std::vector<NodeId> scratch_;  // candidates handed to select_among
 
   std::vector<DomainMap> maps_;
   std::vector<std::pair<std::string, Unlabelled>> map_keys_;
   std::optional<std::size_t> topo_;
-  std::vector<SpreadRt> spread_;
-  std::vector<AntiRt> anti_;
+  std::vector<GangSpreadState> spread_;
+  std::vector<GangAntiState> anti_;
   bool dynamic_ = false;  // spread or anti-affinity constraints in force
 
   std::vector<std::vector<std::int64_t>> caps_;  // [group][node]: tasks that fit on the node alone
@@ -142,7 +157,7 @@ class Solver {
 
 // --- constraints ---------------------------------------------------------------------------------
 
-std::size_t Solver::map_for(const std::string& level, Unlabelled unlabelled) {
+inline std::size_t GangSolver::map_for(const std::string& level, Unlabelled unlabelled) {
   for (std::size_t i = 0; i < map_keys_.size(); ++i)
     if (map_keys_[i].first == level && map_keys_[i].second == unlabelled) return i;
   DomainMap m;
@@ -153,10 +168,10 @@ std::size_t Solver::map_for(const std::string& level, Unlabelled unlabelled) {
   return maps_.size() - 1;
 }
 
-void Solver::setup_constraints() {
-  if (!spec_.topology.level.empty()) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
+inline void GangSolver::setup_constraints() {
+  if (topology_in_force()) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
   for (const SpreadConstraint& c : spec_.spread) {
-    SpreadRt rt;
+    GangSpreadState rt;
     rt.map = map_for(c.level, Unlabelled::kExcluded);
     rt.covers.assign(n_groups_, c.groups.empty() ? 1 : 0);
     for (auto g : c.groups) rt.covers[g] = 1;
@@ -166,7 +181,7 @@ void Solver::setup_constraints() {
     spread_.push_back(std::move(rt));
   }
   for (const AntiAffinity& c : spec_.anti_affinity) {
-    AntiRt rt;
+    GangAntiState rt;
     rt.map = map_for(c.level, Unlabelled::kOwnDomain);
     rt.a = c.group_a;
     rt.b = c.group_b;
@@ -177,8 +192,8 @@ void Solver::setup_constraints() {
   dynamic_ = !spread_.empty() || !anti_.empty();
 }
 
-bool Solver::allowed(NodeId n, std::uint32_t g) const {
-  for (const SpreadRt& s : spread_) {
+inline bool GangSolver::allowed(NodeId n, std::uint32_t g) const {
+  for (const GangSpreadState& s : spread_) {
     if (!s.covers[g]) continue;
     const std::uint32_t d = maps_[s.map].node_domain[n];
     if (d == DomainMap::kNone) return false;
@@ -187,7 +202,7 @@ bool Solver::allowed(NodeId n, std::uint32_t g) const {
     if (s.min_domains > 0 && s.used < s.min_domains && s.count[d] > 0 && s.remaining <= s.min_domains - s.used)
       return false;
   }
-  for (const AntiRt& a : anti_) {
+  for (const GangAntiState& a : anti_) {
     const std::uint32_t d = maps_[a.map].node_domain[n];
     if (g == a.a && a.count_b[d] > 0) return false;
     if (g == a.b && a.count_a[d] > 0) return false;
@@ -195,25 +210,25 @@ bool Solver::allowed(NodeId n, std::uint32_t g) const {
   return true;
 }
 
-void Solver::note(NodeId n, std::uint32_t g, int sign) {
-  for (SpreadRt& s : spread_) {
+inline void GangSolver::note(NodeId n, std::uint32_t g, int sign) {
+  for (GangSpreadState& s : spread_) {
     if (!s.covers[g]) continue;
     const std::uint32_t d = maps_[s.map].node_domain[n];
     if (sign > 0 && s.count[d]++ == 0) ++s.used;
     if (sign < 0 && --s.count[d] == 0) --s.used;
     s.remaining -= sign;
   }
-  for (AntiRt& a : anti_) {
+  for (GangAntiState& a : anti_) {
     const std::uint32_t d = maps_[a.map].node_domain[n];
     if (g == a.a) a.count_a[d] += sign;
     if (g == a.b) a.count_b[d] += sign;
   }
 }
 
-void Solver::set_min_phase(bool on) {
-  for (SpreadRt& s : spread_) {
+inline void GangSolver::set_min_phase(bool on) {
+  for (GangSpreadState& s : spread_) {
     if (!on) {
-      s.remaining = kBig;  // extras: the minimum phase already opened the domains
+      s.remaining = kGangBig;  // extras: the minimum phase already opened the domains
       continue;
     }
     s.remaining = 0;
@@ -224,7 +239,7 @@ void Solver::set_min_phase(bool on) {
 
 // --- placing -------------------------------------------------------------------------------------
 
-bool Solver::put(std::uint32_t g, const TaskAssignment& a) {
+inline bool GangSolver::put(std::uint32_t g, const TaskAssignment& a) {
   if (!st_.reserve(req(g), a).ok()) return false;
   tasks_.push_back({g, static_cast<std::uint32_t>(placed_[g]), a});
   ++placed_[g];
@@ -234,7 +249,7 @@ bool Solver::put(std::uint32_t g, const TaskAssignment& a) {
   return true;
 }
 
-void Solver::undo_last() {
+inline void GangSolver::undo_last() {
   const TaskPlacement& t = tasks_.back();
   note(t.assignment.node, t.group, -1);
   --touched_[t.assignment.node];
@@ -245,50 +260,46 @@ void Solver::undo_last() {
   if (tier_index_on_) refresh_tier_node(n);
 }
 
-void Solver::undo_to(std::size_t n_tasks) {
+inline void GangSolver::undo_to(std::size_t n_tasks) {
   while (tasks_.size() > n_tasks) undo_last();
 }
 
-// The policy's preference among nodes of a restricted set, higher is better, ties to the lowest
-// id. Scoring policies give their own score; best-fit and worst-fit are ranked the way their
-// select() walks the index; other policies (first-fit, random, custom) rank all nodes equal, so the
-// lowest id wins.
-std::int64_t Solver::rank(NodeId n, const TaskRequest& r) const {
-  if (const auto* scoring = dynamic_cast<const ScoringPolicy*>(&policy_)) return scoring->score(st_, n, r);
-  const std::string_view name = policy_.name();
-  const bool best = name == "best-fit";
-  if (!best && name != "worst-fit") return 0;
-  std::int64_t left;
-  if (r.shape.shares_gpu())
-    left = std::int64_t{tightest_share_left(st_, n, r)} * 100000 + st_.idle_gpus(n);
-  else if (r.shape.needs_gpu())
-    left = st_.idle_gpus(n) - r.shape.gpus;
-  else
-    left = static_cast<std::int64_t>(st_.gpu_count(n)) * (std::int64_t{1} << 40) + st_.cpu_free(n) - r.shape.cpu;
-  return best ? -left : left;
+// The policy's preference among nodes (higher is better, ties to the lowest id) when it ranks
+// nodes (PlacementPolicy::ranks_nodes); otherwise 0, and choices go through select_among.
+inline std::int64_t GangSolver::rank(NodeId n, const TaskRequest& r) const {
+  return ranks_ ? policy_.rank(st_, n, r) : 0;
 }
 
-NodeId Solver::select(std::uint32_t g) {
+// The policy's choice among the nodes of `nodes` (nullptr: the index's candidates) that group g's
+// constraints allow and that fit.
+inline NodeId GangSolver::select_allowed(std::uint32_t g, const std::vector<NodeId>* nodes) {
   const TaskRequest& r = req(g);
-  NodeId best = kNoNode;
-  std::int64_t best_rank = 0;
+  std::vector<NodeId>& cand = scratch_;
+  cand.clear();
   auto consider = [&](NodeId n) {
-    if (!allowed(n, g) || st_.check_fit(n, r) != FitReason::kFits) return;
-    const std::int64_t s = rank(n, r);
-    if (best == kNoNode || s > best_rank || (s == best_rank && n < best)) {
-      best = n;
-      best_rank = s;
-    }
+    if (allowed(n, g) && st_.check_fit(n, r) == FitReason::kFits) cand.push_back(n);
+    return true;
   };
+  if (nodes) {
+    for (NodeId n : *nodes) consider(n);
+  } else {
+    for_each_candidate(st_, r, consider);
+  }
+  return cand.empty() ? kNoNode : policy_.select_among(st_, r, cand);
+}
+
+inline NodeId GangSolver::select(std::uint32_t g) {
   if (tiers_.empty()) {
-    // The whole cluster: the foundation's index-driven select, unless a constraint rejects it.
-    const NodeId n = policy_.select(st_, r);
+    // The whole cluster: the policy's index-driven select, unless a constraint rejects it.
+    const NodeId n = policy_.select(st_, req(g));
     if (n == kNoNode || !dynamic_ || allowed(n, g)) return n;
-    for_each_candidate(st_, r, [&](NodeId c) {
-      consider(c);
-      return true;
-    });
-    return best;
+    return select_allowed(g, nullptr);
+  }
+  if (!tier_index_on_) {
+    // A policy that does not rank: asked tier by tier, the first tier with a fitting node decides.
+    for (const std::vector<NodeId>* tier : tiers_)
+      if (const NodeId n = select_allowed(g, tier); n != kNoNode) return n;
+    return kNoNode;
   }
   for (const TierKey& key : tier_set_[g]) {
     const NodeId n = std::get<2>(key);
@@ -297,8 +308,8 @@ NodeId Solver::select(std::uint32_t g) {
   return kNoNode;
 }
 
-void Solver::build_tier_index() {
-  tier_index_on_ = !tiers_.empty();
+inline void GangSolver::build_tier_index() {
+  tier_index_on_ = !tiers_.empty() && ranks_;
   if (!tier_index_on_) return;
   node_tier_.assign(st_.node_count(), ~std::uint32_t{0});
   for (std::uint32_t t = 0; t < tiers_.size(); ++t)
@@ -318,7 +329,7 @@ void Solver::build_tier_index() {
   }
 }
 
-void Solver::refresh_tier_node(NodeId n) {
+inline void GangSolver::refresh_tier_node(NodeId n) {
   const std::uint32_t t = node_tier_[n];
   if (t == ~std::uint32_t{0}) return;
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
@@ -331,39 +342,39 @@ void Solver::refresh_tier_node(NodeId n) {
   }
 }
 
-bool Solver::greedy_mins() {
+inline bool GangSolver::greedy_mins() {
   build_tier_index();
   set_min_phase(true);
   for (std::uint32_t g : order_) {
     while (placed_[g] < spec_.groups[g].min_replicas) {
       const NodeId n = select(g);
       TaskAssignment a;
-      if (n == kNoNode || !policy_.gpu_picker().pick(st_, n, req(g), a) || !put(g, a)) return false;
+      if (n == kNoNode || !picker_.pick(st_, n, req(g), a) || !put(g, a)) return false;
     }
   }
   return true;
 }
 
 // Elastic groups: as many more as fit, up to replicas, hardest group first.
-void Solver::extras() {
+inline void GangSolver::extras() {
   build_tier_index();
   set_min_phase(false);
   for (std::uint32_t g : order_) {
     while (placed_[g] < spec_.groups[g].replicas) {
       const NodeId n = select(g);
       TaskAssignment a;
-      if (n == kNoNode || !policy_.gpu_picker().pick(st_, n, req(g), a) || !put(g, a)) break;
+      if (n == kNoNode || !picker_.pick(st_, n, req(g), a) || !put(g, a)) break;
     }
   }
 }
 
 // --- bounds --------------------------------------------------------------------------------------
 
-std::string Solver::task_text(std::uint32_t g, std::int64_t count) const {
-  return fmt::format("{} task{} x {}", count, count == 1 ? "" : "s", shape_text(req(g).shape));
+inline std::string GangSolver::task_text(std::uint32_t g, std::int64_t count) const {
+  return detail::gang_format("{} task{} x {}", count, count == 1 ? "" : "s", gang_shape_text(req(g).shape));
 }
 
-std::uint32_t Solver::main_group() const {
+inline std::uint32_t GangSolver::main_group() const {
   std::uint32_t best = 0;
   auto weight = [&](std::uint32_t g) {
     const auto& s = req(g).shape;
@@ -374,23 +385,24 @@ std::uint32_t Solver::main_group() const {
   return best;
 }
 
-bool Solver::aggregate_bounds(GangResult& out) {
+inline bool GangSolver::aggregate_bounds(GangResult& out) {
   // Each group alone, from the index.
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need == 0) continue;
-    const auto b = gang_internal::index_bound(st_, req(g));
+    const auto b = detail::gang_index_bound(st_, req(g));
     if (b.tasks >= need) continue;
     const auto& shape = req(g).shape;
-    std::string text = fmt::format("group {} needs {}; ", spec_.groups[g].name, task_text(g, need));
+    std::string text = detail::gang_format("group {} needs {}; ", spec_.groups[g].name, task_text(g, need));
     if (shape.shares_gpu())
-      text += fmt::format("the cluster has {}m of GPU free ({} tasks at most)", st_.total_gpu_milli_free(), b.tasks);
+      text += detail::gang_format("the cluster has {}m of GPU free ({} tasks at most)", st_.total_gpu_milli_free(), b.tasks);
     else
-      text += fmt::format("{} {} {}{} free GPUs ({} {} fit)", b.nodes, b.nodes == 1 ? "node has" : "nodes have",
+      text += detail::gang_format("{} {} {}{} free GPUs ({} {} fit)", b.nodes, b.nodes == 1 ? "node has" : "nodes have",
                           shape.gpus, shape.gpus < st_.max_gpus_per_node() ? " or more" : "", b.tasks,
                           b.tasks == 1 ? "task" : "tasks");
-    out.bounds.push_back({fmt::format("group {}: tasks that fit", spec_.groups[g].name), need, b.tasks});
-    out.reason = text;
+    out.bounds.push_back({detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), need, b.tasks,
+                          ReasonKind::kTooFewTasksFit, Unit::kTasks, static_cast<std::int32_t>(g)});
+    out.explanation = text;
     return false;
   }
   // All groups together: GPU share and whole idle GPUs.
@@ -401,34 +413,35 @@ bool Solver::aggregate_bounds(GangResult& out) {
     if (s.needs_gpu() && !s.shares_gpu()) need_whole += spec_.groups[g].min_replicas * s.gpus;
   }
   if (need_milli > st_.total_gpu_milli_free()) {
-    out.bounds.push_back({"GPU share (milli-GPU) free", need_milli, st_.total_gpu_milli_free()});
-    out.reason = fmt::format("the gang needs {} GPUs in all; the cluster has {} free", need_milli / 1000.0,
+    out.bounds.push_back({"GPU share (milli-GPU) free", need_milli, st_.total_gpu_milli_free(),
+                          ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu, -1});
+    out.explanation = detail::gang_format("the gang needs {} GPUs in all; the cluster has {} free", need_milli / 1000.0,
                              st_.total_gpu_milli_free() / 1000.0);
     return false;
   }
-  const std::int64_t idle = gang_internal::indexed_idle_gpus(st_);
+  const std::int64_t idle = detail::gang_indexed_idle_gpus(st_);
   if (need_whole > idle) {
-    out.bounds.push_back({"idle GPUs", need_whole, idle});
-    out.reason = fmt::format("the gang needs {} whole GPUs; {} GPUs are idle on schedulable nodes", need_whole, idle);
+    out.bounds.push_back({"idle GPUs", need_whole, idle, ReasonKind::kInsufficientGpus, Unit::kGpus, -1});
+    out.explanation = detail::gang_format("the gang needs {} whole GPUs; {} GPUs are idle on schedulable nodes", need_whole, idle);
     return false;
   }
   return true;
 }
 
-void Solver::compute_caps() {
+inline void GangSolver::compute_caps() {
   caps_.assign(n_groups_, std::vector<std::int64_t>(st_.node_count(), 0));
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
     if (spec_.groups[g].replicas == 0) continue;
     auto& caps = caps_[g];
     for_each_candidate(st_, req(g), [&](NodeId n) {
-      caps[n] = gang_internal::node_task_capacity(st_, n, req(g));
+      caps[n] = detail::gang_node_task_capacity(st_, n, req(g));
       return true;
     });
   }
 }
 
 template <class F>
-void Solver::for_each_in(const std::vector<NodeId>* set, F&& f) const {
+inline void GangSolver::for_each_in(const std::vector<NodeId>* set, F&& f) const {
   if (set) {
     for (NodeId n : *set) f(n);
   } else {
@@ -438,13 +451,13 @@ void Solver::for_each_in(const std::vector<NodeId>* set, F&& f) const {
 
 // Tasks of group g alone that the node set can take: per-node counts on nodes its spread levels
 // label, capped per domain by spread caps and by self anti-affinity (one per domain).
-std::int64_t Solver::group_avail(const std::vector<NodeId>* set, std::uint32_t g) const {
+inline std::int64_t GangSolver::group_avail(const std::vector<NodeId>* set, std::uint32_t g) const {
   std::int64_t avail = 0;
   for_each_in(set, [&](NodeId n) {
     if (caps_[g][n] == 0) return;
-    for (const SpreadRt& s : spread_)
+    for (const GangSpreadState& s : spread_)
       if (s.covers[g] && maps_[s.map].node_domain[n] == DomainMap::kNone) return;
-    avail = sat_add(avail, caps_[g][n]);
+    avail = gang_sat_add(avail, caps_[g][n]);
   });
   // Sum over domains of min(cap, tasks of g in the domain); sparse, as the set may be one domain.
   auto capped_by_domain = [&](std::size_t map, std::int64_t cap) {
@@ -456,23 +469,23 @@ std::int64_t Solver::group_avail(const std::vector<NodeId>* set, std::uint32_t g
     std::sort(per.begin(), per.end());
     std::int64_t sum = 0, run = 0;
     for (std::size_t i = 0; i < per.size(); ++i) {
-      run = sat_add(run, per[i].second);
+      run = gang_sat_add(run, per[i].second);
       if (i + 1 == per.size() || per[i + 1].first != per[i].first) {
-        sum = sat_add(sum, std::min(run, cap));
+        sum = gang_sat_add(sum, std::min(run, cap));
         run = 0;
       }
     }
     return sum;
   };
-  for (const SpreadRt& s : spread_)
+  for (const GangSpreadState& s : spread_)
     if (s.covers[g] && s.cap > 0) avail = std::min(avail, capped_by_domain(s.map, s.cap));
-  for (const AntiRt& a : anti_)
+  for (const GangAntiState& a : anti_)
     if (a.a == g && a.b == g) avail = std::min(avail, capped_by_domain(a.map, 1));
   return avail;
 }
 
 // Necessary conditions on a node set (nullptr = all nodes). Each is exact for a one-request gang.
-bool Solver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>* failed) const {
+inline bool GangSolver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>* failed) const {
   bool ok = true;
   auto fail = [&](GangBound b) {
     ok = false;
@@ -483,10 +496,11 @@ bool Solver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need == 0) continue;
     const std::int64_t avail = group_avail(set, g);
-    if (avail < need) fail({fmt::format("group {}: tasks that fit", spec_.groups[g].name), need, avail});
+    if (avail < need) fail({detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), need, avail, ReasonKind::kTooFewTasksFit,
+                                Unit::kTasks, static_cast<std::int32_t>(g)});
   }
   // Covered groups of each spread together.
-  for (const SpreadRt& s : spread_) {
+  for (const GangSpreadState& s : spread_) {
     std::int64_t need = 0;
     for (std::uint32_t g = 0; g < n_groups_; ++g)
       if (s.covers[g]) need += spec_.groups[g].min_replicas;
@@ -496,22 +510,24 @@ bool Solver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>
       if (d == DomainMap::kNone) return;
       std::int64_t k = 0;
       for (std::uint32_t g = 0; g < n_groups_; ++g)
-        if (s.covers[g]) k = sat_add(k, caps_[g][n]);
+        if (s.covers[g]) k = gang_sat_add(k, caps_[g][n]);
       if (k > 0) per.emplace_back(d, k);
     });
     std::sort(per.begin(), per.end());
     std::int64_t avail = 0, domains = 0, run = 0;
     for (std::size_t i = 0; i < per.size(); ++i) {
-      run = sat_add(run, per[i].second);
+      run = gang_sat_add(run, per[i].second);
       if (i + 1 == per.size() || per[i + 1].first != per[i].first) {
-        avail = sat_add(avail, s.cap > 0 ? std::min(run, s.cap) : run);
+        avail = gang_sat_add(avail, s.cap > 0 ? std::min(run, s.cap) : run);
         ++domains;
         run = 0;
       }
     }
-    if (avail < need) fail({fmt::format("spread over {}: tasks that fit", maps_[s.map].level), need, avail});
+    if (avail < need) fail({detail::gang_format("spread over {}: tasks that fit", maps_[s.map].level), need, avail,
+                                ReasonKind::kSpreadUnsatisfiable, Unit::kTasks, -1});
     if (domains < s.min_domains)
-      fail({fmt::format("spread over {}: domains with room", maps_[s.map].level), s.min_domains, domains});
+      fail({detail::gang_format("spread over {}: domains with room", maps_[s.map].level), s.min_domains, domains,
+            ReasonKind::kSpreadUnsatisfiable, Unit::kDomains, -1});
   }
   // All groups together: host and GPU resources of nodes where some task fits.
   std::int64_t need_milli = 0, need_whole = 0, need_cpu = 0, need_mem = 0;
@@ -533,10 +549,10 @@ bool Solver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>
     cpu += st_.cpu_free(n);
     mem += st_.memory_free(n);
   });
-  if (need_milli > milli) fail({"GPU share (milli-GPU) on usable nodes", need_milli, milli});
-  if (need_whole > whole) fail({"idle GPUs on usable nodes", need_whole, whole});
-  if (need_cpu > cpu) fail({"CPU (milli) on usable nodes", need_cpu, cpu});
-  if (need_mem > mem) fail({"memory (bytes) on usable nodes", need_mem, mem});
+  if (need_milli > milli) fail({"GPU share (milli-GPU) on usable nodes", need_milli, milli, ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu, -1});
+  if (need_whole > whole) fail({"idle GPUs on usable nodes", need_whole, whole, ReasonKind::kInsufficientGpus, Unit::kGpus, -1});
+  if (need_cpu > cpu) fail({"CPU (milli) on usable nodes", need_cpu, cpu, ReasonKind::kInsufficientCpu, Unit::kMilliCpu, -1});
+  if (need_mem > mem) fail({"memory (bytes) on usable nodes", need_mem, mem, ReasonKind::kInsufficientMemory, Unit::kMemoryBytes, -1});
   return ok;
 }
 
@@ -545,7 +561,7 @@ bool Solver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>
 // The distinct ways a task can take GPUs on a node: GPUs with the same model, free share and free
 // memory are interchangeable, so one assignment per class (shared) or per composition of classes
 // (whole GPUs), each taking the lowest indices of its classes.
-void Solver::gpu_options(NodeId n, const TaskRequest& r, std::vector<TaskAssignment>& out) const {
+inline void GangSolver::gpu_options(NodeId n, const TaskRequest& r, std::vector<TaskAssignment>& out) const {
   out.clear();
   const TaskShape& shape = r.shape;
   if (!shape.needs_gpu()) {
@@ -604,7 +620,7 @@ void Solver::gpu_options(NodeId n, const TaskRequest& r, std::vector<TaskAssignm
 
 // At a change of group in the search order: can every group still to come reach its minimum on
 // the nodes of the search? (Counts on the current state; cheap next to the subtree it can cut.)
-bool Solver::group_capacity_ok(std::size_t depth) {
+inline bool GangSolver::group_capacity_ok(std::size_t depth) {
   std::vector<std::int64_t> need(n_groups_, 0);
   for (std::size_t t = depth; t < search_tasks_.size(); ++t) ++need[search_tasks_[t]];
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
@@ -612,7 +628,7 @@ bool Solver::group_capacity_ok(std::size_t depth) {
     std::int64_t avail = 0;
     for (NodeId n : search_nodes_) {
       if (!allowed(n, g)) continue;
-      avail = sat_add(avail, gang_internal::node_task_capacity(st_, n, req(g)));
+      avail = gang_sat_add(avail, detail::gang_node_task_capacity(st_, n, req(g)));
       if (avail >= need[g]) break;
     }
     effort_ += search_nodes_.size() / 8 + 1;
@@ -621,12 +637,12 @@ bool Solver::group_capacity_ok(std::size_t depth) {
   return true;
 }
 
-Solver::Outcome Solver::dfs(std::size_t depth) {
-  if (depth == search_tasks_.size()) return Outcome::kFound;
-  if (effort_ > opt_.effort) return Outcome::kBudget;
+inline GangSolver::SearchOutcome GangSolver::dfs(std::size_t depth) {
+  if (depth == search_tasks_.size()) return SearchOutcome::kFound;
+  if (effort_ > opt_.effort) return SearchOutcome::kBudget;
   const std::uint32_t g = search_tasks_[depth];
   const bool new_group = depth == 0 || search_tasks_[depth - 1] != g;
-  if (new_group && !group_capacity_ok(depth)) return Outcome::kExhausted;
+  if (new_group && !group_capacity_ok(depth)) return SearchOutcome::kExhausted;
   // Identical tasks of a group go to non-decreasing node ids (any placement can be so ordered).
   const NodeId low = new_group ? 0 : search_last_[depth - 1];
   const TaskRequest& r = req(g);
@@ -659,17 +675,17 @@ Solver::Outcome Solver::dfs(std::size_t depth) {
       ++effort_;
       if (!put(g, a)) continue;
       search_last_[depth] = n;
-      const Outcome o = dfs(depth + 1);
-      if (o == Outcome::kFound) return o;
+      const SearchOutcome o = dfs(depth + 1);
+      if (o == SearchOutcome::kFound) return o;
       undo_last();
-      if (o == Outcome::kBudget) return o;
+      if (o == SearchOutcome::kBudget) return o;
     }
-    if (effort_ > opt_.effort) return Outcome::kBudget;
+    if (effort_ > opt_.effort) return SearchOutcome::kBudget;
   }
-  return Outcome::kExhausted;
+  return SearchOutcome::kExhausted;
 }
 
-Solver::Outcome Solver::search(const std::vector<NodeId>* set) {
+inline GangSolver::SearchOutcome GangSolver::search(const std::vector<NodeId>* set) {
   tier_index_on_ = false;  // the search picks its own nodes
   // Candidate nodes: where some group with a minimum fits at all.
   search_nodes_.clear();
@@ -725,7 +741,7 @@ Solver::Outcome Solver::search(const std::vector<NodeId>* set) {
 
 // The largest domain of the topology level for group g: "the largest topology.kubernetes.io/rack
 // (rack-3) offers 30".
-std::string Solver::largest_domain_text(std::uint32_t g) const {
+inline std::string GangSolver::largest_domain_text(std::uint32_t g) const {
   if (!topo_ || maps_[*topo_].domain_count() == 0) return {};
   const DomainMap& m = maps_[*topo_];
   std::int64_t best = -1;
@@ -737,32 +753,90 @@ std::string Solver::largest_domain_text(std::uint32_t g) const {
       best_d = d;
     }
   }
-  return fmt::format("the largest {} ({}) offers {}", m.per_node ? std::string("node") : m.key, m.names[best_d], best);
+  return detail::gang_format("the largest {} ({}) offers {}", m.per_node ? std::string("node") : m.key, m.names[best_d], best);
 }
 
 // --- the decision --------------------------------------------------------------------------------
 
-std::string Solver::bound_text(const GangBound& b) const {
-  return fmt::format("{}: {} needed, {} available", b.what, b.needed, b.available);
+// Infeasible or not now: a gang that does not fit now is infeasible when a capacity bound (every
+// node as if empty) fails too. O(1) bounds only on the index-only path (the largest node's GPUs,
+// the cluster's GPU total); node by node, and per domain of a required level, after a node scan.
+inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
+  auto infeasible = [&](std::string what, ReasonKind kind, Unit unit, std::int64_t need, std::int64_t have,
+                        std::int32_t subject) {
+    r.verdict = Verdict::kInfeasible;
+    r.reasons.insert(r.reasons.begin(), Reason{kind, unit, need, have, 0, subject});
+    r.explanation += detail::gang_format("; infeasible even on the empty cluster: {} ({} needed, {} at capacity)", what,
+                                 need, have);
+  };
+  std::int64_t need_milli = 0;
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    const TaskShape& shape = req(g).shape;
+    if (spec_.groups[g].min_replicas == 0) continue;
+    need_milli = gang_sat_add(need_milli, spec_.groups[g].min_replicas * shape.total_gpu_milli());
+    if (shape.needs_gpu() && !shape.shares_gpu() && shape.gpus > st_.max_gpus_per_node())
+      return infeasible(detail::gang_format("group {}: GPUs per task", spec_.groups[g].name), ReasonKind::kInsufficientGpus,
+                        Unit::kGpus, shape.gpus, st_.max_gpus_per_node(), static_cast<std::int32_t>(g));
+  }
+  if (need_milli > st_.total_gpu_milli_capacity())
+    return infeasible("GPU share (milli-GPU) of the cluster", ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu,
+                      need_milli, st_.total_gpu_milli_capacity(), -1);
+  if (!scan_nodes) return;
+  // Per node at capacity; per domain of a required level, the best domain must hold every group.
+  const DomainMap* topo = topo_ && spec_.topology.mode == LevelMode::kRequired ? &maps_[*topo_] : nullptr;
+  const std::size_t n_domains = topo ? topo->domain_count() : 0;
+  std::vector<std::vector<std::int64_t>> per_domain(n_groups_, std::vector<std::int64_t>(n_domains, 0));
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    const std::int64_t need = spec_.groups[g].min_replicas;
+    if (need == 0) continue;
+    std::int64_t total = 0;
+    for (NodeId n = 0; n < st_.node_count(); ++n) {
+      const std::int64_t k = placement_tasks_at_capacity(st_, n, req(g));
+      total = gang_sat_add(total, k);
+      if (topo && topo->node_domain[n] != DomainMap::kNone)
+        per_domain[g][topo->node_domain[n]] = gang_sat_add(per_domain[g][topo->node_domain[n]], k);
+    }
+    if (total < need)
+      return infeasible(detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
+                        Unit::kTasks, need, total, static_cast<std::int32_t>(g));
+  }
+  if (!topo || !topo->resolved) return;
+  std::int64_t holding = 0;
+  for (std::size_t d = 0; d < n_domains; ++d) {
+    bool all = true;
+    for (std::uint32_t g = 0; g < n_groups_ && all; ++g) all = per_domain[g][d] >= spec_.groups[g].min_replicas;
+    holding += all;
+  }
+  if (holding == 0)
+    infeasible(detail::gang_format("domains of {} that can hold the gang", topo->per_node ? std::string("node") : topo->key),
+               ReasonKind::kNoDomainFits, Unit::kDomains, 1, 0, -1);
 }
 
-GangResult Solver::finish(GangResult r, GangMethod method) {
+inline std::string GangSolver::bound_text(const GangBound& b) const {
+  return detail::gang_format("{}: {} needed, {} available", b.what, b.needed, b.available);
+}
+
+inline GangResult GangSolver::finish(GangResult r, GangMethod method) {
   r.method = method;
   r.effort_used = effort_;
-  if (r.verdict != GangVerdict::kFeasible) {
+  if (r.verdict != Verdict::kPlaced) {
     undo_to(0);
     st_.rollback(start_);
-    r.placed.assign(n_groups_, 0);
+    r.placed_per_group.assign(n_groups_, 0);
+    std::vector<Reason> reasons;
+    for (const GangBound& b : r.bounds) reasons.push_back(b.reason());
+    reasons.insert(reasons.end(), r.reasons.begin(), r.reasons.end());
+    r.reasons = std::move(reasons);
+    if (r.verdict == Verdict::kNotNow && !r.undecided()) classify_capacity(r, method != GangMethod::kAggregateBound);
     return r;
   }
-  r.placed = placed_;
+  r.placed_per_group = placed_;
   r.tasks = tasks_;
   // Report in group order, replicas ascending (they were placed hardest group first).
   std::stable_sort(r.tasks.begin(), r.tasks.end(), [](const TaskPlacement& a, const TaskPlacement& b) {
     return a.group != b.group ? a.group < b.group : a.replica < b.replica;
   });
-  std::size_t nodes = 0;
-  for (auto t : touched_) nodes += t > 0;
+  for (auto t : touched_) r.nodes_used += t > 0;
   if (topo_) {
     const DomainMap& m = maps_[*topo_];
     std::vector<char> used(m.domain_count(), 0);
@@ -775,17 +849,7 @@ GangResult Solver::finish(GangResult r, GangMethod method) {
       last = d;
     }
     if (r.domains_used == 1) r.domain = m.names[last];
-  }
-  std::string counts;
-  for (std::uint32_t g = 0; g < n_groups_; ++g)
-    counts += fmt::format("{}{} {}/{}", counts.empty() ? "" : ", ", spec_.groups[g].name, placed_[g],
-                          spec_.groups[g].replicas);
-  r.reason = fmt::format("{} tasks ({}) on {} node{}", tasks_.size(), counts, nodes, nodes == 1 ? "" : "s");
-  if (topo_) {
-    const DomainMap& m = maps_[*topo_];
-    const std::string level = m.per_node ? std::string("node") : m.key;
-    if (r.domains_used == 1 && !m.per_node) r.reason += fmt::format(" in {}={}", level, r.domain);
-    else if (r.domains_used > 1) r.reason += fmt::format(" across {} domains of {}", r.domains_used, level);
+    r.domain_level = m.per_node ? std::string(kNodeLevel) : m.key;
   }
   if (opt_.dry_run) {
     tasks_.clear();
@@ -794,12 +858,12 @@ GangResult Solver::finish(GangResult r, GangMethod method) {
   return r;
 }
 
-GangResult Solver::run() {
+inline GangResult GangSolver::run() {
   GangResult r;
-  r.placed.assign(n_groups_, 0);
+  r.placed_per_group.assign(n_groups_, 0);
   if (auto st = validate_gang(spec_); !st) {
-    r.verdict = GangVerdict::kInvalid;
-    r.reason = st.error().message;
+    r.verdict = Verdict::kInvalid;
+    r.explanation = st.error().message;
     return r;
   }
   start_ = st_.checkpoint();
@@ -814,14 +878,14 @@ GangResult Solver::run() {
   };
   std::stable_sort(order_.begin(), order_.end(), [&](auto a, auto b) { return key(a) > key(b); });
 
-  r.verdict = GangVerdict::kInfeasible;
+  r.verdict = Verdict::kNotNow;
   if (!aggregate_bounds(r)) {
     // The proof took the index only; the topology figure costs a node scan, paid for explaining.
-    if (!spec_.topology.level.empty()) {
+    if (topology_in_force()) {
       topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
       if (maps_[*topo_].resolved) {
         compute_caps();
-        r.reason += "; " + largest_domain_text(main_group());
+        r.explanation += "; " + largest_domain_text(main_group());
       }
     }
     return finish(std::move(r), GangMethod::kAggregateBound);
@@ -833,12 +897,13 @@ GangResult Solver::run() {
   std::int64_t total_min = 0;
   for (const auto& group : spec_.groups) total_min += group.min_replicas;
   if (topo && !topo->resolved && required && total_min == 0) {  // nothing to place, nowhere to place it
-    r.verdict = GangVerdict::kFeasible;
+    r.verdict = Verdict::kPlaced;
     return finish(std::move(r), GangMethod::kCountBound);
   }
   if (topo && !topo->resolved && required) {
-    r.bounds.push_back({fmt::format("domains of level {}", spec_.topology.level), 1, 0});
-    r.reason = fmt::format("no node has a label for level \"{}\" (or the name is ambiguous)", spec_.topology.level);
+    r.bounds.push_back({detail::gang_format("domains of level {}", spec_.topology.level), 1, 0, ReasonKind::kNoDomainFits,
+                        Unit::kDomains, -1});
+    r.explanation = detail::gang_format("no node has a label for level \"{}\" (or the name is ambiguous)", spec_.topology.level);
     return finish(std::move(r), GangMethod::kCountBound);
   }
   if (topo && !topo->resolved) {  // preferred: a level no node has is no preference at all
@@ -859,15 +924,15 @@ GangResult Solver::run() {
       const GangBound& b = failed.front();
       std::uint32_t g = main;
       for (std::uint32_t i = 0; i < n_groups_; ++i)
-        if (b.what == fmt::format("group {}: tasks that fit", spec_.groups[i].name)) g = i;
+        if (b.what == detail::gang_format("group {}: tasks that fit", spec_.groups[i].name)) g = i;
       std::int64_t nodes = 0;
       for (NodeId n = 0; n < st_.node_count(); ++n) nodes += caps_[g][n] > 0;
       if (b.what.rfind("group ", 0) == 0)
-        r.reason = fmt::format("group {} needs {}; {} nodes have room for one, {} tasks fit in all",
+        r.explanation = detail::gang_format("group {} needs {}; {} nodes have room for one, {} tasks fit in all",
                                spec_.groups[g].name, task_text(g, b.needed), nodes, b.available);
       else
-        r.reason = bound_text(b);
-      if (topo) r.reason += "; " + largest_domain();
+        r.explanation = bound_text(b);
+      if (topo) r.explanation += "; " + largest_domain();
       return finish(std::move(r), GangMethod::kCountBound);
     }
   }
@@ -891,8 +956,9 @@ GangResult Solver::run() {
     for (auto d : domain_order) sets.push_back(&topo->members[d]);
   }
   if (required && sets.empty()) {
-    r.bounds.push_back({fmt::format("domains of {} that can hold the gang", level_name), 1, 0});
-    r.reason = fmt::format("no {} can hold the gang: group {} needs {}; {}", topo->per_node ? "node" : level_name,
+    r.bounds.push_back({detail::gang_format("domains of {} that can hold the gang", level_name), 1, 0, ReasonKind::kNoDomainFits,
+                        Unit::kDomains, -1});
+    r.explanation = detail::gang_format("no {} can hold the gang: group {} needs {}; {}", topo->per_node ? "node" : level_name,
                            spec_.groups[main].name, task_text(main, spec_.groups[main].min_replicas), largest_domain());
     return finish(std::move(r), GangMethod::kCountBound);
   }
@@ -903,19 +969,19 @@ GangResult Solver::run() {
     tiers_ = {set};
     if (greedy_mins()) {
       extras();
-      r.verdict = GangVerdict::kFeasible;
+      r.verdict = Verdict::kPlaced;
       return finish(std::move(r), GangMethod::kGreedy);
     }
     undo_to(0);
     if (!required) continue;  // preferred: the search runs once, over the whole cluster, below
-    const Outcome o = search(set);
-    if (o == Outcome::kFound) {
+    const SearchOutcome o = search(set);
+    if (o == SearchOutcome::kFound) {
       extras();
-      r.verdict = GangVerdict::kFeasible;
+      r.verdict = Verdict::kPlaced;
       return finish(std::move(r), GangMethod::kSearch);
     }
     undo_to(0);
-    if (o == Outcome::kBudget) {
+    if (o == SearchOutcome::kBudget) {
       undecided = true;
       break;
     }
@@ -939,29 +1005,32 @@ GangResult Solver::run() {
     for (const auto& t : tier_nodes) tiers_.push_back(&t);
     if (greedy_mins()) {
       extras();
-      r.verdict = GangVerdict::kFeasible;
+      r.verdict = Verdict::kPlaced;
       return finish(std::move(r), GangMethod::kGreedy);
     }
     undo_to(0);
-    const Outcome o = search(nullptr);
-    if (o == Outcome::kFound) {
+    const SearchOutcome o = search(nullptr);
+    if (o == SearchOutcome::kFound) {
       extras();
-      r.verdict = GangVerdict::kFeasible;
+      r.verdict = Verdict::kPlaced;
       auto out = finish(std::move(r), GangMethod::kSearch);
       tiers_.clear();
       return out;
     }
     undo_to(0);
     tiers_.clear();
-    undecided = o == Outcome::kBudget;
+    undecided = o == SearchOutcome::kBudget;
   }
   if (undecided) {
-    r.verdict = GangVerdict::kUndecided;
-    r.reason = fmt::format("search budget of {} exhausted: the bounds hold but no placement was found yet",
+    r.verdict = Verdict::kNotNow;
+    r.reasons.push_back({ReasonKind::kSearchBudget, Unit::kNone, -1, -1, 0, -1});
+    r.explanation = detail::gang_format("search budget of {} exhausted: the bounds hold but no placement was found yet",
                            opt_.effort);
     return finish(std::move(r), GangMethod::kSearch);
   }
-  r.reason = required ? fmt::format("no {} can hold the gang ({} domains pass the counts; exact search found no "
+  r.reasons.push_back({required ? ReasonKind::kNoDomainFits : ReasonKind::kNoPlacementExists,
+                       required ? Unit::kDomains : Unit::kNone, required ? 1 : -1, required ? 0 : -1, 0, -1});
+  r.explanation = required ? detail::gang_format("no {} can hold the gang ({} domains pass the counts; exact search found no "
                                     "placement in any)",
                                     topo->per_node ? "node" : level_name, sets.size())
                       : std::string("exact search: no placement satisfies the gang's constraints, although every "
@@ -969,28 +1038,42 @@ GangResult Solver::run() {
   return finish(std::move(r), GangMethod::kSearch);
 }
 
-}  // namespace
+}  // namespace detail
 
-GangResult place_gang(ClusterState& state, const GangSpec& spec, const GangOptions& options) {
+inline GangResult place_gang(ClusterState& state, const GangSpec& spec, const GangOptions& options) {
   static const BestFitPolicy kBestFit;
   const PlacementPolicy& policy = options.policy ? *options.policy : kBestFit;
-  Solver solver(state, spec, options, policy);
+  detail::GangSolver solver(state, spec, options, policy);
   return solver.run();
 }
 
-QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> gangs, const GangOptions& options) {
+inline QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> gangs, const GangOptions& options) {
   QueueResult out;
   out.results.reserve(gangs.size());
   for (const GangSpec& spec : gangs) {
     out.results.push_back(place_gang(state, spec, options));
-    if (out.results.back().verdict == GangVerdict::kFeasible) ++out.placed;
+    if (out.results.back().placed()) ++out.placed;
   }
   return out;
 }
 
-std::string describe(const GangSpec& spec, const GangResult& result, const ClusterState& /*state*/) {
-  return fmt::format("{}: {} ({}): {}", spec.name.empty() ? std::string("gang") : spec.name,
-                     verdict_name(result.verdict), method_name(result.method), result.reason);
+inline std::string gang_message(const GangSpec& spec, const GangResult& r, const ClusterState& /*state*/) {
+  if (!r.placed()) return r.explanation;
+  std::string counts;
+  for (std::size_t g = 0; g < spec.groups.size() && g < r.placed_per_group.size(); ++g)
+    counts += detail::gang_format("{}{} {}/{}", counts.empty() ? "" : ", ", spec.groups[g].name, r.placed_per_group[g],
+                          spec.groups[g].replicas);
+  std::string out = detail::gang_format("{} tasks ({}) on {} node{}", r.tasks.size(), counts, r.nodes_used,
+                                r.nodes_used == 1 ? "" : "s");
+  if (r.domains_used == 1 && r.domain_level != kNodeLevel) out += detail::gang_format(" in {}={}", r.domain_level, r.domain);
+  else if (r.domains_used > 1) out += detail::gang_format(" across {} domains of {}", r.domains_used, r.domain_level);
+  return out;
+}
+
+inline std::string describe(const GangSpec& spec, const GangResult& result, const ClusterState& state) {
+  return detail::gang_format("{}: {}{} ({}): {}", spec.name.empty() ? std::string("gang") : spec.name,
+                     verdict_name(result.verdict), result.undecided() ? ", undecided" : "", method_name(result.method),
+                     gang_message(spec, result, state));
 }
 
 }  // namespace gpusched
