@@ -32,13 +32,14 @@ TEST_CASE("regression: an attached FGD places a job whose reservations it was no
   ClusterState plain_state = ClusterState::build(cluster, GpuModelRegistry::builtin()).value();
   const FgdPolicy plain(w, 42);
   const JobPlacement by_plain = place_job(plain_state, compile_job(plain_state, job).value(), plain);
-  REQUIRE(by_plain.placed);
+  REQUIRE(by_plain.placed());
 
   ClusterState state = ClusterState::build(cluster, GpuModelRegistry::builtin()).value();
   FgdPolicy attached(w, 42);
   attached.attach(state);
-  const JobPlacement by_attached = place_job(state, compile_job(state, job).value(), attached);
-  CHECK_MESSAGE(by_attached.placed, by_attached.reason);
+  const CompiledJob compiled = compile_job(state, job).value();
+  const JobPlacement by_attached = place_job(state, compiled, attached);
+  CHECK_MESSAGE(by_attached.placed(), describe(compiled, by_attached));
   REQUIRE(by_attached.tasks.size() == 3);
   for (std::size_t t = 0; t < 3; ++t) CHECK(by_attached.tasks[t].assignment.node == by_plain.tasks[t].assignment.node);
   CHECK(state.same_allocation_as(plain_state));

@@ -58,7 +58,6 @@ FitDiagnosis diagnose_capacity(const ClusterState& state, const TaskRequest& req
 
 // The reasons of a diagnosis, one per failing kind, in descending count; `subject` = `group`.
 std::vector<Reason> fit_reasons(const FitDiagnosis& diagnosis, const TaskRequest& request, std::int32_t group);
-ReasonKind reason_kind(FitReason reason);
 
 struct TaskPlacement {
   std::uint32_t group = 0;

@@ -151,22 +151,6 @@ inline Error placement_job_error(const std::string& field, const std::string& wh
 
 }  // namespace detail
 
-inline ReasonKind reason_kind(FitReason reason) {
-  switch (reason) {
-    case FitReason::kFits: return ReasonKind::kOther;
-    case FitReason::kNodeUnschedulable: return ReasonKind::kNodeUnschedulable;
-    case FitReason::kNodeUnhealthy: return ReasonKind::kNodeUnhealthy;
-    case FitReason::kSelectorMismatch: return ReasonKind::kSelectorMismatch;
-    case FitReason::kGpuModelNotAllowed: return ReasonKind::kGpuModelNotAllowed;
-    case FitReason::kInsufficientCpu: return ReasonKind::kInsufficientCpu;
-    case FitReason::kInsufficientMemory: return ReasonKind::kInsufficientMemory;
-    case FitReason::kInsufficientGpus: return ReasonKind::kInsufficientGpus;
-    case FitReason::kInsufficientGpuShare: return ReasonKind::kInsufficientGpuShare;
-    case FitReason::kInsufficientGpuMemory: return ReasonKind::kInsufficientGpuMemory;
-  }
-  return ReasonKind::kOther;
-}
-
 inline std::string FitDiagnosis::to_string() const {
   std::string out = std::to_string(fitting()) + "/" + std::to_string(total_nodes) + " nodes";
   std::vector<std::size_t> order(kFitReasonCount - 1);
@@ -199,7 +183,7 @@ inline std::vector<Reason> fit_reasons(const FitDiagnosis& d, const TaskRequest&
   for (std::size_t i = 1; i < kFitReasonCount; ++i) {
     if (d.count[i] == 0) continue;
     const auto r = static_cast<FitReason>(i);
-    out.push_back({reason_kind(r), detail::placement_reason_unit(r), detail::placement_reason_need(r, request.shape),
+    out.push_back({fit_reason_kind(r), detail::placement_reason_unit(r), detail::placement_reason_need(r, request.shape),
                    detail::placement_reason_unit(r) == Unit::kNone ? -1 : d.best_available[i], d.count[i], group});
   }
   std::stable_sort(out.begin(), out.end(), [](const Reason& a, const Reason& b) { return a.count > b.count; });
