@@ -65,24 +65,24 @@ GangSpec workers(int tasks) {
   return spec;
 }
 
-void run_gang(benchmark::State& bs, const GangSpec& spec, GangVerdict expect) {
+void run_gang(benchmark::State& bs, const GangSpec& spec, Verdict expect) {
   ClusterState& s = state();
   GangOptions opt;
   opt.dry_run = true;
   for (auto _ : bs) {
     GangResult r = place_gang(s, spec, opt);
     if (r.verdict != expect) {
-      bs.SkipWithError(fmt::format("unexpected verdict: {}", r.reason).c_str());
+      bs.SkipWithError(fmt::format("unexpected verdict: {}", r.explanation).c_str());
       break;
     }
     benchmark::DoNotOptimize(r.tasks.data());
   }
 }
 
-void BM_GangPlace(benchmark::State& bs) { run_gang(bs, workers(static_cast<int>(bs.range(0))), GangVerdict::kFeasible); }
+void BM_GangPlace(benchmark::State& bs) { run_gang(bs, workers(static_cast<int>(bs.range(0))), Verdict::kPlaced); }
 BENCHMARK(BM_GangPlace)->Arg(1024)->Unit(benchmark::kMillisecond);
 
-void BM_GangInfeasibleBound(benchmark::State& bs) { run_gang(bs, workers(9000), GangVerdict::kInfeasible); }
+void BM_GangInfeasibleBound(benchmark::State& bs) { run_gang(bs, workers(9000), Verdict::kNotNow); }
 BENCHMARK(BM_GangInfeasibleBound)->Unit(benchmark::kMicrosecond);
 
 // Task by task: select, pick GPUs, reserve, with no bound and no gang bookkeeping.
@@ -126,14 +126,14 @@ BENCHMARK(BM_PlaceJob)->Arg(1024)->Unit(benchmark::kMillisecond);
 void BM_GangRackRequired(benchmark::State& bs) {
   GangSpec spec = workers(24);
   spec.topology = {"rack", LevelMode::kRequired};
-  run_gang(bs, spec, GangVerdict::kFeasible);
+  run_gang(bs, spec, Verdict::kPlaced);
 }
 BENCHMARK(BM_GangRackRequired)->Unit(benchmark::kMillisecond);
 
 void BM_GangBlockRequired(benchmark::State& bs) {
   GangSpec spec = workers(512);
   spec.topology = {"block", LevelMode::kRequired};
-  run_gang(bs, spec, GangVerdict::kFeasible);
+  run_gang(bs, spec, Verdict::kPlaced);
 }
 BENCHMARK(BM_GangBlockRequired)->Unit(benchmark::kMillisecond);
 
@@ -141,7 +141,7 @@ void BM_GangHeterogeneous(benchmark::State& bs) {
   GangSpec spec = workers(1024);
   spec.groups.push_back({"launcher", 1, 1, request(0, 4000)});
   spec.groups.push_back({"ps", 64, 64, request(0, 16000)});
-  run_gang(bs, spec, GangVerdict::kFeasible);
+  run_gang(bs, spec, Verdict::kPlaced);
 }
 BENCHMARK(BM_GangHeterogeneous)->Unit(benchmark::kMillisecond);
 

@@ -14,9 +14,11 @@
 #include <set>
 #include <vector>
 
+#include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/packer.hpp"
 
 using namespace gpusched::mig;
+using gpusched::ClusterState;
 
 namespace {
 
@@ -56,14 +58,24 @@ MigDemand mix_demand() {
   return MigDemand::from_requests(cat(), reqs, counts);
 }
 
-MigState empty_cluster(int nodes, int gpus_per_node) {
-  MigState st(cat());
+// The one cluster state (MIG GPUs of gpusched/cluster/mig_gpus.hpp); a decision is applied as a
+// ClusterState reservation and a departure as a release, as an orchestrator would.
+ClusterState empty_cluster(int nodes, int gpus_per_node) {
+  MigClusterBuilder b;
   for (int n = 0; n < nodes; ++n) {
-    auto node = st.add_node("node-" + std::to_string(n)).value();
-    for (int g = 0; g < gpus_per_node; ++g) (void)st.add_gpu(node, a100()).value();
+    const auto node = b.add_node("node-" + std::to_string(n));
+    for (int g = 0; g < gpus_per_node; ++g) b.add_gpu(node, a100());
   }
-  return st;
+  return b.build().value();
 }
+
+// Applies a placed decision and forgets the journal (a stream never rolls back).
+void apply_now(ClusterState& st, const MigDecision& d) {
+  (void)apply_decision(st, d);
+  st.commit();
+}
+
+void depart(ClusterState& st, MigGpuId gpu, int start) { (void)st.release(mig_instance_assignment(st, gpu, start, true)); }
 
 struct Running {
   std::uint64_t end;
@@ -77,7 +89,7 @@ struct StreamResult {
 };
 
 // One arrival per tick; lifetimes uniform in [1, 2 * mean]; a finished instance is destroyed.
-StreamResult run_stream(MigState& st, const MigPlacer& placer, std::int64_t arrivals, std::uint64_t mean_life,
+StreamResult run_stream(ClusterState& st, const MigPlacer& placer, std::int64_t arrivals, std::uint64_t mean_life,
                         std::uint64_t seed) {
   SplitMix rng{seed};
   const auto reqs = mix_requests();
@@ -86,7 +98,7 @@ StreamResult run_stream(MigState& st, const MigPlacer& placer, std::int64_t arri
   StreamResult r;
   for (std::int64_t t = 0; t < arrivals; ++t) {
     while (!running.empty() && running.top().end <= static_cast<std::uint64_t>(t)) {
-      (void)st.release(running.top().gpu, running.top().start, true);
+      depart(st, running.top().gpu, running.top().start);
       running.pop();
     }
     const std::size_t k = draw(rng);
@@ -98,7 +110,7 @@ StreamResult run_stream(MigState& st, const MigPlacer& placer, std::int64_t arri
       ++r.refused;
       continue;
     }
-    (void)st.apply(d);
+    apply_now(st, d);
     ++r.served;
     r.served_slices += slices;
     running.push({static_cast<std::uint64_t>(t) + life, d.gpu, d.start});
@@ -107,8 +119,8 @@ StreamResult run_stream(MigState& st, const MigPlacer& placer, std::int64_t arri
 }
 
 // A cluster in steady state under the stream, for latency measurements.
-MigState warm_cluster(const MigPlacer& placer) {
-  MigState st = empty_cluster(1000, 8);
+ClusterState warm_cluster(const MigPlacer& placer) {
+  ClusterState st = empty_cluster(1000, 8);
   run_stream(st, placer, 40'000, 12'000, 7);
   return st;
 }
@@ -117,7 +129,7 @@ void BM_MigDecide(benchmark::State& state, bool frag) {
   FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
   FirstFitPlacer ff(MigMode::kDynamic);
   const MigPlacer& placer = frag ? static_cast<const MigPlacer&>(packer) : ff;
-  MigState st = warm_cluster(placer);
+  ClusterState st = warm_cluster(placer);
   const auto reqs = mix_requests();
   SplitMix rng{99};
   std::vector<std::size_t> seq(4096);
@@ -127,8 +139,8 @@ void BM_MigDecide(benchmark::State& state, bool frag) {
     MigDecision d = placer.decide(st, reqs[seq[i++ & 4095]]);
     benchmark::DoNotOptimize(d);
   }
-  state.counters["gpus"] = static_cast<double>(st.gpu_count());
-  state.counters["live_classes"] = static_cast<double>(st.live_classes().size());
+  state.counters["gpus"] = static_cast<double>(st.mig().gpu_count());
+  state.counters["live_classes"] = static_cast<double>(st.mig().live_classes().size());
 }
 BENCHMARK_CAPTURE(BM_MigDecide, frag_aware, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MigDecide, first_fit, false)->Unit(benchmark::kMicrosecond);
@@ -136,19 +148,19 @@ BENCHMARK_CAPTURE(BM_MigDecide, first_fit, false)->Unit(benchmark::kMicrosecond)
 // Decide + apply + a departure: one arrival of the stream in steady state (memo misses included).
 void BM_MigDecideApplyRelease(benchmark::State& state) {
   FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
-  MigState st = warm_cluster(packer);
+  ClusterState st = warm_cluster(packer);
   const auto reqs = mix_requests();
   SplitMix rng{123};
   std::vector<std::pair<MigGpuId, int>> placed;
   for (auto _ : state) {
     MigDecision d = packer.decide(st, reqs[draw(rng)]);
     if (d.placed()) {
-      (void)st.apply(d);
+      apply_now(st, d);
       placed.emplace_back(d.gpu, d.start);
     }
     if (!placed.empty()) {
       const std::size_t j = rng.below(placed.size());
-      (void)st.release(placed[j].first, placed[j].second, true);
+      depart(st, placed[j].first, placed[j].second);
       placed[j] = placed.back();
       placed.pop_back();
     }
@@ -163,7 +175,7 @@ void BM_MigStreamQuality(benchmark::State& state, bool frag) {
   for (auto _ : state) {
     FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
     FirstFitPlacer ff(MigMode::kDynamic);
-    MigState st = empty_cluster(1000, 8);
+    ClusterState st = empty_cluster(1000, 8);
     r = run_stream(st, frag ? static_cast<const MigPlacer&>(packer) : ff, 200'000, 24'000, 2024);
   }
   state.counters["served"] = static_cast<double>(r.served);
@@ -225,12 +237,12 @@ void BM_MigSmallVsExhaustive(benchmark::State& state) {
           best_sl = std::max(best_sl, sl);
         }
       auto served_by = [&](const MigPlacer& placer, std::int64_t& slices) {
-        MigState st = empty_cluster(1, 2);
+        ClusterState st = empty_cluster(1, 2);
         std::int64_t s = 0;
         for (std::size_t k : seq) {
           MigDecision d = placer.decide(st, reqs[k]);
           if (d.placed()) {
-            (void)st.apply(d);
+            apply_now(st, d);
             ++s;
             slices += spec.profiles[static_cast<std::size_t>(d.profile)].compute_slices;
           }

@@ -14,9 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/planner.hpp"
 
 using namespace gpusched::mig;
+using gpusched::ClusterState;
 
 namespace {
 
@@ -28,26 +30,31 @@ constexpr const char* kNames[] = {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g
 
 // A cluster where a third of the GPUs are empty and the rest carry 1-3 random instances, busy with
 // probability `busy_pct` (the rest idle: left over from finished work).
-MigState random_cluster(int gpus, int busy_pct, std::uint64_t seed) {
+ClusterState random_cluster(int gpus, int busy_pct, std::uint64_t seed) {
   SplitMix rng{seed};
-  MigState st(cat());
+  MigClusterBuilder b;
   const MigGpuSpec& spec = cat().spec(a100());
-  MigNodeId node = 0;
+  std::size_t node = 0;
   for (int g = 0; g < gpus; ++g) {
-    if (g % 8 == 0) node = st.add_node("node-" + std::to_string(g / 8)).value();
-    const MigGpuId id = st.add_gpu(node, a100()).value();
-    if (rng.below(3) == 0) continue;
-    for (int k = 1 + static_cast<int>(rng.below(3)); k > 0; --k) {
-      const int p = static_cast<int>(rng.below(spec.profiles.size()));
-      const SlotMask s = feasible_starts(spec, st.occupancy(id), p);
-      if (!s) continue;
-      int pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(s)))));
-      SlotMask rest = s;
-      while (pick--) rest = static_cast<SlotMask>(rest & (rest - 1));
-      (void)st.create(id, p, std::countr_zero(static_cast<unsigned>(rest)), static_cast<int>(rng.below(100)) < busy_pct);
+    if (g % 8 == 0) node = b.add_node("node-" + std::to_string(g / 8));
+    Occupancy occ;
+    std::vector<MigInstance> instances;
+    bool busy[kMaxInstances] = {};
+    if (rng.below(3) != 0) {
+      for (int k = 1 + static_cast<int>(rng.below(3)); k > 0; --k) {
+        const int p = static_cast<int>(rng.below(spec.profiles.size()));
+        const SlotMask s = feasible_starts(spec, occ, p);
+        if (!s) continue;
+        const int start =
+            nth_slot(s, static_cast<int>(rng.below(static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(s))))));
+        add_instance(spec, occ, p, start);
+        busy[instances.size()] = static_cast<int>(rng.below(100)) < busy_pct;
+        instances.push_back({spec.profiles[static_cast<std::size_t>(p)].id, static_cast<std::uint8_t>(start)});
+      }
     }
+    b.add_gpu(node, a100(), instances, std::span<const bool>(busy, instances.size()));
   }
-  return st;
+  return b.build().value();
 }
 
 std::vector<MigDemandItem> random_demand(std::int64_t max_per_profile, std::uint64_t seed) {
@@ -78,8 +85,8 @@ Outcome of_plan(const MigPlan& plan, std::span<const MigDemandItem> demand) {
 
 // A placer used as a planner: each pending request in turn (largest first), idle instances first,
 // else a creation; a GPU is "touched" when something is created on it.
-Outcome sequential(const MigState& start, std::span<const MigDemandItem> demand, const MigPlacer& placer) {
-  MigState st = start;
+Outcome sequential(const ClusterState& start, std::span<const MigDemandItem> demand, const MigPlacer& placer) {
+  ClusterState st = start;
   std::vector<std::size_t> order(demand.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return slices_of(demand[a]) > slices_of(demand[b]); });
@@ -90,7 +97,7 @@ Outcome sequential(const MigState& start, std::span<const MigDemandItem> demand,
       const MigDecision d = placer.decide(st, demand[i].request);
       if (!d.placed()) break;
       if (d.action == MigAction::kCreate) touched.insert(d.gpu);
-      (void)st.apply(d);
+      (void)apply_decision(st, d);
       ++o.served;
       o.slices += slices_of(demand[i]);
     }
@@ -100,7 +107,7 @@ Outcome sequential(const MigState& start, std::span<const MigDemandItem> demand,
 
 void BM_MigPlan(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
-  const MigState st = random_cluster(gpus, 70, 42);
+  const ClusterState st = random_cluster(gpus, 70, 42);
   const auto demand = random_demand(gpus / 3, 7);
   MigPlan plan;
   for (auto _ : state) {
@@ -118,7 +125,7 @@ void BM_MigPlan(benchmark::State& state) {
 BENCHMARK(BM_MigPlan)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 void BM_MigPlanOverload(benchmark::State& state) {
-  const MigState st = random_cluster(1000, 70, 42);
+  const ClusterState st = random_cluster(1000, 70, 42);
   const auto demand = random_demand(1000, 7);
   MigPlan plan;
   for (auto _ : state) {
@@ -133,7 +140,7 @@ BENCHMARK(BM_MigPlanOverload)->Unit(benchmark::kMillisecond);
 // The same cluster and demand, keeping idle instances (what the sequential baselines can do).
 // `max_per_profile` 333: the demand fits (about 860 instances); 1000: it does not (about 2,600).
 void BM_MigPlanQuality(benchmark::State& state, int which, std::int64_t max_per_profile) {
-  const MigState st = random_cluster(1000, 70, 42);
+  const ClusterState st = random_cluster(1000, 70, 42);
   const auto demand = random_demand(max_per_profile, 7);
   Outcome o;
   for (auto _ : state) {
@@ -155,7 +162,7 @@ BENCHMARK_CAPTURE(BM_MigPlanQuality, overload_frag_aware_sequential, 2, 1000)->I
 // Exhaustive optimum on small clusters (6 GPUs, all instances busy, demand <= 3 per profile):
 // most compute slices served, then fewest GPUs touched, by dynamic programming over the GPUs with
 // the served vector (capped by the demand) as state and every possible fill of each GPU as move.
-Outcome exhaustive(const MigState& st, std::span<const MigDemandItem> demand) {
+Outcome exhaustive(const ClusterState& state, std::span<const MigDemandItem> demand) {
   const MigGpuSpec& spec = cat().spec(a100());
   const std::size_t np = spec.profiles.size();
   std::array<int, kMaxProfiles> cap{};
@@ -170,6 +177,7 @@ Outcome exhaustive(const MigState& st, std::span<const MigDemandItem> demand) {
     int touched;
   };
   std::unordered_map<std::uint64_t, Entry> layer{{0, Entry{{}, 0}}};
+  const MigGpuTable& st = state.mig();
   for (MigGpuId g = 0; g < st.gpu_count(); ++g) {
     // Every set of instances that can be added to this GPU, as counts.
     std::set<std::array<int, kMaxProfiles>> fills;
@@ -226,7 +234,7 @@ void BM_MigPlanSmallVsExhaustive(benchmark::State& state) {
     ex = pl = ff = Outcome{};
     plan_optimal = 0;
     for (int t = 0; t < kTrials; ++t) {
-      const MigState st = random_cluster(6, 100, 1000 + static_cast<std::uint64_t>(t));
+      const ClusterState st = random_cluster(6, 100, 1000 + static_cast<std::uint64_t>(t));
       const auto demand = random_demand(3, 5000 + static_cast<std::uint64_t>(t));
       const Outcome e = exhaustive(st, demand);
       const Outcome p = of_plan(plan_repartition(st, demand), demand);

@@ -124,7 +124,7 @@ void BM_NaiveOneByOne64GpuGang(benchmark::State& st) {
     for (std::size_t j : order) {
       for (const RunningTask& t : in.running[j].tasks) (void)in.state.release_journaled(t.assignment);
       ++victims;
-      if (place_gang(in.state, in.preemptor, o).verdict == GangVerdict::kFeasible) break;
+      if (place_gang(in.state, in.preemptor, o).placed()) break;
     }
     in.state.rollback(mark);
   }

@@ -12,11 +12,13 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
-#include "gpusched/topology/topology_json.hpp"
-#include "gpusched/topology/nvidia_smi.hpp"
+#include "gpusched/topology/gpu_picker.hpp"
+#include "gpusched/io/topology_json.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
+using namespace gpusched::io;
 
 namespace {
 
@@ -134,6 +136,29 @@ void BM_ParseNvidiaSmi_Dgx1(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(parse_nvidia_smi_topo(text));
 }
 BENCHMARK(BM_ParseNvidiaSmi_Dgx1)->Unit(benchmark::kMicrosecond);
+
+// The topology-aware GPU step on a DGX-1 node of a ClusterState (its known default interconnect),
+// GPUs 1 and 2 busy, a 4-GPU task: the graph is cached after the first pick, so this is best_gpus
+// over 6 free GPUs plus the picker's lookup.
+void BM_TopologyGpuPicker_Dgx1(benchmark::State& st) {
+  NodeSpec n;
+  n.name = "dgx1";
+  n.cpu = 80000;
+  n.memory = 512 * kGiB;
+  for (int g = 0; g < 8; ++g) n.gpus.push_back({"V100-SXM2-32GB", g == 1 || g == 2 ? kMilliPerGpu : 0, 0, true});
+  const ClusterState state = ClusterState::build(Cluster({n}), GpuModelRegistry::builtin()).value();
+  TaskShape shape;
+  shape.gpus = 4;
+  shape.gpu_milli = kMilliPerGpu;
+  const TaskRequest request = state.compile(shape).value();
+  const TopologyGpuPicker picker;
+  TaskAssignment out;
+  for (auto _ : st) {
+    if (!picker.pick(state, 0, request, out)) st.SkipWithError("no pick");
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_TopologyGpuPicker_Dgx1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -102,8 +102,8 @@ int main() {
   }
   gpusched::BestFitPolicy best_fit;
   const gpusched::JobPlacement placement = gpusched::place_job(*state, *compiled, best_fit);
-  if (!placement.placed) {
-    std::printf("%s unschedulable: %s\n", pending.id.c_str(), placement.reason.c_str());
+  if (!placement.placed()) {
+    std::printf("%s unschedulable: %s\n", pending.id.c_str(), describe(*compiled, placement).c_str());
     return 1;
   }
   bool as_expected = true;
@@ -132,7 +132,7 @@ int main() {
   one_worker.groups[0].replicas = 1;
   one_worker.groups[0].min_replicas = 1;
   const gpusched::JobPlacement again = gpusched::place_job(*state, one_worker, best_fit);
-  if (!again.placed) return 1;
+  if (!again.placed()) return 1;
   std::printf("%s worker 1 -> %s\n", pending.id.c_str(), machines[again.tasks[0].assignment.node].hostname.c_str());
   return lost->gpu_milli == 2000 && again.tasks[0].assignment.node == 2 ? 0 : 1;
 }

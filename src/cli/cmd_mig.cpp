@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
-#include "gpusched/mig/layout.hpp"
-#include "gpusched/mig/nvidia_smi.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/core/mig_layout.hpp"
+#include "gpusched/core/mig_profiles.hpp"
+#include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/mig_nvidia_smi.hpp"
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/mig/planner.hpp"
-#include "gpusched/mig/profiles.hpp"
-#include "gpusched/mig/state.hpp"
 
 namespace gpusched::cli {
 namespace {
@@ -109,52 +110,52 @@ mig::MigRequest request_of(const json& obj, const std::string& where) {
   return r;
 }
 
-// The cluster file: {"nodes": [{"name", "gpus": [{"model", "instances": [{"profile"|"profile_id",
-// "start", "busy"}]}]}]}.
-mig::MigState read_cluster(const std::string& path, bool pre_r510) {
-  const json doc = parse_json(path);
-  mig::MigState state(catalog(), mig::LayoutRules{.pre_r510 = pre_r510});
-  const json& nodes = field(doc, "nodes", path + ":");
-  if (!nodes.is_array()) throw InputError(fmt::format("{}: nodes: expected an array", path));
-  for (std::size_t n = 0; n < nodes.size(); ++n) {
-    const std::string nw = fmt::format("{}: nodes[{}]", path, n);
-    const std::string name = get_string(field(nodes[n], "name", nw), nw + ".name");
-    auto node = state.add_node(name);
-    if (!node) throw InputError(fmt::format("{}.name: {}", nw, node.error().message));
-    const json& gpus = field(nodes[n], "gpus", nw);
-    if (!gpus.is_array()) throw InputError(fmt::format("{}.gpus: expected an array", nw));
-    for (std::size_t g = 0; g < gpus.size(); ++g) {
-      const std::string gw = fmt::format("{}.gpus[{}]", nw, g);
-      const auto model = find_model(get_string(field(gpus[g], "model", gw), gw + ".model"), gw + ".model");
-      const mig::MigGpuSpec& spec = catalog().spec(model);
-      std::vector<mig::MigInstance> instances;
-      std::vector<char> busy;
-      if (gpus[g].contains("instances")) {
-        const json& insts = gpus[g].at("instances");
-        if (!insts.is_array()) throw InputError(fmt::format("{}.instances: expected an array", gw));
-        for (std::size_t i = 0; i < insts.size(); ++i) {
-          const std::string iw = fmt::format("{}.instances[{}]", gw, i);
-          if (!insts[i].is_object()) throw InputError(fmt::format("{}: expected an object", iw));
-          const int p = profile_on(spec, insts[i], iw);
-          const auto start = get_int(field(insts[i], "start", iw), iw + ".start", 0, mig::kMaxSlots - 1);
-          bool b = false;
-          if (insts[i].contains("busy")) {
-            if (!insts[i].at("busy").is_boolean()) throw InputError(fmt::format("{}.busy: expected true or false", iw));
-            b = insts[i].at("busy").get<bool>();
-          }
-          instances.push_back({spec.profiles[static_cast<std::size_t>(p)].id, static_cast<std::uint8_t>(start)});
-          busy.push_back(b ? 1 : 0);
-        }
+// The legacy MIG cluster file (before the one cluster format): {"nodes": [{"name", "gpus": [{"model",
+// "instances": [...]}]}]}, every GPU in MIG mode, no CPU or memory. Recognised by a GPU with
+// "instances" or a node without "cpu"; converted to the cluster format (docs/formats.md, MIG), so
+// both are read by one reader with one set of checks.
+bool is_legacy_mig_cluster(const json& doc) {
+  if (!doc.is_object() || !doc.contains("nodes") || !doc.at("nodes").is_array()) return false;
+  for (const json& node : doc.at("nodes")) {
+    if (!node.is_object()) return false;
+    if (!node.contains("cpu")) return true;
+    if (node.contains("gpus") && node.at("gpus").is_array())
+      for (const json& gpu : node.at("gpus"))
+        if (gpu.is_object() && gpu.contains("instances")) return true;
+  }
+  return false;
+}
+
+json from_legacy_mig_cluster(const json& doc) {
+  json out = doc;
+  for (json& node : out.at("nodes")) {
+    if (!node.is_object()) continue;
+    if (!node.contains("cpu")) node["cpu"] = 0;
+    if (!node.contains("memory")) node["memory"] = 0;
+    if (!node.contains("gpus") || !node.at("gpus").is_array()) continue;
+    for (json& gpu : node.at("gpus")) {
+      if (!gpu.is_object() || gpu.contains("mig")) continue;
+      json mig = json::object();
+      if (gpu.contains("instances")) {
+        mig["instances"] = gpu.at("instances");
+        gpu.erase("instances");
       }
-      bool flags[mig::kMaxInstances + 1] = {};
-      if (instances.size() > mig::kMaxInstances)
-        throw InputError(fmt::format("{}.instances: more than {} instances", gw, mig::kMaxInstances));
-      for (std::size_t i = 0; i < busy.size(); ++i) flags[i] = busy[i] != 0;
-      auto id = state.add_gpu(*node, model, instances, std::span<const bool>(flags, busy.size()));
-      if (!id) throw InputError(fmt::format("{}: {}", gw, id.error().message));
+      gpu["mig"] = mig;
     }
   }
-  return state;
+  return out;
+}
+
+// The cluster: the one cluster format (GPUs with a "mig" object are in MIG mode), or the legacy
+// MIG file.
+ClusterState read_cluster(const std::string& path, bool pre_r510) {
+  json doc = parse_json(path);
+  if (is_legacy_mig_cluster(doc)) doc = from_legacy_mig_cluster(doc);
+  auto parsed = io::cluster_from_json(doc, path);
+  if (!parsed) throw InputError(parsed.error().message);
+  auto state = ClusterState::build(parsed->cluster, parsed->registry, catalog(), mig::LayoutRules{.pre_r510 = pre_r510});
+  if (!state) throw InputError(fmt::format("{}: {}", path, state.error().message));
+  return std::move(*state);
 }
 
 json instance_json(const mig::MigGpuSpec& spec, const mig::MigInstance& inst) {
@@ -246,21 +247,21 @@ json spec_json(const mig::MigGpuSpec& spec) {
 
 int run_table(const TableOptions& opt) {
   mig::MigGpuSpec spec;
-  std::vector<mig::SpecDifference> diff;
+  std::vector<io::SpecDifference> diff;
   bool compared = false;
   if (!opt.lgip.empty() || !opt.lgipp.empty()) {
     if (opt.lgip.empty() || opt.lgipp.empty()) throw InputError("--lgip and --lgipp: both are needed");
-    auto lgip = mig::parse_lgip(read_file(opt.lgip));
+    auto lgip = io::parse_lgip(read_file(opt.lgip));
     if (!lgip) throw InputError(fmt::format("{}: {}", opt.lgip, lgip.error().message));
-    auto lgipp = mig::parse_lgipp(read_file(opt.lgipp));
+    auto lgipp = io::parse_lgipp(read_file(opt.lgipp));
     if (!lgipp) throw InputError(fmt::format("{}: {}", opt.lgipp, lgipp.error().message));
-    auto s = mig::spec_from_nvidia_smi(opt.model.empty() ? "nvidia-smi" : opt.model, *lgip, *lgipp, opt.gpu);
+    auto s = io::spec_from_nvidia_smi(opt.model.empty() ? "nvidia-smi" : opt.model, *lgip, *lgipp, opt.gpu);
     if (!s) throw InputError(s.error().message);
     spec = std::move(*s);
     if (!opt.model.empty()) {
       const mig::MigGpuSpec& reference = catalog().spec(find_model(opt.model, "--model"));
       spec.model = reference.model;
-      diff = mig::compare_specs(reference, spec);
+      diff = io::compare_specs(reference, spec);
       compared = true;
     }
   } else if (!opt.model.empty()) {
@@ -302,7 +303,7 @@ struct PlaceOptions {
 };
 
 int run_place(const PlaceOptions& opt) {
-  mig::MigState state = read_cluster(opt.cluster, opt.pre_r510);
+  ClusterState state = read_cluster(opt.cluster, opt.pre_r510);
   struct Req {
     std::string name;
     mig::MigRequest request;
@@ -336,21 +337,30 @@ int run_place(const PlaceOptions& opt) {
   json decisions = json::array();
   std::string table;
   std::size_t placed = 0;
-  std::vector<char> touched(state.gpu_count(), 0);
+  const mig::MigGpuTable& mig_gpus = state.mig();
+  std::vector<char> touched(mig_gpus.gpu_count(), 0);
   for (const Req& r : reqs) {
     const mig::MigDecision d = placer->decide(state, r.request);
     if (!d.placed()) {
-      decisions.push_back(json{{"request", r.name}, {"placed", false}, {"reason", d.reason}});
-      table += fmt::format("{:<20} UNSCHEDULABLE: {}\n", r.name, d.reason);
+      const std::string reason = mig::explain(state, r.request, d);
+      json reasons = json::array();
+      for (const Reason& why : d.reasons)
+        reasons.push_back(json{{"kind", std::string(reason_name(why.kind))}, {"gpus", why.count}});
+      decisions.push_back(json{{"request", r.name},
+                               {"placed", false},
+                               {"verdict", std::string(verdict_name(d.verdict))},
+                               {"reason", reason},
+                               {"reasons", reasons}});
+      table += fmt::format("{:<20} UNSCHEDULABLE: {}\n", r.name, reason);
       continue;
     }
-    const mig::MigGpuSpec& spec = state.spec_of(d.gpu);
+    const mig::MigGpuSpec& spec = mig_gpus.spec_of(d.gpu);
     const auto& prof = spec.profiles[static_cast<std::size_t>(d.profile)];
     const char* action = d.action == mig::MigAction::kCreate ? "create" : "use-idle";
     decisions.push_back(json{{"request", r.name},
                              {"placed", true},
-                             {"node", std::string(state.node_name(state.node_of(d.gpu)))},
-                             {"gpu", state.local_index(d.gpu)},
+                             {"node", std::string(state.node_name(mig_gpus.node_of(d.gpu)))},
+                             {"gpu", mig_gpus.local_index(d.gpu)},
                              {"model", spec.model},
                              {"action", action},
                              {"profile", prof.name},
@@ -358,22 +368,23 @@ int run_place(const PlaceOptions& opt) {
                              {"start", d.start},
                              {"fragmentation_delta", d.score}});
     table += fmt::format("{:<20} {:<16} {:>3}  {:<14} {:<9} {:<11} {:>5}\n", r.name,
-                         state.node_name(state.node_of(d.gpu)), state.local_index(d.gpu), spec.model, action,
+                         state.node_name(mig_gpus.node_of(d.gpu)), mig_gpus.local_index(d.gpu), spec.model, action,
                          prof.name, d.start);
-    if (auto st = state.apply(d); !st) throw InputError(st.error().message);  // cannot happen: decided on this state
+    // A MIG reservation on the one state (cannot fail: decided on this state).
+    if (auto st = mig::apply_decision(state, d); !st) throw InputError(st.error().message);
     touched[d.gpu] = 1;
     ++placed;
   }
   json layouts = json::array();
   std::string layout_lines;
-  for (mig::MigGpuId g = 0; g < state.gpu_count(); ++g) {
+  for (mig::MigGpuId g = 0; g < mig_gpus.gpu_count(); ++g) {
     if (!touched[g]) continue;
-    const auto l = state.layout(g);
-    layouts.push_back(json{{"node", std::string(state.node_name(state.node_of(g)))},
-                           {"gpu", state.local_index(g)},
-                           {"instances", layout_json(state.spec_of(g), l)}});
-    layout_lines += fmt::format("  {} gpu {}: {}\n", state.node_name(state.node_of(g)), state.local_index(g),
-                                layout_text(state.spec_of(g), l));
+    const auto l = mig_gpus.layout(g);
+    layouts.push_back(json{{"node", std::string(state.node_name(mig_gpus.node_of(g)))},
+                           {"gpu", mig_gpus.local_index(g)},
+                           {"instances", layout_json(mig_gpus.spec_of(g), l)}});
+    layout_lines += fmt::format("  {} gpu {}: {}\n", state.node_name(mig_gpus.node_of(g)), mig_gpus.local_index(g),
+                                layout_text(mig_gpus.spec_of(g), l));
   }
   if (opt.format == "json") {
     std::printf("%s\n", json{{"policy", std::string(placer->name())},
@@ -400,7 +411,7 @@ struct PlanOptions {
 };
 
 int run_plan(const PlanOptions& opt) {
-  mig::MigState state = read_cluster(opt.cluster, opt.pre_r510);
+  ClusterState state = read_cluster(opt.cluster, opt.pre_r510);
   const json doc = parse_json(opt.demand);
   const json& arr = doc.is_array() ? doc : field(doc, "demand", opt.demand + ":");
   if (!arr.is_array()) throw InputError(fmt::format("{}: demand: expected an array", opt.demand));
@@ -430,11 +441,11 @@ int run_plan(const PlanOptions& opt) {
                            {"unserved", plan.unserved[i]}});
     json changes = json::array();
     for (const auto& ch : plan.changes) {
-      const auto& spec = state.spec_of(ch.gpu);
+      const auto& spec = state.mig().spec_of(ch.gpu);
       json serves = json::array();
       for (std::size_t k : ch.serves) serves.push_back(k < demand.size() ? demand[k].label : "");
-      changes.push_back(json{{"node", std::string(state.node_name(state.node_of(ch.gpu)))},
-                             {"gpu", state.local_index(ch.gpu)},
+      changes.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(ch.gpu)))},
+                             {"gpu", state.mig().local_index(ch.gpu)},
                              {"model", spec.model},
                              {"before", layout_json(spec, ch.before)},
                              {"after", layout_json(spec, ch.after)},
@@ -470,9 +481,9 @@ int run_plan(const PlanOptions& opt) {
   std::printf("%lld served, %lld unserved, %zu GPUs re-partitioned\n", static_cast<long long>(plan.total_served()),
               static_cast<long long>(plan.total_unserved()), plan.changes.size());
   for (const auto& ch : plan.changes) {
-    const auto& spec = state.spec_of(ch.gpu);
-    std::printf("  %s gpu %u (%s): %s  ->  %s\n", std::string(state.node_name(state.node_of(ch.gpu))).c_str(),
-                state.local_index(ch.gpu), spec.model.c_str(), layout_text(spec, ch.before).c_str(),
+    const auto& spec = state.mig().spec_of(ch.gpu);
+    std::printf("  %s gpu %u (%s): %s  ->  %s\n", std::string(state.node_name(state.mig().node_of(ch.gpu))).c_str(),
+                state.mig().local_index(ch.gpu), spec.model.c_str(), layout_text(spec, ch.before).c_str(),
                 layout_text(spec, ch.after).c_str());
   }
   return 0;
@@ -501,7 +512,7 @@ void setup(CLI::App& app) {
 
   auto po = std::make_shared<PlaceOptions>();
   auto* place = mig_cmd->add_subcommand("place", "Place MIG requests on a described cluster, one after the other");
-  place->add_option("--cluster", po->cluster, "MIG cluster JSON (docs/mig.md)")->required();
+  place->add_option("--cluster", po->cluster, "Cluster JSON with MIG GPUs (docs/formats.md; the legacy MIG file is accepted too)")->required();
   place->add_option("--requests", po->requests, "Requests JSON (docs/mig.md)");
   place->add_option("--profile", po->profile, "Or: one profile name to place --count times");
   place->add_option("--count", po->count, "With --profile")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -517,7 +528,7 @@ void setup(CLI::App& app) {
 
   auto pl = std::make_shared<PlanOptions>();
   auto* plan = mig_cmd->add_subcommand("plan", "Re-partition plan for pending MIG demand (busy instances never move)");
-  plan->add_option("--cluster", pl->cluster, "MIG cluster JSON (docs/mig.md)")->required();
+  plan->add_option("--cluster", pl->cluster, "Cluster JSON with MIG GPUs (docs/formats.md; the legacy MIG file is accepted too)")->required();
   plan->add_option("--demand", pl->demand, "Demand JSON (docs/mig.md)")->required();
   plan->add_option("--format", pl->format, "table, json, or yaml (mig-parted configs only)")
       ->check(CLI::IsMember({"json", "table", "yaml"}))

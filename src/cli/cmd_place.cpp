@@ -10,7 +10,6 @@
 #include "cli/command.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
-#include "gpusched/io/gang_json.hpp"
 #include "gpusched/packing/placement.hpp"
 
 namespace gpusched::cli {
@@ -32,6 +31,22 @@ nlohmann::json reasons_json(const FitDiagnosis& d) {
   return out;
 }
 
+// The one vocabulary's reasons as JSON: kind, unit, numbers, and the group they are about.
+nlohmann::json reasons_json(const std::vector<Reason>& reasons, const CompiledJob& job) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Reason& r : reasons) {
+    nlohmann::json item{{"kind", std::string(reason_name(r.kind))}, {"text", to_string(r)}};
+    if (r.unit != Unit::kNone) item["unit"] = std::string(unit_name(r.unit));
+    if (r.needed >= 0) item["needed"] = r.needed;
+    if (r.available >= 0) item["available"] = r.available;
+    if (r.count > 0) item["count"] = r.count;
+    if (r.subject >= 0 && static_cast<std::size_t>(r.subject) < job.groups.size())
+      item["group"] = job.groups[static_cast<std::size_t>(r.subject)].name;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 int run_place(const PlaceOptions& opt) {
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
   if (!cluster) throw InputError(cluster.error().message);
@@ -49,18 +64,15 @@ int run_place(const PlaceOptions& opt) {
     if (!c) throw InputError(fmt::format("{}: {}", opt.jobs_file, c.error().message));
     compiled.push_back(std::move(*c));
   }
-  // Gang jobs: constraint fields or elastic groups (or --gang) go through the gang solver.
+  // Gang jobs: constraints or elastic groups (or --gang) go through the gang solver. The job model
+  // carries the constraints (the reader resolved them), so the spec comes from the compiled job.
   std::vector<GangSpec> gangs(compiled.size());
   std::vector<bool> is_gang(compiled.size(), false);
   for (std::size_t j = 0; j < compiled.size(); ++j) {
-    const std::string path = fmt::format("jobs[{}]", j);
-    auto cons = io::read_gang_constraints(jobs->raw_jobs[j], path);
-    if (!cons) throw InputError(fmt::format("{}: {}", opt.jobs_file, cons.error().message));
-    auto spec = make_gang_spec(compiled[j], *cons);
+    auto spec = make_gang_spec(compiled[j]);
     if (!spec) throw InputError(fmt::format("{}: {}", opt.jobs_file, spec.error().message));
     gangs[j] = std::move(*spec);
-    is_gang[j] = opt.gang || io::has_gang_fields(jobs->raw_jobs[j]);
-    for (const auto& g : compiled[j].groups) is_gang[j] = is_gang[j] || g.min_replicas < g.replicas;
+    is_gang[j] = opt.gang || compiled[j].has_gang_constraints();
   }
   // Higher priority first; equal priorities keep the file's order.
   std::vector<std::size_t> order(compiled.size());
@@ -83,21 +95,23 @@ int run_place(const PlaceOptions& opt) {
       for (const auto& b : g.bounds)
         bounds.push_back(nlohmann::json{{"what", b.what}, {"needed", b.needed}, {"available", b.available}});
       nlohmann::json counts = nlohmann::json::object();
-      for (std::size_t k = 0; k < job.groups.size(); ++k) counts[job.groups[k].name] = g.placed[k];
+      for (std::size_t k = 0; k < job.groups.size(); ++k) counts[job.groups[k].name] = g.placed_per_group[k];
       gang_out = nlohmann::json{{"verdict", std::string(verdict_name(g.verdict))},
                                 {"method", std::string(method_name(g.method))},
                                 {"placed", counts},
-                                {"message", g.reason},
+                                {"message", gang_message(gangs[j], g, *state)},
                                 {"bounds", bounds},
+                                {"reasons", reasons_json(g.reasons, job)},
                                 {"effort", g.effort_used}};
+      if (g.undecided()) gang_out["undecided"] = true;
       if (!g.domain.empty()) gang_out["domain"] = g.domain;
       if (g.domains_used > 0) gang_out["domains_used"] = g.domains_used;
-      p.placed = g.verdict == GangVerdict::kFeasible;
+      p.verdict = g.verdict;
       p.tasks = std::move(g.tasks);
     } else {
       p = place_job(*state, job, *policy);
     }
-    if (p.placed) {
+    if (p.placed()) {
       state->commit();
       nlohmann::json tasks = nlohmann::json::array();
       for (const auto& t : p.tasks) {
@@ -125,18 +139,20 @@ int run_place(const PlaceOptions& opt) {
       nlohmann::json entry{{"job", job.name}};
       entry.update(gang_out);
       unplaced.push_back(entry);
-      table += fmt::format("{:<24} {}: {}\n", job.name,
-                           gang_out["verdict"] == "undecided" ? "UNDECIDED" : "UNSCHEDULABLE",
-                           gang_out["message"].get<std::string>());
+      table += fmt::format("{:<24} {} ({}): {}\n", job.name, gang_out.contains("undecided") ? "UNDECIDED" : "UNSCHEDULABLE",
+                           gang_out["verdict"].get<std::string>(), gang_out["message"].get<std::string>());
     } else {
+      const std::string message = describe(job, p);
       unplaced.push_back(nlohmann::json{{"job", job.name},
+                          {"verdict", std::string(verdict_name(p.verdict))},
                           {"group", job.groups[p.failed_group].name},
                           {"replica", p.failed_replica},
-                          {"message", p.reason},
+                          {"message", message},
                           {"nodes_total", p.diagnosis.total_nodes},
                           {"nodes_fitting", p.diagnosis.fitting()},
-                          {"reasons", reasons_json(p.diagnosis)}});
-      table += fmt::format("{:<24} UNSCHEDULABLE: {}\n", job.name, p.reason);
+                          {"reasons", reasons_json(p.diagnosis)},
+                          {"structured_reasons", reasons_json(p.reasons, job)}});
+      table += fmt::format("{:<24} UNSCHEDULABLE ({}): {}\n", job.name, verdict_name(p.verdict), message);
     }
   }
   if (opt.format == "json") {

@@ -20,13 +20,14 @@
 #include "gpusched/topology/cluster_graph.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
 #include "gpusched/topology/graph.hpp"
-#include "gpusched/topology/nvidia_smi.hpp"
-#include "gpusched/topology/topology_json.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
+#include "gpusched/io/topology_json.hpp"
 
 namespace gpusched::cli {
 namespace {
 
 using namespace gpusched::topology;
+using namespace gpusched::io;
 
 struct TopoOptions {
   std::string file;

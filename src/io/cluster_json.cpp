@@ -1,4 +1,5 @@
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/gang_json.hpp"
 
 #include "io/json_input.hpp"
 
@@ -9,6 +10,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "gpusched/core/mig_profiles.hpp"
 
 namespace gpusched::io {
 namespace {
@@ -118,6 +121,57 @@ GpuModel read_gpu_model(const json& v, const std::string& path) {
   return m;
 }
 
+// A GPU's "mig" object (docs/formats.md, "MIG"): present = MIG mode on; "instances" lists its GPU
+// instances, each a profile by name ("3g.20gb", resolved by geometry on the GPU's model) or by NVML
+// "profile_id", a "start" slice and "busy". The layout itself (overlaps, placements, limits) is
+// validated when the state is built, against the same tables.
+void read_mig(const json& v, const std::string& path, GpuSpec& gpu, const GpuModelRegistry& registry) {
+  require_object(v, path);
+  check_keys(v, path, {"instances"});
+  gpu.mig_mode = true;
+  const auto model_id = registry.find(gpu.model);
+  const auto mig_model = model_id ? mig::MigCatalog::builtin().find(registry.model(*model_id).name) : std::nullopt;
+  if (!mig_model)
+    fail(fmt::format("{}: GPU model \"{}\" has no MIG profile table (not MIG-capable)", path, gpu.model));
+  const mig::MigGpuSpec& spec = mig::MigCatalog::builtin().spec(*mig_model);
+  const json* instances = find(v, "instances");
+  if (!instances) return;
+  if (!instances->is_array()) fail(fmt::format("{}.instances: expected an array, got {}", path, shown(*instances)));
+  if (instances->size() > static_cast<std::size_t>(mig::kMaxInstances))
+    fail(fmt::format("{}.instances: at most {} instances, got {}", path, mig::kMaxInstances, instances->size()));
+  for (std::size_t i = 0; i < instances->size(); ++i) {
+    const std::string ip = fmt::format("{}.instances[{}]", path, i);
+    const json& iv = require_object((*instances)[i], ip);
+    check_keys(iv, ip, {"profile", "profile_id", "start", "busy"});
+    MigInstanceInfo inst;
+    const json* name = find(iv, "profile");
+    const json* id = find(iv, "profile_id");
+    if (!name && !id) fail(fmt::format("{}.profile: missing (or give profile_id)", ip));
+    if (id) {
+      inst.profile_id = static_cast<std::uint32_t>(read_int(*id, ip + ".profile_id", 0, 1 << 20));
+      if (spec.find_id(inst.profile_id) < 0)
+        fail(fmt::format("{}.profile_id: {} is not a profile of {}", ip, inst.profile_id, spec.model));
+    }
+    if (name) {
+      const std::string text = read_string(*name, ip + ".profile");
+      const auto geometry = mig::parse_profile_name(text);
+      if (!geometry) fail(fmt::format("{}.profile: \"{}\" is not a MIG profile name (<N>g.<M>gb[+me])", ip, text));
+      const int p = mig::match_profile(spec, *geometry);
+      if (p < 0) fail(fmt::format("{}.profile: \"{}\" is not a profile of {}", ip, text, spec.model));
+      const std::uint32_t by_name = spec.profiles[static_cast<std::size_t>(p)].id;
+      if (id && by_name != inst.profile_id)
+        fail(fmt::format("{}.profile_id: {} contradicts profile \"{}\" (ID {} on {})", ip, inst.profile_id, text,
+                         by_name, spec.model));
+      inst.profile_id = by_name;
+    }
+    const json* start = find(iv, "start");
+    if (!start) fail(fmt::format("{}.start: missing", ip));
+    inst.start = static_cast<std::uint8_t>(read_int(*start, ip + ".start", 0, mig::kMaxSlots - 1));
+    if (const json* b = find(iv, "busy")) inst.busy = read_bool(*b, ip + ".busy");
+    gpu.mig_instances.push_back(inst);
+  }
+}
+
 NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistry& registry) {
   require_object(v, path);
   check_keys(v, path, {"name", "cpu", "memory", "cpu_used", "memory_used", "gpus", "gpu_model", "labels",
@@ -151,7 +205,7 @@ NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistr
       for (std::size_t g = 0; g < gpus->size(); ++g) {
         const std::string p = fmt::format("{}[{}]", gpath, g);
         const json& gv = require_object((*gpus)[g], p);
-        check_keys(gv, p, {"model", "used_milli", "used_memory", "healthy"});
+        check_keys(gv, p, {"model", "used_milli", "used_memory", "healthy", "mig"});
         GpuSpec spec;
         spec.model = default_model;
         if (const json* m = find(gv, "model")) spec.model = read_string(*m, p + ".model");
@@ -165,6 +219,11 @@ NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistr
         }
         if (const json* u = find(gv, "used_memory")) spec.used_memory = quantity(*u, p + ".used_memory", QuantityUnit::kBytes, 1);
         if (const json* h = find(gv, "healthy")) spec.healthy = read_bool(*h, p + ".healthy");
+        if (const json* m = find(gv, "mig")) {
+          if (find(gv, "used_milli") || find(gv, "used_memory"))
+            fail(fmt::format("{}.mig: a GPU in MIG mode has no shared use (drop used_milli/used_memory)", p));
+          read_mig(*m, p + ".mig", spec, registry);
+        }
         node.gpus.push_back(std::move(spec));
       }
     } else {
@@ -181,7 +240,7 @@ NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistr
 }
 
 constexpr std::string_view kTaskKeys[] = {
-    "cpu", "memory", "gpus", "gpu_milli", "gpu_memory", "gpu_models", "node_selector"};
+    "cpu", "memory", "gpus", "gpu_milli", "gpu_memory", "gpu_models", "node_selector", "mig_profile"};
 
 // Reads the task request fields of a group (or of a job written without groups).
 void read_task_fields(const json& v, const std::string& path, TaskGroupSpec& group) {
@@ -206,6 +265,40 @@ void read_task_fields(const json& v, const std::string& path, TaskGroupSpec& gro
       group.allowed_models.push_back(read_string((*models)[i], fmt::format("{}.gpu_models[{}]", path, i)));
   }
   if (const json* sel = find(v, "node_selector")) group.selector = read_string_map(*sel, path + ".node_selector");
+  if (const json* mp = find(v, "mig_profile")) {
+    // Resolved against the cluster's MIG models when the job is compiled (ClusterState::compile);
+    // here only the spelling is checked.
+    group.mig_profile = read_string(*mp, path + ".mig_profile");
+    if (!mig::parse_profile_name(group.mig_profile))
+      fail(fmt::format("{}.mig_profile: \"{}\" is not a MIG profile name (<N>g.<M>gb[+me])", path, group.mig_profile));
+  }
+}
+
+// The gang constraints of a job (io/gang_json.hpp reads them by group name) resolved to the job's
+// group indices, so the Job says them through the JobView like every other field.
+void read_job_gang_constraints(const json& v, const std::string& path, Job& job) {
+  auto constraints = read_gang_constraints(v, path);
+  if (!constraints) fail(constraints.error().message);
+  auto index_of = [&](const std::string& name, const std::string& field) {
+    for (std::size_t g = 0; g < job.groups.size(); ++g)
+      if (job.groups[g].name == name) return static_cast<std::uint32_t>(g);
+    std::string names;
+    for (const auto& g : job.groups) names += (names.empty() ? "" : ", ") + g.name;
+    fail(fmt::format("{}.{}: unknown group \"{}\" (groups: {})", path, field, name, names));
+  };
+  job.job_topology = {constraints->topology.level, constraints->topology.mode};
+  for (std::size_t s = 0; s < constraints->spread.size(); ++s) {
+    const auto& c = constraints->spread[s];
+    JobSpreadSpec spread{c.level, c.max_per_domain, c.min_domains, {}};
+    for (std::size_t i = 0; i < c.groups.size(); ++i)
+      spread.groups.push_back(index_of(c.groups[i], fmt::format("spread[{}].groups[{}]", s, i)));
+    job.job_spread.push_back(std::move(spread));
+  }
+  for (std::size_t a = 0; a < constraints->anti_affinity.size(); ++a) {
+    const auto& c = constraints->anti_affinity[a];
+    job.job_anti_affinity.push_back({index_of(c.group_a, fmt::format("anti_affinity[{}].groups[0]", a)),
+                                     index_of(c.group_b, fmt::format("anti_affinity[{}].groups[1]", a)), c.level});
+  }
 }
 
 // Keys the gang module reads from the raw job (see JobsDocument::raw_jobs).
@@ -221,6 +314,9 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
   if (!names.insert(job.job_name).second)
     fail(fmt::format("{}.name: duplicate job name \"{}\"", path, job.job_name));
   if (const json* q = find(v, "queue")) job.queue_name = read_string(*q, path + ".queue", true);
+  if (const json* pc = find(v, "priority_class")) job.job_priority_class = read_string(*pc, path + ".priority_class");
+  if (const json* t = find(v, "submit_time"))
+    job.job_submit_time = read_int(*t, path + ".submit_time", 0, std::numeric_limits<std::int64_t>::max());
   if (const json* p = find(v, "priority"))
     job.job_priority = static_cast<std::int32_t>(read_int(*p, path + ".priority", std::numeric_limits<std::int32_t>::min(),
                                                           std::numeric_limits<std::int32_t>::max()));
@@ -274,6 +370,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
     read_task_fields(v, path, group);
     job.groups.push_back(std::move(group));
   }
+  read_job_gang_constraints(v, path, job);
   return job;
 }
 
@@ -355,6 +452,19 @@ Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view sour
     out.cluster = Cluster(std::move(specs));
     return out;
   }, source);
+}
+
+json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
+  const mig::MigGpuId id = state.mig_gpu(node, gpu);
+  if (id == mig::kNoGpu) return json();
+  const mig::MigGpuSpec& spec = state.mig().spec_of(id);
+  json instances = json::array();
+  for (const mig::MigSlot& s : state.mig().instances(id))
+    instances.push_back(json{{"profile", spec.profiles[s.profile].name},
+                             {"profile_id", spec.profiles[s.profile].id},
+                             {"start", s.start},
+                             {"busy", s.busy}});
+  return json{{"instances", instances}};
 }
 
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source) {

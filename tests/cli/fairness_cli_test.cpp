@@ -151,3 +151,22 @@ TEST_CASE("fairshare: per-job priority_class and partial admission (min_replicas
   CHECK_MESSAGE(twice.out.find("jobs[0].priority_class: give \"priority\" or \"priority_class\", not both") != std::string::npos,
                 twice.out);
 }
+
+TEST_CASE("fairshare: a request total beyond int64 is an error naming the job and field, not a wrap") {
+  // 2 replicas x 4.7e15 cores = 9.4e18 milli-CPU > INT64_MAX (9.22e18). Before issue 15 this summed
+  // to a negative number and the job was admitted on a 256-core cluster; 4.6e15 cores (9.2e18
+  // milli-CPU) still fits in 64 bits and is only pending (larger than the cluster).
+  const std::string base = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures + "queues.json --jobs ";
+  const std::string huge = temp_file("jobs-huge.json",
+                                     R"({"jobs": [{"name": "huge", "queue": "vision", "replicas": 2, "cpu": 4700000000000000}]})");
+  const Run r = run_tool(base + huge, true);
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.out.find("jobs[0].groups[0].cpu: 2 replicas of 4700000000000000000 exceed a 64-bit total (overflow)") !=
+                    std::string::npos,
+                r.out);
+  const std::string large = temp_file("jobs-large.json",
+                                      R"({"jobs": [{"name": "large", "queue": "vision", "replicas": 2, "cpu": 4600000000000000}]})");
+  const Run ok = run_tool(base + large);
+  REQUIRE(ok.status == 0);
+  CHECK_MESSAGE(ok.out.find("requested 9200000000000000") != std::string::npos, ok.out);
+}

@@ -38,9 +38,11 @@ TEST_CASE("place with gang jobs: table") {
   CHECK(r.status == 0);
   CHECK(r.out.find("llm                      gang: 4 tasks (launcher 1/1, worker 3/3) on 3 nodes in "
                    "topology.kubernetes.io/rack=rack-0") != std::string::npos);
-  CHECK(r.out.find("too-wide                 UNSCHEDULABLE: no topology.kubernetes.io/rack can hold the gang: group "
-                   "task needs 5 tasks x 8 GPUs; the largest topology.kubernetes.io/rack (rack-1) offers 4") !=
-        std::string::npos);
+  // Racks of 4 nodes never hold 5 tasks of 8 GPUs: infeasible, not merely "not now".
+  CHECK(r.out.find("too-wide                 UNSCHEDULABLE (infeasible): no topology.kubernetes.io/rack can hold the "
+                   "gang: group task needs 5 tasks x 8 GPUs; the largest topology.kubernetes.io/rack (rack-1) offers "
+                   "4; infeasible even on the empty cluster: domains of topology.kubernetes.io/rack that can hold the "
+                   "gang (1 needed, 0 at capacity)") != std::string::npos);
   CHECK(r.out.find("elastic                  gang: 2 tasks (task 2/8) on 2 nodes") != std::string::npos);
   CHECK(r.out.find("4 placed, 1 unschedulable") != std::string::npos);
 }
@@ -52,7 +54,7 @@ TEST_CASE("place with gang jobs: JSON carries verdicts, counts, domains and boun
   const auto& placed = doc["placed"];
   REQUIRE(placed.size() == 4);
   CHECK(placed[0]["job"] == "llm");
-  CHECK(placed[0]["gang"]["verdict"] == "feasible");
+  CHECK(placed[0]["gang"]["verdict"] == "placed");
   CHECK(placed[0]["gang"]["domain"] == "rack-0");
   CHECK(placed[0]["gang"]["placed"]["worker"] == 3);
   for (const auto& t : placed[0]["tasks"]) CHECK(t["node"].get<std::string>().rfind("r0", 0) == 0);
@@ -72,6 +74,11 @@ TEST_CASE("place with gang jobs: JSON carries verdicts, counts, domains and boun
   CHECK(bad[0]["verdict"] == "infeasible");
   CHECK(bad[0]["method"] == "per-node count");
   CHECK(bad[0]["bounds"][0]["needed"] == 1);
+  // The structured reasons: the capacity bound that makes it infeasible first.
+  CHECK(bad[0]["reasons"][0]["kind"] == "no topology domain fits");
+  CHECK(bad[0]["reasons"][0]["unit"] == "domains");
+  CHECK(bad[0]["reasons"][0]["needed"] == 1);
+  CHECK(bad[0]["reasons"][0]["available"] == 0);
 }
 
 TEST_CASE("place --gang: every job is decided as a gang, with the aggregate bound's explanation") {
@@ -80,7 +87,10 @@ TEST_CASE("place --gang: every job is decided as a gang, with the aggregate boun
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   REQUIRE(doc["unschedulable"].size() == 1);
-  CHECK(doc["unschedulable"][0]["message"] == "group task needs 9 tasks x 8 GPUs; 8 nodes have 8 free GPUs (8 tasks fit)");
+  CHECK(doc["unschedulable"][0]["message"] ==
+        "group task needs 9 tasks x 8 GPUs; 8 nodes have 8 free GPUs (8 tasks fit); infeasible even on the empty "
+        "cluster: GPU share (milli-GPU) of the cluster (72000 needed, 64000 at capacity)");
+  CHECK(doc["unschedulable"][0]["verdict"] == "infeasible");
   CHECK(doc["unschedulable"][0]["method"] == "aggregate bound");
 }
 
@@ -96,7 +106,7 @@ TEST_CASE("bad gang fields: exit status 2 and the field's path") {
   check(R"({"name": "j", "gpus": 1, "spread": {"level": "zone"}})",
         "jobs[0].spread: give max_per_domain or min_domains (or both)");
   check(R"({"name": "j", "groups": [{"name": "a", "gpus": 1}], "anti_affinity": [{"groups": ["a", "b"]}]})",
-        R"(jobs[j].anti_affinity[0].groups[1]: unknown group "b" (groups: a))");
+        R"(jobs[0].anti_affinity[0].groups[1]: unknown group "b" (groups: a))");
   check(R"({"name": "j", "groups": [{"name": "a", "gpus": 1, "topology": "rack"}]})",
         "jobs[0].groups[0].topology: a topology level applies to the whole gang; write it on the job");
   check(R"({"name": "j", "replicas": 2, "gpus": 1, "spread": {"level": "zone", "min_domains": 3}})",

@@ -120,7 +120,8 @@ TEST_CASE("mig: bad input exits 2 with one message naming the field") {
   CHECK(r.out.find("--model: unknown MIG GPU model \"T4\"") != std::string::npos);
   r = err("mig place --cluster " + kFix + "cluster_overlap.json --profile 1g.5gb");
   CHECK(r.status == 2);
-  CHECK(r.out.find("nodes[0].gpus[0]: instances[1]: 2g.10gb at 2 overlaps instances[0] (4g.20gb at 0..3)") !=
+  // The legacy file is read as the one cluster format, so paths name the GPU's "mig" object.
+  CHECK(r.out.find("nodes[0] (n0).gpus[0].mig.instances[1]: 2g.10gb at 2 overlaps instances[0] (4g.20gb at 0..3)") !=
         std::string::npos);
   r = err("mig place --cluster " + kFix + "cluster_small.json --profile 5g.20gb");
   CHECK(r.status == 2);
@@ -128,7 +129,7 @@ TEST_CASE("mig: bad input exits 2 with one message naming the field") {
   const std::string unknown_profile = temp_file("c1.json", R"({"nodes":[{"name":"n","gpus":[{"model":"A30","instances":[{"profile_id":9,"start":0}]}]}]})");
   r = err("mig place --cluster " + unknown_profile + " --profile 1g.6gb");
   CHECK(r.status == 2);
-  CHECK(r.out.find("nodes[0].gpus[0].instances[0].profile_id: 9 is not a profile of A30-24GB") != std::string::npos);
+  CHECK(r.out.find("nodes[0].gpus[0].mig.instances[0].profile_id: 9 is not a profile of A30-24GB") != std::string::npos);
   const std::string bad_start = temp_file("c2.json", R"({"nodes":[{"name":"n","gpus":[{"model":"A100-80GB","instances":[{"profile":"3g.39gb","start":2}]}]}]})");
   r = err("mig place --cluster " + bad_start + " --profile 1g.10gb");
   CHECK(r.status == 2);
@@ -137,7 +138,17 @@ TEST_CASE("mig: bad input exits 2 with one message naming the field") {
   const std::string unknown_model = temp_file("c3.json", R"({"nodes":[{"name":"n","gpus":[{"model":"V100"}]}]})");
   r = err("mig plan --cluster " + unknown_model + " --demand " + kEx + "demand.json");
   CHECK(r.status == 2);
-  CHECK(r.out.find("nodes[0].gpus[0].model: unknown MIG GPU model \"V100\"") != std::string::npos);
+  CHECK(r.out.find("nodes[0].gpus[0].mig: GPU model \"V100\" has no MIG profile table") != std::string::npos);
+  // Unknown fields are rejected, naming the field, in the one format and in the legacy file alike (the
+  // old MIG reader ignored them: a typo dropped a busy instance).
+  const std::string typo = temp_file("c4.json", R"({"nodes":[{"name":"n","cpu":8,"memory":"8Gi","gpus":[{"model":"A30","mig":{"instances":[{"profile":"4g.24gb","start":0,"bussy":true}]}}]}]})");
+  r = err("mig place --cluster " + typo + " --profile 1g.6gb");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("nodes[0].gpus[0].mig.instances[0].bussy: unknown field") != std::string::npos);
+  const std::string legacy_typo = temp_file("c5.json", R"({"nodes":[{"name":"n","gpus":[{"model":"A30","instances":[{"profile":"4g.24gb","start":0,"bussy":true}]}]}]})");
+  r = err("mig place --cluster " + legacy_typo + " --profile 1g.6gb");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("bussy: unknown field") != std::string::npos);
   const std::string bad_demand = temp_file("d1.json", R"({"demand":[{"profile_id":9,"count":1}]})");
   r = err("mig plan --cluster " + kEx + "cluster.json --demand " + bad_demand);
   CHECK(r.status == 2);

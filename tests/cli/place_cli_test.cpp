@@ -103,5 +103,20 @@ TEST_CASE("place: a job that fits nowhere is reported, not an error") {
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   CHECK(doc["placed"].empty());
-  CHECK(doc["unschedulable"][0]["message"] == "group task replica 0: 0/1 nodes: 1 insufficient GPUs");
+  // 4 GPUs per task on a 2-GPU node: infeasible even on the empty cluster, counted at capacity.
+  const auto& big = doc["unschedulable"][0];
+  CHECK(big["verdict"] == "infeasible");
+  CHECK(big["message"] ==
+        "group task replica 0: infeasible (node capacities, as if the cluster were empty): 0/1 nodes: 1 insufficient GPUs");
+  CHECK(big["structured_reasons"][0]["kind"] == "insufficient GPUs");
+  CHECK(big["structured_reasons"][0]["needed"] == 4);
+  CHECK(big["structured_reasons"][0]["available"] == 2);
+  CHECK(big["structured_reasons"][0]["group"] == "task");
+
+  // Two 2-GPU tasks: the first takes the node, the second waits for it: not now.
+  const std::string pair = temp_file("pair.json", R"({"jobs": [{"name": "one", "gpus": 2}, {"name": "two", "gpus": 2}]})");
+  const Run later = run_tool("place --cluster " + cluster + " --jobs " + pair);
+  REQUIRE(later.status == 0);
+  CHECK(later.out.find("two                      UNSCHEDULABLE (not now): group task replica 0: 0/1 nodes: 1 "
+                       "insufficient GPUs") != std::string::npos);
 }

@@ -11,6 +11,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/drf.hpp"
 #include "gpusched/gang/gang.hpp"
+#include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
@@ -53,7 +54,7 @@ int main() {
   auto packed = gs::compile_job(*state, job_of("train", 1, 4));
   if (!packed) return 2;
   gs::JobPlacement placement = gs::place_job(*state, *packed, gs::BestFitPolicy{});
-  expect(placement.placed && placement.tasks.size() == 1 && placement.tasks[0].assignment.node == 0,
+  expect(placement.placed() && placement.tasks.size() == 1 && placement.tasks[0].assignment.node == 0,
          "packing: best-fit puts the 4-GPU task on node a");
 
   // Gang: 2 x 4 GPUs needs 8 free GPUs and only b's 8 are left, so it fits (both tasks on b);
@@ -63,22 +64,22 @@ int main() {
   auto spec = gs::make_gang_spec(*gang_job);
   if (!spec) return 2;
   gs::GangResult first = gs::place_gang(*state, *spec);
-  expect(first.verdict == gs::GangVerdict::kFeasible, "gang: 2 x 4 GPUs fit on node b");
+  expect(first.placed(), "gang: 2 x 4 GPUs fit on node b");
   gs::GangResult second = gs::place_gang(*state, *spec);
-  expect(second.verdict != gs::GangVerdict::kFeasible, "gang: a second 2 x 4 GPUs does not fit");
+  expect(!second.placed(), "gang: a second 2 x 4 GPUs does not fit");
 
   // MIG: a 1g.5gb on an empty A100-40GB goes to slice 6 with fragmentation-aware placement, which
   // keeps the 4g.20gb (slices 0-3) and the 3g.20gb (4-6 minus one) placeable (MIG User Guide,
   // A100 placement table; worked in tests/mig/packer_test.cpp).
   const auto& catalog = gs::mig::MigCatalog::builtin();
-  gs::mig::MigState mig_state(catalog);
-  auto mig_node = mig_state.add_node("m0");
-  if (!mig_node) return 2;
-  if (!mig_state.add_gpu(*mig_node, *catalog.find("A100-SXM4-40GB"))) return 2;
+  gs::mig::MigClusterBuilder mig_cluster;  // MIG GPUs live in the one ClusterState
+  mig_cluster.add_gpu(mig_cluster.add_node("m0"), *catalog.find("A100-SXM4-40GB"));
+  auto mig_state = mig_cluster.build();
+  if (!mig_state) return 2;
   auto request = gs::mig::MigRequest::from_name(catalog, "1g.5gb");
   if (!request) return 2;
   gs::mig::FragAwarePlacer placer(gs::mig::MigMode::kDynamic, gs::mig::MigDemand::uniform(catalog));
-  gs::mig::MigDecision decision = placer.decide(mig_state, *request);
+  gs::mig::MigDecision decision = placer.decide(*mig_state, *request);
   expect(decision.placed() && decision.start == 6, "mig: 1g.5gb placed at slice 6");
 
   // Topology: on one NVSwitch host every GPU pair is equal; the best 2 of 4 free GPUs is found

@@ -40,5 +40,5 @@ int main() {
   if (!spec) return 2;
   const gpusched::GangResult gang = gpusched::place_gang(*state, *spec);
   std::printf("gang: %s\n", std::string(gpusched::verdict_name(gang.verdict)).c_str());
-  return gang.verdict == gpusched::GangVerdict::kFeasible ? 0 : 1;
+  return gang.placed() ? 0 : 1;
 }

@@ -68,6 +68,22 @@ inline GangGroup group(std::string name, int replicas, TaskRequest r, int min = 
   return GangGroup{std::move(name), replicas, min < 0 ? replicas : min, std::move(r)};
 }
 
+// One group "worker" of `tasks` tasks of `gpus` whole GPUs (min = all), gang named "g".
+inline GangSpec one_group_of(const ClusterState& s, int tasks, int gpus) {
+  GangSpec spec;
+  spec.name = "g";
+  spec.groups.push_back(group("worker", tasks, whole(s, gpus)));
+  return spec;
+}
+
+// The nodes the tasks of group g landed on.
+inline std::set<NodeId> nodes_of(const GangResult& r, std::uint32_t g) {
+  std::set<NodeId> out;
+  for (const auto& t : r.tasks)
+    if (t.group == g) out.insert(t.assignment.node);
+  return out;
+}
+
 // The value of a label (or of the node level) on a node, "" when absent.
 inline std::string domain_of(const Cluster& c, NodeId n, const std::string& level, bool own_when_missing) {
   if (level == "node") return c.nodes()[n].name;
@@ -132,7 +148,7 @@ inline std::string placement_error(const Cluster& c, const GangSpec& spec, const
     if (count[g] < spec.groups[g].min_replicas || count[g] > spec.groups[g].replicas)
       return fmt::format("group {}: {} tasks outside {}..{}", g, count[g], spec.groups[g].min_replicas,
                          spec.groups[g].replicas);
-    if (count[g] != r.placed[g]) return "placed counts disagree with tasks";
+    if (count[g] != r.placed_per_group[g]) return "placed counts disagree with tasks";
   }
   if (!replay.same_allocation_as(after)) return "state differs from the replayed placement";
   return constraint_violation(c, spec, tasks);

@@ -196,21 +196,21 @@ TEST_CASE("gang solver agrees with exhaustive search on 4,000 random small insta
     const ClusterState before = build(in.cluster);
     const GangResult r = place_gang(st, in.spec);
     const bool truth = oracle(in.cluster, in.spec, mins(in.spec));
-    CAPTURE(r.reason);
+    CAPTURE(r.explanation);
     CAPTURE(truth);
     const std::string text = dump(in);
     CAPTURE(text);
-    REQUIRE(r.verdict != GangVerdict::kInvalid);
-    REQUIRE(r.verdict != GangVerdict::kUndecided);
-    CHECK((r.verdict == GangVerdict::kFeasible) == truth);
-    if (r.verdict == GangVerdict::kFeasible) {
+    REQUIRE(r.verdict != Verdict::kInvalid);
+    REQUIRE(!r.undecided());
+    CHECK((r.verdict == Verdict::kPlaced) == truth);
+    if (r.verdict == Verdict::kPlaced) {
       ++feasible;
       CHECK(placement_error(in.cluster, in.spec, r, st) == "");
       // Elastic, one group: the most the oracle can place, up to replicas.
       if (in.spec.groups.size() == 1 && in.spec.topology.mode == LevelMode::kRequired) {
         std::int32_t most = in.spec.groups[0].min_replicas;
         while (most < in.spec.groups[0].replicas && oracle(in.cluster, in.spec, {most + 1})) ++most;
-        CHECK(r.placed[0] == most);
+        CHECK(r.placed_per_group[0] == most);
       }
       // Deterministic.
       ClusterState again = build(in.cluster);
@@ -259,10 +259,10 @@ TEST_CASE("queues of random gangs: each gang whole or absent, the state is the s
     std::size_t placed = 0;
     for (std::size_t k = 0; k < queue.size(); ++k) {
       const GangResult& r = out.results[k];
-      REQUIRE(r.verdict != GangVerdict::kUndecided);
-      if (r.verdict != GangVerdict::kFeasible) {
+      REQUIRE(!r.undecided());
+      if (r.verdict != Verdict::kPlaced) {
         CHECK(r.tasks.empty());
-        CHECK(!r.reason.empty());
+        CHECK(!r.explanation.empty());
         continue;
       }
       ++placed;

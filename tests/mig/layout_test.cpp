@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "gpusched/mig/layout.hpp"
-#include "gpusched/mig/profiles.hpp"
+#include "gpusched/core/mig_layout.hpp"
+#include "gpusched/core/mig_profiles.hpp"
 
 using namespace gpusched::mig;
 

@@ -6,9 +6,11 @@
 #include <map>
 
 #include "gpusched/core/random.hpp"
+#include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/planner.hpp"
 
 using namespace gpusched::mig;
+using gpusched::ClusterState;
 using gpusched::SplitMix64;
 
 namespace {
@@ -21,7 +23,8 @@ MigDemandItem item(std::string_view name, std::int64_t count) {
 
 // Checks a plan against the state it was made for: untouched busy instances, valid new layouts,
 // served counts consistent with the created instances.
-void check_plan(const MigState& st, std::span<const MigDemandItem> demand, const MigPlan& plan) {
+void check_plan(const ClusterState& state, std::span<const MigDemandItem> demand, const MigPlan& plan) {
+  const MigGpuTable& st = state.mig();
   std::vector<std::int64_t> created(demand.size(), 0);
   MigGpuId last = kNoGpu;
   for (const MigGpuChange& ch : plan.changes) {
@@ -56,15 +59,13 @@ void check_plan(const MigState& st, std::span<const MigDemandItem> demand, const
 }  // namespace
 
 TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmented") {
-  MigState st(cat());
-  auto n = st.add_node("n0").value();
+  MigClusterBuilder b;
+  auto n = b.add_node("n0");
   const MigModelId a100 = model("A100-SXM4-40GB");
-  const std::vector<MigInstance> four = {{5, 0}};
-  const bool busy[] = {true};
-  const std::vector<MigInstance> two_threes = {{9, 0}, {9, 4}};
-  REQUIRE(st.add_gpu(n, a100).ok());                  // gpu 0: empty
-  REQUIRE(st.add_gpu(n, a100, four, busy).ok());      // gpu 1: 4g.20gb busy, 4..7 free
-  REQUIRE(st.add_gpu(n, a100, two_threes).ok());      // gpu 2: two idle 3g.20gb
+  b.add_gpu(n, a100);                             // gpu 0: empty
+  b.add_gpu(n, a100, {{5, 0}}, {true});           // gpu 1: 4g.20gb busy, 4..7 free
+  b.add_gpu(n, a100, {{9, 0}, {9, 4}});           // gpu 2: two idle 3g.20gb
+  ClusterState st = b.build().value();
   const MigDemandItem demand[] = {item("3g.20gb", 3)};
   MigPlan plan = plan_repartition(st, demand);
   check_plan(st, demand, plan);
@@ -74,6 +75,13 @@ TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmen
   CHECK(plan.changes[0].gpu == 1);
   CHECK(plan.changes[0].created == std::vector<MigInstance>{{9, 4}});
   CHECK(plan.changes[0].after == std::vector<MigInstance>{{5, 0}, {9, 4}});
+  // Applied, the plan is a cluster event on the one state: GPU 1 now holds the busy 4g.20gb and an
+  // idle 3g.20gb at 4, so a static placement takes it without re-partitioning.
+  ClusterState applied = st;
+  REQUIRE(apply_plan(applied, plan).ok());
+  CHECK(applied.mig().layout(1) == std::vector<MigInstance>{{5, 0}, {9, 4}});
+  CHECK(applied.mig().busy_flags(1) == std::vector<bool>{true, false});
+  CHECK(FirstFitPlacer(MigMode::kStatic).decide(applied, MigRequest::from_name(cat(), "3g.20gb").value()).placed());
   auto parted = mig_parted_plan(st, plan);
   REQUIRE(parted.size() == 1);
   CHECK(to_mig_parted_yaml(parted) ==
@@ -82,9 +90,10 @@ TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmen
 }
 
 TEST_CASE("plan: at equal compute served, whole GPUs go to the profile that needs them") {
-  MigState st(cat());
-  auto n = st.add_node("n0").value();
-  for (int i = 0; i < 3; ++i) REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  MigClusterBuilder b;
+  auto n = b.add_node("n0");
+  for (int i = 0; i < 3; ++i) b.add_gpu(n, model("A100-SXM4-40GB"));
+  ClusterState st = b.build().value();
   // Seven 1g.5gb on one GPU serve as many compute slices as a 7g.40gb there; the 1g.5gb could use
   // other GPUs' leftovers but the 7g cannot, so the 7g take all three GPUs.
   const MigDemandItem demand[] = {item("1g.5gb", 7), item("7g.40gb", 3)};
@@ -94,7 +103,8 @@ TEST_CASE("plan: at equal compute served, whole GPUs go to the profile that need
   CHECK(plan.unserved[0] == 7);
   CHECK(plan.changes.size() == 3);
   // With room for both, the 1g.5gb share one GPU instead of spreading.
-  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+  b.add_gpu(n, model("A100-SXM4-40GB"));
+  st = b.build().value();
   plan = plan_repartition(st, demand);
   check_plan(st, demand, plan);
   CHECK(plan.total_unserved() == 0);
@@ -103,12 +113,13 @@ TEST_CASE("plan: at equal compute served, whole GPUs go to the profile that need
 }
 
 TEST_CASE("plan: busy instances stay; idle ones in the way are destroyed only when allowed") {
-  MigState st(cat());
-  auto n = st.add_node("n0").value();
+  MigClusterBuilder b;
+  auto n = b.add_node("n0");
   std::vector<MigInstance> sevens;
   for (std::uint8_t s = 0; s < 7; ++s) sevens.push_back({19, s});
   const bool busy[7] = {true, false, false, false, false, false, false};
-  REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB"), sevens, busy).ok());
+  b.add_gpu(n, model("A100-SXM4-40GB"), sevens, busy);
+  ClusterState st = b.build().value();
   const MigDemandItem demand[] = {item("3g.20gb", 1)};
   MigPlan plan = plan_repartition(st, demand);
   check_plan(st, demand, plan);
@@ -129,9 +140,10 @@ TEST_CASE("property: plans are valid; on one empty GPU the plan serves the optim
     std::vector<MigDemandItem> demand;
     for (const char* nm : names)
       if (rng.below(2)) demand.push_back(item(nm, rng.below(4)));
-    MigState st(cat());
-    auto n = st.add_node("n").value();
-    REQUIRE(st.add_gpu(n, model("A100-SXM4-40GB")).ok());
+    MigClusterBuilder b;
+    auto n = b.add_node("n");
+    b.add_gpu(n, model("A100-SXM4-40GB"));
+    ClusterState st = b.build().value();
     MigPlan plan = plan_repartition(st, demand);
     check_plan(st, demand, plan);
     // Oracle: the best compute slices served by any maximal layout, counts capped by demand.
@@ -162,19 +174,27 @@ TEST_CASE("property: plans on random mixed clusters are valid") {
   const MigModelId models[] = {model("A100-SXM4-40GB"), model("H100-80GB"), model("A30-24GB")};
   for (std::uint64_t trial = 0; trial < 40; ++trial) {
     SplitMix64 rng(trial * 31 + 5);
-    MigState st(cat());
-    MigNodeId node = 0;
+    MigClusterBuilder b;
+    std::size_t node = 0;
     for (int g = 0; g < 16; ++g) {
-      if (g % 4 == 0) node = st.add_node("node-" + std::to_string(g / 4)).value();
+      if (g % 4 == 0) node = b.add_node("node-" + std::to_string(g / 4));
       const MigModelId m = models[rng.below(3)];
-      auto id = st.add_gpu(node, m).value();
       const MigGpuSpec& spec = cat().spec(m);
+      Occupancy occ;
+      std::vector<MigInstance> instances;
+      bool busy[kMaxInstances] = {};
       for (int t = static_cast<int>(rng.below(5)); t > 0; --t) {
         const int p = static_cast<int>(rng.below(static_cast<std::uint32_t>(spec.profiles.size())));
-        const SlotMask s = feasible_starts(spec, st.occupancy(id), p);
-        if (s) REQUIRE(st.create(id, p, std::countr_zero(static_cast<unsigned>(s)), rng.below(2) == 0).ok());
+        const SlotMask s = feasible_starts(spec, occ, p);
+        if (!s) continue;
+        const int start = std::countr_zero(static_cast<unsigned>(s));
+        add_instance(spec, occ, p, start);
+        busy[instances.size()] = rng.below(2) == 0;
+        instances.push_back({spec.profiles[static_cast<std::size_t>(p)].id, static_cast<std::uint8_t>(start)});
       }
+      b.add_gpu(node, m, instances, std::span<const bool>(busy, instances.size()));
     }
+    ClusterState st = b.build().value();
     std::vector<MigDemandItem> demand;
     for (const char* nm : names) demand.push_back(item(nm, rng.below(5)));
     for (bool destroy : {true, false}) {

@@ -162,18 +162,18 @@ TEST_CASE("place_job is all or nothing and explains itself") {
   REQUIRE(compiled.ok());
   BestFitPolicy best;
   JobPlacement p = place_job(s, *compiled, best);
-  CHECK_FALSE(p.placed);
+  CHECK_FALSE(p.placed());
   CHECK(p.tasks.empty());
   CHECK(p.failed_replica == 1);  // the 8-idle node takes replica 0, then no node has 6 idle
   CHECK(p.diagnosis.to_string() == "0/3 nodes: 3 insufficient GPUs");
-  CHECK(p.reason == "group worker replica 1: 0/3 nodes: 3 insufficient GPUs");
+  CHECK(describe(*compiled, p) == "group worker replica 1: 0/3 nodes: 3 insufficient GPUs");
   CHECK(s.same_allocation_as(before));
 
   job.groups[0].replicas = 1;
   job.groups.push_back(TaskGroupSpec{"ps", 2, -1, TaskShape{1000, kGiB, 2, 1000, 0}, {}, {}});
   compiled = compile_job(s, job);
   p = place_job(s, *compiled, best);
-  REQUIRE(p.placed);
+  REQUIRE(p.placed());
   REQUIRE(p.tasks.size() == 3);
   CHECK(s.node_name(p.tasks[0].assignment.node) == "eight");
   CHECK(p.tasks[0].assignment.gpus == std::vector<GpuIndex>{0, 1, 2, 3, 4, 5});

@@ -138,7 +138,7 @@ TEST_CASE("property: policies never over-allocate, honour constraints, and are a
         const ClusterState before = s;
         const auto mark = s.checkpoint();
         const JobPlacement p = place_job(s, *compiled, *policy);
-        if (!p.placed) {
+        if (!p.placed()) {
           ++refused_jobs;
           REQUIRE(s.same_allocation_as(before));  // nothing of a refused job stays
           REQUIRE(p.diagnosis.total_nodes == s.node_count());
@@ -212,4 +212,70 @@ TEST_CASE("property: same seed, same decisions") {
       CHECK(runs[0] == runs[1]);
     }
   }
+}
+
+namespace {
+
+// The same policy with its rank() hidden: select_among must then fall back on the policy's own
+// select() over a snapshot of the candidates. A ranking policy's rank path must agree with it.
+class OwnRuleOnly final : public PlacementPolicy {
+ public:
+  explicit OwnRuleOnly(const PlacementPolicy& inner) : inner_(inner) {}
+  std::string_view name() const override { return inner_.name(); }
+  NodeId select(const ClusterState& state, const TaskRequest& request) const override {
+    return inner_.select(state, request);
+  }
+
+ private:
+  const PlacementPolicy& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("property: select_among by rank() is the policy's own select() on the candidates alone") {
+  std::size_t compared = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    const Cluster cluster = random_cluster(rng);
+    ClusterState s = *ClusterState::build(cluster, GpuModelRegistry::builtin());
+    for (int k = 0; k < 4; ++k) {
+      const Job job = random_job(rng, k);
+      const TaskRequest r = *s.compile(job, 0);
+      std::vector<NodeId> all(s.node_count()), some;
+      for (NodeId n = 0; n < s.node_count(); ++n) {
+        all[n] = n;
+        if (rng.chance(50)) some.push_back(n);
+      }
+      for (auto name : policy_names()) {
+        auto policy = make_policy(name, seed);
+        if (!policy->ranks_nodes()) continue;  // random draws; its own test is below
+        CAPTURE(seed);
+        CAPTURE(name);
+        const OwnRuleOnly own(*policy);
+        // Over every node, the rank path is select() itself...
+        CHECK(policy->select_among(s, r, all) == policy->select(s, r));
+        // ...and over a subset it is select() on a cluster of just those nodes.
+        CHECK(policy->select_among(s, r, some) == own.select_among(s, r, some));
+        ++compared;
+      }
+      const NodeId n = BestFitPolicy().select(s, r);
+      TaskAssignment a;
+      if (n != kNoNode && BestFitPolicy().gpu_picker().pick(s, n, r, a)) REQUIRE(s.reserve(r, a).ok());
+    }
+  }
+  CHECK(compared > 5000);
+}
+
+TEST_CASE("random's select_among draws among the fitting candidates only, deterministically") {
+  const Cluster cluster = Cluster({gpusched::testing::make_node("a", 8000, 8 * kGiB, 2, "T4"),
+                                   gpusched::testing::make_node("b", 8000, 8 * kGiB, 2, "T4"),
+                                   gpusched::testing::make_node("c", 8000, 8 * kGiB, 0, "T4")});
+  const ClusterState s = *ClusterState::build(cluster, GpuModelRegistry::builtin());
+  TaskShape one{1000, kGiB, 1, 1000, 0};
+  const TaskRequest r = *s.compile(one);
+  RandomPolicy p1(5), p2(5);
+  const std::vector<NodeId> candidates{2, 1};  // c has no GPU: only b fits
+  for (int i = 0; i < 20; ++i) CHECK(p1.select_among(s, r, candidates) == 1);
+  const std::vector<NodeId> both{0, 1};
+  for (int i = 0; i < 20; ++i) CHECK(p1.select_among(s, r, both) == p2.select_among(s, r, both));
 }

@@ -291,7 +291,7 @@ TEST_CASE("oracle: on random small instances the plan is the cheapest sufficient
       auto fresh = ClusterState::build(c, GpuModelRegistry::builtin()).value();
       GangOptions o;
       o.dry_run = true;
-      return place_gang(fresh, spec, o).verdict == GangVerdict::kFeasible;
+      return place_gang(fresh, spec, o).placed();
     };
     std::int64_t best = -1;
     for (std::uint32_t mask = 0; mask < (1U << eligible.size()); ++mask) {

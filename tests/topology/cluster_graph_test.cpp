@@ -14,11 +14,12 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/topology/cluster_graph.hpp"
-#include "gpusched/topology/topology_json.hpp"
+#include "gpusched/io/topology_json.hpp"
 #include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
+using namespace gpusched::io;
 
 namespace {
 

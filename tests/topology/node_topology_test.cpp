@@ -13,9 +13,10 @@
 
 #include "gpusched/core/random.hpp"
 #include "gpusched/topology/graph.hpp"
-#include "gpusched/topology/nvidia_smi.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
 
 using namespace gpusched::topology;
+using namespace gpusched::io;
 using G = std::vector<std::uint16_t>;
 
 namespace {

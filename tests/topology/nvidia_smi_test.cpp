@@ -5,9 +5,10 @@
 #include <sstream>
 #include <string>
 
-#include "gpusched/topology/nvidia_smi.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
 
 using namespace gpusched::topology;
+using namespace gpusched::io;
 
 namespace {
 

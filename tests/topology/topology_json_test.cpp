@@ -9,11 +9,12 @@
 #include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
-#include "gpusched/topology/topology_json.hpp"
+#include "gpusched/io/topology_json.hpp"
 #include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
+using namespace gpusched::io;
 
 namespace {
 

@@ -36,4 +36,22 @@ inline ClusterState plain_cluster(int n) {
   return ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
 }
 
+// n0 .. n(count-1), `gpus` idle GPUs of `model` each (64 CPUs, 256 GiB), labelled by rack_of(i)
+// under `rack_key` when the key is not empty; then `busy(i, g)` marks GPU g of node i fully used.
+template <class RackOf, class Busy>
+ClusterState racked_cluster(int count, const std::string& model, int gpus, const std::string& rack_key, RackOf&& rack_of,
+                            Busy&& busy) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < count; ++i) {
+    NodeSpec n;
+    n.name = "n" + std::to_string(i);
+    n.cpu = 64000;
+    n.memory = 256 * kGiB;
+    for (int g = 0; g < gpus; ++g) n.gpus.push_back({model, busy(i, g) ? kMilliPerGpu : 0, 0, true});
+    if (!rack_key.empty()) n.labels = {{rack_key, rack_of(i)}};
+    nodes.push_back(std::move(n));
+  }
+  return ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
+}
+
 }  // namespace gpusched::topology_test

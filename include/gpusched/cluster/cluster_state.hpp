@@ -65,6 +65,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpusched/cluster/mig_gpus.hpp"
+#include "gpusched/cluster/node_interconnect.hpp"
 #include "gpusched/cluster/views.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/outcome.hpp"
@@ -90,6 +92,9 @@ struct TaskRequest {
   TaskShape shape;
   GpuModelMask models = kAnyGpuModel;
   std::vector<LabelRequirement> selector;
+  // A MIG instance per task (the group's mig_profile resolved on every MIG model, restricted to the
+  // allowed models); `mig.any()` is false for whole-GPU, shared and CPU-only tasks.
+  mig::MigRequest mig{};
 };
 
 // Which GPUs of which node a task takes. For a shared task, one GPU index; `gpu_milli` is per GPU.
@@ -100,6 +105,13 @@ struct TaskAssignment {
   Bytes gpu_memory = 0;
   MilliCpu cpu = 0;
   Bytes memory = 0;
+  // A MIG task: gpus = {the MIG GPU's index}, the profile (index in that GPU model's table), the
+  // instance's start slice, and whether the reservation creates the instance (dynamic MIG) or takes
+  // an idle one. Releasing or rolling back undoes exactly that: destroy, or back to idle.
+  std::int8_t mig_profile = -1;
+  std::int8_t mig_start = -1;
+  bool mig_create = false;
+  bool is_mig() const { return mig_profile >= 0; }
 };
 
 // Why a node cannot take a task, checked in this order; the first failing check is the reason.
@@ -116,8 +128,9 @@ enum class FitReason : std::uint8_t {
   kInsufficientGpus,       // too few idle GPUs for a whole-GPU task
   kInsufficientGpuShare,   // no GPU has the free share a shared task needs
   kInsufficientGpuMemory,  // GPUs with enough share lack the GPU memory
+  kNoMigPlacement,         // no MIG GPU of the node has an idle instance or free slices for the profile
 };
-inline constexpr std::size_t kFitReasonCount = 10;
+inline constexpr std::size_t kFitReasonCount = 11;
 
 // The outcome vocabulary's kind for a failed fit (kFits has none: it maps to kOther).
 constexpr ReasonKind fit_reason_kind(FitReason reason) {
@@ -132,6 +145,7 @@ constexpr ReasonKind fit_reason_kind(FitReason reason) {
     case FitReason::kInsufficientGpus: return ReasonKind::kInsufficientGpus;
     case FitReason::kInsufficientGpuShare: return ReasonKind::kInsufficientGpuShare;
     case FitReason::kInsufficientGpuMemory: return ReasonKind::kInsufficientGpuMemory;
+    case FitReason::kNoMigPlacement: return ReasonKind::kNoMigPlacement;
   }
   return ReasonKind::kOther;
 }
@@ -176,7 +190,11 @@ class ClusterState {
  public:
   // Reads the view once. Fails (naming the node and field) on a GPU model missing from the
   // registry, negative or inconsistent quantities, duplicate node names, or over 65,535 GPUs a node.
-  static Result<ClusterState> build(const ClusterView& view, const GpuModelRegistry& registry);
+  // GPUs in MIG mode are validated against `mig_catalog` (a model with no table there cannot be in
+  // MIG mode) under `mig_rules`.
+  static Result<ClusterState> build(const ClusterView& view, const GpuModelRegistry& registry,
+                                    const mig::MigCatalog& mig_catalog = mig::MigCatalog::builtin(),
+                                    mig::LayoutRules mig_rules = {});
 
   // Resolves a job's task group against this state. Fails on an allowed GPU model that the
   // registry does not know, or an invalid shape (negative amounts, share outside 1..1000, a share
@@ -245,6 +263,57 @@ class ClusterState {
   std::string_view label_value(std::uint32_t id) const { return label_values_[id]; }
   // The value of a label on a node, or kUnknownLabel.
   std::uint32_t node_label_value(NodeId n, std::uint32_t key) const;
+
+  // --- MIG (cluster/mig_gpus.hpp) ---------------------------------------------------------------
+  // The MIG GPUs, their instances and class index. A MIG GPU's free share reads 0 above: whole-GPU
+  // and shared tasks never land on it; MIG tasks (TaskRequest::mig) go through reserve/release.
+  const mig::MigGpuTable& mig() const { return mig_; }
+  // The MIG id of GPU g of node n, mig::kNoGpu when it is not in MIG mode.
+  mig::MigGpuId mig_gpu(NodeId n, GpuIndex g) const { return mig_.find(gpu_begin_[n] + g); }
+  // Fills the MIG part of `out` (GPU, profile, start, create) for a MIG request on node n: an idle
+  // instance on the lowest GPU first, else the lowest free valid start. False when none can serve.
+  bool pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const;
+  // Cluster event "re-partition applied": GPU g of node n now has exactly `instances` (busy[i] for
+  // each). Fails, changing nothing, on a GPU not in MIG mode or an invalid layout. Not journaled.
+  Status apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
+                          std::span<const bool> busy);
+
+  // --- intra-node topology and topology levels (cluster/node_interconnect.hpp, cluster/domains.hpp) ---
+  // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.
+  const NodeInterconnect* node_interconnect(NodeId n) const { return interconnects_.of(n); }
+  const InterconnectTable& interconnects() const { return interconnects_; }
+  // Event "node topology set": sets or replaces node n's interconnect (e.g. from its `nvidia-smi
+  // topo -m`). Refused, changing nothing, for an unknown node or a matrix that does not fit it.
+  // A node added later gets its model's default like the nodes of `build`; a removed node's is
+  // dropped. Setting it is an event: the node's version and both generations advance.
+  Status set_node_interconnect(NodeId n, NodeInterconnect interconnect) {
+    if (n >= node_count())
+      return Error{"node: unknown node id " + std::to_string(n), ErrorCode::kUnknownName, "node"};
+    if (removed(n)) return Error{"node: node " + std::to_string(n) + " was removed", ErrorCode::kState, "node"};
+    if (Status ok = validate_interconnect(interconnect, gpu_count(n)); !ok) return ok;
+    interconnects_.set(n, std::move(interconnect));
+    note_node_change(n);
+    note_layout_change();
+    return {};
+  }
+  // The declared topology levels (node label keys, outermost first) that every family's domain
+  // rule uses for levels not given a hierarchy of their own (see cluster/domains.hpp).
+  std::span<const std::string> topology_levels() const { return topology_levels_; }
+  // Event "topology levels set". Refused for an empty or repeated key.
+  Status set_topology_levels(std::vector<std::string> keys) {
+    for (std::size_t l = 0; l < keys.size(); ++l) {
+      const std::string field = "topology_levels[" + std::to_string(l) + "]";
+      if (keys[l].empty()) return Error{field + ": must not be empty", ErrorCode::kInvalidValue, field};
+      for (std::size_t m = 0; m < l; ++m)
+        if (keys[m] == keys[l])
+          return Error{field + ": '" + keys[l] + "' repeats topology_levels[" + std::to_string(m) + "]",
+                       ErrorCode::kDuplicate, field};
+    }
+    topology_levels_ = std::move(keys);
+    ++generation_;  // every node's domains may change: a layout change of the whole cluster
+    note_layout_change();
+    return {};
+  }
 
   // --- generations (see the top of this file) -----------------------------------------------------
   std::uint64_t instance_id() const { return instance_.value(); }
@@ -321,6 +390,11 @@ class ClusterState {
     Bytes free_memory = 0;
     Bytes memory_capacity = 0;
     bool healthy = true;
+    // MIG mode (cluster/mig_gpus.hpp): the model's table and the GPU's instances in
+    // ParsedNode::mig_instances[mig_first, mig_first + mig_count).
+    bool mig_mode = false;
+    mig::MigModelId mig_model = 0;
+    std::uint32_t mig_first = 0, mig_count = 0;
   };
   struct ParsedNode {
     std::string_view name;
@@ -328,10 +402,12 @@ class ClusterState {
     std::uint8_t flags = 0;
     std::vector<ParsedGpu> gpus;
     std::vector<Label> labels;
+    std::vector<MigInstanceInfo> mig_instances;
   };
   // Validates node n of the view into `out` (whose buffers are reused). Not const: it remembers the
   // model ids of the spellings it resolved.
   Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out);
+  void assign_known_interconnect(NodeId n);
   NodeId append_node(const ParsedNode& node);
 
   // Index maintenance for events: make room for a model key, a GPU count, a node id.
@@ -350,6 +426,13 @@ class ClusterState {
   void note_layout_change() { ++layout_generation_; }
 
   void apply(const TaskAssignment& a, int sign);
+  // Cluster events that change whether node n takes work (cordon, failure, GPU health) call this so
+  // that its MIG GPUs leave or rejoin the MIG class index.
+  void sync_mig_availability(NodeId n);
+  Status parse_mig_gpu(const ClusterView& view, std::size_t n, std::size_t g, GpuModelId model, ParsedNode& out);
+  Status validate_mig(const TaskRequest& request, const TaskAssignment& a) const;
+  bool node_can_serve_mig(NodeId n, const TaskRequest& request) const;
+  void apply_mig(const TaskAssignment& a, int sign);
   void reindex(NodeId n, std::int32_t old_idle, bool old_partial);
   std::size_t bucket_slot(std::uint8_t model_key) const;
 
@@ -406,6 +489,7 @@ class ClusterState {
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
   std::vector<TaskAssignment> journal_;
+  mig::MigGpuTable mig_;
   std::vector<std::uint8_t> journal_released_;  // per entry: 1 = a journaled release, 0 = a reservation
 
   // Caches of the readers (build and add_node), not state: each GPU model spelling met and its id,
@@ -416,6 +500,11 @@ class ClusterState {
   detail::ClusterStateInstanceId instance_;
   std::uint64_t generation_ = 0;
   std::uint64_t layout_generation_ = 0;
+
+  InterconnectTable interconnects_;
+  // Cache of the readers: (model << 32 | GPU count) -> interned known interconnect, or kNoShape.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> known_shape_;
+  std::vector<std::string> topology_levels_;
 };
 
 }  // namespace gpusched

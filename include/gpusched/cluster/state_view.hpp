@@ -34,7 +34,18 @@ class ClusterStateView final : public ClusterView {
     const auto gi = static_cast<GpuIndex>(g);
     // An unhealthy GPU reports what is free on it once it recovers, as an orchestrator's view would.
     return {state_.registry().model(state_.gpu_model(n, gi)).name, state_.gpu_free_milli_if_healthy(n, gi),
-            state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory_if_healthy(n, gi), state_.gpu_healthy(n, gi)};
+            state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory_if_healthy(n, gi), state_.gpu_healthy(n, gi),
+            state_.mig_gpu(n, gi) != mig::kNoGpu};
+  }
+  // A MIG GPU's instances with their busy flags (cluster/mig_gpus.hpp).
+  std::size_t mig_instance_count(std::size_t i, std::size_t g) const override {
+    const mig::MigGpuId id = state_.mig_gpu(live_[i], static_cast<GpuIndex>(g));
+    return id == mig::kNoGpu ? 0 : state_.mig().instances(id).size();
+  }
+  MigInstanceInfo mig_instance(std::size_t i, std::size_t g, std::size_t k) const override {
+    const mig::MigGpuId id = state_.mig_gpu(live_[i], static_cast<GpuIndex>(g));
+    const mig::MigSlot s = state_.mig().instances(id)[k];
+    return {state_.mig().spec_of(id).profiles[s.profile].id, s.start, s.busy};
   }
   bool schedulable(std::size_t i) const override { return state_.schedulable(live_[i]); }
   bool healthy(std::size_t i) const override { return state_.healthy(live_[i]); }

@@ -114,6 +114,10 @@ enum class ReasonKind : std::uint16_t {
   kOther,
   // input amounts (appended by fairness)
   kInvalidAmount,         // a request below zero, or a total (request, priority + aging) beyond 64 bits
+  // MIG (appended by mig)
+  kNoIdleMigInstance,     // static MIG: no idle instance of the profile (re-partitioning could make one)
+  // appended by the gang family
+  kNoPlacementExists,     // every bound holds, but the exact search proved no placement on this state
 };
 
 constexpr std::string_view reason_name(ReasonKind k) {
@@ -147,6 +151,8 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kBackoff: return "backing off after a failure";
     case ReasonKind::kOther: return "other";
     case ReasonKind::kInvalidAmount: return "amount negative or beyond 64 bits";
+    case ReasonKind::kNoIdleMigInstance: return "no idle MIG instance of the profile";
+    case ReasonKind::kNoPlacementExists: return "no placement satisfies the constraints";
   }
   return "?";
 }

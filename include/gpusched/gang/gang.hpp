@@ -25,15 +25,31 @@
 //
 // Use:
 //
-//   auto spec = make_gang_spec(state, compiled_job, constraints);      // Result<GangSpec>
-//   GangResult r = place_gang(state, *spec);                           // reserves on success
-//   if (r.verdict == GangVerdict::kFeasible) state.commit(); else log(r.reason);
+//   auto job = compile_job(state, my_job_view);          // the JobView says the constraints once
+//   auto spec = make_gang_spec(*job);                    // Result<GangSpec>
+//   GangResult r = place_gang(state, *spec);             // reserves on success
+//   if (r.placed()) state.commit(); else log(describe(*spec, r, state));
 //
 //   QueueResult q = place_gangs(state, specs);   // a queue: each gang whole or not at all
 //
-// The answer has three values, as the issue asks: feasible (with the placement), infeasible
-// (proved: the reason names the bound that fails), or undecided (the search ran out of its effort
-// budget before finding a placement or exhausting the space). How it decides, cheapest first:
+// The answer is in the one vocabulary (core/outcome.hpp): `verdict` and structured `reasons`
+// (kind, unit, needed, available; `subject` = a group index, or -1 for the whole gang):
+//
+//   kPlaced      placed (or, with dry_run, placeable): `tasks` holds the placement;
+//   kNotNow      it does not fit the free resources now (a bound fails, or the exact search proved
+//                no placement on this state), and no capacity bound rules it out on the empty
+//                cluster: freeing resources may admit it;
+//   kNotNow + a kSearchBudget reason (`undecided()`): the search ran out of its effort budget before
+//                finding a placement or exhausting the space — never a guess either way;
+//   kInfeasible  proved impossible even on the empty cluster: a capacity bound fails (a task larger
+//                than every node, a group with more tasks than all nodes, or every domain of a
+//                required level, could hold at capacity; more GPUs than the cluster has);
+//   kInvalid     the spec itself is inconsistent (validate_gang's message in `explanation`).
+//
+// The capacity bounds are checked only when a gang does not fit now. On the index-only path (step
+// 1) they are the O(1) ones (GPUs per task against the largest node, GPU share against the
+// cluster's total); after a node scan (steps 2-4) they are counted node by node and per domain.
+// How it decides, cheapest first:
 //
 //   1. aggregate bounds from the state's idle-GPU index only, no node scan (<= 100 us on 10,000
 //      nodes): free GPUs in total, and for whole-GPU tasks sum over buckets of
@@ -64,6 +80,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpusched/cluster/domains.hpp"
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
 
@@ -72,29 +90,10 @@ namespace topology {
 class ClusterTopology;
 }
 
-// The level name meaning "one node" (each node is its own domain). "kubernetes.io/hostname" is
-// accepted as a synonym.
-inline constexpr std::string_view kNodeLevel = "node";
-
-enum class LevelMode : std::uint8_t { kRequired, kPreferred };
-
-struct TopologyConstraint {
-  std::string level;  // kNodeLevel or a node label key; empty = no topology constraint
-  LevelMode mode = LevelMode::kRequired;
-};
-
-struct SpreadConstraint {
-  std::string level;                  // kNodeLevel or a node label key (a failure domain)
-  std::vector<std::uint32_t> groups;  // the groups counted together; empty = every group
-  std::int32_t max_per_domain = 0;    // 0 = no cap
-  std::int32_t min_domains = 0;       // 0 = no minimum
-};
-
-struct AntiAffinity {
-  std::uint32_t group_a = 0;
-  std::uint32_t group_b = 0;  // == group_a: the group's replicas repel each other
-  std::string level = std::string(kNodeLevel);
-};
+// kNodeLevel and LevelMode are in cluster/views.hpp (the job model), the domain rule (a domain is the
+// path of label values from the top level down; levels answer to their short names) in
+// cluster/domains.hpp; TopologyConstraint, SpreadConstraint and AntiAffinity in packing/placement.hpp
+// (the compiled job).
 
 struct GangGroup {
   std::string name;
@@ -111,7 +110,8 @@ struct GangSpec {
   std::vector<AntiAffinity> anti_affinity;
 };
 
-// Constraints by group name, as a reader finds them next to a job (see make_gang_spec).
+// Constraints by group name, as a reader finds them next to a job (io/gang_json.hpp). A JobView
+// says the same by group index (cluster/views.hpp); make_gang_spec adds these to the job's own.
 struct GangConstraints {
   TopologyConstraint topology;
   struct Spread {
@@ -128,22 +128,15 @@ struct GangConstraints {
   std::vector<Anti> anti_affinity;
 };
 
-// Builds a gang from a job compiled by the foundation (replicas and min_replicas per group come from
-// the core model) and constraints naming groups. Fails naming the field and value: an unknown group
-// name, a negative cap, min_domains above the tasks that could be spread, ...
+// Builds a gang from a compiled job: its groups (replicas, min_replicas) and its own gang
+// constraints, plus `constraints` naming groups (a topology given there replaces the job's). Fails
+// naming the field and value: an unknown group name, a negative cap, min_domains above the tasks
+// that could be spread, ...
 Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& constraints = {});
 
 // Checks a spec's own consistency (group indices, min <= max, non-negative numbers). Levels naming
 // a label no node has are not errors: they make a gang infeasible, with that reason.
 Status validate_gang(const GangSpec& spec);
-
-enum class GangVerdict : std::uint8_t {
-  kFeasible,    // placed (or, with dry_run, placeable): `tasks` holds the placement
-  kInfeasible,  // proved: no placement exists on this state; `reason` names the failing bound
-  kUndecided,   // the effort budget ran out before a placement or a proof was found
-  kInvalid,     // the spec itself is inconsistent (validate_gang's message in `reason`)
-};
-std::string_view verdict_name(GangVerdict verdict);
 
 // How a verdict was reached (for explanations and tests).
 enum class GangMethod : std::uint8_t {
@@ -156,7 +149,12 @@ enum class GangMethod : std::uint8_t {
 std::string_view method_name(GangMethod method);
 
 struct GangOptions {
-  const PlacementPolicy* policy = nullptr;  // nullptr = best-fit
+  // Chooses each task's node, inside a topology domain too (through its select_among/rank hooks:
+  // any policy, FGD included); nullptr = best-fit.
+  const PlacementPolicy* policy = nullptr;
+  // Chooses the GPUs on the chosen node in the greedy steps; nullptr = the policy's gpu_picker().
+  // (The exact search enumerates the distinct GPU choices itself.)
+  const GpuPicker* gpu_picker = nullptr;
   // Work limit of the exact search, in candidate nodes examined; counted, never timed, so the
   // answer is the same on every machine.
   std::uint64_t effort = 2'000'000;
@@ -166,26 +164,44 @@ struct GangOptions {
   const topology::ClusterTopology* topology = nullptr;
 };
 
-// A necessary condition, with its numbers: "group worker: 64 tasks needed, 57 fit".
+// A necessary condition, with its numbers: "group worker: 64 tasks needed, 57 fit". `reason()` is
+// the same bound in the one vocabulary.
 struct GangBound {
   std::string what;
   std::int64_t needed = 0;
   std::int64_t available = 0;
+  ReasonKind kind = ReasonKind::kOther;
+  Unit unit = Unit::kNone;
+  std::int32_t subject = -1;  // the group, -1 = the whole gang
+  Reason reason() const { return {kind, unit, needed, available, 0, subject}; }
 };
 
 struct GangResult {
-  GangVerdict verdict = GangVerdict::kUndecided;
+  Verdict verdict = Verdict::kNotNow;
   GangMethod method = GangMethod::kNone;
-  std::vector<TaskPlacement> tasks;  // the placement when feasible (group, replica, assignment)
-  std::vector<std::int32_t> placed;  // tasks placed per group (between min_replicas and replicas)
+  std::vector<TaskPlacement> tasks;  // the placement when placed (group, replica, assignment)
+  std::vector<std::int32_t> placed_per_group;  // tasks placed per group (min_replicas..replicas)
   std::string domain;                // the topology domain used (label value or node name), if one
   std::size_t domains_used = 0;      // distinct domains of the topology level used (0 without one)
-  std::string reason;                // one line for people, with numbers
-  std::vector<GangBound> bounds;     // the failing bounds (infeasible) or the tightest checked
+  std::string domain_level;          // the level's resolved label key ("node" for the node level)
+  std::size_t nodes_used = 0;        // distinct nodes of the placement
+  std::vector<Reason> reasons;       // why not placed, structured (empty when placed)
+  std::vector<GangBound> bounds;     // the failing bounds, with their wording
+  // One line for people, with numbers, written only when the gang is not placed (describe()
+  // words a placement on request).
+  std::string explanation;
   std::uint64_t effort_used = 0;
+
+  bool placed() const { return verdict == Verdict::kPlaced; }
+  // The effort budget ran out before a placement or a proof (verdict kNotNow).
+  bool undecided() const {
+    for (const Reason& r : reasons)
+      if (r.kind == ReasonKind::kSearchBudget) return true;
+    return false;
+  }
 };
 
-// Decides and places one gang. On kFeasible every task is reserved on `state` (not committed: the
+// Decides and places one gang. On kPlaced every task is reserved on `state` (not committed: the
 // caller may still roll back to an earlier checkpoint), unless options.dry_run; on any other verdict
 // `state` is exactly as before.
 GangResult place_gang(ClusterState& state, const GangSpec& spec, const GangOptions& options = {});
@@ -199,7 +215,13 @@ struct QueueResult {
 };
 QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> gangs, const GangOptions& options = {});
 
-// One line per gang result, e.g. "llm: feasible (greedy): 65 tasks on 9 nodes in rack rack-3".
+// One line per gang result, e.g. "llm: placed (greedy): 65 tasks (worker 64/64, launcher 1/1) on 9
+// nodes in topology.kubernetes.io/rack=rack-3", or "llm: not now (per-node count): group worker ...".
 std::string describe(const GangSpec& spec, const GangResult& result, const ClusterState& state);
+// The message alone (describe without the "name: verdict (method): " prefix).
+std::string gang_message(const GangSpec& spec, const GangResult& result, const ClusterState& state);
 
 }  // namespace gpusched
+
+#include "gpusched/gang/detail/gang_spec.hpp"
+#include "gpusched/gang/detail/gang_solver.hpp"

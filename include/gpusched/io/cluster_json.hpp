@@ -19,6 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "gpusched/cluster/cluster.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
 
@@ -42,6 +43,11 @@ struct JobsDocument {
 
 // Parses a jobs document: {"jobs": [...]} or a bare array of jobs. Job names must be unique.
 Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source = "jobs");
+
+// The "mig" object of GPU `gpu` of `node` as the cluster format writes it (docs/formats.md, MIG):
+// {"instances": [{"profile", "profile_id", "start", "busy"}]}; null when the GPU is not in MIG
+// mode. Reading it back gives the same instances (tests/io/cluster_json_test.cpp).
+nlohmann::json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu);
 
 // Reads a quantity field: a JSON integer in `integer_scale` units of the target, or a Kubernetes
 // string. The message names `path` and the value.

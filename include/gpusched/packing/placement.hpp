@@ -1,13 +1,31 @@
 // gpusched/packing/placement.hpp — placing a whole job, and explaining why it cannot be placed.
 //
+// `compile_job` reads a `JobView` (the one job model, cluster/views.hpp) once against a state into
+// a `CompiledJob`: one resolved `TaskRequest` per group, the replica counts, and everything else the
+// job said (queue, priority and its class, submit time, MIG profiles, gang constraints), so every
+// family takes the same compiled job.
+//
 // `place_job` places every task of every group of a job with one policy, all or nothing: either
 // every task is reserved on the state, or the state is left exactly as it was and the answer says
-// why, as `kubectl describe pod` would: "0/1213 nodes: 900 insufficient GPUs, 313 GPU model not
-// allowed". The reasons are counted over all nodes for the first task that could not be placed,
-// against the state as it was after the job's earlier tasks were tentatively placed.
+// why in the one vocabulary (core/outcome.hpp):
+//
+//   kPlaced      `tasks` holds the placement;
+//   kNotNow      the first task that could not be placed fits some node's capacity, and every
+//                group's replicas fit the cluster's capacity (counted node by node as if every node
+//                were empty): freeing resources can admit it;
+//   kInfeasible  proved impossible even on the empty cluster: no eligible node can hold one task of
+//                the group at capacity (a task larger than every node, a GPU model or label no node
+//                has), or a group has more replicas than all nodes could hold at capacity.
+//
+// The reasons are structured (`Reason`: kind, unit, needed, available, how many nodes) and counted
+// over all nodes for the first task that could not be placed, against the state as it was after the
+// job's earlier tasks were tentatively placed; `describe` formats them the way `kubectl describe
+// pod` does: "group worker replica 1: 0/1213 nodes: 900 insufficient GPUs, 313 GPU model not allowed".
 //
 // (Minimum-member gangs, topology levels and queues of gangs are the gang module's business; this is
 // the one-job building block it composes.)
+//
+// Header-only: the definitions are in packing/detail/placement_impl.hpp.
 #pragma once
 
 #include <array>
@@ -15,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/packing/policy.hpp"
 
 namespace gpusched {
@@ -23,13 +42,23 @@ namespace gpusched {
 struct FitDiagnosis {
   std::size_t total_nodes = 0;
   std::array<std::size_t, kFitReasonCount> count{};  // indexed by FitReason; [kFits] = nodes that fit
+  // Per reason, the most any node failing for it offers in the reason's unit (free CPU, free
+  // memory, idle GPUs, the largest free share on one GPU, the largest free GPU memory); -1 = none.
+  std::array<std::int64_t, kFitReasonCount> best_available{};
 
   std::size_t fitting() const { return count[0]; }
   // "0/1213 nodes: 900 insufficient GPUs, 313 GPU model not allowed" (reasons by count, descending).
   std::string to_string() const;
 };
 
+// Every node's first failing check for one task now (free resources).
 FitDiagnosis diagnose(const ClusterState& state, const TaskRequest& request);
+// The same at capacity: as if every node were empty (cordoned and failed nodes still excluded).
+FitDiagnosis diagnose_capacity(const ClusterState& state, const TaskRequest& request);
+
+// The reasons of a diagnosis, one per failing kind, in descending count; `subject` = `group`.
+std::vector<Reason> fit_reasons(const FitDiagnosis& diagnosis, const TaskRequest& request, std::int32_t group);
+ReasonKind reason_kind(FitReason reason);
 
 struct TaskPlacement {
   std::uint32_t group = 0;
@@ -38,33 +67,81 @@ struct TaskPlacement {
 };
 
 struct JobPlacement {
-  bool placed = false;
+  Verdict verdict = Verdict::kNotNow;
   std::vector<TaskPlacement> tasks;  // empty when not placed
-  // When not placed: the first task that failed, and why.
+  // When not placed: structured reasons (subject = the group index), the first task that failed,
+  // and the per-node counts behind the reasons (now, or at capacity when infeasible).
+  std::vector<Reason> reasons;
   std::uint32_t failed_group = 0;
   std::uint32_t failed_replica = 0;
   FitDiagnosis diagnosis;
-  std::string reason;  // one line for people
+  bool gpu_pick_failed = false;  // the policy chose a node on which the GPU picker found no GPUs
+
+  bool placed() const { return verdict == Verdict::kPlaced; }
 };
 
-// A job compiled against a state: one request per group, with replica counts.
+// Gang constraints, resolved to group indices (the gang module reads them; docs/gang.md).
+struct TopologyConstraint {
+  std::string level;  // kNodeLevel or a node label key; empty = no topology constraint
+  LevelMode mode = LevelMode::kRequired;
+};
+
+struct SpreadConstraint {
+  std::string level;                  // kNodeLevel or a node label key (a failure domain)
+  std::vector<std::uint32_t> groups;  // the groups counted together; empty = every group
+  std::int32_t max_per_domain = 0;    // 0 = no cap
+  std::int32_t min_domains = 0;       // 0 = no minimum
+};
+
+struct AntiAffinity {
+  std::uint32_t group_a = 0;
+  std::uint32_t group_b = 0;  // == group_a: the group's replicas repel each other
+  std::string level = std::string(kNodeLevel);
+};
+
+// A job compiled against a state: one request per group, with replica counts, and what the JobView
+// said about the job (see cluster/views.hpp for each field's meaning).
 struct CompiledGroup {
   std::string name;
   std::int32_t replicas = 1;
   std::int32_t min_replicas = 1;
   TaskRequest request;
+  std::string mig_profile = {};  // "" = none; the MIG family resolves it
 };
 struct CompiledJob {
   std::string name;
   std::string queue;
   std::int32_t priority = 0;
+  std::string priority_class;
+  std::int64_t submit_time = 0;
   std::vector<CompiledGroup> groups;
+  TopologyConstraint topology;
+  std::vector<SpreadConstraint> spread;
+  std::vector<AntiAffinity> anti_affinity;
+
+  // A topology, spread or anti-affinity constraint, or an elastic group: a job for the gang solver.
+  bool has_gang_constraints() const;
 };
 
+// Fails (with the field path) on a group the state cannot compile, negative replicas, min_replicas
+// above replicas, a constraint naming a group the job does not have, or an empty spread level.
 Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job);
+
+struct JobPlacementOptions {
+  // Which GPUs each task takes on the chosen node; nullptr = the policy's gpu_picker(). A
+  // topology-aware picker (topology family) goes here.
+  const GpuPicker* gpu_picker = nullptr;
+};
 
 // Places all replicas of all groups. On success the reservations stay on `state` (not committed:
 // the caller may still roll back to a checkpoint taken before); on failure `state` is unchanged.
-JobPlacement place_job(ClusterState& state, const CompiledJob& job, const PlacementPolicy& policy);
+JobPlacement place_job(ClusterState& state, const CompiledJob& job, const PlacementPolicy& policy,
+                       const JobPlacementOptions& options = {});
+
+// "group worker replica 1: 0/3 nodes: 3 insufficient GPUs" for a job not placed, with
+// " (the chosen node's GPU pick failed)" when that was the cause; "placed: N tasks" otherwise.
+std::string describe(const CompiledJob& job, const JobPlacement& placement);
 
 }  // namespace gpusched
+
+#include "gpusched/packing/detail/placement_impl.hpp"

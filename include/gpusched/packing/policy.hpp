@@ -32,12 +32,25 @@
 //
 // Policies are deterministic functions of (state, request) except `random`, whose generator is
 // the policy's only state and is seeded.
+//
+// Composition. Other families place tasks inside a set of nodes they chose (the gang solver inside
+// one rack or block, a topology-aware step inside one NVLink island): they ask
+// `select_among(state, request, candidates)`, "the node this policy would choose if only these
+// nodes existed", and never look at the policy's name. A policy whose choice is "the fitting node of
+// the highest rank, ties to the lowest id" says so with `ranks_nodes()` and exposes the key as
+// `rank()`; callers that keep candidates sorted (the gang solver's per-domain index) then update
+// one node per placement instead of asking again. Every built-in policy except `random` ranks.
+// The default `select_among` of a policy that does not rank runs the policy's own `select` on a
+// snapshot of just the candidate nodes (cost: O(candidates) per call; override it for speed).
+//
+// Header-only: everything here is inline; the helpers live in packing/detail/policy_helpers.hpp.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,10 +80,10 @@ class LowestIndexGpuPicker final : public GpuPicker {
 
 // The least free share a shared request would leave on one of the node's GPUs that fit it (its
 // tightest GPU), or 1001 when none fits. Best-fit ranks shared tasks by it.
-std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request);
+inline std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request);
 
 // Fills the amounts of an assignment from the request (helper for pickers).
-TaskAssignment make_assignment(NodeId node, const TaskRequest& request);
+inline TaskAssignment make_assignment(NodeId node, const TaskRequest& request);
 
 class PlacementPolicy {
  public:
@@ -80,6 +93,20 @@ class PlacementPolicy {
   virtual NodeId select(const ClusterState& state, const TaskRequest& request) const = 0;
   // The GPU step; policies may override it (the default is LowestIndexGpuPicker).
   virtual const GpuPicker& gpu_picker() const;
+
+  // --- composition hooks (see the essay at the top) ---
+  // The node this policy would choose for `request` if only `candidates` (node ids of `state`, any
+  // order, no duplicates) existed; kNoNode when none of them fits. The default: the highest
+  // rank() among the fitting candidates (ties to the lowest id) when ranks_nodes(), else the
+  // policy's own select() on a snapshot of the candidates alone.
+  virtual NodeId select_among(const ClusterState& state, const TaskRequest& request,
+                              std::span<const NodeId> candidates) const;
+  // True when select() chooses the fitting node of the highest rank(), ties to the lowest id.
+  virtual bool ranks_nodes() const { return false; }
+  // The policy's preference for a node that fits (higher is better); meaningful when ranks_nodes().
+  virtual std::int64_t rank(const ClusterState& /*state*/, NodeId /*node*/, const TaskRequest& /*request*/) const {
+    return 0;
+  }
 };
 
 // A policy defined by a per-node score (higher is better). `select` filters the candidate nodes
@@ -88,6 +115,10 @@ class ScoringPolicy : public PlacementPolicy {
  public:
   NodeId select(const ClusterState& state, const TaskRequest& request) const override;
   virtual std::int64_t score(const ClusterState& state, NodeId node, const TaskRequest& request) const = 0;
+  bool ranks_nodes() const override { return true; }
+  std::int64_t rank(const ClusterState& state, NodeId node, const TaskRequest& request) const override {
+    return score(state, node, request);
+  }
 };
 
 // Calls f(node) for every eligible node that could fit `request` by its idle GPU count (a
@@ -100,18 +131,26 @@ class FirstFitPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "first-fit"; }
   NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+  bool ranks_nodes() const override { return true; }  // every node ranks 0: the lowest id wins
 };
 
+// Best-fit and worst-fit rank by the same key: what the task would leave on the node (see
+// detail::fit_leftover); best-fit prefers the least, worst-fit the most. select() walks the index
+// in that order; rank() gives the key for one node.
 class BestFitPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "best-fit"; }
   NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+  bool ranks_nodes() const override { return true; }
+  std::int64_t rank(const ClusterState& state, NodeId node, const TaskRequest& request) const override;
 };
 
 class WorstFitPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "worst-fit"; }
   NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+  bool ranks_nodes() const override { return true; }
+  std::int64_t rank(const ClusterState& state, NodeId node, const TaskRequest& request) const override;
 };
 
 class MostAllocatedPolicy final : public ScoringPolicy {
@@ -137,6 +176,9 @@ class RandomPolicy final : public PlacementPolicy {
   explicit RandomPolicy(std::uint64_t seed = 42) : rng_(seed) {}
   std::string_view name() const override { return "random"; }
   NodeId select(const ClusterState& state, const TaskRequest& request) const override;
+  // A uniformly drawn fitting candidate (the same draw rule as select, over the candidates).
+  NodeId select_among(const ClusterState& state, const TaskRequest& request,
+                      std::span<const NodeId> candidates) const override;
 
  private:
   mutable SplitMix64 rng_;
@@ -144,14 +186,14 @@ class RandomPolicy final : public PlacementPolicy {
 
 // A uniformly drawn fitting node: the fitting nodes in id order, one chosen by `rng`, so the draw
 // depends only on the generator and the fitting set. kNoNode when none fits.
-NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng);
+inline NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng);
 
 // The policy names `make_policy` accepts, in a stable order.
-std::vector<std::string_view> policy_names();
+inline std::vector<std::string_view> policy_names();
 // Creates a policy by name ("best-fit", "spread" = "worst-fit", ...); nullptr for an unknown name.
-std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed = 42);
+inline std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed = 42);
 
-// --- implementation of the template --------------------------------------------------------------
+// --- implementation ------------------------------------------------------------------------------
 
 template <class F>
 void for_each_candidate(const ClusterState& state, const TaskRequest& request, F&& f) {
@@ -183,3 +225,5 @@ void for_each_candidate(const ClusterState& state, const TaskRequest& request, F
 }
 
 }  // namespace gpusched
+
+#include "gpusched/packing/detail/policy_impl.hpp"

@@ -93,6 +93,10 @@ class ClusterGraph {
   std::vector<std::int32_t> hosts_below_;       // [vertex]
   std::vector<std::int32_t> depth_;             // [vertex], root(s) 0
   std::vector<std::size_t> order_;              // [node] position in tree (DFS) order
+  std::vector<std::int32_t> switch_slot_;       // [vertex] dense index of a non-host vertex, -1 for hosts
+  std::int32_t switch_count_ = 0;
 };
 
 }  // namespace gpusched::topology
+
+#include "gpusched/topology/detail/cluster_graph_impl.hpp"

@@ -10,7 +10,8 @@
 //             "kubernetes.io/hostname"}         // the node itself (optional as the last level)
 //
 // A *domain* at level l is the set of nodes sharing the label values of levels 0..l (so rack "r1"
-// in block "b1" and rack "r1" in block "b2" are different domains, as in Kueue). Nodes lacking any
+// in block "b1" and rack "r1" in block "b2" are different domains, as in Kueue) — the one domain
+// rule of gpusched/cluster/domains.hpp, which gang placement uses too. Nodes lacking any
 // level's label are left out of topology-aware picks (reported in `unplaced_nodes`). Each level may
 // carry the link that joins its children (an InfiniBand leaf, a spine, NVLink 5 inside an NVL72
 // domain) for all-reduce estimates across nodes.
@@ -65,6 +66,8 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/cluster/domains.hpp"
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/topology/links.hpp"
 
@@ -81,15 +84,11 @@ struct TopologyLevel {
   double uplink_oversubscription = 1.0;
 };
 
-using DomainId = std::uint32_t;
-inline constexpr DomainId kNoDomain = ~DomainId{0};
-
-enum class LevelMode : std::uint8_t {
-  kNone,       // topology-unaware baseline: task-by-task best fit over nodes (fullest first), no span search
-  kRequired,   // all tasks inside one domain of `level` (or deeper), else not found
-  kPreferred,  // one domain of `level` (or deeper) if any fits, else the tightest higher level, else
-               // the whole cluster (with level 0, "as tight as possible anywhere")
-};
+// One domain rule and one LevelMode for every family: gpusched/cluster/domains.hpp.
+using gpusched::DomainId;
+using gpusched::DomainTree;
+using gpusched::kNoDomain;
+using gpusched::LevelMode;
 
 struct LevelConstraint {
   LevelMode mode = LevelMode::kNone;
@@ -115,6 +114,13 @@ struct NodeSetPick {
   // For kRequired it is `found`; for kNone, true.
   bool preference_met = false;
   std::string reason;                       // when not found, one line with numbers
+  // The same answer in the common vocabulary (core/outcome.hpp): kPlaced when found; kInvalid for
+  // bad arguments; otherwise kNotNow or, from the state overload only, kInfeasible when the pick
+  // fails even with every eligible node's resources free. Reasons: kNoDomainFits (unit tasks,
+  // needed = tasks, available = the largest domain's room, count = domains at the level,
+  // subject = the level index) or kTooFewTasksFit (available = tasks that fit in the cluster).
+  // The capacity overload cannot know what is preemptible: it says kNotNow.
+  Outcome outcome;
 };
 
 class ClusterTopology {
@@ -131,25 +137,30 @@ class ClusterTopology {
 
   std::size_t level_count() const { return levels_.size(); }
   const TopologyLevel& level(std::size_t l) const { return levels_[l]; }
-  // A level by its label key; also accepts the last path segment ("rack" for
-  // "topology.kubernetes.io/rack") when unambiguous.
-  std::optional<std::size_t> find_level(std::string_view name) const;
+  // A level by its label key or a short name ("rack" for "topology.kubernetes.io/rack";
+  // cluster/domains.hpp has the rule); nullopt when unknown or ambiguous.
+  std::optional<std::size_t> find_level(std::string_view name) const { return tree_.find_level(name); }
   // A constraint naming a level; an error naming the level when it is unknown.
   Result<LevelConstraint> constraint(LevelMode mode, std::string_view level_name) const;
 
-  std::size_t node_count() const { return node_domain_.empty() ? 0 : node_domain_[0].size(); }
-  std::size_t domain_count(std::size_t level) const { return domain_name_[level].size(); }
+  // The domains, by the one domain rule (a domain is the path of label values from the top level
+  // down); what gang placement uses inside a domain (gpusched::build_domains).
+  const DomainTree& domains() const { return tree_; }
+  std::size_t node_count() const { return tree_.node_count(); }
+  std::size_t domain_count(std::size_t level) const { return tree_.domain_count(level); }
   // Node n's domain at `level`, or kNoDomain for an unplaced node.
-  DomainId node_domain(NodeId n, std::size_t level) const { return node_domain_[level][n]; }
-  std::string_view domain_name(std::size_t level, DomainId d) const { return domain_name_[level][d]; }
+  DomainId node_domain(NodeId n, std::size_t level) const { return tree_.node_domain(n, level); }
+  std::string_view domain_name(std::size_t level, DomainId d) const { return tree_.domain_name(level, d); }
   // The parent domain (at level - 1) of a domain at level >= 1.
-  DomainId domain_parent(std::size_t level, DomainId d) const { return domain_parent_[level][d]; }
+  DomainId domain_parent(std::size_t level, DomainId d) const { return tree_.domain_parent(level, d); }
   // Nodes of a domain, in increasing id order.
-  std::span<const NodeId> domain_nodes(std::size_t level, DomainId d) const { return domain_nodes_[level][d]; }
+  std::span<const NodeId> domain_nodes(std::size_t level, DomainId d) const { return tree_.domain_nodes(level, d); }
   // Level-0 domains in cluster order, and the children (level + 1 domains) of a domain.
-  std::span<const DomainId> top_domains() const { return top_domains_; }
-  std::span<const DomainId> domain_children(std::size_t level, DomainId d) const { return children_[level][d]; }
-  std::size_t unplaced_nodes() const { return unplaced_; }
+  std::span<const DomainId> top_domains() const { return tree_.top_domains(); }
+  std::span<const DomainId> domain_children(std::size_t level, DomainId d) const {
+    return tree_.domain_children(level, d);
+  }
+  std::size_t unplaced_nodes() const { return tree_.unplaced_nodes(); }
 
   // The deepest level one domain of which holds all `nodes`.
   NodeSpan span(std::span<const NodeId> nodes) const;
@@ -176,21 +187,18 @@ class ClusterTopology {
   NodeSetPick pick_nodes(std::span<const std::int32_t> capacity, std::int32_t tasks,
                          const LevelConstraint& constraint) const;
 
-  // A level's display name ("rack" for "topology.kubernetes.io/rack").
-  std::string_view level_short_name(std::size_t l) const;
+  // A level's display name ("rack" for "topology.kubernetes.io/rack"): gpusched::level_short_name.
+  std::string_view level_short_name(std::size_t l) const { return gpusched::level_short_name(levels_[l].label_key); }
 
  private:
   std::vector<TopologyLevel> levels_;
-  std::vector<std::vector<DomainId>> node_domain_;                // [level][node]
-  std::vector<std::vector<std::string>> domain_name_;             // [level][domain]
-  std::vector<std::vector<DomainId>> domain_parent_;              // [level][domain]
-  std::vector<std::vector<std::vector<DomainId>>> children_;      // [level][domain] -> level+1 ids
-  std::vector<std::vector<std::vector<NodeId>>> domain_nodes_;    // [level][domain] -> nodes
-  std::vector<DomainId> top_domains_;                             // level-0 domains in order
-  std::size_t unplaced_ = 0;
+  DomainTree tree_;
 
-  static Result<ClusterTopology> build(std::size_t node_count, std::vector<TopologyLevel> levels,
+  static Status check_levels(const std::vector<TopologyLevel>& levels);
+  static Result<ClusterTopology> build(std::vector<TopologyLevel> levels,
                                        const std::vector<std::vector<std::string>>& paths);
 };
 
 }  // namespace gpusched::topology
+
+#include "gpusched/topology/detail/cluster_topology_impl.hpp"

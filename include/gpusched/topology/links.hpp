@@ -62,3 +62,5 @@ std::optional<LinkKind> nvlink_of_generation(int generation);
 std::optional<LinkKind> pcie_of_generation(int generation);
 
 }  // namespace gpusched::topology
+
+#include "gpusched/topology/detail/links_impl.hpp"

@@ -6,7 +6,7 @@
 // after the node is chosen; Slurm reads `gres.conf Links=`. Here the choice is made at decision
 // time, on the node's graph.
 //
-// Where it comes from. `parse_nvidia_smi_topo` (nvidia_smi.hpp) reads `nvidia-smi topo -m` into the
+// Where it comes from. `parse_nvidia_smi_topo` (io/nvidia_smi_topo.hpp) reads `nvidia-smi topo -m` into the
 // pair matrix (NV#, PIX, PXB, PHB, NODE, SYS) plus affinities; `NodeTopology::build` turns the matrix
 // into a graph (graph.hpp):
 //   * NV# pairs become direct NVLink edges of # links; when every GPU pair shows the same NV# (>= 6)
@@ -44,7 +44,7 @@
 //   answer on NVSwitch domains, where every set has the same bandwidth and keeping whole trays
 //   free is what matters.
 //
-//   auto topo = parse_nvidia_smi_topo(text).value();           // or NodeTopology::build(...)
+//   auto topo = NodeTopology::build(*state.node_interconnect(n)).value();   // or io::parse_nvidia_smi_topo(text)
 //   std::vector<std::uint16_t> free{0, 1, 2, 3, 5, 6};
 //   GpuPick pick = topo.best_gpus(free, 4);                     // pick.gpus, pick.score.allreduce_us
 #pragma once
@@ -56,6 +56,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpusched/cluster/node_interconnect.hpp"
+#include "gpusched/core/outcome.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/topology/links.hpp"
 
@@ -63,36 +65,18 @@ namespace gpusched::topology {
 
 class TopologyGraph;
 
-// The link class `nvidia-smi topo -m` reports for a pair of devices, best first.
-enum class PairClass : std::uint8_t { kSelf, kNvLink, kPix, kPxb, kPhb, kNode, kSys };
+// The pair classes, devices and options are the cluster model's (cluster/node_interconnect.hpp):
+// a ClusterState holds them per node, and a NodeTopology is built from them.
+using gpusched::DeviceKind;
+using gpusched::PairClass;
+using gpusched::PairLink;
+using Device = gpusched::NodeDevice;
+using NodeTopologyOptions = gpusched::InterconnectOptions;
 
-struct PairLink {
-  PairClass cls = PairClass::kSys;
-  std::uint8_t nvlinks = 0;  // the # of NV#
-  friend bool operator==(const PairLink&, const PairLink&) = default;
-};
 // "X", "NV12", "PIX", ...
 std::string pair_link_name(PairLink link);
 // Ranks links worst-last: NV# (more links better) < PIX < PXB < PHB < NODE < SYS.
 int pair_link_rank(PairLink link);
-
-enum class DeviceKind : std::uint8_t { kGpu, kNic };
-
-struct Device {
-  DeviceKind kind = DeviceKind::kGpu;
-  std::string name;           // as in the matrix: "GPU0", "NIC0", "mlx5_0"
-  std::string nic_name;       // a NIC's name from the NIC Legend ("mlx5_0"), else its matrix name
-  std::string cpu_affinity;   // "0-31,64-95"; empty when absent or N/A
-  std::string numa_affinity;  // "0", "0-1"; empty when absent or N/A
-  std::int32_t numa_node = -1;    // the single NUMA node of numa_affinity, else -1
-  std::int32_t gpu_numa_id = -1;  // the GPU NUMA ID column (GPU memory as a NUMA node), else -1
-};
-
-struct NodeTopologyOptions {
-  int nvlink_generation = 0;  // 1..5, 0 = guess from the bond width
-  int pcie_generation = 0;    // 3..5, 0 = follow the NVLink generation
-  int upi_links = 2;          // UPI links between two sockets
-};
 
 struct SetScore {
   std::size_t gpus = 0;
@@ -117,6 +101,10 @@ struct GpuPick {
   double leftover_us = 0;
   bool exact = false;               // every subset was scored
   std::string reason;               // when not found
+  // The same answer in the common vocabulary (core/outcome.hpp): kPlaced when found; kInvalid for
+  // bad arguments; kNotNow when fewer than k of the node's GPUs are free, kInfeasible when the node
+  // has fewer than k GPUs (reason kInsufficientGpus, needed k, available the free count).
+  Outcome outcome;
 };
 
 class NodeTopology {
@@ -134,6 +122,10 @@ class NodeTopology {
                                     NodeTopologyOptions options = {});
   // A multi-node NVLink domain (GB200 NVL72: 18 hosts x 4 GPUs, NVLink 5 x 18) as one graph:
   // every GPU on one NVSwitch fabric, each host's GPUs on its own PCIe tree (two per socket).
+  // From the cluster model's per-node interconnect (ClusterState::node_interconnect).
+  static Result<NodeTopology> build(const NodeInterconnect& interconnect) {
+    return build(interconnect.devices, interconnect.matrix, interconnect.options);
+  }
   static NodeTopology nvlink_domain(std::size_t hosts, std::size_t gpus_per_host, LinkKind nvlink,
                                     std::int32_t links_per_gpu, LinkKind pcie = LinkKind::kPcieGen5);
 
@@ -169,3 +161,5 @@ class NodeTopology {
 };
 
 }  // namespace gpusched::topology
+
+#include "gpusched/topology/detail/node_topology_impl.hpp"

@@ -64,6 +64,7 @@ inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, P
   if (n_gpus > std::numeric_limits<GpuIndex>::max())
     return cluster_error(ErrorCode::kLimit, field(".gpus"), message(".gpus: at most 65535 GPUs per node, got ", n_gpus));
   out.gpus.resize(n_gpus);
+  out.mig_instances.clear();
   for (std::size_t g = 0; g < n_gpus; ++g) {
     const GpuInfo info = view.gpu(n, g);
     // Model names repeat on every GPU: each distinct spelling is resolved by the registry once.
@@ -87,6 +88,8 @@ inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, P
                            message(".gpus[", g, "]: used memory ", info.used_memory, " outside 0..", capacity));
     out.gpus[g] = ParsedGpu{model, static_cast<std::int32_t>(info.free_milli),
                             std::max<Bytes>(0, capacity - info.used_memory), capacity, info.healthy};
+    if (info.mig_mode)
+      if (auto st = parse_mig_gpu(view, n, g, model, out); !st) return st;
   }
 
   const std::size_t n_labels = view.label_count(n);
@@ -113,6 +116,44 @@ inline std::uint32_t ClusterState::intern_label(LabelDictionary& ids, std::vecto
   return id;
 }
 
+// A GPU in MIG mode: its model must have a MIG table and its instances a valid layout. It takes no
+// whole-GPU or shared task, so it reads free share and free GPU memory 0 (what the view says about
+// them is ignored; docs/mig.md).
+inline Status ClusterState::parse_mig_gpu(const ClusterView& view, std::size_t n, std::size_t g, GpuModelId model,
+                                          ParsedNode& out) {
+  using detail::cluster_error;
+  using detail::cluster_message;
+  const std::string_view name = view.node_name(n);
+  auto field = [&](const auto&... parts) { return cluster_message("nodes[", n, "] (", name, ").gpus[", g, "].mig", parts...); };
+  const std::string& model_name = registry_.model(model).name;
+  const auto mig_model = mig_.catalog().find(model_name);
+  if (!mig_model)
+    return cluster_error(ErrorCode::kInconsistent, field(),
+                         field(": GPU model ", model_name, " has no MIG profile table (not MIG-capable)"));
+  const std::size_t count = view.mig_instance_count(n, g);
+  if (count > static_cast<std::size_t>(mig::kMaxInstances))
+    return cluster_error(ErrorCode::kLimit, field(".instances"),
+                         field(".instances: at most ", mig::kMaxInstances, " instances, got ", count));
+  ParsedGpu& gpu = out.gpus[g];
+  gpu.free_milli = 0;
+  gpu.free_memory = 0;
+  gpu.mig_mode = true;
+  gpu.mig_model = *mig_model;
+  gpu.mig_first = static_cast<std::uint32_t>(out.mig_instances.size());
+  gpu.mig_count = static_cast<std::uint32_t>(count);
+  mig::MigInstance layout[mig::kMaxInstances];
+  for (std::size_t i = 0; i < count; ++i) {
+    const MigInstanceInfo info = view.mig_instance(n, g, i);
+    out.mig_instances.push_back(info);
+    layout[i] = {info.profile_id, info.start};
+  }
+  if (auto occ = mig::validate_layout(mig_.catalog().spec(*mig_model), std::span<const mig::MigInstance>(layout, count),
+                                      mig_.rules());
+      !occ)
+    return cluster_error(ErrorCode::kInconsistent, field(), field(".", occ.error().message));
+  return {};
+}
+
 // Appends the node's arrays and totals (not the index, not the name lookup).
 inline NodeId ClusterState::append_node(const ParsedNode& p) {
   const auto n = static_cast<NodeId>(node_name_.size());
@@ -128,6 +169,21 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
   MilliGpu free_sum = 0;
   bool partial = false;
   for (const ParsedGpu& g : p.gpus) {
+    if (g.mig_mode) {
+      // Validated by parse_mig_gpu, so the table accepts it.
+      mig::MigInstance layout[mig::kMaxInstances];
+      bool busy[mig::kMaxInstances] = {};
+      for (std::uint32_t i = 0; i < g.mig_count; ++i) {
+        const MigInstanceInfo& info = p.mig_instances[g.mig_first + i];
+        layout[i] = {info.profile_id, info.start};
+        busy[i] = info.busy;
+      }
+      const GpuIndex local = static_cast<GpuIndex>(gpu_free_milli_.size() - gpu_begin_.back());
+      const auto id = mig_.add_gpu(n, local, static_cast<std::uint32_t>(gpu_free_milli_.size()), g.mig_model,
+                                   std::span<const mig::MigInstance>(layout, g.mig_count),
+                                   std::span<const bool>(busy, g.mig_count));
+      if (id && (!g.healthy || p.flags != 0)) mig_.set_available(*id, false);
+    }
     // An unhealthy GPU reads free 0; what the view says is free on it is withheld until it recovers.
     const std::int32_t free_milli = g.healthy ? g.free_milli : 0;
     if (!g.healthy)
@@ -167,9 +223,11 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
   return n;
 }
 
-inline Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry) {
+inline Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry,
+                                                const mig::MigCatalog& mig_catalog, mig::LayoutRules mig_rules) {
   ClusterState s;
   s.registry_ = registry;
+  s.mig_ = mig::MigGpuTable(mig_catalog, mig_rules);
   const std::size_t n_nodes = view.node_count();
   if (n_nodes >= std::numeric_limits<NodeId>::max())
     return detail::cluster_error(ErrorCode::kLimit, "nodes", detail::cluster_message("nodes: too many nodes (", n_nodes, ")"));
@@ -205,7 +263,25 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   s.partial_nodes_ = NodeBitset(s.index_capacity_);
   for (NodeId n = 0; n < n_nodes; ++n) s.ensure_index_row(s.node_index_model_[n]);
   for (NodeId n = 0; n < n_nodes; ++n) s.index_insert(n);
+  s.interconnects_.resize(n_nodes);
+  for (NodeId n = 0; n < n_nodes; ++n) s.assign_known_interconnect(n);
   return s;
+}
+
+// A homogeneous node with 2+ GPUs gets its model's known interconnect (node_interconnect.hpp),
+// built and interned once per (model, GPU count) and remembered, so adding a node costs a lookup.
+inline void ClusterState::assign_known_interconnect(NodeId n) {
+  if (interconnects_.node_count() <= n) interconnects_.resize(n + std::size_t{1});
+  const std::uint8_t model = node_index_model_[n];
+  if (model == kMixedModels || model == kNoGpuKey || gpu_count(n) < 2) return;
+  const std::uint64_t key = (std::uint64_t{model} << 32) | gpu_count(n);
+  auto it = std::find_if(known_shape_.begin(), known_shape_.end(), [&](const auto& k) { return k.first == key; });
+  if (it == known_shape_.end()) {
+    auto ic = known_interconnect(registry_.model(model).name, gpu_count(n));
+    known_shape_.emplace_back(key, ic ? interconnects_.intern(std::move(*ic)) : InterconnectTable::kNoShape);
+    it = known_shape_.end() - 1;
+  }
+  interconnects_.assign(n, it->second);
 }
 
 // --- the index -------------------------------------------------------------------------------------
@@ -356,6 +432,25 @@ inline Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t
     return detail::cluster_error(req.error().code, prefix + "." + req.error().field,
                                  detail::cluster_message(prefix, " (", info.name, ").", req.error().message));
   }
+  if (!info.mig_profile.empty()) {
+    const std::string field = detail::cluster_message("jobs[", job.name(), "].groups[", group, "].mig_profile");
+    const std::string where = detail::cluster_message("jobs[", job.name(), "].groups[", group, "] (", info.name, ").mig_profile");
+    if (info.shape.gpus > 0)
+      return detail::cluster_error(ErrorCode::kInconsistent, field,
+                                   detail::cluster_message(where, ": a task takes a MIG instance or whole/shared GPUs, not both (gpus = ",
+                                                           info.shape.gpus, ")"));
+    auto mig = mig::MigRequest::from_name(mig_.catalog(), info.mig_profile);
+    if (!mig) return detail::cluster_error(mig.error().code, field, detail::cluster_message(where, ": ", mig.error().message));
+    // Keep only the MIG models whose registry model the group allows.
+    for (std::size_t m = 0; m < mig_.catalog().size(); ++m) {
+      auto id = registry_.find(mig_.catalog().spec(static_cast<mig::MigModelId>(m)).model);
+      if (!id || !(req->models & model_bit(*id))) mig->profile[m] = -1;
+    }
+    req->mig = *mig;
+    if (!req->mig.any())
+      return detail::cluster_error(ErrorCode::kInconsistent, field,
+                                   detail::cluster_message(where, ": \"", info.mig_profile, "\" exists on none of the allowed GPU models"));
+  }
   return req;
 }
 
@@ -372,6 +467,7 @@ inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) c
   if (shape.needs_gpu() && (node_models_[n] & request.models) == 0) return FitReason::kGpuModelNotAllowed;
   if (cpu_free_[n] < shape.cpu) return FitReason::kInsufficientCpu;
   if (memory_free_[n] < shape.memory) return FitReason::kInsufficientMemory;
+  if (request.mig.any()) return node_can_serve_mig(n, request) ? FitReason::kFits : FitReason::kNoMigPlacement;
   if (!shape.needs_gpu()) return FitReason::kFits;
 
   const std::uint32_t b = gpu_begin_[n], e = gpu_end_[n];
@@ -409,6 +505,7 @@ inline Status ClusterState::validate(const TaskRequest& request, const TaskAssig
   if (a.cpu != shape.cpu || a.memory != shape.memory || a.gpu_memory != shape.gpu_memory || a.gpu_milli != shape.gpu_milli)
     return cluster_error(ErrorCode::kInconsistent, "assignment",
                          cluster_message("assignment on ", name, ": amounts differ from the request"));
+  if (request.mig.any() || a.is_mig()) return validate_mig(request, a);
   const std::size_t want = shape.needs_gpu() ? static_cast<std::size_t>(shape.gpus) : 0;
   if (a.gpus.size() != want)
     return cluster_error(ErrorCode::kInconsistent, "assignment.gpus",
@@ -458,6 +555,19 @@ inline Status ClusterState::release(const TaskAssignment& a) {
   if (cpu_free_[a.node] + a.cpu > cpu_capacity_[a.node] || memory_free_[a.node] + a.memory > memory_capacity_[a.node])
     return cluster_error(ErrorCode::kState, "assignment",
                          cluster_message("release on ", name, ": frees more host resources than are used"));
+  if (a.is_mig()) {
+    const mig::MigGpuId id = a.gpus.size() == 1 && a.gpus[0] < gpu_count(a.node) ? mig_.find(gpu_begin_[a.node] + a.gpus[0])
+                                                                                  : mig::kNoGpu;
+    bool busy_there = false;
+    if (id != mig::kNoGpu)
+      for (const mig::MigSlot& s : mig_.instances(id))
+        busy_there |= s.start == a.mig_start && s.busy && s.profile == a.mig_profile;
+    if (!busy_there)
+      return cluster_error(ErrorCode::kState, "assignment",
+                           cluster_message("release on ", name, ": no busy MIG instance of that profile at slice ", a.mig_start));
+    apply(a, +1);
+    return {};
+  }
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuIndex g = a.gpus[i];
     auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
@@ -478,6 +588,12 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
   const bool old_partial = has_partial_[n] != 0;
   cpu_free_[n] += sign * a.cpu;
   memory_free_[n] += sign * a.memory;
+  if (a.is_mig()) {
+    // A MIG GPU's free share stays 0: only its instances change.
+    apply_mig(a, sign);
+    note_node_change(n);
+    return;
+  }
   bool partial_may_change = false;
   for (GpuIndex g : a.gpus) {
     const std::uint32_t gi = gpu_begin_[n] + g;
@@ -524,6 +640,106 @@ inline void ClusterState::rollback(Checkpoint mark) {
   }
 }
 
+// --- MIG (cluster/mig_gpus.hpp) -------------------------------------------------------------------
+
+inline void ClusterState::sync_mig_availability(NodeId n) {
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
+    if (const mig::MigGpuId id = mig_.find(gi); id != mig::kNoGpu)
+      mig_.set_available(id, eligible(n) && gpu_healthy_[gi] != 0);
+}
+
+inline Status ClusterState::apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
+                                      std::span<const bool> busy) {
+  if (n >= node_count() || g >= gpu_count(n))
+    return Error{detail::cluster_message("mig layout: no GPU ", g, " on node ", n), ErrorCode::kState, ""};
+  const mig::MigGpuId id = mig_gpu(n, g);
+  if (id == mig::kNoGpu)
+    return Error{detail::cluster_message("mig layout: GPU ", g, " of ", node_name_[n], " is not in MIG mode"), ErrorCode::kState, ""};
+  if (removed(n)) return Error{detail::cluster_message("mig layout: node ", node_name_[n], " was removed"), ErrorCode::kState, "node"};
+  if (auto st = mig_.set_layout(id, instances, busy); !st)
+    return Error{detail::cluster_message("mig layout on ", node_name_[n], " GPU ", g, ": ", st.error().message),
+                 ErrorCode::kInconsistent, st.error().field};
+  // An event, not an allocation: caches of capacity or supply must see it (see "Generations").
+  note_node_change(n);
+  note_layout_change();
+  return {};
+}
+
+inline bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
+    const mig::MigGpuId id = mig_.find(gi);
+    if (id == mig::kNoGpu || !(request.models & model_bit(gpu_model_[gi]))) continue;
+    if (mig_.can_serve(id, request.mig.profile[mig_.model_of(id)], true)) return true;
+  }
+  return false;
+}
+
+inline bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const {
+  // Within one node: an idle instance of the profile on the lowest GPU first (no re-partition),
+  // else a new instance at the lowest free valid start of the lowest GPU. Cluster-wide choices that
+  // keep big profiles placeable are the MIG packer's (gpusched/mig/packer.hpp).
+  for (const bool take : {true, false}) {
+    for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
+      const mig::MigGpuId id = mig_.find(gi);
+      if (id == mig::kNoGpu || !mig_.available(id) || !(request.models & model_bit(gpu_model_[gi]))) continue;
+      const int p = request.mig.profile[mig_.model_of(id)];
+      if (p < 0) continue;
+      int start = -1;
+      if (take) {
+        start = mig_.idle_start(id, p);
+      } else if (const mig::SlotMask s = mig::feasible_starts(mig_.spec_of(id), mig_.occupancy(id), p, mig_.rules())) {
+        start = std::countr_zero(static_cast<unsigned>(s));
+      }
+      if (start < 0) continue;
+      out.node = n;
+      out.gpus = {static_cast<GpuIndex>(gi - gpu_begin_[n])};
+      out.mig_profile = static_cast<std::int8_t>(p);
+      out.mig_start = static_cast<std::int8_t>(start);
+      out.mig_create = !take;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline Status ClusterState::validate_mig(const TaskRequest& request, const TaskAssignment& a) const {
+  const std::string_view name = node_name_[a.node];
+  if (!request.mig.any() || a.gpus.size() != 1)
+    return Error{detail::cluster_message("assignment on ", name, ": a MIG assignment names one GPU and needs a MIG request"),
+                 ErrorCode::kInconsistent, ""};
+  const GpuIndex g = a.gpus[0];
+  if (g >= gpu_count(a.node)) return Error{detail::cluster_message("assignment on ", name, ": no GPU ", g), ErrorCode::kState, ""};
+  const mig::MigGpuId id = mig_.find(gpu_begin_[a.node] + g);
+  if (id == mig::kNoGpu || !mig_.available(id))
+    return Error{detail::cluster_message("assignment on ", name, ": GPU ", g, " is not an available MIG GPU"), ErrorCode::kState, ""};
+  if (!(request.models & model_bit(gpu_model_[gpu_begin_[a.node] + g])) ||
+      request.mig.profile[mig_.model_of(id)] != a.mig_profile)
+    return Error{detail::cluster_message("assignment on ", name, ": GPU ", g, " does not serve the requested MIG profile"),
+                 ErrorCode::kState, ""};
+  const mig::MigGpuSpec& spec = mig_.spec_of(id);
+  const bool ok = a.mig_create ? mig::can_add(spec, mig_.occupancy(id), a.mig_profile, a.mig_start, mig_.rules())
+                               : [&] {
+                                   for (const mig::MigSlot& s : mig_.instances(id))
+                                     if (s.start == a.mig_start) return !s.busy && s.profile == a.mig_profile;
+                                   return false;
+                                 }();
+  if (!ok)
+    return Error{detail::cluster_message("assignment on ", name, ": GPU ", g, " cannot ", a.mig_create ? "create" : "take", " an instance of ", spec.profiles[static_cast<std::size_t>(a.mig_profile)].name, " at slice ", a.mig_start),
+                 ErrorCode::kState, ""};
+  return {};
+}
+
+inline void ClusterState::apply_mig(const TaskAssignment& a, int sign) {
+  const mig::MigGpuId id = mig_.find(gpu_begin_[a.node] + a.gpus[0]);
+  Status st;
+  if (sign < 0) {
+    st = a.mig_create ? mig_.create(id, a.mig_profile, a.mig_start, true) : mig_.take(id, a.mig_profile, a.mig_start);
+  } else {
+    st = mig_.release(id, a.mig_start, a.mig_create);
+  }
+  (void)st;  // validated before (reserve) or the exact inverse of a journaled reservation (rollback)
+}
+
 // --- cluster events --------------------------------------------------------------------------------
 
 inline Status ClusterState::check_live_node(NodeId n, std::string_view event) const {
@@ -544,6 +760,7 @@ inline Status ClusterState::set_flag(NodeId n, std::uint8_t flag, bool on, std::
   index_erase(n);
   flags_[n] = flags;
   index_insert(n);
+  sync_mig_availability(n);
   note_node_change(n);
   note_layout_change();
   return {};
@@ -602,6 +819,7 @@ inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healt
   }
   has_partial_[n] = any_partial_gpu(n) ? 1 : 0;
   index_insert(n);
+  sync_mig_availability(n);
   note_node_change(n);
   note_layout_change();
   return {};
@@ -625,6 +843,7 @@ inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_
   ensure_index_row(node_index_model_[n]);
   ensure_index_width(static_cast<std::int32_t>(gpu_count(n)));
   index_insert(n);
+  assign_known_interconnect(n);
   note_node_change(n);
   note_layout_change();
   return n;
@@ -635,6 +854,8 @@ inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
   const NodeUsage in_use = usage(n);
   index_erase(n);
   flags_[n] = kFlagFailed | kFlagRemoved;
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
+    if (const mig::MigGpuId id = mig_.find(gi); id != mig::kNoGpu) mig_.retire(id);
   for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
     if (!gpu_healthy_[gi]) continue;
     total_gpu_capacity_ -= kMilliPerGpu;
@@ -644,6 +865,7 @@ inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
   label_holes_ += label_count_[n];
   label_count_[n] = 0;
   --live_nodes_;
+  interconnects_.clear(n);
   compact_labels_if_sparse();
   note_node_change(n);
   note_layout_change();
@@ -730,14 +952,15 @@ inline std::size_t ClusterState::memory_usage() const {
   const std::size_t bitset_bytes = (index_capacity_ + 63) / 64 * 8 + (index_capacity_ + 4095) / 4096 * 8;
   for (const auto& row : buckets_) total += row.size() * bitset_bytes;
   total += bitset_bytes;
-  return total;
+  return total + mig_.memory_usage();  // 0 without MIG GPUs
 }
 
 inline bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ && free_gpu_milli_ == o.free_gpu_milli_ &&
          has_partial_ == o.has_partial_ && buckets_ == o.buckets_ && partial_nodes_ == o.partial_nodes_ &&
-         total_gpu_free_ == o.total_gpu_free_ && flags_ == o.flags_ && withheld_ == o.withheld_;
+         total_gpu_free_ == o.total_gpu_free_ && flags_ == o.flags_ && withheld_ == o.withheld_ &&
+         mig_.same_as(o.mig_);
 }
 
 }  // namespace gpusched

@@ -187,8 +187,14 @@ namespace detail {
 inline std::uint64_t fairness_allowed_mask(const ResourceSpace& space, const PendingJob& job) {
   if (job.gpu_models.empty()) return ~std::uint64_t{0};
   std::uint64_t mask = 0;
+  // The lookup of ResourceSpace::gpu_dim, written out: it runs for every job of a plan.
+  const std::size_t models = std::min<std::size_t>(space.gpu_models.size(), 64);
   for (const auto& model : job.gpu_models)
-    if (auto d = space.gpu_dim(model); d && *d - 2 < 64) mask |= std::uint64_t{1} << (*d - 2);
+    for (std::size_t k = 0; k < models; ++k)
+      if (space.gpu_models[k] == model) {
+        mask |= std::uint64_t{1} << k;
+        break;
+      }
   return mask;
 }
 

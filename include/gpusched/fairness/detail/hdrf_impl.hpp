@@ -25,18 +25,25 @@ namespace detail {
 struct HdrfKey {
   double share = 0.0;
   std::uint8_t tier = 0;
+  bool exact = false;  // a leaf: its exact fraction is in the scheduler's `exact` vector
 };
 
-// Share order between siblings: a leaf's share is also kept as an exact fraction (den >= 0), and two
+// Share order between siblings: a leaf's share is also kept as an exact fraction (HdrfKey::exact), and two
 // leaves whose doubles are within rounding of each other are ordered by the exact fractions
 // (detail/exact_share.hpp), so equal rational shares tie and the tie goes to the lower id (created
-// first). Internal nodes' shares are sums of rescaled doubles (den < 0: no exact value) and compare
+// first). Internal nodes' shares are sums of rescaled doubles (no exact value) and compare
 // as doubles.
 inline bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::vector<ExactShare>& exact, std::uint32_t a,
                             std::uint32_t b) {
-  const double sa = keys[a].share, sb = keys[b].share;
-  if (exact[a].den >= 0 && exact[b].den >= 0) {
-    const auto order = fairness_share_order(sa, exact[a], sb, exact[b]);
+  const HdrfKey& ka = keys[a];
+  const HdrfKey& kb = keys[b];
+  const double sa = ka.share, sb = kb.share;  // non-negative
+  // Clearly apart (the usual case): the doubles decide, without touching the exact fractions.
+  const double margin = kFairnessShareMargin * std::fmax(sa, sb);
+  if (sb - sa > margin) return true;
+  if (sa - sb > margin) return false;
+  if (ka.exact && kb.exact) {
+    const auto order = compare_exact_shares(exact[a], exact[b]);
     return order < 0 || (order == 0 && a < b);
   }
   return sa < sb || (sa == sb && a < b);
@@ -144,6 +151,7 @@ struct HdrfScheduler::Impl {
     // rounding is monotone, so the largest rounded quotient is the exact dominant resource's (up to
     // amounts beyond 2^53, where the conversion itself rounds and the exact order then decides).
     (*keys)[n].share = e.den > 0 ? static_cast<double>(e.num) / static_cast<double>(e.den) / weight[n] : 0.0;
+    (*keys)[n].exact = true;
     blocked[n] = leaf_blocked[n];
   }
 
@@ -199,7 +207,7 @@ struct HdrfScheduler::Impl {
   }
 
   void recompute_internal(NodeId n) {
-    (*exact)[n].den = -1;  // a sum of rescaled doubles: no exact fraction
+    (*keys)[n].exact = false;  // a sum of rescaled doubles: no exact fraction
     if (wide(n)) recompute_wide(n);
     else recompute_narrow(n);
   }

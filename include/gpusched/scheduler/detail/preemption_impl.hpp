@@ -60,7 +60,7 @@ inline bool preemptor_fits(ClusterState& state, const GangSpec& spec, GangOption
   options.dry_run = true;
   ++tried;
   GangResult r = place_gang(state, spec, options);
-  if (r.verdict != GangVerdict::kFeasible) return false;
+  if (!r.placed()) return false;
   if (placement) *placement = std::move(r.tasks);
   return true;
 }

@@ -1,0 +1,340 @@
+// gpusched/packing/detail/placement_impl.hpp — the inline definitions of packing/placement.hpp.
+//
+// Included at the end of placement.hpp; not a public header.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gpusched/packing/placement.hpp"
+
+namespace gpusched {
+namespace detail {
+
+// Whether the node's labels satisfy the request's selector (the check_fit rule, without resources).
+inline bool placement_selector_matches(const ClusterState& state, NodeId n, const TaskRequest& request) {
+  for (const LabelRequirement& l : request.selector)
+    if (state.node_label_value(n, l.key) != l.value) return false;
+  return true;
+}
+
+// A node's first failing check for one task if the node were empty, in check_fit's order (a
+// healthy GPU of an allowed model stands in for "idle").
+inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, const TaskRequest& request) {
+  if (!state.schedulable(n)) return FitReason::kNodeUnschedulable;
+  if (!state.healthy(n)) return FitReason::kNodeUnhealthy;
+  if (!placement_selector_matches(state, n, request)) return FitReason::kSelectorMismatch;
+  const TaskShape& shape = request.shape;
+  if (shape.needs_gpu() && !(request.models & state.node_models(n))) return FitReason::kGpuModelNotAllowed;
+  if (shape.cpu > state.cpu_capacity(n)) return FitReason::kInsufficientCpu;
+  if (shape.memory > state.memory_capacity(n)) return FitReason::kInsufficientMemory;
+  if (!shape.needs_gpu()) return FitReason::kFits;
+  std::int32_t usable = 0, with_memory = 0;
+  for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
+    const auto gi = static_cast<GpuIndex>(g);
+    if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi)))) continue;
+    ++usable;
+    with_memory += state.gpu_memory_capacity(n, gi) >= shape.gpu_memory;
+  }
+  if (usable < shape.gpus) return shape.shares_gpu() ? FitReason::kInsufficientGpuShare : FitReason::kInsufficientGpus;
+  if (with_memory < shape.gpus) return FitReason::kInsufficientGpuMemory;
+  return FitReason::kFits;
+}
+
+// Tasks of `request` an empty node could hold (0 when one does not fit; a large number for a
+// request of nothing).
+inline std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
+  if (placement_capacity_fit(state, n, request) != FitReason::kFits) return 0;
+  const TaskShape& shape = request.shape;
+  std::int64_t cap = std::numeric_limits<std::int32_t>::max();
+  if (shape.cpu > 0) cap = std::min<std::int64_t>(cap, state.cpu_capacity(n) / shape.cpu);
+  if (shape.memory > 0) cap = std::min<std::int64_t>(cap, state.memory_capacity(n) / shape.memory);
+  if (!shape.needs_gpu()) return cap;
+  std::int64_t per_gpus = 0;
+  for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
+    const auto gi = static_cast<GpuIndex>(g);
+    if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))) ||
+        state.gpu_memory_capacity(n, gi) < shape.gpu_memory)
+      continue;
+    std::int64_t k = 1;
+    if (shape.shares_gpu()) {
+      k = kMilliPerGpu / shape.gpu_milli;
+      if (shape.gpu_memory > 0) k = std::min<std::int64_t>(k, state.gpu_memory_capacity(n, gi) / shape.gpu_memory);
+    }
+    per_gpus += k;
+  }
+  return std::min(cap, shape.shares_gpu() ? per_gpus : per_gpus / shape.gpus);
+}
+
+// What a node offers in the unit of a failing reason (now), for FitDiagnosis::best_available.
+inline std::int64_t placement_offered(const ClusterState& state, NodeId n, FitReason reason) {
+  switch (reason) {
+    case FitReason::kInsufficientCpu: return state.cpu_free(n);
+    case FitReason::kInsufficientMemory: return state.memory_free(n);
+    case FitReason::kInsufficientGpus: return state.idle_gpus(n);
+    case FitReason::kInsufficientGpuShare: {
+      std::int64_t most = 0;
+      for (auto f : state.gpu_free_milli(n)) most = std::max<std::int64_t>(most, f);
+      return most;
+    }
+    case FitReason::kInsufficientGpuMemory: {
+      std::int64_t most = 0;
+      for (std::size_t g = 0; g < state.gpu_count(n); ++g)
+        most = std::max<std::int64_t>(most, state.gpu_free_memory(n, static_cast<GpuIndex>(g)));
+      return most;
+    }
+    default: return -1;
+  }
+}
+
+// The same at capacity (every node empty).
+inline std::int64_t placement_offered_at_capacity(const ClusterState& state, NodeId n, FitReason reason) {
+  switch (reason) {
+    case FitReason::kInsufficientCpu: return state.cpu_capacity(n);
+    case FitReason::kInsufficientMemory: return state.memory_capacity(n);
+    case FitReason::kInsufficientGpus: return static_cast<std::int64_t>(state.gpu_count(n));
+    case FitReason::kInsufficientGpuShare: return state.gpu_count(n) > 0 ? kMilliPerGpu : 0;
+    case FitReason::kInsufficientGpuMemory: {
+      std::int64_t most = 0;
+      for (std::size_t g = 0; g < state.gpu_count(n); ++g)
+        most = std::max<std::int64_t>(most, state.gpu_memory_capacity(n, static_cast<GpuIndex>(g)));
+      return most;
+    }
+    default: return -1;
+  }
+}
+
+template <class Check, class Offered>
+FitDiagnosis placement_diagnose_with(const ClusterState& state, Check&& check, Offered&& offered) {
+  FitDiagnosis d;
+  d.total_nodes = state.node_count();
+  d.best_available.fill(-1);
+  for (NodeId n = 0; n < state.node_count(); ++n) {
+    const FitReason r = check(n);
+    const auto i = static_cast<std::size_t>(r);
+    ++d.count[i];
+    if (r != FitReason::kFits) d.best_available[i] = std::max(d.best_available[i], offered(n, r));
+  }
+  return d;
+}
+
+inline Unit placement_reason_unit(FitReason reason) {
+  switch (reason) {
+    case FitReason::kInsufficientCpu: return Unit::kMilliCpu;
+    case FitReason::kInsufficientMemory: return Unit::kMemoryBytes;
+    case FitReason::kInsufficientGpus: return Unit::kGpus;
+    case FitReason::kInsufficientGpuShare: return Unit::kMilliGpu;
+    case FitReason::kInsufficientGpuMemory: return Unit::kGpuMemoryBytes;
+    default: return Unit::kNone;
+  }
+}
+
+inline std::int64_t placement_reason_need(FitReason reason, const TaskShape& shape) {
+  switch (reason) {
+    case FitReason::kInsufficientCpu: return shape.cpu;
+    case FitReason::kInsufficientMemory: return shape.memory;
+    case FitReason::kInsufficientGpus: return shape.gpus;
+    case FitReason::kInsufficientGpuShare: return shape.gpu_milli;
+    case FitReason::kInsufficientGpuMemory: return shape.gpu_memory;
+    default: return -1;
+  }
+}
+
+// "jobs[llm].groups[1].replicas: expected ..." with the code and the field path.
+inline Error placement_job_error(const std::string& field, const std::string& what, ErrorCode code) {
+  return Error{field + ": " + what, code, field};
+}
+
+}  // namespace detail
+
+inline ReasonKind reason_kind(FitReason reason) {
+  switch (reason) {
+    case FitReason::kFits: return ReasonKind::kOther;
+    case FitReason::kNodeUnschedulable: return ReasonKind::kNodeUnschedulable;
+    case FitReason::kNodeUnhealthy: return ReasonKind::kNodeUnhealthy;
+    case FitReason::kSelectorMismatch: return ReasonKind::kSelectorMismatch;
+    case FitReason::kGpuModelNotAllowed: return ReasonKind::kGpuModelNotAllowed;
+    case FitReason::kInsufficientCpu: return ReasonKind::kInsufficientCpu;
+    case FitReason::kInsufficientMemory: return ReasonKind::kInsufficientMemory;
+    case FitReason::kInsufficientGpus: return ReasonKind::kInsufficientGpus;
+    case FitReason::kInsufficientGpuShare: return ReasonKind::kInsufficientGpuShare;
+    case FitReason::kInsufficientGpuMemory: return ReasonKind::kInsufficientGpuMemory;
+  }
+  return ReasonKind::kOther;
+}
+
+inline std::string FitDiagnosis::to_string() const {
+  std::string out = std::to_string(fitting()) + "/" + std::to_string(total_nodes) + " nodes";
+  std::vector<std::size_t> order(kFitReasonCount - 1);
+  std::iota(order.begin(), order.end(), std::size_t{1});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return count[a] > count[b]; });
+  const char* sep = ": ";
+  for (std::size_t r : order) {
+    if (count[r] == 0) continue;
+    out += sep + std::to_string(count[r]) + " ";
+    out += fit_reason_text(static_cast<FitReason>(r));
+    sep = ", ";
+  }
+  return out;
+}
+
+inline FitDiagnosis diagnose(const ClusterState& state, const TaskRequest& request) {
+  return detail::placement_diagnose_with(
+      state, [&](NodeId n) { return state.check_fit(n, request); },
+      [&](NodeId n, FitReason r) { return detail::placement_offered(state, n, r); });
+}
+
+inline FitDiagnosis diagnose_capacity(const ClusterState& state, const TaskRequest& request) {
+  return detail::placement_diagnose_with(
+      state, [&](NodeId n) { return detail::placement_capacity_fit(state, n, request); },
+      [&](NodeId n, FitReason r) { return detail::placement_offered_at_capacity(state, n, r); });
+}
+
+inline std::vector<Reason> fit_reasons(const FitDiagnosis& d, const TaskRequest& request, std::int32_t group) {
+  std::vector<Reason> out;
+  for (std::size_t i = 1; i < kFitReasonCount; ++i) {
+    if (d.count[i] == 0) continue;
+    const auto r = static_cast<FitReason>(i);
+    out.push_back({reason_kind(r), detail::placement_reason_unit(r), detail::placement_reason_need(r, request.shape),
+                   detail::placement_reason_unit(r) == Unit::kNone ? -1 : d.best_available[i], d.count[i], group});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Reason& a, const Reason& b) { return a.count > b.count; });
+  return out;
+}
+
+inline bool CompiledJob::has_gang_constraints() const {
+  if ((!topology.level.empty() && topology.mode != LevelMode::kNone) || !spread.empty() || !anti_affinity.empty())
+    return true;
+  for (const CompiledGroup& g : groups)
+    if (g.min_replicas < g.replicas) return true;
+  return false;
+}
+
+inline Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job) {
+  CompiledJob out;
+  out.name = job.name();
+  out.queue = job.queue();
+  out.priority = job.priority();
+  out.priority_class = job.priority_class();
+  out.submit_time = job.submit_time();
+  const std::string path = "jobs[" + out.name + "]";
+  const std::size_t n_groups = job.group_count();
+  for (std::size_t g = 0; g < n_groups; ++g) {
+    const TaskGroupInfo info = job.group(g);
+    const std::string gpath = path + ".groups[" + std::to_string(g) + "]";
+    if (info.replicas < 0)
+      return detail::placement_job_error(gpath + ".replicas",
+                                         "expected a non-negative integer, got " + std::to_string(info.replicas),
+                                         ErrorCode::kInvalidValue);
+    auto request = state.compile(job, g);
+    if (!request) return request.error();
+    const std::int32_t min = info.min_replicas < 0 ? info.replicas : info.min_replicas;
+    if (min > info.replicas)
+      return detail::placement_job_error(
+          gpath + ".min_replicas", std::to_string(min) + " exceeds replicas " + std::to_string(info.replicas),
+          ErrorCode::kInconsistent);
+    out.groups.push_back({std::string(info.name), info.replicas, min, std::move(*request), std::string(info.mig_profile)});
+  }
+  auto check_group = [&](std::uint32_t g, const std::string& field) -> Status {
+    if (g < n_groups) return {};
+    return detail::placement_job_error(field, "no group " + std::to_string(g) + " (the job has " +
+                                                  std::to_string(n_groups) + ")",
+                                       ErrorCode::kUnknownName);
+  };
+  const TopologyRequest topo = job.topology();
+  out.topology = {std::string(topo.level), topo.mode};
+  for (std::size_t s = 0; s < job.spread_count(); ++s) {
+    const SpreadRequest req = job.spread(s);
+    const std::string field = path + ".spread[" + std::to_string(s) + "]";
+    if (req.level.empty())
+      return detail::placement_job_error(field + ".level", "must not be empty", ErrorCode::kMissingField);
+    SpreadConstraint c{std::string(req.level), {}, req.max_per_domain, req.min_domains};
+    for (std::size_t k = 0; k < job.spread_group_count(s); ++k) {
+      const std::uint32_t g = job.spread_group(s, k);
+      if (auto st = check_group(g, field + ".groups[" + std::to_string(k) + "]"); !st) return st.error();
+      c.groups.push_back(g);
+    }
+    out.spread.push_back(std::move(c));
+  }
+  for (std::size_t a = 0; a < job.anti_affinity_count(); ++a) {
+    const AntiAffinityRequest req = job.anti_affinity(a);
+    const std::string field = path + ".anti_affinity[" + std::to_string(a) + "]";
+    if (auto st = check_group(req.group_a, field + ".groups[0]"); !st) return st.error();
+    if (auto st = check_group(req.group_b, field + ".groups[1]"); !st) return st.error();
+    out.anti_affinity.push_back(
+        {req.group_a, req.group_b, req.level.empty() ? std::string(kNodeLevel) : std::string(req.level)});
+  }
+  return out;
+}
+
+inline JobPlacement place_job(ClusterState& state, const CompiledJob& job, const PlacementPolicy& policy,
+                              const JobPlacementOptions& options) {
+  JobPlacement result;
+  const GpuPicker& picker = options.gpu_picker ? *options.gpu_picker : policy.gpu_picker();
+  const auto mark = state.checkpoint();
+  for (std::uint32_t g = 0; g < job.groups.size(); ++g) {
+    const CompiledGroup& group = job.groups[g];
+    for (std::uint32_t r = 0; r < static_cast<std::uint32_t>(group.replicas); ++r) {
+      const NodeId node = policy.select(state, group.request);
+      TaskAssignment assignment;
+      const bool ok =
+          node != kNoNode && picker.pick(state, node, group.request, assignment) && state.reserve(group.request, assignment).ok();
+      if (ok) {
+        result.tasks.push_back({g, r, std::move(assignment)});
+        continue;
+      }
+      result.failed_group = g;
+      result.failed_replica = r;
+      result.gpu_pick_failed = node != kNoNode;
+      result.tasks.clear();
+      // Infeasible when proved on the empty cluster: one task fits no node's capacity, or some
+      // group has more replicas than every node's capacity together holds.
+      const FitDiagnosis at_capacity = diagnose_capacity(state, group.request);
+      if (at_capacity.fitting() == 0) {
+        result.verdict = Verdict::kInfeasible;
+        result.diagnosis = at_capacity;
+        result.reasons = fit_reasons(at_capacity, group.request, static_cast<std::int32_t>(g));
+        state.rollback(mark);
+        return result;
+      }
+      result.diagnosis = diagnose(state, group.request);
+      state.rollback(mark);
+      for (std::uint32_t k = 0; k < job.groups.size(); ++k) {
+        std::int64_t fit = 0;
+        for (NodeId n = 0; n < state.node_count() && fit < job.groups[k].replicas; ++n)
+          fit += detail::placement_tasks_at_capacity(state, n, job.groups[k].request);
+        if (fit < job.groups[k].replicas) {
+          result.verdict = Verdict::kInfeasible;
+          result.reasons.push_back({ReasonKind::kTooFewTasksFit, Unit::kTasks, job.groups[k].replicas, fit, 0,
+                                    static_cast<std::int32_t>(k)});
+        }
+      }
+      if (result.verdict != Verdict::kInfeasible) result.verdict = Verdict::kNotNow;
+      const auto now = fit_reasons(result.diagnosis, group.request, static_cast<std::int32_t>(g));
+      result.reasons.insert(result.reasons.end(), now.begin(), now.end());
+      return result;
+    }
+  }
+  result.verdict = Verdict::kPlaced;
+  return result;
+}
+
+inline std::string describe(const CompiledJob& job, const JobPlacement& p) {
+  if (p.placed()) return "placed: " + std::to_string(p.tasks.size()) + " tasks";
+  std::string out = "group " + job.groups[p.failed_group].name + " replica " + std::to_string(p.failed_replica) + ": ";
+  const bool capacity = p.verdict == Verdict::kInfeasible && p.diagnosis.fitting() == 0;
+  if (capacity) out += "infeasible (node capacities, as if the cluster were empty): ";
+  out += p.diagnosis.to_string();
+  if (!capacity && p.gpu_pick_failed) out += " (the chosen node's GPU pick failed)";
+  for (const Reason& r : p.reasons)
+    if (r.kind == ReasonKind::kTooFewTasksFit)
+      out += "; infeasible: group " + job.groups[static_cast<std::size_t>(r.subject)].name + " needs " +
+             std::to_string(r.needed) + " tasks, the cluster's capacity holds " + std::to_string(r.available);
+  return out;
+}
+
+}  // namespace gpusched

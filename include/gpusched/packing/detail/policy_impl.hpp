@@ -1,0 +1,400 @@
+// gpusched/packing/detail/policy_impl.hpp — the inline definitions of packing/policy.hpp.
+//
+// Included at the end of policy.hpp; not a public header. Helper names carry their family's words
+// (policy_..., fit_...) because a consumer may include every family's headers in one translation
+// unit and all `detail` helpers share the namespace gpusched::detail.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusched/packing/policy.hpp"
+
+namespace gpusched {
+namespace detail {
+
+// Fixed-point scale for scores computed from ratios: scores are integers so that ties are exact
+// and decisions identical on every platform.
+inline constexpr double kPolicyScoreScale = 1e9;
+
+inline std::int64_t policy_score_from_ratio(double x) { return std::llround(x * kPolicyScoreScale); }
+
+inline double policy_safe_ratio(std::int64_t a, std::int64_t b) {
+  return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
+
+inline bool policy_whole_gpu_request(const TaskRequest& r) { return r.shape.needs_gpu() && !r.shape.shares_gpu(); }
+
+// Picks the best-scoring fitting candidate of the index, ties to the lowest node id.
+template <class Score>
+NodeId policy_select_by_score(const ClusterState& state, const TaskRequest& request, Score&& score) {
+  NodeId best = kNoNode;
+  std::int64_t best_score = 0;
+  for_each_candidate(state, request, [&](NodeId node) {
+    if (state.check_fit(node, request) != FitReason::kFits) return true;
+    const std::int64_t s = score(node);
+    if (best == kNoNode || s > best_score || (s == best_score && node < best)) {
+      best = node;
+      best_score = s;
+    }
+    return true;
+  });
+  return best;
+}
+
+// Walks the idle-GPU buckets from `from` to `to` (inclusive, either direction); in the first level
+// holding a fitting node, returns the lowest-id fitting node over the allowed model keys.
+inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t from,
+                                       std::int32_t to) {
+  const std::int32_t step = from <= to ? 1 : -1;
+  for (std::int32_t idle = from; step > 0 ? idle <= to : idle >= to; idle += step) {
+    NodeId best = kNoNode;
+    for (std::uint8_t key : state.model_keys()) {
+      if (key == ClusterState::kNoGpuKey) continue;
+      if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
+      const NodeBitset* bucket = state.idle_bucket(key, idle);
+      if (!bucket) continue;
+      for (std::uint32_t n = bucket->first(); n != NodeBitset::kEnd && n < best; n = bucket->next(n + 1)) {
+        if (state.check_fit(static_cast<NodeId>(n), request) == FitReason::kFits) {
+          best = static_cast<NodeId>(n);
+          break;
+        }
+      }
+    }
+    if (best != kNoNode) return best;
+  }
+  return kNoNode;
+}
+
+// Best-fit's key: what the task leaves on the node, lower is tighter. Whole GPUs: idle GPUs left.
+// Shared: the tightest GPU's share left, then idle GPUs. CPU-only: GPU nodes last (GPU nodes stay
+// free for GPU work), then the CPU left. BestFitPolicy::select walks the index in this order.
+// (One function per kind of request, so that select() chooses the formula once, not per node.)
+inline std::int64_t fit_leftover_shared(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  return std::int64_t{tightest_share_left(state, n, r)} * 100000 + state.idle_gpus(n);
+}
+inline std::int64_t fit_leftover_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  return static_cast<std::int64_t>(state.gpu_count(n)) * (std::int64_t{1} << 40) + state.cpu_free(n) - r.shape.cpu;
+}
+inline std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  if (r.shape.shares_gpu()) return fit_leftover_shared(state, n, r);
+  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+  return fit_leftover_cpu_only(state, n, r);
+}
+
+// Worst-fit's key, higher is roomier. Whole GPUs: idle GPUs left. Shared: idle GPUs, then the most
+// free share on one GPU. CPU-only: the CPU left.
+inline std::int64_t fit_room_shared(const ClusterState& state, NodeId n, const TaskRequest& /*r*/) {
+  std::int32_t most = 0;
+  for (auto f : state.gpu_free_milli(n)) most = std::max(most, f);
+  return std::int64_t{state.idle_gpus(n)} * 100000 + most;
+}
+inline std::int64_t fit_room_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  return state.cpu_free(n) - r.shape.cpu;
+}
+inline std::int64_t fit_room_worst(const ClusterState& state, NodeId n, const TaskRequest& r) {
+  if (r.shape.shares_gpu()) return fit_room_shared(state, n, r);
+  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+  return fit_room_cpu_only(state, n, r);
+}
+
+// Used and capacity of (CPU, memory, GPU) on a node, after placing `request`.
+struct PolicyNodeDimensions {
+  double used_after[3];
+  double capacity[3];
+};
+
+inline PolicyNodeDimensions policy_node_dimensions(const ClusterState& s, NodeId n, const TaskRequest& r) {
+  const double gpu_cap = static_cast<double>(s.gpu_count(n)) * kMilliPerGpu;
+  const double gpu_used = gpu_cap - static_cast<double>(s.free_gpu_milli(n));
+  return {{static_cast<double>(s.cpu_capacity(n) - s.cpu_free(n) + r.shape.cpu),
+           static_cast<double>(s.memory_capacity(n) - s.memory_free(n) + r.shape.memory),
+           gpu_used + static_cast<double>(r.shape.total_gpu_milli())},
+          {static_cast<double>(s.cpu_capacity(n)), static_cast<double>(s.memory_capacity(n)), gpu_cap}};
+}
+
+// A read-only view of some nodes of a state, as they are now: the snapshot the default
+// select_among runs a policy's own select() on. Node i of the view is candidates[i].
+class CandidateSnapshotView final : public ClusterView {
+ public:
+  CandidateSnapshotView(const ClusterState& state, std::span<const NodeId> nodes) : state_(state), nodes_(nodes) {}
+  std::size_t node_count() const override { return nodes_.size(); }
+  std::string_view node_name(std::size_t i) const override { return state_.node_name(nodes_[i]); }
+  NodeResources node_resources(std::size_t i) const override {
+    const NodeId n = nodes_[i];
+    return {state_.cpu_capacity(n), state_.cpu_free(n), state_.memory_capacity(n), state_.memory_free(n)};
+  }
+  std::size_t gpu_count(std::size_t i) const override { return state_.gpu_count(nodes_[i]); }
+  GpuInfo gpu(std::size_t i, std::size_t g) const override {
+    const NodeId n = nodes_[i];
+    const auto gi = static_cast<GpuIndex>(g);
+    const bool healthy = state_.gpu_healthy(n, gi);
+    return {state_.registry().model(state_.gpu_model(n, gi)).name,
+            healthy ? state_.gpu_free_milli(n, gi) : kMilliPerGpu,
+            state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory(n, gi), healthy};
+  }
+  bool schedulable(std::size_t i) const override { return state_.schedulable(nodes_[i]); }
+  bool healthy(std::size_t i) const override { return state_.healthy(nodes_[i]); }
+  std::size_t label_count(std::size_t i) const override { return state_.node_labels(nodes_[i]).size(); }
+  Label label(std::size_t i, std::size_t k) const override {
+    const LabelRequirement l = state_.node_labels(nodes_[i])[k];
+    return {state_.label_key(l.key), state_.label_value(l.value)};
+  }
+
+ private:
+  const ClusterState& state_;
+  std::span<const NodeId> nodes_;
+};
+
+// The candidates that fit the request, in ascending id order.
+inline std::vector<NodeId> policy_fitting_among(const ClusterState& state, const TaskRequest& request,
+                                                std::span<const NodeId> candidates) {
+  std::vector<NodeId> fitting;
+  for (NodeId n : candidates)
+    if (state.check_fit(n, request) == FitReason::kFits) fitting.push_back(n);
+  std::sort(fitting.begin(), fitting.end());
+  return fitting;
+}
+
+// One of `fitting` (ascending ids) drawn uniformly by `rng`; kNoNode when empty.
+inline NodeId policy_draw_uniform(const std::vector<NodeId>& fitting, SplitMix64& rng) {
+  return fitting.empty() ? kNoNode : fitting[rng.below(fitting.size())];
+}
+
+// The request's selector re-resolved against another state's label dictionaries (ids differ).
+inline TaskRequest policy_request_for(const ClusterState& from, const ClusterState& to, const TaskRequest& request) {
+  TaskRequest out = request;
+  // A key or value the source state never saw (kUnknownLabel) stays unknown: no node matches it.
+  for (LabelRequirement& l : out.selector)
+    l = {l.key == ClusterState::kUnknownLabel ? l.key : to.label_key_id(from.label_key(l.key)),
+         l.value == ClusterState::kUnknownLabel ? l.value : to.label_value_id(from.label_value(l.value))};
+  return out;
+}
+
+}  // namespace detail
+
+// --- GPU pickers ---------------------------------------------------------------------------------
+
+inline std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
+  std::int32_t best = kMilliPerGpu + 1;
+  const auto free = state.gpu_free_milli(node);
+  for (std::size_t g = 0; g < free.size(); ++g) {
+    const auto gi = static_cast<GpuIndex>(g);
+    if (free[g] < request.shape.gpu_milli || !(request.models & model_bit(state.gpu_model(node, gi))) ||
+        state.gpu_free_memory(node, gi) < request.shape.gpu_memory)
+      continue;
+    best = std::min<std::int32_t>(best, free[g] - static_cast<std::int32_t>(request.shape.gpu_milli));
+  }
+  return best;
+}
+
+inline TaskAssignment make_assignment(NodeId node, const TaskRequest& request) {
+  TaskAssignment a;
+  a.node = node;
+  a.cpu = request.shape.cpu;
+  a.memory = request.shape.memory;
+  a.gpu_milli = request.shape.needs_gpu() ? request.shape.gpu_milli : 0;
+  a.gpu_memory = request.shape.needs_gpu() ? request.shape.gpu_memory : 0;
+  return a;
+}
+
+inline bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
+                                       TaskAssignment& out) const {
+  out = make_assignment(node, request);
+  if (request.mig.any()) return state.pick_mig_instance(node, request, out);  // a MIG instance, not GPUs
+  const TaskShape& shape = request.shape;
+  if (!shape.needs_gpu()) return true;
+  const auto free = state.gpu_free_milli(node);
+  auto allowed = [&](std::size_t g) {
+    const auto gi = static_cast<GpuIndex>(g);
+    return (request.models & model_bit(state.gpu_model(node, gi))) &&
+           state.gpu_free_memory(node, gi) >= shape.gpu_memory;
+  };
+  if (shape.shares_gpu()) {
+    std::size_t best = free.size();
+    for (std::size_t g = 0; g < free.size(); ++g) {
+      if (free[g] < shape.gpu_milli || !allowed(g)) continue;
+      if (best == free.size() || free[g] < free[best]) best = g;
+    }
+    if (best == free.size()) return false;
+    out.gpus.push_back(static_cast<GpuIndex>(best));
+    return true;
+  }
+  for (std::size_t g = 0; g < free.size() && out.gpus.size() < static_cast<std::size_t>(shape.gpus); ++g)
+    if (free[g] == kMilliPerGpu && allowed(g)) out.gpus.push_back(static_cast<GpuIndex>(g));
+  return out.gpus.size() == static_cast<std::size_t>(shape.gpus);
+}
+
+// --- the base class ------------------------------------------------------------------------------
+
+inline const GpuPicker& PlacementPolicy::gpu_picker() const {
+  static const LowestIndexGpuPicker kDefault;
+  return kDefault;
+}
+
+inline NodeId PlacementPolicy::select_among(const ClusterState& state, const TaskRequest& request,
+                                            std::span<const NodeId> candidates) const {
+  if (ranks_nodes()) {
+    NodeId best = kNoNode;
+    std::int64_t best_rank = 0;
+    for (NodeId n : candidates) {
+      if (state.check_fit(n, request) != FitReason::kFits) continue;
+      const std::int64_t r = rank(state, n, request);
+      if (best == kNoNode || r > best_rank || (r == best_rank && n < best)) {
+        best = n;
+        best_rank = r;
+      }
+    }
+    return best;
+  }
+  // The policy's own rule on the candidates alone: a snapshot of them, in ascending id order (so a
+  // rule that breaks ties by id breaks them the same way), and the answer mapped back.
+  const std::vector<NodeId> fitting = detail::policy_fitting_among(state, request, candidates);
+  if (fitting.empty()) return kNoNode;
+  auto snapshot = ClusterState::build(detail::CandidateSnapshotView(state, fitting), state.registry());
+  if (!snapshot) return kNoNode;  // cannot happen for nodes of a valid state; never guess
+  const NodeId chosen = select(*snapshot, detail::policy_request_for(state, *snapshot, request));
+  return chosen < fitting.size() ? fitting[chosen] : kNoNode;
+}
+
+inline NodeId ScoringPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  return detail::policy_select_by_score(state, request, [&](NodeId n) { return score(state, n, request); });
+}
+
+// --- the built-in policies -----------------------------------------------------------------------
+
+inline NodeId FirstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  if (!request.shape.needs_gpu()) {
+    for (NodeId n = 0; n < state.node_count(); ++n)
+      if (state.check_fit(n, request) == FitReason::kFits) return n;
+    return kNoNode;
+  }
+  // The lowest id over every bucket that can hold the task: each bucket is walked only up to its
+  // first fitting node, or the best found so far.
+  const std::int32_t min_idle = request.shape.shares_gpu() ? 1 : request.shape.gpus;
+  NodeId best = kNoNode;
+  auto walk = [&](const NodeBitset& bucket, bool only_without_idle) {
+    for (std::uint32_t n = bucket.first(); n != NodeBitset::kEnd && n < best; n = bucket.next(n + 1)) {
+      if (only_without_idle && state.idle_gpus(n) != 0) continue;
+      if (state.check_fit(static_cast<NodeId>(n), request) == FitReason::kFits) {
+        best = static_cast<NodeId>(n);
+        return;
+      }
+    }
+  };
+  for (std::uint8_t key : state.model_keys()) {
+    if (key == ClusterState::kNoGpuKey) continue;
+    if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
+    for (std::int32_t idle = min_idle; idle <= state.max_gpus_per_node(); ++idle)
+      if (const NodeBitset* bucket = state.idle_bucket(key, idle)) walk(*bucket, false);
+  }
+  if (request.shape.shares_gpu()) walk(state.partial_nodes(), true);
+  return best;
+}
+
+inline std::int64_t BestFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+  return -detail::fit_leftover_best(state, node, request);
+}
+
+inline NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  if (detail::policy_whole_gpu_request(request))
+    return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node());
+  if (request.shape.shares_gpu())
+    return detail::policy_select_by_score(
+        state, request, [&](NodeId n) { return -detail::fit_leftover_shared(state, n, request); });
+  return detail::policy_select_by_score(
+      state, request, [&](NodeId n) { return -detail::fit_leftover_cpu_only(state, n, request); });
+}
+
+inline std::int64_t WorstFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+  return detail::fit_room_worst(state, node, request);
+}
+
+inline NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  if (detail::policy_whole_gpu_request(request))
+    return detail::policy_walk_idle_buckets(state, request, state.max_gpus_per_node(), request.shape.gpus);
+  if (request.shape.shares_gpu())
+    return detail::policy_select_by_score(state, request,
+                                          [&](NodeId n) { return detail::fit_room_shared(state, n, request); });
+  return detail::policy_select_by_score(state, request,
+                                        [&](NodeId n) { return detail::fit_room_cpu_only(state, n, request); });
+}
+
+inline std::int64_t MostAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
+  const detail::PolicyNodeDimensions d = detail::policy_node_dimensions(s, n, r);
+  double sum = 0;
+  int dims = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (d.capacity[i] <= 0) continue;
+    sum += d.used_after[i] / d.capacity[i];
+    ++dims;
+  }
+  return dims ? detail::policy_score_from_ratio(sum / dims) : 0;
+}
+
+inline std::int64_t LeastAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
+  const detail::PolicyNodeDimensions d = detail::policy_node_dimensions(s, n, r);
+  double sum = 0;
+  int dims = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (d.capacity[i] <= 0) continue;
+    sum += (d.capacity[i] - d.used_after[i]) / d.capacity[i];
+    ++dims;
+  }
+  return dims ? detail::policy_score_from_ratio(sum / dims) : 0;
+}
+
+inline std::int64_t DotProductPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
+  // Tetris: sum over resources of (request / capacity) * (free / capacity).
+  const double gpu_cap = static_cast<double>(s.gpu_count(n)) * kMilliPerGpu;
+  const double dot =
+      detail::policy_safe_ratio(r.shape.cpu, s.cpu_capacity(n)) *
+          detail::policy_safe_ratio(s.cpu_free(n), s.cpu_capacity(n)) +
+      detail::policy_safe_ratio(r.shape.memory, s.memory_capacity(n)) *
+          detail::policy_safe_ratio(s.memory_free(n), s.memory_capacity(n)) +
+      (gpu_cap > 0 ? static_cast<double>(r.shape.total_gpu_milli()) / gpu_cap *
+                         static_cast<double>(s.free_gpu_milli(n)) / gpu_cap
+                   : 0.0);
+  return detail::policy_score_from_ratio(dot);
+}
+
+inline NodeId RandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  return pick_random_fitting(state, request, rng_);
+}
+
+inline NodeId RandomPolicy::select_among(const ClusterState& state, const TaskRequest& request,
+                                         std::span<const NodeId> candidates) const {
+  return detail::policy_draw_uniform(detail::policy_fitting_among(state, request, candidates), rng_);
+}
+
+inline NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng) {
+  std::vector<NodeId> fitting;
+  for_each_candidate(state, request, [&](NodeId n) {
+    if (state.check_fit(n, request) == FitReason::kFits) fitting.push_back(n);
+    return true;
+  });
+  std::sort(fitting.begin(), fitting.end());
+  return detail::policy_draw_uniform(fitting, rng);
+}
+
+inline std::vector<std::string_view> policy_names() {
+  return {"first-fit", "best-fit", "worst-fit", "most-allocated", "least-allocated", "dot-product", "random"};
+}
+
+inline std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed) {
+  if (name == "first-fit") return std::make_unique<FirstFitPolicy>();
+  if (name == "best-fit") return std::make_unique<BestFitPolicy>();
+  if (name == "worst-fit" || name == "spread") return std::make_unique<WorstFitPolicy>();
+  if (name == "most-allocated") return std::make_unique<MostAllocatedPolicy>();
+  if (name == "least-allocated") return std::make_unique<LeastAllocatedPolicy>();
+  if (name == "dot-product" || name == "tetris") return std::make_unique<DotProductPolicy>();
+  if (name == "random") return std::make_unique<RandomPolicy>(seed);
+  return nullptr;
+}
+
+}  // namespace gpusched

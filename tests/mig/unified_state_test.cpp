@@ -1,0 +1,363 @@
+// MIG in the one cluster model: a MIG reservation is a ClusterState change, rollback restores it
+// exactly, MIG GPUs are not given to whole-GPU or shared tasks, a job's MIG task group is placed by
+// place_job, and the cluster JSON carries MIG (round trip, unknown fields rejected).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusched/core/random.hpp"
+#include "gpusched/io/cluster_json.hpp"
+#include "gpusched/mig/cluster_builder.hpp"
+#include "gpusched/mig/packer.hpp"
+#include "gpusched/mig/planner.hpp"
+#include "gpusched/packing/placement.hpp"
+
+using namespace gpusched;
+using namespace gpusched::mig;
+
+namespace {
+
+const MigCatalog& cat() { return MigCatalog::builtin(); }
+MigModelId model(std::string_view name) { return *cat().find(name); }
+MigRequest req(std::string_view name) { return MigRequest::from_name(cat(), name).value(); }
+
+// One node, 64 cores / 256 GiB: GPU 0 an A100-40GB in MIG mode with a busy 3g.20gb at 0, GPU 1 an
+// A100-40GB not in MIG mode.
+ClusterState mixed_node() {
+  MigClusterBuilder b;
+  const auto n = b.add_node("n0", 64'000, Bytes{256} << 30);
+  b.add_gpu(n, model("A100-SXM4-40GB"), {{9, 0}}, {true});
+  b.add_plain_gpu(n, "A100-SXM4-40GB");
+  return b.build().value();
+}
+
+}  // namespace
+
+TEST_CASE("a MIG reservation changes ClusterState, and rollback restores it exactly") {
+  ClusterState st = mixed_node();
+  const ClusterState before = st;
+  REQUIRE(st.mig().gpu_count() == 1);
+  const MigGpuId g = st.mig_gpu(0, 0);
+  REQUIRE(g == 0);
+  CHECK(st.mig_gpu(0, 1) == kNoGpu);
+
+  const auto mark = st.checkpoint();
+  FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
+  // Slices 0..3 hold the busy 3g.20gb; a 1g.5gb (starts {0..6}) can only start at 4, 5 or 6.
+  const MigDecision d = packer.decide(st, req("1g.5gb"));
+  REQUIRE(d.placed());
+  CHECK(d.verdict == Verdict::kPlaced);
+  CHECK(d.action == MigAction::kCreate);
+  CHECK(d.start >= 4);
+  CHECK(d.start <= 6);
+  REQUIRE(apply_decision(st, d).ok());
+  CHECK(st.journal_size() == 1);
+  CHECK(st.mig().instances(g).size() == 2);
+  CHECK_FALSE(st.same_allocation_as(before));
+  // The MIG GPU's free share stays 0 and the plain GPU is untouched.
+  CHECK(st.gpu_free_milli(0, 0) == 0);
+  CHECK(st.gpu_free_milli(0, 1) == kMilliPerGpu);
+
+  // A second decision, then roll both back: the state equals the one before, class index included.
+  const MigDecision d2 = packer.decide(st, req("2g.10gb"));
+  REQUIRE(apply_decision(st, d2).ok());
+  CHECK(st.mig().instances(g).size() == 3);
+  st.rollback(mark);
+  CHECK(st.journal_size() == 0);
+  CHECK(st.same_allocation_as(before));
+  CHECK(st.mig().layout(g) == before.mig().layout(g));
+  CHECK(st.mig().live_classes().size() == before.mig().live_classes().size());
+
+  // A reservation the state cannot honour is refused and changes nothing: the slices of the busy
+  // 3g.20gb cannot take a new instance.
+  MigTask bad = mig_task(st, d);
+  bad.assignment.mig_start = 0;
+  CHECK_FALSE(st.reserve(bad.request, bad.assignment).ok());
+  CHECK(st.same_allocation_as(before));
+
+  // Release gives back exactly what the reservation took: a created instance is destroyed.
+  const MigTask task = mig_task(st, d);
+  REQUIRE(st.reserve(task.request, task.assignment).ok());
+  st.commit();
+  REQUIRE(st.release(task.assignment).ok());
+  CHECK(st.same_allocation_as(before));
+  // Releasing twice is refused.
+  CHECK_FALSE(st.release(task.assignment).ok());
+}
+
+TEST_CASE("property: after random MIG reservations and re-partitions the state equals one built from scratch") {
+  for (std::uint64_t trial = 0; trial < 30; ++trial) {
+    SplitMix64 rng(trial * 104729 + 3);
+    MigClusterBuilder b;
+    for (int n = 0; n < 4; ++n) {
+      const auto node = b.add_node("n" + std::to_string(n));
+      for (int g = 0; g < 3; ++g) b.add_gpu(node, model(rng.below(2) ? "A100-SXM4-40GB" : "A30-24GB"));
+    }
+    ClusterState st = b.build().value();
+    const char* names[] = {"1g.5gb", "2g.10gb", "3g.20gb", "1g.6gb", "2g.12gb", "7g.40gb"};
+    FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
+    for (int step = 0; step < 30; ++step) {
+      const MigDecision d = packer.decide(st, req(names[rng.below(std::size(names))]));
+      if (d.placed()) REQUIRE(apply_decision(st, d).ok());
+      if (rng.below(8) == 0) {
+        // A re-partition applied (a cluster event, not journaled): a plan for a little random demand.
+        std::vector<MigDemandItem> demand;
+        for (const char* nm : names) demand.push_back({nm, req(nm), static_cast<std::int64_t>(rng.below(2))});
+        REQUIRE(apply_plan(st, plan_repartition(st, demand)).ok());
+        st.commit();  // the plan replaced layouts under journaled reservations: no rollback across it
+      }
+    }
+    // The reserved state equals one built from its own view (the instances written back as busy).
+    MigClusterBuilder again;
+    for (int n = 0; n < 4; ++n) again.add_node("n" + std::to_string(n));
+    for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) {
+      const auto flags = st.mig().busy_flags(g);
+      bool busy[kMaxInstances] = {};
+      for (std::size_t i = 0; i < flags.size(); ++i) busy[i] = flags[i];
+      again.add_gpu(st.mig().node_of(g), st.mig().model_of(g), st.mig().layout(g),
+                    std::span<const bool>(busy, flags.size()));
+    }
+    const ClusterState rebuilt = again.build().value();
+    CHECK(rebuilt.same_allocation_as(st));
+    // Same answers from the packer on both.
+    for (const char* nm : names) {
+      const MigDecision x = packer.decide(st, req(nm)), y = packer.decide(rebuilt, req(nm));
+      CHECK(x.gpu == y.gpu);
+      CHECK(x.start == y.start);
+      CHECK(x.verdict == y.verdict);
+    }
+  }
+}
+
+TEST_CASE("property: any sequence of MIG reservations rolls back to the exact prior state") {
+  for (std::uint64_t trial = 0; trial < 30; ++trial) {
+    SplitMix64 rng(trial * 7 + 1);
+    MigClusterBuilder b;
+    const auto node = b.add_node("n");
+    for (int g = 0; g < 6; ++g) b.add_gpu(node, model("H100-80GB"), {{9, 0}}, {rng.below(2) == 0});
+    ClusterState st = b.build().value();
+    const ClusterState fresh = st;
+    FirstFitPlacer ff(rng.below(2) ? MigMode::kDynamic : MigMode::kStatic);
+    const char* names[] = {"1g.10gb", "2g.20gb", "3g.40gb", "1g.20gb"};
+    const auto mark = st.checkpoint();
+    for (int step = 0; step < 25; ++step) {
+      const MigDecision d = ff.decide(st, req(names[rng.below(std::size(names))]));
+      if (d.placed()) REQUIRE(apply_decision(st, d).ok());
+    }
+    st.rollback(mark);
+    CHECK(st.same_allocation_as(fresh));
+  }
+}
+
+TEST_CASE("a GPU in MIG mode is not given to whole-GPU or shared tasks") {
+  ClusterState st = mixed_node();
+  // Only GPU 1 is idle for whole-GPU placement: the MIG GPU reads free share 0.
+  CHECK(st.idle_gpus(0) == 1);
+  CHECK(st.free_gpu_milli(0) == kMilliPerGpu);
+  TaskShape two;
+  two.gpus = 2;
+  two.gpu_milli = kMilliPerGpu;
+  const TaskRequest two_gpus = st.compile(two).value();
+  CHECK(st.check_fit(0, two_gpus) == FitReason::kInsufficientGpus);
+  TaskShape one = two;
+  one.gpus = 1;
+  const TaskRequest one_gpu = st.compile(one).value();
+  REQUIRE(st.check_fit(0, one_gpu) == FitReason::kFits);
+  TaskAssignment a;
+  REQUIRE(LowestIndexGpuPicker{}.pick(st, 0, one_gpu, a));
+  CHECK(a.gpus == std::vector<GpuIndex>{1});
+  // Explicitly asking for the MIG GPU is refused.
+  a.gpus = {0};
+  CHECK_FALSE(st.reserve(one_gpu, a).ok());
+  // A shared task (half a GPU) also lands on GPU 1 only.
+  TaskShape half = one;
+  half.gpu_milli = 500;
+  const TaskRequest shared = st.compile(half).value();
+  REQUIRE(LowestIndexGpuPicker{}.pick(st, 0, shared, a));
+  CHECK(a.gpus == std::vector<GpuIndex>{1});
+}
+
+TEST_CASE("a job with a MIG task group is placed through place_job on the one state") {
+  ClusterState st = mixed_node();
+  Job job;
+  job.job_name = "inference";
+  TaskGroupSpec server;
+  server.name = "server";
+  server.replicas = 2;
+  server.shape.cpu = 4'000;
+  server.shape.memory = Bytes{16} << 30;
+  server.mig_profile = "1g.5gb";
+  job.groups.push_back(server);
+  TaskGroupSpec trainer;
+  trainer.name = "trainer";
+  trainer.shape.gpus = 1;
+  trainer.shape.gpu_milli = kMilliPerGpu;
+  job.groups.push_back(trainer);
+  const CompiledJob compiled = compile_job(st, job).value();
+  CHECK(compiled.groups[0].request.mig.any());
+  CHECK_FALSE(compiled.groups[1].request.mig.any());
+  const ClusterState before = st;
+  const JobPlacement placed = place_job(st, compiled, FirstFitPolicy{});
+  REQUIRE_MESSAGE(placed.placed, placed.reason);
+  // Slices 0..3 hold the busy 3g.20gb (3 compute slices of 7); 1g.5gb starts {0..6}: the node-level
+  // pick creates the replicas at the lowest free starts, 4 and 5. The trainer takes GPU 1, the
+  // only GPU not in MIG mode.
+  REQUIRE(placed.tasks.size() == 3);
+  CHECK(placed.tasks[0].assignment.is_mig());
+  CHECK(placed.tasks[0].assignment.mig_start == 4);
+  CHECK(placed.tasks[1].assignment.mig_start == 5);
+  CHECK(placed.tasks[2].assignment.gpus == std::vector<GpuIndex>{1});
+  CHECK(st.mig().instances(0).size() == 3);
+  CHECK(st.cpu_free(0) == 64'000 - 2 * 4'000);
+
+  // Two 2g.10gb (starts {0,2,4}) need slices 4..5 and another even start: only 4 is free of the
+  // 3g.20gb, and it is now taken, so nothing fits; all or nothing leaves the state as it was.
+  ClusterState fresh = before;
+  Job two;
+  two.job_name = "two";
+  TaskGroupSpec g2 = server;
+  g2.mig_profile = "2g.10gb";
+  two.groups.push_back(g2);
+  const CompiledJob c2 = compile_job(fresh, two).value();
+  const JobPlacement refused = place_job(fresh, c2, FirstFitPolicy{});
+  CHECK_FALSE(refused.placed);
+  CHECK(refused.diagnosis.count[static_cast<std::size_t>(FitReason::kNoMigPlacement)] == 1);
+  CHECK(fresh.same_allocation_as(before));
+
+  // A MIG profile together with whole GPUs is a spec error naming the field.
+  Job both;
+  both.job_name = "both";
+  TaskGroupSpec bad = server;
+  bad.shape.gpus = 1;
+  bad.shape.gpu_milli = kMilliPerGpu;
+  both.groups.push_back(bad);
+  const auto err = compile_job(st, both);
+  REQUIRE_FALSE(err.ok());
+  CHECK(err.error().message.find("mig_profile") != std::string::npos);
+}
+
+TEST_CASE("cluster JSON: MIG fields round trip; unknown fields and bad layouts are rejected") {
+  const char* text = R"({"nodes": [{"name": "n0", "cpu": 8, "memory": "64Gi", "gpus": [
+      {"model": "A100-SXM4-40GB", "mig": {"instances": [
+        {"profile": "3g.20gb", "start": 0, "busy": true},
+        {"profile_id": 19, "start": 4}]}},
+      {"model": "A100-SXM4-40GB"}]}]})";
+  auto doc = io::read_cluster_json(text).value();
+  const ClusterState st = ClusterState::build(doc.cluster, doc.registry).value();
+  REQUIRE(st.mig().gpu_count() == 1);
+  CHECK(st.mig().layout(0) == std::vector<MigInstance>{{9, 0}, {19, 4}});
+  CHECK(st.mig().busy_flags(0) == std::vector<bool>{true, false});
+  CHECK(st.gpu_free_milli(0, 0) == 0);
+  CHECK(st.idle_gpus(0) == 1);
+
+  // Written back and read again: the same MIG state.
+  auto j = nlohmann::json::parse(text);
+  j["nodes"][0]["gpus"][0]["mig"] = io::mig_to_json(st, 0, 0);
+  CHECK(io::mig_to_json(st, 0, 1).is_null());
+  auto doc2 = io::read_cluster_json(j.dump()).value();
+  const ClusterState st2 = ClusterState::build(doc2.cluster, doc2.registry).value();
+  CHECK(st2.same_allocation_as(st));
+
+  // A typo must not silently drop a busy instance (the legacy MIG reader ignored unknown fields).
+  auto typo = nlohmann::json::parse(text);
+  typo["nodes"][0]["gpus"][0]["mig"]["instances"][0]["bussy"] = true;
+  auto e1 = io::read_cluster_json(typo.dump());
+  REQUIRE_FALSE(e1.ok());
+  CHECK(e1.error().message.find("nodes[0].gpus[0].mig.instances[0].bussy: unknown field") != std::string::npos);
+  auto typo2 = nlohmann::json::parse(text);
+  typo2["nodes"][0]["gpus"][0]["mig"]["instance"] = nlohmann::json::array();
+  auto e2 = io::read_cluster_json(typo2.dump());
+  REQUIRE_FALSE(e2.ok());
+  CHECK(e2.error().message.find("nodes[0].gpus[0].mig.instance: unknown field") != std::string::npos);
+  // MIG on a model without MIG, and an overlapping layout, name the GPU.
+  auto v100 = nlohmann::json::parse(text);
+  v100["nodes"][0]["gpus"][1]["model"] = "V100-SXM2-32GB";
+  v100["nodes"][0]["gpus"][1]["mig"] = nlohmann::json::object();
+  auto e3 = io::read_cluster_json(v100.dump());
+  REQUIRE_FALSE(e3.ok());
+  CHECK(e3.error().message.find("nodes[0].gpus[1].mig") != std::string::npos);
+  auto overlap = nlohmann::json::parse(text);
+  overlap["nodes"][0]["gpus"][0]["mig"]["instances"][1]["start"] = 2;
+  auto doc4 = io::read_cluster_json(overlap.dump()).value();
+  auto e4 = ClusterState::build(doc4.cluster, doc4.registry);
+  REQUIRE_FALSE(e4.ok());
+  CHECK(e4.error().message.find("nodes[0] (n0).gpus[0].mig.instances[1]") != std::string::npos);
+  CHECK(e4.error().field == "nodes[0] (n0).gpus[0].mig");
+}
+
+TEST_CASE("MIG GPUs of a cordoned or failed node, or unhealthy ones, take no MIG work") {
+  MigClusterBuilder b;
+  const auto n0 = b.add_node("cordoned");
+  b.add_gpu(n0, model("A100-SXM4-40GB"));
+  const auto n1 = b.add_node("ok");
+  b.add_gpu(n1, model("A100-SXM4-40GB"), {{0, 0}}, {true});
+  b.cluster().nodes()[0].schedulable = false;
+  ClusterState st = b.build().value();
+  CHECK_FALSE(st.mig().available(0));
+  CHECK(st.mig().available(1));
+  const MigDecision d = FirstFitPlacer(MigMode::kDynamic).decide(st, req("1g.5gb"));
+  CHECK_FALSE(d.placed());
+  CHECK(d.verdict == Verdict::kNotNow);  // the cordoned GPU could serve it once uncordoned
+  CHECK(explain(st, req("1g.5gb"), d) ==
+        "0/2 GPUs can take 1g.5gb: 1 no free placement (slices taken or limits reached), 1 on nodes that take no "
+        "work or unhealthy");
+}
+
+TEST_CASE("cluster events keep the MIG index in place; MIG changes advance the generations") {
+  MigClusterBuilder b;
+  const auto n0 = b.add_node("a");
+  b.add_gpu(n0, model("A100-SXM4-40GB"));
+  const auto n1 = b.add_node("b");
+  b.add_gpu(n1, model("A100-SXM4-40GB"), {{0, 0}}, {true});  // full: a busy 7g.40gb
+  ClusterState st = b.build().value();
+  FirstFitPlacer ff(MigMode::kDynamic);
+  const MigRequest one = req("1g.5gb");
+  REQUIRE(ff.decide(st, one).gpu == 0);
+
+  // Cordon, fail and GPU health park node a's MIG GPU; undoing them brings it back.
+  REQUIRE(st.cordon(0).ok());
+  CHECK_FALSE(ff.decide(st, one).placed());
+  CHECK(ff.decide(st, one).verdict == Verdict::kNotNow);
+  REQUIRE(st.uncordon(0).ok());
+  CHECK(ff.decide(st, one).gpu == 0);
+  REQUIRE(st.fail_node(0).ok());
+  CHECK_FALSE(ff.decide(st, one).placed());
+  REQUIRE(st.recover_node(0).ok());
+  REQUIRE(st.set_gpu_health(0, 0, false).ok());
+  CHECK_FALSE(ff.decide(st, one).placed());
+  REQUIRE(st.set_gpu_health(0, 0, true).ok());
+  CHECK(st.gpu_free_milli(0, 0) == 0);  // recovered, still in MIG mode: no share for whole-GPU tasks
+  CHECK(ff.decide(st, one).gpu == 0);
+
+  // A MIG reservation and an applied re-partition each advance the generation; the layout event
+  // also advances the layout generation (an allocation does not).
+  const auto gen = st.generation();
+  const auto layout_gen = st.layout_generation();
+  REQUIRE(apply_decision(st, ff.decide(st, one)).ok());
+  CHECK(st.generation() > gen);
+  CHECK(st.layout_generation() == layout_gen);
+  const std::vector<MigInstance> halves = {{9, 0}, {9, 4}};
+  const bool busy[] = {false, false};
+  // The layout event replaces the layout as the operator applied it, busy flags included.
+  REQUIRE(st.apply_mig_layout(0, 0, halves, busy).ok());
+  CHECK(st.layout_generation() > layout_gen);
+  CHECK(st.mig().layout(0) == halves);
+  // A 2g.10gb at 2 would share slices 2..3 with the 3g.20gb at 0..3: refused, nothing changes.
+  CHECK(st.apply_mig_layout(0, 0, std::vector<MigInstance>{{9, 0}, {14, 2}}, busy).error().message.find("overlaps") !=
+        std::string::npos);
+  CHECK(st.mig().layout(0) == halves);
+  CHECK_FALSE(st.apply_mig_layout(0, 1, halves, busy).ok());  // node a has one GPU
+
+  // A node added by event with a MIG GPU joins the index; removing it parks its GPU for good.
+  MigClusterBuilder more;
+  const auto n2 = more.add_node("c");
+  more.add_gpu(n2, model("A30-24GB"));
+  const auto added = st.add_node(more.cluster(), 0);
+  REQUIRE(added.ok());
+  CHECK(st.mig().gpu_count() == 3);
+  CHECK(ff.decide(st, req("1g.6gb")).gpu == 2);
+  REQUIRE(st.remove_node(*added).ok());
+  CHECK_FALSE(ff.decide(st, req("1g.6gb")).placed());
+  // The only A30 left the cluster: no GPU can ever serve a 1g.6gb now.
+  CHECK(ff.decide(st, req("1g.6gb")).verdict == Verdict::kInfeasible);
+}
