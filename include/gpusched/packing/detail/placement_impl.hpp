@@ -163,6 +163,7 @@ inline ReasonKind reason_kind(FitReason reason) {
     case FitReason::kInsufficientGpus: return ReasonKind::kInsufficientGpus;
     case FitReason::kInsufficientGpuShare: return ReasonKind::kInsufficientGpuShare;
     case FitReason::kInsufficientGpuMemory: return ReasonKind::kInsufficientGpuMemory;
+    case FitReason::kNoMigPlacement: return ReasonKind::kNoMigPlacement;
   }
   return ReasonKind::kOther;
 }
