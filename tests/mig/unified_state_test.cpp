@@ -198,7 +198,7 @@ TEST_CASE("a job with a MIG task group is placed through place_job on the one st
   CHECK_FALSE(compiled.groups[1].request.mig.any());
   const ClusterState before = st;
   const JobPlacement placed = place_job(st, compiled, FirstFitPolicy{});
-  REQUIRE_MESSAGE(placed.placed, placed.reason);
+  REQUIRE_MESSAGE(placed.placed(), describe(compiled, placed));
   // Slices 0..3 hold the busy 3g.20gb (3 compute slices of 7); 1g.5gb starts {0..6}: the node-level
   // pick creates the replicas at the lowest free starts, 4 and 5. The trainer takes GPU 1, the
   // only GPU not in MIG mode.
@@ -220,7 +220,8 @@ TEST_CASE("a job with a MIG task group is placed through place_job on the one st
   two.groups.push_back(g2);
   const CompiledJob c2 = compile_job(fresh, two).value();
   const JobPlacement refused = place_job(fresh, c2, FirstFitPolicy{});
-  CHECK_FALSE(refused.placed);
+  CHECK_FALSE(refused.placed());
+  CHECK(refused.verdict == Verdict::kNotNow);
   CHECK(refused.diagnosis.count[static_cast<std::size_t>(FitReason::kNoMigPlacement)] == 1);
   CHECK(fresh.same_allocation_as(before));
 

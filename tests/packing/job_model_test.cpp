@@ -35,7 +35,7 @@ class InferenceJobView final : public JobView {
   std::size_t group_count() const override { return 2; }
   TaskGroupInfo group(std::size_t g) const override {
     if (g == 0) return {"prefill", 2, -1, TaskShape{4000, kGiB, 1, 1000, 0}, {}};
-    return {"decode", 4, 2, TaskShape{2000, kGiB, 1, 1000, 0}, "1g.10gb"};
+    return {"decode", 4, 2, TaskShape{2000, kGiB, 0, 0, 0}, "1g.10gb"};  // a MIG instance, not GPUs
   }
   TopologyRequest topology() const override { return {"rack", LevelMode::kPreferred}; }
   std::size_t spread_count() const override { return 1; }

@@ -165,7 +165,7 @@ TEST_CASE("on a DGX-1 with GPUs 1 and 2 busy a 4-GPU task gets an NVLinked quad,
   auto compiled = compile_job(s, job);
   REQUIRE(compiled.ok());
   const JobPlacement placed = place_job(s, *compiled, TopologyAwareBestFit{});
-  REQUIRE(placed.placed);
+  REQUIRE(placed.placed());
   CHECK(placed.tasks[0].assignment.gpus == std::vector<GpuIndex>{4, 5, 6, 7});
 }
 
