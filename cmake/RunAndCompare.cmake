@@ -1,0 +1,10 @@
+# cmake -DEXE=program -DEXPECTED=file -P RunAndCompare.cmake: runs the program and fails unless it
+# exits 0 and prints exactly the expected text (an example whose output is part of its test).
+execute_process(COMMAND ${EXE} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${EXE} exited with ${rc}:\n${out}")
+endif()
+file(READ ${EXPECTED} expected)
+if(NOT out STREQUAL expected)
+  message(FATAL_ERROR "${EXE}: output differs from ${EXPECTED}.\n--- got:\n${out}--- expected:\n${expected}")
+endif()
