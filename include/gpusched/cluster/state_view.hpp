@@ -3,9 +3,12 @@
 // The live nodes of a state (tombstones of removed nodes skipped), with their capacity, what is free
 // now, health, cordon and labels, in id order. It is the "resulting view" of the event property test
 // (build from it and the new state answers every query like the evolved one), and how a state is
-// written out or handed to code that takes a view.
+// written out or handed to code that takes a view. Built from a list of node ids it shows only those
+// nodes, in that order: the snapshot on which packing's default select_among runs a policy's own
+// select over a candidate set.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
@@ -19,6 +22,9 @@ class ClusterStateView final : public ClusterView {
     for (NodeId n = 0; n < state.node_count(); ++n)
       if (!state.removed(n)) live_.push_back(n);
   }
+  // Only `nodes` (live ids), in that order.
+  ClusterStateView(const ClusterState& state, std::span<const NodeId> nodes)
+      : state_(state), live_(nodes.begin(), nodes.end()) {}
   // The state's id of view node i.
   NodeId node_id(std::size_t i) const { return live_[i]; }
 

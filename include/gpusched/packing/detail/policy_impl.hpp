@@ -5,6 +5,8 @@
 // unit and all `detail` helpers share the namespace gpusched::detail.
 #pragma once
 
+#include "gpusched/cluster/state_view.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -118,39 +120,6 @@ inline PolicyNodeDimensions policy_node_dimensions(const ClusterState& s, NodeId
           {static_cast<double>(s.cpu_capacity(n)), static_cast<double>(s.memory_capacity(n)), gpu_cap}};
 }
 
-// A read-only view of some nodes of a state, as they are now: the snapshot the default
-// select_among runs a policy's own select() on. Node i of the view is candidates[i].
-class CandidateSnapshotView final : public ClusterView {
- public:
-  CandidateSnapshotView(const ClusterState& state, std::span<const NodeId> nodes) : state_(state), nodes_(nodes) {}
-  std::size_t node_count() const override { return nodes_.size(); }
-  std::string_view node_name(std::size_t i) const override { return state_.node_name(nodes_[i]); }
-  NodeResources node_resources(std::size_t i) const override {
-    const NodeId n = nodes_[i];
-    return {state_.cpu_capacity(n), state_.cpu_free(n), state_.memory_capacity(n), state_.memory_free(n)};
-  }
-  std::size_t gpu_count(std::size_t i) const override { return state_.gpu_count(nodes_[i]); }
-  GpuInfo gpu(std::size_t i, std::size_t g) const override {
-    const NodeId n = nodes_[i];
-    const auto gi = static_cast<GpuIndex>(g);
-    const bool healthy = state_.gpu_healthy(n, gi);
-    return {state_.registry().model(state_.gpu_model(n, gi)).name,
-            healthy ? state_.gpu_free_milli(n, gi) : kMilliPerGpu,
-            state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory(n, gi), healthy};
-  }
-  bool schedulable(std::size_t i) const override { return state_.schedulable(nodes_[i]); }
-  bool healthy(std::size_t i) const override { return state_.healthy(nodes_[i]); }
-  std::size_t label_count(std::size_t i) const override { return state_.node_labels(nodes_[i]).size(); }
-  Label label(std::size_t i, std::size_t k) const override {
-    const LabelRequirement l = state_.node_labels(nodes_[i])[k];
-    return {state_.label_key(l.key), state_.label_value(l.value)};
-  }
-
- private:
-  const ClusterState& state_;
-  std::span<const NodeId> nodes_;
-};
-
 // The candidates that fit the request, in ascending id order.
 inline std::vector<NodeId> policy_fitting_among(const ClusterState& state, const TaskRequest& request,
                                                 std::span<const NodeId> candidates) {
@@ -256,7 +225,7 @@ inline NodeId PlacementPolicy::select_among(const ClusterState& state, const Tas
   // rule that breaks ties by id breaks them the same way), and the answer mapped back.
   const std::vector<NodeId> fitting = detail::policy_fitting_among(state, request, candidates);
   if (fitting.empty()) return kNoNode;
-  auto snapshot = ClusterState::build(detail::CandidateSnapshotView(state, fitting), state.registry());
+  auto snapshot = ClusterState::build(ClusterStateView(state, fitting), state.registry());
   if (!snapshot) return kNoNode;  // cannot happen for nodes of a valid state; never guess
   const NodeId chosen = select(*snapshot, detail::policy_request_for(state, *snapshot, request));
   return chosen < fitting.size() ? fitting[chosen] : kNoNode;
