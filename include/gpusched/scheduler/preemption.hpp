@@ -65,6 +65,7 @@ struct RunningJob {
   Seconds restart_cost = 0;      // seconds every GPU it holds spends restarting (load, warm up)
   bool preemptible = true;
   std::int32_t min_tasks = -1;   // elastic: tasks beyond the first min_tasks may be shed; -1 = rigid
+  Seconds runtime_estimate = -1;  // expected run time from start_time (backfill.hpp); <= 0: unknown
   std::vector<RunningTask> tasks;
 
   bool elastic() const { return min_tasks >= 0 && static_cast<std::size_t>(min_tasks) < tasks.size(); }
