@@ -127,6 +127,8 @@ struct BackfillPlan {
   std::vector<BackfillWait> waiting;       // in blocked order
   std::uint64_t placements_tried = 0;      // dry-run gang placements
   std::size_t time_points = 0;             // distinct candidate times known to the profile
+  std::uint64_t cursor_steps = 0;          // tasks released or restored moving the profile's cursor
+  std::uint64_t overlaid_tasks = 0;        // tasks of started/reserved jobs re-taken for a test
 };
 
 // Plans starts and reservations for `blocked` (highest priority first) at time `now`, given the

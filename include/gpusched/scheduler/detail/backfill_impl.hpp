@@ -1,7 +1,7 @@
 // Implementation of gpusched/scheduler/backfill.hpp (included at its end).
 #pragma once
 
-#include <optional>
+#include <memory>
 
 namespace gpusched::scheduler {
 namespace detail {
@@ -212,6 +212,9 @@ class Profile {
       running_prefix_[i + 1] = saturating_add(running_prefix_[i], held_milli(*running_[i].assignment));
     base_ = state.checkpoint();
     free_now_ = state.total_gpu_milli_free();
+    // Measured (benchmarks/README.md, "Backfill"): copying 10,000 nodes x 8 GPUs costs about what
+    // 2,000 journaled releases do.
+    copy_cost_ = (state.node_count() + state.total_gpu_count()) / 40;
   }
 
   std::span<const ReleaseEntry> releases() const { return running_; }
@@ -230,21 +233,42 @@ class Profile {
       state_.rollback(started_top_ < base_ ? base_ : started_top_);
       return state_;
     }
-    if (!future_) {
-      future_.emplace(state_);
-      future_->rollback(base_);  // the jobs started so far are claims there, like the reserved ones
-      marks_.push_back({now_, future_->checkpoint(), 0});
+    // The cursor nearest to t, or a new one when that is cheaper than walking (a copy of the state
+    // costs about as much as releasing `copy_cost_` tasks).
+    const auto target = static_cast<std::size_t>(
+        std::upper_bound(running_.begin(), running_.end(), t,
+                         [](Seconds value, const ReleaseEntry& e) { return value < e.end; }) -
+        running_.begin());
+    Cursor* best = nullptr;
+    std::size_t best_cost = 0;
+    for (const std::unique_ptr<Cursor>& c : cursors_) {
+      const std::size_t at = c->marks.back().running;
+      const std::size_t cost = at > target ? at - target : target - at;
+      if (best == nullptr || cost < best_cost) {
+        best = c.get();
+        best_cost = cost;
+      }
     }
-    ClusterState& f = *future_;
-    while (marks_.size() > 1 && marks_.back().time > t) marks_.pop_back();
-    f.rollback(marks_.back().checkpoint);
-    if (marks_.back().time == t) return f;
-    Mark m = marks_.back();
+    if (best == nullptr || (cursors_.size() < kMaxCursors && best_cost > target + copy_cost_)) {
+      auto c = std::make_unique<Cursor>(Cursor{state_, {}});
+      c->state.rollback(base_);  // the jobs started so far are claims there, like the reserved ones
+      c->marks.push_back({now_, c->state.checkpoint(), 0});
+      best = c.get();
+      cursors_.push_back(std::move(c));
+    }
+    ClusterState& f = best->state;
+    std::vector<Mark>& marks = best->marks;
+    while (marks.size() > 1 && marks.back().time > t) marks.pop_back();
+    cursor_steps_ += f.checkpoint() - marks.back().checkpoint;
+    f.rollback(marks.back().checkpoint);
+    if (marks.back().time == t) return f;
+    Mark m = marks.back();
     for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running)
       (void)f.release_journaled(*running_[m.running].assignment);
+    cursor_steps_ += m.running - marks.back().running;
     m.time = t;
     m.checkpoint = f.checkpoint();
-    marks_.push_back(m);
+    marks.push_back(m);
     return f;
   }
 
@@ -293,6 +317,7 @@ class Profile {
   }
 
   void restore() { state_.rollback(base_); }
+  std::uint64_t cursor_steps() const { return cursor_steps_; }
 
  private:
   struct Mark {
@@ -305,9 +330,15 @@ class Profile {
   std::vector<std::int64_t> running_prefix_;
   Seconds now_ = 0;
   ClusterState::Checkpoint base_ = 0, started_top_ = 0;
-  std::optional<ClusterState> future_;
-  std::vector<Mark> marks_;
+  struct Cursor {
+    ClusterState state;
+    std::vector<Mark> marks;
+  };
+  static constexpr std::size_t kMaxCursors = 4;
+  std::vector<std::unique_ptr<Cursor>> cursors_;
+  std::size_t copy_cost_ = 0;
   std::int64_t free_now_ = 0;
+  std::uint64_t cursor_steps_ = 0;
 };
 
 // One test of a gang at time t for [t, end).
@@ -321,7 +352,7 @@ struct FitTest {
 // on later states) and reserved ones.
 inline FitTest test_fit(Profile& profile, std::span<const Claim> claims, const GangSpec& spec, Seconds now, Seconds t,
                         Seconds end, std::int64_t needed, const GangOptions& options, bool skip_reserved,
-                        std::uint64_t& placements_tried) {
+                        std::uint64_t& placements_tried, std::uint64_t& overlaid) {
   FitTest out;
   ClusterState& state = profile.at(t);
   const ClusterState::Checkpoint mark = state.checkpoint();
@@ -330,6 +361,7 @@ inline FitTest test_fit(Profile& profile, std::span<const Claim> claims, const G
     const bool started = c.start == now;
     if (started ? t == now : skip_reserved) continue;
     Profile::overlay(state, c);
+    overlaid += c.placement->size();
   }
   if (state.total_gpu_milli_free() >= needed || t == now) {
     out.result = place_gang(state, spec, options);
@@ -444,7 +476,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
     auto now_reasons = [&](detail::FitTest& test) -> detail::FitTest& {
       if (!test.tried)
         test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
-                                plan.placements_tried);
+                                plan.placements_tried, plan.overlaid_tasks);
       return test;
     };
 
@@ -452,7 +484,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
     detail::FitTest now_test;
     if (may_fit(now))
       now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
-                                  plan.placements_tried);
+                                  plan.placements_tried, plan.overlaid_tasks);
     if (now_test.fits) {
       profile.add_started(spec, now_test.result.tasks);
       const Seconds end = claim(now, std::move(now_test.result.tasks));
@@ -480,7 +512,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
         for (const detail::Claim& c : claims)
           if (c.start > now && c.start < end_at(now)) {
             const detail::FitTest free_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed,
-                                                               gang_options, true, plan.placements_tried);
+                                                               gang_options, true, plan.placements_tried, plan.overlaid_tasks);
             if (free_test.fits)
               wait.reasons = {{ReasonKind::kReservedForOther, Unit::kNone, -1, -1, 0, static_cast<std::int32_t>(c.job)}};
             break;
@@ -495,7 +527,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
       const Seconds t = times[k];
       if (!may_fit(t)) continue;
       detail::FitTest test = detail::test_fit(profile, claims, spec, now, t, end_at(t), needed, gang_options, false,
-                                              plan.placements_tried);
+                                              plan.placements_tried, plan.overlaid_tasks);
       if (!test.fits) {
         if (test.tried && (test.result.verdict == Verdict::kInfeasible || test.result.verdict == Verdict::kInvalid)) {
           now_test = std::move(test);
@@ -520,6 +552,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
     }
   }
   plan.time_points = times.size();
+  plan.cursor_steps = profile.cursor_steps();
   profile.restore();
   return plan;
 }
