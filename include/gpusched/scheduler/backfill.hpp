@@ -56,9 +56,9 @@
 //     per task size, rule out the times at which a gang's groups cannot have enough nodes; and the
 //     free GPU share now plus what running work frees by t;
 //   - the state of "now" is `state` itself (jobs started by the plan are reserved on it); later times
-//     are tested on up to four what-if copies, each a cursor over the running tasks sorted by end:
+//     are tested on up to eight what-if copies, each a cursor over the running tasks sorted by end:
 //     moving a cursor forward releases the tasks ending in between, back is a rollback, and a new
-//     copy is made when that is cheaper than walking one (a copy costs about 2,000 releases);
+//     copy is made when that is cheaper than walking one (a copy costs about 1,000 releases);
 //   - one dry-run gang placement per test that passes the bounds.
 //
 // Limits. Estimates are trusted (jobs that overrun are handled as above; jobs that end early free
