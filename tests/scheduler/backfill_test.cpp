@@ -289,8 +289,10 @@ TEST_CASE("a job past its estimate keeps its resources and does not break others
   CHECK(at550->reservations[2].start == 660);
   // Nothing is ever placed on X's node before X's assumed end.
   for (const auto* plan : {&*at500, &*at550})
-    for (const Reservation& r : plan->reservations)
-      if (r.start < (plan == &*at500 ? 510 : 560)) CHECK(std::find(r.nodes().begin(), r.nodes().end(), 0) == r.nodes().end());
+    for (const Reservation& r : plan->reservations) {
+      const std::vector<NodeId> nodes = r.nodes();
+      if (r.start < (plan == &*at500 ? 510 : 560)) CHECK(std::find(nodes.begin(), nodes.end(), 0) == nodes.end());
+    }
 }
 
 TEST_CASE("the knobs: window, resolution, depth; unknown estimates; infeasible jobs; input errors") {
