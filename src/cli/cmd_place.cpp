@@ -49,9 +49,9 @@ nlohmann::json reasons_json(const std::vector<Reason>& reasons, const CompiledJo
 
 int run_place(const PlaceOptions& opt) {
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
-  if (!jobs) throw InputError(jobs.error().message);
+  if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
   auto state = ClusterState::build(cluster->cluster, cluster->registry);
   if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
   auto policy = make_policy(opt.policy, opt.seed);

@@ -211,7 +211,7 @@ int run_pick(const TopoOptions& o) {
 int run_nodes(const TopoOptions& o) {
   check_format(o.format);
   auto doc = io::read_cluster_json(read_file(o.file), o.file);
-  if (!doc) throw InputError(doc.error().message);
+  if (!doc) throw_input_error(o.file, doc.error().message);
   auto state = ClusterState::build(doc->cluster, doc->registry);
   if (!state) throw InputError(fmt::format("{}: {}", o.file, state.error().message));
   if (o.levels.empty() == o.topology.empty())
