@@ -65,7 +65,7 @@ TEST_CASE("mig table: read nvidia-smi text, compare with the built-in table") {
                           " --lgipp " + kFix + "a100_40gb_lgipp_mig_user_guide.txt",
                       true);
   CHECK(bad.status == 2);
-  CHECK(bad.out.find("lgip line 1: instances '7-7' is not free/total") != std::string::npos);
+  CHECK(bad.out.find("lgip line 1: instances \"7-7\" is not free/total") != std::string::npos);
 }
 
 TEST_CASE("mig place: the example cluster") {

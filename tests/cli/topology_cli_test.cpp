@@ -129,7 +129,7 @@ TEST_CASE("topo nodes --topology: bad fabric JSON exits 2 naming the JSON path")
   const std::string base = "topo nodes " + fx("fabric_cluster.json");
   Run bad = run_merged(base + " --topology " + fx("fabric_bad_node.json") + " --tasks 1");
   CHECK(bad.status == 2);
-  CHECK(bad.out.find("domains[1].nodes[1]: unknown node 'gb-99' (not in the cluster)") != std::string::npos);
+  CHECK(bad.out.find("domains[1].nodes[1]: unknown node \"gb-99\" (not in the cluster)") != std::string::npos);
   CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --level rack --tasks 1").status == 2);  // both
   CHECK(run_tool(base + " --tasks 1").status == 2);                                                      // neither
   CHECK(run_tool(base + " --topology " + fx("missing.json") + " --tasks 1").status == 2);
