@@ -56,6 +56,9 @@ std::string read_string(const json& v, std::string_view path, bool allow_empty =
   if (!v.is_string()) fail(fmt::format("{}: expected a string, got {}", path, shown(v)));
   std::string s = v.get<std::string>();
   if (s.empty() && !allow_empty) fail(fmt::format("{}: must not be empty", path));
+  // Every string of these formats is a name, a label or a model: printed in tables and explanations,
+  // where a NUL byte cuts a row and a newline forges one (docs/formats.md, "Every reader").
+  if (auto st = detail::check_name(s, path); !st) fail(st.error().message);
   return s;
 }
 

@@ -108,7 +108,7 @@ TEST_CASE("mig plan: table, JSON and mig-parted YAML") {
   CHECK(doc["gpus_touched"] == 3);
   CHECK(doc["mig_parted"]["dgx-a100-01"]["config"] == "gpusched-dgx-a100-01");
   const Run y = run_tool(args + " --format yaml");
-  CHECK(y.out.find("version: v1\nmig-configs:\n  gpusched-dgx-a100-01:\n") == 0);
+  CHECK(y.out.find("version: v1\nmig-configs:\n  \"gpusched-dgx-a100-01\":\n") == 0);
   const Run keep = run_tool(args + " --keep-idle");
   CHECK(keep.status == 0);
 }
