@@ -34,7 +34,7 @@ struct FairshareOptions {
 };
 
 std::string shown(const json& v) {
-  std::string text = v.dump();
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
@@ -291,7 +291,7 @@ int run_fairshare(const FairshareOptions& opt) {
     out["queues"] = queues;
     out["capacity"] = vector_json(space, capacity);
     out["free_before"] = vector_json(space, free);
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
     return 0;
   }
   std::string text = "Admission order\n";

@@ -213,7 +213,7 @@ int run_layouts(const LayoutsOptions& opt) {
       for (const auto& inst : l) compute += spec.profiles[static_cast<std::size_t>(spec.find_id(inst.profile_id))].compute_slices;
       arr.push_back(json{{"instances", layout_json(spec, l)}, {"compute_slices", compute}});
     }
-    std::printf("%s\n", json{{"model", spec.model}, {"count", layouts.size()}, {"layouts", arr}}.dump(2).c_str());
+    std::printf("%s\n", json{{"model", spec.model}, {"count", layouts.size()}, {"layouts", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s: %zu valid maximal layouts (instances as profile@start slice)\n", spec.model.c_str(), layouts.size());
@@ -292,7 +292,7 @@ int run_table(const TableOptions& opt) {
       for (const auto& x : diff) d.push_back(json{{"geometry", x.geometry}, {"text", x.text}});
       out["differences_from_builtin"] = d;
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s: %d memory slices, %d compute slices, at most %d GPU instances\n", spec.model.c_str(),
                 spec.memory_slots, spec.compute_slices, spec.max_instances);
@@ -411,7 +411,7 @@ int run_place(const PlaceOptions& opt) {
                              {"unschedulable", reqs.size() - placed},
                              {"decisions", decisions},
                              {"layouts", layouts}}
-                            .dump(2)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                             .c_str());
   } else {
     std::printf("policy: %s\n%-20s %-16s %3s  %-14s %-9s %-11s %5s\n%s", std::string(placer->name()).c_str(), "REQUEST",
@@ -490,7 +490,7 @@ int run_plan(const PlanOptions& opt) {
                              {"demand", items},
                              {"changes", changes},
                              {"mig_parted", nodes}}
-                            .dump(2)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                             .c_str());
     return 0;
   }

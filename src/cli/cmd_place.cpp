@@ -157,7 +157,7 @@ int run_place(const PlaceOptions& opt) {
   }
   if (opt.format == "json") {
     nlohmann::json out = nlohmann::json{{"policy", std::string(policy->name())}, {"placed", placed}, {"unschedulable", unplaced}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("policy: %s\n%-24s %-16s %4s  %-24s %s\n%s", std::string(policy->name()).c_str(), "JOB", "GROUP",
                 "TASK", "NODE", "GPUS", table.c_str());
