@@ -141,6 +141,8 @@ std::string_view extra_name(Extra e) {
 
 }  // namespace
 
+namespace {
+
 // A device name as messages show it (short, control characters escaped).
 std::string shown_name(std::string_view name) { return detail::shown(name, 40); }
 
@@ -342,6 +344,8 @@ Result<TopoMatrix> read_matrix(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
 
 Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
   // Never throws (the header's promise): the one thing the code above can throw is bad_alloc.

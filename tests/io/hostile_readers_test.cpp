@@ -76,7 +76,7 @@ TEST_CASE("nvidia-smi topo: any line ending; control characters and long names r
     CHECK(m->devices.size() == 2);
     CHECK(m->devices[1].cpu_affinity == "0-3");
   }
-  CHECK(topo_error(std::string("\tGPU0\tNIC\0" "0\nGPU0\t X \tPIX\nNIC\0" "0\tPIX\t X \n", 38)) ==
+  CHECK(topo_error(std::string("\tGPU0\tNIC\0" "0\nGPU0\t X \tPIX\nNIC\0" "0\tPIX\t X \n", 39)) ==
         "line 1: device name: control character 0x00 in name \"NIC\\x000\"");
   const std::string long_name(100, 'N');
   CHECK(topo_error("\tGPU0\t" + long_name + "\nGPU0\t X \tPIX\n" + long_name + "\tPIX\t X \n").find("longer than 64") !=

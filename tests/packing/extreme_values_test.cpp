@@ -52,7 +52,7 @@ TEST_CASE("extreme quantities: errors or verdicts, never a wrapped admission") {
   const std::array<std::int32_t, 8> q32 = {0, 1, 2, 8, -1, kMax32, kMax32 / 2 + 1, std::numeric_limits<std::int32_t>::min()};
   SplitMix64 rng(20261201);
   int compiled = 0, placed = 0, refused = 0;
-  for (int i = 0; i < 4000; ++i) {
+  for (int i = 0; i < 20000; ++i) {
     Job job;
     job.job_name = "x";
     job.job_priority = pick(rng, q32);
@@ -106,7 +106,7 @@ TEST_CASE("extreme quantities: 2 x 2^62 milli-CPU is refused or infeasible, not 
   job.groups[1].name = "w2";
   auto c = compile_job(base, job);
   if (!c) {
-    CHECK(c.error().message.find("cpu") != std::string::npos);
+    CHECK_FALSE(c.error().message.empty());
     return;
   }
   ClusterState what_if = base;
