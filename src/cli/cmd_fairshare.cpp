@@ -203,11 +203,11 @@ json vector_json(const ResourceSpace& space, const Amounts& a) {
 
 int run_fairshare(const FairshareOptions& opt) {
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
-  if (!jobs) throw InputError(jobs.error().message);
+  if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
   auto queues_parsed = io::detail::parse_json(read_file(opt.queues_file), opt.queues_file);
-  if (!queues_parsed) throw InputError(queues_parsed.error().message);
+  if (!queues_parsed) throw_input_error(opt.queues_file, queues_parsed.error().message);
   const json& queues_doc = *queues_parsed;
   const GpuModelRegistry& reg = cluster->registry;
 
@@ -285,7 +285,7 @@ int run_fairshare(const FairshareOptions& opt) {
     out["queues"] = queues;
     out["capacity"] = vector_json(space, capacity);
     out["free_before"] = vector_json(space, free);
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
     return 0;
   }
   std::string text = "Admission order\n";

@@ -72,6 +72,8 @@
 // Domains come from node labels (Kueue TAS style: a level is a node label key), or from the topology
 // module's ClusterTopology when GangOptions::topology is given (then a rack is a rack within its
 // block: the same rack name under two blocks is two domains).
+// Threads: make_gang_spec and the feasibility checks read only; place_gang reserves on success and
+// searches by reserving and rolling back: one thread per state (copy the state per thread).
 #pragma once
 
 #include <cstdint>
