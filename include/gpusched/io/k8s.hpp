@@ -136,6 +136,20 @@ Result<Input> read(std::span<const Source> sources, const Options& options = {})
 // queue and the field.
 Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, const fairness::ResourceSpace& space);
 
+// Every pending job decided on `state` (built from input.cluster and input.registry): the state's
+// topology levels are set to input.topology_levels, then jobs go in priority order (higher first,
+// input order among equals), each committed when placed. Gangs (a PodGroup, a Volcano Job, a Kueue
+// pod group) and jobs with a topology request or elastic groups go through the gang solver (all or
+// nothing at the gang's minimum); single pods through place_job with `policy`. placements[j] and
+// messages[j] (why it waits; "" when placed) are about input.jobs[j]. Errors: a job the state
+// refuses to compile (names the job).
+struct Decisions {
+  std::vector<JobPlacement> placements;
+  std::vector<std::string> messages;
+  std::vector<bool> gang;  // decided by the gang solver
+};
+Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy);
+
 // Decisions back as bindings JSON (docs/kubernetes.md):
 //   {"bindings": [{"pod": "ns/name", "namespace", "name", "node", "gpus": [..],
 //                  "mig": {"gpu", "profile", "start"}?}],

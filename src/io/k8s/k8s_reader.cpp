@@ -352,6 +352,10 @@ Input Reader::run(std::span<const Source> sources) {
         warn_.add(o, fmt::format("metadata.labels[\"{}\"]", level),
                   fmt::format("node has no label of topology level {}: it is in no domain of that level", level));
       }
+  // A class the input does not define was reported and resolved to a number already; the job keeps
+  // the number only, so that consumers resolving classes (fair share) do not fail on it.
+  for (Job& j : in_.jobs)
+    if (!j.job_priority_class.empty() && !in_.priority_classes.contains(j.job_priority_class)) j.job_priority_class.clear();
   in_.cluster = Cluster(std::move(nodes_));
   in_.warnings = std::move(warn_.list);
   return std::move(in_);
