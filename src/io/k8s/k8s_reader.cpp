@@ -255,6 +255,7 @@ class Reader {
   std::vector<NodeRec> node_recs_;
   std::unordered_map<std::string, std::size_t> node_index_;
   std::vector<Taint> taints_;
+  std::uint64_t taint_union_ = 0;  // the taints some node has
   std::map<std::string, int> class_index_;
   std::vector<std::pair<std::uint64_t, const json*>> classes_;  // tolerated taints, affinity terms
   std::map<std::string, std::string> local_queues_;              // "ns/name" -> ClusterQueue
@@ -327,6 +328,7 @@ Input Reader::run(std::span<const Source> sources) {
   }
   for (const Obj& o : objs_)
     if (o.kind == "Node") read_node(o);
+  for (const NodeRec& r : node_recs_) taint_union_ |= r.taint_mask;
   for (const Obj& o : objs_) {
     if (o.kind == "PodGroup") podgroups_[o.ns + "/" + o.name] = &o;
     else if (o.kind == "Job" && o.group == "batch.volcano.sh") volcano_jobs_[o.ns + "/" + o.name] = &o;
@@ -652,8 +654,7 @@ int Reader::constraint_class(const Obj& o, const json* spec, const std::string& 
   }
   // Taints only matter on nodes that carry them: a class is needed when some node has a taint the
   // pod does not tolerate.
-  bool blocked = false;
-  for (const NodeRec& r : node_recs_) blocked = blocked || (r.taint_mask & ~tolerated) != 0;
+  const bool blocked = (taint_union_ & ~tolerated) != 0;
   if (!blocked && !has_complex_affinity) return -1;
   const std::string key = fmt::format("{:x}|{}", tolerated & all, has_complex_affinity ? terms->dump() : std::string());
   auto it = class_index_.find(key);
