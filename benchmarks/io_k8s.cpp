@@ -9,6 +9,7 @@
 
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/io/k8s.hpp"
+#include "io/k8s/k8s_detail.hpp"
 
 namespace {
 
@@ -102,6 +103,18 @@ void BM_K8sNodes10kPods100kJson(benchmark::State& st) {
   read_into_state(st, nodes, pods);
 }
 BENCHMARK(BM_K8sNodes10kPods100kJson)->Unit(benchmark::kMillisecond);
+
+// The share of the JSON parse alone (the DOM the reader walks) in the target above.
+void BM_K8sParseOnlyNodes10kPods100k(benchmark::State& st) {
+  static const std::string nodes = node_list(10000, false);
+  static const std::string pods = pod_list(100000, 10000);
+  for (auto _ : st) {
+    auto a = gpusched::io::k8s::detail::parse_documents(nodes, "nodes");
+    auto b = gpusched::io::k8s::detail::parse_documents(pods, "pods");
+    benchmark::DoNotOptimize(a.ok() && b.ok());
+  }
+}
+BENCHMARK(BM_K8sParseOnlyNodes10kPods100k)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

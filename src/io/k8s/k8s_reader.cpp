@@ -2,6 +2,7 @@
 #include "gpusched/io/k8s.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -35,6 +36,7 @@ struct Obj {
   std::string group;  // API group ("" for core, "kueue.x-k8s.io", ...)
   std::string ns;
   std::string name;
+  std::string_view lazy;  // a Pod of a JSON PodList read when the pods are (v is null until then)
 
   std::string id() const { return ns.empty() ? fmt::format("{} {}", kind, name) : fmt::format("{} {}/{}", kind, ns, name); }
   [[noreturn]] void fail(std::string_view field, std::string_view message, ErrorCode code = ErrorCode::kInvalidValue) const {
@@ -249,7 +251,7 @@ class Reader {
   GpuModelRegistry reg_;
   Input in_;
   Warnings warn_;
-  std::vector<json> docs_;
+  std::deque<json> docs_;  // stable addresses: objects point into them
   std::vector<Obj> objs_;
   std::vector<NodeSpec> nodes_;
   std::vector<NodeRec> node_recs_;
@@ -266,6 +268,8 @@ class Reader {
 };
 
 // ---- documents and objects ----
+
+void identify(Obj& o);
 
 void Reader::collect(const json& doc, const std::string& source, int depth) {
   Obj o;
@@ -284,9 +288,14 @@ void Reader::collect(const json& doc, const std::string& source, int depth) {
     for (const auto& item : *items) collect(item, source, depth + 1);
     return;
   }
-  o.name = get_string(o, path(&doc, {"metadata", "name"}), "metadata.name", true);
+  identify(o);
+  objs_.push_back(std::move(o));
+}
+
+void identify(Obj& o) {
+  o.name = get_string(o, path(o.v, {"metadata", "name"}), "metadata.name", true);
   if (o.name.empty()) o.fail("metadata.name", "must not be empty");
-  o.ns = get_string(o, path(&doc, {"metadata", "namespace"}), "metadata.namespace");
+  o.ns = get_string(o, path(o.v, {"metadata", "namespace"}), "metadata.namespace");
   for (const std::string* s : {&o.name, &o.ns}) {
     auto ok = io::detail::check_name(*s, "metadata");
     if (!ok) o.fail("metadata", ok.error().message);
@@ -294,23 +303,47 @@ void Reader::collect(const json& doc, const std::string& source, int depth) {
   const bool namespaced = o.kind == "Pod" || o.kind == "PodGroup" || o.kind == "LocalQueue" ||
                           (o.kind == "Job" && o.group == "batch.volcano.sh");
   if (namespaced && o.ns.empty()) o.ns = "default";
-  objs_.push_back(std::move(o));
 }
 
 Input Reader::run(std::span<const Source> sources) {
   in_.registry = reg_;
   in_.topology_levels = opt_.topology_levels;
-  docs_.reserve(sources.size() * 4);
-  std::vector<std::pair<std::size_t, std::string>> doc_sources;
   for (const Source& s : sources) {
+    const std::string name(s.name);
+    // A JSON list: its envelope checked on its own, its items one by one; Pods are parsed only when
+    // the pods are read, one at a time (see scan_json_list).
+    if (auto scan = detail::scan_json_list(s.text)) {
+      const std::string envelope =
+          std::string(s.text.substr(0, scan->array_open + 1)) + std::string(s.text.substr(scan->array_close));
+      auto env = io::detail::parse_json(envelope, s.name);
+      if (!env) throw ParseError{env.error()};
+      const json* kind = child(&*env, "kind");
+      if (kind && kind->is_string() && kind->get_ref<const std::string&>().ends_with("List")) {
+        for (const auto& item : scan->items) {
+          const std::string_view text = s.text.substr(item.begin, item.end - item.begin);
+          if (item.kind == "Pod") {
+            Obj o;
+            o.source = name;
+            o.kind = "Pod";
+            o.lazy = text;
+            objs_.push_back(std::move(o));
+            continue;
+          }
+          auto doc = io::detail::parse_json(text, s.name);
+          if (!doc) throw ParseError{doc.error()};
+          docs_.push_back(std::move(*doc));
+          collect(docs_.back(), name, 1);
+        }
+        continue;
+      }
+    }
     auto parsed = detail::parse_documents(s.text, s.name);
     if (!parsed) throw ParseError{parsed.error()};
     for (auto& d : *parsed) {
       docs_.push_back(std::move(d));
-      doc_sources.emplace_back(docs_.size() - 1, std::string(s.name));
+      collect(docs_.back(), name, 0);
     }
   }
-  for (const auto& [i, name] : doc_sources) collect(docs_[i], name, 0);
 
   // Order of reading: what others refer to first.
   for (const Obj& o : objs_) {
@@ -350,7 +383,7 @@ Input Reader::run(std::span<const Source> sources) {
   for (std::size_t n = 0; n < nodes_.size(); ++n)
     for (const auto& level : in_.topology_levels)
       if (!find_label(nodes_[n].labels, level)) {
-        Obj o{nullptr, "input", "Node", "", "", nodes_[n].name};
+        Obj o{nullptr, "input", "Node", "", "", nodes_[n].name, {}};
         warn_.add(o, fmt::format("metadata.labels[\"{}\"]", level),
                   fmt::format("node has no label of topology level {}: it is in no domain of that level", level));
       }
@@ -873,8 +906,22 @@ void Reader::read_pods() {
   std::vector<Gang> gangs;
   std::map<std::string, std::size_t> gang_index;
   std::map<std::string, std::int64_t> volcano_running;  // "ns/job/task" -> bound pods
-  for (const Obj& o : objs_) {
+  for (Obj& o : objs_) {
     if (o.kind != "Pod") continue;
+    json lazy_doc;  // a PodList's pod, parsed now and dropped after this iteration
+    if (!o.v) {
+      auto doc = io::detail::parse_json(o.lazy, o.source);
+      if (!doc) throw ParseError{doc.error()};
+      lazy_doc = std::move(*doc);
+      o.v = &lazy_doc;
+      identify(o);
+    }
+    struct Forget {
+      Obj& o;
+      ~Forget() {
+        if (!o.lazy.empty()) o.v = nullptr;
+      }
+    } forget{o};
     const std::string phase = get_string(o, path(o.v, {"status", "phase"}), "status.phase");
     if (phase == "Succeeded" || phase == "Failed") continue;  // holds nothing
     PendingPod p{&o, read_pod_spec(o, child(o.v, "spec"), "spec"), get_string_map(o, path(o.v, {"metadata", "labels"}), "metadata.labels"),
@@ -1334,7 +1381,7 @@ void Reader::read_queues() {
 // on the first idle instance of its profile.
 void Reader::apply_running() {
   for (RunningPod& r : in_.running) {
-    Obj o{nullptr, "input", "Pod", "", r.pod.ns, r.pod.name};
+    Obj o{nullptr, "input", "Pod", "", r.pod.ns, r.pod.name, {}};
     auto it = node_index_.find(r.node);
     if (it == node_index_.end()) {
       warn_.add(o, "spec.nodeName", "bound to a node that is not in the input: its usage is not counted");

@@ -133,4 +133,78 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
   }
 }
 
+std::optional<JsonListScan> scan_json_list(std::string_view t) {
+  std::size_t i = 0;
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (i < t.size() && ws(t[i])) ++i;
+  if (i == t.size() || t[i] != '{') return std::nullopt;
+  JsonListScan out;
+  bool found = false, in_items = false, in_string = false, escaped = false, after_colon = false, have_last = false;
+  int depth = 0;
+  std::size_t str_begin = 0, item_begin = 0;
+  std::string_view last, key1, key3, item_kind;
+  for (; i < t.size(); ++i) {
+    const char c = t[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') {
+        in_string = false;
+        const std::string_view s = t.substr(str_begin, i - str_begin);
+        if (after_colon) {
+          if (in_items && depth == 3 && key3 == "kind") item_kind = s;
+          after_colon = false;
+        } else {
+          last = s;
+          have_last = true;
+        }
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        str_begin = i + 1;
+        break;
+      case ':':
+        if (have_last && depth == 1) key1 = last;
+        if (have_last && depth == 3) key3 = last;
+        have_last = false;
+        after_colon = true;
+        break;
+      case ',':
+        after_colon = have_last = false;
+        break;
+      case '{':
+      case '[':
+        if (c == '[' && depth == 1 && after_colon && key1 == "items" && !found) {
+          found = in_items = true;
+          out.array_open = i;
+        } else if (in_items && depth == 2) {
+          if (c != '{') return std::nullopt;
+          item_begin = i;
+          item_kind = {};
+        }
+        ++depth;
+        after_colon = have_last = false;
+        break;
+      case '}':
+      case ']':
+        --depth;
+        after_colon = have_last = false;
+        if (depth < 0) return std::nullopt;
+        if (in_items && depth == 2 && c == '}') out.items.push_back({item_begin, i + 1, std::string(item_kind)});
+        else if (in_items && depth == 1 && c == ']') {
+          in_items = false;
+          out.array_close = i;
+        }
+        break;
+      default:
+        if (!ws(c) && in_items && depth == 2) return std::nullopt;  // a scalar element or garbage
+    }
+  }
+  if (!found || in_items || depth != 0 || in_string) return std::nullopt;
+  return out;
+}
+
 }  // namespace gpusched::io::k8s::detail
