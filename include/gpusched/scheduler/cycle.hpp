@@ -34,7 +34,8 @@
 //      jobs the rules allow — lower priority in its own queue (or lower-or-equal-and-newer); Kueue's
 //      reclaimWithinCohort (a job within its queue's nominal quota reclaims from queues of its cohort
 //      that borrow); fair-share reclaim (from a queue whose weighted GPU share, after losing the
-//      victim, stays at or above the preemptor's queue's share after it starts). Victims are whole
+//      victim, stays at or above the preemptor's queue's share after it starts; a queue within its
+//      nominal quota is never reclaimed from: nominal quota is the owner's). Victims are whole
 //      gangs, elastic gangs shed tasks above their minimum first, the preemptor's placement is
 //      simulated with the victims removed, and its quota is re-checked with theirs returned.
 //   3. Blocked jobs go to backfill (scheduler/backfill.hpp, when present): reservations on concrete
@@ -47,6 +48,9 @@
 // submit times (a strict order); cohort reclaim needs the preemptor within nominal quota and the
 // victim's queue borrowing, which the preemptor's start cannot make its own queue; fair-share reclaim
 // needs the victim's queue to stay at least as far above its share as the preemptor's will be.
+// Rules of different kinds can still point opposite ways once the queues' usage has changed (a
+// cohort reclaim one way, later a fair-share reclaim the other), so a requeued job also remembers
+// who evicted it (PendingJob::evicted_by) and never evicts them back.
 // tests/scheduler/cycle_property_test.cpp checks this over random workloads and many cycles.
 //
 // Holding freed capacity. With `preemptor_starts_next_cycle` (evictions take time: a graceful
@@ -91,6 +95,10 @@ struct PendingJob {
   Seconds restart_cost = 0;
   Seconds checkpoint_interval = 0;
   std::int32_t restarts = 0;
+  // The jobs that evicted it (advance() appends the preemptor when it requeues an evicted job). It
+  // never evicts them back: the last guard against a pair preempting each other back and forth
+  // when the queues' usage has changed in between (a reclaim one way, a reclaim the other way).
+  std::vector<std::string> evicted_by;
 };
 
 // Kueue's reclaimWithinCohort.

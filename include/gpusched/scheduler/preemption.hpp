@@ -80,6 +80,7 @@ struct RunningJob {
   std::int32_t max_tasks = -1;   // elastic: grows up to this many tasks (the request of its last
                                  // task); -1 = tasks.size() (never grows)
   std::int32_t restarts = 0;     // failures it was restarted after (the backoff exponent)
+  std::vector<std::string> evicted_by;  // jobs that evicted it before (cycle.hpp: never evicted back)
 
   bool elastic() const { return min_tasks >= 0 && static_cast<std::size_t>(min_tasks) < tasks.size(); }
   // The time the queue rules compare: submit_time, else start_time.

@@ -415,6 +415,21 @@ struct CycleRun {
     return at;
   }
 
+  // A queue whose usage is within its nominal quota on every GPU dimension that has one, and that
+  // has one at all: what it holds is its own (fair-share reclaim does not take it).
+  bool within_own_nominal(std::size_t v) const {
+    if (!fair) return false;
+    const fairness::QueueConfig& c = queues[v];
+    if (c.nominal.size() != dims) return false;
+    bool any = false;
+    for (Eigen::Index d = 2; d < dims; ++d) {
+      if (c.nominal[d] < 0) continue;
+      any = true;
+      if (book->usage(v)[d] > c.nominal[d]) return false;
+    }
+    return any;
+  }
+
   static bool elastic(const GangSpec& spec) {
     for (const GangGroup& g : spec.groups)
       if (g.min_replicas < g.replicas) return true;
@@ -432,6 +447,9 @@ struct CycleRun {
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
     const double wq = fair ? queues[q].weight : 1.0;
+    for (const std::string& by : pending[p].evicted_by)
+      for (std::size_t j = 0; j < running.size(); ++j)
+        if (running[j].name == by) mark[j] = kExcludedVictim;
     for (std::size_t j = 0; j < running.size(); ++j) {
       if (mark[j] == kExcludedVictim) continue;
       const std::size_t v = running_queue[j];
@@ -450,7 +468,7 @@ struct CycleRun {
           continue;
         }
       }
-      if (options.fair_share_reclaim) {
+      if (options.fair_share_reclaim && !within_own_nominal(v)) {
         std::int64_t held = 0;
         for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
         // (used_q + need) / w_q <= (used_v - held) / w_v: after the swap the preemptor's queue is
@@ -464,18 +482,17 @@ struct CycleRun {
       }
     }
     Preemptor pre{&flavored, job.queue, job.priority, job.submit_time};
-    if (!fair) pre.queue = std::string();
-    // Without queues every job is in the one implicit queue.
-    std::vector<RunningJob> relabeled;
-    std::span<const RunningJob> view = running;
-    PreemptionPlan plan;
     if (!fair) {
-      // The rules compare queue names: give find_victims one queue ("") for everyone.
-      relabeled.assign(running.begin(), running.end());
-      for (RunningJob& r : relabeled) r.queue.clear();
-      view = relabeled;
+      // Without queues every job is in the one implicit queue, whatever its queue name says: the
+      // within-queue rule decides for each, as if it were in the preemptor's queue.
+      for (std::size_t j = 0; j < running.size(); ++j) {
+        if (mark[j] == kExcludedVictim) continue;
+        Preemptor same = pre;
+        same.queue = running[j].queue;
+        mark[j] = eligible_victim(running[j], same, now, options.preemption, false) ? kReclaimableVictim : kExcludedVictim;
+      }
     }
-    plan = find_victims(state, pre, view, now, options.preemption, mark);
+    PreemptionPlan plan = find_victims(state, pre, running, now, options.preemption, mark);
     out.stats.placements_tried += plan.placements_tried;
     // Not placed: the placement's own verdict stands (find_victims' "infeasible" counts only the
     // running jobs, not the jobs this cycle has started).
@@ -806,6 +823,7 @@ inline RunningJob running_from_start(const PendingJob& p, const Start& start, Se
   r.checkpoint_interval = p.checkpoint_interval;
   r.runtime_estimate = p.runtime_estimate;
   r.restarts = p.restarts;
+  r.evicted_by = p.evicted_by;
   // Tasks a group needs (replica < min_replicas) first, the elastic extras last: the extras are
   // what a shrink sheds and what a grow adds (of the last extra's request).
   bool elastic = false;
@@ -849,6 +867,9 @@ inline void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& p
       for (const PendingJob& p : requeue_of)
         if (p.job.name == e.job) {
           requeued.push_back(p);
+          requeued.back().evicted_by = running[e.running].evicted_by;
+          requeued.back().restarts = running[e.running].restarts;
+          if (!e.for_job.empty()) requeued.back().evicted_by.push_back(e.for_job);
           break;
         }
     } else {
@@ -977,6 +998,7 @@ inline void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJ
     for (const PendingJob& p : requeue_of)
       if (p.job.name == r.job) {
         PendingJob q = p;
+        q.evicted_by = running[r.running].evicted_by;
         q.not_before = r.not_before;
         q.restarts = r.restarts;
         pending.push_back(std::move(q));
