@@ -400,7 +400,7 @@ json decisions_json(const Inputs& in, const CycleDecisions& d) {
     grows.push_back({{"job", g.job}, {"tasks", tasks}});
   }
   json reservations = json::array();
-  for (const Reservation& r : d.reservations) {
+  for (const CycleReservation& r : d.reservations) {
     json nodes = json::array();
     for (NodeId n : r.nodes) nodes.push_back(std::string(st.node_name(n)));
     reservations.push_back({{"job", r.job}, {"start", r.start}, {"nodes", nodes}});
@@ -453,7 +453,7 @@ std::string decisions_table(const Inputs& in, const CycleDecisions& d) {
   }
   if (!d.reservations.empty()) {
     text += fmt::format("\nReservations ({})\n", d.reservations.size());
-    for (const Reservation& r : d.reservations) {
+    for (const CycleReservation& r : d.reservations) {
       std::vector<std::string> nodes;
       for (NodeId n : r.nodes) nodes.emplace_back(st.node_name(n));
       text += fmt::format("  {:<20} at t={} on {}\n", r.job, r.start, fmt::join(nodes, ", "));
@@ -520,7 +520,7 @@ int run_explain(const CycleCliOptions& opt) {
     text += fmt::format("  {} job(s) of its queue go before it (higher priority, or submitted earlier)\n", ahead);
     if (w->preemption_tried)
       text += fmt::format("  preemption was tried this cycle: {}\n", verdict_name(w->preemption));
-    for (const Reservation& r : d->reservations)
+    for (const CycleReservation& r : d->reservations)
       if (r.job == job.job.name) {
         out["reservation"] = {{"start", r.start}};
         text += fmt::format("  reserved: expected to start at t={} (in {} s)\n", r.start, r.start - opt.now);

@@ -156,10 +156,12 @@ struct Grow {
   std::vector<RunningTask> tasks;  // the tasks added
 };
 
-struct Reservation {
+// A promise from the backfill stage: the job's gang on these nodes from `start` (expected).
+struct CycleReservation {
   std::size_t pending = 0;
   std::string job;
   Seconds start = 0;               // when it is expected to start
+  Seconds end = 0;                 // and to end (INT64_MAX: unknown runtime)
   std::vector<NodeId> nodes;
 };
 
@@ -191,7 +193,7 @@ struct CycleDecisions {
   std::vector<Start> starts;
   std::vector<Eviction> evictions;  // whole evictions and elastic shrinks (whole == false)
   std::vector<Grow> grows;
-  std::vector<Reservation> reservations;
+  std::vector<CycleReservation> reservations;
   std::vector<Nomination> nominations;
   std::vector<Waiting> waiting;     // every pending job neither started nor nominated
   CycleStats stats;
