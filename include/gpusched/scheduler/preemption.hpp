@@ -68,6 +68,7 @@ struct RunningJob {
   Seconds restart_cost = 0;      // seconds every GPU it holds spends restarting (load, warm up)
   bool preemptible = true;
   std::int32_t min_tasks = -1;   // elastic: tasks beyond the first min_tasks may be shed; -1 = rigid
+  Seconds runtime_estimate = -1;  // expected run time from start_time (backfill.hpp); <= 0: unknown
   std::vector<RunningTask> tasks;
   // Added by the scheduling cycle (scheduler/cycle.hpp); the defaults keep the meanings above.
   // When it was submitted (queue order; "newer" in kLowerOrNewerEqualPriority); -1 = use start_time.
