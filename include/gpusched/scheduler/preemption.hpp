@@ -77,7 +77,6 @@ struct RunningJob {
   // `last_checkpoint` says): its latest checkpoint is then the later of last_checkpoint and
   // start_time + k * interval, the last such time not after now.
   Seconds checkpoint_interval = 0;
-  Seconds runtime_estimate = 0;  // expected run time from start_time (0 = unknown): backfill's end
   std::int32_t max_tasks = -1;   // elastic: grows up to this many tasks (the request of its last
                                  // task); -1 = tasks.size() (never grows)
   std::int32_t restarts = 0;     // failures it was restarted after (the backoff exponent)
