@@ -537,7 +537,9 @@ int run_explain(const CycleCliOptions& opt) {
         text += "  it would start now if these were evicted:\n";
         for (const Victim& v : plan.victims) {
           const RunningJob& r = in.running[v.job];
-          const bool allowed = eligible_victim(r, pre, opt.now, o.preemption, false);
+          Preemptor rule = pre;
+          if (in.queues.queues.empty()) rule.queue = r.queue;  // without queues: one queue for all
+          const bool allowed = eligible_victim(r, rule, opt.now, o.preemption, false);
           text += fmt::format("    {} (queue {}, priority {}): {}loses {} GPU-s since its checkpoint + {} GPU-s restart{}\n", r.name,
                               r.queue.empty() ? "-" : r.queue, r.priority,
                               v.whole ? "" : fmt::format("shrinks by {} task(s), ", v.tasks_shed), gpu_seconds(v.lost_milli_gpu_seconds),

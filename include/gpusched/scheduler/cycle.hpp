@@ -38,10 +38,18 @@
 //      nominal quota is never reclaimed from: nominal quota is the owner's). Victims are whole
 //      gangs, elastic gangs shed tasks above their minimum first, the preemptor's placement is
 //      simulated with the victims removed, and its quota is re-checked with theirs returned.
-//   3. Blocked jobs go to backfill (scheduler/backfill.hpp, when present): reservations on concrete
-//      nodes and the later jobs that may start without delaying them.
-//   4. Elastic grow: after every pending job had its chance, running elastic gangs grow into idle
-//      capacity up to their maximum, within their queue's quota.
+//   3. Blocked jobs go to backfill (scheduler/backfill.hpp): reservations on concrete nodes from the
+//      runtime estimates, and the later jobs that may start now without delaying them. The first job
+//      that blocks in stage 1 gets its reservation at once (plan_backfill over that one job), and its
+//      nodes are closed (cordoned, reopened before returning) to every later job of stage 1 and to
+//      elastic growth, so the small jobs behind it cannot take what it waits for (kueue#8309);
+//      after stage 4 the blocked jobs, in cycle order, are planned together (EASY or conservative)
+//      and those that fit without delaying the reservations start now (short jobs on the reserved
+//      nodes that end before the reservation begins).
+//   4. Elastic grow: after every pending job had its chance in stage 1, running elastic gangs grow
+//      into idle capacity up to their maximum, within their queue's quota, off the reserved nodes.
+//      (It runs before stage 3's final plan, which then only places jobs that fit before a
+//      reservation begins.)
 //
 // Why there are no loops. A job is evicted only in the cycle its preemptor is placed (its placement
 // is reserved at once), and each rule is one-way: priority is a strict order; "newer" compares
@@ -80,6 +88,7 @@
 #include "gpusched/fairness/quota.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/packing/placement.hpp"
+#include "gpusched/scheduler/backfill.hpp"
 #include "gpusched/scheduler/preemption.hpp"
 
 namespace gpusched::scheduler {
@@ -114,6 +123,11 @@ struct CycleOptions {
   std::size_t max_preemption_attempts = 32;
   bool preemptor_starts_next_cycle = false;  // evictions take time: the preemptor is nominated
   bool grow_elastic = true;        // stage 4
+  // Stage 3 (scheduler/backfill.hpp): kEasy (the default) reserves the first blocked job and
+  // protects its reservation for the rest of the cycle; kConservative reserves every blocked job up
+  // to `depth` (only the first is protected in stage 1, see below); kNone: no reservations, no
+  // backfill (BestEffortFIFO starts whatever fits, as Kueue does).
+  BackfillOptions backfill;
   bool dry_run = false;            // decide, then roll every change back
 };
 
