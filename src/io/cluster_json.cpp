@@ -307,6 +307,11 @@ void read_job_gang_constraints(const json& v, const std::string& path, Job& job)
 // Keys the gang module reads from the job (io/gang_json.hpp).
 constexpr std::string_view kGangJobKeys[] = {"topology", "spread", "anti_affinity"};
 constexpr std::string_view kGangGroupKeys[] = {"topology", "spread", "anti_affinity", "affinity_group"};
+// Keys the scheduling cycle (`gpusched cycle`, docs/cycle.md) reads from the raw job: runtime and
+// checkpoint facts of pending and running jobs, and where a running job's tasks are.
+constexpr std::string_view kCycleJobKeys[] = {"runtime_estimate", "not_before",  "preemptible",
+                                              "restart_cost",     "checkpoint_interval", "restarts",
+                                              "start_time",       "last_checkpoint",     "placement"};
 
 Job read_job(const json& v, const std::string& path, std::set<std::string>& names) {
   require_object(v, path);
@@ -327,6 +332,8 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
     for (auto k : {"name", "queue", "priority", "groups", "submit_time", "priority_class", "replicas", "min_replicas"})
       if (key == k) return true;
     for (auto k : kGangJobKeys)
+      if (key == k) return true;
+    for (auto k : kCycleJobKeys)
       if (key == k) return true;
     if (with_task_fields)
       for (auto k : kTaskKeys)
