@@ -94,9 +94,9 @@ func LoadJobs(path string) (*Jobs, error) {
 	return &Jobs{j}, nil
 }
 
-func (j *Jobs) Close()              { C.gpusched_jobs_free(j.j) }
-func (j *Jobs) Len() int            { return int(C.gpusched_jobs_count(j.j)) }
-func (j *Jobs) Name(i int) string   { return C.GoString(C.gpusched_jobs_name(j.j, C.size_t(i))) }
+func (j *Jobs) Close()            { C.gpusched_jobs_free(j.j) }
+func (j *Jobs) Len() int          { return int(C.gpusched_jobs_count(j.j)) }
+func (j *Jobs) Name(i int) string { return C.GoString(C.gpusched_jobs_name(j.j, C.size_t(i))) }
 
 // Binding is one placed task.
 type Binding struct {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <set>
@@ -55,7 +56,14 @@ struct gpusched_result {
   };
   std::vector<Task> tasks;
   std::string message;
-  std::string json;
+  // The JSON entry is written on first request (a decision should cost little more than the C++
+  // call: benchmarks/README.md, "Bindings"); once_flag keeps concurrent readers safe.
+  std::string job;
+  std::string_view verdict_text;
+  nlohmann::json reasons;  // when not placed
+  nlohmann::json extra;    // gang: method, placed per group, effort, domain
+  mutable std::once_flag json_once;
+  mutable std::string json;
 };
 
 struct gpusched_order {
@@ -218,7 +226,8 @@ json reasons_json(const std::vector<gpusched::Reason>& reasons, const gpusched::
   return out;
 }
 
-// The result handle of a decision: tasks (when placed), the message and the JSON entry.
+// The result handle of a decision: tasks (when placed), the message; the JSON entry's parts that
+// need the compiled job (reasons name groups) are kept, the rest is written on request.
 std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state, const gpusched::CompiledJob& job,
                                              gpusched::Verdict verdict, const std::vector<gpusched::TaskPlacement>& tasks,
                                              std::string message, const std::vector<gpusched::Reason>& reasons,
@@ -226,9 +235,10 @@ std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state
   auto r = std::make_unique<gpusched_result>();
   r->verdict = verdict_of(verdict);
   r->message = std::move(message);
-  json out{{"job", job.name}, {"verdict", std::string(gpusched::verdict_name(verdict))}, {"message", r->message}};
+  r->job = job.name;
+  r->verdict_text = gpusched::verdict_name(verdict);
   if (verdict == gpusched::Verdict::kPlaced) {
-    json tasks_json = json::array();
+    r->tasks.reserve(tasks.size());
     for (const auto& t : tasks) {
       const auto& a = t.assignment;
       gpusched_result::Task task;
@@ -237,21 +247,33 @@ std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state
       task.node = a.node;
       task.node_name = std::string(state.node_name(a.node));
       task.gpus.assign(a.gpus.begin(), a.gpus.end());
-      task.gpu_milli = a.gpu_milli;
+      task.gpu_milli = static_cast<std::int32_t>(a.gpu_milli);
       task.mig_start = a.is_mig() ? a.mig_start : -1;
-      json item{{"group", task.group}, {"replica", task.replica}, {"node", task.node_name},
-                {"gpus", task.gpus}, {"gpu_milli", task.gpu_milli}};
-      if (a.is_mig()) item["mig_start"] = task.mig_start;
-      tasks_json.push_back(std::move(item));
       r->tasks.push_back(std::move(task));
     }
-    out["tasks"] = std::move(tasks_json);
   } else {
-    out["reasons"] = reasons_json(reasons, job);
+    r->reasons = reasons_json(reasons, job);
   }
-  if (!extra.is_null()) out.update(extra);
-  r->json = out.dump();
+  r->extra = std::move(extra);
   return r;
+}
+
+std::string result_json(const gpusched_result& r) {
+  json out{{"job", r.job}, {"verdict", std::string(r.verdict_text)}, {"message", r.message}};
+  if (r.verdict == GPUSCHED_PLACED) {
+    json tasks = json::array();
+    for (const auto& t : r.tasks) {
+      json item{{"group", t.group}, {"replica", t.replica}, {"node", t.node_name}, {"gpus", t.gpus},
+                {"gpu_milli", t.gpu_milli}};
+      if (t.mig_start >= 0) item["mig_start"] = t.mig_start;
+      tasks.push_back(std::move(item));
+    }
+    out["tasks"] = std::move(tasks);
+  } else {
+    out["reasons"] = r.reasons;
+  }
+  if (!r.extra.is_null()) out.update(r.extra);
+  return out.dump();
 }
 
 struct Prepared {
@@ -529,7 +551,15 @@ gpusched_status gpusched_result_task(const gpusched_result* result, size_t index
 }
 
 const char* gpusched_result_message(const gpusched_result* result) { return result ? result->message.c_str() : nullptr; }
-const char* gpusched_result_json(const gpusched_result* result) { return result ? result->json.c_str() : nullptr; }
+const char* gpusched_result_json(const gpusched_result* result) {
+  if (result == nullptr) return nullptr;
+  try {
+    std::call_once(result->json_once, [&] { result->json = result_json(*result); });
+  } catch (...) {
+    return nullptr;  // out of memory: no exception crosses into C
+  }
+  return result->json.c_str();
+}
 void gpusched_result_free(gpusched_result* result) { delete result; }
 
 // ---- fair share ----

@@ -200,7 +200,8 @@ GPUSCHED_C_EXPORT gpusched_status gpusched_result_task(const gpusched_result* re
 /* "placed: 4 tasks", or why not: "group worker replica 0: 0/3 nodes: 3 insufficient GPUs". */
 GPUSCHED_C_EXPORT const char* gpusched_result_message(const gpusched_result* result);
 /* The result as one JSON object, the entry `gpusched place --format json` prints for the job
- * (placed: tasks; else verdict, message, reasons with numbers). */
+ * (placed: tasks; else verdict, message, reasons with numbers). Written on the first call; NULL only
+ * when memory runs out. */
 GPUSCHED_C_EXPORT const char* gpusched_result_json(const gpusched_result* result);
 GPUSCHED_C_EXPORT void gpusched_result_free(gpusched_result* result);
 
