@@ -39,9 +39,7 @@ namespace gpusched::python {
 namespace {
 
 [[noreturn]] void raise(const Error& e, std::string_view prefix = {}) {
-  const std::string text = prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message);
-  if (e.code == ErrorCode::kIo) throw py::value_error(text);  // OSError would lose the message's field
-  throw py::value_error(text);
+  throw py::value_error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
 }
 
 // A cluster: the one ClusterState and the registry it reads GPU models through.
@@ -166,6 +164,26 @@ CompiledJob compile(const PyCluster& c, const PyJobs& jobs, std::size_t index) {
   return std::move(*compiled);
 }
 
+// Rolls the state back unless kept, also when converting a result throws (a Python exception).
+class Undo {
+ public:
+  explicit Undo(ClusterState& state) : state_(state), mark_(state.checkpoint()) {}
+  Undo(const Undo&) = delete;
+  Undo& operator=(const Undo&) = delete;
+  ~Undo() {
+    if (!kept_) state_.rollback(mark_);
+  }
+  void keep() {
+    state_.commit();
+    kept_ = true;
+  }
+
+ private:
+  ClusterState& state_;
+  ClusterState::Checkpoint mark_;
+  bool kept_ = false;
+};
+
 PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const std::string& policy_name,
                   std::uint64_t seed, bool dry_run, const std::string& gpu_picker) {
   const std::size_t index = jobs.index_of(job);
@@ -179,13 +197,10 @@ PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const
   } else if (gpu_picker != "default") {
     throw py::value_error(fmt::format("gpu_picker: expected \"default\" or \"topology\", got \"{}\"", gpu_picker));
   }
-  const auto mark = c.state.checkpoint();
+  Undo undo(c.state);
   JobPlacement p = place_job(c.state, compiled, *policy, options);
   PyPlacement out = make_placement(c.state, compiled, p.verdict, p.tasks, describe(compiled, p), p.reasons);
-  if (p.placed()) {
-    if (dry_run) c.state.rollback(mark);
-    else c.state.commit();
-  }
+  if (p.placed() && !dry_run) undo.keep();
   return out;
 }
 
@@ -198,7 +213,7 @@ PyPlacement place_gang_job(PyCluster& c, const PyJobs& jobs, const py::object& j
   if (!spec) raise(spec.error(), fmt::format("jobs[{}]", index));
   GangOptions options;
   options.policy = policy.get();
-  const auto mark = c.state.checkpoint();
+  Undo undo(c.state);
   GangResult g = place_gang(c.state, *spec, options);
   PyPlacement out = make_placement(c.state, compiled, g.verdict, g.tasks, gang_message(*spec, g, c.state), g.reasons);
   json counts = json::object();
@@ -207,10 +222,7 @@ PyPlacement place_gang_job(PyCluster& c, const PyJobs& jobs, const py::object& j
   out.extra = json{{"method", std::string(method_name(g.method))}, {"placed_per_group", counts}, {"effort", g.effort_used}};
   if (g.undecided()) out.extra["undecided"] = true;
   if (!g.domain.empty()) out.extra["domain"] = g.domain;
-  if (g.placed()) {
-    if (dry_run) c.state.rollback(mark);
-    else c.state.commit();
-  }
+  if (g.placed() && !dry_run) undo.keep();
   return out;
 }
 

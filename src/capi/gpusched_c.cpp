@@ -276,6 +276,28 @@ std::string result_json(const gpusched_result& r) {
   return out.dump();
 }
 
+// Rolls the state back to `mark` unless kept: a decision that throws half-way (out of memory while
+// copying the result) leaves the state as it was.
+class Undo {
+ public:
+  Undo(gpusched::ClusterState& state) : state_(state), mark_(state.checkpoint()) {}  // NOLINT
+  Undo(const Undo&) = delete;
+  Undo& operator=(const Undo&) = delete;
+  ~Undo() {
+    if (!kept_) state_.rollback(mark_);
+  }
+  // Placed and not a dry run: the reservations become the state.
+  void keep() {
+    state_.commit();
+    kept_ = true;
+  }
+
+ private:
+  gpusched::ClusterState& state_;
+  gpusched::ClusterState::Checkpoint mark_;
+  bool kept_ = false;
+};
+
 struct Prepared {
   gpusched::CompiledJob job;
   std::unique_ptr<gpusched::PlacementPolicy> policy;
@@ -487,14 +509,11 @@ gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs,
   return guarded(err, [&] {
     Prepared p = prepare(state, jobs, index, policy, seed, out);
     gpusched::ClusterState& s = state->state;
-    const auto mark = s.checkpoint();
+    Undo undo(s);
     gpusched::JobPlacement placement = gpusched::place_job(s, p.job, *p.policy);
     auto result = make_result(s, p.job, placement.verdict, placement.tasks, gpusched::describe(p.job, placement),
                               placement.reasons, json());
-    if (placement.placed()) {
-      if (flags & GPUSCHED_PLACE_DRY_RUN) s.rollback(mark);
-      else s.commit();
-    }
+    if (placement.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
     *out = result.release();
   });
 }
@@ -506,7 +525,7 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
     auto spec = gpusched::make_gang_spec(p.job);
     if (!spec) fail(spec.error(), fmt::format("jobs[{}]", index));
     gpusched::ClusterState& s = state->state;
-    const auto mark = s.checkpoint();
+    Undo undo(s);
     gpusched::GangOptions options;
     options.policy = p.policy.get();
     gpusched::GangResult g = gpusched::place_gang(s, *spec, options);
@@ -517,10 +536,7 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
     if (g.undecided()) extra["undecided"] = true;
     if (!g.domain.empty()) extra["domain"] = g.domain;
     auto result = make_result(s, p.job, g.verdict, g.tasks, gpusched::gang_message(*spec, g, s), g.reasons, std::move(extra));
-    if (g.placed()) {
-      if (flags & GPUSCHED_PLACE_DRY_RUN) s.rollback(mark);
-      else s.commit();
-    }
+    if (g.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
     *out = result.release();
   });
 }

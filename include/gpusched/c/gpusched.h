@@ -35,7 +35,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
+#if defined(_WIN32) && defined(GPUSCHED_C_BUILDING)
+#  define GPUSCHED_C_EXPORT __declspec(dllexport)
+#elif defined(_WIN32)
 #  define GPUSCHED_C_EXPORT __declspec(dllimport)
 #elif defined(__GNUC__)
 #  define GPUSCHED_C_EXPORT __attribute__((visibility("default")))
