@@ -16,6 +16,7 @@
 
 #include "gpusched/c/gpusched.h"
 #include "gpusched/gpusched.hpp"
+#include "gpusched/io/cluster_json.hpp"
 
 namespace {
 

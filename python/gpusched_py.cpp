@@ -30,7 +30,6 @@
 #include "gpusched/sim/packing_experiment.hpp"
 #include "gpusched/topology/gpu_picker.hpp"
 #include "gpusched/topology/node_topology.hpp"
-#include "io/json_input.hpp"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -440,11 +439,9 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "fairshare_json",
           [](const PyCluster& c, const std::string& queues, const PyJobs& jobs, std::optional<std::int64_t> now) {
-            auto doc = io::detail::parse_json(queues, "queues");
-            if (!doc) raise(doc.error());
-            auto run = io::fairshare_plan(c.state, jobs.doc, *doc, now);
+            auto run = io::fairshare_plan(c.state, jobs.doc, queues, now);
             if (!run) raise(run.error());
-            return io::fairshare_to_json(*run).dump();
+            return io::write_fairshare_json(*run);
           },
           py::arg("queues"), py::arg("jobs"), py::arg("now") = py::none(),
           "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.");

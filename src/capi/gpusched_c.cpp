@@ -27,7 +27,6 @@
 #include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
-#include "io/json_input.hpp"
 
 #ifndef GPUSCHED_VERSION_STRING
 #error "GPUSCHED_VERSION_STRING is set by the build (the project's version)"
@@ -481,8 +480,7 @@ gpusched_status gpusched_jobs_add(gpusched_jobs* jobs, const gpusched_job_spec* 
     group.shape.gpu_milli = spec->gpus > 0 ? (spec->gpu_milli > 0 ? spec->gpu_milli : gpusched::kMilliPerGpu) : 0;
     if (spec->gpu_model && *spec->gpu_model) group.allowed_models.emplace_back(spec->gpu_model);
     job.groups.push_back(std::move(group));
-    json raw{{"name", job.job_name}, {"queue", job.queue_name}, {"priority", job.job_priority}};
-    jobs->doc.raw_jobs.push_back(std::move(raw));
+    jobs->doc.explicit_priority.push_back(true);  // the spec's priority is the job's own
     jobs->doc.jobs.push_back(std::move(job));
   });
 }
@@ -588,9 +586,7 @@ gpusched_status gpusched_fairshare(const gpusched_state* state, const char* queu
     need(state, "state");
     need(queues_json, "queues_json");
     need(jobs, "jobs");
-    auto queues = gpusched::io::detail::parse_json(queues_json, "queues");
-    if (!queues) fail(queues.error());
-    auto run = gpusched::io::fairshare_plan(state->state, jobs->doc, *queues,
+    auto run = gpusched::io::fairshare_plan(state->state, jobs->doc, queues_json,
                                             now ? std::optional<std::int64_t>(*now) : std::nullopt);
     if (!run) fail(run.error());
     auto order = std::make_unique<gpusched_order>();
@@ -603,7 +599,7 @@ gpusched_status gpusched_fairshare(const gpusched_state* state, const char* queu
       order->pending.push_back(run->plan.pending[k].job);
       order->pending_reason.push_back(run->pending_reasons[k]);
     }
-    order->json = gpusched::io::fairshare_to_json(*run).dump();
+    order->json = gpusched::io::write_fairshare_json(*run);
     *out = order.release();
   });
 }

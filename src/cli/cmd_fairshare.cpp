@@ -11,10 +11,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
-#include "io/json_input.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
@@ -24,7 +22,6 @@
 namespace gpusched::cli {
 namespace {
 
-using nlohmann::json;
 using fairness::Amounts;
 using fairness::ResourceSpace;
 
@@ -47,18 +44,17 @@ int run_fairshare(const FairshareOptions& opt) {
   if (!cluster) throw InputError(cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
   if (!jobs) throw InputError(jobs.error().message);
-  auto queues_parsed = io::detail::parse_json(read_file(opt.queues_file), opt.queues_file);
-  if (!queues_parsed) throw InputError(queues_parsed.error().message);
+  const std::string queues_text = read_file(opt.queues_file);
 
   // Capacity and free resources come from the one cluster model; the queues document and the plan
   // from io/fairshare_json.hpp (shared with the C API and the Python module).
   auto state = ClusterState::build(cluster->cluster, cluster->registry);
   if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
-  auto run = io::fairshare_plan(*state, *jobs, *queues_parsed, opt.now, opt.queues_file, opt.jobs_file,
+  auto run = io::fairshare_plan(*state, *jobs, queues_text, opt.now, opt.queues_file, opt.jobs_file,
                                 opt.cluster_file);
   if (!run) throw InputError(run.error().message);
   if (opt.format == "json") {
-    std::fputs((io::fairshare_to_json(*run).dump(2) + "\n").c_str(), stdout);
+    std::fputs((io::write_fairshare_json(*run, 2) + "\n").c_str(), stdout);
     return 0;
   }
   const ResourceSpace& space = run->space;

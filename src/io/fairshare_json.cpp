@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 
 namespace gpusched::io {
@@ -25,11 +26,7 @@ struct FairshareInputError {
 };
 [[noreturn]] void fail(std::string message) { throw FairshareInputError{std::move(message)}; }
 
-std::string shown(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
+using detail::shown;
 
 void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
   if (!obj.is_object()) fail(fmt::format("{}: expected an object, got {}", path, shown(obj)));
@@ -53,8 +50,8 @@ std::string read_string(const json& v, const std::string& path) {
 
 // A quantity in the dimension's unit: cpu and GPUs as cores/GPUs (integers) or strings, memory bytes.
 std::int64_t dim_quantity(const json& v, const std::string& path, Eigen::Index dim) {
-  auto r = dim == ResourceSpace::kMemory ? io::read_quantity(v, path, QuantityUnit::kBytes, 1)
-                                         : io::read_quantity(v, path, QuantityUnit::kMilli, 1000);
+  auto r = dim == ResourceSpace::kMemory ? detail::read_quantity(v, path, QuantityUnit::kBytes, 1)
+                                         : detail::read_quantity(v, path, QuantityUnit::kMilli, 1000);
   if (!r) fail(r.error().message);
   return *r;
 }
@@ -182,16 +179,18 @@ json vector_json(const ResourceSpace& space, const Amounts& a) {
 
 }  // namespace
 
-Result<QueuesDocument> queues_from_json(const json& doc, std::string_view source, const ResourceSpace& space,
+Result<QueuesDocument> read_queues_json(std::string_view text, std::string_view source, const ResourceSpace& space,
                                         const GpuModelRegistry& registry) {
+  auto doc = detail::parse_json(text, source);
+  if (!doc) return doc.error();
   try {
-    return read_queues(doc, std::string(source), space, registry);
+    return read_queues(*doc, std::string(source), space, registry);
   } catch (const FairshareInputError& e) {
     return Error(e.message);
   }
 }
 
-Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocument& jobs, const json& queues_doc,
+Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                                     std::optional<std::int64_t> now, std::string_view queues_source,
                                     std::string_view jobs_source, std::string_view cluster_source) {
   try {
@@ -201,7 +200,9 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
     if (!resources) return Error(fmt::format("{}: {}", cluster_source, resources.error().message), resources.error().code);
     FairshareRun run{resources->space, resources->capacity, resources->free, {}, {}, {}, {}};
     const ResourceSpace& space = run.space;
-    run.queues = read_queues(queues_doc, std::string(queues_source), space, reg);
+    auto queues_doc = detail::parse_json(queues_text, queues_source);
+    if (!queues_doc) return queues_doc.error();
+    run.queues = read_queues(*queues_doc, std::string(queues_source), space, reg);
     QueuesDocument& qf = run.queues;
 
     // Jobs: the document's job model plus the two admission fields only fair share reads
@@ -212,23 +213,19 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
     std::int64_t latest_submit = 0;
     for (std::size_t j = 0; j < jobs.jobs.size(); ++j) {
       const Job& job = jobs.jobs[j];
-      static const json kNoFields = json::object();
-      const json& raw = j < jobs.raw_jobs.size() && jobs.raw_jobs[j].is_object() ? jobs.raw_jobs[j] : kNoFields;
+      const bool explicit_priority = j < jobs.explicit_priority.size() && jobs.explicit_priority[j];
       // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
       // document's priority_classes), else its queue's class, else 0.
-      std::string klass;
-      if (auto pc = raw.find("priority_class"); pc != raw.end()) {
+      std::string klass = job.job_priority_class;
+      if (!klass.empty()) {
         const std::string path = fmt::format("{}: jobs[{}].priority_class", jobs_source, j);
-        if (raw.contains("priority")) fail(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
-        klass = read_string(*pc, path);
+        if (explicit_priority) fail(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
         if (!classes.contains(klass))
           fail(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, queues_source));
-      } else if (!raw.contains("priority")) {
+      } else if (!explicit_priority) {
         if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
       }
-      std::int64_t submitted = 0;
-      if (auto it = raw.find("submit_time"); it != raw.end())
-        submitted = read_int(*it, fmt::format("{}: jobs[{}].submit_time", jobs_source, j), 0);
+      const std::int64_t submitted = job.job_submit_time;
       latest_submit = std::max(latest_submit, submitted);
       views.emplace_back(job, std::move(klass), submitted);
     }
@@ -250,7 +247,7 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
   }
 }
 
-json fairshare_to_json(const FairshareRun& run) {
+std::string write_fairshare_json(const FairshareRun& run, int indent) {
   const ResourceSpace& space = run.space;
   const auto& plan = run.plan;
   const auto& qf = run.queues;
@@ -282,7 +279,7 @@ json fairshare_to_json(const FairshareRun& run) {
   out["queues"] = queues;
   out["capacity"] = vector_json(space, run.capacity);
   out["free_before"] = vector_json(space, run.free);
-  return out;
+  return out.dump(indent);
 }
 
 }  // namespace gpusched::io

@@ -137,7 +137,7 @@ GPUSCHED_C_EXPORT gpusched_status gpusched_jobs_new(gpusched_jobs** out, gpusche
 typedef struct gpusched_job_spec {
   const char* name;
   const char* queue;  /* NULL or "" = "default" */
-  int32_t priority;
+  int32_t priority;   /* the job's own (a queue's default priority class does not apply) */
   int32_t replicas;
   int64_t cpu_milli;
   int64_t memory_bytes;
