@@ -45,13 +45,17 @@ namespace {
 struct PyCluster {
   GpuModelRegistry registry;
   ClusterState state;
+  // The last deterministic policy used, kept for the next call (its caches key on the state's
+  // generation, so reuse never changes an answer); "random" is made afresh: its draws advance.
+  std::string policy_name;
+  std::unique_ptr<PlacementPolicy> policy;
 };
 
 struct PyJobs {
   io::JobsDocument doc;
 
   std::size_t index_of(const py::object& job) const {
-    if (py::isinstance<py::str>(job)) {
+    if (!py::isinstance<py::int_>(job)) {
       const auto name = job.cast<std::string>();
       for (std::size_t i = 0; i < doc.jobs.size(); ++i)
         if (doc.jobs[i].job_name == name) return i;
@@ -147,6 +151,22 @@ PyPlacement make_placement(const ClusterState& state, const CompiledJob& job, Ve
 
 py::object to_python(const json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
+std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint64_t seed);
+
+// The policy for one call: the cluster's kept one, or a fresh "random" (owned by `fresh`).
+const PlacementPolicy& policy_for(PyCluster& c, const std::string& name, std::uint64_t seed,
+                                  std::unique_ptr<PlacementPolicy>& fresh) {
+  if (name == "random") {
+    fresh = policy_named(name, seed);
+    return *fresh;
+  }
+  if (!c.policy || c.policy_name != name) {
+    c.policy = policy_named(name, seed);
+    c.policy_name = name;
+  }
+  return *c.policy;
+}
+
 std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint64_t seed) {
   auto policy = make_policy(name, seed);
   if (!policy) {
@@ -187,7 +207,8 @@ PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const
                   std::uint64_t seed, bool dry_run, const std::string& gpu_picker) {
   const std::size_t index = jobs.index_of(job);
   const CompiledJob compiled = compile(c, jobs, index);
-  auto policy = policy_named(policy_name, seed);
+  std::unique_ptr<PlacementPolicy> fresh;
+  const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
   JobPlacementOptions options;
   std::optional<topology::TopologyGpuPicker> topo;
   if (gpu_picker == "topology") {
@@ -197,8 +218,9 @@ PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const
     throw py::value_error(fmt::format("gpu_picker: expected \"default\" or \"topology\", got \"{}\"", gpu_picker));
   }
   Undo undo(c.state);
-  JobPlacement p = place_job(c.state, compiled, *policy, options);
-  PyPlacement out = make_placement(c.state, compiled, p.verdict, p.tasks, describe(compiled, p), p.reasons);
+  JobPlacement p = place_job(c.state, compiled, policy, options);
+  PyPlacement out = make_placement(c.state, compiled, p.verdict, p.tasks, p.placed() ? std::string() : describe(compiled, p),
+                                   p.reasons);
   if (p.placed() && !dry_run) undo.keep();
   return out;
 }
@@ -207,11 +229,12 @@ PyPlacement place_gang_job(PyCluster& c, const PyJobs& jobs, const py::object& j
                            std::uint64_t seed, bool dry_run) {
   const std::size_t index = jobs.index_of(job);
   const CompiledJob compiled = compile(c, jobs, index);
-  auto policy = policy_named(policy_name, seed);
+  std::unique_ptr<PlacementPolicy> fresh;
+  const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
   auto spec = make_gang_spec(compiled);
   if (!spec) raise(spec.error(), fmt::format("jobs[{}]", index));
   GangOptions options;
-  options.policy = policy.get();
+  options.policy = &policy;
   Undo undo(c.state);
   GangResult g = place_gang(c.state, *spec, options);
   PyPlacement out = make_placement(c.state, compiled, g.verdict, g.tasks, gang_message(*spec, g, c.state), g.reasons);
@@ -374,7 +397,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("job", &PyPlacement::job)
       .def_property_readonly("placed", [](const PyPlacement& p) { return p.verdict == Verdict::kPlaced; })
       .def_property_readonly("verdict", [](const PyPlacement& p) { return std::string(verdict_name(p.verdict)); })
-      .def_readonly("message", &PyPlacement::message)
+      .def_property_readonly("message", [](const PyPlacement& p) {
+        // describe()'s words for a placement, written on request.
+        return p.message.empty() && p.verdict == Verdict::kPlaced ? fmt::format("placed: {} tasks", p.tasks.size())
+                                                                    : p.message;
+      })
       .def_property_readonly("tasks", &PyPlacement::tasks_list,
                              "A list of dicts: group, replica, node, gpus, gpu_milli (and mig_profile, mig_start).")
       .def_property_readonly("reasons", [](const PyPlacement& p) { return to_python(p.reasons); },
@@ -395,7 +422,7 @@ PYBIND11_MODULE(_core, m) {
             if (!doc) raise(doc.error());
             auto state = ClusterState::build(doc->cluster, doc->registry);
             if (!state) raise(state.error(), source);
-            return std::make_unique<PyCluster>(PyCluster{std::move(doc->registry), std::move(*state)});
+            return std::make_unique<PyCluster>(PyCluster{std::move(doc->registry), std::move(*state), {}, {}});
           },
           py::arg("text"), py::arg("source") = "cluster", "Reads a cluster document from JSON text.")
       .def_property_readonly("node_count", [](const PyCluster& c) { return c.state.node_count(); })

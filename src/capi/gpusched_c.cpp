@@ -36,6 +36,11 @@ struct gpusched_state {
   gpusched::GpuModelRegistry registry;  // the state reads models through it
   gpusched::ClusterState state;
   std::vector<std::string> node_names;  // NUL-terminated copies for gpusched_state_node_name
+  // The last deterministic policy used, kept for the next call (its caches key on the state's
+  // generation, so reuse never changes an answer). "random" is made afresh each call: its draws
+  // advance, and a call must depend only on its seed.
+  std::string policy_name;
+  std::unique_ptr<gpusched::PlacementPolicy> policy;
 };
 
 struct gpusched_jobs {
@@ -54,7 +59,8 @@ struct gpusched_result {
     std::int32_t mig_start = -1;
   };
   std::vector<Task> tasks;
-  std::string message;
+  mutable std::string message;  // when placed, written on first request ("placed: N tasks")
+  mutable std::once_flag message_once;
   // The JSON entry is written on first request (a decision should cost little more than the C++
   // call: benchmarks/README.md, "Bindings"); once_flag keeps concurrent readers safe.
   std::string job;
@@ -162,7 +168,7 @@ std::unique_ptr<gpusched_state> make_state(gpusched::GpuModelRegistry registry, 
                                            std::string_view source) {
   auto built = gpusched::ClusterState::build(cluster, registry);
   if (!built) fail(built.error(), source);
-  auto out = std::unique_ptr<gpusched_state>(new gpusched_state{std::move(registry), std::move(*built), {}});
+  auto out = std::unique_ptr<gpusched_state>(new gpusched_state{std::move(registry), std::move(*built), {}, {}, {}});
   out->node_names.reserve(out->state.node_count());
   for (std::size_t n = 0; n < out->state.node_count(); ++n)
     out->node_names.emplace_back(out->state.node_name(static_cast<gpusched::NodeId>(n)));
@@ -258,7 +264,8 @@ std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state
 }
 
 std::string result_json(const gpusched_result& r) {
-  json out{{"job", r.job}, {"verdict", std::string(r.verdict_text)}, {"message", r.message}};
+  const char* message = gpusched_result_message(&r);
+  json out{{"job", r.job}, {"verdict", std::string(r.verdict_text)}, {"message", message ? message : ""}};
   if (r.verdict == GPUSCHED_PLACED) {
     json tasks = json::array();
     for (const auto& t : r.tasks) {
@@ -299,7 +306,8 @@ class Undo {
 
 struct Prepared {
   gpusched::CompiledJob job;
-  std::unique_ptr<gpusched::PlacementPolicy> policy;
+  std::unique_ptr<gpusched::PlacementPolicy> fresh;  // a policy made for this call only
+  const gpusched::PlacementPolicy* policy = nullptr;
 };
 
 Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t index, const char* policy,
@@ -310,7 +318,19 @@ Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t i
   const gpusched::Job& job = job_at(jobs, index);
   auto compiled = gpusched::compile_job(state->state, job);
   if (!compiled) fail(compiled.error(), fmt::format("jobs[{}]", index));
-  return {std::move(*compiled), policy_named(policy, seed)};
+  Prepared prepared{std::move(*compiled), nullptr, nullptr};
+  const std::string_view name = policy == nullptr ? std::string_view("best-fit") : std::string_view(policy);
+  if (name == "random") {
+    prepared.fresh = policy_named(policy, seed);
+    prepared.policy = prepared.fresh.get();
+  } else {
+    if (!state->policy || state->policy_name != name) {
+      state->policy = policy_named(policy, seed);
+      state->policy_name = name;
+    }
+    prepared.policy = state->policy.get();
+  }
+  return prepared;
 }
 
 }  // namespace
@@ -509,7 +529,8 @@ gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs,
     gpusched::ClusterState& s = state->state;
     Undo undo(s);
     gpusched::JobPlacement placement = gpusched::place_job(s, p.job, *p.policy);
-    auto result = make_result(s, p.job, placement.verdict, placement.tasks, gpusched::describe(p.job, placement),
+    auto result = make_result(s, p.job, placement.verdict, placement.tasks,
+                              placement.placed() ? std::string() : gpusched::describe(p.job, placement),
                               placement.reasons, json());
     if (placement.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
     *out = result.release();
@@ -525,7 +546,7 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
     gpusched::ClusterState& s = state->state;
     Undo undo(s);
     gpusched::GangOptions options;
-    options.policy = p.policy.get();
+    options.policy = p.policy;
     gpusched::GangResult g = gpusched::place_gang(s, *spec, options);
     json counts = json::object();
     for (std::size_t k = 0; k < p.job.groups.size() && k < g.placed_per_group.size(); ++k)
@@ -564,7 +585,18 @@ gpusched_status gpusched_result_task(const gpusched_result* result, size_t index
   });
 }
 
-const char* gpusched_result_message(const gpusched_result* result) { return result ? result->message.c_str() : nullptr; }
+const char* gpusched_result_message(const gpusched_result* result) {
+  if (result == nullptr) return nullptr;
+  try {
+    std::call_once(result->message_once, [&] {
+      if (result->message.empty() && result->verdict == GPUSCHED_PLACED)
+        result->message = fmt::format("placed: {} tasks", result->tasks.size());  // describe()'s words
+    });
+  } catch (...) {
+    return nullptr;  // out of memory: no exception crosses into C
+  }
+  return result->message.c_str();
+}
 const char* gpusched_result_json(const gpusched_result* result) {
   if (result == nullptr) return nullptr;
   try {
