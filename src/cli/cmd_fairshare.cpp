@@ -11,25 +11,36 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "io/cluster_json_detail.hpp"
+#include "io/json_input.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/fairshare_json.hpp"
+#include "gpusched/io/k8s.hpp"
 
 namespace gpusched::cli {
 namespace {
 
+using nlohmann::json;
 using fairness::Amounts;
 using fairness::ResourceSpace;
 
 struct FairshareOptions {
   std::string cluster_file, queues_file, jobs_file;
+  std::vector<std::string> k8s_files;
+  std::string scheduler_name;
   std::string format = "table";
   std::optional<std::int64_t> now;
 };
+
+
+// The queues document is read by io/fairshare_json.hpp (one reader for the tool, the C API and the
+// Python module).
 
 std::string format_vector(const ResourceSpace& space, const Amounts& a) {
   std::string out = fmt::format("cpu {} mem {}", space.format(ResourceSpace::kCpu, a[ResourceSpace::kCpu]),
@@ -39,30 +50,156 @@ std::string format_vector(const ResourceSpace& space, const Amounts& a) {
   return out;
 }
 
-int run_fairshare(const FairshareOptions& opt) {
-  auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
-  auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
-  if (!jobs) throw InputError(jobs.error().message);
-  const std::string queues_text = read_file(opt.queues_file);
+json vector_json(const ResourceSpace& space, const Amounts& a) {
+  json gpus = json::object();
+  for (Eigen::Index d = 2; d < space.size(); ++d)
+    if (a[d] != 0) gpus[space.gpu_models[static_cast<std::size_t>(d - 2)]] = static_cast<double>(a[d]) / 1000.0;
+  return json{{"cpu", static_cast<double>(a[ResourceSpace::kCpu]) / 1000.0}, {"memory", a[ResourceSpace::kMemory]}, {"gpus", gpus}};
+}
 
-  // Capacity and free resources come from the one cluster model; the queues document and the plan
-  // from io/fairshare_json.hpp (shared with the C API and the Python module).
-  auto state = ClusterState::build(cluster->cluster, cluster->registry);
-  if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
-  auto run = io::fairshare_plan(*state, *jobs, queues_text, opt.now, opt.queues_file, opt.jobs_file,
-                                opt.cluster_file);
-  if (!run) throw InputError(run.error().message);
-  if (opt.format == "json") {
-    std::fputs((io::write_fairshare_json(*run, 2) + "\n").c_str(), stdout);
-    return 0;
+int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
+                   const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
+                   const GpuModelRegistry& reg, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
+                   const std::string& queues_source, const std::string& jobs_source);
+
+// `gpusched fairshare --k8s FILE...`: nodes, pods (bound ones are queue usage), queues (Kueue
+// ClusterQueues and LocalQueues, KAI or Volcano Queues) and PriorityClasses as Kubernetes objects.
+int run_fairshare_k8s(const FairshareOptions& opt) {
+  std::vector<std::string> texts;
+  for (const auto& f : opt.k8s_files) texts.push_back(read_file(f));
+  std::vector<io::k8s::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
+  io::k8s::Options kopt;
+  kopt.scheduler_name = opt.scheduler_name;
+  auto input = io::k8s::read(sources, kopt);
+  if (!input) throw InputError(input.error().message);
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
+  auto resources = fairness::fairness_cluster(*state);
+  if (!resources) throw InputError(fmt::format("nodes: {}", resources.error().message));
+  if (input->queues.empty()) throw InputError("--k8s: no queue objects (Kueue ClusterQueue, KAI or Volcano Queue) in the input");
+  auto configs = io::k8s::queue_configs(*input, resources->space);
+  if (!configs) throw InputError(configs.error().message);
+  fairness::AgingPolicy aging;
+  std::int64_t latest = 0;
+  for (const auto& j : input->jobs) latest = std::max(latest, j.job_submit_time);
+  aging.now = opt.now ? *opt.now : latest;
+  std::vector<const JobView*> views;
+  for (const auto& j : input->jobs) views.push_back(&j);
+  return plan_and_print(opt, resources->space, resources->capacity, resources->free, *configs, views, input->registry,
+                        input->priority_classes, aging, "queues", "pods");
+}
+
+int run_fairshare(const FairshareOptions& opt) {
+  if (!opt.k8s_files.empty()) {
+    if (!opt.cluster_file.empty() || !opt.queues_file.empty() || !opt.jobs_file.empty())
+      throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --queues or --jobs)");
+    return run_fairshare_k8s(opt);
   }
-  const ResourceSpace& space = run->space;
-  const fairness::AdmissionPlan& plan = run->plan;
-  const std::vector<fairness::PendingJob>& pending = run->pending;
-  const io::QueuesDocument& qf = run->queues;
+  if (opt.cluster_file.empty() || opt.queues_file.empty() || opt.jobs_file.empty())
+    throw InputError("--cluster, --queues and --jobs are required (or --k8s FILE...)");
+  auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
+  auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
+  if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
+  // Parsed here for the tool's message on malformed JSON (throw_input_error), then read by io.
+  const std::string queues_text = read_file(opt.queues_file);
+  auto queues_parsed = io::detail::parse_json(queues_text, opt.queues_file);
+  if (!queues_parsed) throw_input_error(opt.queues_file, queues_parsed.error().message);
+  const GpuModelRegistry& reg = cluster->registry;
+
+  // Capacity and free resources come from the one cluster model (fairness/cluster_input.hpp).
+  auto state = ClusterState::build(cluster->cluster, reg);
+  if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
+  auto resources = fairness::fairness_cluster(*state);
+  if (!resources) throw InputError(fmt::format("{}: {}", opt.cluster_file, resources.error().message));
+  const ResourceSpace& space = resources->space;
+  const Amounts& capacity = resources->capacity;
+  const Amounts& free = resources->free;
+
+  auto queues_read = io::read_queues_json(queues_text, opt.queues_file, space, reg);
+  if (!queues_read) throw InputError(queues_read.error().message);
+  io::QueuesDocument& qf = *queues_read;
+
+  // Jobs: the file's job model plus the two admission fields only this command reads (submit_time
+  // and priority_class); the library turns each into the planner's record.
+  fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
+  std::vector<fairness::WithAdmissionFields> views;
+  views.reserve(jobs->jobs.size());
+  std::int64_t latest_submit = 0;
+  for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
+    const Job& job = jobs->jobs[j];
+    const bool explicit_priority = jobs->explicit_priority[j];
+    // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
+    // file's priority_classes), else its queue's class, else 0.
+    std::string klass = job.job_priority_class;
+    if (!klass.empty()) {
+      const std::string path = fmt::format("{}: jobs[{}].priority_class", opt.jobs_file, j);
+      if (explicit_priority)
+        throw InputError(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
+      if (!classes.contains(klass))
+        throw InputError(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, opt.queues_file));
+    } else if (!explicit_priority) {
+      if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
+    }
+    const std::int64_t submitted = job.job_submit_time;
+    latest_submit = std::max(latest_submit, submitted);
+    views.emplace_back(job, std::move(klass), submitted);
+  }
+  if (opt.now) qf.aging.now = *opt.now;
+  else if (!qf.now_given) qf.aging.now = latest_submit;
+
+  std::vector<const JobView*> job_views;
+  for (const auto& v : views) job_views.push_back(&v);
+  return plan_and_print(opt, space, capacity, free, qf.queues, job_views, reg, classes, qf.aging, opt.queues_file,
+                        opt.jobs_file);
+}
+
+// The plan over the queues and jobs, printed: shared by the JSON files and the Kubernetes objects.
+int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
+                   const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
+                   const GpuModelRegistry& reg, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
+                   const std::string& queues_source, const std::string& jobs_source) {
+  struct {
+    const std::vector<fairness::QueueConfig>& queues;
+  } qf{queue_configs};
+  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
+  if (!planner) throw InputError(fmt::format("{}: {}", queues_source, planner.error().message));
+  auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, aging);
+  if (!planned) throw InputError(fmt::format("{}: {}", jobs_source, planned.error().message));
+  const std::vector<fairness::PendingJob>& pending = planned->records;
+  const fairness::AdmissionPlan& plan = planned->plan;
+
   auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
   auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };
+  if (opt.format == "json") {
+    json out;
+    json admitted = json::array(), waiting = json::array(), queues = json::array();
+    for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
+      const auto& a = plan.admitted[k];
+      admitted.push_back({{"order", k + 1}, {"job", pending[a.job].name}, {"queue", queue_name(a.queue)},
+                          {"flavor", a.gpu_dim < 0 ? json(nullptr) : json(flavor(a.gpu_dim))}, {"borrowed", a.borrowed},
+                          {"priority", a.priority}, {"partial", a.partial}, {"replicas", a.replicas}});
+    }
+    for (const auto& p : plan.pending)
+      waiting.push_back({{"job", pending[p.job].name}, {"queue", queue_name(p.queue)}, {"reason", planner->reason(plan, p, pending)}, {"priority", p.priority}});
+    for (std::size_t q = 0; q < plan.queues.size(); ++q) {
+      const auto& r = plan.queues[q];
+      queues.push_back({{"name", r.name}, {"parent", qf.queues[q].parent.empty() ? json(nullptr) : json(qf.queues[q].parent)},
+                        {"leaf", r.leaf}, {"weight", qf.queues[q].weight}, {"usage", vector_json(space, r.usage)},
+                        {"borrowed", vector_json(space, r.borrowed)}, {"dominant_share", r.dominant_share},
+                        {"fair_share", r.fair_share}, {"weighted_share", r.weighted_share}, {"admitted", r.admitted},
+                        {"pending", r.pending}});
+    }
+    out["admitted"] = admitted;
+    out["pending"] = waiting;
+    out["queues"] = queues;
+    out["capacity"] = vector_json(space, capacity);
+    out["free_before"] = vector_json(space, free);
+    std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+    return 0;
+  }
   std::string text = "Admission order\n";
   text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}\n", "#", "job", "queue", "flavor", "borrowed", "priority");
   for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
@@ -77,10 +214,8 @@ int run_fairshare(const FairshareOptions& opt) {
     text += "\n";
   }
   text += fmt::format("\nPending ({})\n", plan.pending.size());
-  for (std::size_t k = 0; k < plan.pending.size(); ++k) {
-    const auto& p = plan.pending[k];
-    text += fmt::format("  {:<24} {:<16} {}\n", pending[p.job].name, queue_name(p.queue), run->pending_reasons[k]);
-  }
+  for (const auto& p : plan.pending)
+    text += fmt::format("  {:<24} {:<16} {}\n", pending[p.job].name, queue_name(p.queue), planner->reason(plan, p, pending));
   text += "\nQueues\n";
   text += fmt::format("  {:<16} {:>6} {:>9} {:>9} {:>9} {:>5} {:>5}  {}\n", "queue", "weight", "dominant", "fair", "weighted",
                       "adm", "pend", "usage");
@@ -102,9 +237,13 @@ void setup(CLI::App& app) {
   auto* sub = app.add_subcommand("fairshare",
                                  "Admission order of pending jobs under hierarchical DRF, quotas (cohorts, borrowing, "
                                  "lending) and priorities, with per-queue usage and shares");
-  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)")->required();
-  sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md)")->required();
-  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md; submit_time in seconds)")->required();
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)");
+  sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md)");
+  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md; submit_time in seconds)");
+  sub->add_option("--k8s", opt->k8s_files,
+                  "Kubernetes objects instead (JSON or YAML files: Nodes, Pods, ClusterQueues/LocalQueues/"
+                  "ResourceFlavors, KAI or Volcano Queues, PriorityClasses; docs/kubernetes.md)");
+  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName");
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
   sub->add_option("--now", opt->now, "Time (seconds) aging measures waits to; default: the queues file's \"now\", else the latest submit_time");
   sub->callback([opt] { set_exit_status(run_fairshare(*opt)); });
