@@ -19,6 +19,17 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/gpusched/gpusched.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpusched)
 install(TARGETS gpusched EXPORT gpusched-all-targets)
 install(EXPORT gpusched-all-targets NAMESPACE gpusched:: DESTINATION ${GPUSCHED_CMAKE_DIR})
+# The C API: its header, the shared library and its own export set, found as the component "c"
+# (no dependency to look up: everything it uses is linked into it).
+if(TARGET gpusched_c)
+  install(FILES ${PROJECT_SOURCE_DIR}/include/gpusched/c/gpusched.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpusched/c)
+  install(TARGETS gpusched_c EXPORT gpusched-c-targets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT gpusched-c-targets NAMESPACE gpusched:: DESTINATION ${GPUSCHED_CMAKE_DIR})
+endif()
 if(TARGET gpusched_tool)
   install(TARGETS gpusched_tool RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
@@ -30,6 +41,9 @@ foreach(area IN LISTS installed_areas)
   list(JOIN area_deps "," area_deps)
   list(APPEND GPUSCHED_COMPONENT_GRAPH "${area}:${area_deps}")
 endforeach()
+if(TARGET gpusched_c)
+  list(APPEND GPUSCHED_COMPONENT_GRAPH "c:")
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/gpuschedConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gpuschedConfig.cmake INSTALL_DESTINATION ${GPUSCHED_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/gpuschedConfigVersion.cmake

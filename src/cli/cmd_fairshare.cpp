@@ -20,6 +20,7 @@
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/io/k8s.hpp"
 
 namespace gpusched::cli {
@@ -37,157 +38,9 @@ struct FairshareOptions {
   std::optional<std::int64_t> now;
 };
 
-using io::detail::shown;
 
-void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
-  if (!obj.is_object()) throw InputError(fmt::format("{}: expected an object, got {}", path, shown(obj)));
-  for (const auto& [key, value] : obj.items())
-    if (std::find(known.begin(), known.end(), key) == known.end())
-      throw InputError(fmt::format("{}.{}: unknown field (known: {})", path, key, fmt::join(known, ", ")));
-}
-
-std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min()) {
-  if (!v.is_number_integer()) throw InputError(fmt::format("{}: expected an integer, got {}", path, shown(v)));
-  const auto x = v.get<std::int64_t>();
-  if (x < lo) throw InputError(fmt::format("{}: expected at least {}, got {}", path, lo, x));
-  return x;
-}
-
-std::string read_string(const json& v, const std::string& path) {
-  if (!v.is_string() || v.get<std::string>().empty())
-    throw InputError(fmt::format("{}: expected a non-empty string, got {}", path, shown(v)));
-  return v.get<std::string>();
-}
-
-// A quantity in the dimension's unit: cpu and GPUs as cores/GPUs (integers) or strings, memory bytes.
-std::int64_t dim_quantity(const json& v, const std::string& path, Eigen::Index dim) {
-  auto r = dim == ResourceSpace::kMemory ? io::detail::read_quantity(v, path, QuantityUnit::kBytes, 1)
-                                         : io::detail::read_quantity(v, path, QuantityUnit::kMilli, 1000);
-  if (!r) throw InputError(r.error().message);
-  return *r;
-}
-
-// {"cpu": Q, "memory": Q, "gpus": {"<model>": Q}} -> amounts (unlisted: `unlisted`). When "gpus" is
-// present, models it does not list get `unlisted_gpu`.
-Amounts read_resource_map(const json& v, const std::string& path, const ResourceSpace& space,
-                          const GpuModelRegistry& reg, std::int64_t unlisted, std::int64_t unlisted_gpu,
-                          const std::function<std::int64_t(const json&, const std::string&, Eigen::Index)>& read) {
-  check_keys(v, path, {"cpu", "memory", "gpus"});
-  Amounts out = Amounts::Constant(space.size(), unlisted);
-  if (auto it = v.find("cpu"); it != v.end()) out[ResourceSpace::kCpu] = read(*it, path + ".cpu", ResourceSpace::kCpu);
-  if (auto it = v.find("memory"); it != v.end())
-    out[ResourceSpace::kMemory] = read(*it, path + ".memory", ResourceSpace::kMemory);
-  if (auto it = v.find("gpus"); it != v.end()) {
-    if (!it->is_object()) throw InputError(fmt::format("{}.gpus: expected an object of GPU model -> amount, got {}", path, shown(*it)));
-    for (Eigen::Index d = 2; d < space.size(); ++d) out[d] = unlisted_gpu;
-    for (const auto& [model, q] : it->items()) {
-      const std::string p = fmt::format("{}.gpus.{}", path, model);
-      auto d = space.gpu_dim(fairness::canonical_model_name(reg, model));
-      if (!d) throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", p, model, fmt::join(space.gpu_models, ", ")));
-      out[*d] = read(q, p, *d);
-    }
-  }
-  return out;
-}
-
-struct QueuesFile {
-  std::vector<fairness::QueueConfig> queues;
-  std::map<std::string, std::string> default_class;      // queue -> priority class of jobs without one
-  std::map<std::string, std::int64_t> classes;           // priority class -> priority
-  fairness::AgingPolicy aging;
-  bool now_given = false;
-};
-
-QueuesFile read_queues(const json& doc, const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
-  QueuesFile out;
-  check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
-  std::map<std::string, std::int64_t> classes;
-  if (auto it = doc.find("priority_classes"); it != doc.end()) {
-    if (!it->is_object()) throw InputError(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
-    for (const auto& [name, value] : it->items())
-      classes[name] = read_int(value, fmt::format("{}.priority_classes.{}", file, name));
-  }
-  out.classes = classes;
-  if (auto it = doc.find("aging"); it != doc.end()) {
-    const std::string p = file + ".aging";
-    check_keys(*it, p, {"interval", "step", "max_boost"});
-    if (auto i = it->find("interval"); i != it->end()) out.aging.interval = read_int(*i, p + ".interval", 1);
-    else throw InputError(fmt::format("{}.interval: missing (seconds per aging step)", p));
-    if (auto s = it->find("step"); s != it->end()) out.aging.step = read_int(*s, p + ".step", 0);
-    if (auto m = it->find("max_boost"); m != it->end()) out.aging.max_boost = read_int(*m, p + ".max_boost", 0);
-  }
-  if (auto it = doc.find("now"); it != doc.end()) {
-    out.aging.now = read_int(*it, file + ".now");
-    out.now_given = true;
-  }
-  auto qs = doc.find("queues");
-  if (qs == doc.end() || !qs->is_array() || qs->empty())
-    throw InputError(fmt::format("{}.queues: expected a non-empty array of queues", file));
-  for (std::size_t i = 0; i < qs->size(); ++i) {
-    const json& v = (*qs)[i];
-    const std::string p = fmt::format("{}.queues[{}]", file, i);
-    check_keys(v, p, {"name", "parent", "weight", "cohort", "quotas", "borrowing_limits", "lending_limits", "flavors",
-                      "strategy", "priority_class", "usage"});
-    fairness::QueueConfig q;
-    if (auto n = v.find("name"); n != v.end()) q.name = read_string(*n, p + ".name");
-    else throw InputError(fmt::format("{}.name: missing", p));
-    if (auto n = v.find("parent"); n != v.end()) q.parent = read_string(*n, p + ".parent");
-    if (auto w = v.find("weight"); w != v.end()) {
-      if (!w->is_number() || !(w->get<double>() > 0))
-        throw InputError(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
-      q.weight = w->get<double>();
-    }
-    if (auto c = v.find("cohort"); c != v.end()) q.cohort = read_string(*c, p + ".cohort");
-    if (auto f = v.find("flavors"); f != v.end()) {
-      if (!f->is_array()) throw InputError(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
-      for (std::size_t k = 0; k < f->size(); ++k) {
-        const std::string fp = fmt::format("{}.flavors[{}]", p, k);
-        const std::string model = fairness::canonical_model_name(reg, read_string((*f)[k], fp));
-        if (!space.gpu_dim(model))
-          throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
-                                       fmt::join(space.gpu_models, ", ")));
-        q.flavor_order.push_back(model);
-      }
-    }
-    if (auto s = v.find("strategy"); s != v.end()) {
-      const std::string st = read_string(*s, p + ".strategy");
-      if (st != "StrictFIFO" && st != "BestEffortFIFO")
-        throw InputError(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
-      q.strict_fifo = st == "StrictFIFO";
-    }
-    if (auto pc = v.find("priority_class"); pc != v.end()) {
-      const std::string name = read_string(*pc, p + ".priority_class");
-      auto it = classes.find(name);
-      if (it == classes.end()) throw InputError(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
-      out.default_class[q.name] = name;
-    }
-    const auto read_amount = [](const json& x, const std::string& path, Eigen::Index d) { return dim_quantity(x, path, d); };
-    const bool has_quota = v.contains("quotas");
-    if (has_quota) {
-      const json& quotas = v["quotas"];
-      // Unlisted cpu/memory: unconstrained; with "gpus", unlisted models: no quota (0).
-      q.nominal = read_resource_map(quotas, p + ".quotas", space, reg, fairness::kNoLimit, 0, read_amount);
-      if (!quotas.contains("gpus") && !q.flavor_order.empty())
-        for (Eigen::Index d = 2; d < space.size(); ++d)
-          if (std::find(q.flavor_order.begin(), q.flavor_order.end(), space.gpu_models[static_cast<std::size_t>(d - 2)]) ==
-              q.flavor_order.end())
-            q.nominal[d] = 0;
-      if (q.flavor_order.empty() && quotas.contains("gpus"))
-        for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(fairness::canonical_model_name(reg, model));
-    }
-    for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
-      if (auto it = v.find(key); it != v.end()) {
-        if (!has_quota) throw InputError(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
-        if (q.cohort.empty()) throw InputError(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
-        *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount);
-      }
-    }
-    if (auto u = v.find("usage"); u != v.end())
-      q.usage = read_resource_map(*u, p + ".usage", space, reg, 0, 0, read_amount);
-    out.queues.push_back(std::move(q));
-  }
-  return out;
-}
+// The queues document is read by io/fairshare_json.hpp (one reader for the tool, the C API and the
+// Python module).
 
 std::string format_vector(const ResourceSpace& space, const Amounts& a) {
   std::string out = fmt::format("cpu {} mem {}", space.format(ResourceSpace::kCpu, a[ResourceSpace::kCpu]),
@@ -250,9 +103,10 @@ int run_fairshare(const FairshareOptions& opt) {
   if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
   if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
-  auto queues_parsed = io::detail::parse_json(read_file(opt.queues_file), opt.queues_file);
+  // Parsed here for the tool's message on malformed JSON (throw_input_error), then read by io.
+  const std::string queues_text = read_file(opt.queues_file);
+  auto queues_parsed = io::detail::parse_json(queues_text, opt.queues_file);
   if (!queues_parsed) throw_input_error(opt.queues_file, queues_parsed.error().message);
-  const json& queues_doc = *queues_parsed;
   const GpuModelRegistry& reg = cluster->registry;
 
   // Capacity and free resources come from the one cluster model (fairness/cluster_input.hpp).
@@ -264,7 +118,9 @@ int run_fairshare(const FairshareOptions& opt) {
   const Amounts& capacity = resources->capacity;
   const Amounts& free = resources->free;
 
-  QueuesFile qf = read_queues(queues_doc, opt.queues_file, space, reg);
+  auto queues_read = io::read_queues_json(queues_text, opt.queues_file, space, reg);
+  if (!queues_read) throw InputError(queues_read.error().message);
+  io::QueuesDocument& qf = *queues_read;
 
   // Jobs: the file's job model plus the two admission fields only this command reads (submit_time
   // and priority_class); the library turns each into the planner's record.

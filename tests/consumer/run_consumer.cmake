@@ -32,6 +32,23 @@ if(MODE STREQUAL "install")
   if(bad_rc EQUAL 0 OR NOT "${bad_out}${bad_err}" MATCHES "no component 'no_such_family'")
     message(FATAL_ERROR "an unknown component was not reported:\n${bad_out}${bad_err}")
   endif()
+  # The C API, when built: the installed shared library through find_package(gpusched COMPONENTS c),
+  # a C program run on the shipped example; and the Python package under the prefix's site-packages.
+  if(EXISTS ${WORK_DIR}/prefix/include/gpusched/c/gpusched.h)
+    set(c_flags "")
+    if(SANITIZE_FLAGS)
+      set(c_flags "-DCMAKE_C_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
+    endif()
+    run(${CMAKE_COMMAND} -S ${CONSUMER_DIR}/c -B ${WORK_DIR}/c_app -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
+        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DEXAMPLE_SOURCE=${CONSUMER_DIR}/../../examples/c/place.c ${c_flags})
+    run(${CMAKE_COMMAND} --build ${WORK_DIR}/c_app)
+    run(${WORK_DIR}/c_app/place_c ${CONSUMER_DIR}/../../examples/cluster.json ${CONSUMER_DIR}/../../examples/jobs.json)
+  endif()
+  file(GLOB_RECURSE python_modules ${WORK_DIR}/prefix/_core*)
+  file(GLOB_RECURSE built_modules ${BUILD_DIR}/python/_core*)
+  if(built_modules AND NOT python_modules)
+    message(FATAL_ERROR "the Python module was built but not installed under ${WORK_DIR}/prefix")
+  endif()
 else()
   run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/app -G ${GENERATOR}
       -DGPUSCHED_SOURCE_DIR=${SOURCE_DIR} -DGPUSCHED_WITH_IO=OFF -DGPUSCHED_WITH_SIM=OFF ${flags})

@@ -1,0 +1,3 @@
+module gpusched.example/place
+
+go 1.19

@@ -1,0 +1,236 @@
+/* gpusched/c/gpusched.h — the C API of gpusched (shared library gpusched_c, CMake target gpusched::c).
+ *
+ * For orchestrators and tools written in C, Go (cgo), Rust, ... that cannot use the C++ headers. It is a
+ * thin layer over the same library: the cluster state is the one ClusterState, documents are read by
+ * the same JSON readers (docs/formats.md, docs/fairness.md), decisions come from the same policies.
+ *
+ *   gpusched_error err;
+ *   gpusched_state* state = NULL;
+ *   if (gpusched_state_from_file("cluster.json", &state, &err) != GPUSCHED_OK) {
+ *     fprintf(stderr, "%s\n", err.message);     // "cluster.json: nodes[3].gpus: expected ..."
+ *     return 1;
+ *   }
+ *   gpusched_jobs* jobs = NULL;  ... gpusched_jobs_from_file("jobs.json", &jobs, &err) ...
+ *   gpusched_result* r = NULL;
+ *   gpusched_place(state, jobs, 0, "best-fit", 0, &r, &err);
+ *   if (gpusched_result_verdict(r) == GPUSCHED_PLACED) { ... gpusched_result_task(r, i, &task) ... }
+ *   else puts(gpusched_result_message(r));     // "group worker replica 0: 0/3 nodes: ..."
+ *   gpusched_result_free(r); gpusched_jobs_free(jobs); gpusched_state_free(state);
+ *
+ * Rules (docs/c-api.md says more):
+ *  - Every call that can fail returns a gpusched_status and, when `err` is not NULL, fills the
+ *    caller's gpusched_error with the same code and a message naming the field and value. No C++
+ *    exception ever crosses this interface; no global mutable state (errors are per call).
+ *  - Every handle a call gives out (`**out`) is the caller's and is freed by its own _free function
+ *    (all accept NULL). Strings returned by accessors belong to the handle and live as long as it.
+ *  - Threads: different handles may be used from different threads at once; one handle must not be
+ *    used by two threads at once when one of them changes it (gpusched_place changes the state).
+ *  - Stability: within one major version, functions, enumerators and struct layouts are only ever
+ *    added (never changed or removed); GPUSCHED_C_API_VERSION grows with each addition.
+ *
+ * C99; compiles as C and as C++. */
+#ifndef GPUSCHED_C_GPUSCHED_H
+#define GPUSCHED_C_GPUSCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && defined(GPUSCHED_C_BUILDING)
+#  define GPUSCHED_C_EXPORT __declspec(dllexport)
+#elif defined(_WIN32)
+#  define GPUSCHED_C_EXPORT __declspec(dllimport)
+#elif defined(__GNUC__)
+#  define GPUSCHED_C_EXPORT __attribute__((visibility("default")))
+#else
+#  define GPUSCHED_C_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The C API's own version: 1 for the first release; grows by one with every addition. */
+#define GPUSCHED_C_API_VERSION 1
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+typedef enum gpusched_status {
+  GPUSCHED_OK = 0,
+  GPUSCHED_ERROR_INVALID_ARGUMENT = 1, /* a NULL handle or pointer, an index out of range */
+  GPUSCHED_ERROR_INVALID_INPUT = 2,    /* a document or C array with a bad field (the message names it) */
+  GPUSCHED_ERROR_PARSE = 3,            /* malformed text (JSON) */
+  GPUSCHED_ERROR_UNKNOWN_NAME = 4,     /* an unknown policy, GPU model, queue, job name ... */
+  GPUSCHED_ERROR_IO = 5,               /* a file that cannot be read */
+  GPUSCHED_ERROR_LIMIT = 6,            /* an input over a reader's size or depth bound, an overflow */
+  GPUSCHED_ERROR_STATE = 7,            /* an operation the cluster state refuses */
+  GPUSCHED_ERROR_OUT_OF_MEMORY = 8,
+  GPUSCHED_ERROR_INTERNAL = 9          /* a bug in gpusched: please report it with the message */
+} gpusched_status;
+
+/* Filled by a failing call (code and message); on success `code` is GPUSCHED_OK and `message` "".
+ * A message longer than the buffer is cut and ends with "...". */
+#define GPUSCHED_ERROR_MESSAGE_SIZE 1024
+typedef struct gpusched_error {
+  gpusched_status code;
+  char message[GPUSCHED_ERROR_MESSAGE_SIZE];
+} gpusched_error;
+
+/* "ok", "invalid_argument", "invalid_input", ... (static strings). */
+GPUSCHED_C_EXPORT const char* gpusched_status_name(gpusched_status code);
+
+/* ---- version ----------------------------------------------------------------------------- */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (static string), and GPUSCHED_C_API_VERSION of the
+ * library actually loaded (may be newer than the header a program was compiled with). */
+GPUSCHED_C_EXPORT const char* gpusched_version(void);
+GPUSCHED_C_EXPORT int gpusched_c_api_version(void);
+
+/* ---- cluster state ----------------------------------------------------------------------- */
+
+typedef struct gpusched_state gpusched_state;
+
+/* A cluster document (docs/formats.md) as text or a file. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_from_json(const char* json_text, gpusched_state** out,
+                                                            gpusched_error* err);
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_from_file(const char* path, gpusched_state** out,
+                                                            gpusched_error* err);
+
+/* One node for gpusched_state_from_nodes: an idle node with `gpu_count` GPUs of `gpu_model` (a name
+ * or alias the built-in registry knows: "A100-80GB", "a100", "H100", "T4", ...; NULL or "" when
+ * gpu_count is 0). */
+typedef struct gpusched_node {
+  const char* name;
+  int64_t cpu_milli;     /* CPU capacity in milli-cores (8 cores = 8000) */
+  int64_t memory_bytes;  /* memory capacity */
+  const char* gpu_model;
+  uint32_t gpu_count;
+} gpusched_node;
+
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_from_nodes(const gpusched_node* nodes, size_t count,
+                                                             gpusched_state** out, gpusched_error* err);
+GPUSCHED_C_EXPORT void gpusched_state_free(gpusched_state* state);
+
+/* Queries (0 / NULL for a NULL state or an index out of range). */
+GPUSCHED_C_EXPORT size_t gpusched_state_node_count(const gpusched_state* state);
+GPUSCHED_C_EXPORT const char* gpusched_state_node_name(const gpusched_state* state, size_t node);
+GPUSCHED_C_EXPORT uint32_t gpusched_state_gpu_count(const gpusched_state* state, size_t node);
+/* Whole idle GPUs on the node and free GPU share in milli-GPU (a half-used GPU counts 500). */
+GPUSCHED_C_EXPORT uint32_t gpusched_state_idle_gpus(const gpusched_state* state, size_t node);
+GPUSCHED_C_EXPORT int64_t gpusched_state_free_gpu_milli(const gpusched_state* state, size_t node);
+GPUSCHED_C_EXPORT int64_t gpusched_state_free_cpu_milli(const gpusched_state* state, size_t node);
+
+/* ---- jobs -------------------------------------------------------------------------------- */
+
+typedef struct gpusched_jobs gpusched_jobs;
+
+/* A jobs document (docs/formats.md: {"jobs": [...]} or an array) as text or a file. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_jobs_from_json(const char* json_text, gpusched_jobs** out,
+                                                           gpusched_error* err);
+GPUSCHED_C_EXPORT gpusched_status gpusched_jobs_from_file(const char* path, gpusched_jobs** out, gpusched_error* err);
+
+/* An empty list, filled with gpusched_jobs_add. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_jobs_new(gpusched_jobs** out, gpusched_error* err);
+
+/* One job of one task group: `replicas` tasks each asking `cpu_milli`, `memory_bytes` and `gpus` GPUs
+ * (gpu_milli: the share of each GPU in milli-GPU, 1000 = whole; a share below 1000 needs gpus = 1),
+ * optionally only on GPUs of `gpu_model` (NULL or "" = any). */
+typedef struct gpusched_job_spec {
+  const char* name;
+  const char* queue;  /* NULL or "" = "default" */
+  int32_t priority;   /* the job's own (a queue's default priority class does not apply) */
+  int32_t replicas;
+  int64_t cpu_milli;
+  int64_t memory_bytes;
+  int32_t gpus;
+  int32_t gpu_milli;
+  const char* gpu_model;
+} gpusched_job_spec;
+
+GPUSCHED_C_EXPORT gpusched_status gpusched_jobs_add(gpusched_jobs* jobs, const gpusched_job_spec* spec,
+                                                     gpusched_error* err);
+GPUSCHED_C_EXPORT void gpusched_jobs_free(gpusched_jobs* jobs);
+GPUSCHED_C_EXPORT size_t gpusched_jobs_count(const gpusched_jobs* jobs);
+GPUSCHED_C_EXPORT const char* gpusched_jobs_name(const gpusched_jobs* jobs, size_t index);
+/* The index of the job named `name`, or (size_t)-1. */
+GPUSCHED_C_EXPORT size_t gpusched_jobs_find(const gpusched_jobs* jobs, const char* name);
+
+/* ---- placement --------------------------------------------------------------------------- */
+
+typedef enum gpusched_verdict {
+  GPUSCHED_PLACED = 0,
+  GPUSCHED_NOT_NOW = 1,     /* fits the cluster, not its free resources now */
+  GPUSCHED_INFEASIBLE = 2,  /* fits no node even when the cluster is empty */
+  GPUSCHED_INVALID = 3      /* the job contradicts itself */
+} gpusched_verdict;
+
+/* Flags of gpusched_place / gpusched_place_gang. */
+#define GPUSCHED_PLACE_DRY_RUN 1u /* decide but leave the state unchanged (a what-if) */
+
+typedef struct gpusched_result gpusched_result;
+
+/* Places job `index` of `jobs` on `state` with the placement policy `policy` ("best-fit", "first-fit",
+ * "worst-fit", "most-allocated", "least-allocated", "dot-product", "random"; NULL = "best-fit"), all
+ * replicas or none. When placed (and not GPUSCHED_PLACE_DRY_RUN) the state keeps the assignment, so
+ * the next call sees it. A job that cannot be placed is not an error: the result says why. `seed`
+ * feeds the "random" policy. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs, size_t index,
+                                                  const char* policy, uint64_t seed, unsigned flags,
+                                                  gpusched_result** out, gpusched_error* err);
+
+/* The same through the gang solver (docs/gang.md): minimum members, topology levels, spread and
+ * anti-affinity from the job document, an exact search with bounds when the greedy pass fails. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* jobs, size_t index,
+                                                       const char* policy, uint64_t seed, unsigned flags,
+                                                       gpusched_result** out, gpusched_error* err);
+
+/* One placed task. Pointers belong to the result. */
+typedef struct gpusched_task {
+  const char* group;
+  int32_t replica;
+  size_t node;            /* index in the cluster (gpusched_state_node_name) */
+  const char* node_name;
+  size_t gpu_count;
+  const uint32_t* gpus;   /* the GPU indices on the node (a MIG task: the MIG GPU) */
+  int32_t gpu_milli;      /* share of each GPU, 1000 = whole */
+  int32_t mig_start;      /* a MIG task: the instance's first slice; else -1 */
+} gpusched_task;
+
+GPUSCHED_C_EXPORT gpusched_verdict gpusched_result_verdict(const gpusched_result* result);
+GPUSCHED_C_EXPORT size_t gpusched_result_task_count(const gpusched_result* result);
+GPUSCHED_C_EXPORT gpusched_status gpusched_result_task(const gpusched_result* result, size_t index, gpusched_task* out,
+                                                        gpusched_error* err);
+/* "placed: 4 tasks", or why not: "group worker replica 0: 0/3 nodes: 3 insufficient GPUs". */
+GPUSCHED_C_EXPORT const char* gpusched_result_message(const gpusched_result* result);
+/* The result as one JSON object, the entry `gpusched place --format json` prints for the job
+ * (placed: tasks; else verdict, message, reasons with numbers). Written on the first call; NULL only
+ * when memory runs out. */
+GPUSCHED_C_EXPORT const char* gpusched_result_json(const gpusched_result* result);
+GPUSCHED_C_EXPORT void gpusched_result_free(gpusched_result* result);
+
+/* ---- fair share -------------------------------------------------------------------------- */
+
+typedef struct gpusched_order gpusched_order;
+
+/* The admission order of `jobs` under hierarchical DRF, quotas and priorities (docs/fairness.md)
+ * with the queues document `queues_json`, on the resources of `state`. `now`: the time aging measures
+ * waits to, or NULL for the document's "now" (else the latest submit_time). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_fairshare(const gpusched_state* state, const char* queues_json,
+                                                      const gpusched_jobs* jobs, const int64_t* now,
+                                                      gpusched_order** out, gpusched_error* err);
+/* Admitted jobs in order: the job's index in `jobs` and its queue. */
+GPUSCHED_C_EXPORT size_t gpusched_order_admitted_count(const gpusched_order* order);
+GPUSCHED_C_EXPORT size_t gpusched_order_admitted_job(const gpusched_order* order, size_t k);
+GPUSCHED_C_EXPORT const char* gpusched_order_admitted_queue(const gpusched_order* order, size_t k);
+/* Jobs left pending, each with its reason ("queue q: exceeds nominal quota ..."). */
+GPUSCHED_C_EXPORT size_t gpusched_order_pending_count(const gpusched_order* order);
+GPUSCHED_C_EXPORT size_t gpusched_order_pending_job(const gpusched_order* order, size_t k);
+GPUSCHED_C_EXPORT const char* gpusched_order_pending_reason(const gpusched_order* order, size_t k);
+/* The `gpusched fairshare --format json` document (admitted, pending, queues with shares). */
+GPUSCHED_C_EXPORT const char* gpusched_order_json(const gpusched_order* order);
+GPUSCHED_C_EXPORT void gpusched_order_free(gpusched_order* order);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSCHED_C_GPUSCHED_H */

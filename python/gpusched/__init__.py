@@ -1,0 +1,141 @@
+"""gpusched: GPU-cluster scheduling policies from Python.
+
+A thin layer over the C++ library (docs/python.md): the same readers, the one cluster state, the
+same policies. Clusters and jobs come from dicts (the JSON formats of docs/formats.md) or files;
+results are plain Python objects, and tables are pandas DataFrames when pandas is installed.
+
+    import gpusched
+    cluster = gpusched.load_cluster("examples/cluster.json")
+    jobs = gpusched.load_jobs({"jobs": [{"name": "train", "gpus": 4, "cpu": 8, "memory": "64Gi"}]})
+    p = cluster.place(jobs, "train", policy="best-fit")
+    p.placed, p.tasks      # True, [{'group': 'task', 'replica': 0, 'node': 'h100-1', 'gpus': [0, 1, 2, 3], ...}]
+
+Bad input raises ValueError with a message naming the field and value
+(``nodes[3].gpus: expected a non-negative integer, got -2``); a job that cannot be placed is not an
+error: ``p.verdict`` is 'not now' or 'infeasible' and ``p.message`` says why.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from ._core import Cluster, Jobs, Placement, __version__, policy_names
+from . import _core
+
+__all__ = [
+    "Cluster", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
+    "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir",
+]
+
+Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
+
+
+def _text(source: Source, what: str) -> tuple[str, str]:
+    """JSON text and a source name from a dict/list (serialised) or a path (read)."""
+    if isinstance(source, (dict, list, tuple)) or isinstance(source, Mapping):
+        return json.dumps(source), what
+    path = os.fspath(source)
+    with open(path, encoding="utf-8") as f:
+        return f.read(), path
+
+
+def load_cluster(source: Source) -> Cluster:
+    """A cluster from a cluster document: a dict ({"nodes": [...]}) or a JSON file's path."""
+    text, name = _text(source, "cluster")
+    return Cluster.from_json(text, name)
+
+
+def load_jobs(source: Source) -> Jobs:
+    """Jobs from a jobs document: a dict ({"jobs": [...]}), a list of jobs, or a JSON file's path."""
+    text, name = _text(source, "jobs")
+    return Jobs.from_json(text, name)
+
+
+def fairshare(cluster: Cluster, queues: Source, jobs: Union[Jobs, Source], now: Optional[int] = None) -> dict:
+    """The fair-share admission order (docs/fairness.md): hierarchical DRF, quotas, priorities.
+
+    Returns the dict of ``gpusched fairshare --format json``: "admitted" (in order, with queue,
+    flavor, borrowed, priority), "pending" (with reasons), "queues" (usage, dominant and fair
+    shares), "capacity", "free_before". ``to_frame(result["admitted"])`` makes a table of it.
+    """
+    queues_text, _ = _text(queues, "queues")
+    if not isinstance(jobs, Jobs):
+        jobs = load_jobs(jobs)
+    return json.loads(cluster.fairshare_json(queues_text, jobs, now))
+
+
+def topology_pick(nvidia_smi_topo: Union[str, "os.PathLike[str]"], gpus: int, free: Optional[Iterable[int]] = None,
+                  message_bytes: float = 64 * 1024 * 1024) -> dict:
+    """The best ``gpus`` GPUs of one node by estimated all-reduce time (docs/topology.md).
+
+    ``nvidia_smi_topo`` is the text of ``nvidia-smi topo -m`` or a path to it; ``free`` the GPU
+    indices that may be taken (default all). Returns {"found", "gpus", "span", "allreduce_us", ...}
+    or {"found": False, "reason": ...}.
+    """
+    text = str(nvidia_smi_topo)
+    if "\n" not in text and os.path.exists(text):
+        with open(text, encoding="utf-8") as f:
+            text = f.read()
+    return _core.topology_pick(text, gpus, None if free is None else list(free), message_bytes)
+
+
+def data_dir() -> str:
+    """The folder of the shipped data ($GPUSCHED_DATA_DIR, else the source tree's data/, else the
+    installed share/gpusched)."""
+    return _core.default_data_dir()
+
+
+def _trace_dir() -> str:
+    return os.path.join(data_dir(), "alibaba-gpu-v2023")
+
+
+def known_traces() -> list[str]:
+    """The names of the shipped pod lists ("default", "cpu050", "gpuspec33", ...)."""
+    prefix, suffix = "openb_pod_list_", ".csv"
+    try:
+        names = os.listdir(_trace_dir())
+    except OSError:
+        return []
+    return sorted(n[len(prefix):-len(suffix)] for n in names if n.startswith(prefix) and n.endswith(suffix))
+
+
+def bench_packing(trace: str = "default", policies: Optional[Sequence[str]] = None,
+                  seeds: Iterable[int] = range(42, 44), ratio: float = 1.3, lower_bound: bool = True,
+                  nodes: Optional[str] = None, threads: int = 0) -> dict:
+    """The FGD paper's trace experiment (docs/bench-packing.md) on one pod list.
+
+    ``trace`` is a shipped pod list's name or a CSV path; ``policies`` default to all of them;
+    ``seeds`` to two (the tool's default is ten: 42-51). Returns the ``--format json`` report:
+    per policy the unallocated GPU % at 100 % arrived workload (mean, stddev, per seed, paired
+    difference to FGD) and the mean curve; the LP lower bound. ``bench_packing_frame`` tabulates it.
+    """
+    if os.path.exists(trace):
+        path, name = trace, os.path.splitext(os.path.basename(trace))[0]
+    else:
+        path, name = os.path.join(_trace_dir(), f"openb_pod_list_{trace}.csv"), trace
+        if not os.path.exists(path):
+            raise ValueError(f'trace: unknown trace "{trace}" (known: {", ".join(known_traces()) or "none"}; or give a CSV path)')
+    nodes = nodes or os.path.join(_trace_dir(), "openb_node_list_gpu_node.csv")
+    report = _core.bench_packing_json(nodes, path, name, list(policies or []), [int(s) for s in seeds], ratio,
+                                      lower_bound, threads)
+    return json.loads(report)
+
+
+def bench_packing_frame(report: Mapping[str, Any]):
+    """One row per policy of a bench_packing report: policy, mean and stddev of the unallocated GPU %
+    at 100 % arrived workload, the paired difference to the reference policy."""
+    rows = []
+    for p in report["policies"]:
+        rows.append({k: p.get(k) for k in ("policy", "unallocated_gpu_pct_at_100", "unallocated_gpu_pct_at_100_stddev",
+                                           "paired_diff_vs_reference", "paired_diff_vs_reference_stderr")})
+    return to_frame(rows)
+
+
+def to_frame(rows: Sequence[Mapping[str, Any]]):
+    """A pandas DataFrame of a list of dicts when pandas is importable, else the list itself."""
+    try:
+        import pandas  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        return list(rows)
+    return pandas.DataFrame(list(rows))

@@ -1,0 +1,488 @@
+// gpusched._core — the Python module's compiled half (pybind11). The pure-Python package
+// (python/gpusched/__init__.py) builds on it: dicts and files in, dicts and DataFrames out.
+//
+// Everything here is a thin layer over the C++ library: the same JSON readers (so a dict is read
+// exactly as a JSON file would be, with the same messages), the one ClusterState, the same policies.
+// Errors become Python exceptions: bad input a ValueError whose text names the field and value; a
+// job that cannot be placed is not an error (the Placement says why).
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/gang/gang.hpp"
+#include "gpusched/io/alibaba_trace.hpp"
+#include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/fairshare_json.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
+#include "gpusched/mig/packer.hpp"
+#include "gpusched/packing/placement.hpp"
+#include "gpusched/packing/policy.hpp"
+#include "gpusched/sim/packing_experiment.hpp"
+#include "gpusched/topology/gpu_picker.hpp"
+#include "gpusched/topology/node_topology.hpp"
+
+namespace py = pybind11;
+using nlohmann::json;
+
+namespace gpusched::python {
+namespace {
+
+[[noreturn]] void raise(const Error& e, std::string_view prefix = {}) {
+  throw py::value_error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
+}
+
+// A cluster: the one ClusterState and the registry it reads GPU models through.
+struct PyCluster {
+  GpuModelRegistry registry;
+  ClusterState state;
+  // The last deterministic policy used, kept for the next call (its caches key on the state's
+  // generation, so reuse never changes an answer); "random" is made afresh: its draws advance.
+  std::string policy_name;
+  std::unique_ptr<PlacementPolicy> policy;
+};
+
+struct PyJobs {
+  io::JobsDocument doc;
+
+  std::size_t index_of(const py::object& job) const {
+    if (!py::isinstance<py::int_>(job)) {
+      const auto name = job.cast<std::string>();
+      for (std::size_t i = 0; i < doc.jobs.size(); ++i)
+        if (doc.jobs[i].job_name == name) return i;
+      throw py::key_error(fmt::format("job: no job named \"{}\"", name));
+    }
+    const auto i = job.cast<std::int64_t>();
+    if (i < 0 || static_cast<std::size_t>(i) >= doc.jobs.size())
+      throw py::index_error(fmt::format("job: index {} is out of range ({} jobs)", i, doc.jobs.size()));
+    return static_cast<std::size_t>(i);
+  }
+};
+
+// A decision. The fields Python reads are made on first access, so a decision costs the C++ call
+// plus the crossing (benchmarks/README.md, "Bindings").
+struct PyPlacement {
+  std::string job;
+  Verdict verdict = Verdict::kNotNow;
+  std::string message;
+  struct Task {
+    std::string group;
+    std::int32_t replica;
+    std::string node;
+    std::vector<std::uint32_t> gpus;
+    std::int32_t gpu_milli;
+    std::string mig_profile;  // "" unless a MIG task
+    std::int32_t mig_start;
+  };
+  std::vector<Task> tasks;
+  json reasons = json::array();
+  json extra;  // gang: method, placed per group, domain
+
+  py::list tasks_list() const {
+    py::list out;
+    for (const auto& t : tasks) {
+      py::dict d;
+      d["group"] = t.group;
+      d["replica"] = t.replica;
+      d["node"] = t.node;
+      d["gpus"] = t.gpus;
+      d["gpu_milli"] = t.gpu_milli;
+      if (!t.mig_profile.empty()) {
+        d["mig_profile"] = t.mig_profile;
+        d["mig_start"] = t.mig_start;
+      }
+      out.append(std::move(d));
+    }
+    return out;
+  }
+};
+
+json reasons_json(const std::vector<Reason>& reasons, const CompiledJob& job) {
+  json out = json::array();
+  for (const Reason& r : reasons) {
+    json item{{"kind", std::string(reason_name(r.kind))}, {"text", to_string(r)}};
+    if (r.unit != Unit::kNone) item["unit"] = std::string(unit_name(r.unit));
+    if (r.needed >= 0) item["needed"] = r.needed;
+    if (r.available >= 0) item["available"] = r.available;
+    if (r.count > 0) item["count"] = r.count;
+    if (r.subject >= 0 && static_cast<std::size_t>(r.subject) < job.groups.size())
+      item["group"] = job.groups[static_cast<std::size_t>(r.subject)].name;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+PyPlacement make_placement(const ClusterState& state, const CompiledJob& job, Verdict verdict,
+                           const std::vector<TaskPlacement>& tasks, std::string message,
+                           const std::vector<Reason>& reasons) {
+  PyPlacement p;
+  p.job = job.name;
+  p.verdict = verdict;
+  p.message = std::move(message);
+  if (verdict == Verdict::kPlaced) {
+    for (const auto& t : tasks) {
+      const auto& a = t.assignment;
+      PyPlacement::Task task{job.groups[t.group].name, static_cast<std::int32_t>(t.replica),
+                             std::string(state.node_name(a.node)), {a.gpus.begin(), a.gpus.end()}, static_cast<std::int32_t>(a.gpu_milli), {}, -1};
+      if (a.is_mig() && !a.gpus.empty()) {
+        const auto g = state.mig_gpu(a.node, a.gpus.front());
+        if (g != mig::kNoGpu) {
+          const auto& spec = state.mig().spec_of(g);
+          task.mig_profile = spec.profiles[static_cast<std::size_t>(a.mig_profile)].name;
+        }
+        task.mig_start = a.mig_start;
+      }
+      p.tasks.push_back(std::move(task));
+    }
+  } else {
+    p.reasons = reasons_json(reasons, job);
+  }
+  return p;
+}
+
+py::object to_python(const json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint64_t seed);
+
+// The policy for one call: the cluster's kept one, or a fresh "random" (owned by `fresh`).
+const PlacementPolicy& policy_for(PyCluster& c, const std::string& name, std::uint64_t seed,
+                                  std::unique_ptr<PlacementPolicy>& fresh) {
+  if (name == "random") {
+    fresh = policy_named(name, seed);
+    return *fresh;
+  }
+  if (!c.policy || c.policy_name != name) {
+    c.policy = policy_named(name, seed);
+    c.policy_name = name;
+  }
+  return *c.policy;
+}
+
+std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint64_t seed) {
+  auto policy = make_policy(name, seed);
+  if (!policy) {
+    std::string known;
+    for (auto k : policy_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
+    throw py::value_error(fmt::format("policy: unknown policy \"{}\" (known: {})", name, known));
+  }
+  return policy;
+}
+
+CompiledJob compile(const PyCluster& c, const PyJobs& jobs, std::size_t index) {
+  auto compiled = compile_job(c.state, jobs.doc.jobs[index]);
+  if (!compiled) raise(compiled.error(), fmt::format("jobs[{}]", index));
+  return std::move(*compiled);
+}
+
+// Rolls the state back unless kept, also when converting a result throws (a Python exception).
+class Undo {
+ public:
+  explicit Undo(ClusterState& state) : state_(state), mark_(state.checkpoint()) {}
+  Undo(const Undo&) = delete;
+  Undo& operator=(const Undo&) = delete;
+  ~Undo() {
+    if (!kept_) state_.rollback(mark_);
+  }
+  void keep() {
+    state_.commit();
+    kept_ = true;
+  }
+
+ private:
+  ClusterState& state_;
+  ClusterState::Checkpoint mark_;
+  bool kept_ = false;
+};
+
+PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const std::string& policy_name,
+                  std::uint64_t seed, bool dry_run, const std::string& gpu_picker) {
+  const std::size_t index = jobs.index_of(job);
+  const CompiledJob compiled = compile(c, jobs, index);
+  std::unique_ptr<PlacementPolicy> fresh;
+  const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
+  JobPlacementOptions options;
+  std::optional<topology::TopologyGpuPicker> topo;
+  if (gpu_picker == "topology") {
+    topo.emplace();
+    options.gpu_picker = &*topo;
+  } else if (gpu_picker != "default") {
+    throw py::value_error(fmt::format("gpu_picker: expected \"default\" or \"topology\", got \"{}\"", gpu_picker));
+  }
+  Undo undo(c.state);
+  JobPlacement p = place_job(c.state, compiled, policy, options);
+  PyPlacement out = make_placement(c.state, compiled, p.verdict, p.tasks, p.placed() ? std::string() : describe(compiled, p),
+                                   p.reasons);
+  if (p.placed() && !dry_run) undo.keep();
+  return out;
+}
+
+PyPlacement place_gang_job(PyCluster& c, const PyJobs& jobs, const py::object& job, const std::string& policy_name,
+                           std::uint64_t seed, bool dry_run) {
+  const std::size_t index = jobs.index_of(job);
+  const CompiledJob compiled = compile(c, jobs, index);
+  std::unique_ptr<PlacementPolicy> fresh;
+  const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
+  auto spec = make_gang_spec(compiled);
+  if (!spec) raise(spec.error(), fmt::format("jobs[{}]", index));
+  GangOptions options;
+  options.policy = &policy;
+  Undo undo(c.state);
+  GangResult g = place_gang(c.state, *spec, options);
+  PyPlacement out = make_placement(c.state, compiled, g.verdict, g.tasks, gang_message(*spec, g, c.state), g.reasons);
+  json counts = json::object();
+  for (std::size_t k = 0; k < compiled.groups.size() && k < g.placed_per_group.size(); ++k)
+    counts[compiled.groups[k].name] = g.placed_per_group[k];
+  out.extra = json{{"method", std::string(method_name(g.method))}, {"placed_per_group", counts}, {"effort", g.effort_used}};
+  if (g.undecided()) out.extra["undecided"] = true;
+  if (!g.domain.empty()) out.extra["domain"] = g.domain;
+  if (g.placed() && !dry_run) undo.keep();
+  return out;
+}
+
+py::dict mig_pick(PyCluster& c, const std::string& profile, const std::string& policy, const std::string& mode,
+                  bool apply) {
+  const mig::MigCatalog& catalog = mig::MigCatalog::builtin();
+  auto request = mig::MigRequest::from_name(catalog, profile);
+  if (!request) raise(request.error(), "profile");
+  if (mode != "dynamic" && mode != "static")
+    throw py::value_error(fmt::format("mode: expected \"dynamic\" or \"static\", got \"{}\"", mode));
+  const mig::MigMode m = mode == "static" ? mig::MigMode::kStatic : mig::MigMode::kDynamic;
+  std::unique_ptr<mig::MigPlacer> placer;
+  if (policy == "first-fit") placer = std::make_unique<mig::FirstFitPlacer>(m);
+  else if (policy == "frag-aware") placer = std::make_unique<mig::FragAwarePlacer>(m, mig::MigDemand::uniform(catalog));
+  else throw py::value_error(fmt::format("policy: expected \"frag-aware\" or \"first-fit\", got \"{}\"", policy));
+  const mig::MigDecision d = placer->decide(c.state, *request);
+  py::dict out;
+  out["profile"] = profile;
+  out["placed"] = d.placed();
+  out["verdict"] = std::string(verdict_name(d.verdict));
+  if (!d.placed()) {
+    out["reason"] = mig::explain(c.state, *request, d);
+    return out;
+  }
+  const mig::MigGpuTable& gpus = c.state.mig();
+  const mig::MigGpuSpec& spec = gpus.spec_of(d.gpu);
+  const auto& prof = spec.profiles[static_cast<std::size_t>(d.profile)];
+  out["node"] = std::string(c.state.node_name(gpus.node_of(d.gpu)));
+  out["gpu"] = gpus.local_index(d.gpu);
+  out["model"] = spec.model;
+  out["action"] = d.action == mig::MigAction::kCreate ? "create" : "use-idle";
+  out["profile"] = prof.name;
+  out["profile_id"] = prof.id;
+  out["start"] = d.start;
+  out["fragmentation_delta"] = d.score;
+  if (apply) {
+    if (auto st = mig::apply_decision(c.state, d); !st) raise(st.error());
+    c.state.commit();
+  }
+  return out;
+}
+
+py::object number_or_none(double v) { return std::isfinite(v) ? py::object(py::float_(v)) : py::object(py::none()); }
+
+py::dict topology_pick(const std::string& nvidia_smi_topo, int gpus, std::optional<std::vector<int>> free,
+                       double message_bytes) {
+  auto topo = io::parse_nvidia_smi_topo(nvidia_smi_topo);
+  if (!topo) raise(topo.error(), "topology");
+  if (gpus < 1) throw py::value_error(fmt::format("gpus: expected a positive count, got {}", gpus));
+  if (!(message_bytes > 0)) throw py::value_error(fmt::format("message_bytes: expected a positive size, got {}", message_bytes));
+  std::vector<std::uint16_t> candidates;
+  if (!free) {
+    for (std::size_t g = 0; g < topo->gpu_count(); ++g) candidates.push_back(static_cast<std::uint16_t>(g));
+  } else {
+    for (int g : *free) {
+      if (g < 0 || static_cast<std::size_t>(g) >= topo->gpu_count())
+        throw py::value_error(fmt::format("free: GPU {} is not on this node (GPUs 0..{})", g, topo->gpu_count() - 1));
+      candidates.push_back(static_cast<std::uint16_t>(g));
+    }
+  }
+  topology::PickOptions options;
+  options.message_bytes = message_bytes;
+  const topology::GpuPick p = topo->best_gpus(candidates, static_cast<std::size_t>(gpus), options);
+  py::dict out;
+  out["found"] = p.found;
+  if (!p.found) {
+    out["reason"] = p.reason;
+    return out;
+  }
+  out["gpus"] = std::vector<int>(p.gpus.begin(), p.gpus.end());
+  out["exact"] = p.exact;
+  out["message_bytes"] = message_bytes;
+  out["span"] = topology::pair_link_name(p.score.span);
+  out["bus_bandwidth_gbps"] = number_or_none(p.score.bus_bandwidth_gbps);
+  out["latency_us"] = p.score.latency_us;
+  out["allreduce_us"] = number_or_none(p.score.allreduce_us);
+  out["ring_us"] = number_or_none(p.score.ring_us);
+  out["tree_us"] = number_or_none(p.score.tree_us);
+  return out;
+}
+
+std::string bench_packing(const std::string& nodes_csv, const std::string& pods_csv, const std::string& name,
+                          std::vector<std::string> policies, std::vector<std::uint64_t> seeds, double ratio,
+                          bool lower_bound, unsigned threads) {
+  if (seeds.empty()) throw py::value_error("seeds: expected at least one seed");
+  if (!(ratio > 0.0 && ratio <= 10.0)) throw py::value_error(fmt::format("ratio: expected a value in (0, 10], got {}", ratio));
+  Result<sim::ExperimentReport> report = Error("not run");
+  {
+    py::gil_scoped_release release;  // a long run: other Python threads go on
+    auto nodes = io::read_alibaba_nodes(nodes_csv);
+    if (!nodes) report = nodes.error();
+    auto pods = nodes ? io::read_alibaba_pods(pods_csv) : Result<std::vector<io::TracePod>>(Error("not read"));
+    if (nodes && !pods) report = pods.error();
+    if (nodes && pods) {
+      auto w = sim::make_trace_workload(*nodes, *pods, name);
+      if (!w) {
+        report = Error(fmt::format("{}: {}", pods_csv, w.error().message), w.error().code);
+      } else {
+        sim::ExperimentConfig cfg;
+        cfg.policies = std::move(policies);
+        cfg.seeds = std::move(seeds);
+        cfg.target_ratio = ratio;
+        cfg.lower_bound = lower_bound;
+        cfg.threads = threads;
+        report = sim::run_experiment(*w, cfg);
+      }
+    }
+  }
+  if (!report) raise(report.error());
+  return sim::report_json(*report);
+}
+
+std::string default_data_dir() {
+  if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;
+  if (std::filesystem::exists(GPUSCHED_DATA_DIR)) return GPUSCHED_DATA_DIR;
+  return GPUSCHED_INSTALLED_DATA_DIR;
+}
+
+}  // namespace
+}  // namespace gpusched::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace gpusched;
+  using namespace gpusched::python;
+  m.doc() = "gpusched's compiled core (use the `gpusched` package: it reads dicts and files)";
+  m.attr("__version__") = GPUSCHED_VERSION_STRING;
+
+  py::class_<PyJobs>(m, "Jobs", "Jobs read from a jobs document (docs/formats.md).")
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& source) {
+            auto doc = io::read_jobs_json(text, source);
+            if (!doc) raise(doc.error());
+            return PyJobs{std::move(*doc)};
+          },
+          py::arg("text"), py::arg("source") = "jobs", "Reads a jobs document from JSON text.")
+      .def("__len__", [](const PyJobs& j) { return j.doc.jobs.size(); })
+      .def_property_readonly(
+          "names", [](const PyJobs& j) {
+            std::vector<std::string> out;
+            for (const auto& job : j.doc.jobs) out.push_back(job.job_name);
+            return out;
+          },
+          "The job names in document order.")
+      .def("__repr__", [](const PyJobs& j) { return fmt::format("<gpusched.Jobs: {} jobs>", j.doc.jobs.size()); });
+
+  py::class_<PyPlacement>(m, "Placement",
+                          "One decision: `placed`, `verdict` ('placed', 'not now', 'infeasible', 'invalid'), "
+                          "`message`, `tasks` (node and GPUs per task), `reasons` (structured, with numbers).")
+      .def_readonly("job", &PyPlacement::job)
+      .def_property_readonly("placed", [](const PyPlacement& p) { return p.verdict == Verdict::kPlaced; })
+      .def_property_readonly("verdict", [](const PyPlacement& p) { return std::string(verdict_name(p.verdict)); })
+      .def_property_readonly("message", [](const PyPlacement& p) {
+        // describe()'s words for a placement, written on request.
+        return p.message.empty() && p.verdict == Verdict::kPlaced ? fmt::format("placed: {} tasks", p.tasks.size())
+                                                                    : p.message;
+      })
+      .def_property_readonly("tasks", &PyPlacement::tasks_list,
+                             "A list of dicts: group, replica, node, gpus, gpu_milli (and mig_profile, mig_start).")
+      .def_property_readonly("reasons", [](const PyPlacement& p) { return to_python(p.reasons); },
+                             "Why not placed: dicts with kind, text, unit, needed, available, count, group.")
+      .def_property_readonly("gang", [](const PyPlacement& p) { return p.extra.is_null() ? py::object(py::none()) : to_python(p.extra); },
+                             "For place_gang: method, placed_per_group, effort (and domain); else None.")
+      .def("__repr__", [](const PyPlacement& p) {
+        return fmt::format("<gpusched.Placement {}: {}>", p.job, p.verdict == Verdict::kPlaced ? fmt::format("{} tasks", p.tasks.size()) : p.message);
+      });
+
+  py::class_<PyCluster>(m, "Cluster",
+                        "A cluster state (the library's ClusterState): read from a cluster document, changed by "
+                        "placements, queried per node.")
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& source) {
+            auto doc = io::read_cluster_json(text, source);
+            if (!doc) raise(doc.error());
+            auto state = ClusterState::build(doc->cluster, doc->registry);
+            if (!state) raise(state.error(), source);
+            return std::make_unique<PyCluster>(PyCluster{std::move(doc->registry), std::move(*state), {}, {}});
+          },
+          py::arg("text"), py::arg("source") = "cluster", "Reads a cluster document from JSON text.")
+      .def_property_readonly("node_count", [](const PyCluster& c) { return c.state.node_count(); })
+      .def(
+          "nodes",
+          [](const PyCluster& c) {
+            py::list out;
+            for (std::size_t i = 0; i < c.state.node_count(); ++i) {
+              const auto n = static_cast<NodeId>(i);
+              py::dict d;
+              d["name"] = std::string(c.state.node_name(n));
+              d["cpu_milli"] = c.state.cpu_capacity(n);
+              d["cpu_free_milli"] = c.state.cpu_free(n);
+              d["memory"] = c.state.memory_capacity(n);
+              d["memory_free"] = c.state.memory_free(n);
+              d["gpus"] = c.state.gpu_count(n);
+              d["idle_gpus"] = c.state.idle_gpus(n);
+              d["free_gpu_milli"] = c.state.free_gpu_milli(n);
+              std::vector<std::string> models;
+              for (std::size_t g = 0; g < c.state.gpu_count(n); ++g)
+                models.push_back(c.state.registry().model(c.state.gpu_model(n, static_cast<GpuIndex>(g))).name);
+              d["gpu_models"] = models;
+              d["schedulable"] = c.state.schedulable(n);
+              d["healthy"] = c.state.healthy(n);
+              out.append(std::move(d));
+            }
+            return out;
+          },
+          "One dict per node: capacity and free CPU, memory, GPUs, GPU models, flags.")
+      .def("place", &place, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit", py::arg("seed") = 42,
+           py::arg("dry_run") = false, py::arg("gpu_picker") = "default",
+           "Places one job (index or name) with a placement policy, all replicas or none, and keeps it on the "
+           "cluster unless dry_run. gpu_picker='topology' picks GPU sets by the node's interconnect.")
+      .def("place_gang", &place_gang_job, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit",
+           py::arg("seed") = 42, py::arg("dry_run") = false,
+           "Decides one job as a gang (docs/gang.md): minimum members, topology, spread, anti-affinity.")
+      .def("mig_pick", &mig_pick, py::arg("profile"), py::arg("policy") = "frag-aware", py::arg("mode") = "dynamic",
+           py::arg("apply") = true,
+           "Picks a GPU and slot for one MIG instance of `profile` (e.g. '1g.10gb'), docs/mig.md; kept unless "
+           "apply=False.")
+      .def(
+          "fairshare_json",
+          [](const PyCluster& c, const std::string& queues, const PyJobs& jobs, std::optional<std::int64_t> now) {
+            auto run = io::fairshare_plan(c.state, jobs.doc, queues, now);
+            if (!run) raise(run.error());
+            return io::write_fairshare_json(*run);
+          },
+          py::arg("queues"), py::arg("jobs"), py::arg("now") = py::none(),
+          "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.");
+
+  m.def("policy_names", [] {
+    std::vector<std::string> out;
+    for (auto n : policy_names()) out.emplace_back(n);
+    return out;
+  }, "The placement policy names, in a stable order.");
+  m.def("topology_pick", &topology_pick, py::arg("nvidia_smi_topo"), py::arg("gpus"), py::arg("free") = py::none(),
+        py::arg("message_bytes") = 64.0 * 1024 * 1024,
+        "The best `gpus` GPUs of one node, from `nvidia-smi topo -m` text (docs/topology.md).");
+  m.def("bench_packing_json", &bench_packing, py::arg("nodes_csv"), py::arg("pods_csv"), py::arg("name"),
+        py::arg("policies"), py::arg("seeds"), py::arg("ratio") = 1.3, py::arg("lower_bound") = true,
+        py::arg("threads") = 0u, "The bench-packing experiment over one trace, as its JSON report.");
+  m.def("default_data_dir", &default_data_dir, "Where the shipped traces are ($GPUSCHED_DATA_DIR first).");
+}

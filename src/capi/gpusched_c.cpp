@@ -1,0 +1,656 @@
+// The C API (include/gpusched/c/gpusched.h) over the C++ library: the same readers, the one
+// ClusterState, the same policies. Every exported function catches everything at the boundary
+// (no exception crosses into C) and reports failures as a status plus a message in the caller's
+// gpusched_error; nothing here is global or mutable.
+#include "gpusched/c/gpusched.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/gang/gang.hpp"
+#include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/fairshare_json.hpp"
+#include "gpusched/packing/placement.hpp"
+#include "gpusched/packing/policy.hpp"
+
+#ifndef GPUSCHED_VERSION_STRING
+#error "GPUSCHED_VERSION_STRING is set by the build (the project's version)"
+#endif
+
+struct gpusched_state {
+  gpusched::GpuModelRegistry registry;  // the state reads models through it
+  gpusched::ClusterState state;
+  std::vector<std::string> node_names;  // NUL-terminated copies for gpusched_state_node_name
+  // The last deterministic policy used, kept for the next call (its caches key on the state's
+  // generation, so reuse never changes an answer). "random" is made afresh each call: its draws
+  // advance, and a call must depend only on its seed.
+  std::string policy_name;
+  std::unique_ptr<gpusched::PlacementPolicy> policy;
+};
+
+struct gpusched_jobs {
+  gpusched::io::JobsDocument doc;
+};
+
+struct gpusched_result {
+  gpusched_verdict verdict = GPUSCHED_NOT_NOW;
+  struct Task {
+    std::string group;
+    std::int32_t replica = 0;
+    std::size_t node = 0;
+    std::string node_name;
+    std::vector<std::uint32_t> gpus;
+    std::int32_t gpu_milli = 0;
+    std::int32_t mig_start = -1;
+  };
+  std::vector<Task> tasks;
+  mutable std::string message;  // when placed, written on first request ("placed: N tasks")
+  mutable std::once_flag message_once;
+  // The JSON entry is written on first request (a decision should cost little more than the C++
+  // call: benchmarks/README.md, "Bindings"); once_flag keeps concurrent readers safe.
+  std::string job;
+  std::string_view verdict_text;
+  nlohmann::json reasons;  // when not placed
+  nlohmann::json extra;    // gang: method, placed per group, effort, domain
+  mutable std::once_flag json_once;
+  mutable std::string json;
+};
+
+struct gpusched_order {
+  std::vector<std::size_t> admitted;
+  std::vector<std::string> admitted_queue;
+  std::vector<std::size_t> pending;
+  std::vector<std::string> pending_reason;
+  std::string json;
+};
+
+namespace {
+
+using gpusched::Error;
+using gpusched::ErrorCode;
+using nlohmann::json;
+
+// A failure inside a call, carried to the boundary.
+struct CallError {
+  gpusched_status code;
+  std::string message;
+};
+
+[[noreturn]] void fail(gpusched_status code, std::string message) { throw CallError{code, std::move(message)}; }
+
+gpusched_status status_of(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidValue:
+    case ErrorCode::kMissingField:
+    case ErrorCode::kUnknownField:
+    case ErrorCode::kDuplicate:
+    case ErrorCode::kInconsistent: return GPUSCHED_ERROR_INVALID_INPUT;
+    case ErrorCode::kUnknownName: return GPUSCHED_ERROR_UNKNOWN_NAME;
+    case ErrorCode::kOverflow:
+    case ErrorCode::kLimit: return GPUSCHED_ERROR_LIMIT;
+    case ErrorCode::kParse: return GPUSCHED_ERROR_PARSE;
+    case ErrorCode::kIo: return GPUSCHED_ERROR_IO;
+    case ErrorCode::kState: return GPUSCHED_ERROR_STATE;
+  }
+  return GPUSCHED_ERROR_INVALID_INPUT;
+}
+
+[[noreturn]] void fail(const Error& e, std::string_view prefix = {}) {
+  fail(status_of(e.code), prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
+}
+
+void set_error(gpusched_error* err, gpusched_status code, std::string_view message) {
+  if (err == nullptr) return;
+  err->code = code;
+  constexpr std::size_t cap = GPUSCHED_ERROR_MESSAGE_SIZE - 1;
+  if (message.size() <= cap) {
+    std::memcpy(err->message, message.data(), message.size());
+    err->message[message.size()] = '\0';
+  } else {
+    std::memcpy(err->message, message.data(), cap - 3);
+    std::memcpy(err->message + cap - 3, "...", 4);
+  }
+}
+
+// Runs `body` with every exception turned into a status and a message.
+template <class F>
+gpusched_status guarded(gpusched_error* err, F&& body) noexcept {
+  try {
+    body();
+    set_error(err, GPUSCHED_OK, "");
+    return GPUSCHED_OK;
+  } catch (const CallError& e) {
+    set_error(err, e.code, e.message);
+    return e.code;
+  } catch (const std::bad_alloc&) {
+    set_error(err, GPUSCHED_ERROR_OUT_OF_MEMORY, "out of memory");
+    return GPUSCHED_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_error(err, GPUSCHED_ERROR_INTERNAL, fmt::format("internal error: {}", e.what()));
+    return GPUSCHED_ERROR_INTERNAL;
+  } catch (...) {
+    set_error(err, GPUSCHED_ERROR_INTERNAL, "internal error: unknown exception");
+    return GPUSCHED_ERROR_INTERNAL;
+  }
+}
+
+template <class T>
+void need(const T* p, const char* what) {
+  if (p == nullptr) fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("{}: NULL", what));
+}
+
+std::string read_whole_file(const char* path) {
+  need(path, "path");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(GPUSCHED_ERROR_IO, fmt::format("{}: cannot open file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail(GPUSCHED_ERROR_IO, fmt::format("{}: read error", path));
+  return std::move(text).str();
+}
+
+std::unique_ptr<gpusched_state> make_state(gpusched::GpuModelRegistry registry, const gpusched::Cluster& cluster,
+                                           std::string_view source) {
+  auto built = gpusched::ClusterState::build(cluster, registry);
+  if (!built) fail(built.error(), source);
+  auto out = std::unique_ptr<gpusched_state>(new gpusched_state{std::move(registry), std::move(*built), {}, {}, {}});
+  out->node_names.reserve(out->state.node_count());
+  for (std::size_t n = 0; n < out->state.node_count(); ++n)
+    out->node_names.emplace_back(out->state.node_name(static_cast<gpusched::NodeId>(n)));
+  return out;
+}
+
+std::unique_ptr<gpusched_state> state_from_text(std::string_view text, std::string_view source) {
+  auto doc = gpusched::io::read_cluster_json(text, source);
+  if (!doc) fail(doc.error());
+  return make_state(std::move(doc->registry), doc->cluster, source);
+}
+
+std::unique_ptr<gpusched_jobs> jobs_from_text(std::string_view text, std::string_view source) {
+  auto doc = gpusched::io::read_jobs_json(text, source);
+  if (!doc) fail(doc.error());
+  return std::unique_ptr<gpusched_jobs>(new gpusched_jobs{std::move(*doc)});
+}
+
+const gpusched::Job& job_at(const gpusched_jobs* jobs, std::size_t index) {
+  need(jobs, "jobs");
+  if (index >= jobs->doc.jobs.size())
+    fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("index: {} is out of range ({} jobs)", index, jobs->doc.jobs.size()));
+  return jobs->doc.jobs[index];
+}
+
+std::unique_ptr<gpusched::PlacementPolicy> policy_named(const char* name, std::uint64_t seed) {
+  const std::string_view n = name == nullptr ? std::string_view("best-fit") : std::string_view(name);
+  auto policy = gpusched::make_policy(n, seed);
+  if (!policy) {
+    std::string known;
+    for (auto k : gpusched::policy_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
+    fail(GPUSCHED_ERROR_UNKNOWN_NAME, fmt::format("policy: unknown policy \"{}\" (known: {})", n, known));
+  }
+  return policy;
+}
+
+gpusched_verdict verdict_of(gpusched::Verdict v) {
+  switch (v) {
+    case gpusched::Verdict::kPlaced: return GPUSCHED_PLACED;
+    case gpusched::Verdict::kNotNow: return GPUSCHED_NOT_NOW;
+    case gpusched::Verdict::kInfeasible: return GPUSCHED_INFEASIBLE;
+    case gpusched::Verdict::kInvalid: return GPUSCHED_INVALID;
+  }
+  return GPUSCHED_INVALID;
+}
+
+// The structured reasons as `gpusched place --format json` writes them.
+json reasons_json(const std::vector<gpusched::Reason>& reasons, const gpusched::CompiledJob& job) {
+  json out = json::array();
+  for (const gpusched::Reason& r : reasons) {
+    json item{{"kind", std::string(gpusched::reason_name(r.kind))}, {"text", gpusched::to_string(r)}};
+    if (r.unit != gpusched::Unit::kNone) item["unit"] = std::string(gpusched::unit_name(r.unit));
+    if (r.needed >= 0) item["needed"] = r.needed;
+    if (r.available >= 0) item["available"] = r.available;
+    if (r.count > 0) item["count"] = r.count;
+    if (r.subject >= 0 && static_cast<std::size_t>(r.subject) < job.groups.size())
+      item["group"] = job.groups[static_cast<std::size_t>(r.subject)].name;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+// The result handle of a decision: tasks (when placed), the message; the JSON entry's parts that
+// need the compiled job (reasons name groups) are kept, the rest is written on request.
+std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state, const gpusched::CompiledJob& job,
+                                             gpusched::Verdict verdict, const std::vector<gpusched::TaskPlacement>& tasks,
+                                             std::string message, const std::vector<gpusched::Reason>& reasons,
+                                             json extra) {
+  auto r = std::make_unique<gpusched_result>();
+  r->verdict = verdict_of(verdict);
+  r->message = std::move(message);
+  r->job = job.name;
+  r->verdict_text = gpusched::verdict_name(verdict);
+  if (verdict == gpusched::Verdict::kPlaced) {
+    r->tasks.reserve(tasks.size());
+    for (const auto& t : tasks) {
+      const auto& a = t.assignment;
+      gpusched_result::Task task;
+      task.group = job.groups[t.group].name;
+      task.replica = static_cast<std::int32_t>(t.replica);
+      task.node = a.node;
+      task.node_name = std::string(state.node_name(a.node));
+      task.gpus.assign(a.gpus.begin(), a.gpus.end());
+      task.gpu_milli = static_cast<std::int32_t>(a.gpu_milli);
+      task.mig_start = a.is_mig() ? a.mig_start : -1;
+      r->tasks.push_back(std::move(task));
+    }
+  } else {
+    r->reasons = reasons_json(reasons, job);
+  }
+  r->extra = std::move(extra);
+  return r;
+}
+
+std::string result_json(const gpusched_result& r) {
+  const char* message = gpusched_result_message(&r);
+  json out{{"job", r.job}, {"verdict", std::string(r.verdict_text)}, {"message", message ? message : ""}};
+  if (r.verdict == GPUSCHED_PLACED) {
+    json tasks = json::array();
+    for (const auto& t : r.tasks) {
+      json item{{"group", t.group}, {"replica", t.replica}, {"node", t.node_name}, {"gpus", t.gpus},
+                {"gpu_milli", t.gpu_milli}};
+      if (t.mig_start >= 0) item["mig_start"] = t.mig_start;
+      tasks.push_back(std::move(item));
+    }
+    out["tasks"] = std::move(tasks);
+  } else {
+    out["reasons"] = r.reasons;
+  }
+  if (!r.extra.is_null()) out.update(r.extra);
+  return out.dump();
+}
+
+// Rolls the state back to `mark` unless kept: a decision that throws half-way (out of memory while
+// copying the result) leaves the state as it was.
+class Undo {
+ public:
+  Undo(gpusched::ClusterState& state) : state_(state), mark_(state.checkpoint()) {}  // NOLINT
+  Undo(const Undo&) = delete;
+  Undo& operator=(const Undo&) = delete;
+  ~Undo() {
+    if (!kept_) state_.rollback(mark_);
+  }
+  // Placed and not a dry run: the reservations become the state.
+  void keep() {
+    state_.commit();
+    kept_ = true;
+  }
+
+ private:
+  gpusched::ClusterState& state_;
+  gpusched::ClusterState::Checkpoint mark_;
+  bool kept_ = false;
+};
+
+struct Prepared {
+  gpusched::CompiledJob job;
+  std::unique_ptr<gpusched::PlacementPolicy> fresh;  // a policy made for this call only
+  const gpusched::PlacementPolicy* policy = nullptr;
+};
+
+Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t index, const char* policy,
+                 std::uint64_t seed, gpusched_result** out) {
+  need(state, "state");
+  need(out, "out");
+  *out = nullptr;
+  const gpusched::Job& job = job_at(jobs, index);
+  auto compiled = gpusched::compile_job(state->state, job);
+  if (!compiled) fail(compiled.error(), fmt::format("jobs[{}]", index));
+  Prepared prepared{std::move(*compiled), nullptr, nullptr};
+  const std::string_view name = policy == nullptr ? std::string_view("best-fit") : std::string_view(policy);
+  if (name == "random") {
+    prepared.fresh = policy_named(policy, seed);
+    prepared.policy = prepared.fresh.get();
+  } else {
+    if (!state->policy || state->policy_name != name) {
+      state->policy = policy_named(policy, seed);
+      state->policy_name = name;
+    }
+    prepared.policy = state->policy.get();
+  }
+  return prepared;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* gpusched_status_name(gpusched_status code) {
+  switch (code) {
+    case GPUSCHED_OK: return "ok";
+    case GPUSCHED_ERROR_INVALID_ARGUMENT: return "invalid_argument";
+    case GPUSCHED_ERROR_INVALID_INPUT: return "invalid_input";
+    case GPUSCHED_ERROR_PARSE: return "parse";
+    case GPUSCHED_ERROR_UNKNOWN_NAME: return "unknown_name";
+    case GPUSCHED_ERROR_IO: return "io";
+    case GPUSCHED_ERROR_LIMIT: return "limit";
+    case GPUSCHED_ERROR_STATE: return "state";
+    case GPUSCHED_ERROR_OUT_OF_MEMORY: return "out_of_memory";
+    case GPUSCHED_ERROR_INTERNAL: return "internal";
+  }
+  return "unknown_status";
+}
+
+const char* gpusched_version(void) { return GPUSCHED_VERSION_STRING; }
+int gpusched_c_api_version(void) { return GPUSCHED_C_API_VERSION; }
+
+// ---- state ----
+
+gpusched_status gpusched_state_from_json(const char* json_text, gpusched_state** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(json_text, "json_text");
+    *out = state_from_text(json_text, "cluster").release();
+  });
+}
+
+gpusched_status gpusched_state_from_file(const char* path, gpusched_state** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    const std::string text = read_whole_file(path);
+    *out = state_from_text(text, path).release();
+  });
+}
+
+gpusched_status gpusched_state_from_nodes(const gpusched_node* nodes, size_t count, gpusched_state** out,
+                                          gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    if (count > 0) need(nodes, "nodes");
+    gpusched::GpuModelRegistry registry = gpusched::GpuModelRegistry::builtin();
+    std::vector<gpusched::NodeSpec> specs;
+    specs.reserve(count);
+    std::set<std::string, std::less<>> names;
+    for (std::size_t i = 0; i < count; ++i) {
+      const gpusched_node& n = nodes[i];
+      const std::string path = fmt::format("nodes[{}]", i);
+      if (n.name == nullptr || *n.name == '\0') fail(GPUSCHED_ERROR_INVALID_INPUT, path + ".name: expected a non-empty string");
+      if (!names.insert(n.name).second)
+        fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.name: duplicate node name \"{}\"", path, n.name));
+      if (n.cpu_milli < 0) fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.cpu_milli: expected a non-negative integer, got {}", path, n.cpu_milli));
+      if (n.memory_bytes < 0)
+        fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.memory_bytes: expected a non-negative integer, got {}", path, n.memory_bytes));
+      gpusched::NodeSpec spec;
+      spec.name = n.name;
+      spec.cpu = n.cpu_milli;
+      spec.memory = n.memory_bytes;
+      if (n.gpu_count > 0) {
+        if (n.gpu_model == nullptr || *n.gpu_model == '\0')
+          fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.gpu_model: needed with gpu_count {}", path, n.gpu_count));
+        if (!registry.find(n.gpu_model))
+          fail(GPUSCHED_ERROR_UNKNOWN_NAME, fmt::format("{}.gpu_model: unknown GPU model \"{}\"", path, n.gpu_model));
+        if (n.gpu_count > 65535) fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.gpu_count: {} is over 65535", path, n.gpu_count));
+        spec.gpus.assign(n.gpu_count, gpusched::GpuSpec{n.gpu_model});
+      }
+      specs.push_back(std::move(spec));
+    }
+    *out = make_state(std::move(registry), gpusched::Cluster(std::move(specs)), "nodes").release();
+  });
+}
+
+void gpusched_state_free(gpusched_state* state) { delete state; }
+
+size_t gpusched_state_node_count(const gpusched_state* state) { return state ? state->state.node_count() : 0; }
+
+const char* gpusched_state_node_name(const gpusched_state* state, size_t node) {
+  return state && node < state->node_names.size() ? state->node_names[node].c_str() : nullptr;
+}
+
+uint32_t gpusched_state_gpu_count(const gpusched_state* state, size_t node) {
+  return state && node < state->state.node_count()
+             ? static_cast<uint32_t>(state->state.gpu_count(static_cast<gpusched::NodeId>(node)))
+             : 0;
+}
+
+uint32_t gpusched_state_idle_gpus(const gpusched_state* state, size_t node) {
+  return state && node < state->state.node_count()
+             ? static_cast<uint32_t>(state->state.idle_gpus(static_cast<gpusched::NodeId>(node)))
+             : 0;
+}
+
+int64_t gpusched_state_free_gpu_milli(const gpusched_state* state, size_t node) {
+  return state && node < state->state.node_count() ? state->state.free_gpu_milli(static_cast<gpusched::NodeId>(node)) : 0;
+}
+
+int64_t gpusched_state_free_cpu_milli(const gpusched_state* state, size_t node) {
+  return state && node < state->state.node_count() ? state->state.cpu_free(static_cast<gpusched::NodeId>(node)) : 0;
+}
+
+// ---- jobs ----
+
+gpusched_status gpusched_jobs_from_json(const char* json_text, gpusched_jobs** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(json_text, "json_text");
+    *out = jobs_from_text(json_text, "jobs").release();
+  });
+}
+
+gpusched_status gpusched_jobs_from_file(const char* path, gpusched_jobs** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    const std::string text = read_whole_file(path);
+    *out = jobs_from_text(text, path).release();
+  });
+}
+
+gpusched_status gpusched_jobs_new(gpusched_jobs** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = new gpusched_jobs{};
+  });
+}
+
+gpusched_status gpusched_jobs_add(gpusched_jobs* jobs, const gpusched_job_spec* spec, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(jobs, "jobs");
+    need(spec, "spec");
+    const std::string path = fmt::format("jobs[{}]", jobs->doc.jobs.size());
+    if (spec->name == nullptr || *spec->name == '\0') fail(GPUSCHED_ERROR_INVALID_INPUT, path + ".name: expected a non-empty string");
+    for (const auto& j : jobs->doc.jobs)
+      if (j.job_name == spec->name)
+        fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.name: duplicate job name \"{}\"", path, spec->name));
+    auto bad = [&](const char* field, std::int64_t v, const char* expected) {
+      fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.{}: expected {}, got {}", path, field, expected, v));
+    };
+    if (spec->replicas < 1) bad("replicas", spec->replicas, "at least 1");
+    if (spec->cpu_milli < 0) bad("cpu_milli", spec->cpu_milli, "a non-negative integer");
+    if (spec->memory_bytes < 0) bad("memory_bytes", spec->memory_bytes, "a non-negative integer");
+    if (spec->gpus < 0 || spec->gpus > 65535) bad("gpus", spec->gpus, "0..65535");
+    if (spec->gpu_milli < 0 || spec->gpu_milli > gpusched::kMilliPerGpu) bad("gpu_milli", spec->gpu_milli, "0..1000 (0 = whole GPUs)");
+    if (spec->gpu_milli > 0 && spec->gpu_milli < gpusched::kMilliPerGpu && spec->gpus != 1)
+      bad("gpus", spec->gpus, fmt::format("1 with a GPU share of {} milli-GPU", spec->gpu_milli).c_str());
+    gpusched::Job job;
+    job.job_name = spec->name;
+    job.queue_name = spec->queue && *spec->queue ? spec->queue : "default";
+    job.job_priority = spec->priority;
+    gpusched::TaskGroupSpec group;
+    group.name = "main";
+    group.replicas = spec->replicas;
+    group.shape.cpu = spec->cpu_milli;
+    group.shape.memory = spec->memory_bytes;
+    group.shape.gpus = static_cast<gpusched::GpuCount>(spec->gpus);
+    group.shape.gpu_milli = spec->gpus > 0 ? (spec->gpu_milli > 0 ? spec->gpu_milli : gpusched::kMilliPerGpu) : 0;
+    if (spec->gpu_model && *spec->gpu_model) group.allowed_models.emplace_back(spec->gpu_model);
+    job.groups.push_back(std::move(group));
+    jobs->doc.explicit_priority.push_back(true);  // the spec's priority is the job's own
+    jobs->doc.jobs.push_back(std::move(job));
+  });
+}
+
+void gpusched_jobs_free(gpusched_jobs* jobs) { delete jobs; }
+
+size_t gpusched_jobs_count(const gpusched_jobs* jobs) { return jobs ? jobs->doc.jobs.size() : 0; }
+
+const char* gpusched_jobs_name(const gpusched_jobs* jobs, size_t index) {
+  return jobs && index < jobs->doc.jobs.size() ? jobs->doc.jobs[index].job_name.c_str() : nullptr;
+}
+
+size_t gpusched_jobs_find(const gpusched_jobs* jobs, const char* name) {
+  if (jobs == nullptr || name == nullptr) return static_cast<size_t>(-1);
+  for (std::size_t i = 0; i < jobs->doc.jobs.size(); ++i)
+    if (jobs->doc.jobs[i].job_name == name) return i;
+  return static_cast<size_t>(-1);
+}
+
+// ---- placement ----
+
+gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs, size_t index, const char* policy,
+                               uint64_t seed, unsigned flags, gpusched_result** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    Prepared p = prepare(state, jobs, index, policy, seed, out);
+    gpusched::ClusterState& s = state->state;
+    Undo undo(s);
+    gpusched::JobPlacement placement = gpusched::place_job(s, p.job, *p.policy);
+    auto result = make_result(s, p.job, placement.verdict, placement.tasks,
+                              placement.placed() ? std::string() : gpusched::describe(p.job, placement),
+                              placement.reasons, json());
+    if (placement.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
+    *out = result.release();
+  });
+}
+
+gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* jobs, size_t index, const char* policy,
+                                    uint64_t seed, unsigned flags, gpusched_result** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    Prepared p = prepare(state, jobs, index, policy, seed, out);
+    auto spec = gpusched::make_gang_spec(p.job);
+    if (!spec) fail(spec.error(), fmt::format("jobs[{}]", index));
+    gpusched::ClusterState& s = state->state;
+    Undo undo(s);
+    gpusched::GangOptions options;
+    options.policy = p.policy;
+    gpusched::GangResult g = gpusched::place_gang(s, *spec, options);
+    json counts = json::object();
+    for (std::size_t k = 0; k < p.job.groups.size() && k < g.placed_per_group.size(); ++k)
+      counts[p.job.groups[k].name] = g.placed_per_group[k];
+    json extra{{"method", std::string(gpusched::method_name(g.method))}, {"placed", counts}, {"effort", g.effort_used}};
+    if (g.undecided()) extra["undecided"] = true;
+    if (!g.domain.empty()) extra["domain"] = g.domain;
+    auto result = make_result(s, p.job, g.verdict, g.tasks, gpusched::gang_message(*spec, g, s), g.reasons, std::move(extra));
+    if (g.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
+    *out = result.release();
+  });
+}
+
+gpusched_verdict gpusched_result_verdict(const gpusched_result* result) {
+  return result ? result->verdict : GPUSCHED_INVALID;
+}
+
+size_t gpusched_result_task_count(const gpusched_result* result) { return result ? result->tasks.size() : 0; }
+
+gpusched_status gpusched_result_task(const gpusched_result* result, size_t index, gpusched_task* out,
+                                     gpusched_error* err) {
+  return guarded(err, [&] {
+    need(result, "result");
+    need(out, "out");
+    if (index >= result->tasks.size())
+      fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("index: {} is out of range ({} tasks)", index, result->tasks.size()));
+    const auto& t = result->tasks[index];
+    out->group = t.group.c_str();
+    out->replica = t.replica;
+    out->node = t.node;
+    out->node_name = t.node_name.c_str();
+    out->gpu_count = t.gpus.size();
+    out->gpus = t.gpus.empty() ? nullptr : t.gpus.data();
+    out->gpu_milli = t.gpu_milli;
+    out->mig_start = t.mig_start;
+  });
+}
+
+const char* gpusched_result_message(const gpusched_result* result) {
+  if (result == nullptr) return nullptr;
+  try {
+    std::call_once(result->message_once, [&] {
+      if (result->message.empty() && result->verdict == GPUSCHED_PLACED)
+        result->message = fmt::format("placed: {} tasks", result->tasks.size());  // describe()'s words
+    });
+  } catch (...) {
+    return nullptr;  // out of memory: no exception crosses into C
+  }
+  return result->message.c_str();
+}
+const char* gpusched_result_json(const gpusched_result* result) {
+  if (result == nullptr) return nullptr;
+  try {
+    std::call_once(result->json_once, [&] { result->json = result_json(*result); });
+  } catch (...) {
+    return nullptr;  // out of memory: no exception crosses into C
+  }
+  return result->json.c_str();
+}
+void gpusched_result_free(gpusched_result* result) { delete result; }
+
+// ---- fair share ----
+
+gpusched_status gpusched_fairshare(const gpusched_state* state, const char* queues_json, const gpusched_jobs* jobs,
+                                   const int64_t* now, gpusched_order** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(state, "state");
+    need(queues_json, "queues_json");
+    need(jobs, "jobs");
+    auto run = gpusched::io::fairshare_plan(state->state, jobs->doc, queues_json,
+                                            now ? std::optional<std::int64_t>(*now) : std::nullopt);
+    if (!run) fail(run.error());
+    auto order = std::make_unique<gpusched_order>();
+    auto queue_name = [&](std::size_t q) { return q < run->queues.queues.size() ? run->queues.queues[q].name : std::string(); };
+    for (const auto& a : run->plan.admitted) {
+      order->admitted.push_back(a.job);
+      order->admitted_queue.push_back(queue_name(a.queue));
+    }
+    for (std::size_t k = 0; k < run->plan.pending.size(); ++k) {
+      order->pending.push_back(run->plan.pending[k].job);
+      order->pending_reason.push_back(run->pending_reasons[k]);
+    }
+    order->json = gpusched::io::write_fairshare_json(*run);
+    *out = order.release();
+  });
+}
+
+size_t gpusched_order_admitted_count(const gpusched_order* order) { return order ? order->admitted.size() : 0; }
+size_t gpusched_order_admitted_job(const gpusched_order* order, size_t k) {
+  return order && k < order->admitted.size() ? order->admitted[k] : static_cast<size_t>(-1);
+}
+const char* gpusched_order_admitted_queue(const gpusched_order* order, size_t k) {
+  return order && k < order->admitted_queue.size() ? order->admitted_queue[k].c_str() : nullptr;
+}
+size_t gpusched_order_pending_count(const gpusched_order* order) { return order ? order->pending.size() : 0; }
+size_t gpusched_order_pending_job(const gpusched_order* order, size_t k) {
+  return order && k < order->pending.size() ? order->pending[k] : static_cast<size_t>(-1);
+}
+const char* gpusched_order_pending_reason(const gpusched_order* order, size_t k) {
+  return order && k < order->pending_reason.size() ? order->pending_reason[k].c_str() : nullptr;
+}
+const char* gpusched_order_json(const gpusched_order* order) { return order ? order->json.c_str() : nullptr; }
+void gpusched_order_free(gpusched_order* order) { delete order; }
+
+}  // extern "C"

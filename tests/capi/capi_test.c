@@ -1,0 +1,348 @@
+/* The C API from C (C99): every call, hand-worked decisions, every error path, and every handle made
+ * is freed (CI runs it under AddressSanitizer with detect_leaks=1, so a leak fails it).
+ *
+ *   gpusched_capi_test FIXTURES_DIR       (tests/fixtures: fairness/ is read from it)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpusched/c/gpusched.h"
+
+static int failures = 0;
+static int checks = 0;
+#define CHECK(cond)                                                    \
+  do {                                                                 \
+    ++checks;                                                          \
+    if (!(cond)) {                                                     \
+      ++failures;                                                      \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                  \
+  } while (0)
+#define CHECK_STR(a, b) CHECK((a) != NULL && strcmp((a), (b)) == 0)
+#define CHECK_HAS(text, part) CHECK((text) != NULL && strstr((text), (part)) != NULL)
+
+static const int64_t kGiB = 1024LL * 1024 * 1024;
+
+/* n0: 16 cores, 4 x A100-80GB; n1: 32 cores, 8 x A100-80GB; n2: 8 cores, no GPU. */
+static gpusched_state* three_nodes(void) {
+  gpusched_node nodes[3] = {{"n0", 16000, 64 * kGiB, "A100-80GB", 4},
+                            {"n1", 32000, 128 * kGiB, "a100", 8}, /* an alias of the registry */
+                            {"n2", 8000, 32 * kGiB, NULL, 0}};
+  gpusched_state* s = NULL;
+  gpusched_error err;
+  CHECK(gpusched_state_from_nodes(nodes, 3, &s, &err) == GPUSCHED_OK);
+  CHECK(err.code == GPUSCHED_OK && err.message[0] == '\0');
+  return s;
+}
+
+static void add(gpusched_jobs* jobs, const char* name, int32_t replicas, int64_t cpu_milli, int32_t gpus,
+                int32_t gpu_milli) {
+  gpusched_job_spec spec;
+  gpusched_error err;
+  memset(&spec, 0, sizeof spec);
+  spec.name = name;
+  spec.replicas = replicas;
+  spec.cpu_milli = cpu_milli;
+  spec.memory_bytes = 4 * kGiB;
+  spec.gpus = gpus;
+  spec.gpu_milli = gpu_milli;
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_OK);
+}
+
+static void test_version(void) {
+  CHECK_STR(gpusched_version(), "0.1.0");
+  CHECK(gpusched_c_api_version() == GPUSCHED_C_API_VERSION);
+  CHECK_STR(gpusched_status_name(GPUSCHED_ERROR_PARSE), "parse");
+  CHECK_STR(gpusched_status_name(GPUSCHED_OK), "ok");
+}
+
+/* Best-fit by hand (README: fewest idle GPUs left on the node; CPU-only tasks on the node with the
+ * fewest GPUs; ties to the lowest index):
+ *   a: 3 GPUs  -> n0 (leaves 1 idle; n1 would leave 5), GPUs 0,1,2
+ *   b: 4 GPUs  -> n0 has 1 idle, so n1, GPUs 0..3 (n1: 4 idle left)
+ *   c: 8 GPUs  -> no node has 8 idle now, n1 has 8 GPUs: not now
+ *   d: 16 GPUs -> no node has 16 GPUs: infeasible
+ *   e: 0 GPUs, 2 cores -> n2 (no GPUs)
+ *   f: 4 GPUs dry run -> n1, GPUs 4..7, and the state keeps 4 idle GPUs on n1. */
+static void test_place(void) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs* jobs = NULL;
+  gpusched_result* r = NULL;
+  gpusched_task task;
+  gpusched_error err;
+  CHECK(gpusched_jobs_new(&jobs, &err) == GPUSCHED_OK);
+  add(jobs, "a", 1, 4000, 3, 0);
+  add(jobs, "b", 1, 4000, 4, 0);
+  add(jobs, "c", 1, 4000, 8, 0);
+  add(jobs, "d", 1, 4000, 16, 0);
+  add(jobs, "e", 1, 2000, 0, 0);
+  add(jobs, "f", 1, 2000, 4, 1000);
+  CHECK(gpusched_jobs_count(jobs) == 6);
+  CHECK_STR(gpusched_jobs_name(jobs, 5), "f");
+  CHECK(gpusched_jobs_find(jobs, "d") == 3);
+  CHECK(gpusched_jobs_find(jobs, "zz") == (size_t)-1);
+  CHECK(gpusched_state_node_count(s) == 3);
+  CHECK_STR(gpusched_state_node_name(s, 1), "n1");
+  CHECK(gpusched_state_node_name(s, 3) == NULL);
+  CHECK(gpusched_state_gpu_count(s, 1) == 8);
+
+  CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_PLACED);
+  CHECK(gpusched_result_task_count(r) == 1);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 0);
+  CHECK_STR(task.node_name, "n0");
+  CHECK_STR(task.group, "main");
+  CHECK(task.gpu_count == 3 && task.gpus[0] == 0 && task.gpus[1] == 1 && task.gpus[2] == 2);
+  CHECK(task.gpu_milli == 1000 && task.mig_start == -1);
+  CHECK(gpusched_result_task(r, 1, &task, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_HAS(err.message, "out of range");
+  CHECK_HAS(gpusched_result_json(r), "\"node\":\"n0\"");
+  gpusched_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 1);
+  CHECK(gpusched_state_free_cpu_milli(s, 0) == 12000);
+
+  CHECK(gpusched_place(s, jobs, 1, NULL, 0, 0, &r, &err) == GPUSCHED_OK); /* NULL policy: best-fit */
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_PLACED);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 1 && task.gpu_count == 4 && task.gpus[0] == 0 && task.gpus[3] == 3);
+  gpusched_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 1) == 4);
+  CHECK(gpusched_state_free_gpu_milli(s, 1) == 4000);
+
+  CHECK(gpusched_place(s, jobs, 2, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_NOT_NOW);
+  CHECK(gpusched_result_task_count(r) == 0);
+  CHECK_HAS(gpusched_result_message(r), "insufficient GPUs");
+  CHECK_HAS(gpusched_result_json(r), "\"verdict\":\"not now\"");
+  gpusched_result_free(r);
+
+  CHECK(gpusched_place(s, jobs, 3, "first-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_INFEASIBLE);
+  gpusched_result_free(r);
+
+  CHECK(gpusched_place(s, jobs, 4, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 2 && task.gpu_count == 0 && task.gpus == NULL);
+  gpusched_result_free(r);
+
+  CHECK(gpusched_place(s, jobs, 5, "best-fit", 0, GPUSCHED_PLACE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_PLACED);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 1 && task.gpus[0] == 4 && task.gpus[3] == 7);
+  gpusched_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 1) == 4); /* the dry run left the state as it was */
+
+  /* Errors: an unknown policy, an index out of range, NULL pointers; *out stays NULL. */
+  r = (gpusched_result*)&err; /* garbage the call must overwrite */
+  CHECK(gpusched_place(s, jobs, 0, "no-such-policy", 0, 0, &r, &err) == GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK(r == NULL);
+  CHECK(err.code == GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK_HAS(err.message, "policy: unknown policy \"no-such-policy\" (known: first-fit, best-fit");
+  CHECK(gpusched_place(s, jobs, 6, "best-fit", 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_HAS(err.message, "index: 6 is out of range (6 jobs)");
+  CHECK(gpusched_place(NULL, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_STR(err.message, "state: NULL");
+  CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, 0, NULL, NULL) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  /* NULL handles are safe in accessors and frees. */
+  CHECK(gpusched_result_verdict(NULL) == GPUSCHED_INVALID);
+  CHECK(gpusched_result_message(NULL) == NULL);
+  CHECK(gpusched_jobs_count(NULL) == 0);
+  gpusched_result_free(NULL);
+  gpusched_jobs_free(NULL);
+  gpusched_state_free(NULL);
+  gpusched_order_free(NULL);
+
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+}
+
+static void test_job_spec_errors(void) {
+  gpusched_jobs* jobs = NULL;
+  gpusched_job_spec spec;
+  gpusched_error err;
+  CHECK(gpusched_jobs_new(&jobs, &err) == GPUSCHED_OK);
+  memset(&spec, 0, sizeof spec);
+  spec.name = "x";
+  spec.replicas = 0;
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs[0].replicas: expected at least 1, got 0");
+  spec.replicas = 1;
+  spec.gpus = 2;
+  spec.gpu_milli = 500;
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs[0].gpus: expected 1 with a GPU share of 500 milli-GPU, got 2");
+  spec.gpus = 1;
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_OK);
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs[1].name: duplicate job name \"x\"");
+  CHECK(gpusched_jobs_count(jobs) == 1);
+  gpusched_jobs_free(jobs);
+}
+
+static void test_state_errors(void) {
+  gpusched_state* s = NULL;
+  gpusched_jobs* jobs = NULL;
+  gpusched_error err;
+  char long_path[1500];
+  gpusched_node bad_model[1] = {{"m0", 8000, kGiB, "Z100", 2}};
+  gpusched_node bad_cpu[1] = {{"m0", -1, kGiB, NULL, 0}};
+  gpusched_node dup[2] = {{"m0", 1000, kGiB, NULL, 0}, {"m0", 1000, kGiB, NULL, 0}};
+
+  CHECK(gpusched_state_from_json("{\"nodes\": [", &s, &err) == GPUSCHED_ERROR_PARSE);
+  CHECK(s == NULL);
+  CHECK(gpusched_state_from_json("{\"nodes\": [{\"name\": \"a\", \"cpu\": 8, \"memory\": \"8Gi\", \"gpus\": -2}]}", &s,
+                                 &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_HAS(err.message, "nodes[0].gpus");
+  CHECK_HAS(err.message, "-2");
+  CHECK(gpusched_state_from_nodes(bad_model, 1, &s, &err) == GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK_STR(err.message, "nodes[0].gpu_model: unknown GPU model \"Z100\"");
+  CHECK(gpusched_state_from_nodes(bad_cpu, 1, &s, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "nodes[0].cpu_milli: expected a non-negative integer, got -1");
+  CHECK(gpusched_state_from_nodes(dup, 2, &s, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "nodes[1].name: duplicate node name \"m0\"");
+  CHECK(gpusched_state_from_nodes(NULL, 1, &s, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_state_from_json(NULL, &s, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_state_from_json("{}", NULL, NULL) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_state_from_file("/nonexistent/cluster.json", &s, &err) == GPUSCHED_ERROR_IO);
+  CHECK_STR(err.message, "/nonexistent/cluster.json: cannot open file");
+  CHECK(gpusched_jobs_from_json("{\"jobs\": [{\"name\": \"j\", \"gpus\": 1, \"colour\": 1}]}", &jobs, &err) ==
+        GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK(jobs == NULL);
+  CHECK_HAS(err.message, "colour");
+  /* A message longer than the buffer is cut and ends with "...". */
+  memset(long_path, 'x', sizeof long_path - 1);
+  long_path[0] = '/';
+  long_path[sizeof long_path - 1] = '\0';
+  CHECK(gpusched_state_from_file(long_path, &s, &err) == GPUSCHED_ERROR_IO);
+  CHECK(strlen(err.message) == GPUSCHED_ERROR_MESSAGE_SIZE - 1);
+  CHECK(strcmp(err.message + GPUSCHED_ERROR_MESSAGE_SIZE - 4, "...") == 0);
+  /* An empty cluster is a valid cluster. */
+  CHECK(gpusched_state_from_nodes(NULL, 0, &s, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_node_count(s) == 0);
+  gpusched_state_free(s);
+}
+
+/* Gangs by hand on the three nodes with n1 half used (4 idle):
+ *   g-rigid: 2 x 8 GPUs, rigid -> only n1 has 8 GPUs at all: infeasible;
+ *   g-elastic: 3 x 4 GPUs, min 1 -> n0 4 idle, n1 4 idle: 2 replicas placed (one per node). */
+static void test_gang(void) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs* fill = NULL;
+  gpusched_jobs* jobs = NULL;
+  gpusched_result* r = NULL;
+  gpusched_task task;
+  gpusched_error err;
+  CHECK(gpusched_jobs_new(&fill, &err) == GPUSCHED_OK);
+  add(fill, "fill", 1, 1000, 4, 0);
+  CHECK(gpusched_place(s, fill, 0, "worst-fit", 0, 0, &r, &err) == GPUSCHED_OK); /* most idle left: n1 */
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK && task.node == 1);
+  gpusched_result_free(r);
+  CHECK(gpusched_jobs_from_json("{\"jobs\": ["
+                                "{\"name\": \"g-rigid\", \"replicas\": 2, \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\"},"
+                                "{\"name\": \"g-elastic\", \"replicas\": 3, \"min_replicas\": 1, \"gpus\": 4, \"cpu\": 1,"
+                                " \"memory\": \"1Gi\"}]}",
+                                &jobs, &err) == GPUSCHED_OK);
+  CHECK(gpusched_place_gang(s, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_INFEASIBLE);
+  CHECK(gpusched_result_message(r)[0] != '\0');
+  gpusched_result_free(r);
+  CHECK(gpusched_place_gang(s, jobs, 1, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_PLACED);
+  CHECK(gpusched_result_task_count(r) == 2);
+  CHECK_HAS(gpusched_result_json(r), "\"placed\":{\"task\":2}");
+  gpusched_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 0 && gpusched_state_idle_gpus(s, 1) == 0);
+  gpusched_jobs_free(jobs);
+  gpusched_jobs_free(fill);
+  gpusched_state_free(s);
+}
+
+static char* read_all(const char* path) {
+  FILE* f = fopen(path, "rb");
+  char* text;
+  long size;
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  text = (char*)malloc((size_t)size + 1);
+  if (text != NULL) {
+    size_t got = fread(text, 1, (size_t)size, f);
+    text[got] = '\0';
+  }
+  fclose(f);
+  return text;
+}
+
+/* The fair-share order of tests/fixtures/fairness (worked by hand in tests/cli/fairness_cli_test.cpp):
+ * v-train, n-pretrain, v-old, n-ft admitted; v-big (borrowing limit) and n-more pending. */
+static void test_fairshare(const char* fixtures) {
+  char path[4096];
+  char* queues;
+  gpusched_state* s = NULL;
+  gpusched_jobs* jobs = NULL;
+  gpusched_order* order = NULL;
+  gpusched_error err;
+  const char* admitted[4] = {"v-train", "n-pretrain", "v-old", "n-ft"};
+  size_t k;
+  int64_t now = 0;
+
+  snprintf(path, sizeof path, "%s/fairness/cluster.json", fixtures);
+  CHECK(gpusched_state_from_file(path, &s, &err) == GPUSCHED_OK);
+  snprintf(path, sizeof path, "%s/fairness/jobs.json", fixtures);
+  CHECK(gpusched_jobs_from_file(path, &jobs, &err) == GPUSCHED_OK);
+  snprintf(path, sizeof path, "%s/fairness/queues.json", fixtures);
+  queues = read_all(path);
+  CHECK(queues != NULL);
+  if (s == NULL || jobs == NULL || queues == NULL) {
+    free(queues);
+    gpusched_jobs_free(jobs);
+    gpusched_state_free(s);
+    return;
+  }
+  CHECK(gpusched_fairshare(s, queues, jobs, NULL, &order, &err) == GPUSCHED_OK);
+  CHECK(gpusched_order_admitted_count(order) == 4);
+  for (k = 0; k < 4 && k < gpusched_order_admitted_count(order); ++k)
+    CHECK_STR(gpusched_jobs_name(jobs, gpusched_order_admitted_job(order, k)), admitted[k]);
+  CHECK_STR(gpusched_order_admitted_queue(order, 1), "nlp");
+  CHECK(gpusched_order_pending_count(order) == 2);
+  CHECK_STR(gpusched_jobs_name(jobs, gpusched_order_pending_job(order, 0)), "v-big");
+  CHECK_HAS(gpusched_order_pending_reason(order, 0), "exceeds the borrowing limit on gpu:A100-80GB (requested 4, available 2)");
+  CHECK(gpusched_order_admitted_job(order, 9) == (size_t)-1);
+  CHECK_HAS(gpusched_order_json(order), "\"dominant_share\"");
+  gpusched_order_free(order);
+
+  /* now = 0: no aging, v-old (priority 0) is no longer among the first two. */
+  CHECK(gpusched_fairshare(s, queues, jobs, &now, &order, &err) == GPUSCHED_OK);
+  CHECK(strcmp(gpusched_jobs_name(jobs, gpusched_order_admitted_job(order, 0)), "v-old") != 0);
+  CHECK(strcmp(gpusched_jobs_name(jobs, gpusched_order_admitted_job(order, 1)), "v-old") != 0);
+  gpusched_order_free(order);
+
+  order = NULL;
+  CHECK(gpusched_fairshare(s, "{\"queues\": [{\"name\": \"a\", \"weight\": -1}]}", jobs, NULL, &order, &err) ==
+        GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK(order == NULL);
+  CHECK_STR(err.message, "queues.queues[0].weight: expected a positive number, got -1");
+  CHECK(gpusched_fairshare(s, "[", jobs, NULL, &order, &err) == GPUSCHED_ERROR_PARSE);
+
+  free(queues);
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
+    return 2;
+  }
+  test_version();
+  test_place();
+  test_job_spec_errors();
+  test_state_errors();
+  test_gang();
+  test_fairshare(argv[1]);
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
