@@ -4,15 +4,15 @@
 #include "fuzz_harness.hpp"
 #include <nlohmann/json.hpp>
 
-#include "gpusched/io/gang_json.hpp"
+#include "io/gang_json.hpp"
 #include "io/json_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto doc = gpusched::io::detail::parse_json(gpusched::fuzz::as_text(data, size), "fuzz.json");
   gpusched::fuzz::check_result(doc);
   if (!doc.ok()) return 0;
-  gpusched::fuzz::check_result(gpusched::io::read_gang_constraints(*doc, "job"));
+  gpusched::fuzz::check_result(gpusched::io::detail::read_gang_constraints(*doc, "job"));
   if (doc->is_object() && doc->contains("jobs") && (*doc)["jobs"].is_array())
-    for (const auto& job : (*doc)["jobs"]) gpusched::fuzz::check_result(gpusched::io::read_gang_constraints(job, "jobs[i]"));
+    for (const auto& job : (*doc)["jobs"]) gpusched::fuzz::check_result(gpusched::io::detail::read_gang_constraints(job, "jobs[i]"));
   return 0;
 }

@@ -1,13 +1,12 @@
-#include "gpusched/io/gang_json.hpp"
+#include "io/gang_json.hpp"
+#include "io/json_input.hpp"
 
 #include <new>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/json_input.hpp"
-
-namespace gpusched::io {
+namespace gpusched::io::detail {
 namespace {
 
 using json = nlohmann::json;
@@ -18,7 +17,6 @@ struct GangParseError {
 
 [[noreturn]] void fail(std::string message) { throw GangParseError{std::move(message)}; }
 
-std::string shown(const json& v) { return detail::shown(v, 60); }
 
 const json* find(const json& obj, std::string_view key) {
   if (!obj.is_object()) return nullptr;
@@ -188,4 +186,4 @@ bool has_gang_fields(const json& job) {
   return false;
 }
 
-}  // namespace gpusched::io
+}  // namespace gpusched::io::detail

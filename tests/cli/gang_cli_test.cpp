@@ -29,26 +29,26 @@ std::string gang_temp(const std::string& name, const std::string& text) {
 }
 
 const std::string kGang = std::string(GPUSCHED_FIXTURES_DIR) + "/gang/";
-const std::string kArgs = "place --cluster " + kGang + "cluster.json --jobs " + kGang + "jobs.json";
+const std::string kGangArgs = "place --cluster " + kGang + "cluster.json --jobs " + kGang + "jobs.json";
 
 }  // namespace
 
 TEST_CASE("place with gang jobs: table") {
-  const Run r = run_tool(kArgs);
+  const Run r = run_tool(kGangArgs);
   CHECK(r.status == 0);
   CHECK(r.out.find("llm                      gang: 4 tasks (launcher 1/1, worker 3/3) on 3 nodes in "
                    "topology.kubernetes.io/rack=rack-0") != std::string::npos);
   // Racks of 4 nodes never hold 5 tasks of 8 GPUs: infeasible, not merely "not now".
   CHECK(r.out.find("too-wide                 UNSCHEDULABLE (infeasible): no topology.kubernetes.io/rack can hold the "
                    "gang: group task needs 5 tasks x 8 GPUs; the largest topology.kubernetes.io/rack (rack-1) offers "
-                   "4; infeasible even on the empty cluster: domains of topology.kubernetes.io/rack that can hold the "
-                   "gang (1 needed, 0 at capacity)") != std::string::npos);
+                   "4; infeasible even on the empty cluster: group task: tasks in one topology.kubernetes.io/rack, "
+                   "the largest being rack-0 (5 needed, 4 at capacity)") != std::string::npos);
   CHECK(r.out.find("elastic                  gang: 2 tasks (task 2/8) on 2 nodes") != std::string::npos);
   CHECK(r.out.find("4 placed, 1 unschedulable") != std::string::npos);
 }
 
 TEST_CASE("place with gang jobs: JSON carries verdicts, counts, domains and bounds") {
-  const Run r = run_tool(kArgs + " --format json");
+  const Run r = run_tool(kGangArgs + " --format json");
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   const auto& placed = doc["placed"];
@@ -76,9 +76,10 @@ TEST_CASE("place with gang jobs: JSON carries verdicts, counts, domains and boun
   CHECK(bad[0]["bounds"][0]["needed"] == 1);
   // The structured reasons: the capacity bound that makes it infeasible first.
   CHECK(bad[0]["reasons"][0]["kind"] == "no topology domain fits");
-  CHECK(bad[0]["reasons"][0]["unit"] == "domains");
-  CHECK(bad[0]["reasons"][0]["needed"] == 1);
-  CHECK(bad[0]["reasons"][0]["available"] == 0);
+  // 5 tasks of 8 GPUs in one rack; a rack of 4 empty 8-GPU nodes holds 4.
+  CHECK(bad[0]["reasons"][0]["unit"] == "tasks");
+  CHECK(bad[0]["reasons"][0]["needed"] == 5);
+  CHECK(bad[0]["reasons"][0]["available"] == 4);
 }
 
 TEST_CASE("place --gang: every job is decided as a gang, with the aggregate bound's explanation") {
