@@ -156,7 +156,7 @@ TEST_CASE("mig: bad input exits 2 with one message naming the field") {
   const std::string bad_json = temp_file("d2.json", "{");
   r = err("mig plan --cluster " + kEx + "cluster.json --demand " + bad_json);
   CHECK(r.status == 2);
-  CHECK(r.out.find("invalid JSON") != std::string::npos);
+  CHECK(r.out.find("malformed JSON") != std::string::npos);
   r = err("mig place --cluster " + kEx + "cluster.json --profile 1g.5gb --mode sometimes");
   CHECK(r.status == 2);
 }

@@ -140,13 +140,13 @@ TEST_CASE("topo nodes --topology: bad fabric JSON exits 2 naming the JSON path")
 TEST_CASE("topo parse: hostile text is refused with one message; invalid UTF-8 in a name cannot break the JSON") {
   using gpusched::cli_test::temp_file;
   // A NUL byte in a device name: exit 2, the file and the escaped name in the message.
-  const Run nul = run_tool("topo parse " + temp_file("nul.txt", std::string("\tGPU0\tNIC\0" "0\nGPU0\t X \tPIX\nNIC\0" "0\tPIX\t X \n", 39)));
+  const Run nul = run_tool("topo parse " + temp_file("nul.txt", std::string("\tGPU0\tNIC\0" "0\nGPU0\t X \tPIX\nNIC\0" "0\tPIX\t X \n", 39)), true);
   CHECK(nul.status == 2);
   CHECK(nul.out.find("nul.txt: line 1: device name: control character 0x00") != std::string::npos);
   // A header claiming 3,000 devices and no rows: refused before allocating.
   std::string header;
   for (int i = 0; i < 3000; ++i) header += "\tGPU" + std::to_string(i);
-  const Run huge = run_tool("topo parse " + temp_file("huge.txt", header + "\n"));
+  const Run huge = run_tool("topo parse " + temp_file("huge.txt", header + "\n"), true);
   CHECK(huge.status == 2);
   CHECK(huge.out.find("more than the limit of 1024") != std::string::npos);
   // A NIC named with a byte that is not UTF-8: the JSON writer replaces it (U+FFFD), exit 0.

@@ -139,6 +139,6 @@ TEST_CASE("parser errors name the line") {
     REQUIRE(lgipp.ok());
     auto spec = spec_from_nvidia_smi("x", *lgip, *lgipp);
     REQUIRE_FALSE(spec.ok());
-    CHECK(spec.error().message == "lgipp: no placements for profile ID 20 (1g.5gb+me) of GPU 0");
+    CHECK(spec.error().message == "lgipp: no placements for profile ID 20 (\"1g.5gb+me\") of GPU 0");
   }
 }

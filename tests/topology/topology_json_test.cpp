@@ -95,14 +95,14 @@ TEST_CASE("errors name the JSON path and the value") {
   CHECK(fabric_error_of(fixture("fabric_bad_node.json")) == "domains[1].nodes[1]: unknown node \"gb-99\" (not in the cluster)");
   CHECK(fabric_error_of(std::string(kOneLevel) +
                  R"([{"name": "a", "nodes": ["gb-00"]}, {"name": "b", "nodes": ["gb-01", "gb-00"]}]})") ==
-        "domains[1].nodes[1]: node 'gb-00' is in two domains (also domains[0].nodes[0])");
+        "domains[1].nodes[1]: node \"gb-00\" is in two domains (also domains[0].nodes[0])");
   CHECK(fabric_error_of(std::string(kOneLevel) + R"([{"name": "a", "nodes": []}, {"name": "a", "nodes": []}]})") ==
-        "domains[1].name: duplicate leaf id 'a' (also domains[0])");
+        "domains[1].name: duplicate leaf id \"a\" (also domains[0])");
   const std::string two = R"({"levels": [{"name": "spine"}, {"name": "leaf"}], "domains": [)";
   // Ids are unique per level across the whole file, not only among siblings.
   CHECK(fabric_error_of(two + R"({"name": "s0", "children": [{"name": "l0", "nodes": []}]},
                           {"name": "s1", "children": [{"name": "l0", "nodes": []}]}]})") ==
-        "domains[1].children[0].name: duplicate leaf id 'l0' (also domains[0].children[0])");
+        "domains[1].children[0].name: duplicate leaf id \"l0\" (also domains[0].children[0])");
   CHECK(fabric_error_of(two + R"({"name": "s0", "nodes": ["gb-00"]}]})") ==
         "domains[0].nodes: a spine domain holds \"children\" (leaf domains), not nodes");
   CHECK(fabric_error_of(std::string(kOneLevel) + R"([{"name": "a", "children": []}]})") ==
@@ -114,7 +114,7 @@ TEST_CASE("errors name the JSON path and the value") {
   CHECK(fabric_error_of(R"({"levels": [{"name": "leaf", "links_per_node": 0}], "domains": []})") ==
         "levels[0].links_per_node: expected an integer >= 1, got 0");
   CHECK(fabric_error_of(R"({"levels": [{"name": "leaf"}, {"name": "leaf"}], "domains": []})") ==
-        "levels[1].name: 'leaf' repeats levels[0].name");
+        "levels[1].name: \"leaf\" repeats levels[0].name");
   CHECK(fabric_error_of(R"({"levels": [{"name": "leaf", "lnik": "ib-ndr"}], "domains": []})") ==
         "levels[0].lnik: unknown field (expected one of: name, link, links_per_node, uplink_oversubscription)");
   CHECK(fabric_error_of(R"({"levels": []})") == "levels: expected a non-empty array, got []");
