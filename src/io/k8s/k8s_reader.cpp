@@ -99,12 +99,14 @@ std::vector<std::pair<std::string, std::string>> get_string_map(const Obj& o, co
   std::vector<std::pair<std::string, std::string>> out;
   if (!v) return out;
   get_object(o, v, field);
+  out.reserve(v->size());
   for (const auto& [key, value] : v->items()) {
-    const std::string f = fmt::format("{}[\"{}\"]", field, key);
-    if (!value.is_string()) o.fail(f, fmt::format("expected a string, got {}", shown(value)));
-    auto ok = io::detail::check_name(key, f);
-    if (!ok) o.fail(f, ok.error().message);
-    out.emplace_back(key, value.get<std::string>());
+    // The field's name is formatted only for a message: this runs for every label of every pod.
+    auto f = [&] { return fmt::format("{}[\"{}\"]", field, key); };
+    if (!value.is_string()) o.fail(f(), fmt::format("expected a string, got {}", shown(value)));
+    for (char c : key)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) o.fail(f(), io::detail::check_name(key, f()).error().message);
+    out.emplace_back(key, value.get_ref<const std::string&>());
   }
   return out;
 }
@@ -120,10 +122,19 @@ const std::string* find_label(const std::vector<std::pair<std::string, std::stri
 std::int64_t parse_timestamp(const Obj& o, const json* v) {
   if (!v) return 0;
   const std::string s = get_string(o, v, "metadata.creationTimestamp");
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  char tail = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &se, &tail) < 6 || mo < 1 || mo > 12 ||
-      d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+  // "YYYY-MM-DDTHH:MM:SS" then a zone ("Z" or an offset, which Kubernetes never writes) or
+  // fractional seconds; read by position (this runs for every pod).
+  auto digits = [&](std::size_t at, std::size_t n) {
+    int x = 0;
+    for (std::size_t k = at; k < at + n; ++k) {
+      if (k >= s.size() || s[k] < '0' || s[k] > '9') return -1;
+      x = x * 10 + (s[k] - '0');
+    }
+    return x;
+  };
+  int y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2), h = digits(11, 2), mi = digits(14, 2), se = digits(17, 2);
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+      s[16] != ':' || y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60)
     o.fail("metadata.creationTimestamp", fmt::format("expected an RFC 3339 time like \"2024-05-01T10:00:00Z\", got {}", shown(*v)));
   y -= mo <= 2;
   const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -585,22 +596,20 @@ Req Reader::read_container(const Obj& o, const json& c, const std::string& field
   if (!res) return out;
   const json* requests = child(res, "requests");
   const json* limits = child(res, "limits");
-  std::set<std::string> names;
+  // Kubernetes: a request defaults to the limit when only the limit is given; extended resources
+  // (nvidia.com/*) are given as limits and may not be overcommitted (request == limit). So every
+  // request, then every limit without a request.
+  std::vector<std::pair<const std::string*, const json*>> entries;
   for (const json* m : {requests, limits}) {
     if (!m) continue;
     get_object(o, m, field + ".resources");
-    for (const auto& [k, v] : m->items()) names.insert(k);
+    for (auto it = m->begin(); it != m->end(); ++it)
+      if (m == requests || !requests || !child(requests, it.key())) entries.emplace_back(&it.key(), &*it);
   }
-  for (const std::string& name : names) {
-    // Kubernetes: a request defaults to the limit when only the limit is given; extended resources
-    // (nvidia.com/*) are given as limits and may not be overcommitted (request == limit).
-    const json* v = requests ? child(requests, name) : nullptr;
-    std::string f = fmt::format("{}.resources.requests[\"{}\"]", field, name);
-    if (!v) {
-      v = child(limits, name);
-      f = fmt::format("{}.resources.limits[\"{}\"]", field, name);
-    }
-    if (!v) continue;
+  for (const auto& [name_ptr, v] : entries) {
+    const std::string& name = *name_ptr;
+    const std::string f =
+        fmt::format("{}.resources.{}[\"{}\"]", field, requests && child(requests, name) ? "requests" : "limits", name);
     if (name == "cpu") out.cpu = get_quantity(o, *v, f, QuantityUnit::kMilli, kMilliPerCpu);
     else if (name == "memory") out.memory = get_quantity(o, *v, f, QuantityUnit::kBytes, 1);
     else if (name == "nvidia.com/gpu") {
