@@ -105,9 +105,9 @@ int run_place(const PlaceOptions& opt) {
   }
   if (opt.cluster_file.empty() || opt.jobs_file.empty()) throw InputError("--cluster and --jobs are required (or --k8s FILE...)");
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
-  if (!jobs) throw InputError(jobs.error().message);
+  if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
   auto state = ClusterState::build(cluster->cluster, cluster->registry);
   if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
   auto policy = make_policy(opt.policy, opt.seed);
@@ -213,7 +213,7 @@ int run_place(const PlaceOptions& opt) {
   }
   if (opt.format == "json") {
     nlohmann::json out = nlohmann::json{{"policy", std::string(policy->name())}, {"placed", placed}, {"unschedulable", unplaced}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("policy: %s\n%-24s %-16s %4s  %-24s %s\n%s", std::string(policy->name()).c_str(), "JOB", "GROUP",
                 "TASK", "NODE", "GPUS", table.c_str());

@@ -1,6 +1,7 @@
 #include "gpusched/io/cluster_json.hpp"
-#include "gpusched/io/gang_json.hpp"
 
+#include "io/cluster_json_detail.hpp"
+#include "io/gang_json.hpp"
 #include "io/json_input.hpp"
 
 #include <algorithm>
@@ -16,6 +17,9 @@
 namespace gpusched::io {
 namespace {
 
+using detail::read_gang_constraints;
+using detail::read_quantity;
+
 using json = nlohmann::json;
 
 // Errors are thrown inside this file only, as the shortest way out of a deep parse, and turned into
@@ -26,18 +30,14 @@ struct ParseError {
 
 [[noreturn]] void fail(std::string message) { throw ParseError{std::move(message)}; }
 
-std::string shown(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
+using detail::shown;
 
 void check_keys(const json& obj, std::string_view path, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : obj.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string list;
       for (auto k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-      fail(fmt::format("{}.{}: unknown field (known: {})", path, key, list));
+      fail(fmt::format("{}.{}: unknown field (known: {})", path, detail::shown_key(key), list));
     }
   }
 }
@@ -56,6 +56,9 @@ std::string read_string(const json& v, std::string_view path, bool allow_empty =
   if (!v.is_string()) fail(fmt::format("{}: expected a string, got {}", path, shown(v)));
   std::string s = v.get<std::string>();
   if (s.empty() && !allow_empty) fail(fmt::format("{}: must not be empty", path));
+  // Every string of these formats is a name, a label or a model: printed in tables and explanations,
+  // where a NUL byte cuts a row and a newline forges one (docs/formats.md, "Every reader").
+  if (auto st = detail::check_name(s, path); !st) fail(st.error().message);
   return s;
 }
 
@@ -301,9 +304,14 @@ void read_job_gang_constraints(const json& v, const std::string& path, Job& job)
   }
 }
 
-// Keys the gang module reads from the raw job (see JobsDocument::raw_jobs).
+// Keys the gang module reads from the job (io/gang_json.hpp).
 constexpr std::string_view kGangJobKeys[] = {"topology", "spread", "anti_affinity"};
 constexpr std::string_view kGangGroupKeys[] = {"topology", "spread", "anti_affinity", "affinity_group"};
+// Keys the scheduling cycle (`gpusched cycle`, docs/cycle.md) reads from the raw job: runtime and
+// checkpoint facts of pending and running jobs, and where a running job's tasks are.
+constexpr std::string_view kCycleJobKeys[] = {"runtime_estimate", "not_before",  "preemptible",
+                                              "restart_cost",     "checkpoint_interval", "restarts",
+                                              "start_time",       "last_checkpoint",     "placement"};
 
 Job read_job(const json& v, const std::string& path, std::set<std::string>& names) {
   require_object(v, path);
@@ -325,6 +333,8 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
       if (key == k) return true;
     for (auto k : kGangJobKeys)
       if (key == k) return true;
+    for (auto k : kCycleJobKeys)
+      if (key == k) return true;
     if (with_task_fields)
       for (auto k : kTaskKeys)
         if (key == k) return true;
@@ -332,7 +342,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
   };
   const json* groups = find(v, "groups");
   for (const auto& [key, value] : v.items())
-    if (!known_job_key(key, groups == nullptr)) fail(fmt::format("{}.{}: unknown field", path, key));
+    if (!known_job_key(key, groups == nullptr)) fail(fmt::format("{}.{}: unknown field", path, detail::shown_key(key)));
 
   auto read_replicas = [&](const json& obj, const std::string& p, TaskGroupSpec& group) {
     if (const json* r = find(obj, "replicas")) group.replicas = static_cast<std::int32_t>(read_int(*r, p + ".replicas", 0, kMaxCount));
@@ -353,7 +363,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
         bool known = key == "name" || key == "replicas" || key == "min_replicas";
         for (auto k : kTaskKeys) known = known || key == k;
         for (auto k : kGangGroupKeys) known = known || key == k;
-        if (!known) fail(fmt::format("{}.{}: unknown field", p, key));
+        if (!known) fail(fmt::format("{}.{}: unknown field", p, detail::shown_key(key)));
       }
       TaskGroupSpec group;
       group.name = fmt::format("group-{}", g);
@@ -397,7 +407,7 @@ Result<json> parse_document(std::string_view text, std::string_view source) {
 
 }  // namespace
 
-Result<std::int64_t> read_quantity(const json& v, std::string_view path, QuantityUnit unit, std::int64_t integer_scale) {
+Result<std::int64_t> detail::read_quantity(const json& v, std::string_view path, QuantityUnit unit, std::int64_t integer_scale) {
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       return Error{fmt::format("{}: quantity out of range, got {}", path, shown(v))};
@@ -422,7 +432,7 @@ Result<std::int64_t> read_quantity(const json& v, std::string_view path, Quantit
   return Error{fmt::format("{}: expected a quantity (a number or a string like \"500m\" or \"64Gi\"), got {}", path, shown(v))};
 }
 
-Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view source) {
+Result<ClusterDocument> detail::cluster_from_json(const json& doc, std::string_view source) {
   return guarded([&]() -> Result<ClusterDocument> {
     const std::string root(source);
     require_object(doc, root);
@@ -454,7 +464,7 @@ Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view sour
   }, source);
 }
 
-json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
+json detail::mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   const mig::MigGpuId id = state.mig_gpu(node, gpu);
   if (id == mig::kNoGpu) return json();
   const mig::MigGpuSpec& spec = state.mig().spec_of(id);
@@ -467,10 +477,14 @@ json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   return json{{"instances", instances}};
 }
 
+std::string write_mig_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
+  return detail::mig_to_json(state, node, gpu).dump();
+}
+
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source) {
   auto doc = parse_document(text, source);
   if (!doc) return doc.error();
-  return cluster_from_json(*doc, source);
+  return detail::cluster_from_json(*doc, source);
 }
 
 Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source) {
@@ -489,7 +503,7 @@ Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view sour
     std::set<std::string> names;
     for (std::size_t j = 0; j < jobs->size(); ++j) {
       out.jobs.push_back(read_job((*jobs)[j], fmt::format("jobs[{}]", j), names));
-      out.raw_jobs.push_back((*jobs)[j]);
+      out.explicit_priority.push_back(find((*jobs)[j], "priority") != nullptr);
     }
     return out;
   }, source);

@@ -1,5 +1,6 @@
 #include "io/json_input.hpp"
 
+#include <algorithm>
 #include <new>
 
 #include <fmt/format.h>
@@ -75,6 +76,14 @@ std::string shown(const nlohmann::json& value, std::size_t max_chars) {
   const std::size_t full = text.size();
   text.resize(max_chars);
   return fmt::format("{}... ({} chars)", text, full);
+}
+
+std::string shown_key(std::string_view key) {
+  const bool plain = !key.empty() && key.size() <= 40 && std::all_of(key.begin(), key.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u != 0x7f && c != '"' && c != '\\';
+  });
+  return plain ? std::string(key) : shown(key, 40);
 }
 
 Status check_name(std::string_view name, std::string_view field) {

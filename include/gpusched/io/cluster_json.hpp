@@ -10,13 +10,14 @@
 // Every error names the field by its JSON path and the value: `nodes[3].gpus: expected a
 // non-negative integer, got -2`. Unknown keys are errors too (a typo must not be silently ignored).
 // Reading is all or nothing: a document with one bad field yields no cluster at all.
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
@@ -32,26 +33,20 @@ struct ClusterDocument {
 
 // Parses a cluster document. `source` names the input in messages (a file name).
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source = "cluster");
-Result<ClusterDocument> cluster_from_json(const nlohmann::json& doc, std::string_view source = "cluster");
 
 struct JobsDocument {
   std::vector<Job> jobs;
-  // The jobs as written (jobs[i] is raw_jobs[i]), for readers of fields the core model does not carry
-  // (gang constraints: "topology", "spread", "anti_affinity", per group "affinity_group").
-  std::vector<nlohmann::json> raw_jobs;
+  // Whether jobs[i] gave "priority" itself (the fairness tool then does not apply its queue's
+  // default priority class). Gang constraints, "priority_class" and "submit_time" are in the Job.
+  std::vector<bool> explicit_priority;
 };
 
 // Parses a jobs document: {"jobs": [...]} or a bare array of jobs. Job names must be unique.
 Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source = "jobs");
 
-// The "mig" object of GPU `gpu` of `node` as the cluster format writes it (docs/formats.md, MIG):
-// {"instances": [{"profile", "profile_id", "start", "busy"}]}; null when the GPU is not in MIG
-// mode. Reading it back gives the same instances (tests/io/cluster_json_test.cpp).
-nlohmann::json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu);
-
-// Reads a quantity field: a JSON integer in `integer_scale` units of the target, or a Kubernetes
-// string. The message names `path` and the value.
-Result<std::int64_t> read_quantity(const nlohmann::json& value, std::string_view path, QuantityUnit unit,
-                                   std::int64_t integer_scale = 1);
+// The "mig" object of GPU `gpu` of `node` as the cluster format writes it (docs/formats.md, MIG),
+// as JSON text: {"instances": [{"profile", "profile_id", "start", "busy"}]}; "null" when the GPU
+// is not in MIG mode. Reading it back gives the same instances (tests/mig/unified_state_test.cpp).
+std::string write_mig_json(const ClusterState& state, NodeId node, GpuIndex gpu);
 
 }  // namespace gpusched::io

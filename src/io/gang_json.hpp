@@ -1,8 +1,8 @@
-// gpusched/io/gang_json.hpp — the gang constraints of a job in the jobs JSON (docs/gang.md).
+// src/io/gang_json.hpp — the gang constraints of a job in the jobs JSON (docs/gang.md). Private to the
+// io library: the public entry point is `read_jobs_json`, which returns them compiled into each Job.
 //
-// The jobs reader (cluster_json.hpp) keeps each job as written (`JobsDocument::raw_jobs`); the gang
-// fields are read here into `GangConstraints`, which `make_gang_spec` resolves against the job's
-// groups:
+// The jobs reader (cluster_json.cpp) reads the gang fields here into `GangConstraints`, which
+// `make_gang_spec` resolves against the job's groups:
 //
 //   "topology": "rack"                                  one rack, required
 //   "topology": {"level": "rack", "mode": "preferred"}  "required" (default) or "preferred";
@@ -13,16 +13,19 @@
 //
 // and on a group: "spread": {...} (that group only) and "anti_affinity": ["other-group", ...] or
 // [{"group": "other-group", "level": "rack"}]. Errors name the JSON path and the value.
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <string_view>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "gpusched/core/result.hpp"
 #include "gpusched/gang/gang.hpp"
 
-namespace gpusched::io {
+namespace gpusched::io::detail {
 
 // `path` names the job in messages ("jobs[3]").
 Result<GangConstraints> read_gang_constraints(const nlohmann::json& job, std::string_view path);
@@ -31,4 +34,4 @@ Result<GangConstraints> read_gang_constraints(const nlohmann::json& job, std::st
 // (min_replicas below replicas) are visible in the compiled job itself.
 bool has_gang_fields(const nlohmann::json& job);
 
-}  // namespace gpusched::io
+}  // namespace gpusched::io::detail
