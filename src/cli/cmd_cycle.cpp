@@ -15,6 +15,7 @@
 #include "cli/command.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/k8s.hpp"
 #include "gpusched/scheduler/cycle.hpp"
 #include "io/json_input.hpp"
 
@@ -37,6 +38,7 @@ struct CycleCliOptions {
   bool no_grow = false;
   std::int64_t min_runtime = 0;
   std::string job;  // explain
+  std::vector<std::string> k8s_files;  // Kubernetes objects instead of --cluster/--running/--pending/--queues
 };
 
 std::string shown(const json& v) {
@@ -191,7 +193,76 @@ std::int32_t priority_of(const Job& job, const json& raw, const QueuesDoc& q, co
   return job.job_priority;
 }
 
+// `--k8s FILE...` (docs/kubernetes.md): Nodes whole, bound Pods as running jobs (one task each,
+// reserved on the lowest free GPUs of their node: the Pod object does not say which), pending Pods
+// and gangs as pending jobs, Kueue/KAI/Volcano queues and PriorityClasses.
+Inputs read_inputs_k8s(const CycleCliOptions& opt) {
+  if (!opt.cluster_file.empty() || !opt.running_file.empty() || !opt.pending_file.empty() || !opt.queues_file.empty())
+    throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --running, --pending or --queues)");
+  std::vector<std::string> texts;
+  for (const auto& f : opt.k8s_files) texts.push_back(read_file(f));
+  std::vector<io::k8s::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
+  io::k8s::Options kopt;
+  kopt.subtract_running = false;
+  auto input = io::k8s::read(sources, kopt);
+  if (!input) throw InputError(input.error().message);
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  Inputs in;
+  in.cluster.registry = input->registry;
+  in.cluster.cluster = input->cluster;
+  auto state = ClusterState::build(in.cluster.cluster, in.cluster.registry);
+  if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
+  in.state.emplace(std::move(*state));
+  ClusterState& st = *in.state;
+  if (!input->topology_levels.empty())
+    if (Status s = st.set_topology_levels(input->topology_levels); !s) throw InputError(s.error().message);
+  if (!input->queues.empty()) {
+    auto fc = fairness::fairness_cluster(st);
+    if (!fc) throw InputError(fmt::format("nodes: {}", fc.error().message));
+    auto configs = io::k8s::queue_configs(*input, fc->space);
+    if (!configs) throw InputError(configs.error().message);
+    in.queues.queues = std::move(*configs);
+    in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
+  }
+  for (const io::k8s::RunningPod& r : input->running) {
+    const std::string what = fmt::format("Pod {}/{}", r.pod.ns, r.pod.name);
+    const NodeId n = st.find_node(r.node);
+    if (n == kNoNode) continue;  // reported by the reader
+    auto compiled = compile_job(st, r.job);
+    if (!compiled) throw InputError(fmt::format("{}: {}", what, compiled.error().message));
+    const TaskRequest& request = compiled->groups[0].request;
+    if (request.mig.any()) throw InputError(fmt::format("{}: running MIG pods are not supported by the cycle yet", what));
+    TaskAssignment a = make_assignment(n, request);
+    if (compiled->groups[0].request.shape.gpus > 0) {
+      for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
+        if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
+    }
+    if (Status s = st.reserve(request, a); !s) throw InputError(fmt::format("{} on node {}: {}", what, r.node, s.error().message));
+    RunningJob job;
+    job.name = r.job.job_name;
+    job.queue = r.job.queue_name;
+    job.priority = r.priority;
+    job.start_time = r.start_time;
+    job.tasks.push_back({request, std::move(a)});
+    in.running.push_back(std::move(job));
+    in.running_groups.push_back({"pod"});
+  }
+  st.commit();
+  for (const Job& job : input->jobs) {
+    auto compiled = compile_job(st, job);
+    if (!compiled) throw InputError(fmt::format("job {}: {}", job.job_name, compiled.error().message));
+    PendingJob p;
+    p.job = std::move(*compiled);
+    in.pending.push_back(std::move(p));
+  }
+  return in;
+}
+
 Inputs read_inputs(const CycleCliOptions& opt) {
+  if (!opt.k8s_files.empty()) return read_inputs_k8s(opt);
+  if (opt.cluster_file.empty() || opt.pending_file.empty())
+    throw InputError("--cluster and --pending are required (or --k8s FILE...)");
   Inputs in;
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
   if (!cluster) throw InputError(cluster.error().message);
@@ -565,9 +636,12 @@ int run_explain(const CycleCliOptions& opt) {
 }
 
 void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
-  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md): the nodes, without the running jobs' usage")->required();
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md): the nodes, without the running jobs' usage");
+  sub->add_option("--k8s", opt->k8s_files,
+                  "Kubernetes objects instead of --cluster/--running/--pending/--queues: JSON or YAML files of Nodes, "
+                  "Pods (bound = running), PodGroups, Volcano Jobs, queues (docs/kubernetes.md)");
   sub->add_option("--running", opt->running_file, "Running jobs JSON (docs/cycle.md: jobs with start_time and placement)");
-  sub->add_option("--pending", opt->pending_file, "Pending jobs JSON (docs/formats.md, plus docs/cycle.md's fields)")->required();
+  sub->add_option("--pending", opt->pending_file, "Pending jobs JSON (docs/formats.md, plus docs/cycle.md's fields)");
   sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md); none: one queue, priority order");
   sub->add_option("--now", opt->now, "The time of the cycle (seconds, the clock of start_time and submit_time)")->required();
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
