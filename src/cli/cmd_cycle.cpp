@@ -17,6 +17,7 @@
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/k8s.hpp"
 #include "gpusched/scheduler/cycle.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 
 namespace gpusched::cli {
@@ -86,8 +87,8 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
                           std::int64_t unlisted, std::int64_t unlisted_gpu) {
   check_keys(v, path, {"cpu", "memory", "gpus"});
   auto quantity = [&](const json& x, const std::string& p, Eigen::Index d) {
-    auto r = d == ResourceSpace::kMemory ? io::read_quantity(x, p, QuantityUnit::kBytes, 1)
-                                         : io::read_quantity(x, p, QuantityUnit::kMilli, 1000);
+    auto r = d == ResourceSpace::kMemory ? io::detail::read_quantity(x, p, QuantityUnit::kBytes, 1)
+                                         : io::detail::read_quantity(x, p, QuantityUnit::kMilli, 1000);
     if (!r) throw InputError(r.error().message);
     return *r;
   };
@@ -196,6 +197,17 @@ std::int32_t priority_of(const Job& job, const json& raw, const QueuesDoc& q, co
 // `--k8s FILE...` (docs/kubernetes.md): Nodes whole, bound Pods as running jobs (one task each,
 // reserved on the lowest free GPUs of their node: the Pod object does not say which), pending Pods
 // and gangs as pending jobs, Kueue/KAI/Volcano queues and PriorityClasses.
+// The jobs of a jobs file as written, for the cycle's own fields (start_time, placement, checkpoint
+// facts) that the job model does not carry; jobs[i] of read_jobs_json is raw_jobs(...)[i].
+std::vector<json> raw_jobs(const std::string& text, const std::string& file) {
+  auto doc = io::detail::parse_json(text, file);
+  if (!doc) throw InputError(doc.error().message);
+  const json* list = &*doc;
+  if (doc->is_object() && doc->contains("jobs")) list = &(*doc)["jobs"];
+  if (!list->is_array()) throw InputError(fmt::format("{}: jobs: expected an array", file));
+  return std::vector<json>(list->begin(), list->end());
+}
+
 Inputs read_inputs_k8s(const CycleCliOptions& opt) {
   if (!opt.cluster_file.empty() || !opt.running_file.empty() || !opt.pending_file.empty() || !opt.queues_file.empty())
     throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --running, --pending or --queues)");
@@ -279,11 +291,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
   // Running jobs: the jobs format plus start_time, placement and the checkpoint facts. Their tasks
   // are reserved on the cluster (which therefore describes what runs outside these jobs only).
   if (!opt.running_file.empty()) {
-    auto jobs = io::read_jobs_json(read_file(opt.running_file), opt.running_file);
+    const std::string text = read_file(opt.running_file);
+    auto jobs = io::read_jobs_json(text, opt.running_file);
     if (!jobs) throw InputError(jobs.error().message);
+    const std::vector<json> raws = raw_jobs(text, opt.running_file);
     for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
       const Job& job = jobs->jobs[j];
-      const json& raw = jobs->raw_jobs[j];
+      const json& raw = raws[j];
       const std::string path = fmt::format("{}: jobs[{}]", opt.running_file, j);
       auto compiled = compile_job(st, job);
       if (!compiled) throw InputError(fmt::format("{}.{}", path, compiled.error().message));
@@ -360,11 +374,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
     }
   }
   st.commit();
-  auto jobs = io::read_jobs_json(read_file(opt.pending_file), opt.pending_file);
+  const std::string pending_text = read_file(opt.pending_file);
+  auto jobs = io::read_jobs_json(pending_text, opt.pending_file);
   if (!jobs) throw InputError(jobs.error().message);
+  const std::vector<json> pending_raws = raw_jobs(pending_text, opt.pending_file);
   for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
     const Job& job = jobs->jobs[j];
-    const json& raw = jobs->raw_jobs[j];
+    const json& raw = pending_raws[j];
     const std::string path = fmt::format("{}: jobs[{}]", opt.pending_file, j);
     auto compiled = compile_job(st, job);
     if (!compiled) throw InputError(fmt::format("{}.{}", path, compiled.error().message));
