@@ -46,7 +46,7 @@ ClusterState eight_nodes() {
 }  // namespace
 
 TEST_CASE("text_lines: LF, CRLF and a lone CR each end a line; no phantom last line") {
-  using detail::text_lines;
+  using io::detail::text_lines;
   CHECK(text_lines("").empty());
   CHECK(text_lines("a\nb\n") == std::vector<std::string_view>{"a", "b"});
   CHECK(text_lines("a\r\nb\r\n") == std::vector<std::string_view>{"a", "b"});
@@ -133,16 +133,16 @@ TEST_CASE("fabric JSON: through the one JSON entry point; level count bounded; n
 }
 
 TEST_CASE("gang fields: names checked, 1e400 refused by the JSON entry point, no exception escapes") {
-  auto doc = detail::parse_json(R"({"topology": {"level": "ra\u0000ck"}})", "j");
+  auto doc = io::detail::parse_json(R"({"topology": {"level": "ra\u0000ck"}})", "j");
   REQUIRE(doc.ok());
-  auto nul = detail::read_gang_constraints(*doc, "jobs[0]");
+  auto nul = io::detail::read_gang_constraints(*doc, "jobs[0]");
   REQUIRE_FALSE(nul.ok());
   CHECK(nul.error().message == "jobs[0].topology.level: control character 0x00 in name \"ra\\x00ck\"");
-  CHECK(detail::parse_json(R"({"spread": {"level": "rack", "max_per_domain": 1e400}})", "j").error().code ==
+  CHECK(io::detail::parse_json(R"({"spread": {"level": "rack", "max_per_domain": 1e400}})", "j").error().code ==
         ErrorCode::kOverflow);
-  auto weird = detail::parse_json(R"({"spread": [1, "x", null, {"level": 3}], "anti_affinity": {"a": 1}})", "j");
+  auto weird = io::detail::parse_json(R"({"spread": [1, "x", null, {"level": 3}], "anti_affinity": {"a": 1}})", "j");
   REQUIRE(weird.ok());
-  CHECK_FALSE(detail::read_gang_constraints(*weird, "job").ok());
+  CHECK_FALSE(io::detail::read_gang_constraints(*weird, "job").ok());
 }
 
 TEST_CASE("cluster format: control characters in any name are refused, naming the field") {
