@@ -23,7 +23,7 @@ using gpusched::cli_test::temp_file;
 
 
 const std::string kFixtures = std::string(GPUSCHED_FIXTURES_DIR) + "/fairness/";
-const std::string kArgs = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures +
+const std::string kFairshareArgs = "fairshare --cluster " + kFixtures + "cluster.json --queues " + kFixtures +
                           "queues.json --jobs " + kFixtures + "jobs.json";
 
 }  // namespace
@@ -35,7 +35,7 @@ TEST_CASE("fairshare: hand-worked admission order as a table") {
   // borrow 4 A100 with a limit of 2; v-old fits vision's own H100 quota, so it takes H100 although
   // vision lists A100 first. n-more would borrow H100, but nlp lends none (lending limit 0) and
   // vision's lendable 4 are half used by v-old: only 2 available. n-ft fits nlp's own A100 quota.
-  const Run r = run_tool(kArgs);
+  const Run r = run_tool(kFairshareArgs);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("   1  v-train                  vision           A100-80GB               no      110\n"
                    "   2  n-pretrain               nlp              H100-80GB               no      200\n"
@@ -49,7 +49,7 @@ TEST_CASE("fairshare: hand-worked admission order as a table") {
 }
 
 TEST_CASE("fairshare: JSON output and --now") {
-  const Run r = run_tool(kArgs + " --format json");
+  const Run r = run_tool(kFairshareArgs + " --format json");
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   REQUIRE(doc["admitted"].size() == 4);
@@ -67,7 +67,7 @@ TEST_CASE("fairshare: JSON output and --now") {
 
   // Without aging (now = the oldest submit time) vision's order is by plain priority: v-train and
   // v-big (10) before v-old (0).
-  const Run early = run_tool(kArgs + " --format json --now 0");
+  const Run early = run_tool(kFairshareArgs + " --format json --now 0");
   REQUIRE(early.status == 0);
   const auto d2 = nlohmann::json::parse(early.out);
   CHECK(d2["admitted"][0]["priority"] == 10);

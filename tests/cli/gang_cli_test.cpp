@@ -29,12 +29,12 @@ std::string gang_temp(const std::string& name, const std::string& text) {
 }
 
 const std::string kGang = std::string(GPUSCHED_FIXTURES_DIR) + "/gang/";
-const std::string kArgs = "place --cluster " + kGang + "cluster.json --jobs " + kGang + "jobs.json";
+const std::string kGangArgs = "place --cluster " + kGang + "cluster.json --jobs " + kGang + "jobs.json";
 
 }  // namespace
 
 TEST_CASE("place with gang jobs: table") {
-  const Run r = run_tool(kArgs);
+  const Run r = run_tool(kGangArgs);
   CHECK(r.status == 0);
   CHECK(r.out.find("llm                      gang: 4 tasks (launcher 1/1, worker 3/3) on 3 nodes in "
                    "topology.kubernetes.io/rack=rack-0") != std::string::npos);
@@ -48,7 +48,7 @@ TEST_CASE("place with gang jobs: table") {
 }
 
 TEST_CASE("place with gang jobs: JSON carries verdicts, counts, domains and bounds") {
-  const Run r = run_tool(kArgs + " --format json");
+  const Run r = run_tool(kGangArgs + " --format json");
   REQUIRE(r.status == 0);
   const auto doc = nlohmann::json::parse(r.out);
   const auto& placed = doc["placed"];

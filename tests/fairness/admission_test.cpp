@@ -19,7 +19,7 @@ constexpr std::int64_t kGi = std::int64_t{1} << 30;
 ResourceSpace space2() { return ResourceSpace{{"A100", "H100"}}; }
 
 // cpu cores, memory GiB, A100 GPUs, H100 GPUs.
-Amounts amounts(std::int64_t cpu, std::int64_t mem_gi, std::int64_t a100 = 0, std::int64_t h100 = 0) {
+Amounts cpu_mem_gpus(std::int64_t cpu, std::int64_t mem_gi, std::int64_t a100 = 0, std::int64_t h100 = 0) {
   Amounts a(4);
   a << cpu * 1000, mem_gi * kGi, a100 * 1000, h100 * 1000;
   return a;
@@ -30,7 +30,7 @@ PendingJob job(std::string name, std::string queue, std::int64_t gpus, std::vect
   PendingJob j;
   j.name = std::move(name);
   j.queue = std::move(queue);
-  j.base = amounts(1, 1);
+  j.base = cpu_mem_gpus(1, 1);
   j.gpu_milli = gpus * 1000;
   j.gpu_models = std::move(models);
   j.priority = priority;
@@ -55,7 +55,7 @@ std::vector<std::string> order(const AdmissionPlan& plan, const std::vector<Pend
 }  // namespace
 
 TEST_CASE("within a queue: priority, then submission time, then input order") {
-  const Amounts cap = amounts(100, 100, 8, 8);
+  const Amounts cap = cpu_mem_gpus(100, 100, 8, 8);
   auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
   std::vector<PendingJob> jobs{job("low-early", "q", 1, {}, 0, 10), job("high-late", "q", 1, {}, 5, 50),
                                job("low-earlier", "q", 1, {}, 0, 5), job("high-early", "q", 1, {}, 5, 20),
@@ -75,7 +75,7 @@ TEST_CASE("aging lifts long-waiting low-priority jobs, up to max_boost") {
   CHECK(effective_priority(old_low, AgingPolicy{1, 1000000, std::int64_t{1} << 62, std::int64_t{1} << 62}) ==
         std::int64_t{1} << 62);  // saturates instead of overflowing
 
-  const Amounts cap = amounts(100, 100, 1, 0);  // room for one of them
+  const Amounts cap = cpu_mem_gpus(100, 100, 1, 0);  // room for one of them
   auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
   std::vector<PendingJob> jobs{new_high, old_low};
   CHECK(order(p.plan(jobs), jobs) == std::vector<std::string>{"new-high"});
@@ -85,7 +85,7 @@ TEST_CASE("aging lifts long-waiting low-priority jobs, up to max_boost") {
 TEST_CASE("across queues: weighted DRF with the lowest share first") {
   // Two queues without quota, 8 H100s, every job one GPU: weight 3 vs 1 gives 6 : 2, and the
   // interleaving follows the shares (ties to the queue listed first).
-  const Amounts cap = amounts(100, 100, 0, 8);
+  const Amounts cap = cpu_mem_gpus(100, 100, 0, 8);
   auto heavy = queue("heavy");
   heavy.weight = 3;
   auto p = FairSharePlanner::build(space2(), cap, cap, {heavy, queue("light")}).value();
@@ -106,10 +106,10 @@ TEST_CASE("across queues: weighted DRF with the lowest share first") {
 TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
   // Cohort of two, 4 H100 nominal each, 8 in the cluster. "greedy" already holds 2 of its 4;
   // "modest" holds nothing.
-  const Amounts cap = amounts(100, 100, 0, 8);
-  auto greedy = queue("greedy", "lab", amounts(100, 100, 0, 4));
-  greedy.usage = amounts(0, 0, 0, 2);
-  auto modest = queue("modest", "lab", amounts(100, 100, 0, 4));
+  const Amounts cap = cpu_mem_gpus(100, 100, 0, 8);
+  auto greedy = queue("greedy", "lab", cpu_mem_gpus(100, 100, 0, 4));
+  greedy.usage = cpu_mem_gpus(0, 0, 0, 2);
+  auto modest = queue("modest", "lab", cpu_mem_gpus(100, 100, 0, 4));
   auto p = FairSharePlanner::build(space2(), cap, cap - greedy.usage, {greedy, modest}).value();
   std::vector<PendingJob> jobs{job("g1", "greedy", 2, {"H100"}), job("g2", "greedy", 2, {"H100"}),
                                job("g3", "greedy", 2, {"H100"}), job("m1", "modest", 2, {"H100"}),
@@ -126,10 +126,10 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
 
   // Now make the borrower the lower share: "greedy" would borrow with its head, "modest" holds 3
   // (share 0.375 > greedy's 0.25) but is below nominal with a 1-GPU head: modest goes first.
-  auto greedy2 = queue("greedy", "lab", amounts(100, 100, 0, 2));
-  greedy2.usage = amounts(0, 0, 0, 2);
-  auto modest2 = queue("modest", "lab", amounts(100, 100, 0, 6));
-  modest2.usage = amounts(0, 0, 0, 3);
+  auto greedy2 = queue("greedy", "lab", cpu_mem_gpus(100, 100, 0, 2));
+  greedy2.usage = cpu_mem_gpus(0, 0, 0, 2);
+  auto modest2 = queue("modest", "lab", cpu_mem_gpus(100, 100, 0, 6));
+  modest2.usage = cpu_mem_gpus(0, 0, 0, 3);
   auto p2 = FairSharePlanner::build(space2(), cap, cap - greedy2.usage - modest2.usage, {greedy2, modest2}).value();
   std::vector<PendingJob> jobs2{job("borrow", "greedy", 1, {"H100"}), job("own", "modest", 1, {"H100"})};
   const auto plan2 = p2.plan(jobs2);
@@ -138,11 +138,11 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
 }
 
 TEST_CASE("flavors: first flavor within nominal, borrowing on one flavor does not push another back") {
-  const Amounts cap = amounts(100, 100, 8, 8);
-  auto t = queue("t", "lab", amounts(100, 100, 4, 4));
+  const Amounts cap = cpu_mem_gpus(100, 100, 8, 8);
+  auto t = queue("t", "lab", cpu_mem_gpus(100, 100, 4, 4));
   t.flavor_order = {"A100", "H100"};
-  t.usage = amounts(0, 0, 6, 0);  // borrows 2 A100
-  auto u = queue("u", "lab", amounts(100, 100, 4, 4));
+  t.usage = cpu_mem_gpus(0, 0, 6, 0);  // borrows 2 A100
+  auto u = queue("u", "lab", cpu_mem_gpus(100, 100, 4, 4));
   auto p = FairSharePlanner::build(space2(), cap, cap - t.usage, {t, u}).value();
   // Any model: A100 would borrow, H100 is within nominal -> H100, not borrowing.
   const auto d = p.query(job("any", "t", 2));
@@ -169,9 +169,9 @@ TEST_CASE("flavors: first flavor within nominal, borrowing on one flavor does no
 }
 
 TEST_CASE("StrictFIFO stops a queue at its head; BestEffortFIFO moves on") {
-  const Amounts cap = amounts(100, 100, 0, 4);
+  const Amounts cap = cpu_mem_gpus(100, 100, 0, 4);
   for (bool strict : {false, true}) {
-    auto q = queue("q", "", amounts(100, 100, 0, 4));
+    auto q = queue("q", "", cpu_mem_gpus(100, 100, 0, 4));
     q.strict_fifo = strict;
     auto p = FairSharePlanner::build(space2(), cap, cap, {q}).value();
     std::vector<PendingJob> jobs{job("big", "q", 8, {"H100"}, 10), job("small", "q", 2, {}, 0)};
@@ -190,7 +190,7 @@ TEST_CASE("StrictFIFO stops a queue at its head; BestEffortFIFO moves on") {
 }
 
 TEST_CASE("hierarchical queues: weights at every level") {
-  const Amounts cap = amounts(1000, 1000, 0, 16);
+  const Amounts cap = cpu_mem_gpus(1000, 1000, 0, 16);
   auto lab = queue("lab");
   lab.weight = 3;
   auto a = queue("a");
@@ -215,7 +215,7 @@ TEST_CASE("hierarchical queues: weights at every level") {
 }
 
 TEST_CASE("planner input errors name the queue and field") {
-  const Amounts cap = amounts(1, 1);
+  const Amounts cap = cpu_mem_gpus(1, 1);
   auto orphan = queue("x");
   orphan.parent = "nope";
   auto r = FairSharePlanner::build(space2(), cap, cap, {orphan});
@@ -228,7 +228,7 @@ TEST_CASE("planner input errors name the queue and field") {
   r = FairSharePlanner::build(space2(), cap, cap, {c1, c2});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("cycle") != std::string::npos);
-  auto parent = queue("p", "lab", amounts(1, 1));
+  auto parent = queue("p", "lab", cpu_mem_gpus(1, 1));
   auto child = queue("k");
   child.parent = parent.name;
   r = FairSharePlanner::build(space2(), cap, cap, {parent, child});
@@ -255,7 +255,7 @@ namespace {
 // An elastic job of H100 workers (1 GPU, 1 core each) and optionally a rigid 2-core launcher.
 PendingJob elastic(std::string name, std::vector<ReplicaGroup> groups) {
   PendingJob j = job(std::move(name), "q", 0, {"H100"});
-  j.base = amounts(0, 0);
+  j.base = cpu_mem_gpus(0, 0);
   for (const auto& g : groups) {
     j.base[0] += g.cpu * g.replicas;
     j.gpu_milli += g.gpu_milli * g.replicas;
@@ -268,8 +268,8 @@ constexpr ReplicaGroup worker(std::int32_t replicas, std::int32_t min) { return 
 
 TEST_CASE("partial admission: min_replicas admits as many replicas as the quota allows") {
   // Queue q: 6 H100 nominal, no cohort; cluster 8 H100.
-  const Amounts cap = amounts(100, 100, 0, 8);
-  auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q", "", amounts(100, 100, 0, 6))}).value();
+  const Amounts cap = cpu_mem_gpus(100, 100, 0, 8);
+  auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q", "", cpu_mem_gpus(100, 100, 0, 6))}).value();
 
   // 8 workers (min 2) + a rigid launcher (2 cores): whole it needs 8 H100 > 6. S = 8 - 2 = 6 and the
   // workers keep 8 - s, so the least reduction that fits is s = 2: 6 workers, 6 + 2 = 8 cores.

@@ -11,7 +11,7 @@ using namespace gpusched::gang_testing;
 
 namespace {
 
-const std::string kRack = "topology.kubernetes.io/rack";
+
 
 // The composition example's H100 part: r1 = {a, b}, r2 = {c}, 8 GPUs each, `idle` free per node.
 Cluster two_racks(int idle) {

@@ -13,7 +13,6 @@ using namespace gpusched::gang_testing;
 namespace {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
-const std::string kRack = "topology.kubernetes.io/rack";
 const std::string kZone = "topology.kubernetes.io/zone";
 
 // `racks[i]` nodes of 8 idle H100s in rack "rack-i".

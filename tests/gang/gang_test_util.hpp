@@ -18,6 +18,8 @@
 
 namespace gpusched::gang_testing {
 
+inline const std::string kRack = "topology.kubernetes.io/rack";
+
 // gpusched::SplitMix64's sequence with a reduction of its own (uniform), kept so the oracle's
 // instances stay as they were.
 struct Rng {

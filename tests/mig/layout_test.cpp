@@ -12,7 +12,7 @@ using namespace gpusched::mig;
 
 namespace {
 
-const MigGpuSpec& model(std::string_view name) {
+const MigGpuSpec& table(std::string_view name) {
   const MigCatalog& c = MigCatalog::builtin();
   auto id = c.find(name);
   REQUIRE(id.has_value());
@@ -57,7 +57,7 @@ TEST_CASE("built-in tables are valid and keyed by profile ID") {
 }
 
 TEST_CASE("-lgipp facts: A100-40GB placements") {
-  const MigGpuSpec& a100 = model("A100-SXM4-40GB");
+  const MigGpuSpec& a100 = table("A100-SXM4-40GB");
   CHECK(a100.profiles[static_cast<std::size_t>(idx(a100, 19))].starts == 0x7F);  // {0..6}:1
   CHECK(a100.profiles[static_cast<std::size_t>(idx(a100, 15))].starts == 0x55);  // {0,2,4,6}:2
   CHECK(a100.profiles[static_cast<std::size_t>(idx(a100, 14))].starts == 0x15);  // {0,2,4}:2
@@ -66,13 +66,13 @@ TEST_CASE("-lgipp facts: A100-40GB placements") {
   CHECK(a100.profiles[static_cast<std::size_t>(idx(a100, 5))].starts == 0x01);   // {0}:4
   CHECK(a100.profiles[static_cast<std::size_t>(idx(a100, 0))].memory_slices == 8);
   // The same ID means different geometry on A30.
-  const MigGpuSpec& a30 = model("A30-24GB");
+  const MigGpuSpec& a30 = table("A30-24GB");
   CHECK(a30.profiles[static_cast<std::size_t>(idx(a30, 14))].compute_slices == 1);
   CHECK(a100.profiles[static_cast<std::size_t>(idx(a100, 14))].compute_slices == 2);
 }
 
 TEST_CASE("known layouts on A100-40GB") {
-  const MigGpuSpec& a100 = model("A100-SXM4-40GB");
+  const MigGpuSpec& a100 = table("A100-SXM4-40GB");
   SUBCASE("seven 1g.5gb fit, an eighth does not") {
     std::vector<MigInstance> seven;
     for (std::uint8_t s = 0; s < 7; ++s) seven.push_back({19, s});
@@ -121,7 +121,7 @@ TEST_CASE("known layouts on A100-40GB") {
 }
 
 TEST_CASE("A30: one media-extension instance of any size per GPU") {
-  const MigGpuSpec& a30 = model("A30-24GB");
+  const MigGpuSpec& a30 = table("A30-24GB");
   CHECK(validate_layout(a30, std::vector<MigInstance>{{21, 0}, {14, 1}, {6, 2}}).ok() == false);
   CHECK(validate_layout(a30, std::vector<MigInstance>{{21, 0}, {14, 1}, {5, 2}}).ok());
   CHECK(validate_layout(a30, std::vector<MigInstance>{{14, 0}, {14, 1}, {14, 2}, {14, 3}}).ok());
@@ -193,7 +193,7 @@ TEST_CASE("maximal_layouts equals a brute-force enumeration on every built-in mo
 
 TEST_CASE("A100-40GB with the older driver's profiles: the 4g+3g rule changes the layouts") {
   // Old drivers offered 1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb only.
-  MigGpuSpec old = model("A100-SXM4-40GB");
+  MigGpuSpec old = table("A100-SXM4-40GB");
   std::erase_if(old.profiles, [](const MigProfile& p) { return p.id == 20 || p.id == 15; });
   REQUIRE(validate_spec(old).ok());
   auto now = maximal_layouts(old);
@@ -213,14 +213,14 @@ TEST_CASE("profile names resolve by geometry, not by string") {
   REQUIRE(g.has_value());
   CHECK(g->compute_slices == 3);
   CHECK(g->memory_gb == 39);
-  const MigGpuSpec& a100_80 = model("A100-80GB");
+  const MigGpuSpec& a100_80 = table("A100-80GB");
   const int p = match_profile(a100_80, *g);
   REQUIRE(p >= 0);
   CHECK(a100_80.profiles[static_cast<std::size_t>(p)].id == 9);  // the driver's 3g.39gb is 3g.40gb
   CHECK(parse_profile_name("MIG 1g.5gb+me")->media_extensions);
-  CHECK(match_profile(model("A100-SXM4-40GB"), *parse_profile_name("1g.5gb+me")) == idx(model("A100-SXM4-40GB"), 20));
-  CHECK(match_profile(model("A100-SXM4-40GB"), *parse_profile_name("1g.10gb")) == idx(model("A100-SXM4-40GB"), 15));
-  CHECK(match_profile(model("A100-SXM4-40GB"), *parse_profile_name("3g.40gb")) == -1);
+  CHECK(match_profile(table("A100-SXM4-40GB"), *parse_profile_name("1g.5gb+me")) == idx(table("A100-SXM4-40GB"), 20));
+  CHECK(match_profile(table("A100-SXM4-40GB"), *parse_profile_name("1g.10gb")) == idx(table("A100-SXM4-40GB"), 15));
+  CHECK(match_profile(table("A100-SXM4-40GB"), *parse_profile_name("3g.40gb")) == -1);
   CHECK_FALSE(parse_profile_name("3g").has_value());
   CHECK_FALSE(parse_profile_name("3g.20gbx").has_value());
   CHECK_FALSE(parse_profile_name("0g.20gb").has_value());
@@ -228,15 +228,15 @@ TEST_CASE("profile names resolve by geometry, not by string") {
 }
 
 TEST_CASE("validate_spec rejects bad tables with a named field") {
-  MigGpuSpec s = model("A30-24GB");
+  MigGpuSpec s = table("A30-24GB");
   s.profiles[0].starts = 0x10;  // start 4 on a 4-slice GPU
   auto st = validate_spec(s);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message.find("placement start 4") != std::string::npos);
-  s = model("A30-24GB");
+  s = table("A30-24GB");
   s.profiles[1].id = s.profiles[0].id;
   CHECK(validate_spec(s).error().message.find("duplicate profile ID") != std::string::npos);
   MigCatalog c;
-  CHECK(c.add(model("A30-24GB")).ok());
-  CHECK_FALSE(c.add(model("A30-24GB")).ok());
+  CHECK(c.add(table("A30-24GB")).ok());
+  CHECK_FALSE(c.add(table("A30-24GB")).ok());
 }

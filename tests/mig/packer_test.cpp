@@ -4,6 +4,7 @@
 #include <bit>
 #include <tuple>
 
+#include "mig/mig_test_util.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/packer.hpp"
@@ -15,9 +16,7 @@ using gpusched::Verdict;
 
 namespace {
 
-const MigCatalog& cat() { return MigCatalog::builtin(); }
-MigModelId model(std::string_view name) { return *cat().find(name); }
-MigRequest req(std::string_view name) { return MigRequest::from_name(cat(), name).value(); }
+using namespace gpusched::mig::testing;
 
 
 }  // namespace

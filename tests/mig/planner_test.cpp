@@ -5,6 +5,7 @@
 #include <bit>
 #include <map>
 
+#include "mig/mig_test_util.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/planner.hpp"
@@ -15,8 +16,7 @@ using gpusched::SplitMix64;
 
 namespace {
 
-const MigCatalog& cat() { return MigCatalog::builtin(); }
-MigModelId model(std::string_view name) { return *cat().find(name); }
+using namespace gpusched::mig::testing;
 MigDemandItem item(std::string_view name, std::int64_t count) {
   return MigDemandItem{std::string(name), MigRequest::from_name(cat(), name).value(), count};
 }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mig/mig_test_util.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "io/cluster_json_detail.hpp"
@@ -18,9 +19,7 @@ using namespace gpusched::mig;
 
 namespace {
 
-const MigCatalog& cat() { return MigCatalog::builtin(); }
-MigModelId model(std::string_view name) { return *cat().find(name); }
-MigRequest req(std::string_view name) { return MigRequest::from_name(cat(), name).value(); }
+using namespace gpusched::mig::testing;
 
 // One node, 64 cores / 256 GiB: GPU 0 an A100-40GB in MIG mode with a busy 3g.20gb at 0, GPU 1 an
 // A100-40GB not in MIG mode.

@@ -13,35 +13,13 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/scheduler/backfill.hpp"
+#include "scheduler/cycle_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::scheduler;
+using namespace cycle_test;  // kModel, make_cluster, whole_gpus
 
 namespace {
-
-constexpr const char* kModel = "A100-SXM4-40GB";
-
-Cluster make_cluster(std::size_t nodes, std::size_t gpus_per_node) {
-  std::vector<NodeSpec> specs;
-  for (std::size_t i = 0; i < nodes; ++i) {
-    NodeSpec n;
-    n.name = "n" + std::to_string(i);
-    n.cpu = 64 * kMilliPerCpu;
-    n.memory = 512 * kGiB;
-    n.gpus.assign(gpus_per_node, GpuSpec{kModel});
-    specs.push_back(std::move(n));
-  }
-  return Cluster(std::move(specs));
-}
-
-TaskRequest whole_gpus(const ClusterState& state, GpuCount gpus) {
-  TaskShape shape;
-  shape.cpu = 1000;
-  shape.memory = kGiB;
-  shape.gpus = gpus;
-  shape.gpu_milli = kMilliPerGpu;
-  return state.compile(shape).value();
-}
 
 // A running job of one task of `gpus` whole GPUs [first, first + gpus) on each of `nodes`.
 RunningJob running_job(ClusterState& state, std::string name, std::vector<NodeId> nodes, Seconds start,

@@ -12,14 +12,14 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
+using namespace gpusched::topology_test;
 
 namespace {
 
-constexpr const char* kBlock = "topology.kubernetes.io/block";
-constexpr const char* kRack = "topology.kubernetes.io/rack";
 constexpr const char* kHost = "kubernetes.io/hostname";
 
 NodeSpec gpu_node(std::string name, int gpus, int used, std::string block, std::string rack) {
@@ -35,15 +35,6 @@ NodeSpec gpu_node(std::string name, int gpus, int used, std::string block, std::
 }
 
 ClusterState state_of(const Cluster& c) { return ClusterState::build(c, GpuModelRegistry::builtin()).value(); }
-
-TaskRequest whole_gpus(const ClusterState& s, int gpus) {
-  TaskShape shape;
-  shape.cpu = 1000;
-  shape.memory = kGiB;
-  shape.gpus = gpus;
-  shape.gpu_milli = kMilliPerGpu;
-  return s.compile(shape).value();
-}
 
 std::vector<TopologyLevel> three_levels() { return {{kBlock, LinkKind::kIbNdr, 8}, {kRack, LinkKind::kIbNdr, 8}, {kHost}}; }
 

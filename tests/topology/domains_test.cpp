@@ -11,13 +11,13 @@
 #include "gpusched/cluster/domains.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/topology/cluster_topology.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched;
+using namespace gpusched::topology_test;
 
 namespace {
 
-constexpr const char* kBlock = "topology.kubernetes.io/block";
-constexpr const char* kRack = "topology.kubernetes.io/rack";
 
 ClusterState labelled(const std::vector<std::pair<std::string, std::string>>& block_rack) {
   std::vector<NodeSpec> nodes;

@@ -13,7 +13,7 @@
 
 using namespace gpusched;
 using namespace gpusched::topology;
-using gpusched::topology_test::fixture;
+using namespace gpusched::topology_test;
 
 namespace {
 
@@ -29,14 +29,6 @@ NodeSpec gpu_box(const std::string& name, const std::string& model, int gpus, st
 
 ClusterState build_state(std::vector<NodeSpec> nodes) {
   return ClusterState::build(Cluster(std::move(nodes)), GpuModelRegistry::builtin()).value();
-}
-
-TaskRequest whole_gpus(const ClusterState& s, int gpus) {
-  TaskShape shape;
-  shape.gpus = gpus;
-  shape.gpu_milli = kMilliPerGpu;
-  shape.cpu = 1000;
-  return s.compile(shape).value();
 }
 
 // Best fit for the node, the topology-aware picker for the GPUs: what an orchestrator would pass.

@@ -14,20 +14,14 @@
 #include "gpusched/core/random.hpp"
 #include "gpusched/topology/graph.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched::topology;
 using namespace gpusched::io;
+using namespace gpusched::topology_test;
 using G = std::vector<std::uint16_t>;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 NodeTopology load(const std::string& name) {
   auto t = parse_nvidia_smi_topo(fixture(name));

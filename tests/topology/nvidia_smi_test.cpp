@@ -6,21 +6,15 @@
 #include <string>
 
 #include "gpusched/io/nvidia_smi_topo.hpp"
+#include "topology/topology_test_util.hpp"
 
 using namespace gpusched::topology;
 using namespace gpusched::io;
+using namespace gpusched::topology_test;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string error_of(const std::string& text) {
+std::string smi_error_of(const std::string& text) {
   auto r = read_nvidia_smi_topo_matrix(text);
   REQUIRE_FALSE(r.ok());
   return r.error().message;
@@ -108,32 +102,32 @@ TEST_CASE("minimal variants: no legend, no affinity columns, lower-case codes, S
 }
 
 TEST_CASE("errors name the line and the value") {
-  CHECK(error_of("hello\nworld\n").find("no header") != std::string::npos);
+  CHECK(smi_error_of("hello\nworld\n").find("no header") != std::string::npos);
   // Ragged: GPU1's row lacks a cell.
-  CHECK(error_of("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tPIX\tSYS\nGPU1\tPIX\t X \nGPU2\tSYS\tSYS\t X \n") ==
+  CHECK(smi_error_of("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tPIX\tSYS\nGPU1\tPIX\t X \nGPU2\tSYS\tSYS\t X \n") ==
         "line 3: row GPU1 has 2 link cells, expected 3 (ragged matrix)");
-  CHECK(error_of("GPU0 GPU1 CPU Affinity\nGPU0 X PIX 0-3\nGPU1 PIX 0-3\n") ==
+  CHECK(smi_error_of("GPU0 GPU1 CPU Affinity\nGPU0 X PIX 0-3\nGPU1 PIX 0-3\n") ==
         "line 3: row GPU1 has 1 link cells, expected 2 (ragged matrix)");
   // Asymmetric.
-  CHECK(error_of("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tPIX\tSYS\nGPU1\tPIX\t X \tPHB\nGPU2\tSYS\tNODE\t X \n") ==
+  CHECK(smi_error_of("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tPIX\tSYS\nGPU1\tPIX\t X \tPHB\nGPU2\tSYS\tNODE\t X \n") ==
         "line 4: asymmetric: GPU2-GPU1 is NODE but GPU1-GPU2 (line 3) is PHB");
   // Unknown link code.
-  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tNVX\t X \n") ==
+  CHECK(smi_error_of("\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tNVX\t X \n") ==
         "line 2: row GPU0, column GPU1: unknown link code \"NVX\" (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
   // Diagonal.
-  CHECK(error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n") ==
+  CHECK(smi_error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n") ==
         "line 2: row GPU0, column GPU0: expected X on the diagonal, got \"PIX\"");
   // Missing row.
-  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\n\nLegend:\n") == "line 3: the matrix has 1 rows, expected 2 (row GPU1 missing)");
+  CHECK(smi_error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\n\nLegend:\n") == "line 3: the matrix has 1 rows, expected 2 (row GPU1 missing)");
   // Rows out of order.
-  CHECK(error_of("\tGPU0\tGPU1\nGPU1\tPIX\t X \nGPU0\t X \tPIX\n") == "line 2: row \"GPU1\" where \"GPU0\" was expected");
+  CHECK(smi_error_of("\tGPU0\tGPU1\nGPU1\tPIX\t X \nGPU0\t X \tPIX\n") == "line 2: row \"GPU1\" where \"GPU0\" was expected");
   // Bad affinity list.
-  CHECK(error_of("GPU0\tGPU1\tCPU Affinity\nGPU0\tX\tPIX\t0-3x\nGPU1\tPIX\tX\t0-3\n") ==
+  CHECK(smi_error_of("GPU0\tGPU1\tCPU Affinity\nGPU0\tX\tPIX\t0-3x\nGPU1\tPIX\tX\t0-3\n") ==
         "line 2: row GPU0, CPU Affinity: expected a CPU list like 0-31,64-95, got \"0-3x\"");
   // Too many trailing values.
-  CHECK(error_of("GPU0\tGPU1\tCPU Affinity\nGPU0\tX\tPIX\t0-3\t7\nGPU1\tPIX\tX\t0-3\n").find("line 2: row GPU0 has 2 values") == 0);
+  CHECK(smi_error_of("GPU0\tGPU1\tCPU Affinity\nGPU0\tX\tPIX\t0-3\t7\nGPU1\tPIX\tX\t0-3\n").find("line 2: row GPU0 has 2 values") == 0);
   // Unknown header column after the affinities.
-  CHECK(error_of("GPU0 GPU1 CPU Affinity Foo\n").find("unknown column \"Foo\"") != std::string::npos);
+  CHECK(smi_error_of("GPU0 GPU1 CPU Affinity Foo\n").find("unknown column \"Foo\"") != std::string::npos);
   // Repeated device.
-  CHECK(error_of("GPU0 GPU0\n").find("appears twice") != std::string::npos);
+  CHECK(smi_error_of("GPU0 GPU0\n").find("appears twice") != std::string::npos);
 }

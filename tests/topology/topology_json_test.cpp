@@ -21,7 +21,7 @@ namespace {
 using gpusched::topology_test::fixture;
 using gpusched::topology_test::plain_cluster;
 
-std::string error_of(std::string_view text, int nodes = 8) {
+std::string fabric_error_of(std::string_view text, int nodes = 8) {
   auto s = plain_cluster(nodes);
   auto t = read_cluster_topology_json(text, s);
   REQUIRE_FALSE(t.ok());
@@ -85,44 +85,44 @@ TEST_CASE("generator form: fanout per level, nodes_per_domain in cluster order")
   auto short_tree = read_cluster_topology_json(fixture("fabric_generated.json"), five);
   REQUIRE(short_tree.ok());
   CHECK(short_tree->domain_count(2) == 3);
-  CHECK(error_of(fixture("fabric_generated.json"), 9) ==
+  CHECK(fabric_error_of(fixture("fabric_generated.json"), 9) ==
         "fat_tree: 4 domains x 2 nodes_per_domain = 8 slots, but the cluster has 9 nodes");
-  CHECK(error_of(R"({"levels": [{"name": "leaf"}], "fat_tree": {"fanout": [2, 2], "nodes_per_domain": 4}})") ==
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf"}], "fat_tree": {"fanout": [2, 2], "nodes_per_domain": 4}})") ==
         "fat_tree.fanout: expected an array of 1 counts (one per level), got [2,2]");
 }
 
 TEST_CASE("errors name the JSON path and the value") {
-  CHECK(error_of(fixture("fabric_bad_node.json")) == "domains[1].nodes[1]: unknown node \"gb-99\" (not in the cluster)");
-  CHECK(error_of(std::string(kOneLevel) +
+  CHECK(fabric_error_of(fixture("fabric_bad_node.json")) == "domains[1].nodes[1]: unknown node \"gb-99\" (not in the cluster)");
+  CHECK(fabric_error_of(std::string(kOneLevel) +
                  R"([{"name": "a", "nodes": ["gb-00"]}, {"name": "b", "nodes": ["gb-01", "gb-00"]}]})") ==
         "domains[1].nodes[1]: node 'gb-00' is in two domains (also domains[0].nodes[0])");
-  CHECK(error_of(std::string(kOneLevel) + R"([{"name": "a", "nodes": []}, {"name": "a", "nodes": []}]})") ==
+  CHECK(fabric_error_of(std::string(kOneLevel) + R"([{"name": "a", "nodes": []}, {"name": "a", "nodes": []}]})") ==
         "domains[1].name: duplicate leaf id 'a' (also domains[0])");
   const std::string two = R"({"levels": [{"name": "spine"}, {"name": "leaf"}], "domains": [)";
   // Ids are unique per level across the whole file, not only among siblings.
-  CHECK(error_of(two + R"({"name": "s0", "children": [{"name": "l0", "nodes": []}]},
+  CHECK(fabric_error_of(two + R"({"name": "s0", "children": [{"name": "l0", "nodes": []}]},
                           {"name": "s1", "children": [{"name": "l0", "nodes": []}]}]})") ==
         "domains[1].children[0].name: duplicate leaf id 'l0' (also domains[0].children[0])");
-  CHECK(error_of(two + R"({"name": "s0", "nodes": ["gb-00"]}]})") ==
+  CHECK(fabric_error_of(two + R"({"name": "s0", "nodes": ["gb-00"]}]})") ==
         "domains[0].nodes: a spine domain holds \"children\" (leaf domains), not nodes");
-  CHECK(error_of(std::string(kOneLevel) + R"([{"name": "a", "children": []}]})") ==
+  CHECK(fabric_error_of(std::string(kOneLevel) + R"([{"name": "a", "children": []}]})") ==
         "domains[0].children: leaf is the last level; its domains hold \"nodes\"");
-  CHECK(error_of(R"({"levels": [{"name": "leaf", "link": "ib-qdr"}], "domains": []})").starts_with(
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf", "link": "ib-qdr"}], "domains": []})").starts_with(
       "levels[0].link: unknown link kind \"ib-qdr\" (known: nvlink1, "));
-  CHECK(error_of(R"({"levels": [{"name": "leaf", "uplink_oversubscription": 0.5}], "domains": []})") ==
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf", "uplink_oversubscription": 0.5}], "domains": []})") ==
         "levels[0].uplink_oversubscription: expected a ratio >= 1, got 0.5");
-  CHECK(error_of(R"({"levels": [{"name": "leaf", "links_per_node": 0}], "domains": []})") ==
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf", "links_per_node": 0}], "domains": []})") ==
         "levels[0].links_per_node: expected an integer >= 1, got 0");
-  CHECK(error_of(R"({"levels": [{"name": "leaf"}, {"name": "leaf"}], "domains": []})") ==
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf"}, {"name": "leaf"}], "domains": []})") ==
         "levels[1].name: 'leaf' repeats levels[0].name");
-  CHECK(error_of(R"({"levels": [{"name": "leaf", "lnik": "ib-ndr"}], "domains": []})") ==
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf", "lnik": "ib-ndr"}], "domains": []})") ==
         "levels[0].lnik: unknown field (expected one of: name, link, links_per_node, uplink_oversubscription)");
-  CHECK(error_of(R"({"levels": []})") == "levels: expected a non-empty array, got []");
-  CHECK(error_of(R"({"levels": [{"name": "leaf"}]})") == "domains, fat_tree: give exactly one of the two");
-  CHECK(error_of(std::string(kOneLevel) + R"([{"name": "a", "nodes": [3]}]})") ==
+  CHECK(fabric_error_of(R"({"levels": []})") == "levels: expected a non-empty array, got []");
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf"}]})") == "domains, fat_tree: give exactly one of the two");
+  CHECK(fabric_error_of(std::string(kOneLevel) + R"([{"name": "a", "nodes": [3]}]})") ==
         "domains[0].nodes[0]: expected a node name, got 3");
-  CHECK(error_of("{\"levels\": [").starts_with("topology JSON: "));
-  CHECK(error_of(R"({"levels": [{"name": "leaf"}], "fat_tree": {"fanout": [2], "nodes_per_domain": 0}})") ==
+  CHECK(fabric_error_of("{\"levels\": [").starts_with("topology JSON: "));
+  CHECK(fabric_error_of(R"({"levels": [{"name": "leaf"}], "fat_tree": {"fanout": [2], "nodes_per_domain": 0}})") ==
         "fat_tree.nodes_per_domain: expected an integer from 1 to 10^9, got 0");
   // The library entry point validates the ratio too (for callers that build levels in code).
   auto s = plain_cluster(2);

@@ -14,6 +14,19 @@
 
 namespace gpusched::topology_test {
 
+constexpr const char* kBlock = "topology.kubernetes.io/block";
+constexpr const char* kRack = "topology.kubernetes.io/rack";
+
+// A task of `gpus` whole GPUs, one core and 1 GiB.
+inline TaskRequest whole_gpus(const ClusterState& s, int gpus) {
+  TaskShape shape;
+  shape.cpu = 1000;
+  shape.memory = kGiB;
+  shape.gpus = gpus;
+  shape.gpu_milli = kMilliPerGpu;
+  return s.compile(shape).value();
+}
+
 inline std::string fixture(const std::string& name) {
   std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name);
   REQUIRE(in.good());
