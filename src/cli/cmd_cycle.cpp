@@ -15,7 +15,9 @@
 #include "cli/command.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/k8s.hpp"
 #include "gpusched/scheduler/cycle.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 
 namespace gpusched::cli {
@@ -37,6 +39,7 @@ struct CycleCliOptions {
   bool no_grow = false;
   std::int64_t min_runtime = 0;
   std::string job;  // explain
+  std::vector<std::string> k8s_files;  // Kubernetes objects instead of --cluster/--running/--pending/--queues
 };
 
 std::string shown(const json& v) {
@@ -84,8 +87,8 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
                           std::int64_t unlisted, std::int64_t unlisted_gpu) {
   check_keys(v, path, {"cpu", "memory", "gpus"});
   auto quantity = [&](const json& x, const std::string& p, Eigen::Index d) {
-    auto r = d == ResourceSpace::kMemory ? io::read_quantity(x, p, QuantityUnit::kBytes, 1)
-                                         : io::read_quantity(x, p, QuantityUnit::kMilli, 1000);
+    auto r = d == ResourceSpace::kMemory ? io::detail::read_quantity(x, p, QuantityUnit::kBytes, 1)
+                                         : io::detail::read_quantity(x, p, QuantityUnit::kMilli, 1000);
     if (!r) throw InputError(r.error().message);
     return *r;
   };
@@ -191,7 +194,87 @@ std::int32_t priority_of(const Job& job, const json& raw, const QueuesDoc& q, co
   return job.job_priority;
 }
 
+// `--k8s FILE...` (docs/kubernetes.md): Nodes whole, bound Pods as running jobs (one task each,
+// reserved on the lowest free GPUs of their node: the Pod object does not say which), pending Pods
+// and gangs as pending jobs, Kueue/KAI/Volcano queues and PriorityClasses.
+// The jobs of a jobs file as written, for the cycle's own fields (start_time, placement, checkpoint
+// facts) that the job model does not carry; jobs[i] of read_jobs_json is raw_jobs(...)[i].
+std::vector<json> raw_jobs(const std::string& text, const std::string& file) {
+  auto doc = io::detail::parse_json(text, file);
+  if (!doc) throw InputError(doc.error().message);
+  const json* list = &*doc;
+  if (doc->is_object() && doc->contains("jobs")) list = &(*doc)["jobs"];
+  if (!list->is_array()) throw InputError(fmt::format("{}: jobs: expected an array", file));
+  return std::vector<json>(list->begin(), list->end());
+}
+
+Inputs read_inputs_k8s(const CycleCliOptions& opt) {
+  if (!opt.cluster_file.empty() || !opt.running_file.empty() || !opt.pending_file.empty() || !opt.queues_file.empty())
+    throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --running, --pending or --queues)");
+  std::vector<std::string> texts;
+  for (const auto& f : opt.k8s_files) texts.push_back(read_file(f));
+  std::vector<io::k8s::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
+  io::k8s::Options kopt;
+  kopt.subtract_running = false;
+  auto input = io::k8s::read(sources, kopt);
+  if (!input) throw InputError(input.error().message);
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  Inputs in;
+  in.cluster.registry = input->registry;
+  in.cluster.cluster = input->cluster;
+  auto state = ClusterState::build(in.cluster.cluster, in.cluster.registry);
+  if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
+  in.state.emplace(std::move(*state));
+  ClusterState& st = *in.state;
+  if (!input->topology_levels.empty())
+    if (Status s = st.set_topology_levels(input->topology_levels); !s) throw InputError(s.error().message);
+  if (!input->queues.empty()) {
+    auto fc = fairness::fairness_cluster(st);
+    if (!fc) throw InputError(fmt::format("nodes: {}", fc.error().message));
+    auto configs = io::k8s::queue_configs(*input, fc->space);
+    if (!configs) throw InputError(configs.error().message);
+    in.queues.queues = std::move(*configs);
+    in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
+  }
+  for (const io::k8s::RunningPod& r : input->running) {
+    const std::string what = fmt::format("Pod {}/{}", r.pod.ns, r.pod.name);
+    const NodeId n = st.find_node(r.node);
+    if (n == kNoNode) continue;  // reported by the reader
+    auto compiled = compile_job(st, r.job);
+    if (!compiled) throw InputError(fmt::format("{}: {}", what, compiled.error().message));
+    const TaskRequest& request = compiled->groups[0].request;
+    if (request.mig.any()) throw InputError(fmt::format("{}: running MIG pods are not supported by the cycle yet", what));
+    TaskAssignment a = make_assignment(n, request);
+    if (compiled->groups[0].request.shape.gpus > 0) {
+      for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
+        if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
+    }
+    if (Status s = st.reserve(request, a); !s) throw InputError(fmt::format("{} on node {}: {}", what, r.node, s.error().message));
+    RunningJob job;
+    job.name = r.job.job_name;
+    job.queue = r.job.queue_name;
+    job.priority = r.priority;
+    job.start_time = r.start_time;
+    job.tasks.push_back({request, std::move(a)});
+    in.running.push_back(std::move(job));
+    in.running_groups.push_back({"pod"});
+  }
+  st.commit();
+  for (const Job& job : input->jobs) {
+    auto compiled = compile_job(st, job);
+    if (!compiled) throw InputError(fmt::format("job {}: {}", job.job_name, compiled.error().message));
+    PendingJob p;
+    p.job = std::move(*compiled);
+    in.pending.push_back(std::move(p));
+  }
+  return in;
+}
+
 Inputs read_inputs(const CycleCliOptions& opt) {
+  if (!opt.k8s_files.empty()) return read_inputs_k8s(opt);
+  if (opt.cluster_file.empty() || opt.pending_file.empty())
+    throw InputError("--cluster and --pending are required (or --k8s FILE...)");
   Inputs in;
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
   if (!cluster) throw InputError(cluster.error().message);
@@ -208,11 +291,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
   // Running jobs: the jobs format plus start_time, placement and the checkpoint facts. Their tasks
   // are reserved on the cluster (which therefore describes what runs outside these jobs only).
   if (!opt.running_file.empty()) {
-    auto jobs = io::read_jobs_json(read_file(opt.running_file), opt.running_file);
+    const std::string text = read_file(opt.running_file);
+    auto jobs = io::read_jobs_json(text, opt.running_file);
     if (!jobs) throw InputError(jobs.error().message);
+    const std::vector<json> raws = raw_jobs(text, opt.running_file);
     for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
       const Job& job = jobs->jobs[j];
-      const json& raw = jobs->raw_jobs[j];
+      const json& raw = raws[j];
       const std::string path = fmt::format("{}: jobs[{}]", opt.running_file, j);
       auto compiled = compile_job(st, job);
       if (!compiled) throw InputError(fmt::format("{}.{}", path, compiled.error().message));
@@ -289,11 +374,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
     }
   }
   st.commit();
-  auto jobs = io::read_jobs_json(read_file(opt.pending_file), opt.pending_file);
+  const std::string pending_text = read_file(opt.pending_file);
+  auto jobs = io::read_jobs_json(pending_text, opt.pending_file);
   if (!jobs) throw InputError(jobs.error().message);
+  const std::vector<json> pending_raws = raw_jobs(pending_text, opt.pending_file);
   for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
     const Job& job = jobs->jobs[j];
-    const json& raw = jobs->raw_jobs[j];
+    const json& raw = pending_raws[j];
     const std::string path = fmt::format("{}: jobs[{}]", opt.pending_file, j);
     auto compiled = compile_job(st, job);
     if (!compiled) throw InputError(fmt::format("{}.{}", path, compiled.error().message));
@@ -565,9 +652,12 @@ int run_explain(const CycleCliOptions& opt) {
 }
 
 void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
-  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md): the nodes, without the running jobs' usage")->required();
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md): the nodes, without the running jobs' usage");
+  sub->add_option("--k8s", opt->k8s_files,
+                  "Kubernetes objects instead of --cluster/--running/--pending/--queues: JSON or YAML files of Nodes, "
+                  "Pods (bound = running), PodGroups, Volcano Jobs, queues (docs/kubernetes.md)");
   sub->add_option("--running", opt->running_file, "Running jobs JSON (docs/cycle.md: jobs with start_time and placement)");
-  sub->add_option("--pending", opt->pending_file, "Pending jobs JSON (docs/formats.md, plus docs/cycle.md's fields)")->required();
+  sub->add_option("--pending", opt->pending_file, "Pending jobs JSON (docs/formats.md, plus docs/cycle.md's fields)");
   sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md); none: one queue, priority order");
   sub->add_option("--now", opt->now, "The time of the cycle (seconds, the clock of start_time and submit_time)")->required();
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();

@@ -67,3 +67,17 @@ status: {allocatable: {cpu: "8", memory: 8Gi, nvidia.com/gpu: "1"}}
   CHECK(no_queues.status == 2);
   CHECK(no_queues.out.find("no queue objects") != std::string::npos);
 }
+
+TEST_CASE("cycle --k8s: bound pods are running jobs, pending pods start") {
+  // running-train holds 4 GPUs of gpu-a100-0 (reserved by the cycle, evictable); finetune (6 GPUs,
+  // priority 1000) fits gpu-a100-1 without evicting anyone.
+  const Run r = run_tool("cycle --k8s " + kK8s + "nodes.yaml " + kK8s + "pods.yaml --now 1714560000 --format json");
+  REQUIRE(r.status == 0);
+  const auto out = nlohmann::json::parse(r.out);
+  bool finetune = false;
+  for (const auto& s : out["starts"]) finetune = finetune || s["job"] == "team-a/finetune";
+  CHECK(finetune);
+  CHECK(out["evictions"].empty());
+  const Run both = run_tool("cycle --k8s " + kK8s + "nodes.yaml --cluster x.json --now 0", true);
+  CHECK(both.status == 2);
+}

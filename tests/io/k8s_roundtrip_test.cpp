@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/k8s/k8s_detail.hpp"
 #include "io/k8s_test_util.hpp"
 
 using namespace gpusched;
@@ -120,4 +121,31 @@ TEST_CASE("k8s round trip: a gang that cannot be placed binds none of its pods, 
     }
   CHECK(waiting == 2);
   check_no_double_booking(out);
+}
+
+TEST_CASE("k8s round trip: a JSON PodList (read pod by pod) gives what the YAML stream gives") {
+  // The YAML documents of pods.yaml as one JSON List (kubectl get pods -o json), a label value with
+  // an escaped quote and brackets in it to exercise the list scan.
+  auto docs = io::k8s::detail::parse_documents(fixture("pods.yaml"), "pods.yaml");
+  REQUIRE(docs.ok());
+  json list{{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", {{"resourceVersion", ""}}}, {"items", json::array()}};
+  for (auto& d : *docs) {
+    if (d["kind"] == "Pod") d["metadata"]["labels"]["note"] = "a \"quoted\" [value] {x}";
+    list["items"].push_back(d);
+  }
+  auto from_yaml = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml")});
+  auto from_json = k8s_test::read_ok({fixture("nodes.yaml"), list.dump()});
+  REQUIRE(from_json.jobs.size() == from_yaml.jobs.size());
+  for (std::size_t j = 0; j < from_yaml.jobs.size(); ++j) {
+    CHECK(from_json.jobs[j].job_name == from_yaml.jobs[j].job_name);
+    CHECK(from_json.jobs[j].job_priority == from_yaml.jobs[j].job_priority);
+    CHECK(from_json.jobs[j].groups[0].shape == from_yaml.jobs[j].groups[0].shape);
+  }
+  REQUIRE(from_json.running.size() == 1);
+  CHECK(from_json.running[0].node == "gpu-a100-0");
+  CHECK(decide_and_bind(from_json)["bindings"] == decide_and_bind(from_yaml)["bindings"]);
+  // A bad pod inside a JSON list still names itself.
+  list["items"][3]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots";
+  const std::string err = k8s_test::read_error({fixture("nodes.yaml"), list.dump()});
+  CHECK(err.find("Pod team-a/finetune: spec.containers[0].resources.requests[\"cpu\"]") != std::string::npos);
 }

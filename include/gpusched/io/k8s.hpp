@@ -57,6 +57,9 @@ struct Options {
   bool use_capacity = false;
   // GPU models the product labels are looked up in (nullptr = GpuModelRegistry::builtin()).
   const GpuModelRegistry* registry = nullptr;
+  // Take bound pods' requests off their nodes (true), or leave the nodes whole for a caller that
+  // reserves the running pods itself (the scheduling cycle, which may evict them).
+  bool subtract_running = true;
 };
 
 // One input document: its text (JSON or YAML) and a name for messages (a file name).
@@ -97,6 +100,8 @@ struct RunningPod {
   std::string node;
   Job job;                // one group, one replica: the pod's request and queue
   std::string gpu_model;  // the node's GPU model when the pod uses GPUs, else ""
+  std::int32_t priority = 0;
+  std::int64_t start_time = 0;  // status.startTime, else metadata.creationTimestamp (seconds; 0 = unknown)
 };
 
 // A fair-share queue from a Kueue ClusterQueue, a KAI Queue or a Volcano Queue. Amounts are keyed

@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusched/core/mig_profiles.hpp"
-#include "gpusched/io/cluster_json.hpp"
 #include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 #include "io/k8s/k8s_detail.hpp"
@@ -93,7 +92,7 @@ std::int64_t get_int(const Obj& o, const json* v, std::string_view field, std::i
 }
 
 std::int64_t get_quantity(const Obj& o, const json& v, std::string_view field, QuantityUnit unit, std::int64_t scale) {
-  auto r = read_quantity(v, field, unit, scale);
+  auto r = io::detail::read_quantity(v, field, unit, scale);
   if (!r) throw ParseError{Error{fmt::format("{}: {}: {}", o.source, o.id(), r.error().message), r.error().code, std::string(field)}};
   return *r;
 }
@@ -102,12 +101,16 @@ std::vector<std::pair<std::string, std::string>> get_string_map(const Obj& o, co
   std::vector<std::pair<std::string, std::string>> out;
   if (!v) return out;
   get_object(o, v, field);
-  for (const auto& [key, value] : v->items()) {
-    const std::string f = fmt::format("{}[\"{}\"]", field, key);
-    if (!value.is_string()) o.fail(f, fmt::format("expected a string, got {}", shown(value)));
-    auto ok = io::detail::check_name(key, f);
-    if (!ok) o.fail(f, ok.error().message);
-    out.emplace_back(key, value.get<std::string>());
+  out.reserve(v->size());
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    const json& value = *it;
+    // The field's name is formatted only for a message: this runs for every label of every pod.
+    auto f = [&] { return fmt::format("{}[\"{}\"]", field, key); };
+    if (!value.is_string()) o.fail(f(), fmt::format("expected a string, got {}", shown(value)));
+    for (char c : key)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) o.fail(f(), io::detail::check_name(key, f()).error().message);
+    out.emplace_back(key, value.get_ref<const std::string&>());
   }
   return out;
 }
@@ -120,14 +123,23 @@ const std::string* find_label(const std::vector<std::pair<std::string, std::stri
 
 // metadata.creationTimestamp (RFC 3339, "2024-05-01T10:00:00Z") in seconds since the epoch; 0 when
 // absent. Days from the civil date by Howard Hinnant's days_from_civil.
-std::int64_t parse_timestamp(const Obj& o, const json* v) {
+std::int64_t parse_timestamp(const Obj& o, const json* v, std::string_view field = "metadata.creationTimestamp") {
   if (!v) return 0;
-  const std::string s = get_string(o, v, "metadata.creationTimestamp");
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  char tail = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &se, &tail) < 6 || mo < 1 || mo > 12 ||
-      d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-    o.fail("metadata.creationTimestamp", fmt::format("expected an RFC 3339 time like \"2024-05-01T10:00:00Z\", got {}", shown(*v)));
+  const std::string s = get_string(o, v, field);
+  // "YYYY-MM-DDTHH:MM:SS" then a zone ("Z" or an offset, which Kubernetes never writes) or
+  // fractional seconds; read by position (this runs for every pod).
+  auto digits = [&](std::size_t at, std::size_t n) {
+    int x = 0;
+    for (std::size_t k = at; k < at + n; ++k) {
+      if (k >= s.size() || s[k] < '0' || s[k] > '9') return -1;
+      x = x * 10 + (s[k] - '0');
+    }
+    return x;
+  };
+  int y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2), h = digits(11, 2), mi = digits(14, 2), se = digits(17, 2);
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+      s[16] != ':' || y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60)
+    o.fail(field, fmt::format("expected an RFC 3339 time like \"2024-05-01T10:00:00Z\", got {}", shown(*v)));
   y -= mo <= 2;
   const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
   const std::int64_t yoe = y - era * 400;
@@ -588,22 +600,20 @@ Req Reader::read_container(const Obj& o, const json& c, const std::string& field
   if (!res) return out;
   const json* requests = child(res, "requests");
   const json* limits = child(res, "limits");
-  std::set<std::string> names;
+  // Kubernetes: a request defaults to the limit when only the limit is given; extended resources
+  // (nvidia.com/*) are given as limits and may not be overcommitted (request == limit). So every
+  // request, then every limit without a request.
+  std::vector<std::pair<const std::string*, const json*>> entries;
   for (const json* m : {requests, limits}) {
     if (!m) continue;
     get_object(o, m, field + ".resources");
-    for (const auto& [k, v] : m->items()) names.insert(k);
+    for (auto it = m->begin(); it != m->end(); ++it)
+      if (m == requests || !requests || !child(requests, it.key())) entries.emplace_back(&it.key(), &*it);
   }
-  for (const std::string& name : names) {
-    // Kubernetes: a request defaults to the limit when only the limit is given; extended resources
-    // (nvidia.com/*) are given as limits and may not be overcommitted (request == limit).
-    const json* v = requests ? child(requests, name) : nullptr;
-    std::string f = fmt::format("{}.resources.requests[\"{}\"]", field, name);
-    if (!v) {
-      v = child(limits, name);
-      f = fmt::format("{}.resources.limits[\"{}\"]", field, name);
-    }
-    if (!v) continue;
+  for (const auto& [name_ptr, v] : entries) {
+    const std::string& name = *name_ptr;
+    const std::string f =
+        fmt::format("{}.resources.{}[\"{}\"]", field, requests && child(requests, name) ? "requests" : "limits", name);
     if (name == "cpu") out.cpu = get_quantity(o, *v, f, QuantityUnit::kMilli, kMilliPerCpu);
     else if (name == "memory") out.memory = get_quantity(o, *v, f, QuantityUnit::kBytes, 1);
     else if (name == "nvidia.com/gpu") {
@@ -613,7 +623,7 @@ Req Reader::read_container(const Obj& o, const json& c, const std::string& field
       const auto n = get_quantity(o, *v, f, QuantityUnit::kCount, 1);
       if (n > 0) out.mig[name.substr(15)] = n;
     } else {
-      const auto r = read_quantity(*v, f, QuantityUnit::kBytes, 1);
+      const auto r = io::detail::read_quantity(*v, f, QuantityUnit::kBytes, 1);
       if (!r || *r != 0) warn_.add(o, fmt::format("spec.containers[].resources[\"{}\"]", name),
                                    fmt::format("resource {} is not modelled: nodes are not checked for it", name));
     }
@@ -957,6 +967,9 @@ void Reader::read_pods() {
           r.job.queue_name = get_string(*pg->second, path(pg->second->v, {"spec", "queue"}), "spec.queue");
       }
       r.job.groups.push_back(group_from(p.spec, "pod"));
+      r.priority = priority_of(o, p.spec, "spec.priorityClassName");
+      r.start_time = parse_timestamp(o, path(o.v, {"status", "startTime"}), "status.startTime");
+      if (r.start_time == 0) r.start_time = p.created;
       in_.running.push_back(std::move(r));
       if (!gang_key.empty()) {
         auto [it, fresh] = gang_index.emplace(o.ns + "/" + gang_key, gangs.size());
@@ -1217,7 +1230,7 @@ void Reader::read_queues() {
         o.fail("spec.queueingStrategy", fmt::format("expected BestEffortFIFO or StrictFIFO, got \"{}\"", strategy));
       q.strict_fifo = strategy == "StrictFIFO";
       if (const json* w = path(spec, {"fairSharing", "weight"})) {
-        auto r = read_quantity(*w, "spec.fairSharing.weight", QuantityUnit::kMilli, kMilliPerCpu);
+        auto r = io::detail::read_quantity(*w, "spec.fairSharing.weight", QuantityUnit::kMilli, kMilliPerCpu);
         if (!r || *r <= 0) o.fail("spec.fairSharing.weight", fmt::format("expected a positive weight, got {}", shown(*w)));
         q.weight = static_cast<double>(*r) / 1000.0;
       }
@@ -1392,6 +1405,8 @@ void Reader::apply_running() {
     }
     NodeSpec& node = nodes_[it->second];
     const TaskGroupSpec& g = r.job.groups[0];
+    if (g.shape.gpus > 0 || !g.mig_profile.empty()) r.gpu_model = node_recs_[it->second].model;
+    if (!opt_.subtract_running) continue;
     node.cpu_used += g.shape.cpu;
     node.memory_used += g.shape.memory;
     if (node.cpu_used > node.cpu || node.memory_used > node.memory) {
@@ -1399,7 +1414,6 @@ void Reader::apply_running() {
       node.cpu_used = std::min(node.cpu_used, node.cpu);
       node.memory_used = std::min(node.memory_used, node.memory);
     }
-    if (g.shape.gpus > 0 || !g.mig_profile.empty()) r.gpu_model = node_recs_[it->second].model;
     GpuCount left = g.shape.gpus;
     for (auto& gpu : node.gpus) {
       if (left == 0) break;
