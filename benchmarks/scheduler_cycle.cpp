@@ -44,7 +44,8 @@ TaskRequest whole(const ClusterState& state, GpuCount gpus) {
 Cluster make_cluster() {
   std::vector<NodeSpec> specs(kNodes);
   for (std::size_t i = 0; i < kNodes; ++i) {
-    specs[i].name = "n" + std::to_string(i);
+    specs[i].name = "n";
+    specs[i].name += std::to_string(i);
     specs[i].cpu = 128 * kMilliPerCpu;
     specs[i].memory = 1024 * kGiB;
     specs[i].gpus.assign(8, GpuSpec{"H100-80GB"});
@@ -79,7 +80,8 @@ Instance make_instance() {
   };
   for (std::size_t j = 0; j < 625 + 45'000; ++j) {
     RunningJob r;
-    r.name = "r" + std::to_string(j);
+    r.name = "r";
+    r.name += std::to_string(j);
     r.queue = queue_names[rng.below(4)];
     r.priority = static_cast<std::int32_t>(rng.below(2));
     r.start_time = static_cast<Seconds>(rng.below(3600));
@@ -94,7 +96,8 @@ Instance make_instance() {
   reserve_running(in.state, in.running);
   for (std::size_t j = 0; j < 10'000; ++j) {
     PendingJob p;
-    p.job.name = "p" + std::to_string(j);
+    p.job.name = "p";
+    p.job.name += std::to_string(j);
     p.job.queue = queue_names[rng.below(4)];
     p.job.priority = static_cast<std::int32_t>(rng.below(3));
     p.job.submit_time = 3600 + static_cast<std::int64_t>(j % 400);
