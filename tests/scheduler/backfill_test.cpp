@@ -289,8 +289,10 @@ TEST_CASE("a job past its estimate keeps its resources and does not break others
   CHECK(at550->reservations[2].start == 660);
   // Nothing is ever placed on X's node before X's assumed end.
   for (const auto* plan : {&*at500, &*at550})
-    for (const Reservation& r : plan->reservations)
-      if (r.start < (plan == &*at500 ? 510 : 560)) CHECK(std::find(r.nodes().begin(), r.nodes().end(), 0) == r.nodes().end());
+    for (const Reservation& r : plan->reservations) {
+      const std::vector<NodeId> nodes = r.nodes();
+      if (r.start < (plan == &*at500 ? 510 : 560)) CHECK(std::find(nodes.begin(), nodes.end(), 0) == nodes.end());
+    }
 }
 
 TEST_CASE("the knobs: window, resolution, depth; unknown estimates; infeasible jobs; input errors") {
@@ -550,6 +552,42 @@ TEST_CASE("property: with estimates that hold, reserved gangs find their resourc
       auto again = plan_backfill(state, running, blocked, now, options);
       REQUIRE(again.ok());
       CHECK(same_plan(*plan, *again));
+
+      // Earliest, not just safe: alone, the first blocked job starts at the first candidate time
+      // (now or an expected end in the window) at which it places on a copy of the state with the
+      // running work ended by then released — found here by brute force, without the plan's bounds.
+      auto alone = plan_backfill(state, running, std::span<const BlockedJob>(blocked.data(), 1), now, options);
+      REQUIRE(alone.ok());
+      std::vector<Seconds> candidates{now};
+      for (const RunningJob& job : running)
+        if (const Seconds end = expected_end(job, now, options.resolution); end <= now + options.window)
+          candidates.push_back(end);
+      std::sort(candidates.begin(), candidates.end());
+      Seconds earliest = -1;
+      bool never = false;
+      for (const Seconds t : candidates) {
+        ClusterState copy = before;
+        for (const RunningJob& job : running)
+          if (expected_end(job, now, options.resolution) <= t)
+            for (const RunningTask& task : job.tasks) REQUIRE(copy.release(task.assignment).ok());
+        GangOptions dry;
+        dry.dry_run = true;
+        const GangResult r = place_gang(copy, *blocked[0].spec, dry);
+        if (r.verdict == Verdict::kInfeasible) never = true;
+        if (r.placed()) {
+          earliest = t;
+          break;
+        }
+      }
+      if (earliest == now) {
+        CHECK(started_jobs(*alone) == std::vector<std::size_t>{0});
+      } else if (earliest > now) {
+        REQUIRE(alone->reservations.size() == 1);
+        CHECK(alone->reservations[0].start == earliest);
+      } else {
+        REQUIRE(alone->waiting.size() == 1);
+        CHECK(alone->waiting[0].verdict == (never ? Verdict::kInfeasible : Verdict::kNotNow));
+      }
     }
   }
   // The instances exercise both outcomes (the property is not vacuous).

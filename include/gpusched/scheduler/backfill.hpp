@@ -46,19 +46,27 @@
 //     interval when the estimates hold. (A MIG instance of the second is then skipped: its GPU's
 //     slices are held by the first; see "Limits".)
 // Running work only ends over time, so the most it holds during [t, t + d) is what it holds at t.
-// Jobs this plan starts now become running work ending at now + d for the jobs after them.
+// A job this plan starts now holds its resources during [now, now + d) for the jobs after it, like a
+// reservation that begins now.
 //
-// Cost. A cheap bound (free GPU share now plus what running work frees by t) skips the candidate
-// times where the gang cannot fit before the state is touched; the releases are a cursor over the
-// tasks sorted by end (moving it back is a rollback); each test is one dry-run gang placement.
-// Measured in benchmarks/README.md ("Backfill").
+// Cost. Three things keep a plan of depth 500 on 10,000 nodes cheap (benchmarks/README.md,
+// "Backfill"):
+//   - a necessary condition checked before any state is touched: the whole idle GPUs per node over the
+//     time grid (idle now, plus what running work frees, minus what the plan's own jobs hold), summed
+//     per task size, rule out the times at which a gang's groups cannot have enough nodes; and the
+//     free GPU share now plus what running work frees by t;
+//   - the state of "now" is `state` itself (jobs started by the plan are reserved on it); later times
+//     are tested on up to eight what-if copies, each a cursor over the running tasks sorted by end:
+//     moving a cursor forward releases the tasks ending in between, back is a rollback, and a new
+//     copy is made when that is cheaper than walking one (a copy costs about 1,000 releases);
+//   - one dry-run gang placement per test that passes the bounds.
 //
 // Limits. Estimates are trusted (jobs that overrun are handled as above; jobs that end early free
 // resources the next cycle's plan uses). MIG tasks are reserved like any task, but two overlapping
 // reservations on one MIG GPU at different times are not merged (the second's instance is skipped).
 //
-// Thread safety: plan_backfill changes `state` while it plans and restores it before returning (the
-// journal mark it found is left as it was): one thread per state.
+// Thread safety: plan_backfill changes `state` while it plans and restores it before returning (its
+// journal ends where it found it; copies made for later times are dropped): one thread per state.
 #pragma once
 
 #include <algorithm>
@@ -127,6 +135,8 @@ struct BackfillPlan {
   std::vector<BackfillWait> waiting;       // in blocked order
   std::uint64_t placements_tried = 0;      // dry-run gang placements
   std::size_t time_points = 0;             // distinct candidate times known to the profile
+  std::uint64_t cursor_steps = 0;          // tasks released or restored moving the profile's cursor
+  std::uint64_t overlaid_tasks = 0;        // tasks of started/reserved jobs re-taken for a test
 };
 
 // Plans starts and reservations for `blocked` (highest priority first) at time `now`, given the
