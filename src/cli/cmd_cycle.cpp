@@ -16,6 +16,7 @@
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/scheduler/cycle.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 
 namespace gpusched::cli {
@@ -87,8 +88,8 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
                           std::int64_t unlisted, std::int64_t unlisted_gpu) {
   check_keys(v, path, {"cpu", "memory", "gpus"});
   auto quantity = [&](const json& x, const std::string& p, Eigen::Index d) {
-    auto r = d == ResourceSpace::kMemory ? io::read_quantity(x, p, QuantityUnit::kBytes, 1)
-                                         : io::read_quantity(x, p, QuantityUnit::kMilli, 1000);
+    auto r = d == ResourceSpace::kMemory ? io::detail::read_quantity(x, p, QuantityUnit::kBytes, 1)
+                                         : io::detail::read_quantity(x, p, QuantityUnit::kMilli, 1000);
     if (!r) throw InputError(r.error().message);
     return *r;
   };
@@ -181,6 +182,16 @@ struct Inputs {
   std::vector<std::vector<std::string>> running_groups;  // group name of each running task
 };
 
+// The jobs as written (the reader has validated them): the cycle's fields (start_time, placement,
+// runtime_estimate, ...) are read from here, beside the Job the reader built.
+json raw_jobs(const std::string& text, const std::string& file) {
+  auto parsed = io::detail::parse_json(text, file);
+  if (!parsed) throw InputError(parsed.error().message);
+  json doc = std::move(*parsed);
+  if (doc.is_object() && doc.contains("jobs")) return doc["jobs"];
+  return doc;
+}
+
 std::int32_t priority_of(const Job& job, const json& raw, const QueuesDoc& q, const std::string& path) {
   if (auto pc = raw.find("priority_class"); pc != raw.end()) {
     const std::string name = read_string(*pc, path + ".priority_class");
@@ -211,11 +222,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
   // Running jobs: the jobs format plus start_time, placement and the checkpoint facts. Their tasks
   // are reserved on the cluster (which therefore describes what runs outside these jobs only).
   if (!opt.running_file.empty()) {
-    auto jobs = io::read_jobs_json(read_file(opt.running_file), opt.running_file);
+    const std::string text = read_file(opt.running_file);
+    auto jobs = io::read_jobs_json(text, opt.running_file);
     if (!jobs) throw InputError(jobs.error().message);
+    const json raw_doc = raw_jobs(text, opt.running_file);
     for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
       const Job& job = jobs->jobs[j];
-      const json& raw = jobs->raw_jobs[j];
+      const json& raw = raw_doc[j];
       const std::string path = fmt::format("{}: jobs[{}]", opt.running_file, j);
       auto compiled = compile_job(st, job);
       if (!compiled) throw InputError(fmt::format("{}.{}", path, compiled.error().message));
@@ -292,11 +305,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
     }
   }
   st.commit();
-  auto jobs = io::read_jobs_json(read_file(opt.pending_file), opt.pending_file);
+  const std::string text = read_file(opt.pending_file);
+  auto jobs = io::read_jobs_json(text, opt.pending_file);
   if (!jobs) throw InputError(jobs.error().message);
+  const json raw_doc = raw_jobs(text, opt.pending_file);
   for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
     const Job& job = jobs->jobs[j];
-    const json& raw = jobs->raw_jobs[j];
+    const json& raw = raw_doc[j];
     const std::string path = fmt::format("{}: jobs[{}]", opt.pending_file, j);
     auto compiled = compile_job(st, job);
     if (!compiled) throw InputError(fmt::format("{}.{}", path, compiled.error().message));

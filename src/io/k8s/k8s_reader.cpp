@@ -16,11 +16,16 @@
 
 #include "gpusched/core/mig_profiles.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 #include "io/k8s/k8s_detail.hpp"
 
 namespace gpusched::io::k8s {
 namespace {
+
+// The quantity reader moved to io::detail (issue 15's hardening); main's merge of k8s left this
+// file calling it unqualified. (Fixed here so that the tool builds on the cycle branch.)
+using gpusched::io::detail::read_quantity;
 
 using json = nlohmann::json;
 
