@@ -38,6 +38,9 @@ struct CycleCliOptions {
   bool no_fair_share_reclaim = false;
   bool no_grow = false;
   std::int64_t min_runtime = 0;
+  std::string backfill = "easy";
+  std::int64_t bf_window = 86'400, bf_resolution = 60;
+  std::size_t bf_depth = 500;
   std::string job;  // explain
   std::vector<std::string> k8s_files;  // Kubernetes objects instead of --cluster/--running/--pending/--queues
 };
@@ -406,6 +409,12 @@ CycleOptions cycle_options(const CycleCliOptions& opt) {
   o.fair_share_reclaim = !opt.no_fair_share_reclaim;
   o.grow_elastic = !opt.no_grow;
   o.preemption.min_runtime = opt.min_runtime;
+  o.backfill.mode = opt.backfill == "none" ? BackfillMode::kNone
+                    : opt.backfill == "conservative" ? BackfillMode::kConservative
+                                                     : BackfillMode::kEasy;
+  o.backfill.window = opt.bf_window;
+  o.backfill.resolution = opt.bf_resolution;
+  o.backfill.depth = opt.bf_depth;
   o.preemption.within_queue = opt.within_queue == "never"            ? WithinQueue::kNever
                               : opt.within_queue == "lower-or-newer" ? WithinQueue::kLowerOrNewerEqualPriority
                                                                      : WithinQueue::kLowerPriority;
@@ -669,6 +678,13 @@ void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
   sub->add_flag("--no-fair-share-reclaim", opt->no_fair_share_reclaim, "No reclaim between queues by fair share");
   sub->add_flag("--no-grow", opt->no_grow, "Elastic jobs do not grow");
   sub->add_option("--min-runtime", opt->min_runtime, "Seconds a job runs before it may be preempted")->capture_default_str();
+  sub->add_option("--backfill", opt->backfill, "Reservations and backfill (docs/cycle.md)")
+      ->check(CLI::IsMember({"none", "easy", "conservative"}))->capture_default_str();
+  sub->add_option("--backfill-window", opt->bf_window, "Seconds ahead reservations are looked for (Slurm bf_window)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  sub->add_option("--backfill-resolution", opt->bf_resolution, "Time grid, seconds (Slurm bf_resolution)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--backfill-depth", opt->bf_depth, "Blocked jobs tested (Slurm bf_max_job_test)")->capture_default_str();
 }
 
 void setup(CLI::App& app) {

@@ -104,6 +104,10 @@ struct PreemptionOptions {
   bool checkpoint_aware = true;
   std::size_t exact_limit = 12;  // candidates up to which the cheapest set is searched exactly
   GangOptions placement;         // how the preemptor is placed (policy, effort); dry_run is forced
+  // When no set of candidates suffices: true tells kNotNow from kInfeasible by placing the
+  // preemptor on the cluster with every running job released (a simulation as large as the
+  // cluster); false answers kNotNow at once (the scheduling cycle knows the placement's verdict).
+  bool classify_refusal = true;
 };
 
 // The waiting gang and what the rules need to know of it.

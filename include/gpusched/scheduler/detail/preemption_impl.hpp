@@ -181,6 +181,11 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
   // Not even with every candidate gone: say whether it could ever run (on the cluster emptied of
   // every running job) — not now — or never — infeasible.
   auto refuse = [&]() {
+    if (!options.classify_refusal) {
+      plan.verdict = Verdict::kNotNow;
+      plan.reasons.push_back({ReasonKind::kTooFewTasksFit, Unit::kMilliGpu, needed, -1, units.size()});
+      return plan;
+    }
     for (std::size_t j = 0; j < running.size(); ++j)
       if (j >= reclaimable.size() || reclaimable[j] != kExcludedVictim)
         for (const RunningTask& t : running[j].tasks) (void)state.release_journaled(t.assignment);
@@ -252,11 +257,46 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
     // after another until the preemptor places. The placement is simulated only once the free total
     // could hold the gang, and then after 1, 2, 4, ... more victims (a few simulations, not one per
     // victim), so a 64-GPU gang among thousands of candidates costs a handful of placements.
+    //
+    // Checkpoint-aware, the whole-job candidates go node by node: nodes whose candidates free a
+    // preemptor's task (free share plus candidates' share >= its largest task) first, cheapest per
+    // freed milli-GPU first, and within a node by cost. Cost order across the whole cluster frees
+    // one cheap GPU on each of thousands of nodes before any node can take an 8-GPU task (measured:
+    // most of a scheduling cycle's time went there); node order frees whole nodes, and the trimming
+    // below gives back whatever the placement does not need.
+    std::vector<double> node_rank(state.node_count(), 0.0);
+    if (options.checkpoint_aware) {
+      std::int64_t largest_task = 0;
+      for (const GangGroup& g : spec.groups) largest_task = std::max<std::int64_t>(largest_task, g.request.shape.total_gpu_milli());
+      std::vector<std::int64_t> node_cost(state.node_count(), 0), node_freed(state.node_count(), 0);
+      for (const CandidateUnit& u : units) {
+        if (!u.whole) continue;
+        const NodeId n = running[u.job].tasks[u.first].assignment.node;
+        if (n >= node_cost.size()) continue;
+        node_cost[n] = detail::saturating_add(node_cost[n], u.cost);
+        node_freed[n] = detail::saturating_add(node_freed[n], u.freed_milli);
+      }
+      for (NodeId n = 0; n < state.node_count(); ++n) {
+        if (node_freed[n] == 0) continue;
+        const bool enough = state.free_gpu_milli(n) + node_freed[n] >= largest_task;
+        node_rank[n] = (enough ? 0.0 : 1e30) + static_cast<double>(node_cost[n]) / static_cast<double>(node_freed[n]);
+      }
+    }
+    auto rank_of = [&](const CandidateUnit& u) {
+      const NodeId n = running[u.job].tasks[u.first].assignment.node;
+      return n < node_rank.size() ? node_rank[n] : 0.0;
+    };
     std::vector<std::size_t> order = all;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const CandidateUnit& x = units[a];
       const CandidateUnit& y = units[b];
       if (x.whole != y.whole) return !x.whole;
+      if (options.checkpoint_aware && x.whole) {
+        const double rx = rank_of(x), ry = rank_of(y);
+        if (rx != ry) return rx < ry;
+        const NodeId nx = running[x.job].tasks[x.first].assignment.node, ny = running[y.job].tasks[y.first].assignment.node;
+        if (nx != ny) return nx < ny;
+      }
       if (options.checkpoint_aware && x.cost != y.cost) return x.cost < y.cost;
       const RunningJob& jx = running[x.job];
       const RunningJob& jy = running[y.job];
