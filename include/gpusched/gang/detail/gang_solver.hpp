@@ -792,6 +792,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   const std::vector<std::string>* names = nullptr;
   std::string level_name;
   bool domains_known = false;
+  bool totals_known = scan_nodes;  // per-group totals at empty: counted after a scan or from the summary
   if (scan_nodes) {
     const DomainMap* topo = required && topo_ ? &maps_[*topo_] : nullptr;
     const std::size_t n_domains = topo ? topo->domain_count() : 0;
@@ -818,6 +819,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
     // depends on whether the caller keeps a cache.
     GangEmptyCapacity& cache = capacity_cache();
     cache.refresh(st_);
+    totals_known = true;
     const GangEmptyCapacity::Level* level = nullptr;
     level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
         if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
@@ -836,7 +838,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
       level_name = level->per_node ? std::string("node") : level->key;
     }
   }
-  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+  for (std::uint32_t g = 0; g < n_groups_ && totals_known; ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need > 0 && total[g] < need)
       return infeasible(detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
