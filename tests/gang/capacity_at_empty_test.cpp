@@ -51,14 +51,17 @@ TEST_CASE("index-only refusal: a gang no rack holds even when empty is infeasibl
   const GangResult five = place_gang(s, in_one_rack(s, 5, 4));
   CHECK(five.verdict == Verdict::kInfeasible);
   CHECK(five.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kTasks, 5, 4, 0, 0});
-  // Without the level the whole cluster counts: 3 x 8 GPUs fit 3 empty nodes -> not now. 4 x 6 GPUs
-  // pass the GPU total (24 of 24) but an empty node holds one 6-GPU task (8/6 = 1): 3 in all ->
-  // infeasible on the index-only path too, by the per-group total (4 needed, 3 at capacity).
+  // With a required level the whole cluster is counted too: 4 x 6 GPUs pass the GPU total (24 of
+  // 24) but an empty node holds one 6-GPU task (8/6 = 1): 3 in all -> infeasible by the per-group
+  // total (4 needed, 3 at capacity) before any rack is looked at.
   CHECK(place_gang(s, one_group_of(s, 3, 8)).verdict == Verdict::kNotNow);
-  const GangResult four = place_gang(s, one_group_of(s, 4, 6));
+  const GangResult four = place_gang(s, in_one_rack(s, 4, 6));
   CHECK(four.method == GangMethod::kAggregateBound);
   CHECK(four.verdict == Verdict::kInfeasible);
   CHECK(four.reasons.front() == Reason{ReasonKind::kTooFewTasksFit, Unit::kTasks, 4, 3, 0, 0});
+  // Without a level the index-only path keeps to its O(1) bounds (microseconds on 10,000 nodes):
+  // the same gang is "not now" there, and the per-node count after a scan would tell the rest.
+  CHECK(place_gang(s, one_group_of(s, 4, 6)).verdict == Verdict::kNotNow);
   // 4 x 8 GPUs: the O(1) GPU total already rules it out (32000 milli-GPU needed, 24000 exist).
   CHECK(place_gang(s, one_group_of(s, 4, 8)).reasons.front() ==
         Reason{ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu, 32000, 24000, 0, -1});

@@ -428,6 +428,7 @@ class ClusterState {
   Status check_live_node(NodeId n, std::string_view event) const;
   Status set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event);
   void compact_labels_if_sparse();
+  FitReason check_host_fit(NodeId n, const TaskRequest& request) const;
 
   // The hook every mutation ends with (see "Extending the state" above).
   void note_node_change(NodeId n) { node_version_[n] = ++generation_; }

@@ -14,6 +14,7 @@
 // two products of at most 63 + 63 + 53 bits, computed in 192 bits and compared after aligning them.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <compare>
@@ -91,14 +92,10 @@ struct ExactShare {
       : num(numerator), den(denominator), weight(w), binary(w) {}
 };
 
-// Exact three-way comparison of two weighted dominant shares.
-inline std::strong_ordering compare_exact_shares(const ExactShare& a, const ExactShare& b) {
-  const bool a_zero = a.num <= 0 || a.den <= 0, b_zero = b.num <= 0 || b.den <= 0;
-  if (a_zero || b_zero) return b_zero <=> a_zero;  // zero is least; two zeros are equal
-  // Equal weights (the common case: a few weight classes): num_a · den_b vs num_b · den_a in 128 bits.
-  if (a.weight == b.weight)
-    return static_cast<FairnessU128>(a.num) * static_cast<std::uint64_t>(b.den) <=>
-           static_cast<FairnessU128>(b.num) * static_cast<std::uint64_t>(a.den);
+// Exact comparison of two positive weighted dominant shares of different weights (the slow path of
+// compare_exact_shares, a separate function so that the common cases stay small enough to inline
+// into the heaps).
+inline std::strong_ordering compare_exact_shares_weighted(const ExactShare& a, const ExactShare& b) {
   const FairnessBinaryWeight& wa = a.binary;
   const FairnessBinaryWeight& wb = b.binary;
   const FairnessU192 left = fairness_product3(static_cast<std::uint64_t>(a.num), static_cast<std::uint64_t>(b.den), wb.mantissa);
@@ -116,6 +113,17 @@ inline std::strong_ordering compare_exact_shares(const ExactShare& a, const Exac
   if (mag_left != mag_right) return mag_left <=> mag_right;
   if (wb.exponent > wa.exponent) return digits(left.shifted_left(wb.exponent - wa.exponent), right);
   return digits(left, right.shifted_left(wa.exponent - wb.exponent));
+}
+
+// Exact three-way comparison of two weighted dominant shares.
+inline std::strong_ordering compare_exact_shares(const ExactShare& a, const ExactShare& b) {
+  const bool a_zero = a.num <= 0 || a.den <= 0, b_zero = b.num <= 0 || b.den <= 0;
+  if (a_zero || b_zero) return b_zero <=> a_zero;  // zero is least; two zeros are equal
+  // Equal weights (the common case: a few weight classes): num_a · den_b vs num_b · den_a in 128 bits.
+  if (a.weight == b.weight)
+    return static_cast<FairnessU128>(a.num) * static_cast<std::uint64_t>(b.den) <=>
+           static_cast<FairnessU128>(b.num) * static_cast<std::uint64_t>(a.den);
+  return compare_exact_shares_weighted(a, b);
 }
 
 // Sets `share` to the dominant resource of an integer allocation, exactly: the r maximising
@@ -146,7 +154,7 @@ inline constexpr double kFairnessShareMargin = 1e-12;
 // doubles decide when they are clearly apart, else the exact values (equal exact shares are
 // equivalent; the caller breaks the tie by id).
 inline std::strong_ordering fairness_share_order(double da, const ExactShare& a, double db, const ExactShare& b) {
-  const double margin = kFairnessShareMargin * std::fmax(std::fabs(da), std::fabs(db));
+  const double margin = kFairnessShareMargin * std::max(std::fabs(da), std::fabs(db));
   if (da - db < -margin) return std::strong_ordering::less;
   if (da - db > margin) return std::strong_ordering::greater;
   return compare_exact_shares(a, b);

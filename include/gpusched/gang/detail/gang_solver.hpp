@@ -763,8 +763,8 @@ inline std::string GangSolver::largest_domain_text(std::uint32_t g) const {
 // Infeasible or not now: a gang that does not fit now is infeasible when a capacity bound (every
 // node as if empty) fails too. First the O(1) bounds (the largest node's GPUs, the cluster's GPU
 // total); then per group over the whole cluster and per domain of a required level: counted node by
-// node (selectors included) after a node scan, or from the capacity-at-empty summary (cached per
-// layout generation, selectors aside) on the index-only path.
+// node (selectors included) after a node scan, or, on the index-only path of a gang with a required
+// level, from the capacity-at-empty summary (cached per layout generation, selectors aside).
 inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   auto infeasible = [&](std::string what, ReasonKind kind, Unit unit, std::int64_t need, std::int64_t have,
                         std::int32_t subject) {
@@ -792,6 +792,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   const std::vector<std::string>* names = nullptr;
   std::string level_name;
   bool domains_known = false;
+  bool totals_known = scan_nodes;  // per-group totals at empty: counted after a scan or from the summary
   if (scan_nodes) {
     const DomainMap* topo = required && topo_ ? &maps_[*topo_] : nullptr;
     const std::size_t n_domains = topo ? topo->domain_count() : 0;
@@ -810,12 +811,17 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
       names = &topo->names;
       level_name = topo->per_node ? std::string("node") : topo->key;
     }
-  } else {
+  } else if (required) {
+    // Index-only path: the summary at empty costs a node pass once per layout generation (per call
+    // without a GangCapacityCache), which this path already pays for the explanation's per-domain
+    // figure when a level is required. Without one, only the O(1) bounds above run, so that an
+    // index-only refusal stays in microseconds (BM_GangInfeasibleBound) and the verdict never
+    // depends on whether the caller keeps a cache.
     GangEmptyCapacity& cache = capacity_cache();
     cache.refresh(st_);
+    totals_known = true;
     const GangEmptyCapacity::Level* level = nullptr;
-    if (required)
-      level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
+    level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
         if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
         return maps_[*topo_];
       });
@@ -832,7 +838,7 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
       level_name = level->per_node ? std::string("node") : level->key;
     }
   }
-  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+  for (std::uint32_t g = 0; g < n_groups_ && totals_known; ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need > 0 && total[g] < need)
       return infeasible(detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
