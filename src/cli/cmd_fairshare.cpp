@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/fairness/admission.hpp"
@@ -33,11 +34,7 @@ struct FairshareOptions {
   std::optional<std::int64_t> now;
 };
 
-std::string shown(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
+using io::detail::shown;
 
 void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
   if (!obj.is_object()) throw InputError(fmt::format("{}: expected an object, got {}", path, shown(obj)));
@@ -61,8 +58,8 @@ std::string read_string(const json& v, const std::string& path) {
 
 // A quantity in the dimension's unit: cpu and GPUs as cores/GPUs (integers) or strings, memory bytes.
 std::int64_t dim_quantity(const json& v, const std::string& path, Eigen::Index dim) {
-  auto r = dim == ResourceSpace::kMemory ? io::read_quantity(v, path, QuantityUnit::kBytes, 1)
-                                         : io::read_quantity(v, path, QuantityUnit::kMilli, 1000);
+  auto r = dim == ResourceSpace::kMemory ? io::detail::read_quantity(v, path, QuantityUnit::kBytes, 1)
+                                         : io::detail::read_quantity(v, path, QuantityUnit::kMilli, 1000);
   if (!r) throw InputError(r.error().message);
   return *r;
 }
@@ -233,23 +230,20 @@ int run_fairshare(const FairshareOptions& opt) {
   std::int64_t latest_submit = 0;
   for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
     const Job& job = jobs->jobs[j];
-    const json& raw = jobs->raw_jobs[j];
+    const bool explicit_priority = jobs->explicit_priority[j];
     // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
     // file's priority_classes), else its queue's class, else 0.
-    std::string klass;
-    if (auto pc = raw.find("priority_class"); pc != raw.end()) {
+    std::string klass = job.job_priority_class;
+    if (!klass.empty()) {
       const std::string path = fmt::format("{}: jobs[{}].priority_class", opt.jobs_file, j);
-      if (raw.contains("priority"))
+      if (explicit_priority)
         throw InputError(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
-      klass = read_string(*pc, path);
       if (!classes.contains(klass))
         throw InputError(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, opt.queues_file));
-    } else if (!raw.contains("priority")) {
+    } else if (!explicit_priority) {
       if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
     }
-    std::int64_t submitted = 0;
-    if (auto it = raw.find("submit_time"); it != raw.end())
-      submitted = read_int(*it, fmt::format("{}: jobs[{}].submit_time", opt.jobs_file, j), 0);
+    const std::int64_t submitted = job.job_submit_time;
     latest_submit = std::max(latest_submit, submitted);
     views.emplace_back(job, std::move(klass), submitted);
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/mig_layout.hpp"
 #include "gpusched/core/mig_profiles.hpp"
@@ -151,7 +152,7 @@ json from_legacy_mig_cluster(const json& doc) {
 ClusterState read_cluster(const std::string& path, bool pre_r510) {
   json doc = parse_json(path);
   if (is_legacy_mig_cluster(doc)) doc = from_legacy_mig_cluster(doc);
-  auto parsed = io::cluster_from_json(doc, path);
+  auto parsed = io::detail::cluster_from_json(doc, path);
   if (!parsed) throw InputError(parsed.error().message);
   auto state = ClusterState::build(parsed->cluster, parsed->registry, catalog(), mig::LayoutRules{.pre_r510 = pre_r510});
   if (!state) throw InputError(fmt::format("{}: {}", path, state.error().message));

@@ -1,5 +1,7 @@
 #include "gpusched/io/alibaba_trace.hpp"
 
+#include "io/json_input.hpp"
+
 #include <charconv>
 #include <fstream>
 #include <limits>
@@ -27,20 +29,7 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
-// A field value as error messages show it: quoted, at most 64 bytes (a huge field must not make a
-// megabyte-long message), with control characters escaped.
-std::string shown(std::string_view value) {
-  constexpr std::size_t kMax = 64;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < value.size() && i < kMax; ++i) {
-    const auto u = static_cast<unsigned char>(value[i]);
-    if (u < 0x20 || u == 0x7f || value[i] == '"' || value[i] == '\\') out += fmt::format("\\x{:02x}", u);
-    else out += value[i];
-  }
-  out += '"';
-  if (value.size() > kMax) out += fmt::format(" (cut, {} bytes)", value.size());
-  return out;
-}
+using detail::shown;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -1,6 +1,7 @@
 #include "gpusched/io/cluster_json.hpp"
-#include "gpusched/io/gang_json.hpp"
 
+#include "io/cluster_json_detail.hpp"
+#include "io/gang_json.hpp"
 #include "io/json_input.hpp"
 
 #include <algorithm>
@@ -16,6 +17,9 @@
 namespace gpusched::io {
 namespace {
 
+using detail::read_gang_constraints;
+using detail::read_quantity;
+
 using json = nlohmann::json;
 
 // Errors are thrown inside this file only, as the shortest way out of a deep parse, and turned into
@@ -26,11 +30,7 @@ struct ParseError {
 
 [[noreturn]] void fail(std::string message) { throw ParseError{std::move(message)}; }
 
-std::string shown(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
+using detail::shown;
 
 void check_keys(const json& obj, std::string_view path, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : obj.items()) {
@@ -397,7 +397,7 @@ Result<json> parse_document(std::string_view text, std::string_view source) {
 
 }  // namespace
 
-Result<std::int64_t> read_quantity(const json& v, std::string_view path, QuantityUnit unit, std::int64_t integer_scale) {
+Result<std::int64_t> detail::read_quantity(const json& v, std::string_view path, QuantityUnit unit, std::int64_t integer_scale) {
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       return Error{fmt::format("{}: quantity out of range, got {}", path, shown(v))};
@@ -422,7 +422,7 @@ Result<std::int64_t> read_quantity(const json& v, std::string_view path, Quantit
   return Error{fmt::format("{}: expected a quantity (a number or a string like \"500m\" or \"64Gi\"), got {}", path, shown(v))};
 }
 
-Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view source) {
+Result<ClusterDocument> detail::cluster_from_json(const json& doc, std::string_view source) {
   return guarded([&]() -> Result<ClusterDocument> {
     const std::string root(source);
     require_object(doc, root);
@@ -454,7 +454,7 @@ Result<ClusterDocument> cluster_from_json(const json& doc, std::string_view sour
   }, source);
 }
 
-json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
+json detail::mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   const mig::MigGpuId id = state.mig_gpu(node, gpu);
   if (id == mig::kNoGpu) return json();
   const mig::MigGpuSpec& spec = state.mig().spec_of(id);
@@ -467,10 +467,14 @@ json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   return json{{"instances", instances}};
 }
 
+std::string write_mig_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
+  return detail::mig_to_json(state, node, gpu).dump();
+}
+
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source) {
   auto doc = parse_document(text, source);
   if (!doc) return doc.error();
-  return cluster_from_json(*doc, source);
+  return detail::cluster_from_json(*doc, source);
 }
 
 Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source) {
@@ -489,7 +493,7 @@ Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view sour
     std::set<std::string> names;
     for (std::size_t j = 0; j < jobs->size(); ++j) {
       out.jobs.push_back(read_job((*jobs)[j], fmt::format("jobs[{}]", j), names));
-      out.raw_jobs.push_back((*jobs)[j]);
+      out.explicit_priority.push_back(find((*jobs)[j], "priority") != nullptr);
     }
     return out;
   }, source);

@@ -1,9 +1,10 @@
-#include "gpusched/io/gang_json.hpp"
+#include "io/gang_json.hpp"
+#include "io/json_input.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace gpusched::io {
+namespace gpusched::io::detail {
 namespace {
 
 using json = nlohmann::json;
@@ -14,11 +15,6 @@ struct GangParseError {
 
 [[noreturn]] void fail(std::string message) { throw GangParseError{std::move(message)}; }
 
-std::string shown(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 60) text = fmt::format("{}...", text.substr(0, 57));
-  return text;
-}
 
 const json* find(const json& obj, std::string_view key) {
   if (!obj.is_object()) return nullptr;
@@ -181,4 +177,4 @@ bool has_gang_fields(const json& job) {
   return false;
 }
 
-}  // namespace gpusched::io
+}  // namespace gpusched::io::detail

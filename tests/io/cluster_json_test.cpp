@@ -100,7 +100,8 @@ TEST_CASE("jobs JSON: groups, single-group shorthand, shares, constraints") {
   CHECK(train.groups[0].allowed_models == std::vector<std::string>{"H100-80GB"});
   CHECK(r->jobs[1].groups[0].shape == TaskShape{2000, 0, 1, 500, 0});
   CHECK(r->jobs[2].groups[0].shape.gpu_milli == 500);
-  CHECK(r->raw_jobs[0]["groups"][0]["replicas"] == 4);
+  // Only "train" gave a priority itself (the fairness tool applies queue default classes to the others).
+  CHECK(r->explicit_priority == std::vector<bool>{true, false, false});
   // A bare array works too.
   CHECK(io::read_jobs_json(R"([{"name": "x"}])").ok());
 }

@@ -7,6 +7,7 @@
 
 #include "gpusched/core/random.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/mig/planner.hpp"
@@ -253,8 +254,9 @@ TEST_CASE("cluster JSON: MIG fields round trip; unknown fields and bad layouts a
 
   // Written back and read again: the same MIG state.
   auto j = nlohmann::json::parse(text);
-  j["nodes"][0]["gpus"][0]["mig"] = io::mig_to_json(st, 0, 0);
-  CHECK(io::mig_to_json(st, 0, 1).is_null());
+  j["nodes"][0]["gpus"][0]["mig"] = nlohmann::json::parse(io::write_mig_json(st, 0, 0));
+  CHECK(io::write_mig_json(st, 0, 1) == "null");
+  CHECK(io::detail::mig_to_json(st, 0, 1).is_null());
   auto doc2 = io::read_cluster_json(j.dump()).value();
   const ClusterState st2 = ClusterState::build(doc2.cluster, doc2.registry).value();
   CHECK(st2.same_allocation_as(st));

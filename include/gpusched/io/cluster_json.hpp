@@ -16,8 +16,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/gpu_model.hpp"
@@ -32,26 +30,20 @@ struct ClusterDocument {
 
 // Parses a cluster document. `source` names the input in messages (a file name).
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source = "cluster");
-Result<ClusterDocument> cluster_from_json(const nlohmann::json& doc, std::string_view source = "cluster");
 
 struct JobsDocument {
   std::vector<Job> jobs;
-  // The jobs as written (jobs[i] is raw_jobs[i]), for readers of fields the core model does not carry
-  // (gang constraints: "topology", "spread", "anti_affinity", per group "affinity_group").
-  std::vector<nlohmann::json> raw_jobs;
+  // Whether jobs[i] gave "priority" itself (the fairness tool then does not apply its queue's
+  // default priority class). Gang constraints, "priority_class" and "submit_time" are in the Job.
+  std::vector<bool> explicit_priority;
 };
 
 // Parses a jobs document: {"jobs": [...]} or a bare array of jobs. Job names must be unique.
 Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view source = "jobs");
 
-// The "mig" object of GPU `gpu` of `node` as the cluster format writes it (docs/formats.md, MIG):
-// {"instances": [{"profile", "profile_id", "start", "busy"}]}; null when the GPU is not in MIG
-// mode. Reading it back gives the same instances (tests/io/cluster_json_test.cpp).
-nlohmann::json mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu);
-
-// Reads a quantity field: a JSON integer in `integer_scale` units of the target, or a Kubernetes
-// string. The message names `path` and the value.
-Result<std::int64_t> read_quantity(const nlohmann::json& value, std::string_view path, QuantityUnit unit,
-                                   std::int64_t integer_scale = 1);
+// The "mig" object of GPU `gpu` of `node` as the cluster format writes it (docs/formats.md, MIG),
+// as JSON text: {"instances": [{"profile", "profile_id", "start", "busy"}]}; "null" when the GPU
+// is not in MIG mode. Reading it back gives the same instances (tests/mig/unified_state_test.cpp).
+std::string write_mig_json(const ClusterState& state, NodeId node, GpuIndex gpu);
 
 }  // namespace gpusched::io

@@ -225,7 +225,8 @@ inline NodeId PlacementPolicy::select_among(const ClusterState& state, const Tas
   // rule that breaks ties by id breaks them the same way), and the answer mapped back.
   const std::vector<NodeId> fitting = detail::policy_fitting_among(state, request, candidates);
   if (fitting.empty()) return kNoNode;
-  auto snapshot = ClusterState::build(ClusterStateView(state, fitting), state.registry());
+  auto snapshot = ClusterState::build(ClusterStateView(state, fitting), state.registry(), state.mig().catalog(),
+                                      state.mig().rules());
   if (!snapshot) return kNoNode;  // cannot happen for nodes of a valid state; never guess
   const NodeId chosen = select(*snapshot, detail::policy_request_for(state, *snapshot, request));
   return chosen < fitting.size() ? fitting[chosen] : kNoNode;

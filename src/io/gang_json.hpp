@@ -1,8 +1,8 @@
-// gpusched/io/gang_json.hpp — the gang constraints of a job in the jobs JSON (docs/gang.md).
+// src/io/gang_json.hpp — the gang constraints of a job in the jobs JSON (docs/gang.md). Private to the
+// io library: the public entry point is `read_jobs_json`, which returns them compiled into each Job.
 //
-// The jobs reader (cluster_json.hpp) keeps each job as written (`JobsDocument::raw_jobs`); the gang
-// fields are read here into `GangConstraints`, which `make_gang_spec` resolves against the job's
-// groups:
+// The jobs reader (cluster_json.cpp) reads the gang fields here into `GangConstraints`, which
+// `make_gang_spec` resolves against the job's groups:
 //
 //   "topology": "rack"                                  one rack, required
 //   "topology": {"level": "rack", "mode": "preferred"}  "required" (default) or "preferred";
@@ -17,12 +17,12 @@
 
 #include <string_view>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "gpusched/core/result.hpp"
 #include "gpusched/gang/gang.hpp"
 
-namespace gpusched::io {
+namespace gpusched::io::detail {
 
 // `path` names the job in messages ("jobs[3]").
 Result<GangConstraints> read_gang_constraints(const nlohmann::json& job, std::string_view path);
@@ -31,4 +31,4 @@ Result<GangConstraints> read_gang_constraints(const nlohmann::json& job, std::st
 // (min_replicas below replicas) are visible in the compiled job itself.
 bool has_gang_fields(const nlohmann::json& job);
 
-}  // namespace gpusched::io
+}  // namespace gpusched::io::detail
