@@ -26,8 +26,11 @@
 //
 // Rules (the semantics Kueue, Volcano, KAI and Slurm users know):
 //   - non-preemptible jobs and jobs that ran less than `min_runtime` are never candidates;
-//   - within the preemptor's queue: lower priority (kLowerPriority), or lower, or equal and started
-//     after the preemptor was submitted (kLowerOrNewerEqualPriority), or never (kNever);
+//   - within the preemptor's queue: lower priority (kLowerPriority), or lower, or equal and newer
+//     (kLowerOrNewerEqualPriority: submitted after the preemptor, RunningJob::submit_time; a job
+//     without a submit time counts from its start), or never (kNever). Comparing submit times, not
+//     start times, makes "newer" a strict order: two jobs of equal priority can never each be the
+//     newer one, so they never preempt each other back and forth;
 //   - other queues: only the jobs the caller marks reclaimable (the fair-share / cohort rules of the
 //     scheduling cycle decide which: lent quota reclaimed, a queue above its fair share).
 //
@@ -66,8 +69,28 @@ struct RunningJob {
   bool preemptible = true;
   std::int32_t min_tasks = -1;   // elastic: tasks beyond the first min_tasks may be shed; -1 = rigid
   std::vector<RunningTask> tasks;
+  // Added by the scheduling cycle (scheduler/cycle.hpp); the defaults keep the meanings above.
+  // When it was submitted (queue order; "newer" in kLowerOrNewerEqualPriority); -1 = use start_time.
+  Seconds submit_time = -1;
+  // It checkpoints every `checkpoint_interval` seconds after its start (0 = only at the times
+  // `last_checkpoint` says): its latest checkpoint is then the later of last_checkpoint and
+  // start_time + k * interval, the last such time not after now.
+  Seconds checkpoint_interval = 0;
+  Seconds runtime_estimate = 0;  // expected run time from start_time (0 = unknown): backfill's end
+  std::int32_t max_tasks = -1;   // elastic: grows up to this many tasks (the request of its last
+                                 // task); -1 = tasks.size() (never grows)
+  std::int32_t restarts = 0;     // failures it was restarted after (the backoff exponent)
 
   bool elastic() const { return min_tasks >= 0 && static_cast<std::size_t>(min_tasks) < tasks.size(); }
+  // The time the queue rules compare: submit_time, else start_time.
+  Seconds queued_since() const { return submit_time >= 0 ? submit_time : start_time; }
+  // Its latest checkpoint at `now` (start_time when none yet): lost work is counted from there.
+  Seconds checkpoint_at(Seconds now) const {
+    Seconds since = std::max(start_time, last_checkpoint);
+    if (checkpoint_interval > 0 && now > start_time)
+      since = std::max(since, start_time + (now - start_time) / checkpoint_interval * checkpoint_interval);
+    return since;
+  }
 };
 
 enum class WithinQueue : std::uint8_t { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
@@ -125,8 +148,15 @@ std::int64_t restart_work(const RunningJob& job, std::size_t first, std::size_t 
 bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, Seconds now, const PreemptionOptions& options,
                      bool reclaimable);
 
-// Finds the victims. `reclaimable[i]` marks running job i as a candidate from another queue (empty:
-// none). The state is left exactly as it was.
+// Per running job, what the caller says beyond the rules: nothing (the rules decide), reclaimable
+// (a candidate from another queue, or regardless of priority), or excluded (never a candidate: the
+// scheduling cycle already evicted or shrank it, its tasks are no longer on the state).
+inline constexpr std::uint8_t kRulesOnly = 0;
+inline constexpr std::uint8_t kReclaimableVictim = 1;
+inline constexpr std::uint8_t kExcludedVictim = 2;
+
+// Finds the victims. `reclaimable[i]` marks running job i (kRulesOnly, kReclaimableVictim or
+// kExcludedVictim; empty: all kRulesOnly). The state is left exactly as it was.
 PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor, std::span<const RunningJob> running,
                             Seconds now, const PreemptionOptions& options = {},
                             std::span<const std::uint8_t> reclaimable = {});

@@ -93,7 +93,7 @@ inline std::int64_t Victim::cost() const {
 }
 
 inline std::int64_t lost_work(const RunningJob& job, std::size_t first, std::size_t count, Seconds now) {
-  const Seconds since = std::max(job.start_time, job.last_checkpoint);
+  const Seconds since = job.checkpoint_at(now);
   const Seconds elapsed = std::max<Seconds>(0, now - since);
   std::int64_t total = 0;
   for (std::size_t t = first; t < first + count && t < job.tasks.size(); ++t)
@@ -119,7 +119,7 @@ inline bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, S
     case WithinQueue::kLowerPriority: return job.priority < preemptor.priority || reclaimable;
     case WithinQueue::kLowerOrNewerEqualPriority:
       return job.priority < preemptor.priority ||
-             (job.priority == preemptor.priority && job.start_time > preemptor.submit_time) || reclaimable;
+             (job.priority == preemptor.priority && job.queued_since() > preemptor.submit_time) || reclaimable;
   }
   return false;
 }
@@ -155,7 +155,8 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
   std::vector<CandidateUnit> units;
   for (std::size_t j = 0; j < running.size(); ++j) {
     const RunningJob& job = running[j];
-    const bool reclaim = j < reclaimable.size() && reclaimable[j] != 0;
+    if (j < reclaimable.size() && reclaimable[j] == kExcludedVictim) continue;
+    const bool reclaim = j < reclaimable.size() && reclaimable[j] == kReclaimableVictim;
     if (!eligible_victim(job, preemptor, now, options, reclaim)) continue;
     const auto n = static_cast<std::uint32_t>(job.tasks.size());
     auto add = [&](std::uint32_t first, std::uint32_t count, bool whole) {
@@ -180,8 +181,9 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
   // Not even with every candidate gone: say whether it could ever run (on the cluster emptied of
   // every running job) — not now — or never — infeasible.
   auto refuse = [&]() {
-    for (const RunningJob& job : running)
-      for (const RunningTask& t : job.tasks) (void)state.release_journaled(t.assignment);
+    for (std::size_t j = 0; j < running.size(); ++j)
+      if (j >= reclaimable.size() || reclaimable[j] != kExcludedVictim)
+        for (const RunningTask& t : running[j].tasks) (void)state.release_journaled(t.assignment);
     const bool ever = detail::preemptor_fits(state, spec, options.placement, nullptr, plan.placements_tried);
     state.rollback(base);
     plan.verdict = ever ? Verdict::kNotNow : Verdict::kInfeasible;

@@ -1,0 +1,268 @@
+// gpusched/scheduler/cycle.hpp — one scheduling cycle: what starts, where, what is evicted, what
+// shrinks or grows, and why every other job waits.
+//
+// What it is for. An orchestrator does not ask "where does this one job fit"; every cycle it asks
+// "given what runs and what waits, what starts now, where, what is evicted, what shrinks, and who is
+// promised what". `run_cycle` answers that in one call over the one model:
+//
+//   ClusterState& state             the cluster, with every running task reserved on it;
+//   span<const RunningJob> running  what runs (preemption.hpp: start, checkpoints, restart cost, ...);
+//   span<const PendingJob> pending  what waits (a CompiledJob plus runtime estimate and backoff);
+//   span<const QueueConfig> queues  the fairness family's queue tree and Kueue-style quotas (usage is
+//                                   computed from `running`; the configs' own `usage` is ignored);
+//   now, CycleOptions, and the nominations the previous cycle made (see "holding" below).
+//
+// The answer, `CycleDecisions`: starts (job -> task -> node, GPUs or MIG instance), evictions (whole
+// gangs, with the reason and the milli-GPU-seconds they lose), elastic shrinks and grows,
+// reservations (from the backfill stage), nominations, and every job left pending with a
+// structured Outcome (core/outcome.hpp).
+//
+// The stages, in order (DESIGN.md's admit -> place -> preempt -> reserve/backfill -> grow/shrink):
+//
+//   0. Nominations of the previous cycle are honoured first: a preemptor whose victims were evicted
+//      takes the capacity they freed before anyone else is considered (no loop where the victims
+//      come back and take it, kueue#13662).
+//   1. Admission that places. Queues are served in H-DRF order (fairness/hdrf.hpp), queues whose
+//      head fits its nominal quota before borrowers (Kueue), and within a queue by priority, then
+//      submit time, then input order — the order FairSharePlanner::plan uses. The head job's quota
+//      is checked per flavor (GPU model; the queue's flavor order, nominal before borrowing) and the
+//      job is admitted only if its gang places on that flavor's GPUs (place_gang: topology, MIG,
+//      shares, whole GPUs). If it does not place, nothing was charged to its queue and the cycle goes
+//      on: a StrictFIFO queue stops at its head (its later jobs wait, kBehindStrictHead), a
+//      BestEffortFIFO queue tries its next job.
+//   2. Preemption, for a head that does not place: find_victims (preemption.hpp) over the running
+//      jobs the rules allow — lower priority in its own queue (or lower-or-equal-and-newer); Kueue's
+//      reclaimWithinCohort (a job within its queue's nominal quota reclaims from queues of its cohort
+//      that borrow); fair-share reclaim (from a queue whose weighted GPU share, after losing the
+//      victim, stays at or above the preemptor's queue's share after it starts). Victims are whole
+//      gangs, elastic gangs shed tasks above their minimum first, the preemptor's placement is
+//      simulated with the victims removed, and its quota is re-checked with theirs returned.
+//   3. Blocked jobs go to backfill (scheduler/backfill.hpp, when present): reservations on concrete
+//      nodes and the later jobs that may start without delaying them.
+//   4. Elastic grow: after every pending job had its chance, running elastic gangs grow into idle
+//      capacity up to their maximum, within their queue's quota.
+//
+// Why there are no loops. A job is evicted only in the cycle its preemptor is placed (its placement
+// is reserved at once), and each rule is one-way: priority is a strict order; "newer" compares
+// submit times (a strict order); cohort reclaim needs the preemptor within nominal quota and the
+// victim's queue borrowing, which the preemptor's start cannot make its own queue; fair-share reclaim
+// needs the victim's queue to stay at least as far above its share as the preemptor's will be.
+// tests/scheduler/cycle_property_test.cpp checks this over random workloads and many cycles.
+//
+// Holding freed capacity. With `preemptor_starts_next_cycle` (evictions take time: a graceful
+// termination) the preemptor does not start in the cycle that evicts; its placement is a
+// `Nomination` in the decisions, the caller passes it back to the next cycle, and stage 0 starts it
+// there before anyone else is placed. Otherwise (the default) the victims' eviction and the
+// preemptor's start are decided together.
+//
+// Applying. `run_cycle` changes the state as it decides (each change journaled, never a rebuilt or
+// copied state): with `dry_run` it rolls every change back before returning, and `apply(state,
+// decisions)` later applies the same decisions in one call. `advance(...)` updates a caller's
+// running and pending lists the same way (the simulator and the tests use it).
+//
+// Deterministic: the same inputs give the same decisions (no clock, no random choice, ties by index).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpusched/core/outcome.hpp"
+#include "gpusched/fairness/admission.hpp"
+#include "gpusched/fairness/cluster_input.hpp"
+#include "gpusched/fairness/hdrf.hpp"
+#include "gpusched/fairness/quota.hpp"
+#include "gpusched/gang/gang.hpp"
+#include "gpusched/packing/placement.hpp"
+#include "gpusched/scheduler/preemption.hpp"
+
+namespace gpusched::scheduler {
+
+// A job waiting to start.
+struct PendingJob {
+  CompiledJob job;               // compile_job against the state: queue, priority, submit time, groups
+                                 // (replicas = the most, min_replicas = the least for an elastic group)
+  Seconds runtime_estimate = 0;  // expected run time (0 = unknown): backfill
+  Seconds not_before = 0;        // requeued after a failure: not started before this time (backoff)
+  // Carried into the RunningJob when it starts (advance / running_from_start).
+  bool preemptible = true;
+  Seconds restart_cost = 0;
+  Seconds checkpoint_interval = 0;
+  std::int32_t restarts = 0;
+};
+
+// Kueue's reclaimWithinCohort.
+enum class CohortReclaim : std::uint8_t { kNever, kLowerPriority, kAny };
+
+struct CycleOptions {
+  GangOptions placement;           // how gangs are placed (policy, effort); dry_run is managed here
+  PreemptionOptions preemption;    // within-queue rule, min runtime, checkpoint-aware cost
+  bool preempt = true;             // stage 2 at all
+  CohortReclaim reclaim_within_cohort = CohortReclaim::kAny;
+  bool fair_share_reclaim = true;  // reclaim between queues by weighted GPU share
+  // At most this many preemption searches per cycle (each is a few simulated placements).
+  std::size_t max_preemption_attempts = 32;
+  bool preemptor_starts_next_cycle = false;  // evictions take time: the preemptor is nominated
+  bool grow_elastic = true;        // stage 4
+  bool dry_run = false;            // decide, then roll every change back
+};
+
+// Why a job is evicted or shrunk.
+enum class EvictionReason : std::uint8_t {
+  kPriority,       // a higher-priority (or older equal-priority) job of its queue
+  kCohortReclaim,  // its queue borrowed quota the preemptor's queue lent to the cohort
+  kFairShare,      // its queue is above its fair share, the preemptor's below
+  kFailure,        // a node or GPU it ran on failed (on_failure)
+};
+std::string_view eviction_reason_name(EvictionReason r);
+
+struct Start {
+  std::size_t pending = 0;         // index into the pending jobs given
+  std::string job;
+  std::vector<RunningTask> tasks;  // request and assignment of every task, by group then replica
+  std::vector<std::int32_t> placed_per_group;
+  int gpu_dim = -1;                // the flavor charged (fairness dimension), -1 none
+  bool borrowed = false;           // admitted by borrowing from its cohort
+  bool preempted = false;          // started on capacity freed by evictions
+  bool nominated = false;          // honoured a nomination of the previous cycle
+  bool backfilled = false;         // started by the backfill stage
+};
+
+struct Eviction {
+  std::size_t running = 0;         // index into the running jobs given
+  std::string job;
+  std::string for_job;             // the preemptor ("" for a failure)
+  EvictionReason reason = EvictionReason::kPriority;
+  bool whole = true;               // false: an elastic shrink (tasks above its minimum)
+  std::vector<std::uint32_t> tasks;          // indices of its tasks released
+  std::vector<TaskAssignment> released;      // their assignments (what apply releases)
+  std::int64_t lost_milli_gpu_seconds = 0;   // work since its last checkpoint
+  std::int64_t restart_milli_gpu_seconds = 0;
+};
+
+struct Grow {
+  std::size_t running = 0;
+  std::string job;
+  std::vector<RunningTask> tasks;  // the tasks added
+};
+
+struct Reservation {
+  std::size_t pending = 0;
+  std::string job;
+  Seconds start = 0;               // when it is expected to start
+  std::vector<NodeId> nodes;
+};
+
+// A preemptor whose victims were evicted: the capacity is held for it until it starts.
+struct Nomination {
+  std::string job;
+  std::vector<RunningTask> tasks;  // the placement simulated with the victims removed
+  std::vector<std::int32_t> placed_per_group;
+  std::vector<std::string> victims;
+};
+
+struct Waiting {
+  std::size_t pending = 0;
+  std::string job;
+  Outcome outcome;                 // kNotNow / kInfeasible / kInvalid with structured reasons
+  bool preemption_tried = false;
+  Verdict preemption = Verdict::kNotNow;  // the victim search's verdict when tried
+  std::size_t behind = SIZE_MAX;   // kBehindStrictHead: the head's pending index
+};
+
+struct CycleStats {
+  std::uint64_t placements_tried = 0;
+  std::uint64_t cache_hits = 0;    // jobs refused by a dominated earlier failure
+  std::size_t preemption_attempts = 0;
+};
+
+struct CycleDecisions {
+  Seconds now = 0;
+  std::vector<Start> starts;
+  std::vector<Eviction> evictions;  // whole evictions and elastic shrinks (whole == false)
+  std::vector<Grow> grows;
+  std::vector<Reservation> reservations;
+  std::vector<Nomination> nominations;
+  std::vector<Waiting> waiting;     // every pending job neither started nor nominated
+  CycleStats stats;
+
+  const Start* find_start(std::string_view job) const;
+  const Waiting* find_waiting(std::string_view job) const;
+};
+
+// Runs one cycle. Errors (never exceptions) for inputs that cannot be used: queues the fairness
+// family refuses (naming the queue and field), a running job on an unknown queue when queues are
+// given. A pending job with a bad request is not an error: it waits with a kInvalid outcome.
+Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
+                                 std::span<const PendingJob> pending, std::span<const fairness::QueueConfig> queues,
+                                 Seconds now, const CycleOptions& options = {},
+                                 std::span<const Nomination> held = {});
+
+// Applies decisions made with dry_run: releases what the evictions release, reserves the starts and
+// grows (a nominated placement is not reserved: the next cycle reserves it first). Refused, changing
+// nothing, when a reservation no longer fits.
+Status apply(ClusterState& state, const CycleDecisions& decisions);
+
+// The RunningJob a start becomes (start_time = now).
+RunningJob running_from_start(const PendingJob& job, const Start& start, Seconds now);
+
+// Updates the caller's lists after the decisions were applied: started jobs move to `running`,
+// evicted ones back to `pending` (a job is requeued only if `requeue_of` knows its PendingJob —
+// given by name), shrunk and grown jobs change their tasks. Indices in `decisions` refer to the
+// lists as they were.
+void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& pending, const CycleDecisions& decisions,
+             std::span<const PendingJob> requeue_of = {});
+
+// --- failures ------------------------------------------------------------------------------------
+
+struct FailureOptions {
+  // Backoff before a restarted job may start again: base * 2^(restarts - 1), at most `max_backoff`
+  // (Kubernetes' CrashLoopBackOff doubles from 10 s up to 300 s; Kueue's requeuing backoff doubles
+  // from 60 s). Defaults: 60 s doubling, capped at 3600 s.
+  Seconds backoff_base = 60;
+  Seconds backoff_max = 3600;
+  // A node that fails `cordon_after` times within `window` seconds is cordoned (taken out of
+  // scheduling until an operator uncordons it). 0 = never.
+  std::int32_t cordon_after = 3;
+  Seconds window = 3600;
+};
+
+// What the caller keeps between failures (no global state): failure times per node name.
+struct FailureHistory {
+  std::vector<std::pair<std::string, std::vector<Seconds>>> nodes;
+};
+
+struct Restart {
+  std::size_t running = 0;
+  std::string job;
+  std::int64_t lost_milli_gpu_seconds = 0;
+  std::int64_t restart_milli_gpu_seconds = 0;
+  std::int32_t restarts = 0;   // after this failure
+  Seconds not_before = 0;      // now + backoff
+};
+
+struct FailureResponse {
+  std::vector<Eviction> shrinks;   // elastic gangs that lost only tasks above their minimum
+  std::vector<Restart> restarts;   // gangs stopped whole, to requeue from their last checkpoint
+  std::vector<Eviction> stopped;   // the same gangs as evictions (what was released)
+  std::vector<NodeId> cordoned;
+};
+
+// A node failed (gpu < 0) or one of its GPUs did: applies the event to the state (fail_node or
+// set_gpu_health), releases the tasks of the affected gangs (an elastic gang above its minimum sheds
+// the affected tasks if its minimum survives; any other gang is stopped whole), and cordons the node
+// after repeated failures. The caller requeues the restarted jobs (PendingJob::not_before,
+// restarts) and drops the shed tasks (apply_failure does both on its lists).
+Result<FailureResponse> on_failure(ClusterState& state, std::span<const RunningJob> running, NodeId node, int gpu,
+                                   Seconds now, FailureHistory& history, const FailureOptions& options = {});
+
+// Updates the caller's lists after on_failure: shrinks drop tasks, restarted jobs leave `running`
+// and, when `requeue_of` knows them by name, are appended to `pending` with their backoff.
+void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJob>& pending, const FailureResponse& response,
+                   std::span<const PendingJob> requeue_of = {});
+
+}  // namespace gpusched::scheduler
+
+#include "gpusched/scheduler/detail/cycle_impl.hpp"

@@ -1,0 +1,992 @@
+// Implementation of gpusched/scheduler/cycle.hpp (included at its end).
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
+
+namespace gpusched::scheduler {
+
+inline std::string_view eviction_reason_name(EvictionReason r) {
+  switch (r) {
+    case EvictionReason::kPriority: return "priority";
+    case EvictionReason::kCohortReclaim: return "cohort reclaim";
+    case EvictionReason::kFairShare: return "fair-share reclaim";
+    case EvictionReason::kFailure: return "failure";
+  }
+  return "?";
+}
+
+inline const Start* CycleDecisions::find_start(std::string_view job) const {
+  for (const Start& s : starts)
+    if (s.job == job) return &s;
+  return nullptr;
+}
+
+inline const Waiting* CycleDecisions::find_waiting(std::string_view job) const {
+  for (const Waiting& w : waiting)
+    if (w.job == job) return &w;
+  return nullptr;
+}
+
+namespace detail {
+
+using fairness::Amounts;
+
+// The fairness dimension of the GPUs an assignment holds (2 + index of the model in the space),
+// -1 for a task without GPUs.
+inline Eigen::Index gpu_dim_of(const ClusterState& state, const fairness::ResourceSpace& space,
+                               std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a) {
+  if (a.gpus.empty() || a.node >= state.node_count()) return -1;
+  const GpuModelId model = state.gpu_model(a.node, a.gpus.front());
+  if (model < dim_of_model.size()) return dim_of_model[model];
+  (void)space;
+  return -1;
+}
+
+// What an assignment takes, in fairness dimensions.
+inline void add_assignment(Amounts& out, const ClusterState& state, const fairness::ResourceSpace& space,
+                           std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a, int sign) {
+  out[fairness::ResourceSpace::kCpu] += sign * a.cpu;
+  out[fairness::ResourceSpace::kMemory] += sign * a.memory;
+  const Eigen::Index d = gpu_dim_of(state, space, dim_of_model, a);
+  if (d >= 0) out[d] += sign * static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
+}
+
+// A single-group job without constraints: its failure to place now implies the failure of every job
+// asking for at least as much of everything (while the state only loses free capacity). Kubernetes
+// keeps the same "unschedulable" memo per pod shape.
+struct ShapeKey {
+  GpuModelMask models = 0;
+  std::int64_t gpus = 0, gpu_milli = 0, gpu_memory = 0, cpu = 0, memory = 0, tasks = 0;
+  bool dominated_by(const ShapeKey& failed) const {
+    return models == failed.models && gpus >= failed.gpus && gpu_milli >= failed.gpu_milli &&
+           gpu_memory >= failed.gpu_memory && cpu >= failed.cpu && memory >= failed.memory && tasks >= failed.tasks;
+  }
+};
+
+inline std::optional<ShapeKey> shape_key(const GangSpec& spec) {
+  if (spec.groups.size() != 1 || !spec.topology.level.empty() || !spec.spread.empty() || !spec.anti_affinity.empty())
+    return std::nullopt;
+  const GangGroup& g = spec.groups.front();
+  if (!g.request.selector.empty() || g.request.mig.any()) return std::nullopt;
+  const TaskShape& s = g.request.shape;
+  return ShapeKey{g.request.models, s.gpus, s.gpu_milli, s.gpu_memory, s.cpu, s.memory, g.min_replicas};
+}
+
+struct FailedShape {
+  ShapeKey key;
+  Outcome outcome;
+};
+
+// The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas.
+inline Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+  Amounts out = Amounts::Zero(dims);
+  for (const GangGroup& g : spec.groups) {
+    const std::int64_t n = at_min ? g.min_replicas : g.replicas;
+    out[fairness::ResourceSpace::kCpu] += n * g.request.shape.cpu;
+    out[fairness::ResourceSpace::kMemory] += n * g.request.shape.memory;
+    if (gpu_dim >= 0) out[gpu_dim] += n * g.request.shape.total_gpu_milli();
+  }
+  return out;
+}
+
+inline bool needs_gpu(const GangSpec& spec) {
+  for (const GangGroup& g : spec.groups)
+    if (g.request.shape.needs_gpu() || g.request.mig.any()) return true;
+  return false;
+}
+
+inline GangSpec restrict_to_model(const GangSpec& spec, GpuModelId model) {
+  GangSpec out = spec;
+  for (GangGroup& g : out.groups)
+    if (g.request.shape.needs_gpu() || g.request.mig.any()) g.request.models &= model_bit(model);
+  return out;
+}
+
+inline Reason quota_reason(const fairness::QuotaCheck& c) {
+  Unit unit = Unit::kMilliGpu;
+  if (c.dimension == fairness::ResourceSpace::kCpu) unit = Unit::kMilliCpu;
+  if (c.dimension == fairness::ResourceSpace::kMemory) unit = Unit::kMemoryBytes;
+  return {fairness::reason_kind(c.verdict), unit, c.requested, c.available, 0, c.dimension};
+}
+
+// The cycle's working set: quota book, H-DRF tree, per-queue usage, over one ClusterState.
+struct CycleRun {
+  ClusterState& state;
+  std::span<const RunningJob> running;
+  std::span<const PendingJob> pending;
+  std::span<const fairness::QueueConfig> queues;
+  Seconds now;
+  const CycleOptions& options;
+  CycleDecisions out;
+
+  bool fair = false;  // queues given
+  fairness::ResourceSpace space;
+  Amounts capacity;
+  Eigen::Index dims = 2;
+  std::vector<Eigen::Index> dim_of_model;  // GpuModelId -> fairness dimension (-1 none)
+  std::vector<GpuModelId> model_of_dim;     // dimension -> GpuModelId
+  std::optional<fairness::QuotaBook> book;
+  std::optional<fairness::HdrfScheduler> hdrf;
+  std::vector<fairness::HdrfScheduler::NodeId> node_of_queue;
+  std::vector<std::size_t> queue_of_node;
+  std::vector<char> leaf;
+  std::vector<std::size_t> running_queue;  // queue index of each running job (0 without queues)
+  std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension
+  std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
+  std::vector<FailedShape> failed;
+  std::vector<std::size_t> blocked;        // pending jobs that did not start, in cycle order
+
+  CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
+           std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o)
+      : state(s), running(r), pending(p), queues(q), now(n), options(o) {}
+
+  std::size_t queue_count() const { return fair ? queues.size() : 1; }
+
+  Amounts assignment_amounts(std::span<const RunningTask> tasks) const {
+    Amounts a = Amounts::Zero(dims);
+    for (const RunningTask& t : tasks) add_assignment(a, state, space, dim_of_model, t.assignment, 1);
+    return a;
+  }
+  std::int64_t gpu_total(const Amounts& a) const {
+    std::int64_t g = 0;
+    for (Eigen::Index d = 2; d < dims; ++d) g += a[d];
+    return g;
+  }
+
+  Status setup() {
+    fair = !queues.empty();
+    const GpuModelRegistry& registry = state.registry();
+    if (fair) {
+      auto cluster = fairness::fairness_cluster(state);
+      if (!cluster) return cluster.error();
+      space = cluster->space;
+      capacity = cluster->capacity;
+      dims = space.size();
+      // Validation of the queue tree and quotas, exactly as the fairness family does it.
+      std::vector<fairness::QueueConfig> configs(queues.begin(), queues.end());
+      for (auto& c : configs) c.usage = Amounts();
+      auto planner = fairness::FairSharePlanner::build(space, capacity, cluster->free, configs);
+      if (!planner) return planner.error();
+    } else {
+      capacity = Amounts::Zero(dims);
+    }
+    dim_of_model.assign(registry.size(), -1);
+    model_of_dim.assign(static_cast<std::size_t>(dims), 0);
+    for (Eigen::Index d = 2; d < dims; ++d) {
+      const auto id = registry.find(space.gpu_models[static_cast<std::size_t>(d - 2)]);
+      if (id) {
+        dim_of_model[*id] = d;
+        model_of_dim[static_cast<std::size_t>(d)] = *id;
+      }
+    }
+
+    const std::size_t nq = queue_count();
+    running_queue.assign(running.size(), 0);
+    queue_gpu_used.assign(nq, 0);
+    victim_mark.assign(running.size(), kRulesOnly);
+    std::vector<Amounts> usage(nq, Amounts::Zero(dims));
+    if (fair) {
+      std::unordered_map<std::string_view, std::size_t> index;
+      for (std::size_t q = 0; q < queues.size(); ++q) index.emplace(queues[q].name, q);
+      for (std::size_t j = 0; j < running.size(); ++j) {
+        auto it = index.find(running[j].queue);
+        if (it == index.end())
+          return Error{"running[" + std::to_string(j) + "].queue: no queue named \"" + running[j].queue + "\"",
+                       ErrorCode::kUnknownName, "running[" + std::to_string(j) + "].queue"};
+        running_queue[j] = it->second;
+        const Amounts a = assignment_amounts(running[j].tasks);
+        usage[it->second] += a;
+        queue_gpu_used[it->second] += gpu_total(a);
+      }
+      leaf.assign(nq, 1);
+      std::vector<std::int64_t> parent(nq, -1);
+      for (std::size_t q = 0; q < nq; ++q)
+        if (!queues[q].parent.empty()) {
+          parent[q] = static_cast<std::int64_t>(index.at(queues[q].parent));
+          leaf[static_cast<std::size_t>(parent[q])] = 0;
+        }
+      for (std::size_t j = 0; j < running.size(); ++j)
+        if (!leaf[running_queue[j]])
+          return Error{"running[" + std::to_string(j) + "].queue: \"" + running[j].queue + "\" has child queues",
+                       ErrorCode::kInconsistent, "running[" + std::to_string(j) + "].queue"};
+      std::vector<fairness::QueueQuota> quotas;
+      for (const auto& c : queues) quotas.push_back({c.name, c.cohort, c.nominal, c.borrowing_limit, c.lending_limit});
+      auto b = fairness::QuotaBook::build(static_cast<std::size_t>(dims), std::move(quotas));
+      if (!b) return b.error();
+      book = std::move(*b);
+      for (std::size_t q = 0; q < nq; ++q)
+        if (leaf[q]) book->admit(q, usage[q]);
+      // H-DRF over the queue tree, parents before children (validated acyclic above).
+      hdrf.emplace(capacity, Amounts::Ones(dims));
+      node_of_queue.assign(nq, 0);
+      std::vector<char> added(nq, 0);
+      std::size_t done = 0;
+      while (done < nq) {
+        for (std::size_t q = 0; q < nq; ++q) {
+          if (added[q]) continue;
+          const std::int64_t p = parent[q];
+          if (p >= 0 && !added[static_cast<std::size_t>(p)]) continue;
+          const auto at = p < 0 ? fairness::HdrfScheduler::kRoot : node_of_queue[static_cast<std::size_t>(p)];
+          node_of_queue[q] = hdrf->add_node(at, queues[q].weight).value();
+          queue_of_node.resize(node_of_queue[q] + 1, SIZE_MAX);
+          queue_of_node[node_of_queue[q]] = q;
+          added[q] = 1;
+          ++done;
+        }
+      }
+      // Usage no queue accounts for (work outside the queues) sits in a blocked leaf.
+      Amounts attributed = Amounts::Zero(dims);
+      for (std::size_t q = 0; q < nq; ++q) attributed += usage[q];
+      const Amounts other = (capacity - cluster_free() - attributed).cwiseMax(0);
+      const auto hidden = hdrf->add_node(fairness::HdrfScheduler::kRoot, 1.0).value();
+      hdrf->block(hidden);
+      if (!other.isZero()) hdrf->allocate(hidden, other);
+      for (std::size_t q = 0; q < nq; ++q)
+        if (leaf[q] && !usage[q].isZero()) hdrf->allocate(node_of_queue[q], usage[q]);
+    } else {
+      leaf.assign(1, 1);
+      for (std::size_t j = 0; j < running.size(); ++j) {
+        std::int64_t g = 0;
+        for (const RunningTask& t : running[j].tasks) g += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
+        queue_gpu_used[0] += g;
+      }
+    }
+    return {};
+  }
+
+  Amounts cluster_free() const {
+    auto c = fairness::fairness_cluster(state);
+    return c ? c->free : Amounts::Zero(dims);
+  }
+
+  // The flavors a job may be charged on, in the order tried: -1 alone for a job without GPUs.
+  std::vector<Eigen::Index> flavors(std::size_t q, const GangSpec& spec) const {
+    if (!fair || !needs_gpu(spec)) return {-1};
+    GpuModelMask allowed = kAnyGpuModel;
+    for (const GangGroup& g : spec.groups)
+      if (g.request.shape.needs_gpu() || g.request.mig.any()) allowed &= g.request.models;
+    std::vector<Eigen::Index> order;
+    if (!queues[q].flavor_order.empty()) {
+      for (const auto& m : queues[q].flavor_order)
+        if (auto d = space.gpu_dim(m)) order.push_back(*d);
+    } else {
+      for (Eigen::Index d = 2; d < dims; ++d) order.push_back(d);
+    }
+    std::vector<Eigen::Index> out;
+    for (Eigen::Index d : order)
+      if (allowed & model_bit(model_of_dim[static_cast<std::size_t>(d)])) out.push_back(d);
+    return out;
+  }
+
+  // ---- pieces of stage 1 and 2 ----------------------------------------------------------------
+  struct Attempt {
+    bool started = false;
+    Outcome outcome;
+    bool preemption_tried = false;
+    Verdict preemption = Verdict::kNotNow;
+  };
+
+  void charge(std::size_t q, const Amounts& a) {
+    if (!fair) return;
+    book->admit(q, a);
+    hdrf->allocate(node_of_queue[q], a);
+  }
+  void refund(std::size_t q, const Amounts& a) {
+    if (!fair) return;
+    book->release(q, a);
+    hdrf->release(node_of_queue[q], a);
+  }
+
+  Start make_start(std::size_t p, const GangSpec& spec, const std::vector<TaskPlacement>& placement,
+                   const std::vector<std::int32_t>& per_group, Eigen::Index dim, bool borrowed) const {
+    Start s;
+    s.pending = p;
+    s.job = pending[p].job.name;
+    std::vector<const TaskPlacement*> sorted;
+    for (const TaskPlacement& t : placement) sorted.push_back(&t);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const TaskPlacement* a, const TaskPlacement* b) {
+      return a->group != b->group ? a->group < b->group : a->replica < b->replica;
+    });
+    for (const TaskPlacement* t : sorted) s.tasks.push_back({spec.groups[t->group].request, t->assignment});
+    s.placed_per_group = per_group;
+    if (s.placed_per_group.empty()) {
+      s.placed_per_group.assign(spec.groups.size(), 0);
+      for (const TaskPlacement& t : placement) ++s.placed_per_group[t.group];
+    }
+    s.gpu_dim = static_cast<int>(dim);
+    s.borrowed = borrowed;
+    return s;
+  }
+
+  // Tries to place job p of queue q on flavor `dim`; on success it stays reserved.
+  GangResult place(const GangSpec& spec) {
+    GangOptions o = options.placement;
+    o.dry_run = false;
+    ++out.stats.placements_tried;
+    return place_gang(state, spec, o);
+  }
+
+  Attempt admit(std::size_t p, std::size_t q, const GangSpec& spec) {
+    Attempt at;
+    const std::vector<Eigen::Index> fl = flavors(q, spec);
+    if (fl.empty()) {
+      at.outcome = Outcome::with(Verdict::kInfeasible, {ReasonKind::kNoFlavorOffered});
+      return at;
+    }
+    Outcome placement_miss;
+    bool have_placement_miss = false;
+    Reason quota_miss{};
+    bool have_quota_miss = false;
+    Eigen::Index preempt_dim = -2;
+    // Flavors within nominal quota first, then those that borrow (Kueue; FairSharePlanner's rule).
+    for (int pass = 0; pass < 2 && !at.started; ++pass) {
+      for (Eigen::Index d : fl) {
+        const GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
+        Amounts req = job_amounts(flavored, dims, d, false);
+        bool borrows = false;
+        if (fair) {
+          auto c = book->check(q, req);
+          if (!c.admitted() && elastic(flavored)) {
+            req = job_amounts(flavored, dims, d, true);
+            c = book->check(q, req);
+          }
+          if (!c.admitted()) {
+            if (pass == 0) {
+              if (!have_quota_miss) quota_miss = quota_reason(c);
+              have_quota_miss = true;
+              if (preempt_dim == -2 && c.verdict == fairness::QuotaVerdict::kReclaimable) preempt_dim = d;
+            }
+            continue;
+          }
+          borrows = c.borrows;
+          if ((pass == 0) == borrows) continue;
+        } else if (pass == 1) {
+          continue;
+        }
+        if (preempt_dim == -2) preempt_dim = d;
+        const auto key = shape_key(flavored);
+        if (key) {
+          const FailedShape* hit = nullptr;
+          for (const FailedShape& f : failed)
+            if (key->dominated_by(f.key)) {
+              hit = &f;
+              break;
+            }
+          if (hit) {
+            ++out.stats.cache_hits;
+            if (!have_placement_miss) placement_miss = hit->outcome;
+            have_placement_miss = true;
+            continue;
+          }
+        }
+        GangResult r = place(flavored);
+        if (r.placed()) {
+          const Start s = make_start(p, flavored, r.tasks, r.placed_per_group, d, borrows);
+          charge(q, assignment_amounts(s.tasks));
+          out.starts.push_back(s);
+          at.started = true;
+          break;
+        }
+        Outcome o{r.verdict, r.reasons};
+        if (key && r.verdict == Verdict::kNotNow && !r.undecided()) {
+          std::erase_if(failed, [&](const FailedShape& f) { return f.key.dominated_by(*key); });
+          failed.push_back({*key, o});
+        }
+        if (!have_placement_miss || placement_miss.verdict == Verdict::kInfeasible) placement_miss = std::move(o);
+        have_placement_miss = true;
+      }
+    }
+    if (at.started) return at;
+    if (have_placement_miss) at.outcome = placement_miss;
+    else at.outcome = Outcome::with(Verdict::kNotNow, quota_miss);
+    if (!have_placement_miss && !have_quota_miss) at.outcome = Outcome::with(Verdict::kNotNow, {ReasonKind::kOther});
+    // Stage 2: preemption, when the job could fit the cluster at all.
+    if (options.preempt && at.outcome.verdict == Verdict::kNotNow &&
+        out.stats.preemption_attempts < options.max_preemption_attempts) {
+      if (preempt_dim == -2) preempt_dim = fl.front();
+      at.preemption_tried = true;
+      ++out.stats.preemption_attempts;
+      at.preemption = preempt(p, q, spec, preempt_dim, at);
+    }
+    return at;
+  }
+
+  static bool elastic(const GangSpec& spec) {
+    for (const GangGroup& g : spec.groups)
+      if (g.min_replicas < g.replicas) return true;
+    return false;
+  }
+
+  Verdict preempt(std::size_t p, std::size_t q, const GangSpec& spec, Eigen::Index d, Attempt& at) {
+    const GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
+    const CompiledJob& job = pending[p].job;
+    // Which other queues' jobs may be taken (the within-queue rule is find_victims' own).
+    const Amounts need = job_amounts(flavored, dims, d, true);
+    const std::int64_t need_gpu = gpu_total(need);
+    const bool within_nominal = fair && book->within_nominal(q, need);
+    const std::string& cohort = fair ? queues[q].cohort : std::string();
+    std::vector<std::uint8_t> mark = victim_mark;
+    std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
+    const double wq = fair ? queues[q].weight : 1.0;
+    for (std::size_t j = 0; j < running.size(); ++j) {
+      if (mark[j] == kExcludedVictim) continue;
+      const std::size_t v = running_queue[j];
+      if (!fair || v == q) continue;
+      const RunningJob& r = running[j];
+      if (options.reclaim_within_cohort != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
+          queues[v].cohort == cohort &&
+          (options.reclaim_within_cohort == CohortReclaim::kAny || r.priority < job.priority)) {
+        const Amounts borrowed = book->borrowed(v);
+        bool borrowing = false;
+        for (Eigen::Index k = 0; k < dims; ++k)
+          if (borrowed[k] > 0 && (d < 0 || k == d)) borrowing = true;
+        if (borrowing) {
+          mark[j] = kReclaimableVictim;
+          why[j] = EvictionReason::kCohortReclaim;
+          continue;
+        }
+      }
+      if (options.fair_share_reclaim) {
+        std::int64_t held = 0;
+        for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
+        // (used_q + need) / w_q <= (used_v - held) / w_v: after the swap the preemptor's queue is
+        // still no further above its share than the victim's, so the reverse swap is never allowed.
+        const double after_q = static_cast<double>(queue_gpu_used[q] + need_gpu) / wq;
+        const double after_v = static_cast<double>(queue_gpu_used[v] - held) / queues[v].weight;
+        if (held > 0 && after_q <= after_v) {
+          mark[j] = kReclaimableVictim;
+          why[j] = EvictionReason::kFairShare;
+        }
+      }
+    }
+    Preemptor pre{&flavored, job.queue, job.priority, job.submit_time};
+    if (!fair) pre.queue = std::string();
+    // Without queues every job is in the one implicit queue.
+    std::vector<RunningJob> relabeled;
+    std::span<const RunningJob> view = running;
+    PreemptionPlan plan;
+    if (!fair) {
+      // The rules compare queue names: give find_victims one queue ("") for everyone.
+      relabeled.assign(running.begin(), running.end());
+      for (RunningJob& r : relabeled) r.queue.clear();
+      view = relabeled;
+    }
+    plan = find_victims(state, pre, view, now, options.preemption, mark);
+    out.stats.placements_tried += plan.placements_tried;
+    // Not placed: the placement's own verdict stands (find_victims' "infeasible" counts only the
+    // running jobs, not the jobs this cycle has started).
+    if (plan.verdict != Verdict::kPlaced) return plan.verdict;
+    // The preemptor's quota with the victims' usage returned.
+    Amounts placed = Amounts::Zero(dims);
+    for (const TaskPlacement& t : plan.placement) add_assignment(placed, state, space, dim_of_model, t.assignment, 1);
+    std::vector<std::pair<std::size_t, Amounts>> returned;
+    const ClusterState::Checkpoint mark_state = state.checkpoint();
+    for (const Victim& v : plan.victims) {
+      const RunningJob& r = running[v.job];
+      const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.min_tasks);
+      Amounts a = assignment_amounts(std::span<const RunningTask>(r.tasks).subspan(first));
+      returned.emplace_back(running_queue[v.job], a);
+      refund(running_queue[v.job], a);
+    }
+    bool borrows = false;
+    if (fair) {
+      const auto c = book->check(q, placed);
+      if (!c.admitted()) {
+        for (auto& [vq, a] : returned) charge(vq, a);
+        at.outcome = Outcome::with(Verdict::kNotNow, quota_reason(c));
+        return Verdict::kNotNow;
+      }
+      borrows = c.borrows;
+    }
+    // Evict (journaled), then take the simulated placement.
+    for (const Victim& v : plan.victims) {
+      const RunningJob& r = running[v.job];
+      Eviction e;
+      e.running = v.job;
+      e.job = r.name;
+      e.for_job = job.name;
+      e.reason = running_queue[v.job] == q ? EvictionReason::kPriority : why[v.job];
+      e.whole = v.whole;
+      const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.min_tasks);
+      for (std::uint32_t t = first; t < r.tasks.size(); ++t) {
+        e.tasks.push_back(t);
+        e.released.push_back(r.tasks[t].assignment);
+        (void)state.release_journaled(r.tasks[t].assignment);
+        queue_gpu_used[running_queue[v.job]] -=
+            static_cast<std::int64_t>(r.tasks[t].assignment.gpus.size()) * r.tasks[t].assignment.gpu_milli;
+      }
+      e.lost_milli_gpu_seconds = v.lost_milli_gpu_seconds;
+      e.restart_milli_gpu_seconds = v.restart_milli_gpu_seconds;
+      victim_mark[v.job] = kExcludedVictim;
+      out.evictions.push_back(std::move(e));
+    }
+    for (const TaskPlacement& t : plan.placement)
+      if (!state.reserve(flavored.groups[t.group].request, t.assignment).ok()) {
+        // Cannot happen (the placement was simulated on this very state); never leave half of it.
+        state.rollback(mark_state);
+        out.evictions.resize(out.evictions.size() - plan.victims.size());
+        for (const Victim& v : plan.victims) victim_mark[v.job] = mark[v.job] == kExcludedVictim ? kExcludedVictim : kRulesOnly;
+        for (auto& [vq, a] : returned) charge(vq, a);
+        return Verdict::kNotNow;
+      }
+    failed.clear();  // capacity was freed: earlier failures prove nothing any more
+    Start s = make_start(p, flavored, plan.placement, {}, d, borrows);
+    s.preempted = true;
+    charge(q, assignment_amounts(s.tasks));
+    queue_gpu_used[q] += gpu_total(assignment_amounts(s.tasks));
+    if (options.preemptor_starts_next_cycle) {
+      Nomination n{s.job, s.tasks, s.placed_per_group, {}};
+      for (const Victim& v : plan.victims) n.victims.push_back(running[v.job].name);
+      out.nominations.push_back(std::move(n));
+    } else {
+      out.starts.push_back(std::move(s));
+    }
+    at.started = true;
+    return Verdict::kPlaced;
+  }
+
+  void wait(std::size_t p, Outcome o, const Attempt* at = nullptr, std::size_t behind = SIZE_MAX) {
+    Waiting w;
+    w.pending = p;
+    w.job = pending[p].job.name;
+    w.outcome = std::move(o);
+    if (at) {
+      w.preemption_tried = at->preemption_tried;
+      w.preemption = at->preemption;
+    }
+    w.behind = behind;
+    out.waiting.push_back(std::move(w));
+  }
+
+  // ---- stage 0 ----------------------------------------------------------------------------------
+  void honour(std::span<const Nomination> held, std::vector<char>& done,
+              const std::unordered_map<std::string_view, std::size_t>& by_name) {
+    for (const Nomination& n : held) {
+      auto it = by_name.find(n.job);
+      if (it == by_name.end() || done[it->second]) continue;
+      const std::size_t p = it->second;
+      const ClusterState::Checkpoint mark = state.checkpoint();
+      bool ok = true;
+      for (const RunningTask& t : n.tasks)
+        if (!state.reserve(t.request, t.assignment).ok()) {
+          ok = false;
+          break;
+        }
+      if (!ok) {
+        state.rollback(mark);  // the capacity is gone (a failure): the job competes as usual
+        continue;
+      }
+      Start s;
+      s.pending = p;
+      s.job = n.job;
+      s.tasks = n.tasks;
+      s.placed_per_group = n.placed_per_group;
+      s.nominated = true;
+      s.preempted = true;
+      const Amounts a = assignment_amounts(s.tasks);
+      for (Eigen::Index d = 2; d < dims; ++d)
+        if (a[d] > 0) s.gpu_dim = static_cast<int>(d);
+      if (fair) {
+        const auto q = std::find_if(queues.begin(), queues.end(),
+                                    [&](const fairness::QueueConfig& c) { return c.name == pending[p].job.queue; });
+        if (q != queues.end()) {
+          charge(static_cast<std::size_t>(q - queues.begin()), a);
+          queue_gpu_used[static_cast<std::size_t>(q - queues.begin())] += gpu_total(a);
+        }
+      }
+      out.starts.push_back(std::move(s));
+      done[p] = 1;
+    }
+  }
+
+  // ---- stage 4 ----------------------------------------------------------------------------------
+  void grow() {
+    std::vector<std::size_t> order;
+    for (std::size_t j = 0; j < running.size(); ++j) {
+      const RunningJob& r = running[j];
+      if (victim_mark[j] == kExcludedVictim || r.tasks.empty() || r.max_tasks <= static_cast<std::int32_t>(r.tasks.size()))
+        continue;
+      order.push_back(j);
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (running[a].priority != running[b].priority) return running[a].priority > running[b].priority;
+      if (running[a].queued_since() != running[b].queued_since()) return running[a].queued_since() < running[b].queued_since();
+      return a < b;
+    });
+    for (std::size_t j : order) {
+      const RunningJob& r = running[j];
+      const RunningTask& last = r.tasks.back();
+      std::int32_t want = r.max_tasks - static_cast<std::int32_t>(r.tasks.size());
+      // The GPUs it grows on are of the model it runs on (one flavor per job).
+      TaskRequest request = last.request;
+      Eigen::Index d = gpu_dim_of(state, space, dim_of_model, last.assignment);
+      if (d >= 0) request.models &= model_bit(model_of_dim[static_cast<std::size_t>(d)]);
+      if (fair) {
+        Amounts one = Amounts::Zero(dims);
+        one[fairness::ResourceSpace::kCpu] = request.shape.cpu;
+        one[fairness::ResourceSpace::kMemory] = request.shape.memory;
+        if (d >= 0) one[d] = request.shape.total_gpu_milli();
+        while (want > 0 && !book->check(running_queue[j], (one * want).eval()).admitted()) --want;
+      }
+      if (want <= 0) continue;
+      GangSpec spec;
+      spec.name = r.name;
+      spec.groups.push_back({"grow", want, 1, request});
+      GangResult g = place(spec);
+      if (!g.placed()) continue;
+      Grow gr{j, r.name, {}};
+      for (const TaskPlacement& t : g.tasks) gr.tasks.push_back({request, t.assignment});
+      const Amounts a = assignment_amounts(gr.tasks);
+      charge(running_queue[j], a);
+      queue_gpu_used[running_queue[j]] += gpu_total(a);
+      out.grows.push_back(std::move(gr));
+    }
+  }
+
+  // ---- the cycle --------------------------------------------------------------------------------
+  void run(std::span<const Nomination> held) {
+    const std::size_t np = pending.size();
+    std::vector<char> done(np, 0);
+    std::unordered_map<std::string_view, std::size_t> by_name;
+    for (std::size_t p = 0; p < np; ++p) by_name.emplace(pending[p].job.name, p);
+    honour(held, done, by_name);
+
+    // Queue membership; jobs that cannot be queued wait with their reason now.
+    const std::size_t nq = queue_count();
+    std::unordered_map<std::string_view, std::size_t> qindex;
+    if (fair)
+      for (std::size_t q = 0; q < queues.size(); ++q) qindex.emplace(queues[q].name, q);
+    std::vector<std::vector<std::size_t>> members(nq);
+    std::vector<Result<GangSpec>> specs;
+    specs.reserve(np);
+    for (std::size_t p = 0; p < np; ++p) {
+      specs.push_back(make_gang_spec(pending[p].job));
+      if (done[p]) continue;
+      const PendingJob& job = pending[p];
+      if (!specs[p]) {
+        wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kOther}));
+        continue;
+      }
+      std::size_t q = 0;
+      if (fair) {
+        auto it = qindex.find(job.job.queue);
+        if (it == qindex.end()) {
+          wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kNoSuchQueue}));
+          continue;
+        }
+        if (!leaf[it->second]) {
+          wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kNotLeafQueue}));
+          continue;
+        }
+        q = it->second;
+      }
+      if (job.not_before > now) {
+        wait(p, Outcome::with(Verdict::kNotNow, {ReasonKind::kBackoff, Unit::kNone, job.not_before, now}));
+        continue;
+      }
+      members[q].push_back(p);
+    }
+    for (auto& m : members)
+      std::sort(m.begin(), m.end(), [&](std::size_t a, std::size_t b) {
+        const CompiledJob& x = pending[a].job;
+        const CompiledJob& y = pending[b].job;
+        if (x.priority != y.priority) return x.priority > y.priority;
+        if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
+        return a < b;
+      });
+    std::vector<std::size_t> head(nq, 0);
+
+    auto tier_of = [&](std::size_t q) -> std::uint8_t {
+      const std::size_t p = members[q][head[q]];
+      for (Eigen::Index d : flavors(q, *specs[p]))
+        if (book->within_nominal(q, job_amounts(*specs[p], dims, d, true))) return 0;
+      return 1;
+    };
+    auto refresh = [&](std::size_t q) {
+      if (!fair) return;
+      fairness::HdrfScheduler::LeafChange change;
+      if (head[q] >= members[q].size()) change.blocked = true;
+      else change.tier = tier_of(q);
+      hdrf->apply(node_of_queue[q], change);
+    };
+    for (std::size_t q = 0; q < nq; ++q)
+      if (leaf[q]) refresh(q);
+
+    auto serve = [&](std::size_t q) {
+      const std::size_t p = members[q][head[q]++];
+      Attempt at = admit(p, q, *specs[p]);
+      if (!at.started) {
+        wait(p, at.outcome, &at);
+        blocked.push_back(p);
+        if (fair && queues[q].strict_fifo) {
+          for (; head[q] < members[q].size(); ++head[q]) {
+            const std::size_t b = members[q][head[q]];
+            wait(b, Outcome::with(Verdict::kNotNow, {ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
+                                                     static_cast<std::int32_t>(p)}), nullptr, p);
+            blocked.push_back(b);
+          }
+        }
+      }
+      refresh(q);
+    };
+    if (fair) {
+      while (auto node = hdrf->pick()) {
+        const std::size_t q = queue_of_node[*node];
+        if (q == SIZE_MAX || head[q] >= members[q].size()) {
+          hdrf->block(*node);
+          continue;
+        }
+        serve(q);
+      }
+    } else {
+      while (head[0] < members[0].size()) serve(0);
+    }
+
+    // Stage 3: blocked jobs go to backfill (scheduler/backfill.hpp) — reservations and the starts
+    // that do not delay them. Until that module is wired in, blocked jobs keep their reasons.
+
+    if (options.grow_elastic) grow();
+
+    // Nominated placements were reserved to hold them through this cycle; between cycles they are
+    // free again and the next cycle's stage 0 takes them first.
+    if (!options.dry_run)
+      for (const Nomination& n : out.nominations)
+        for (const RunningTask& t : n.tasks) (void)state.release(t.assignment);
+  }
+};
+
+}  // namespace detail
+
+inline Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
+                                        std::span<const PendingJob> pending,
+                                        std::span<const fairness::QueueConfig> queues, Seconds now,
+                                        const CycleOptions& options, std::span<const Nomination> held) {
+  const ClusterState::Checkpoint base = state.checkpoint();
+  detail::CycleRun run(state, running, pending, queues, now, options);
+  if (Status s = run.setup(); !s) return s.error();
+  run.out.now = now;
+  run.run(held);
+  if (options.dry_run) state.rollback(base);
+  else if (base == 0) state.commit();
+  return std::move(run.out);
+}
+
+inline Status apply(ClusterState& state, const CycleDecisions& decisions) {
+  const ClusterState::Checkpoint base = state.checkpoint();
+  auto fail = [&](const Status& s, const std::string& what) -> Status {
+    state.rollback(base);
+    return Error{what + ": " + s.error().message, ErrorCode::kState, what};
+  };
+  for (const Eviction& e : decisions.evictions)
+    for (const TaskAssignment& a : e.released)
+      if (Status s = state.release_journaled(a); !s) return fail(s, "evictions[" + e.job + "]");
+  for (const Start& st : decisions.starts)
+    for (const RunningTask& t : st.tasks)
+      if (Status s = state.reserve(t.request, t.assignment); !s) return fail(s, "starts[" + st.job + "]");
+  for (const Grow& g : decisions.grows)
+    for (const RunningTask& t : g.tasks)
+      if (Status s = state.reserve(t.request, t.assignment); !s) return fail(s, "grows[" + g.job + "]");
+  if (base == 0) state.commit();
+  return {};
+}
+
+inline RunningJob running_from_start(const PendingJob& p, const Start& start, Seconds now) {
+  RunningJob r;
+  r.name = p.job.name;
+  r.queue = p.job.queue;
+  r.priority = p.job.priority;
+  r.start_time = now;
+  r.restart_cost = p.restart_cost;
+  r.preemptible = p.preemptible;
+  r.submit_time = p.job.submit_time;
+  r.checkpoint_interval = p.checkpoint_interval;
+  r.runtime_estimate = p.runtime_estimate;
+  r.restarts = p.restarts;
+  // Tasks a group needs (replica < min_replicas) first, the elastic extras last: the extras are
+  // what a shrink sheds and what a grow adds (of the last extra's request).
+  bool elastic = false;
+  std::int32_t max_tasks = 0;
+  for (const CompiledGroup& g : p.job.groups) {
+    elastic = elastic || g.min_replicas < g.replicas;
+    max_tasks += g.replicas;
+  }
+  std::vector<RunningTask> core, extra;
+  std::vector<std::int32_t> seen(p.job.groups.size(), 0);
+  for (std::size_t i = 0; i < start.tasks.size(); ++i) {
+    // Tasks arrive group by group in placement order; count per group by their request's place.
+    std::size_t g = 0;
+    std::int32_t budget = 0;
+    for (std::size_t k = 0; k < start.placed_per_group.size(); ++k) {
+      budget += start.placed_per_group[k];
+      if (static_cast<std::int32_t>(i) < budget) {
+        g = k;
+        break;
+      }
+    }
+    const std::int32_t min = g < p.job.groups.size() ? p.job.groups[g].min_replicas : 0;
+    if (!elastic || seen[g]++ < min) core.push_back(start.tasks[i]);
+    else extra.push_back(start.tasks[i]);
+  }
+  r.tasks = std::move(core);
+  if (elastic) r.min_tasks = static_cast<std::int32_t>(r.tasks.size());
+  r.tasks.insert(r.tasks.end(), extra.begin(), extra.end());
+  if (elastic) r.max_tasks = max_tasks;
+  return r;
+}
+
+inline void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& pending, const CycleDecisions& decisions,
+                    std::span<const PendingJob> requeue_of) {
+  std::vector<char> drop_running(running.size(), 0), drop_pending(pending.size(), 0);
+  std::vector<PendingJob> requeued;
+  for (const Eviction& e : decisions.evictions) {
+    if (e.running >= running.size()) continue;
+    if (e.whole) {
+      drop_running[e.running] = 1;
+      for (const PendingJob& p : requeue_of)
+        if (p.job.name == e.job) {
+          requeued.push_back(p);
+          break;
+        }
+    } else {
+      std::vector<std::uint32_t> idx = e.tasks;
+      std::sort(idx.rbegin(), idx.rend());
+      for (std::uint32_t t : idx)
+        if (t < running[e.running].tasks.size()) running[e.running].tasks.erase(running[e.running].tasks.begin() + t);
+    }
+  }
+  for (const Grow& g : decisions.grows)
+    if (g.running < running.size())
+      running[g.running].tasks.insert(running[g.running].tasks.end(), g.tasks.begin(), g.tasks.end());
+  std::vector<RunningJob> started;
+  for (const Start& s : decisions.starts)
+    if (s.pending < pending.size()) {
+      started.push_back(running_from_start(pending[s.pending], s, decisions.now));
+      drop_pending[s.pending] = 1;
+    }
+  std::vector<RunningJob> kept_running;
+  for (std::size_t j = 0; j < running.size(); ++j)
+    if (!drop_running[j]) kept_running.push_back(std::move(running[j]));
+  for (RunningJob& r : started) kept_running.push_back(std::move(r));
+  running = std::move(kept_running);
+  std::vector<PendingJob> kept_pending;
+  for (std::size_t p = 0; p < pending.size(); ++p)
+    if (!drop_pending[p]) kept_pending.push_back(std::move(pending[p]));
+  for (PendingJob& p : requeued) kept_pending.push_back(std::move(p));
+  pending = std::move(kept_pending);
+}
+
+// --- failures ------------------------------------------------------------------------------------
+
+inline Result<FailureResponse> on_failure(ClusterState& state, std::span<const RunningJob> running, NodeId node, int gpu,
+                                          Seconds now, FailureHistory& history, const FailureOptions& options) {
+  if (node >= state.node_count() || state.removed(node))
+    return Error{"node: unknown node id " + std::to_string(node), ErrorCode::kUnknownName, "node"};
+  if (gpu >= static_cast<int>(state.gpu_count(node)))
+    return Error{"gpu: node " + std::string(state.node_name(node)) + " has " + std::to_string(state.gpu_count(node)) +
+                     " GPUs, got index " + std::to_string(gpu),
+                 ErrorCode::kInvalidValue, "gpu"};
+  if (gpu < 0) {
+    if (state.healthy(node)) {
+      auto r = state.fail_node(node);
+      if (!r) return r.error();
+    }
+  } else if (Status s = state.set_gpu_health(node, static_cast<std::size_t>(gpu), false); !s) {
+    return s.error();
+  }
+  FailureResponse out;
+  auto hit = [&](const TaskAssignment& a) {
+    if (a.node != node) return false;
+    if (gpu < 0) return true;
+    return std::find(a.gpus.begin(), a.gpus.end(), static_cast<GpuIndex>(gpu)) != a.gpus.end();
+  };
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    const RunningJob& r = running[j];
+    std::vector<std::uint32_t> affected;
+    for (std::uint32_t t = 0; t < r.tasks.size(); ++t)
+      if (hit(r.tasks[t].assignment)) affected.push_back(t);
+    if (affected.empty()) continue;
+    Eviction e;
+    e.running = j;
+    e.job = r.name;
+    e.reason = EvictionReason::kFailure;
+    const bool shrink = r.min_tasks >= 0 && r.tasks.size() - affected.size() >= static_cast<std::size_t>(r.min_tasks) &&
+                        r.tasks.size() > affected.size();
+    if (shrink) {
+      e.whole = false;
+      e.tasks = affected;
+    } else {
+      e.tasks.resize(r.tasks.size());
+      std::iota(e.tasks.begin(), e.tasks.end(), 0U);
+    }
+    for (std::uint32_t t : e.tasks) {
+      e.released.push_back(r.tasks[t].assignment);
+      (void)state.release(r.tasks[t].assignment);
+      e.lost_milli_gpu_seconds = detail::saturating_add(e.lost_milli_gpu_seconds, lost_work(r, t, 1, now));
+      if (!shrink) e.restart_milli_gpu_seconds = detail::saturating_add(e.restart_milli_gpu_seconds, restart_work(r, t, 1));
+    }
+    if (shrink) {
+      out.shrinks.push_back(std::move(e));
+      continue;
+    }
+    Restart rs;
+    rs.running = j;
+    rs.job = r.name;
+    rs.lost_milli_gpu_seconds = e.lost_milli_gpu_seconds;
+    rs.restart_milli_gpu_seconds = e.restart_milli_gpu_seconds;
+    rs.restarts = r.restarts + 1;
+    // base * 2^(restarts - 1), capped; the shift is bounded so it cannot overflow.
+    const int shift = std::min(rs.restarts - 1, 30);
+    const Seconds backoff = std::min(options.backoff_max, detail::saturating_mul(options.backoff_base, Seconds{1} << shift));
+    rs.not_before = now + backoff;
+    out.restarts.push_back(rs);
+    out.stopped.push_back(std::move(e));
+  }
+  if (options.cordon_after > 0) {
+    const std::string name(state.node_name(node));
+    auto it = std::find_if(history.nodes.begin(), history.nodes.end(), [&](const auto& e) { return e.first == name; });
+    if (it == history.nodes.end()) {
+      history.nodes.push_back({name, {}});
+      it = history.nodes.end() - 1;
+    }
+    std::erase_if(it->second, [&](Seconds t) { return t <= now - options.window; });
+    it->second.push_back(now);
+    if (static_cast<std::int32_t>(it->second.size()) >= options.cordon_after && state.schedulable(node)) {
+      if (Status s = state.cordon(node); s) out.cordoned.push_back(node);
+    }
+  }
+  return out;
+}
+
+inline void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJob>& pending,
+                          const FailureResponse& response, std::span<const PendingJob> requeue_of) {
+  std::vector<char> drop(running.size(), 0);
+  for (const Eviction& e : response.shrinks) {
+    if (e.running >= running.size()) continue;
+    std::vector<std::uint32_t> idx = e.tasks;
+    std::sort(idx.rbegin(), idx.rend());
+    for (std::uint32_t t : idx)
+      if (t < running[e.running].tasks.size()) running[e.running].tasks.erase(running[e.running].tasks.begin() + t);
+  }
+  for (const Restart& r : response.restarts) {
+    if (r.running >= running.size()) continue;
+    drop[r.running] = 1;
+    for (const PendingJob& p : requeue_of)
+      if (p.job.name == r.job) {
+        PendingJob q = p;
+        q.not_before = r.not_before;
+        q.restarts = r.restarts;
+        pending.push_back(std::move(q));
+        break;
+      }
+  }
+  std::vector<RunningJob> kept;
+  for (std::size_t j = 0; j < running.size(); ++j)
+    if (!drop[j]) kept.push_back(std::move(running[j]));
+  running = std::move(kept);
+}
+
+}  // namespace gpusched::scheduler

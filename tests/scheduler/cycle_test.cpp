@@ -1,0 +1,341 @@
+// The scheduling cycle, one hand-worked case per rule (the numbers are in the comments): admission
+// that places, StrictFIFO vs BestEffortFIFO, quota flavors, priority preemption with lost work,
+// Kueue's reclaim within a cohort, fair-share reclaim, nominations held for the next cycle, elastic
+// shrink before eviction and grow into idle capacity, backoff, dry run and apply, failures.
+#include "cycle_util.hpp"
+
+using namespace cycle_test;
+
+namespace {
+
+ClusterState cluster(std::size_t nodes, std::size_t gpus = 8) {
+  return ClusterState::build(make_cluster(nodes, gpus), GpuModelRegistry::builtin()).value();
+}
+
+std::vector<std::string> names(const std::vector<Start>& starts) {
+  std::vector<std::string> out;
+  for (const Start& s : starts) out.push_back(s.job);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("admission places: a job starts only where its gang places; BestEffortFIFO moves on") {
+  // 2 nodes x 8 GPUs, nothing running, no queues (one implicit queue, priority then submit order).
+  // a: 2 tasks x 4 GPUs -> placed (8 of 16 GPUs); b: 2 x 8 GPUs needs two idle nodes, only one is
+  // idle -> waits (not now, too few tasks fit); c: 1 x 4 GPUs -> placed behind b (BestEffortFIFO).
+  auto state = cluster(2);
+  std::vector<PendingJob> pending{job(state, "a", "", 2, 4, 0, 1), job(state, "b", "", 2, 8, 0, 2),
+                                  job(state, "c", "", 1, 4, 0, 3)};
+  auto d = run_cycle(state, {}, pending, {}, 100).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"a", "c"});
+  REQUIRE(d.waiting.size() == 1);
+  CHECK(d.waiting[0].job == "b");
+  CHECK(d.waiting[0].outcome.verdict == Verdict::kNotNow);
+  CHECK(state.total_gpu_milli_free() == 4 * kMilliPerGpu);  // 16 - 8 - 4
+  // Every start is a whole gang: 2 tasks of a on distinct or same nodes, each 4 GPUs.
+  CHECK(d.find_start("a")->tasks.size() == 2);
+}
+
+TEST_CASE("StrictFIFO: the head that does not place blocks its queue") {
+  // Same jobs in a StrictFIFO queue: b (16 GPUs) does not place, so c waits behind it even though
+  // 8 GPUs are idle: kBehindStrictHead naming b (pending index 1).
+  auto state = cluster(2);
+  std::vector<fairness::QueueConfig> queues{queue(state, "q", 16, "", true)};
+  std::vector<PendingJob> pending{job(state, "a", "q", 2, 4, 0, 1), job(state, "b", "q", 2, 8, 0, 2),
+                                  job(state, "c", "q", 1, 4, 0, 3)};
+  auto d = run_cycle(state, {}, pending, queues, 100).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"a"});
+  const Waiting* c = d.find_waiting("c");
+  REQUIRE(c);
+  CHECK(c->outcome.reasons.at(0).kind == ReasonKind::kBehindStrictHead);
+  CHECK(c->behind == 1);
+}
+
+TEST_CASE("quota: a job over its queue's nominal quota waits even on an idle cluster; the next fits") {
+  // Queue q, no cohort, nominal 8 GPUs: x (12 GPUs) is over nominal (need 12000, have 8000
+  // milli-GPU); y (8 GPUs) fits exactly.
+  auto state = cluster(2);
+  std::vector<fairness::QueueConfig> queues{queue(state, "q", 8)};
+  std::vector<PendingJob> pending{job(state, "x", "q", 3, 4, 5, 1), job(state, "y", "q", 2, 4, 0, 2)};
+  CycleOptions o;
+  o.preempt = false;
+  auto d = run_cycle(state, {}, pending, queues, 10, o).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"y"});
+  const Waiting* x = d.find_waiting("x");
+  REQUIRE(x);
+  REQUIRE(!x->outcome.reasons.empty());
+  CHECK(x->outcome.reasons[0].kind == ReasonKind::kOverNominalQuota);
+  CHECK(x->outcome.reasons[0].needed == 12000);
+  CHECK(x->outcome.reasons[0].available == 8000);
+}
+
+TEST_CASE("priority preemption: the lower-priority gang is evicted whole, its lost work reported") {
+  // 1 node x 8 GPUs. low (priority 0) runs 2 tasks x 4 GPUs since t=0, last checkpoint t=40. high
+  // (priority 10) needs 8 GPUs at t=100. low loses 8 GPUs x (100 - 40) s = 480 GPU-s = 480,000
+  // milli-GPU-s, plus its restart cost 5 s x 8 GPUs = 40,000.
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "low", "", 0, 0, 2, 4, 0, 0)};
+  running[0].last_checkpoint = 40;
+  running[0].restart_cost = 5;
+  std::vector<PendingJob> pending{job(state, "high", "", 1, 8, 10, 50)};
+  auto d = run_cycle(state, running, pending, {}, 100).value();
+  REQUIRE(d.evictions.size() == 1);
+  const Eviction& e = d.evictions[0];
+  CHECK(e.job == "low");
+  CHECK(e.for_job == "high");
+  CHECK(e.whole);
+  CHECK(e.reason == EvictionReason::kPriority);
+  CHECK(e.lost_milli_gpu_seconds == 480'000);
+  CHECK(e.restart_milli_gpu_seconds == 40'000);
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].preempted);
+  CHECK(state.total_gpu_milli_free() == 0);
+  advance(running, pending, d);
+  REQUIRE(running.size() == 1);
+  CHECK(running[0].name == "high");
+  check_no_overcommit(state, running);
+}
+
+TEST_CASE("checkpoints: the victim whose last checkpoint is latest is the cheapest") {
+  // 2 nodes x 8 GPUs, a and b each hold one node at priority 0 since t=0; a checkpoints every 30 s
+  // (latest at t=90: loses 8 x 10 s = 80,000), b every 1000 s (none yet: loses 8 x 100 s = 800,000).
+  // high (8 GPUs) evicts a.
+  auto state = cluster(2);
+  std::vector<RunningJob> running{run(state, "a", "", 0, 0, 1, 8), run(state, "b", "", 1, 0, 1, 8)};
+  running[0].checkpoint_interval = 30;
+  running[1].checkpoint_interval = 1000;
+  std::vector<PendingJob> pending{job(state, "high", "", 1, 8, 10, 50)};
+  auto d = run_cycle(state, running, pending, {}, 100).value();
+  REQUIRE(d.evictions.size() == 1);
+  CHECK(d.evictions[0].job == "a");
+  CHECK(d.evictions[0].lost_milli_gpu_seconds == 80'000);
+}
+
+TEST_CASE("equal priority: lower-or-newer evicts only newer jobs, never back") {
+  // 1 node x 8 GPUs. newer (submitted t=20) runs; older (submitted t=10, same priority) waits. With
+  // kLowerOrNewerEqualPriority older evicts newer; then newer (pending again) cannot evict older
+  // (older is not newer than it). With kLowerPriority nothing happens.
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "newer", "", 0, 0, 1, 8, 0, 20)};
+  running[0].submit_time = 20;
+  std::vector<PendingJob> all{job(state, "older", "", 1, 8, 0, 10), job(state, "newer", "", 1, 8, 0, 20)};
+  std::vector<PendingJob> pending{all[0]};
+  CycleOptions o;
+  o.preemption.within_queue = WithinQueue::kLowerPriority;
+  CHECK(run_cycle(state, running, pending, {}, 100, o).value().evictions.empty());
+  o.preemption.within_queue = WithinQueue::kLowerOrNewerEqualPriority;
+  auto d = run_cycle(state, running, pending, {}, 100, o).value();
+  REQUIRE(d.evictions.size() == 1);
+  advance(running, pending, d, all);
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].job.name == "newer");
+  auto back = run_cycle(state, running, pending, {}, 200, o).value();
+  CHECK(back.evictions.empty());
+  CHECK(back.starts.empty());
+}
+
+TEST_CASE("Kueue reclaimWithinCohort: a queue within its nominal quota reclaims what a borrower holds") {
+  // 2 nodes x 8 GPUs; queues a and b in cohort c, nominal 8 GPUs each. b runs two 8-GPU jobs (b1
+  // since t=0, b2 since t=60): 16 GPUs, borrowing 8 of a's. a's job (8 GPUs) is within a's nominal
+  // quota but the pool is lent out: kReclaimable -> evict one of b's jobs. Lost work: b1 8 x 100 s =
+  // 800,000, b2 8 x 40 s = 320,000: b2 is evicted (cheapest), reason cohort reclaim.
+  auto state = cluster(2);
+  std::vector<fairness::QueueConfig> queues{queue(state, "a", 8, "c"), queue(state, "b", 8, "c")};
+  std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 5, 0), run(state, "b2", "b", 1, 0, 1, 8, 5, 60)};
+  std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 90)};
+  CycleOptions o;
+  o.fair_share_reclaim = false;
+  auto d = run_cycle(state, running, pending, queues, 100, o).value();
+  REQUIRE(d.evictions.size() == 1);
+  CHECK(d.evictions[0].job == "b2");
+  CHECK(d.evictions[0].reason == EvictionReason::kCohortReclaim);
+  CHECK(d.evictions[0].lost_milli_gpu_seconds == 320'000);
+  CHECK(names(d.starts) == std::vector<std::string>{"a1"});
+
+  SUBCASE("never: no reclaim, a1 waits with the reclaimable reason") {
+    auto s2 = cluster(2);
+    std::vector<RunningJob> r2{run(s2, "b1", "b", 0, 0, 1, 8, 5, 0), run(s2, "b2", "b", 1, 0, 1, 8, 5, 60)};
+    o.reclaim_within_cohort = CohortReclaim::kNever;
+    auto d2 = run_cycle(s2, r2, pending, queues, 100, o).value();
+    CHECK(d2.evictions.empty());
+    const Waiting* w = d2.find_waiting("a1");
+    REQUIRE(w);
+    CHECK(w->outcome.reasons.at(0).kind == ReasonKind::kReclaimable);
+  }
+  SUBCASE("b within its own nominal quota is not reclaimed from") {
+    // b runs only b1 (8 GPUs = its nominal): a's 16-GPU job would have to borrow; nothing is
+    // reclaimable, a2 waits.
+    auto s3 = cluster(2);
+    std::vector<RunningJob> r3{run(s3, "b1", "b", 0, 0, 1, 8, 5, 0)};
+    std::vector<PendingJob> p3{job(s3, "a2", "a", 2, 8, 0, 90)};
+    auto d3 = run_cycle(s3, r3, p3, queues, 100, o).value();
+    CHECK(d3.evictions.empty());
+    CHECK(d3.starts.empty());
+  }
+}
+
+TEST_CASE("fair-share reclaim: an idle queue takes back from the queue above its share, not further") {
+  // 2 nodes x 8 GPUs, queues a and b of weight 1, no quotas. b holds all 16 GPUs (two 8-GPU jobs).
+  // a's 8-GPU job: after the swap a holds 8, b 8: 8 <= 8, allowed. A second a-job (8 GPUs) would
+  // leave a at 16 vs b at 0: refused, it waits.
+  auto state = cluster(2);
+  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit)};
+  for (auto& q : queues) q.nominal = fairness::Amounts();
+  std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
+  std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
+  auto d = run_cycle(state, running, pending, queues, 100).value();
+  REQUIRE(d.evictions.size() == 1);
+  CHECK(d.evictions[0].reason == EvictionReason::kFairShare);
+  CHECK(names(d.starts) == std::vector<std::string>{"a1"});
+  CHECK(d.find_waiting("a2") != nullptr);
+}
+
+TEST_CASE("nomination: freed capacity is held for the preemptor and honoured first next cycle") {
+  // 1 node x 8 GPUs; low runs 8 GPUs; high (priority 10) preempts it, but evictions take a cycle:
+  // high is nominated, not started. Next cycle, low is pending again (requeued) and listed first,
+  // and a third job filler also waits: stage 0 starts high on the held GPUs before anyone else.
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "low", "", 0, 0, 1, 8, 0, 0)};
+  std::vector<PendingJob> all{job(state, "high", "", 1, 8, 10, 50), job(state, "low", "", 1, 8, 0, 0)};
+  std::vector<PendingJob> pending{all[0]};
+  CycleOptions o;
+  o.preemptor_starts_next_cycle = true;
+  auto d1 = run_cycle(state, running, pending, {}, 100, o).value();
+  REQUIRE(d1.evictions.size() == 1);
+  CHECK(d1.starts.empty());
+  REQUIRE(d1.nominations.size() == 1);
+  CHECK(d1.nominations[0].job == "high");
+  CHECK(d1.nominations[0].victims == std::vector<std::string>{"low"});
+  CHECK(state.total_gpu_milli_free() == 8 * kMilliPerGpu);  // low gone, high not yet there
+  advance(running, pending, d1, all);
+  // low is requeued; put it first in the list: it still must not take the held GPUs.
+  std::rotate(pending.begin(), pending.end() - 1, pending.end());
+  REQUIRE(pending[0].job.name == "low");
+  auto d2 = run_cycle(state, running, pending, {}, 110, o, d1.nominations).value();
+  REQUIRE(d2.starts.size() == 1);
+  CHECK(d2.starts[0].job == "high");
+  CHECK(d2.starts[0].nominated);
+  CHECK(d2.evictions.empty());  // low does not preempt high back (lower priority)
+  CHECK(d2.find_waiting("low") != nullptr);
+}
+
+TEST_CASE("elastic: a gang above its minimum shrinks before anyone is evicted") {
+  // 1 node x 8 GPUs: e runs 4 tasks x 2 GPUs, minimum 2 tasks (priority 0); r (rigid, priority 0)
+  // would not do. high needs 4 GPUs: shedding e's 2 extra tasks frees exactly 4 GPUs; e keeps 2.
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "e", "", 0, 0, 4, 2, 0, 0)};
+  running[0].min_tasks = 2;
+  running[0].max_tasks = 4;
+  std::vector<PendingJob> pending{job(state, "high", "", 1, 4, 10, 50)};
+  CycleOptions o;
+  o.grow_elastic = false;
+  auto d = run_cycle(state, running, pending, {}, 100, o).value();
+  REQUIRE(d.evictions.size() == 1);
+  CHECK_FALSE(d.evictions[0].whole);
+  CHECK(d.evictions[0].tasks == std::vector<std::uint32_t>{2, 3});
+  CHECK(names(d.starts) == std::vector<std::string>{"high"});
+  advance(running, pending, d);
+  REQUIRE(running.size() == 2);
+  CHECK(running[0].tasks.size() == 2);  // e at its minimum, never below
+  check_no_overcommit(state, running);
+}
+
+TEST_CASE("elastic: a running gang grows into idle capacity after every pending job had its chance") {
+  // 1 node x 8 GPUs: e runs 2 tasks x 2 GPUs (max 4); p (2 GPUs) waits. p starts first (4 + 2 = 6
+  // GPUs used), then e grows by the one task that still fits (8 GPUs), not two.
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "e", "", 0, 0, 2, 2, 0, 0)};
+  running[0].min_tasks = 1;
+  running[0].max_tasks = 4;
+  std::vector<PendingJob> pending{job(state, "p", "", 1, 2, 0, 5)};
+  auto d = run_cycle(state, running, pending, {}, 100).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"p"});
+  REQUIRE(d.grows.size() == 1);
+  CHECK(d.grows[0].tasks.size() == 1);
+  CHECK(state.total_gpu_milli_free() == 0);
+  advance(running, pending, d);
+  CHECK(running[0].tasks.size() == 3);
+  check_no_overcommit(state, running);
+}
+
+TEST_CASE("backoff: a requeued job waits out its backoff") {
+  auto state = cluster(1);
+  std::vector<PendingJob> pending{job(state, "j", "", 1, 1)};
+  pending[0].not_before = 160;
+  auto d = run_cycle(state, {}, pending, {}, 100).value();
+  REQUIRE(d.waiting.size() == 1);
+  CHECK(d.waiting[0].outcome.reasons.at(0).kind == ReasonKind::kBackoff);
+  CHECK(d.waiting[0].outcome.reasons[0].needed == 160);
+  CHECK(run_cycle(state, {}, pending, {}, 160).value().starts.size() == 1);
+}
+
+TEST_CASE("dry run changes nothing; apply makes the same decisions real in one call") {
+  auto state = cluster(2);
+  auto twin = cluster(2);
+  std::vector<RunningJob> running{run(state, "low", "", 0, 0, 1, 8, 0, 0)};
+  std::vector<RunningJob> running_twin{run(twin, "low", "", 0, 0, 1, 8, 0, 0)};
+  auto before = state;
+  std::vector<PendingJob> pending{job(state, "high", "", 2, 8, 10, 5), job(state, "small", "", 1, 2, 0, 6)};
+  CycleOptions dry;
+  dry.dry_run = true;
+  auto d = run_cycle(state, running, pending, {}, 100, dry).value();
+  CHECK(state.same_allocation_as(before));
+  CHECK(d.evictions.size() == 1);
+  auto real = run_cycle(twin, running_twin, pending, {}, 100).value();
+  REQUIRE(apply(state, d).ok());
+  CHECK(state.same_allocation_as(twin));
+  CHECK(names(d.starts) == names(real.starts));
+  // Deterministic: the same inputs give the same decisions.
+  auto again = run_cycle(before, running, pending, {}, 100, dry).value();
+  CHECK(names(again.starts) == names(d.starts));
+}
+
+TEST_CASE("failures: restart whole from the last checkpoint with exponential backoff; elastic shrinks; cordon") {
+  // 2 nodes x 8 GPUs. rigid runs 2 tasks x 4 GPUs on n0 (checkpoint at t=50), elastic runs 4 x 2
+  // GPUs: 2 tasks on n0... placed by hand: elastic tasks 0,1 on n1, 2,3 on n1 too -- minimum 2.
+  auto state = cluster(2);
+  std::vector<RunningJob> running{run(state, "rigid", "", 0, 0, 2, 4, 0, 0), run(state, "el", "", 1, 0, 4, 2, 0, 0)};
+  running[0].last_checkpoint = 50;
+  running[1].min_tasks = 2;
+  FailureHistory history;
+  FailureOptions fo;
+  fo.cordon_after = 2;
+  fo.window = 1000;
+  // n0 fails at t=100: rigid loses 8 GPUs x 50 s = 400,000 milli-GPU-s, restarts = 1, backoff 60 s.
+  auto r = on_failure(state, running, 0, -1, 100, history, fo).value();
+  REQUIRE(r.restarts.size() == 1);
+  CHECK(r.restarts[0].job == "rigid");
+  CHECK(r.restarts[0].lost_milli_gpu_seconds == 400'000);
+  CHECK(r.restarts[0].not_before == 160);
+  CHECK(r.cordoned.empty());
+  std::vector<PendingJob> catalog{job(state, "rigid", "", 2, 4)};
+  std::vector<PendingJob> pending;
+  apply_failure(running, pending, r, catalog);
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].restarts == 1);
+  check_no_overcommit(state, running);
+  // GPU 0 of n1 fails at t=200: el's task 0 is on it; el has 4 tasks, minimum 2 -> sheds task 0.
+  auto g = on_failure(state, running, 1, 0, 200, history, fo).value();
+  REQUIRE(g.shrinks.size() == 1);
+  CHECK(g.shrinks[0].tasks == std::vector<std::uint32_t>{0});
+  CHECK(g.restarts.empty());
+  apply_failure(running, pending, g, catalog);
+  CHECK(running[0].tasks.size() == 3);
+  // n1's second failure within the window cordons it (cordon_after = 2). el: 3 tasks left, all on
+  // n1, minimum 2: it cannot keep its minimum, so it is restarted whole (second restart of a job
+  // that had 0 before -> restarts 1, backoff 60).
+  auto n = on_failure(state, running, 1, -1, 300, history, fo).value();
+  CHECK(n.cordoned == std::vector<NodeId>{1});
+  REQUIRE(n.restarts.size() == 1);
+  CHECK(n.restarts[0].job == "el");
+  CHECK_FALSE(state.schedulable(1));
+  // Exponential: a job on its third restart waits 60 x 2^2 = 240 s.
+  running.clear();
+  auto s2 = cluster(1);
+  std::vector<RunningJob> r2{run(s2, "x", "", 0, 0, 1, 1, 0, 0)};
+  r2[0].restarts = 2;
+  FailureHistory h2;
+  auto x = on_failure(s2, r2, 0, -1, 1000, h2, fo).value();
+  CHECK(x.restarts.at(0).not_before == 1240);
+}
