@@ -374,7 +374,13 @@ void Engine::run_cycle(Seconds now) {
     end_segment(sh.job, now, 2);
     ++s.preemptions;
     ++m_.preemptions;
-    release_tasks(sh.job, s.tasks.size() - sh.tasks_shed);
+    // The shed tasks go to the end of the list, then are released.
+    std::vector<TaskPlacement> keep, drop;
+    for (std::uint32_t t = 0; t < s.tasks.size(); ++t)
+      (std::find(sh.tasks.begin(), sh.tasks.end(), t) != sh.tasks.end() ? drop : keep).push_back(s.tasks[t]);
+    s.tasks = std::move(keep);
+    s.tasks.insert(s.tasks.end(), drop.begin(), drop.end());
+    release_tasks(sh.job, s.tasks.size() - drop.size());
     start_segment(sh.job, now);
   }
   for (detail::Start& st : d.starts) {
@@ -414,7 +420,10 @@ Result<SimResult> Engine::run() {
   node_watts_.assign(state_.node_count(), 0);
   node_price_.assign(state_.node_count(), 0);
   for (NodeId n = 0; n < state_.node_count(); ++n) node_energy_update(n);
-  step_ = detail::make_library_step(config_.policy, cluster_, state_, config_.seed);
+  // The library's cycle, except for backfill, which the cycle does not do yet (scheduler/backfill.hpp).
+  step_ = config_.policy.backfill == BackfillMode::kNone
+              ? detail::make_cycle_step(config_.policy, cluster_, state_)
+              : detail::make_library_step(config_.policy, cluster_, state_, config_.seed);
 
   Seconds first = 0, last = 0;
   for (std::uint32_t j = 0; j < n_jobs; ++j) {

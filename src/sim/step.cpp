@@ -25,6 +25,7 @@
 #include <limits>
 #include <map>
 
+#include "gpusched/packing/cost_aware.hpp"
 #include "gpusched/scheduler/preemption.hpp"
 #include "sim/step.hpp"
 
@@ -80,9 +81,7 @@ class LibraryStep {
  public:
   LibraryStep(const PolicyConfig& p, const SimCluster& cluster) : p_(p) {
     if (p_.energy_aware && !cluster.energy.empty()) {
-      std::vector<double> price;
-      for (const NodeEnergy& e : cluster.energy) price.push_back(e.price_per_hour);
-      placement_ = std::make_unique<PowerAwarePolicy>(std::move(price));
+      placement_ = make_cost_aware_policy(cluster);
     } else {
       placement_ = std::make_unique<BestFitPolicy>();
     }
@@ -93,24 +92,6 @@ class LibraryStep {
   StepDecision operator()(ClusterState& state, const StepView& v);
 
  private:
-  // Prefer nodes already powered (work on them), then cheaper ones, then best fit: consolidation
-  // lets idle nodes power off (energy) and cheaper GPU types are used first when the job allows.
-  class PowerAwarePolicy final : public ScoringPolicy {
-   public:
-    explicit PowerAwarePolicy(std::vector<double> price) : price_(std::move(price)) {}
-    std::string_view name() const override { return "power-aware"; }
-    std::int64_t score(const ClusterState& state, NodeId n, const TaskRequest& r) const override {
-      const bool powered = state.free_gpu_milli(n) < static_cast<MilliGpu>(state.gpu_count(n)) * kMilliPerGpu ||
-                           state.cpu_free(n) < state.cpu_capacity(n);
-      const std::int64_t cents = n < price_.size() ? static_cast<std::int64_t>(price_[n] * 100) : 0;
-      return (powered ? (std::int64_t{1} << 40) : 0) - cents * (std::int64_t{1} << 20) -
-             static_cast<std::int64_t>(state.free_gpu_milli(n) - r.shape.total_gpu_milli());
-    }
-
-   private:
-    std::vector<double> price_;
-  };
-
   std::int32_t order_key(const StepView& v, std::uint32_t j) const;
   std::int64_t need(const StepView& v, std::uint32_t j) const {
     const GangGroup& g = v.state[j].spec.groups[0];
@@ -136,21 +117,7 @@ class LibraryStep {
 };
 
 std::int32_t LibraryStep::order_key(const StepView& v, std::uint32_t j) const {
-  switch (p_.order) {
-    case QueueOrder::kLas: {
-      const std::int64_t a = v.state[j].attained;
-      std::int32_t q = 0;
-      for (std::int64_t t : p_.las_thresholds)
-        if (a >= t) ++q;
-      return -q;
-    }
-    case QueueOrder::kSrtf: {
-      const std::int64_t left = v.remaining_now(j) / std::max<std::int64_t>(1, v.jobs[j].full_rate());
-      return -static_cast<std::int32_t>(std::min<std::int64_t>(left, std::numeric_limits<std::int32_t>::max()));
-    }
-    default:
-      return v.jobs[j].priority;
-  }
+  return detail::order_key(p_, v, j);
 }
 
 bool LibraryStep::try_preempt(ClusterState& state, const StepView& v, std::uint32_t j, StepDecision& d) {
@@ -191,7 +158,9 @@ bool LibraryStep::try_preempt(ClusterState& state, const StepView& v, std::uint3
       d.evict.push_back(victim_ids_[vic.job]);
       gone.push_back(vic.job);
     } else {
-      d.shrink.push_back({victim_ids_[vic.job], vic.tasks_shed});
+      Shrink sh{victim_ids_[vic.job], {}};
+      for (std::size_t t = first; t < first + vic.tasks_shed; ++t) sh.tasks.push_back(static_cast<std::uint32_t>(t));
+      d.shrink.push_back(std::move(sh));
       rj.tasks.resize(first);
       if (static_cast<std::int32_t>(rj.tasks.size()) <= rj.min_tasks) rj.min_tasks = -1;
     }
@@ -388,6 +357,31 @@ StepDecision LibraryStep::operator()(ClusterState& state, const StepView& v) {
 }
 
 }  // namespace
+
+std::unique_ptr<PlacementPolicy> make_cost_aware_policy(const SimCluster& cluster) {
+  std::vector<std::int64_t> cents;
+  for (const NodeEnergy& e : cluster.energy) cents.push_back(static_cast<std::int64_t>(e.price_per_hour * 100 + 0.5));
+  return std::make_unique<CostAwarePolicy>(std::move(cents));
+}
+
+std::int32_t order_key(const PolicyConfig& p, const StepView& v, std::uint32_t j) {
+  switch (p.order) {
+    case QueueOrder::kLas: {
+      const JobState& s = v.state[j];
+      const std::int64_t a = s.attained + (s.phase == Phase::kRunning ? s.rate * (v.now - s.seg_start) : 0);
+      std::int32_t q = 0;
+      for (std::int64_t t : p.las_thresholds)
+        if (a >= t) ++q;
+      return -q;
+    }
+    case QueueOrder::kSrtf: {
+      const std::int64_t left = v.remaining_now(j) / std::max<std::int64_t>(1, v.jobs[j].full_rate());
+      return -static_cast<std::int32_t>(std::min<std::int64_t>(left, std::numeric_limits<std::int32_t>::max()));
+    }
+    default:
+      return v.jobs[j].priority;
+  }
+}
 
 SchedulerStep make_library_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& /*state*/,
                                 std::uint64_t /*seed*/) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -56,7 +57,7 @@ struct Start {
 };
 struct Shrink {
   std::uint32_t job = 0;
-  std::uint32_t tasks_shed = 0;  // the last tasks of the job's list
+  std::vector<std::uint32_t> tasks;  // indices into the job's task list, released
 };
 
 struct StepDecision {
@@ -69,8 +70,21 @@ struct StepDecision {
 
 using SchedulerStep = std::function<StepDecision(ClusterState&, const StepView&)>;
 
-// The first implementation: queue order, backfill and preemption per PolicyConfig over the library's
-// gang placement (gang/gang.hpp) and preemption search (scheduler/preemption.hpp).
+// The library's scheduling cycle (scheduler/cycle.hpp) configured by the PolicyConfig: FIFO (one
+// StrictFIFO queue), greedy (BestEffortFIFO), priority, LAS and SRTF (the order key as the priority,
+// with the cycle's preemption), DRF (one queue per trace queue, H-DRF order, quotas, fair-share reclaim).
+SchedulerStep make_cycle_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& state);
+
+// The energy/cost-aware placement (packing/cost_aware.hpp) over the nodes' prices.
+std::unique_ptr<PlacementPolicy> make_cost_aware_policy(const SimCluster& cluster);
+
+// The priority a policy gives a job now (LAS: minus its attained-service queue; SRTF: minus its
+// remaining seconds at full size; otherwise the job's priority).
+std::int32_t order_key(const PolicyConfig& policy, const StepView& v, std::uint32_t job);
+
+// The first implementation, kept for what the cycle does not do yet (EASY and conservative backfill:
+// the cycle's stage 3 waits for scheduler/backfill.hpp): queue order, backfill and preemption per
+// PolicyConfig over the library's gang placement and preemption search.
 SchedulerStep make_library_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& state,
                                 std::uint64_t seed);
 
