@@ -9,6 +9,8 @@
 namespace gpusched::sim::detail {
 namespace {
 
+constexpr const char* kDefaultQueue = "default";
+
 class CycleStep {
  public:
   CycleStep(const PolicyConfig& p, const SimCluster& cluster) : p_(p) {
@@ -50,7 +52,7 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     queues_built_ = true;
     if (drf) {
       std::vector<std::string> names;
-      for (const SimJob& j : v.jobs) names.push_back(j.queue);
+      for (const SimJob& j : v.jobs) names.push_back(j.queue.empty() ? kDefaultQueue : j.queue);
       std::sort(names.begin(), names.end());
       names.erase(std::unique(names.begin(), names.end()), names.end());
       auto cluster = fairness::fairness_cluster(state);
@@ -70,12 +72,14 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
       }
     } else if (p_.strict && p_.order == QueueOrder::kFifo) {
       fairness::QueueConfig q;
-      q.name = "";
+      q.name = kDefaultQueue;
       q.strict_fifo = true;
       queues_.push_back(std::move(q));
     }
   }
   const bool named_queues = drf;
+  // The one queue of FIFO (named: the fairness family wants a name) or none.
+  const std::string one_queue = queues_.empty() ? std::string() : std::string(kDefaultQueue);
   // The running jobs matter to the cycle for preemption, queue usage (DRF) and elastic grow. Without
   // those (FIFO, greedy on rigid jobs) its decisions do not depend on them, and building the list is
   // what would make a cycle cost O(running jobs) on a 10,000-node cluster: it is left empty.
@@ -90,7 +94,7 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     const SimJob& job = v.jobs[r];
     scheduler::RunningJob rj;
     rj.name = job.name;
-    rj.queue = named_queues ? job.queue : "";
+    rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
     rj.priority = order_key(p_, v, r);
     rj.start_time = s.seg_start;
     rj.last_checkpoint = v.last_checkpoint(r);
@@ -112,7 +116,7 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     const SimJob& job = v.jobs[j];
     scheduler::PendingJob pj;
     pj.job.name = job.name;
-    pj.job.queue = named_queues ? job.queue : "";
+    pj.job.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
     pj.job.priority = order_key(p_, v, j);
     pj.job.submit_time = job.submit;
     const GangGroup& g = s.spec.groups[0];
@@ -127,7 +131,10 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   }
   StepDecision d;
   auto decisions = scheduler::run_cycle(state, running_, pending_, queues_, v.now, options_);
-  if (!decisions) return d;  // inputs the cycle refuses: nothing starts (the engine's checks report it)
+  if (!decisions) {
+    d.error = Error{"scheduling cycle: " + decisions.error().message, decisions.error().code, decisions.error().field};
+    return d;
+  }
   for (const scheduler::Eviction& e : decisions->evictions) {
     const std::uint32_t job = v.running[e.running];  // running_ is v.running in order when not empty
     if (e.whole) d.evict.push_back(job);

@@ -127,7 +127,7 @@ class Engine {
   Seconds last_checkpoint(std::uint32_t j, Seconds now) const;
   std::int64_t progress(std::uint32_t j, Seconds now) const;
 
-  void run_cycle(Seconds now);
+  Status run_cycle(Seconds now);
   void push(Seconds t, EventKind k, std::uint32_t id, std::uint64_t v = 0) {
     events_.push(Event{t, k, seq_++, id, v});
   }
@@ -159,6 +159,7 @@ class Engine {
   std::int64_t failed_nodes_ = 0;
   std::vector<NodeId> down_;  // failed nodes now
   std::size_t rejected_ = 0;
+  std::size_t arrivals_left_ = 0;
   SimMetrics m_;
   std::vector<SplitMix64> node_rng_;
   double next_progress_ = 0.01;
@@ -337,7 +338,7 @@ void Engine::evict(std::uint32_t j, Seconds now, bool failure) {
   make_pending(j);
 }
 
-void Engine::run_cycle(Seconds now) {
+Status Engine::run_cycle(Seconds now) {
   ++m_.cycles;
   detail::StepView view{now, jobs_, js_, pending_, running_, {}, {}, {}};
   view.remaining_now = [this, now](std::uint32_t j) {
@@ -361,6 +362,7 @@ void Engine::run_cycle(Seconds now) {
   view.last_checkpoint = [this, now](std::uint32_t j) { return last_checkpoint(j, now); };
   view.unusable_free = unusable_free();
   detail::StepDecision d = step_(state_, view);
+  if (d.error) return *d.error;
   for (std::uint32_t j : d.reject) {
     pending_.erase(std::find(pending_.begin(), pending_.end(), j));
     js_[j].phase = Phase::kDone;  // never ran: end stays -1, counted as rejected
@@ -413,6 +415,7 @@ void Engine::run_cycle(Seconds now) {
     state_.commit();
     start_segment(g.job, now);
   }
+  return {};
 }
 
 Result<SimResult> Engine::run() {
@@ -435,6 +438,7 @@ Result<SimResult> Engine::run() {
     first = j == 0 ? job.submit : std::min(first, job.submit);
     last = std::max(last, job.submit + job.duration);
     push(job.submit, EventKind::kArrival, j);
+    ++arrivals_left_;
   }
   first_time_ = first;
   now_ = first;
@@ -534,6 +538,7 @@ Result<SimResult> Engine::run() {
           break;
         }
         case EventKind::kArrival: {
+          --arrivals_left_;
           if (Status ok = compile(e.id); !ok) return ok.error();
           make_pending(e.id);
           changed = true;
@@ -547,12 +552,15 @@ Result<SimResult> Engine::run() {
     }
     check_instant();
     if ((changed || tick) && !pending_.empty()) {
-      run_cycle(t);
+      if (Status ok = run_cycle(t); !ok) return ok.error();
       check_instant();
     }
     // Nothing runs, nothing will happen and nothing waits for a backoff: what is pending can never start
     // (its model's nodes are gone, say). Stop rather than tick forever; those jobs count as not completed.
-    if (!pending_.empty() && running_.empty() && events_.size() == (tick_scheduled_ ? 1u : 0u)) {
+    // (Failures may go on for ever: with every node up and no arrival to come, a cycle that starts
+    // nothing on an idle cluster is the same proof.)
+    if (!pending_.empty() && running_.empty() &&
+        (events_.size() == (tick_scheduled_ ? 1u : 0u) || (arrivals_left_ == 0 && failed_nodes_ == 0))) {
       bool backoff = false;
       for (std::uint32_t j : pending_) backoff = backoff || js_[j].not_before > t;
       if (!backoff) break;

@@ -294,7 +294,9 @@ StepDecision LibraryStep::operator()(ClusterState& state, const StepView& v) {
     } else if (profile) {
       reserve_at = profile->earliest(nd, est, v.now);
     }
-    if (reserve_at == v.now && nd <= usable_free()) {
+    // The first job that does not start is always tried, so that one larger than the cluster is
+    // rejected (infeasible) rather than reserved forever.
+    if (reserve_at == v.now && (nd <= usable_free() || blocked == 0)) {
       GangResult r = place_gang(state, v.state[j].spec, gang_);
       if (r.placed()) {
         if (blocked > 0 && p_.backfill == BackfillMode::kEasy && v.now + est > shadow) extra -= nd;

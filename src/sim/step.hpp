@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -66,6 +67,7 @@ struct StepDecision {
   std::vector<Start> starts;
   std::vector<Start> grows;  // tasks added to a running elastic job
   std::vector<std::uint32_t> reject;  // pending jobs that can never run here (infeasible on the empty cluster)
+  std::optional<Error> error;         // inputs the step refused: the simulation stops with it
 };
 
 using SchedulerStep = std::function<StepDecision(ClusterState&, const StepView&)>;
