@@ -34,7 +34,7 @@ measure() {  # measure NAME FILE...: prints "| NAME | headers | median s |"
 
 echo "| family | public headers | parse time, CPU s (median of $runs) |"
 echo "|---|---|---|"
-for family in core cluster packing mig topology gang fairness io sim; do
+for family in core cluster packing mig topology gang fairness scheduler io sim; do
   mapfile -t headers < <(ls "$root"/include/gpusched/$family/*.hpp)
   measure "$family" "${headers[@]}"
 done

@@ -21,6 +21,14 @@ if(GPUSCHED_SANITIZE)
   add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
 endif()
 
+# Coverage (.ci/coverage): gcov-format counters with GCC, and with clang too (clang's --coverage
+# writes .gcno/.gcda that `llvm-cov gcov` reads), so one clang build can do sanitizers, fuzz
+# harnesses and coverage together. Counters are written at exit: a test that aborts records nothing.
+if(GPUSCHED_COVERAGE)
+  add_compile_options(--coverage -fno-inline)
+  add_link_options(--coverage)
+endif()
+
 set(CMAKE_CXX_STANDARD 20)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)

@@ -132,7 +132,8 @@ int main() {
   // 16 H100 in one rack: only r1 has two free 8-GPU nodes.
   work.push_back({"llm-pretrain", "research", 10, 100, {{"worker", 2, gpus(8, 32), "", "H100-80GB"}}, true});
   // 3 x 8 H100 in one rack: the planner holds it (24 H100 asked, 6 free after llm-pretrain); the gang
-  // family says what waiting is for: no rack has 3 nodes with 8 free GPUs (r1 offers 0 now).
+  // family says waiting cannot help: no rack has 3 nodes with 8 free GPUs (r1 offers 0 now), and even
+  // empty the largest rack, r1 (h100-a, h100-b), holds 2 tasks of 8 GPUs: infeasible.
   work.push_back({"llm-huge", "research", 10, 110, {{"worker", 3, gpus(8, 32), "", "H100-80GB"}}, true});
   // 4 V100 for a fine-tune: the picker takes an NVLink quad {4,5,6,7}, not the lowest idle {0,3,4,5}.
   work.push_back({"finetune", "research", 5, 120, {{"trainer", 1, gpus(4, 16), "", "V100M32"}}, false});

@@ -177,7 +177,7 @@ int run_bench(const BenchOptions& opt) {
     if (!opt.csv.empty()) write_text(with_suffix(opt.csv, name, multi), sim::report_csv(*rep), "--csv");
     if (!opt.svg.empty()) write_text(with_suffix(opt.svg, name, multi), sim::report_svg(*rep), "--svg");
   }
-  if (opt.format == "json") std::fputs(((multi ? all : all[0]).dump(2) + "\n").c_str(), stdout);
+  if (opt.format == "json") std::fputs(((multi ? all : all[0]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/k8s.hpp"
 
 namespace gpusched::cli {
 namespace {
@@ -30,6 +31,8 @@ using fairness::ResourceSpace;
 
 struct FairshareOptions {
   std::string cluster_file, queues_file, jobs_file;
+  std::vector<std::string> k8s_files;
+  std::string scheduler_name;
   std::string format = "table";
   std::optional<std::int64_t> now;
 };
@@ -201,13 +204,54 @@ json vector_json(const ResourceSpace& space, const Amounts& a) {
   return json{{"cpu", static_cast<double>(a[ResourceSpace::kCpu]) / 1000.0}, {"memory", a[ResourceSpace::kMemory]}, {"gpus", gpus}};
 }
 
+int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
+                   const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
+                   const GpuModelRegistry& reg, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
+                   const std::string& queues_source, const std::string& jobs_source);
+
+// `gpusched fairshare --k8s FILE...`: nodes, pods (bound ones are queue usage), queues (Kueue
+// ClusterQueues and LocalQueues, KAI or Volcano Queues) and PriorityClasses as Kubernetes objects.
+int run_fairshare_k8s(const FairshareOptions& opt) {
+  std::vector<std::string> texts;
+  for (const auto& f : opt.k8s_files) texts.push_back(read_file(f));
+  std::vector<io::k8s::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
+  io::k8s::Options kopt;
+  kopt.scheduler_name = opt.scheduler_name;
+  auto input = io::k8s::read(sources, kopt);
+  if (!input) throw InputError(input.error().message);
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
+  auto resources = fairness::fairness_cluster(*state);
+  if (!resources) throw InputError(fmt::format("nodes: {}", resources.error().message));
+  if (input->queues.empty()) throw InputError("--k8s: no queue objects (Kueue ClusterQueue, KAI or Volcano Queue) in the input");
+  auto configs = io::k8s::queue_configs(*input, resources->space);
+  if (!configs) throw InputError(configs.error().message);
+  fairness::AgingPolicy aging;
+  std::int64_t latest = 0;
+  for (const auto& j : input->jobs) latest = std::max(latest, j.job_submit_time);
+  aging.now = opt.now ? *opt.now : latest;
+  std::vector<const JobView*> views;
+  for (const auto& j : input->jobs) views.push_back(&j);
+  return plan_and_print(opt, resources->space, resources->capacity, resources->free, *configs, views, input->registry,
+                        input->priority_classes, aging, "queues", "pods");
+}
+
 int run_fairshare(const FairshareOptions& opt) {
+  if (!opt.k8s_files.empty()) {
+    if (!opt.cluster_file.empty() || !opt.queues_file.empty() || !opt.jobs_file.empty())
+      throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --queues or --jobs)");
+    return run_fairshare_k8s(opt);
+  }
+  if (opt.cluster_file.empty() || opt.queues_file.empty() || opt.jobs_file.empty())
+    throw InputError("--cluster, --queues and --jobs are required (or --k8s FILE...)");
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
-  if (!jobs) throw InputError(jobs.error().message);
+  if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
   auto queues_parsed = io::detail::parse_json(read_file(opt.queues_file), opt.queues_file);
-  if (!queues_parsed) throw InputError(queues_parsed.error().message);
+  if (!queues_parsed) throw_input_error(opt.queues_file, queues_parsed.error().message);
   const json& queues_doc = *queues_parsed;
   const GpuModelRegistry& reg = cluster->registry;
 
@@ -250,12 +294,24 @@ int run_fairshare(const FairshareOptions& opt) {
   if (opt.now) qf.aging.now = *opt.now;
   else if (!qf.now_given) qf.aging.now = latest_submit;
 
-  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
-  if (!planner) throw InputError(fmt::format("{}: {}", opt.queues_file, planner.error().message));
   std::vector<const JobView*> job_views;
   for (const auto& v : views) job_views.push_back(&v);
-  auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, qf.aging);
-  if (!planned) throw InputError(fmt::format("{}: {}", opt.jobs_file, planned.error().message));
+  return plan_and_print(opt, space, capacity, free, qf.queues, job_views, reg, classes, qf.aging, opt.queues_file,
+                        opt.jobs_file);
+}
+
+// The plan over the queues and jobs, printed: shared by the JSON files and the Kubernetes objects.
+int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
+                   const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
+                   const GpuModelRegistry& reg, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
+                   const std::string& queues_source, const std::string& jobs_source) {
+  struct {
+    const std::vector<fairness::QueueConfig>& queues;
+  } qf{queue_configs};
+  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
+  if (!planner) throw InputError(fmt::format("{}: {}", queues_source, planner.error().message));
+  auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, aging);
+  if (!planned) throw InputError(fmt::format("{}: {}", jobs_source, planned.error().message));
   const std::vector<fairness::PendingJob>& pending = planned->records;
   const fairness::AdmissionPlan& plan = planned->plan;
 
@@ -285,7 +341,7 @@ int run_fairshare(const FairshareOptions& opt) {
     out["queues"] = queues;
     out["capacity"] = vector_json(space, capacity);
     out["free_before"] = vector_json(space, free);
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
     return 0;
   }
   std::string text = "Admission order\n";
@@ -325,9 +381,13 @@ void setup(CLI::App& app) {
   auto* sub = app.add_subcommand("fairshare",
                                  "Admission order of pending jobs under hierarchical DRF, quotas (cohorts, borrowing, "
                                  "lending) and priorities, with per-queue usage and shares");
-  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)")->required();
-  sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md)")->required();
-  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md; submit_time in seconds)")->required();
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)");
+  sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md)");
+  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md; submit_time in seconds)");
+  sub->add_option("--k8s", opt->k8s_files,
+                  "Kubernetes objects instead (JSON or YAML files: Nodes, Pods, ClusterQueues/LocalQueues/"
+                  "ResourceFlavors, KAI or Volcano Queues, PriorityClasses; docs/kubernetes.md)");
+  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName");
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
   sub->add_option("--now", opt->now, "Time (seconds) aging measures waits to; default: the queues file's \"now\", else the latest submit_time");
   sub->callback([opt] { set_exit_status(run_fairshare(*opt)); });

@@ -2,8 +2,10 @@
 // plans on a described cluster. Formats: docs/mig.md.
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,6 +20,7 @@
 #include "gpusched/io/mig_nvidia_smi.hpp"
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/mig/planner.hpp"
+#include "io/json_input.hpp"
 
 namespace gpusched::cli {
 namespace {
@@ -36,15 +39,27 @@ std::string known_models() {
 
 mig::MigModelId find_model(const std::string& name, const std::string& field) {
   auto m = catalog().find(name);
-  if (!m) throw InputError(fmt::format("{}: unknown MIG GPU model \"{}\" (known: {})", field, name, known_models()));
+  if (!m) throw InputError(fmt::format("{}: unknown MIG GPU model {} (known: {})", field, io::detail::shown(name), known_models()));
   return *m;
 }
 
+// Through the one JSON entry point (io/json_input.hpp): depth and size bounds, 1e400 an error, no
+// exception other than InputError.
 json parse_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  auto doc = io::detail::parse_json(read_file(path), path);
+  if (!doc) throw_input_error(path, doc.error().message);
+  return std::move(*doc);
+}
+
+// The one rule for unknown fields (docs/formats.md): an error naming the field, never ignored.
+void check_keys(const json& obj, const std::string& where, std::initializer_list<std::string_view> known) {
+  if (!obj.is_object()) return;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
+    std::string list;
+    for (auto k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+    throw InputError(fmt::format("{}{}{}: unknown field (known: {})", where, where.ends_with(':') ? " " : ".",
+                                 io::detail::shown_key(it.key()), list));
   }
 }
 
@@ -57,11 +72,11 @@ const json& field(const json& obj, const char* key, const std::string& where) {
   return obj.at(key);
 }
 std::string get_string(const json& v, const std::string& where) {
-  if (!v.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where, v.dump()));
+  if (!v.is_string()) throw InputError(fmt::format("{}: expected a string, got {}", where, io::detail::shown(v)));
   return v.get<std::string>();
 }
 std::int64_t get_int(const json& v, const std::string& where, std::int64_t lo, std::int64_t hi) {
-  if (!v.is_number_integer()) throw InputError(fmt::format("{}: expected an integer, got {}", where, v.dump()));
+  if (!v.is_number_integer()) throw InputError(fmt::format("{}: expected an integer, got {}", where, io::detail::shown(v)));
   const auto x = v.get<std::int64_t>();
   if (x < lo || x > hi) throw InputError(fmt::format("{}: {} is out of range {}..{}", where, x, lo, hi));
   return x;
@@ -77,9 +92,9 @@ int profile_on(const mig::MigGpuSpec& spec, const json& obj, const std::string& 
   }
   const std::string name = get_string(field(obj, "profile", where), where + ".profile");
   auto g = mig::parse_profile_name(name);
-  if (!g) throw InputError(fmt::format("{}.profile: \"{}\" is not a MIG profile name (<N>g.<M>gb[+me])", where, name));
+  if (!g) throw InputError(fmt::format("{}.profile: {} is not a MIG profile name (<N>g.<M>gb[+me])", where, io::detail::shown(name)));
   const int p = mig::match_profile(spec, *g);
-  if (p < 0) throw InputError(fmt::format("{}.profile: \"{}\" is not a profile of {}", where, name, spec.model));
+  if (p < 0) throw InputError(fmt::format("{}.profile: {} is not a profile of {}", where, io::detail::shown(name), spec.model));
   return p;
 }
 
@@ -106,7 +121,7 @@ mig::MigRequest request_of(const json& obj, const std::string& where) {
     for (std::size_t i = 0; i < ms.size(); ++i)
       allowed.push_back(find_model(get_string(ms[i], fmt::format("{}.models[{}]", where, i)), fmt::format("{}.models[{}]", where, i)));
     r = r.only(allowed);
-    if (!r.any()) throw InputError(fmt::format("{}: profile \"{}\" exists on none of the listed models", where, name));
+    if (!r.any()) throw InputError(fmt::format("{}: profile {} exists on none of the listed models", where, io::detail::shown(name)));
   }
   return r;
 }
@@ -153,7 +168,7 @@ ClusterState read_cluster(const std::string& path, bool pre_r510) {
   json doc = parse_json(path);
   if (is_legacy_mig_cluster(doc)) doc = from_legacy_mig_cluster(doc);
   auto parsed = io::detail::cluster_from_json(doc, path);
-  if (!parsed) throw InputError(parsed.error().message);
+  if (!parsed) throw_input_error(path, parsed.error().message);
   auto state = ClusterState::build(parsed->cluster, parsed->registry, catalog(), mig::LayoutRules{.pre_r510 = pre_r510});
   if (!state) throw InputError(fmt::format("{}: {}", path, state.error().message));
   return std::move(*state);
@@ -199,7 +214,7 @@ int run_layouts(const LayoutsOptions& opt) {
       for (const auto& inst : l) compute += spec.profiles[static_cast<std::size_t>(spec.find_id(inst.profile_id))].compute_slices;
       arr.push_back(json{{"instances", layout_json(spec, l)}, {"compute_slices", compute}});
     }
-    std::printf("%s\n", json{{"model", spec.model}, {"count", layouts.size()}, {"layouts", arr}}.dump(2).c_str());
+    std::printf("%s\n", json{{"model", spec.model}, {"count", layouts.size()}, {"layouts", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%s: %zu valid maximal layouts (instances as profile@start slice)\n", spec.model.c_str(), layouts.size());
@@ -278,7 +293,7 @@ int run_table(const TableOptions& opt) {
       for (const auto& x : diff) d.push_back(json{{"geometry", x.geometry}, {"text", x.text}});
       out["differences_from_builtin"] = d;
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s: %d memory slices, %d compute slices, at most %d GPU instances\n", spec.model.c_str(),
                 spec.memory_slots, spec.compute_slices, spec.max_instances);
@@ -312,13 +327,17 @@ int run_place(const PlaceOptions& opt) {
   std::vector<Req> reqs;
   if (!opt.requests.empty()) {
     const json doc = parse_json(opt.requests);
+    check_keys(doc, opt.requests + ":", {"requests"});
     const json& arr = doc.is_array() ? doc : field(doc, "requests", opt.requests + ":");
     if (!arr.is_array()) throw InputError(fmt::format("{}: requests: expected an array", opt.requests));
     for (std::size_t i = 0; i < arr.size(); ++i) {
       const std::string w = fmt::format("{}: requests[{}]", opt.requests, i);
+      check_keys(arr[i], w, {"name", "profile", "profile_id", "model", "models"});
       Req r{arr[i].is_object() && arr[i].contains("name") ? get_string(arr[i].at("name"), w + ".name")
                                                          : fmt::format("request-{}", i),
             request_of(arr[i], w)};
+      // The name is printed in the table: a control character would cut or forge a row.
+      if (auto st = io::detail::check_name(r.name, w + ".name"); !st) throw InputError(st.error().message);
       reqs.push_back(std::move(r));
     }
   }
@@ -393,7 +412,7 @@ int run_place(const PlaceOptions& opt) {
                              {"unschedulable", reqs.size() - placed},
                              {"decisions", decisions},
                              {"layouts", layouts}}
-                            .dump(2)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                             .c_str());
   } else {
     std::printf("policy: %s\n%-20s %-16s %3s  %-14s %-9s %-11s %5s\n%s", std::string(placer->name()).c_str(), "REQUEST",
@@ -414,11 +433,13 @@ struct PlanOptions {
 int run_plan(const PlanOptions& opt) {
   ClusterState state = read_cluster(opt.cluster, opt.pre_r510);
   const json doc = parse_json(opt.demand);
+  check_keys(doc, opt.demand + ":", {"demand"});
   const json& arr = doc.is_array() ? doc : field(doc, "demand", opt.demand + ":");
   if (!arr.is_array()) throw InputError(fmt::format("{}: demand: expected an array", opt.demand));
   std::vector<mig::MigDemandItem> demand;
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const std::string w = fmt::format("{}: demand[{}]", opt.demand, i);
+    check_keys(arr[i], w, {"profile", "profile_id", "model", "models", "count"});
     mig::MigDemandItem item;
     item.request = request_of(arr[i], w);
     item.count = get_int(field(arr[i], "count", w), w + ".count", 0, 1'000'000'000);
@@ -470,7 +491,7 @@ int run_plan(const PlanOptions& opt) {
                              {"demand", items},
                              {"changes", changes},
                              {"mig_parted", nodes}}
-                            .dump(2)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                             .c_str());
     return 0;
   }

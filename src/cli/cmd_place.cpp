@@ -10,6 +10,7 @@
 #include "cli/command.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/k8s.hpp"
 #include "gpusched/packing/placement.hpp"
 
 namespace gpusched::cli {
@@ -22,7 +23,56 @@ struct PlaceOptions {
   std::string format = "table";
   std::uint64_t seed = 42;
   bool gang = false;  // decide every job with the gang solver (docs/gang.md)
+  std::vector<std::string> k8s_files;        // Kubernetes objects instead of --cluster/--jobs
+  std::vector<std::string> topology_levels;  // with --k8s: node label keys that are levels
+  std::string scheduler_name;                // with --k8s: only pending pods of this scheduler
 };
+
+// `gpusched place --k8s FILE...`: Nodes, Pods, PodGroups, Volcano Jobs, Kueue objects as JSON or
+// YAML (docs/kubernetes.md); the output is the bindings (pod -> node, GPUs, MIG device).
+int run_place_k8s(const PlaceOptions& opt) {
+  std::vector<std::string> texts;
+  for (const auto& f : opt.k8s_files) texts.push_back(read_file(f));
+  std::vector<io::k8s::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
+  io::k8s::Options kopt;
+  kopt.scheduler_name = opt.scheduler_name;
+  for (const auto& l : opt.topology_levels)
+    if (std::find(kopt.topology_levels.begin(), kopt.topology_levels.end(), l) == kopt.topology_levels.end())
+      kopt.topology_levels.push_back(l);
+  auto input = io::k8s::read(sources, kopt);
+  if (!input) throw InputError(input.error().message);
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
+  auto policy = make_policy(opt.policy, opt.seed);
+  if (!policy) throw InputError(fmt::format("--policy: unknown policy \"{}\"", opt.policy));
+  auto decided = io::k8s::decide(*input, *state, *policy);
+  if (!decided) throw InputError(decided.error().message);
+  const std::string text = io::k8s::bindings_json(*input, *state, decided->placements, decided->messages);
+  if (opt.format == "json") {
+    std::printf("%s\n", text.c_str());
+    return 0;
+  }
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  const nlohmann::json out = nlohmann::json::parse(text);
+  std::string table = fmt::format("policy: {}\n{:<40} {:<24} {}\n", policy->name(), "POD", "NODE", "GPUS");
+  for (const auto& b : out["bindings"]) {
+    std::string gpus;
+    if (b.contains("mig"))
+      gpus = fmt::format("MIG {} on GPU {} (slice {})", b["mig"]["profile"].get<std::string>(), b["mig"]["gpu"].get<int>(),
+                         b["mig"]["start"].get<int>());
+    else
+      for (const auto& g : b["gpus"]) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g.get<int>());
+    if (gpus.empty()) gpus = "-";
+    table += fmt::format("{:<40} {:<24} {}\n", b["pod"].get<std::string>(), b["node"].get<std::string>(), gpus);
+  }
+  for (const auto& p : out["pending"])
+    table += fmt::format("{:<40} PENDING ({}): {}\n", p["pod"].get<std::string>(), p.value("verdict", ""), p.value("message", ""));
+  table += fmt::format("{} bound, {} pending, {} warnings\n", out["bindings"].size(), out["pending"].size(),
+                       out["warnings"].size());
+  std::fputs(table.c_str(), stdout);
+  return 0;
+}
 
 nlohmann::json reasons_json(const FitDiagnosis& d) {
   nlohmann::json out = nlohmann::json::object();
@@ -48,10 +98,16 @@ nlohmann::json reasons_json(const std::vector<Reason>& reasons, const CompiledJo
 }
 
 int run_place(const PlaceOptions& opt) {
+  if (!opt.k8s_files.empty()) {
+    if (!opt.cluster_file.empty() || !opt.jobs_file.empty())
+      throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster or --jobs)");
+    return run_place_k8s(opt);
+  }
+  if (opt.cluster_file.empty() || opt.jobs_file.empty()) throw InputError("--cluster and --jobs are required (or --k8s FILE...)");
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
-  if (!jobs) throw InputError(jobs.error().message);
+  if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
   auto state = ClusterState::build(cluster->cluster, cluster->registry);
   if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
   auto policy = make_policy(opt.policy, opt.seed);
@@ -157,7 +213,7 @@ int run_place(const PlaceOptions& opt) {
   }
   if (opt.format == "json") {
     nlohmann::json out = nlohmann::json{{"policy", std::string(policy->name())}, {"placed", placed}, {"unschedulable", unplaced}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("policy: %s\n%-24s %-16s %4s  %-24s %s\n%s", std::string(policy->name()).c_str(), "JOB", "GROUP",
                 "TASK", "NODE", "GPUS", table.c_str());
@@ -169,8 +225,14 @@ int run_place(const PlaceOptions& opt) {
 void setup(CLI::App& app) {
   auto opt = std::make_shared<PlaceOptions>();
   auto* sub = app.add_subcommand("place", "Place jobs on a cluster and explain the jobs that cannot be placed");
-  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)")->required();
-  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md)")->required();
+  sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)");
+  sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md)");
+  sub->add_option("--k8s", opt->k8s_files,
+                  "Kubernetes objects instead of --cluster/--jobs: JSON or YAML files of Nodes, Pods, PodGroups, "
+                  "Volcano Jobs, Kueue objects (docs/kubernetes.md); prints bindings");
+  sub->add_option("--topology-level", opt->topology_levels,
+                  "With --k8s: a node label key that is a topology level (rack, block), outermost first; repeatable");
+  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName");
   std::string names;
   for (auto n : policy_names()) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
   sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();

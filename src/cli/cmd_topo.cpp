@@ -148,7 +148,7 @@ int run_parse(const TopoOptions& o) {
                           {"nvswitch", t.has_nvswitch()},
                           {"graph", {{"vertices", t.graph().vertex_count()}, {"edges", t.graph().edge_count()}}},
                           {"pairs", pairs}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::string s = fmt::format("{} GPUs, {} NICs; {}, {}{}; graph {} vertices, {} edges\n", t.gpu_count(), t.nic_count(),
@@ -193,7 +193,7 @@ int run_pick(const TopoOptions& o) {
     } else {
       out["reason"] = p.reason;
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (p.found) {
     std::string list;
     for (std::size_t i = 0; i < p.gpus.size(); ++i) list += fmt::format("{}{}", i ? "," : "", p.gpus[i]);
@@ -211,7 +211,7 @@ int run_pick(const TopoOptions& o) {
 int run_nodes(const TopoOptions& o) {
   check_format(o.format);
   auto doc = io::read_cluster_json(read_file(o.file), o.file);
-  if (!doc) throw InputError(doc.error().message);
+  if (!doc) throw_input_error(o.file, doc.error().message);
   auto state = ClusterState::build(doc->cluster, doc->registry);
   if (!state) throw InputError(fmt::format("{}: {}", o.file, state.error().message));
   if (o.levels.empty() == o.topology.empty())
@@ -281,7 +281,7 @@ int run_nodes(const TopoOptions& o) {
     } else {
       out["reason"] = p.reason;
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (p.found) {
     std::string s = fmt::format("{} tasks on {} nodes within {}{}\n", o.tasks, p.nodes.size(), level_name(p.span),
                                 p.preference_met ? "" : " (preferred level not met)");

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,10 @@ struct InputError : std::runtime_error {
 
 // The exit status main() returns after the chosen subcommand's callback ran.
 void set_exit_status(int status);
+
+// An error a reader returned for `file`, as an InputError whose message names the file first (the
+// readers name the field path; with several input files the path alone would not say which one).
+[[noreturn]] void throw_input_error(std::string_view file, std::string_view message);
 
 // Reads a whole file; throws InputError naming the path when it cannot.
 std::string read_file(const std::string& path);

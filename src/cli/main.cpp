@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <vector>
 
@@ -24,6 +25,12 @@ bool register_command(CommandSetup setup) {
 }
 
 void set_exit_status(int status) { g_exit_status = status; }
+
+void throw_input_error(std::string_view file, std::string_view message) {
+  const bool named = message.size() > file.size() && message.substr(0, file.size()) == file &&
+                     message[file.size()] == ':';
+  throw InputError(named ? std::string(message) : std::string(file) + ": " + std::string(message));
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,6 +66,13 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::fprintf(stderr, "gpusched: error: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gpusched: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    // Readers return errors as values; reaching here is a defect of ours, still reported, not an abort.
+    std::fprintf(stderr, "gpusched: internal error: %s\n", e.what());
+    return 3;
   }
   return g_exit_status;
 }

@@ -37,7 +37,7 @@ void check_keys(const json& obj, std::string_view path, std::initializer_list<st
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string list;
       for (auto k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-      fail(fmt::format("{}.{}: unknown field (known: {})", path, key, list));
+      fail(fmt::format("{}.{}: unknown field (known: {})", path, detail::shown_key(key), list));
     }
   }
 }
@@ -56,6 +56,9 @@ std::string read_string(const json& v, std::string_view path, bool allow_empty =
   if (!v.is_string()) fail(fmt::format("{}: expected a string, got {}", path, shown(v)));
   std::string s = v.get<std::string>();
   if (s.empty() && !allow_empty) fail(fmt::format("{}: must not be empty", path));
+  // Every string of these formats is a name, a label or a model: printed in tables and explanations,
+  // where a NUL byte cuts a row and a newline forges one (docs/formats.md, "Every reader").
+  if (auto st = detail::check_name(s, path); !st) fail(st.error().message);
   return s;
 }
 
@@ -301,9 +304,14 @@ void read_job_gang_constraints(const json& v, const std::string& path, Job& job)
   }
 }
 
-// Keys the gang module reads from the raw job (see JobsDocument::raw_jobs).
+// Keys the gang module reads from the job (io/gang_json.hpp).
 constexpr std::string_view kGangJobKeys[] = {"topology", "spread", "anti_affinity"};
 constexpr std::string_view kGangGroupKeys[] = {"topology", "spread", "anti_affinity", "affinity_group"};
+// Keys the scheduling cycle (`gpusched cycle`, docs/cycle.md) reads from the raw job: runtime and
+// checkpoint facts of pending and running jobs, and where a running job's tasks are.
+constexpr std::string_view kCycleJobKeys[] = {"runtime_estimate", "not_before",  "preemptible",
+                                              "restart_cost",     "checkpoint_interval", "restarts",
+                                              "start_time",       "last_checkpoint",     "placement"};
 
 Job read_job(const json& v, const std::string& path, std::set<std::string>& names) {
   require_object(v, path);
@@ -325,6 +333,8 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
       if (key == k) return true;
     for (auto k : kGangJobKeys)
       if (key == k) return true;
+    for (auto k : kCycleJobKeys)
+      if (key == k) return true;
     if (with_task_fields)
       for (auto k : kTaskKeys)
         if (key == k) return true;
@@ -332,7 +342,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
   };
   const json* groups = find(v, "groups");
   for (const auto& [key, value] : v.items())
-    if (!known_job_key(key, groups == nullptr)) fail(fmt::format("{}.{}: unknown field", path, key));
+    if (!known_job_key(key, groups == nullptr)) fail(fmt::format("{}.{}: unknown field", path, detail::shown_key(key)));
 
   auto read_replicas = [&](const json& obj, const std::string& p, TaskGroupSpec& group) {
     if (const json* r = find(obj, "replicas")) group.replicas = static_cast<std::int32_t>(read_int(*r, p + ".replicas", 0, kMaxCount));
@@ -353,7 +363,7 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
         bool known = key == "name" || key == "replicas" || key == "min_replicas";
         for (auto k : kTaskKeys) known = known || key == k;
         for (auto k : kGangGroupKeys) known = known || key == k;
-        if (!known) fail(fmt::format("{}.{}: unknown field", p, key));
+        if (!known) fail(fmt::format("{}.{}: unknown field", p, detail::shown_key(key)));
       }
       TaskGroupSpec group;
       group.name = fmt::format("group-{}", g);

@@ -1,6 +1,8 @@
 #include "io/gang_json.hpp"
 #include "io/json_input.hpp"
 
+#include <new>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -30,13 +32,15 @@ void only_keys(const json& obj, const std::string& path, std::initializer_list<s
     if (ok) continue;
     std::string list;
     for (auto k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-    fail(fmt::format("{}.{}: unknown field (known: {})", path, key, list));
+    fail(fmt::format("{}.{}: unknown field (known: {})", path, detail::shown_key(key), list));
   }
 }
 
 std::string text(const json& v, const std::string& path) {
   if (!v.is_string() || v.get<std::string>().empty())
     fail(fmt::format("{}: expected a non-empty string, got {}", path, shown(v)));
+  // Level and group names are printed in explanations and tables.
+  if (auto st = detail::check_name(v.get_ref<const std::string&>(), path); !st) fail(st.error().message);
   return v.get<std::string>();
 }
 
@@ -60,7 +64,7 @@ TopologyConstraint read_topology(const json& v, const std::string& path) {
     const std::string m = text(*mode, path + ".mode");
     if (m == "required") t.mode = LevelMode::kRequired;
     else if (m == "preferred") t.mode = LevelMode::kPreferred;
-    else fail(fmt::format("{}.mode: expected \"required\" or \"preferred\", got \"{}\"", path, m));
+    else fail(fmt::format("{}.mode: expected \"required\" or \"preferred\", got {}", path, detail::shown(m, 40)));
   }
   return t;
 }
@@ -164,6 +168,11 @@ Result<GangConstraints> read_gang_constraints(const json& job, std::string_view 
     return out;
   } catch (const GangParseError& e) {
     return Error{e.message};
+  } catch (const json::exception& e) {
+    // The checks above make this unreachable; the reader still never throws.
+    return Error{fmt::format("{}: {}", path, e.what())};
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("{}: out of memory", path), ErrorCode::kLimit};
   }
 }
 

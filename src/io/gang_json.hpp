@@ -13,6 +13,9 @@
 //
 // and on a group: "spread": {...} (that group only) and "anti_affinity": ["other-group", ...] or
 // [{"group": "other-group", "level": "rack"}]. Errors name the JSON path and the value.
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <string_view>

@@ -36,6 +36,14 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
 std::string shown(const nlohmann::json& value, std::size_t max_chars = 80);
 // A string as an error message shows it: quoted, control characters and quotes escaped, cut.
 std::string shown(std::string_view text, std::size_t max_chars = 80);
+inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
+  return shown(std::string_view(text), max_chars);
+}
+
+// A JSON object key as an error message's field path shows it: as it is when short (at most 40
+// chars) and printable, else quoted and cut like `shown`, so that an unknown-field error for a
+// crafted key is neither long nor able to forge a line.
+std::string shown_key(std::string_view key);
 
 // Names (nodes, jobs, queues, groups, labels) must not contain control characters: a NUL byte cuts
 // a table row, a newline forges one. Fails naming `field` and the escaped value.

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "io/json_input.hpp"
+#include "io/text_input.hpp"
+
 #include "gpusched/core/mig_layout.hpp"
 
 namespace gpusched::io {
@@ -15,18 +18,19 @@ namespace gpusched::io {
 using namespace gpusched::mig;
 namespace {
 
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t b = 0;
-  while (b <= text.size()) {
-    std::size_t e = text.find('\n', b);
-    if (e == std::string_view::npos) e = text.size();
-    std::string_view line = text.substr(b, e - b);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    lines.push_back(line);
-    b = e + 1;
-  }
-  return lines;
+// Any line ending ("\n", "\r\n", a lone "\r"); text beyond the size bound is refused by the callers.
+std::vector<std::string_view> split_lines(std::string_view text) { return detail::text_lines(text); }
+
+// A line or a token as messages show it: short, control characters escaped.
+std::string trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return detail::shown(s, 80);
+}
+
+Error too_big(std::string_view what, std::size_t size) {
+  return Error{fmt::format("{}: {} bytes, more than the limit of {} for nvidia-smi text", what, size, detail::kMaxTextBytes),
+               ErrorCode::kLimit, ""};
 }
 
 std::vector<std::string_view> tokens(std::string_view line) {
@@ -54,15 +58,11 @@ bool to_double(std::string_view s, double& out) {
   return ec == std::errc{} && p == s.data() + s.size() && out >= 0;
 }
 
-std::string trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s.substr(0, 80));
-}
 
 }  // namespace
 
 Result<std::vector<LgipRow>> parse_lgip(std::string_view text) {
+  if (text.size() > detail::kMaxTextBytes) return too_big("lgip", text.size());
   std::vector<LgipRow> rows;
   const auto lines = split_lines(text);
   bool expect_second = false;
@@ -75,16 +75,16 @@ Result<std::vector<LgipRow>> parse_lgip(std::string_view text) {
     int first = 0;
     if (!to_int(t[0], first)) {
       if (expect_second)
-        return Error{fmt::format("lgip line {}: expected the CE/JPEG/OFA line of profile {}, got '{}'", lineno,
-                                 rows.back().name, trimmed(line))};
+        return Error{fmt::format("lgip line {}: expected the CE/JPEG/OFA line of profile {}, got {}", lineno,
+                                 detail::shown(rows.back().name, 40), trimmed(line))};
       continue;  // header lines
     }
     if (expect_second) {
       if (t.size() != 3)
-        return Error{fmt::format("lgip line {}: expected 3 numbers (CE JPEG OFA), got '{}'", lineno, trimmed(line))};
+        return Error{fmt::format("lgip line {}: expected 3 numbers (CE JPEG OFA), got {}", lineno, trimmed(line))};
       LgipRow& r = rows.back();
       if (!to_int(t[0], r.ce) || !to_int(t[1], r.jpeg) || !to_int(t[2], r.ofa))
-        return Error{fmt::format("lgip line {}: CE/JPEG/OFA must be integers, got '{}'", lineno, trimmed(line))};
+        return Error{fmt::format("lgip line {}: CE/JPEG/OFA must be integers, got {}", lineno, trimmed(line))};
       expect_second = false;
       continue;
     }
@@ -94,33 +94,36 @@ Result<std::vector<LgipRow>> parse_lgip(std::string_view text) {
     std::size_t k = 1;
     if (k < t.size() && t[k] == "MIG") ++k;
     if (t.size() != k + 8)
-      return Error{fmt::format("lgip line {}: expected GPU, name, ID, free/total, memory, P2P, SM, DEC, ENC; got '{}'",
+      return Error{fmt::format("lgip line {}: expected GPU, name, ID, free/total, memory, P2P, SM, DEC, ENC; got {}",
                                lineno, trimmed(line))};
     r.name = std::string(t[k]);
     int id = 0;
-    if (!to_int(t[k + 1], id)) return Error{fmt::format("lgip line {}: profile ID '{}' is not an integer", lineno, t[k + 1])};
+    if (!to_int(t[k + 1], id)) return Error{fmt::format("lgip line {}: profile ID {} is not an integer", lineno, trimmed(t[k + 1]))};
     r.id = static_cast<std::uint32_t>(id);
     const std::string_view ft = t[k + 2];
     const std::size_t slash = ft.find('/');
     if (slash == std::string_view::npos || !to_int(ft.substr(0, slash), r.free) || !to_int(ft.substr(slash + 1), r.total))
-      return Error{fmt::format("lgip line {}: instances '{}' is not free/total", lineno, ft)};
-    if (!to_double(t[k + 3], r.memory_gib))
-      return Error{fmt::format("lgip line {}: memory '{}' is not a number of GiB", lineno, t[k + 3])};
+      return Error{fmt::format("lgip line {}: instances {} is not free/total", lineno, trimmed(ft))};
+    // Bounded (the largest GPU has 192 GiB; "inf" parses as a double) so that the MiB conversion
+    // below cannot overflow an int32.
+    if (!to_double(t[k + 3], r.memory_gib) || !(r.memory_gib <= 1'000'000))
+      return Error{fmt::format("lgip line {}: memory {} is not a number of GiB", lineno, trimmed(t[k + 3]))};
     if (t[k + 4] != "Yes" && t[k + 4] != "No")
-      return Error{fmt::format("lgip line {}: P2P '{}' is not Yes/No", lineno, t[k + 4])};
+      return Error{fmt::format("lgip line {}: P2P {} is not Yes/No", lineno, trimmed(t[k + 4]))};
     r.p2p = t[k + 4] == "Yes";
     if (!to_int(t[k + 5], r.sm) || !to_int(t[k + 6], r.dec) || !to_int(t[k + 7], r.enc))
-      return Error{fmt::format("lgip line {}: SM/DEC/ENC must be integers, got '{}'", lineno, trimmed(line))};
+      return Error{fmt::format("lgip line {}: SM/DEC/ENC must be integers, got {}", lineno, trimmed(line))};
     rows.push_back(std::move(r));
     expect_second = true;
   }
   if (expect_second)
-    return Error{fmt::format("lgip: profile {} lacks its CE/JPEG/OFA line", rows.back().name)};
+    return Error{fmt::format("lgip: profile {} lacks its CE/JPEG/OFA line", detail::shown(rows.back().name, 40))};
   if (rows.empty()) return Error{"lgip: no GPU instance profile rows found"};
   return rows;
 }
 
 Result<std::vector<LgippRow>> parse_lgipp(std::string_view text) {
+  if (text.size() > detail::kMaxTextBytes) return too_big("lgipp", text.size());
   std::vector<LgippRow> rows;
   const auto lines = split_lines(text);
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -129,7 +132,7 @@ Result<std::vector<LgippRow>> parse_lgipp(std::string_view text) {
     const std::size_t pid = line.find("Profile ID");
     if (pid == std::string_view::npos || line.find("GPU") == std::string_view::npos) continue;
     auto bad = [&](std::string_view what) {
-      return Error{fmt::format("lgipp line {}: {} in '{}'", lineno, what, trimmed(line))};
+      return Error{fmt::format("lgipp line {}: {} in {}", lineno, what, trimmed(line))};
     };
     LgippRow r;
     r.line = lineno;
@@ -155,7 +158,7 @@ Result<std::vector<LgippRow>> parse_lgipp(std::string_view text) {
       while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
       while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
       int s = 0;
-      if (!to_int(item, s) || s >= kMaxSlots) return bad(fmt::format("start '{}' is not a slice 0..{}", item, kMaxSlots - 1));
+      if (!to_int(item, s) || s >= kMaxSlots) return bad(fmt::format("start {} is not a slice 0..{}", trimmed(item), kMaxSlots - 1));
       r.starts = static_cast<SlotMask>(r.starts | (1U << s));
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
@@ -183,10 +186,10 @@ Result<MigGpuSpec> spec_from_nvidia_smi(std::string_view model, const std::vecto
     if (r.gpu != gpu) continue;
     auto geometry = parse_profile_name(r.name);
     if (!geometry)
-      return Error{fmt::format("lgip line {}: profile name '{}' is not of the form <N>g.<M>gb[+me]", r.line, r.name)};
+      return Error{fmt::format("lgip line {}: profile name {} is not of the form <N>g.<M>gb[+me]", r.line, detail::shown(r.name, 40))};
     auto pp = std::find_if(lgipp.begin(), lgipp.end(), [&](const LgippRow& p) { return p.gpu == gpu && p.id == r.id; });
     if (pp == lgipp.end())
-      return Error{fmt::format("lgipp: no placements for profile ID {} ({}) of GPU {}", r.id, r.name, gpu)};
+      return Error{fmt::format("lgipp: no placements for profile ID {} ({}) of GPU {}", r.id, detail::shown(r.name, 40), gpu)};
     MigProfile p;
     p.id = r.id;
     p.name = r.name;

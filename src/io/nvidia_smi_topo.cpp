@@ -5,10 +5,14 @@
 #include <cctype>
 #include <charconv>
 #include <numeric>
+#include <new>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "io/json_input.hpp"
+#include "io/text_input.hpp"
 
 namespace gpusched::io {
 namespace {
@@ -121,6 +125,9 @@ bool valid_cpu_list(std::string_view s) {
   return true;
 }
 
+// nvidia-smi prints GPUs and NICs; the largest machines have 16 GPUs and a few dozen NICs.
+constexpr std::size_t kMaxDevices = 1024;
+
 enum class Extra { kCpu, kNuma, kGpuNuma };
 
 std::string_view extra_name(Extra e) {
@@ -134,17 +141,19 @@ std::string_view extra_name(Extra e) {
 
 }  // namespace
 
-Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
+namespace {
+
+// A device name as messages show it (short, control characters escaped).
+std::string shown_name(std::string_view name) { return detail::shown(name, 40); }
+
+Result<TopoMatrix> read_matrix(std::string_view text) {
+  if (text.size() > detail::kMaxTextBytes)
+    return Error{fmt::format("{} bytes, more than the limit of {} for nvidia-smi text", text.size(), detail::kMaxTextBytes),
+                 ErrorCode::kLimit, ""};
   std::vector<Line> lines;
   {
-    std::size_t start = 0, number = 1;
-    while (start <= text.size()) {
-      const std::size_t nl = text.find('\n', start);
-      const std::string_view raw = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-      lines.push_back({number++, strip_ansi(raw)});
-      if (nl == std::string_view::npos) break;
-      start = nl + 1;
-    }
+    std::size_t number = 1;
+    for (std::string_view raw : detail::text_lines(text)) lines.push_back({number++, strip_ansi(raw)});
   }
   // The header: the first line naming a GPU whose second word is not a link code (a matrix row
   // reads "GPU0  X  NV1 ...").
@@ -181,16 +190,30 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       else if (w == "NUMA" && word(1) == "AFFINITY") extras.push_back(Extra::kNuma), i += 2;
       else if (w == "GPU" && word(1) == "NUMA" && word(2) == "ID") extras.push_back(Extra::kGpuNuma), i += 3;
       else if (!extras.empty())
-        return Error{fmt::format("line {}: unknown column '{}' after the affinity columns", header.number, fields[i]), ErrorCode::kParse, ""};
+        return Error{fmt::format("line {}: unknown column {} after the affinity columns", header.number, shown_name(fields[i])), ErrorCode::kParse, ""};
       else {
         if (std::find(names.begin(), names.end(), fields[i]) != names.end())
-          return Error{fmt::format("line {}: device '{}' appears twice in the header", header.number, fields[i]), ErrorCode::kParse, ""};
+          return Error{fmt::format("line {}: device {} appears twice in the header", header.number, shown_name(fields[i])), ErrorCode::kParse, ""};
         names.push_back(fields[i]);
         ++i;
       }
     }
   }
   const std::size_t n = names.size();
+  // Bound what the header alone claims before allocating n x n cells: each device needs a row
+  // below the header, and no machine has more than kMaxDevices GPUs and NICs.
+  if (n > kMaxDevices)
+    return Error{fmt::format("line {}: {} devices in the header, more than the limit of {}", header.number, n, kMaxDevices),
+                 ErrorCode::kLimit, ""};
+  if (n > lines.size() - h - 1)
+    return Error{fmt::format("line {}: the header names {} devices but only {} lines follow (one row per device expected)",
+                             header.number, n, lines.size() - h - 1), ErrorCode::kParse, ""};
+  for (const std::string& name : names) {
+    if (auto st = detail::check_name(name, fmt::format("line {}: device name", header.number)); !st) return st.error();
+    if (name.size() > 64)
+      return Error{fmt::format("line {}: device name {} is longer than 64 characters", header.number, shown_name(name)),
+                   ErrorCode::kLimit, ""};
+  }
   std::vector<PairLink> matrix(n * n);
   std::vector<std::size_t> row_line(n, 0);
   std::vector<NodeDevice> devices(n);
@@ -214,16 +237,16 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
     if (tabs)  // a leading tab would make an empty first field
       while (!fields.empty() && fields.front().empty()) fields.erase(fields.begin());
     if (fields.empty() || fields[0] != names[r])
-      return Error{fmt::format("line {}: row '{}' where '{}' was expected", line.number,
-                               fields.empty() ? std::string{} : fields[0], names[r]), ErrorCode::kParse, ""};
+      return Error{fmt::format("line {}: row {} where {} was expected", line.number,
+                               shown_name(fields.empty() ? std::string{} : fields[0]), shown_name(names[r])), ErrorCode::kParse, ""};
     std::size_t cells = 0;
     while (1 + cells < fields.size() && cells < n && parse_code(fields[1 + cells])) ++cells;
     if (cells != n) {
       if (1 + cells < fields.size() && cells < n && !fields[1 + cells].empty() &&
           std::isalpha(static_cast<unsigned char>(fields[1 + cells][0])) && upper(fields[1 + cells]) != "N/A")
-        return Error{fmt::format("line {}: row {}, column {}: unknown link code '{}' (expected X, NV#, PIX, PXB, "
+        return Error{fmt::format("line {}: row {}, column {}: unknown link code {} (expected X, NV#, PIX, PXB, "
                                  "PHB, NODE or SYS)",
-                                 line.number, names[r], names[cells], fields[1 + cells]), ErrorCode::kParse, ""};
+                                 line.number, names[r], names[cells], shown_name(fields[1 + cells])), ErrorCode::kParse, ""};
       return Error{fmt::format("line {}: row {} has {} link cells, expected {} (ragged matrix)", line.number,
                                names[r], cells, n), ErrorCode::kParse, ""};
     }
@@ -231,7 +254,7 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       const PairLink l = *parse_code(fields[1 + c]);
       if ((l.cls == PairClass::kSelf) != (c == r))
         return Error{fmt::format("line {}: row {}, column {}: {}", line.number, names[r], names[c],
-                                 c == r ? fmt::format("expected X on the diagonal, got '{}'", fields[1 + c])
+                                 c == r ? fmt::format("expected X on the diagonal, got {}", shown_name(fields[1 + c]))
                                         : std::string{"X off the diagonal"}), ErrorCode::kParse, ""};
       matrix[r * n + c] = l;
     }
@@ -252,14 +275,14 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
       switch (extras[e]) {
         case Extra::kCpu:
           if (!valid_cpu_list(v))
-            return Error{fmt::format("line {}: row {}, {}: expected a CPU list like 0-31,64-95, got '{}'",
-                                     line.number, names[r], extra_name(extras[e]), v), ErrorCode::kParse, ""};
+            return Error{fmt::format("line {}: row {}, {}: expected a CPU list like 0-31,64-95, got {}",
+                                     line.number, names[r], extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
           dev.cpu_affinity = v;
           break;
         case Extra::kNuma: {
           if (!valid_cpu_list(v))
-            return Error{fmt::format("line {}: row {}, {}: expected a NUMA node list, got '{}'", line.number,
-                                     names[r], extra_name(extras[e]), v), ErrorCode::kParse, ""};
+            return Error{fmt::format("line {}: row {}, {}: expected a NUMA node list, got {}", line.number,
+                                     names[r], extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
           dev.numa_affinity = v;
           int node = -1;
           auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), node);
@@ -270,8 +293,8 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
           int id = -1;
           auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
           if (ec != std::errc{} || p != v.data() + v.size() || id < 0)
-            return Error{fmt::format("line {}: row {}, {}: expected a NUMA node id or N/A, got '{}'", line.number,
-                                     names[r], extra_name(extras[e]), v), ErrorCode::kParse, ""};
+            return Error{fmt::format("line {}: row {}, {}: expected a NUMA node id or N/A, got {}", line.number,
+                                     names[r], extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
           dev.gpu_numa_id = id;
           break;
         }
@@ -320,6 +343,17 @@ Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
     for (std::size_t j = 0; j < n; ++j) out.matrix[i * n + j] = matrix[order[i] * n + order[j]];
   }
   return out;
+}
+
+}  // namespace
+
+Result<TopoMatrix> read_nvidia_smi_topo_matrix(std::string_view text) {
+  // Never throws (the header's promise): the one thing the code above can throw is bad_alloc.
+  try {
+    return read_matrix(text);
+  } catch (const std::bad_alloc&) {
+    return Error{fmt::format("out of memory reading {} bytes of nvidia-smi topo text", text.size()), ErrorCode::kLimit, ""};
+  }
 }
 
 Result<NodeInterconnect> read_nvidia_smi_interconnect(std::string_view text, InterconnectOptions options) {

@@ -5,12 +5,15 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "io/json_input.hpp"
 
 namespace gpusched::io {
 namespace {
@@ -19,11 +22,17 @@ using namespace gpusched::topology;
 
 using json = nlohmann::json;
 
-// Short rendering of a JSON value for messages (long arrays/objects are cut).
-std::string show(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+// Short rendering of a JSON value or a name for messages (cut, control characters escaped).
+std::string show(const json& v) { return detail::shown(v, 60); }
+std::string show(const std::string& v) { return detail::shown(v, 60); }
+
+// Level and domain names appear in tables and all-reduce explanations: no control characters, and
+// short enough for a message (a DNS name's 253).
+Status checked_name(const std::string& name, const std::string& path) {
+  if (auto st = detail::check_name(name, path); !st) return st;
+  if (name.size() > 253)
+    return Error{fmt::format("{}: name {} is longer than 253 characters", path, show(name)), ErrorCode::kLimit, path};
+  return {};
 }
 
 Status only_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> allowed) {
@@ -33,8 +42,9 @@ Status only_keys(const json& obj, const std::string& path, std::initializer_list
     if (!ok) {
       std::string list;
       for (std::string_view a : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
-      return Error{fmt::format("{}{}{}: unknown field (expected one of: {})", path, path.empty() ? "" : ".", it.key(),
-                               list), ErrorCode::kUnknownField, path.empty() ? it.key() : path + "." + it.key()};
+      const std::string key = detail::shown_key(it.key());
+      return Error{fmt::format("{}{}{}: unknown field (expected one of: {})", path, path.empty() ? "" : ".", key,
+                               list), ErrorCode::kUnknownField, path.empty() ? key : path + "." + key};
     }
   }
   return {};
@@ -52,6 +62,9 @@ Result<std::vector<TopologyLevel>> read_levels(const json& doc) {
                              doc.contains("levels") ? show(doc["levels"]) : std::string("nothing")), ErrorCode::kInvalidValue, "levels"};
   std::vector<TopologyLevel> levels;
   const json& arr = doc["levels"];
+  if (arr.size() > kMaxTopologyLevels)
+    return Error{fmt::format("levels: {} levels, more than the limit of {}", arr.size(), kMaxTopologyLevels),
+                 ErrorCode::kLimit, "levels"};
   for (std::size_t l = 0; l < arr.size(); ++l) {
     const json& lv = arr[l];
     const std::string path = fmt::format("levels[{}]", l);
@@ -63,9 +76,10 @@ Result<std::vector<TopologyLevel>> read_levels(const json& doc) {
       return Error{fmt::format("{}.name: expected a non-empty string, got {}", path,
                                lv.contains("name") ? show(lv["name"]) : std::string("nothing")), ErrorCode::kInvalidValue, path + ".name"};
     out.label_key = lv["name"].get<std::string>();
+    if (auto st = checked_name(out.label_key, path + ".name"); !st) return st.error();
     for (std::size_t m = 0; m < levels.size(); ++m)
       if (levels[m].label_key == out.label_key)
-        return Error{fmt::format("{}.name: '{}' repeats levels[{}].name", path, out.label_key, m), ErrorCode::kDuplicate, path + ".name"};
+        return Error{fmt::format("{}.name: {} repeats levels[{}].name", path, show(out.label_key), m), ErrorCode::kDuplicate, path + ".name"};
     if (lv.contains("link")) {
       if (!lv["link"].is_string()) return Error{fmt::format("{}.link: expected a link name, got {}", path, show(lv["link"])), ErrorCode::kInvalidValue, path + ".link"};
       auto k = find_link_kind(lv["link"].get<std::string>());
@@ -113,9 +127,10 @@ struct Reader {
       return Error{fmt::format("{}.name: expected a non-empty string, got {}", path,
                                d.contains("name") ? show(d["name"]) : std::string("nothing")), ErrorCode::kInvalidValue, path + ".name"};
     const std::string name = d["name"].get<std::string>();
+    if (auto st = checked_name(name, path + ".name"); !st) return st;
     auto [it, fresh] = seen[l].try_emplace(name, path);
     if (!fresh)
-      return Error{fmt::format("{}.name: duplicate {} id '{}' (also {})", path, levels[l].label_key, name, it->second), ErrorCode::kDuplicate, path + ".name"};
+      return Error{fmt::format("{}.name: duplicate {} id {} (also {})", path, levels[l].label_key, show(name), it->second), ErrorCode::kDuplicate, path + ".name"};
     prefix.push_back(name);
     const char* field = last ? "nodes" : "children";
     if (!d.contains(field) || !d[field].is_array())
@@ -132,9 +147,9 @@ struct Reader {
       const std::string node = items[i].get<std::string>();
       const NodeId n = state.find_node(node);
       if (n == kNoNode || n >= state.node_count())
-        return Error{fmt::format("{}: unknown node '{}' (not in the cluster)", ipath, node), ErrorCode::kUnknownName, ipath};
+        return Error{fmt::format("{}: unknown node {} (not in the cluster)", ipath, show(node)), ErrorCode::kUnknownName, ipath};
       if (!node_where[n].empty())
-        return Error{fmt::format("{}: node '{}' is in two domains (also {})", ipath, node, node_where[n]), ErrorCode::kDuplicate, ipath};
+        return Error{fmt::format("{}: node {} is in two domains (also {})", ipath, show(node), node_where[n]), ErrorCode::kDuplicate, ipath};
       node_where[n] = ipath;
       paths[n] = prefix;
     }
@@ -187,12 +202,10 @@ Status generate(const json& g, const std::vector<TopologyLevel>& levels, const C
 }  // namespace
 
 Result<ClusterTopology> read_cluster_topology_json(std::string_view text, const ClusterState& state) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return Error{fmt::format("topology JSON: {}", e.what()), ErrorCode::kParse, "topology"};
-  }
+  // The one JSON entry point (io/json_input.hpp): depth and size bounds, 1e400 an error.
+  auto parsed = detail::parse_json(text, "topology JSON");
+  if (!parsed) return parsed.error();
+  const json& doc = *parsed;
   try {
     if (!doc.is_object()) return Error{fmt::format("topology JSON: expected an object, got {}", show(doc)), ErrorCode::kInvalidValue, "topology"};
     if (auto st = only_keys(doc, "", {"levels", "domains", "fat_tree"}); !st) return st.error();
@@ -217,6 +230,8 @@ Result<ClusterTopology> read_cluster_topology_json(std::string_view text, const 
   } catch (const json::exception& e) {
     // Type checks above should make this unreachable; keep the never-throws promise regardless.
     return Error{fmt::format("topology JSON: {}", e.what()), ErrorCode::kInvalidValue, "topology"};
+  } catch (const std::bad_alloc&) {
+    return Error{"topology JSON: out of memory", ErrorCode::kLimit, "topology"};
   }
 }
 

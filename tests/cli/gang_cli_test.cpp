@@ -41,8 +41,8 @@ TEST_CASE("place with gang jobs: table") {
   // Racks of 4 nodes never hold 5 tasks of 8 GPUs: infeasible, not merely "not now".
   CHECK(r.out.find("too-wide                 UNSCHEDULABLE (infeasible): no topology.kubernetes.io/rack can hold the "
                    "gang: group task needs 5 tasks x 8 GPUs; the largest topology.kubernetes.io/rack (rack-1) offers "
-                   "4; infeasible even on the empty cluster: domains of topology.kubernetes.io/rack that can hold the "
-                   "gang (1 needed, 0 at capacity)") != std::string::npos);
+                   "4; infeasible even on the empty cluster: group task: tasks in one topology.kubernetes.io/rack, "
+                   "the largest being rack-0 (5 needed, 4 at capacity)") != std::string::npos);
   CHECK(r.out.find("elastic                  gang: 2 tasks (task 2/8) on 2 nodes") != std::string::npos);
   CHECK(r.out.find("4 placed, 1 unschedulable") != std::string::npos);
 }
@@ -76,9 +76,10 @@ TEST_CASE("place with gang jobs: JSON carries verdicts, counts, domains and boun
   CHECK(bad[0]["bounds"][0]["needed"] == 1);
   // The structured reasons: the capacity bound that makes it infeasible first.
   CHECK(bad[0]["reasons"][0]["kind"] == "no topology domain fits");
-  CHECK(bad[0]["reasons"][0]["unit"] == "domains");
-  CHECK(bad[0]["reasons"][0]["needed"] == 1);
-  CHECK(bad[0]["reasons"][0]["available"] == 0);
+  // 5 tasks of 8 GPUs in one rack; a rack of 4 empty 8-GPU nodes holds 4.
+  CHECK(bad[0]["reasons"][0]["unit"] == "tasks");
+  CHECK(bad[0]["reasons"][0]["needed"] == 5);
+  CHECK(bad[0]["reasons"][0]["available"] == 4);
 }
 
 TEST_CASE("place --gang: every job is decided as a gang, with the aggregate bound's explanation") {

@@ -65,7 +65,7 @@ TEST_CASE("mig table: read nvidia-smi text, compare with the built-in table") {
                           " --lgipp " + kFix + "a100_40gb_lgipp_mig_user_guide.txt",
                       true);
   CHECK(bad.status == 2);
-  CHECK(bad.out.find("lgip line 1: instances '7-7' is not free/total") != std::string::npos);
+  CHECK(bad.out.find("lgip line 1: instances \"7-7\" is not free/total") != std::string::npos);
 }
 
 TEST_CASE("mig place: the example cluster") {
@@ -108,7 +108,7 @@ TEST_CASE("mig plan: table, JSON and mig-parted YAML") {
   CHECK(doc["gpus_touched"] == 3);
   CHECK(doc["mig_parted"]["dgx-a100-01"]["config"] == "gpusched-dgx-a100-01");
   const Run y = run_tool(args + " --format yaml");
-  CHECK(y.out.find("version: v1\nmig-configs:\n  gpusched-dgx-a100-01:\n") == 0);
+  CHECK(y.out.find("version: v1\nmig-configs:\n  \"gpusched-dgx-a100-01\":\n") == 0);
   const Run keep = run_tool(args + " --keep-idle");
   CHECK(keep.status == 0);
 }

@@ -129,10 +129,29 @@ TEST_CASE("topo nodes --topology: bad fabric JSON exits 2 naming the JSON path")
   const std::string base = "topo nodes " + fx("fabric_cluster.json");
   Run bad = run_merged(base + " --topology " + fx("fabric_bad_node.json") + " --tasks 1");
   CHECK(bad.status == 2);
-  CHECK(bad.out.find("domains[1].nodes[1]: unknown node 'gb-99' (not in the cluster)") != std::string::npos);
+  CHECK(bad.out.find("domains[1].nodes[1]: unknown node \"gb-99\" (not in the cluster)") != std::string::npos);
   CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --level rack --tasks 1").status == 2);  // both
   CHECK(run_tool(base + " --tasks 1").status == 2);                                                      // neither
   CHECK(run_tool(base + " --topology " + fx("missing.json") + " --tasks 1").status == 2);
   CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --tasks 1 --node-bus-gbps -3").status == 2);
   CHECK(run_tool(base + " --topology " + fx("fabric.json") + " --tasks 1 --required rack").status == 2);  // no such level
+}
+
+TEST_CASE("topo parse: hostile text is refused with one message; invalid UTF-8 in a name cannot break the JSON") {
+  using gpusched::cli_test::temp_file;
+  // A NUL byte in a device name: exit 2, the file and the escaped name in the message.
+  const Run nul = run_tool("topo parse " + temp_file("nul.txt", std::string("\tGPU0\tNIC\0" "0\nGPU0\t X \tPIX\nNIC\0" "0\tPIX\t X \n", 39)));
+  CHECK(nul.status == 2);
+  CHECK(nul.out.find("nul.txt: line 1: device name: control character 0x00") != std::string::npos);
+  // A header claiming 3,000 devices and no rows: refused before allocating.
+  std::string header;
+  for (int i = 0; i < 3000; ++i) header += "\tGPU" + std::to_string(i);
+  const Run huge = run_tool("topo parse " + temp_file("huge.txt", header + "\n"));
+  CHECK(huge.status == 2);
+  CHECK(huge.out.find("more than the limit of 1024") != std::string::npos);
+  // A NIC named with a byte that is not UTF-8: the JSON writer replaces it (U+FFFD), exit 0.
+  const Run latin1 = run_tool("topo parse --format json " +
+                              temp_file("latin1.txt", "\tGPU0\tNIC\xff\nGPU0\t X \tPIX\nNIC\xff\tPIX\t X \n"));
+  CHECK(latin1.status == 0);
+  CHECK(latin1.out.find("NIC\xef\xbf\xbd") != std::string::npos);
 }

@@ -85,11 +85,14 @@ TEST_CASE("the issue's explanation: needs 64 x 8 GPUs, 57 nodes have 8 free, the
   auto spec = one_group(s, 64, 8);
   spec.topology = {kRack, LevelMode::kRequired};
   auto r = place_gang(s, spec);
-  CHECK(r.verdict == Verdict::kNotNow);
+  // Refused by the index-only step; no rack holds 64 even when empty (the largest, rack-0, holds
+  // 30 at capacity): infeasible, told from the capacity at empty per rack.
+  CHECK(r.verdict == Verdict::kInfeasible);
   CHECK(r.method == GangMethod::kAggregateBound);
   CHECK(r.explanation ==
         "group worker needs 64 tasks x 8 GPUs; 57 nodes have 8 free GPUs (57 tasks fit); the largest "
-        "topology.kubernetes.io/rack (rack-0) offers 30");
+        "topology.kubernetes.io/rack (rack-0) offers 30; infeasible even on the empty cluster: group worker: tasks "
+        "in one topology.kubernetes.io/rack, the largest being rack-0 (64 needed, 30 at capacity)");
   REQUIRE(r.bounds.size() == 1);
   CHECK(r.bounds[0].needed == 64);
   CHECK(r.bounds[0].available == 57);
@@ -103,11 +106,15 @@ TEST_CASE("the issue's explanation: needs 64 x 8 GPUs, 57 nodes have 8 free, the
   CHECK(r40.method == GangMethod::kCountBound);
   CHECK(r40.explanation ==
         "no topology.kubernetes.io/rack can hold the gang: group worker needs 40 tasks x 8 GPUs; the largest "
-        "topology.kubernetes.io/rack (rack-0) offers 30; infeasible even on the empty cluster: domains of "
-        "topology.kubernetes.io/rack that can hold the gang (1 needed, 0 at capacity)");
-  CHECK(r40.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kDomains, 1, 0, 0, -1});
-  // The 64-task gang is only "not now": 67 nodes of 8 GPUs hold 64 tasks once free.
-  CHECK(r.reasons.front() == Reason{ReasonKind::kTooFewTasksFit, Unit::kTasks, 64, 57, 0, 0});
+        "topology.kubernetes.io/rack (rack-0) offers 30; infeasible even on the empty cluster: group worker: "
+        "tasks in one topology.kubernetes.io/rack, the largest being rack-0 (40 needed, 30 at capacity)");
+  CHECK(r40.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kTasks, 40, 30, 0, 0});
+  // The 64-task gang: 67 nodes of 8 GPUs would hold 64 tasks once free, but no rack does (the
+  // bound that failed now comes second).
+  CHECK(r.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kTasks, 64, 30, 0, 0});
+  CHECK(r.reasons[1] == Reason{ReasonKind::kTooFewTasksFit, Unit::kTasks, 64, 57, 0, 0});
+  // Without the level it is only "not now".
+  CHECK(place_gang(s, one_group(s, 64, 8)).verdict == Verdict::kNotNow);
   // Preferred: the largest rack first, then the next.
   spec40.topology.mode = LevelMode::kPreferred;
   auto p40 = place_gang(s, spec40);

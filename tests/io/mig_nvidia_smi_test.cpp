@@ -111,7 +111,7 @@ TEST_CASE("parser errors name the line") {
   SUBCASE("lgip with a broken instances column") {
     auto r = parse_lgip("|   0  MIG 1g.5gb        19     7-7        4.75       No     14     0     0   |\n");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().message == "lgip line 1: instances '7-7' is not free/total");
+    CHECK(r.error().message == "lgip line 1: instances \"7-7\" is not free/total");
   }
   SUBCASE("lgip row without its second line") {
     auto r = parse_lgip("|   0  MIG 1g.5gb        19     7/7        4.75       No     14     0     0   |\n");
@@ -121,7 +121,7 @@ TEST_CASE("parser errors name the line") {
   SUBCASE("lgipp start out of range") {
     auto r = parse_lgipp("x\nGPU  0 Profile ID 19 Placements: {0,9}:1\n");
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().message.find("lgipp line 2: start '9'") == 0);
+    CHECK(r.error().message.find("lgipp line 2: start \"9\"") == 0);
   }
   SUBCASE("lgipp without a size") {
     auto r = parse_lgipp("GPU  0 Profile ID 19 Placements: {0,1}\n");

@@ -85,7 +85,7 @@ TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmen
   auto parted = mig_parted_plan(st, plan);
   REQUIRE(parted.size() == 1);
   CHECK(to_mig_parted_yaml(parted) ==
-        "version: v1\nmig-configs:\n  gpusched-n0:\n    - devices: [1]\n      mig-enabled: true\n      mig-devices:\n"
+        "version: v1\nmig-configs:\n  \"gpusched-n0\":\n    - devices: [1]\n      mig-enabled: true\n      mig-devices:\n"
         "        \"3g.20gb\": 1\n        \"4g.20gb\": 1\n");
 }
 
@@ -204,4 +204,17 @@ TEST_CASE("property: plans on random mixed clusters are valid") {
         for (const auto& ch : plan.changes) CHECK(ch.destroyed.empty());
     }
   }
+}
+
+TEST_CASE("mig-parted YAML: a crafted node or profile name cannot inject keys or lines") {
+  // A node name (the library's MigClusterBuilder takes any string) that, written raw, would close
+  // the config key and start a sibling config `evil` at the same indentation.
+  MigPartedNode n{"x", "gpusched-x: {}\n  evil", {{{0}, {{"1g.5gb\"\\", 2}, {std::string("a\0b", 3), 1}}}}};
+  const std::string y = to_mig_parted_yaml({n});
+  CHECK(y ==
+        "version: v1\nmig-configs:\n  \"gpusched-x: {}\\x0a  evil\":\n    - devices: [0]\n      mig-enabled: true\n"
+        "      mig-devices:\n        \"1g.5gb\\\"\\\\\": 2\n        \"a\\x00b\": 1\n");
+  // Eight lines, as for any one-config, one-entry, two-profile plan: nothing was injected.
+  CHECK(std::count(y.begin(), y.end(), '\n') == 8);
+  CHECK(y.find('\0') == std::string::npos);
 }

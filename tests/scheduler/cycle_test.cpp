@@ -2,6 +2,8 @@
 // that places, StrictFIFO vs BestEffortFIFO, quota flavors, priority preemption with lost work,
 // Kueue's reclaim within a cohort, fair-share reclaim, nominations held for the next cycle, elastic
 // shrink before eviction and grow into idle capacity, backoff, dry run and apply, failures.
+#include <algorithm>
+
 #include "cycle_util.hpp"
 
 using namespace cycle_test;
@@ -338,4 +340,44 @@ TEST_CASE("failures: restart whole from the last checkpoint with exponential bac
   FailureHistory h2;
   auto x = on_failure(s2, r2, 0, -1, 1000, h2, fo).value();
   CHECK(x.restarts.at(0).not_before == 1240);
+}
+
+TEST_CASE("backfill: the first blocked job's reservation is protected; a short job fills the hole") {
+  // 2 nodes x 8 GPUs at t=10. r1 holds 4 GPUs of n0 until t=100 (estimate), r2 all of n1 until
+  // t=1000. big (priority 10) needs 8 GPUs on one node: blocked now; EASY reserves n0 from the first
+  // grid time after r1's end (resolution 60: 10 + 2 x 60 = 130). small (4 GPUs, no estimate) would
+  // take n0's 4 idle GPUs and delay big for ever: it waits. short (4 GPUs, 60 s: ends at 70 <= 130)
+  // is backfilled onto n0.
+  auto state = cluster(2);
+  std::vector<RunningJob> running{run(state, "r1", "", 0, 0, 1, 4, 0, 0), run(state, "r2", "", 1, 0, 1, 8, 0, 0)};
+  running[0].runtime_estimate = 100;
+  running[1].runtime_estimate = 1000;
+  std::vector<PendingJob> pending{job(state, "big", "", 1, 8, 10, 1), job(state, "small", "", 1, 4, 0, 2),
+                                  job(state, "short", "", 1, 4, 0, 3)};
+  pending[0].runtime_estimate = 3600;
+  pending[2].runtime_estimate = 60;
+  CycleOptions o;
+  o.preempt = false;
+  auto d = run_cycle(state, running, pending, {}, 10, o).value();
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].job == "short");
+  CHECK(d.starts[0].backfilled);
+  REQUIRE(d.reservations.size() == 1);
+  CHECK(d.reservations[0].job == "big");
+  CHECK(d.reservations[0].start == 130);
+  CHECK(d.reservations[0].nodes == std::vector<NodeId>{0});
+  const Waiting* small = d.find_waiting("small");
+  REQUIRE(small);
+  CHECK(std::any_of(small->outcome.reasons.begin(), small->outcome.reasons.end(),
+                    [](const Reason& r) { return r.kind == ReasonKind::kReservedForOther; }));
+  CHECK(state.schedulable(0));  // the reserved node is open again after the cycle
+
+  SUBCASE("without backfill small takes n0 (the starvation Kueue users see)") {
+    auto s2 = cluster(2);
+    std::vector<RunningJob> r2{run(s2, "r1", "", 0, 0, 1, 4, 0, 0), run(s2, "r2", "", 1, 0, 1, 8, 0, 0)};
+    o.backfill.mode = BackfillMode::kNone;
+    auto d2 = run_cycle(s2, r2, pending, {}, 10, o).value();
+    CHECK(names(d2.starts) == std::vector<std::string>{"small"});
+    CHECK(d2.reservations.empty());
+  }
 }

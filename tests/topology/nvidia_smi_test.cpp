@@ -119,21 +119,21 @@ TEST_CASE("errors name the line and the value") {
         "line 4: asymmetric: GPU2-GPU1 is NODE but GPU1-GPU2 (line 3) is PHB");
   // Unknown link code.
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tNVX\t X \n") ==
-        "line 2: row GPU0, column GPU1: unknown link code 'NVX' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
+        "line 2: row GPU0, column GPU1: unknown link code \"NVX\" (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
   // Diagonal.
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n") ==
-        "line 2: row GPU0, column GPU0: expected X on the diagonal, got 'PIX'");
+        "line 2: row GPU0, column GPU0: expected X on the diagonal, got \"PIX\"");
   // Missing row.
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\n\nLegend:\n") == "line 3: the matrix has 1 rows, expected 2 (row GPU1 missing)");
   // Rows out of order.
-  CHECK(error_of("\tGPU0\tGPU1\nGPU1\tPIX\t X \nGPU0\t X \tPIX\n") == "line 2: row 'GPU1' where 'GPU0' was expected");
+  CHECK(error_of("\tGPU0\tGPU1\nGPU1\tPIX\t X \nGPU0\t X \tPIX\n") == "line 2: row \"GPU1\" where \"GPU0\" was expected");
   // Bad affinity list.
   CHECK(error_of("GPU0\tGPU1\tCPU Affinity\nGPU0\tX\tPIX\t0-3x\nGPU1\tPIX\tX\t0-3\n") ==
-        "line 2: row GPU0, CPU Affinity: expected a CPU list like 0-31,64-95, got '0-3x'");
+        "line 2: row GPU0, CPU Affinity: expected a CPU list like 0-31,64-95, got \"0-3x\"");
   // Too many trailing values.
   CHECK(error_of("GPU0\tGPU1\tCPU Affinity\nGPU0\tX\tPIX\t0-3\t7\nGPU1\tPIX\tX\t0-3\n").find("line 2: row GPU0 has 2 values") == 0);
   // Unknown header column after the affinities.
-  CHECK(error_of("GPU0 GPU1 CPU Affinity Foo\n").find("unknown column 'Foo'") != std::string::npos);
+  CHECK(error_of("GPU0 GPU1 CPU Affinity Foo\n").find("unknown column \"Foo\"") != std::string::npos);
   // Repeated device.
   CHECK(error_of("GPU0 GPU0\n").find("appears twice") != std::string::npos);
 }

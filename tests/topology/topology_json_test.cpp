@@ -92,7 +92,7 @@ TEST_CASE("generator form: fanout per level, nodes_per_domain in cluster order")
 }
 
 TEST_CASE("errors name the JSON path and the value") {
-  CHECK(error_of(fixture("fabric_bad_node.json")) == "domains[1].nodes[1]: unknown node 'gb-99' (not in the cluster)");
+  CHECK(error_of(fixture("fabric_bad_node.json")) == "domains[1].nodes[1]: unknown node \"gb-99\" (not in the cluster)");
   CHECK(error_of(std::string(kOneLevel) +
                  R"([{"name": "a", "nodes": ["gb-00"]}, {"name": "b", "nodes": ["gb-01", "gb-00"]}]})") ==
         "domains[1].nodes[1]: node 'gb-00' is in two domains (also domains[0].nodes[0])");

@@ -52,6 +52,14 @@
 // `note_node_change(n)` for each node it changed, plus `note_layout_change()` when the change is an
 // event rather than an allocation; that is all the caches need.
 //
+// Threads. A ClusterState has no hidden mutable parts (no lazy caches, no mutable members), so any
+// number of threads may call its const members (queries, copies, compile_job, a policy's scoring
+// through a const reference) at once, provided no thread changes it meanwhile; reserve, release,
+// rollback, commit and the events are writes and need the caller's exclusive access. What-if work
+// in parallel: copy the shared state once per thread and change only the copy (tests/threads,
+// run under ThreadSanitizer by ctest `thread_safety_tsan`). `instance_id()` is drawn from one
+// atomic counter, so copies made concurrently still get distinct ids.
+//
 // Memory per node: ~90 bytes of node arrays + ~24 bytes per GPU + index bits (see
 // benchmarks/README.md for the measured figure).
 #pragma once

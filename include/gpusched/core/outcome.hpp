@@ -118,6 +118,9 @@ enum class ReasonKind : std::uint16_t {
   kNoIdleMigInstance,     // static MIG: no idle instance of the profile (re-partitioning could make one)
   // appended by the gang family
   kNoPlacementExists,     // every bound holds, but the exact search proved no placement on this state
+  // appended by backfill (scheduler/backfill.hpp)
+  kBeyondWindow,          // no start found before now + the backfill window
+  kBeyondDepth,           // past the backfill depth: not tested this cycle
 };
 
 constexpr std::string_view reason_name(ReasonKind k) {
@@ -153,6 +156,8 @@ constexpr std::string_view reason_name(ReasonKind k) {
     case ReasonKind::kInvalidAmount: return "amount negative or beyond 64 bits";
     case ReasonKind::kNoIdleMigInstance: return "no idle MIG instance of the profile";
     case ReasonKind::kNoPlacementExists: return "no placement satisfies the constraints";
+    case ReasonKind::kBeyondWindow: return "no start within the backfill window";
+    case ReasonKind::kBeyondDepth: return "beyond the backfill depth (not tested)";
   }
   return "?";
 }

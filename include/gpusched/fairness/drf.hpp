@@ -41,6 +41,9 @@
 //   users[0].demand = (Amounts(2) << 1, 4).finished();
 //   users[1].demand = (Amounts(2) << 3, 1).finished();
 //   auto alloc = gpusched::fairness::drf_whole_tasks(cap, users).value();   // tasks = {3, 2}
+// Threads: a DrfSorter or HdrfScheduler changes as it allocates (its heap and usage): one object per
+// thread; the free functions are pure, and those taking a const ClusterState (fairness_cluster,
+// cluster_input.hpp) only read it.
 #pragma once
 
 #include <cstdint>

@@ -46,9 +46,12 @@
 //                required level, could hold at capacity; more GPUs than the cluster has);
 //   kInvalid     the spec itself is inconsistent (validate_gang's message in `explanation`).
 //
-// The capacity bounds are checked only when a gang does not fit now. On the index-only path (step
-// 1) they are the O(1) ones (GPUs per task against the largest node, GPU share against the
-// cluster's total); after a node scan (steps 2-4) they are counted node by node and per domain.
+// The capacity bounds are checked only when a gang does not fit now: the O(1) ones (GPUs per task
+// against the largest node, GPU share against the cluster's total), then per group and per domain
+// of a required level at capacity. After a node scan (steps 2-4) these are counted node by node; on
+// the index-only path (step 1) they come from the cluster's capacity at empty per domain, summarised
+// once per layout generation (GangCapacityCache), so a gang no rack could ever hold is infeasible
+// there too.
 // How it decides, cheapest first:
 //
 //   1. aggregate bounds from the state's idle-GPU index only, no node scan (<= 100 us on 10,000
@@ -72,6 +75,8 @@
 // Domains come from node labels (Kueue TAS style: a level is a node label key), or from the topology
 // module's ClusterTopology when GangOptions::topology is given (then a rack is a rack within its
 // block: the same rack name under two blocks is two domains).
+// Threads: make_gang_spec and the feasibility checks read only; place_gang reserves on success and
+// searches by reserving and rolling back: one thread per state (copy the state per thread).
 #pragma once
 
 #include <cstdint>
@@ -84,10 +89,14 @@
 #include "gpusched/core/outcome.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
+#include "gpusched/gang/detail/gang_capacity.hpp"
 
 namespace gpusched {
 namespace topology {
 class ClusterTopology;
+}
+namespace detail {
+class GangSolver;
 }
 
 // kNodeLevel and LevelMode are in cluster/views.hpp (the job model), the domain rule (a domain is the
@@ -138,6 +147,20 @@ Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& c
 // a label no node has are not errors: they make a gang infeasible, with that reason.
 Status validate_gang(const GangSpec& spec);
 
+// The cluster's capacity as if empty, per domain of each level asked (what tells "infeasible" from
+// "not now"), kept between calls. It is rebuilt when the state's layout generation moves (an event:
+// cordon, failure, relabel, node added, MIG re-partition...), never by allocations, so a scheduler
+// that keeps one beside its state pays the O(nodes) summary once per event, not once per gang.
+// Not thread-safe: one per scheduling thread. place_gangs uses one for its queue when none is given.
+class GangCapacityCache {
+ public:
+  GangCapacityCache() = default;
+
+ private:
+  friend class detail::GangSolver;
+  detail::GangEmptyCapacity impl_;
+};
+
 // How a verdict was reached (for explanations and tests).
 enum class GangMethod : std::uint8_t {
   kNone,
@@ -162,6 +185,8 @@ struct GangOptions {
   // Domains of the levels from the topology module (hierarchical Kueue TAS levels, built for this
   // state) instead of bare node labels; a level it does not know falls back to the labels.
   const topology::ClusterTopology* topology = nullptr;
+  // Capacity at empty kept between calls (see GangCapacityCache); nullptr = computed for this call.
+  GangCapacityCache* capacity_cache = nullptr;
 };
 
 // A necessary condition, with its numbers: "group worker: 64 tasks needed, 57 fit". `reason()` is

@@ -19,6 +19,9 @@
 //   auto pods = gpusched::io::read_alibaba_pods("data/alibaba-gpu-v2023/openb_pod_list_default.csv");
 //   if (!pods) { std::cerr << pods.error().message; ... }
 //   gpusched::Cluster cluster = gpusched::io::to_cluster(nodes.value());
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <cstdint>

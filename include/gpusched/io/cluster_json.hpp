@@ -10,6 +10,9 @@
 // Every error names the field by its JSON path and the value: `nodes[3].gpus: expected a
 // non-negative integer, got -2`. Unknown keys are errors too (a typo must not be silently ignored).
 // Reading is all or nothing: a document with one bad field yields no cluster at all.
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <string>

@@ -22,6 +22,9 @@
 // Geometry that the text does not print is derived: compute slices from the name's "Ng"; the
 // GPU's memory slices from the widest placement; its compute slices and instance limit from the
 // largest "Ng" and the largest total; media engines from the full-GPU profile.
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <cstdint>

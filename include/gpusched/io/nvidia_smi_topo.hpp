@@ -22,6 +22,9 @@
 //   auto ic = gpusched::io::read_nvidia_smi_interconnect(read_whole_file("dgx1.txt"));
 //   if (!ic) report(ic.error().message); else state.set_node_interconnect(node, std::move(*ic));
 //   auto topo = gpusched::io::parse_nvidia_smi_topo(text);   // a NodeTopology to score GPU sets
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <string_view>

@@ -36,6 +36,9 @@
 //
 //   auto topo = gpusched::io::read_cluster_topology_json(text, state);   // compiled: link gpusched::io
 //   if (!topo) report(topo.error().message);   // "domains[0].children[1].nodes[3]: unknown node 'n-99'"
+// Threads: the readers keep no state between calls and may run concurrently (a reader taking a
+// ClusterState only reads it). Rules for every reader (limits, unknown fields, names, line endings,
+// errors as values): docs/formats.md, "Every reader".
 #pragma once
 
 #include <string_view>

@@ -439,12 +439,13 @@ inline std::vector<MigPartedNode> mig_parted_plan(const ClusterState& state, con
 inline std::string to_mig_parted_yaml(const std::vector<MigPartedNode>& nodes) {
   std::string y = "version: v1\nmig-configs:\n";
   for (const MigPartedNode& n : nodes) {
-    y += gpusched::detail::concat_text("  ", n.config, ":\n");
+    // Names come from the cluster (node names) and profile tables: quoted, never raw.
+    y += gpusched::detail::concat_text("  ", gpusched::detail::yaml_quoted(n.config), ":\n");
     for (const MigPartedEntry& e : n.entries) {
       std::string devices;
       for (std::uint32_t d : e.devices) devices += devices.empty() ? gpusched::detail::concat_text(d) : gpusched::detail::concat_text(", ", d);
       y += gpusched::detail::concat_text("    - devices: [", devices, "]\n      mig-enabled: true\n      mig-devices:\n");
-      for (const auto& [name, c] : e.mig_devices) y += gpusched::detail::concat_text("        \"", name, "\": ", c, "\n");
+      for (const auto& [name, c] : e.mig_devices) y += gpusched::detail::concat_text("        ", gpusched::detail::yaml_quoted(name), ": ", c, "\n");
     }
   }
   return y;

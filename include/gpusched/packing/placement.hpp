@@ -26,6 +26,11 @@
 // the one-job building block it composes.)
 //
 // Header-only: the definitions are in packing/detail/placement_impl.hpp.
+// Threads: compile_job reads the state (const, may run concurrently with other readers); place_job
+// reserves on the state it is given (one thread per state: give each thread its own copy).
+// Policies with a seeded generator or a cache (RandomPolicy, FgdPolicy, the trace policies) change
+// inside their const calls: one policy object per thread. BestFitPolicy and the other stateless
+// policies may be shared.
 #pragma once
 
 #include <array>

@@ -34,19 +34,31 @@
 //      jobs the rules allow — lower priority in its own queue (or lower-or-equal-and-newer); Kueue's
 //      reclaimWithinCohort (a job within its queue's nominal quota reclaims from queues of its cohort
 //      that borrow); fair-share reclaim (from a queue whose weighted GPU share, after losing the
-//      victim, stays at or above the preemptor's queue's share after it starts). Victims are whole
+//      victim, stays at or above the preemptor's queue's share after it starts; a queue within its
+//      nominal quota is never reclaimed from: nominal quota is the owner's). Victims are whole
 //      gangs, elastic gangs shed tasks above their minimum first, the preemptor's placement is
 //      simulated with the victims removed, and its quota is re-checked with theirs returned.
-//   3. Blocked jobs go to backfill (scheduler/backfill.hpp, when present): reservations on concrete
-//      nodes and the later jobs that may start without delaying them.
-//   4. Elastic grow: after every pending job had its chance, running elastic gangs grow into idle
-//      capacity up to their maximum, within their queue's quota.
+//   3. Blocked jobs go to backfill (scheduler/backfill.hpp): reservations on concrete nodes from the
+//      runtime estimates, and the later jobs that may start now without delaying them. The first job
+//      that blocks in stage 1 gets its reservation at once (plan_backfill over that one job), and its
+//      nodes are closed (cordoned, reopened before returning) to every later job of stage 1 and to
+//      elastic growth, so the small jobs behind it cannot take what it waits for (kueue#8309);
+//      after stage 4 the blocked jobs, in cycle order, are planned together (EASY or conservative)
+//      and those that fit without delaying the reservations start now (short jobs on the reserved
+//      nodes that end before the reservation begins).
+//   4. Elastic grow: after every pending job had its chance in stage 1, running elastic gangs grow
+//      into idle capacity up to their maximum, within their queue's quota, off the reserved nodes.
+//      (It runs before stage 3's final plan, which then only places jobs that fit before a
+//      reservation begins.)
 //
 // Why there are no loops. A job is evicted only in the cycle its preemptor is placed (its placement
 // is reserved at once), and each rule is one-way: priority is a strict order; "newer" compares
 // submit times (a strict order); cohort reclaim needs the preemptor within nominal quota and the
 // victim's queue borrowing, which the preemptor's start cannot make its own queue; fair-share reclaim
 // needs the victim's queue to stay at least as far above its share as the preemptor's will be.
+// Rules of different kinds can still point opposite ways once the queues' usage has changed (a
+// cohort reclaim one way, later a fair-share reclaim the other), so a requeued job also remembers
+// who evicted it (PendingJob::evicted_by) and never evicts them back.
 // tests/scheduler/cycle_property_test.cpp checks this over random workloads and many cycles.
 //
 // Holding freed capacity. With `preemptor_starts_next_cycle` (evictions take time: a graceful
@@ -76,6 +88,7 @@
 #include "gpusched/fairness/quota.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/packing/placement.hpp"
+#include "gpusched/scheduler/backfill.hpp"
 #include "gpusched/scheduler/preemption.hpp"
 
 namespace gpusched::scheduler {
@@ -91,6 +104,10 @@ struct PendingJob {
   Seconds restart_cost = 0;
   Seconds checkpoint_interval = 0;
   std::int32_t restarts = 0;
+  // The jobs that evicted it (advance() appends the preemptor when it requeues an evicted job). It
+  // never evicts them back: the last guard against a pair preempting each other back and forth
+  // when the queues' usage has changed in between (a reclaim one way, a reclaim the other way).
+  std::vector<std::string> evicted_by;
 };
 
 // Kueue's reclaimWithinCohort.
@@ -106,6 +123,11 @@ struct CycleOptions {
   std::size_t max_preemption_attempts = 32;
   bool preemptor_starts_next_cycle = false;  // evictions take time: the preemptor is nominated
   bool grow_elastic = true;        // stage 4
+  // Stage 3 (scheduler/backfill.hpp): kEasy (the default) reserves the first blocked job and
+  // protects its reservation for the rest of the cycle; kConservative reserves every blocked job up
+  // to `depth` (only the first is protected in stage 1, see below); kNone: no reservations, no
+  // backfill (BestEffortFIFO starts whatever fits, as Kueue does).
+  BackfillOptions backfill;
   bool dry_run = false;            // decide, then roll every change back
 };
 
@@ -148,10 +170,12 @@ struct Grow {
   std::vector<RunningTask> tasks;  // the tasks added
 };
 
-struct Reservation {
+// A promise from the backfill stage: the job's gang on these nodes from `start` (expected).
+struct CycleReservation {
   std::size_t pending = 0;
   std::string job;
   Seconds start = 0;               // when it is expected to start
+  Seconds end = 0;                 // and to end (INT64_MAX: unknown runtime)
   std::vector<NodeId> nodes;
 };
 
@@ -183,7 +207,7 @@ struct CycleDecisions {
   std::vector<Start> starts;
   std::vector<Eviction> evictions;  // whole evictions and elastic shrinks (whole == false)
   std::vector<Grow> grows;
-  std::vector<Reservation> reservations;
+  std::vector<CycleReservation> reservations;
   std::vector<Nomination> nominations;
   std::vector<Waiting> waiting;     // every pending job neither started nor nominated
   CycleStats stats;

@@ -68,6 +68,7 @@ struct RunningJob {
   Seconds restart_cost = 0;      // seconds every GPU it holds spends restarting (load, warm up)
   bool preemptible = true;
   std::int32_t min_tasks = -1;   // elastic: tasks beyond the first min_tasks may be shed; -1 = rigid
+  Seconds runtime_estimate = -1;  // expected run time from start_time (backfill.hpp); <= 0: unknown
   std::vector<RunningTask> tasks;
   // Added by the scheduling cycle (scheduler/cycle.hpp); the defaults keep the meanings above.
   // When it was submitted (queue order; "newer" in kLowerOrNewerEqualPriority); -1 = use start_time.
@@ -76,10 +77,10 @@ struct RunningJob {
   // `last_checkpoint` says): its latest checkpoint is then the later of last_checkpoint and
   // start_time + k * interval, the last such time not after now.
   Seconds checkpoint_interval = 0;
-  Seconds runtime_estimate = 0;  // expected run time from start_time (0 = unknown): backfill's end
   std::int32_t max_tasks = -1;   // elastic: grows up to this many tasks (the request of its last
                                  // task); -1 = tasks.size() (never grows)
   std::int32_t restarts = 0;     // failures it was restarted after (the backoff exponent)
+  std::vector<std::string> evicted_by;  // jobs that evicted it before (cycle.hpp: never evicted back)
 
   bool elastic() const { return min_tasks >= 0 && static_cast<std::size_t>(min_tasks) < tasks.size(); }
   // The time the queue rules compare: submit_time, else start_time.

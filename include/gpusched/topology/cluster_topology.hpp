@@ -73,6 +73,9 @@
 
 namespace gpusched::topology {
 
+// At most this many levels (checked by every constructor): the walks recurse once per level.
+inline constexpr std::size_t kMaxTopologyLevels = 32;
+
 // One level of the hierarchy, outermost first.
 struct TopologyLevel {
   std::string label_key;                 // node label naming the domain at this level

@@ -37,6 +37,29 @@ std::string concat_text(const Parts&... parts) {
   return out;
 }
 
+// `text` as a YAML double-quoted scalar (YAML 1.2, 7.3.1): '"' and '\\' escaped, control characters
+// (NUL, newline, ...) and DEL written as \xNN, so that a crafted name can neither end the scalar nor
+// start a line of its own (a node named `x: {}\n  evil:` must not rewrite a generated config).
+inline std::string yaml_quoted(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 // An input error: the message (which names the field), the field path alone, and the code.
 inline Error input_error(std::string message, std::string field = {},
                        ErrorCode code = ErrorCode::kInvalidValue) {

@@ -13,9 +13,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/cluster/domains.hpp"
 
 namespace gpusched::detail {
 
@@ -94,5 +101,195 @@ inline std::int64_t gang_indexed_idle_gpus(const ClusterState& state) {
   }
   return total;
 }
+
+}  // namespace gpusched::detail
+
+// --- capacity at empty, per domain (cached per layout generation) ----------------------------------
+//
+// Whether a gang that does not fit now could ever fit is a question about the cluster as if every
+// allocation were gone: the schedulable, healthy nodes' capacities (CPU, memory, GPUs by model and
+// GPU memory, MIG GPUs by MIG model). That changes only with cluster events, never with
+// allocations, so it is summarised once per layout generation of the state (cluster_state.hpp) as
+// classes of identical empty nodes, and per domain of a level as (class, count) pairs: a 10,000-node
+// cluster has a handful of node shapes, so a bound per domain costs O(domains x shapes), not a node
+// scan. The counts ignore node selectors (an upper bound, which is what a proof of infeasibility
+// needs: a gang above it fits nowhere, whatever is freed).
+namespace gpusched::detail {
+
+struct GangEmptyGpu {
+  GpuModelId model = 0;
+  Bytes memory = 0;
+  std::int16_t mig_model = -1;  // the GPU's MIG model when it is in MIG mode, else -1
+  friend auto operator<=>(const GangEmptyGpu&, const GangEmptyGpu&) = default;
+};
+
+// One class of identical nodes, as if empty (healthy GPUs only).
+struct GangEmptyShape {
+  MilliCpu cpu = 0;
+  Bytes memory = 0;
+  std::vector<GangEmptyGpu> gpus;  // sorted
+  friend auto operator<=>(const GangEmptyShape&, const GangEmptyShape&) = default;
+};
+
+// Tasks of `request` one empty node of `shape` could hold, selectors aside. A whole-GPU or shared
+// task counts the GPUs not in MIG mode (a MIG GPU takes neither until an event turns MIG off); a MIG
+// task counts, per MIG GPU of an allowed model that has the profile, the profile's "Total" instances
+// per GPU (nvidia-smi mig -lgip; NVIDIA MIG user guide, "Supported MIG Profiles"), which no layout
+// exceeds.
+inline std::int64_t gang_empty_shape_capacity(const mig::MigCatalog& catalog, const GangEmptyShape& node,
+                                              const TaskRequest& request) {
+  const TaskShape& shape = request.shape;
+  if (shape.cpu > node.cpu || shape.memory > node.memory) return 0;
+  std::int64_t cap = kGangUnbounded;
+  if (shape.cpu > 0) cap = std::min<std::int64_t>(cap, node.cpu / shape.cpu);
+  if (shape.memory > 0) cap = std::min<std::int64_t>(cap, node.memory / shape.memory);
+  if (request.mig.any()) {
+    std::int64_t instances = 0;
+    for (const GangEmptyGpu& g : node.gpus) {
+      if (g.mig_model < 0 || !(request.models & model_bit(g.model))) continue;
+      const int p = request.mig.profile[static_cast<std::size_t>(g.mig_model)];
+      if (p < 0) continue;
+      const auto& spec = catalog.spec(static_cast<mig::MigModelId>(g.mig_model));
+      instances += std::min<std::int64_t>(spec.profiles[static_cast<std::size_t>(p)].max_instances, spec.max_instances);
+    }
+    return std::min(cap, instances);
+  }
+  if (!shape.needs_gpu()) return cap;
+  std::int64_t per_gpus = 0;
+  for (const GangEmptyGpu& g : node.gpus) {
+    if (g.mig_model >= 0 || !(request.models & model_bit(g.model)) || g.memory < shape.gpu_memory) continue;
+    std::int64_t k = 1;
+    if (shape.shares_gpu()) {
+      k = kMilliPerGpu / shape.gpu_milli;
+      if (shape.gpu_memory > 0) k = std::min<std::int64_t>(k, g.memory / shape.gpu_memory);
+    }
+    per_gpus += k;
+  }
+  return std::min(cap, shape.shares_gpu() ? per_gpus : per_gpus / shape.gpus);
+}
+
+class GangEmptyCapacity {
+ public:
+  static constexpr std::uint32_t kNoShape = ~std::uint32_t{0};
+
+  // One level's domains at empty: per domain, (shape, nodes) pairs.
+  struct Level {
+    std::string level;           // as asked
+    const void* topology = nullptr;  // the ClusterTopology it came from, or nullptr (labels)
+    bool resolved = false;
+    bool per_node = false;
+    std::string key;             // the resolved label key ("" for the node level)
+    std::vector<std::string> names;
+    std::vector<std::vector<std::pair<std::uint32_t, std::int64_t>>> shapes;  // per domain
+  };
+
+  // Forgets everything when the state (instance) or its layout generation changed, and summarises
+  // the nodes again: O(nodes x GPUs) once per layout generation.
+  void refresh(const ClusterState& state) {
+    if (valid_ && instance_ == state.instance_id() && layout_generation_ == state.layout_generation()) return;
+    valid_ = true;
+    instance_ = state.instance_id();
+    layout_generation_ = state.layout_generation();
+    shapes_.clear();
+    count_.clear();
+    rep_.clear();
+    levels_.clear();
+    node_shape_.assign(state.node_count(), kNoShape);
+    std::map<GangEmptyShape, std::uint32_t> ids;
+    GangEmptyShape s;
+    for (NodeId n = 0; n < state.node_count(); ++n) {
+      if (!state.schedulable(n) || !state.healthy(n) || state.removed(n)) continue;
+      s.cpu = state.cpu_capacity(n);
+      s.memory = state.memory_capacity(n);
+      s.gpus.clear();
+      for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
+        const auto gi = static_cast<GpuIndex>(g);
+        if (!state.gpu_healthy(n, gi)) continue;
+        const mig::MigGpuId id = state.mig_gpu(n, gi);
+        s.gpus.push_back({state.gpu_model(n, gi), state.gpu_memory_capacity(n, gi),
+                          static_cast<std::int16_t>(id == mig::kNoGpu ? -1 : state.mig().model_of(id))});
+      }
+      std::sort(s.gpus.begin(), s.gpus.end());
+      auto [it, inserted] = ids.try_emplace(s, static_cast<std::uint32_t>(shapes_.size()));
+      if (inserted) {
+        shapes_.push_back(s);
+        count_.push_back(0);
+        rep_.push_back(n);
+      }
+      node_shape_[n] = it->second;
+      ++count_[it->second];
+      if (state.node_name(n) < state.node_name(rep_[it->second])) rep_[it->second] = n;
+    }
+  }
+
+  std::size_t shape_count() const { return shapes_.size(); }
+  // Tasks of `request` an empty node of each shape holds.
+  std::vector<std::int64_t> shape_capacities(const ClusterState& state, const TaskRequest& request) const {
+    std::vector<std::int64_t> caps(shapes_.size());
+    for (std::size_t s = 0; s < shapes_.size(); ++s)
+      caps[s] = gang_empty_shape_capacity(state.mig().catalog(), shapes_[s], request);
+    return caps;
+  }
+  // The whole cluster's capacity for those per-shape figures (saturating).
+  std::int64_t total(std::span<const std::int64_t> caps) const {
+    std::int64_t sum = 0;
+    for (std::size_t s = 0; s < caps.size(); ++s) sum = std::min(kGangUnbounded, sum + caps[s] * count_[s]);
+    return sum;
+  }
+  std::int64_t domain_total(const Level& level, std::size_t d, std::span<const std::int64_t> caps) const {
+    std::int64_t sum = 0;
+    for (const auto& [s, k] : level.shapes[d]) sum = std::min(kGangUnbounded, sum + caps[s] * k);
+    return sum;
+  }
+
+  // The level's summary, made from `map` (the caller's domains, e.g. build_domains) on first use.
+  template <class MakeMap>
+  const Level& level(const std::string& name, const void* topology, MakeMap&& make_map) {
+    for (const Level& l : levels_)
+      if (l.level == name && l.topology == topology) return l;
+    const DomainMap& m = make_map();
+    Level l;
+    l.level = name;
+    l.topology = topology;
+    l.resolved = m.resolved;
+    l.per_node = m.per_node;
+    l.key = m.key;
+    if (m.per_node) {
+      // Every node its own domain: one domain per shape is enough (they are identical), named by
+      // the shape's node that sorts first.
+      for (std::size_t s = 0; s < shapes_.size(); ++s) {
+        l.names.emplace_back(rep_name(s, m));
+        l.shapes.push_back({{static_cast<std::uint32_t>(s), 1}});
+      }
+    } else if (m.resolved) {
+      for (std::size_t d = 0; d < m.domain_count(); ++d) {
+        std::vector<std::pair<std::uint32_t, std::int64_t>> per;
+        for (NodeId n : m.members[d])
+          if (n < node_shape_.size() && node_shape_[n] != kNoShape) per.emplace_back(node_shape_[n], 1);
+        std::sort(per.begin(), per.end());
+        std::vector<std::pair<std::uint32_t, std::int64_t>> merged;
+        for (const auto& p : per) {
+          if (!merged.empty() && merged.back().first == p.first) ++merged.back().second;
+          else merged.push_back(p);
+        }
+        l.names.push_back(m.names[d]);
+        l.shapes.push_back(std::move(merged));
+      }
+    }
+    levels_.push_back(std::move(l));
+    return levels_.back();
+  }
+
+ private:
+  std::string rep_name(std::size_t s, const DomainMap& m) const { return m.names[m.node_domain[rep_[s]]]; }
+
+  bool valid_ = false;
+  std::uint64_t instance_ = 0, layout_generation_ = 0;
+  std::vector<GangEmptyShape> shapes_;
+  std::vector<std::int64_t> count_;  // nodes per shape
+  std::vector<NodeId> rep_;          // per shape, its node whose name sorts first
+  std::vector<std::uint32_t> node_shape_;
+  std::deque<Level> levels_;         // stable references
+};
 
 }  // namespace gpusched::detail

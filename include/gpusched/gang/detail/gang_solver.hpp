@@ -102,6 +102,7 @@ class GangSolver {
 
   GangResult finish(GangResult r, GangMethod method);
   void classify_capacity(GangResult& r, bool scan_nodes);
+  GangEmptyCapacity& capacity_cache() { return opt_.capacity_cache ? opt_.capacity_cache->impl_ : local_capacity_; }
   std::string bound_text(const GangBound& b) const;
   std::uint32_t main_group() const;
   std::string largest_domain_text(std::uint32_t g) const;
@@ -153,6 +154,7 @@ class GangSolver {
   std::vector<NodeId> search_nodes_;                      // the candidate set
   std::vector<char> in_search_;                           // per node
   std::uint64_t effort_ = 0;
+  GangEmptyCapacity local_capacity_;  // when the caller keeps none (GangOptions::capacity_cache)
 };
 
 // --- constraints ---------------------------------------------------------------------------------
@@ -759,8 +761,10 @@ inline std::string GangSolver::largest_domain_text(std::uint32_t g) const {
 // --- the decision --------------------------------------------------------------------------------
 
 // Infeasible or not now: a gang that does not fit now is infeasible when a capacity bound (every
-// node as if empty) fails too. O(1) bounds only on the index-only path (the largest node's GPUs,
-// the cluster's GPU total); node by node, and per domain of a required level, after a node scan.
+// node as if empty) fails too. First the O(1) bounds (the largest node's GPUs, the cluster's GPU
+// total); then per group over the whole cluster and per domain of a required level: counted node by
+// node (selectors included) after a node scan, or from the capacity-at-empty summary (cached per
+// layout generation, selectors aside) on the index-only path.
 inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   auto infeasible = [&](std::string what, ReasonKind kind, Unit unit, std::int64_t need, std::int64_t have,
                         std::int32_t subject) {
@@ -781,35 +785,90 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   if (need_milli > st_.total_gpu_milli_capacity())
     return infeasible("GPU share (milli-GPU) of the cluster", ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu,
                       need_milli, st_.total_gpu_milli_capacity(), -1);
-  if (!scan_nodes) return;
-  // Per node at capacity; per domain of a required level, the best domain must hold every group.
-  const DomainMap* topo = topo_ && spec_.topology.mode == LevelMode::kRequired ? &maps_[*topo_] : nullptr;
-  const std::size_t n_domains = topo ? topo->domain_count() : 0;
-  std::vector<std::vector<std::int64_t>> per_domain(n_groups_, std::vector<std::int64_t>(n_domains, 0));
+  // Per group over the cluster, and per domain of a required level: total[g], per_domain[g][d].
+  const bool required = topology_in_force() && spec_.topology.mode == LevelMode::kRequired;
+  std::vector<std::int64_t> total(n_groups_, 0);
+  std::vector<std::vector<std::int64_t>> per_domain(n_groups_);
+  const std::vector<std::string>* names = nullptr;
+  std::string level_name;
+  bool domains_known = false;
+  if (scan_nodes) {
+    const DomainMap* topo = required && topo_ ? &maps_[*topo_] : nullptr;
+    const std::size_t n_domains = topo ? topo->domain_count() : 0;
+    for (std::uint32_t g = 0; g < n_groups_; ++g) {
+      if (spec_.groups[g].min_replicas == 0) continue;
+      per_domain[g].assign(n_domains, 0);
+      for (NodeId n = 0; n < st_.node_count(); ++n) {
+        const std::int64_t k = placement_tasks_at_capacity(st_, n, req(g));
+        total[g] = gang_sat_add(total[g], k);
+        if (topo && topo->node_domain[n] != DomainMap::kNone)
+          per_domain[g][topo->node_domain[n]] = gang_sat_add(per_domain[g][topo->node_domain[n]], k);
+      }
+    }
+    if (topo && topo->resolved) {
+      domains_known = true;
+      names = &topo->names;
+      level_name = topo->per_node ? std::string("node") : topo->key;
+    }
+  } else {
+    GangEmptyCapacity& cache = capacity_cache();
+    cache.refresh(st_);
+    const GangEmptyCapacity::Level* level = nullptr;
+    if (required)
+      level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
+        if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
+        return maps_[*topo_];
+      });
+    for (std::uint32_t g = 0; g < n_groups_; ++g) {
+      if (spec_.groups[g].min_replicas == 0) continue;
+      const std::vector<std::int64_t> caps = cache.shape_capacities(st_, req(g));
+      total[g] = cache.total(caps);
+      if (level && level->resolved)
+        for (std::size_t d = 0; d < level->names.size(); ++d) per_domain[g].push_back(cache.domain_total(*level, d, caps));
+    }
+    if (level && level->resolved) {
+      domains_known = true;
+      names = &level->names;
+      level_name = level->per_node ? std::string("node") : level->key;
+    }
+  }
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    const std::int64_t need = spec_.groups[g].min_replicas;
+    if (need > 0 && total[g] < need)
+      return infeasible(detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
+                        Unit::kTasks, need, total[g], static_cast<std::int32_t>(g));
+  }
+  if (!domains_known) return;
+  // A group no domain holds alone at capacity: name the largest domain (ties: the first by name).
+  const std::size_t n_domains = names->size();
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need == 0) continue;
-    std::int64_t total = 0;
-    for (NodeId n = 0; n < st_.node_count(); ++n) {
-      const std::int64_t k = placement_tasks_at_capacity(st_, n, req(g));
-      total = gang_sat_add(total, k);
-      if (topo && topo->node_domain[n] != DomainMap::kNone)
-        per_domain[g][topo->node_domain[n]] = gang_sat_add(per_domain[g][topo->node_domain[n]], k);
-    }
-    if (total < need)
-      return infeasible(detail::gang_format("group {}: tasks that fit", spec_.groups[g].name), ReasonKind::kTooFewTasksFit,
-                        Unit::kTasks, need, total, static_cast<std::int32_t>(g));
+    std::int64_t best = 0;
+    std::size_t best_d = 0;
+    for (std::size_t d = 0; d < n_domains; ++d)
+      if (per_domain[g][d] > best) {
+        best = per_domain[g][d];
+        best_d = d;
+      }
+    if (best < need)
+      return infeasible(n_domains == 0
+                            ? detail::gang_format("group {}: tasks in one {} (there is none)", spec_.groups[g].name, level_name)
+                            : detail::gang_format("group {}: tasks in one {}, the largest being {}", spec_.groups[g].name,
+                                                  level_name, (*names)[best_d]),
+                        ReasonKind::kNoDomainFits, Unit::kTasks, need, best, static_cast<std::int32_t>(g));
   }
-  if (!topo || !topo->resolved) return;
+  // Every group fits some domain alone; does one domain hold them all?
   std::int64_t holding = 0;
   for (std::size_t d = 0; d < n_domains; ++d) {
     bool all = true;
-    for (std::uint32_t g = 0; g < n_groups_ && all; ++g) all = per_domain[g][d] >= spec_.groups[g].min_replicas;
+    for (std::uint32_t g = 0; g < n_groups_ && all; ++g)
+      all = spec_.groups[g].min_replicas == 0 || per_domain[g][d] >= spec_.groups[g].min_replicas;
     holding += all;
   }
   if (holding == 0)
-    infeasible(detail::gang_format("domains of {} that can hold the gang", topo->per_node ? std::string("node") : topo->key),
-               ReasonKind::kNoDomainFits, Unit::kDomains, 1, 0, -1);
+    infeasible(detail::gang_format("domains of {} that can hold the gang", level_name), ReasonKind::kNoDomainFits,
+               Unit::kDomains, 1, 0, -1);
 }
 
 inline std::string GangSolver::bound_text(const GangBound& b) const {
@@ -1048,10 +1107,13 @@ inline GangResult place_gang(ClusterState& state, const GangSpec& spec, const Ga
 }
 
 inline QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> gangs, const GangOptions& options) {
+  GangCapacityCache queue_cache;  // one summary for the queue when the caller keeps none
+  GangOptions opts = options;
+  if (!opts.capacity_cache) opts.capacity_cache = &queue_cache;
   QueueResult out;
   out.results.reserve(gangs.size());
   for (const GangSpec& spec : gangs) {
-    out.results.push_back(place_gang(state, spec, options));
+    out.results.push_back(place_gang(state, spec, opts));
     if (out.results.back().placed()) ++out.placed;
   }
   return out;

@@ -23,7 +23,7 @@ inline bool placement_selector_matches(const ClusterState& state, NodeId n, cons
 }
 
 // A node's first failing check for one task if the node were empty, in check_fit's order (a
-// healthy GPU of an allowed model stands in for "idle").
+// healthy GPU of an allowed model stands in for "idle"; a GPU in MIG mode serves MIG tasks only).
 inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, const TaskRequest& request) {
   if (!state.schedulable(n)) return FitReason::kNodeUnschedulable;
   if (!state.healthy(n)) return FitReason::kNodeUnhealthy;
@@ -32,11 +32,25 @@ inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, con
   if (shape.needs_gpu() && !(request.models & state.node_models(n))) return FitReason::kGpuModelNotAllowed;
   if (shape.cpu > state.cpu_capacity(n)) return FitReason::kInsufficientCpu;
   if (shape.memory > state.memory_capacity(n)) return FitReason::kInsufficientMemory;
+  if (request.mig.any()) {
+    // A MIG GPU of an allowed model whose MIG model has the profile could hold an instance once empty.
+    for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
+      const auto gi = static_cast<GpuIndex>(g);
+      const mig::MigGpuId id = state.mig_gpu(n, gi);
+      if (id != mig::kNoGpu && state.gpu_healthy(n, gi) && (request.models & model_bit(state.gpu_model(n, gi))) &&
+          request.mig.profile[state.mig().model_of(id)] >= 0)
+        return FitReason::kFits;
+    }
+    return FitReason::kNoMigPlacement;
+  }
   if (!shape.needs_gpu()) return FitReason::kFits;
   std::int32_t usable = 0, with_memory = 0;
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
-    if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi)))) continue;
+    // A GPU in MIG mode takes no whole-GPU or shared task until an event turns MIG off.
+    if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))) ||
+        state.mig_gpu(n, gi) != mig::kNoGpu)
+      continue;
     ++usable;
     with_memory += state.gpu_memory_capacity(n, gi) >= shape.gpu_memory;
   }
@@ -53,12 +67,28 @@ inline std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeI
   std::int64_t cap = std::numeric_limits<std::int32_t>::max();
   if (shape.cpu > 0) cap = std::min<std::int64_t>(cap, state.cpu_capacity(n) / shape.cpu);
   if (shape.memory > 0) cap = std::min<std::int64_t>(cap, state.memory_capacity(n) / shape.memory);
+  if (request.mig.any()) {
+    // MIG tasks count GPU capacity, not CPU: per MIG GPU that has the profile, the profile's
+    // "Total" instances per GPU (nvidia-smi mig -lgip), which no layout of that GPU exceeds.
+    std::int64_t instances = 0;
+    for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
+      const auto gi = static_cast<GpuIndex>(g);
+      const mig::MigGpuId id = state.mig_gpu(n, gi);
+      if (id == mig::kNoGpu || !state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))))
+        continue;
+      const int p = request.mig.profile[state.mig().model_of(id)];
+      if (p < 0) continue;
+      const auto& spec = state.mig().spec_of(id);
+      instances += std::min<std::int64_t>(spec.profiles[static_cast<std::size_t>(p)].max_instances, spec.max_instances);
+    }
+    return std::min(cap, instances);
+  }
   if (!shape.needs_gpu()) return cap;
   std::int64_t per_gpus = 0;
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))) ||
-        state.gpu_memory_capacity(n, gi) < shape.gpu_memory)
+        state.gpu_memory_capacity(n, gi) < shape.gpu_memory || state.mig_gpu(n, gi) != mig::kNoGpu)
       continue;
     std::int64_t k = 1;
     if (shape.shares_gpu()) {

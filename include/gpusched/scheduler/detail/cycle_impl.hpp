@@ -139,6 +139,11 @@ struct CycleRun {
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
   std::vector<FailedShape> failed;
   std::vector<std::size_t> blocked;        // pending jobs that did not start, in cycle order
+  std::vector<Result<GangSpec>> specs;     // per pending job
+  std::vector<std::size_t> queue_of_pending;
+  // Stage 3's protected reservation (EASY head): its nodes are cordoned until stage 4 is done.
+  bool guard_set = false;
+  std::vector<NodeId> guard_cordoned;
 
   CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
            std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o)
@@ -345,14 +350,17 @@ struct CycleRun {
     // Flavors within nominal quota first, then those that borrow (Kueue; FairSharePlanner's rule).
     for (int pass = 0; pass < 2 && !at.started; ++pass) {
       for (Eigen::Index d : fl) {
-        const GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
+        GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
         Amounts req = job_amounts(flavored, dims, d, false);
         bool borrows = false;
         if (fair) {
           auto c = book->check(q, req);
           if (!c.admitted() && elastic(flavored)) {
+            // The quota holds its minimum only: place the minimum (it may grow later, stage 4).
             req = job_amounts(flavored, dims, d, true);
             c = book->check(q, req);
+            if (c.admitted())
+              for (GangGroup& g : flavored.groups) g.replicas = g.min_replicas;
           }
           if (!c.admitted()) {
             if (pass == 0) {
@@ -415,6 +423,21 @@ struct CycleRun {
     return at;
   }
 
+  // A queue whose usage is within its nominal quota on every GPU dimension that has one, and that
+  // has one at all: what it holds is its own (fair-share reclaim does not take it).
+  bool within_own_nominal(std::size_t v) const {
+    if (!fair) return false;
+    const fairness::QueueConfig& c = queues[v];
+    if (c.nominal.size() != dims) return false;
+    bool any = false;
+    for (Eigen::Index d = 2; d < dims; ++d) {
+      if (c.nominal[d] < 0) continue;
+      any = true;
+      if (book->usage(v)[d] > c.nominal[d]) return false;
+    }
+    return any;
+  }
+
   static bool elastic(const GangSpec& spec) {
     for (const GangGroup& g : spec.groups)
       if (g.min_replicas < g.replicas) return true;
@@ -432,6 +455,9 @@ struct CycleRun {
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
     const double wq = fair ? queues[q].weight : 1.0;
+    for (const std::string& by : pending[p].evicted_by)
+      for (std::size_t j = 0; j < running.size(); ++j)
+        if (running[j].name == by) mark[j] = kExcludedVictim;
     for (std::size_t j = 0; j < running.size(); ++j) {
       if (mark[j] == kExcludedVictim) continue;
       const std::size_t v = running_queue[j];
@@ -450,7 +476,7 @@ struct CycleRun {
           continue;
         }
       }
-      if (options.fair_share_reclaim) {
+      if (options.fair_share_reclaim && !within_own_nominal(v)) {
         std::int64_t held = 0;
         for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
         // (used_q + need) / w_q <= (used_v - held) / w_v: after the swap the preemptor's queue is
@@ -464,18 +490,17 @@ struct CycleRun {
       }
     }
     Preemptor pre{&flavored, job.queue, job.priority, job.submit_time};
-    if (!fair) pre.queue = std::string();
-    // Without queues every job is in the one implicit queue.
-    std::vector<RunningJob> relabeled;
-    std::span<const RunningJob> view = running;
-    PreemptionPlan plan;
     if (!fair) {
-      // The rules compare queue names: give find_victims one queue ("") for everyone.
-      relabeled.assign(running.begin(), running.end());
-      for (RunningJob& r : relabeled) r.queue.clear();
-      view = relabeled;
+      // Without queues every job is in the one implicit queue, whatever its queue name says: the
+      // within-queue rule decides for each, as if it were in the preemptor's queue.
+      for (std::size_t j = 0; j < running.size(); ++j) {
+        if (mark[j] == kExcludedVictim) continue;
+        Preemptor same = pre;
+        same.queue = running[j].queue;
+        mark[j] = eligible_victim(running[j], same, now, options.preemption, false) ? kReclaimableVictim : kExcludedVictim;
+      }
     }
-    plan = find_victims(state, pre, view, now, options.preemption, mark);
+    PreemptionPlan plan = find_victims(state, pre, running, now, options.preemption, mark);
     out.stats.placements_tried += plan.placements_tried;
     // Not placed: the placement's own verdict stands (find_victims' "infeasible" counts only the
     // running jobs, not the jobs this cycle has started).
@@ -603,6 +628,125 @@ struct CycleRun {
     }
   }
 
+  // ---- stage 3 ----------------------------------------------------------------------------------
+  bool backfill_on() const { return options.backfill.mode != BackfillMode::kNone; }
+
+  // The running work whose end the backfill profile can know: running jobs with an estimate (not
+  // evicted or shrunk this cycle) and this cycle's starts with one. Work without an estimate stays
+  // on the state and holds its resources for ever, as the profile assumes of unknown estimates.
+  std::vector<RunningJob> profile_running() const {
+    std::vector<RunningJob> out;
+    for (std::size_t j = 0; j < running.size(); ++j)
+      if (victim_mark[j] != kExcludedVictim && running[j].runtime_estimate > 0) out.push_back(running[j]);
+    for (const Start& s : this->out.starts)
+      if (pending[s.pending].runtime_estimate > 0) {
+        RunningJob r;
+        r.name = s.job;
+        r.start_time = now;
+        r.runtime_estimate = pending[s.pending].runtime_estimate;
+        r.tasks = s.tasks;
+        out.push_back(std::move(r));
+      }
+    return out;
+  }
+
+  BackfillOptions backfill_options() const {
+    BackfillOptions bo = options.backfill;
+    bo.placement = options.placement;
+    return bo;
+  }
+
+  // The first job that blocks: reserve it now and close its nodes to the rest of the cycle.
+  void guard(std::size_t p) {
+    if (guard_set || !backfill_on()) return;
+    guard_set = true;
+    const std::vector<RunningJob> prof = profile_running();
+    const BlockedJob b{&*specs[p], pending[p].runtime_estimate};
+    BackfillOptions bo = backfill_options();
+    bo.mode = BackfillMode::kEasy;
+    auto plan = plan_backfill(state, prof, std::span<const BlockedJob>(&b, 1), now, bo);
+    if (!plan) return;
+    out.stats.placements_tried += plan->placements_tried;
+    if (plan->reservations.empty()) return;
+    const Reservation& r = plan->reservations.front();
+    out.reservations.push_back({p, pending[p].job.name, r.start, r.end, r.nodes()});
+    for (NodeId n : r.nodes())
+      if (!state.removed(n) && state.schedulable(n) && state.cordon(n).ok()) guard_cordoned.push_back(n);
+  }
+
+  void unguard() {
+    for (NodeId n : guard_cordoned) (void)state.uncordon(n);
+    guard_cordoned.clear();
+  }
+
+  // After stage 4: the blocked jobs planned together; those that fit without delaying a reservation
+  // start now (within their queue's quota).
+  void backfill_stage() {
+    if (!backfill_on() || blocked.empty()) return;
+    std::vector<std::size_t> cand;
+    std::vector<BlockedJob> jobs;
+    std::vector<std::size_t> waiting_of(pending.size(), SIZE_MAX);
+    for (std::size_t k = 0; k < out.waiting.size(); ++k) waiting_of[out.waiting[k].pending] = k;
+    for (std::size_t p : blocked) {
+      const std::size_t k = waiting_of[p];
+      if (k == SIZE_MAX) continue;
+      const Waiting& w = out.waiting[k];
+      if (w.outcome.verdict != Verdict::kNotNow || w.behind != SIZE_MAX) continue;  // StrictFIFO keeps its meaning
+      cand.push_back(p);
+      jobs.push_back({&*specs[p], pending[p].runtime_estimate});
+    }
+    if (cand.empty()) return;
+    const std::vector<RunningJob> prof = profile_running();
+    auto plan = plan_backfill(state, prof, jobs, now, backfill_options());
+    if (!plan) return;
+    out.stats.placements_tried += plan->placements_tried;
+    out.reservations.clear();
+    for (const Reservation& r : plan->reservations)
+      out.reservations.push_back({cand[r.job], pending[cand[r.job]].job.name, r.start, r.end, r.nodes()});
+    std::vector<char> started(pending.size(), 0);
+    for (const BackfillStart& b : plan->startable) {
+      const std::size_t p = cand[b.job];
+      const std::size_t q = queue_of_pending[p];
+      Start s = make_start(p, *specs[p], b.placement, {}, -1, false);
+      const Amounts a = assignment_amounts(s.tasks);
+      if (fair) {
+        const auto c = book->check(q, a);
+        if (!c.admitted()) continue;  // the quota says no: it keeps waiting with its reason
+        s.borrowed = c.borrows;
+      }
+      for (Eigen::Index d = 2; d < dims; ++d)
+        if (a[d] > 0) s.gpu_dim = static_cast<int>(d);
+      const ClusterState::Checkpoint mark = state.checkpoint();
+      bool ok = true;
+      for (const RunningTask& t : s.tasks)
+        if (!state.reserve(t.request, t.assignment).ok()) {
+          ok = false;
+          break;
+        }
+      if (!ok) {
+        state.rollback(mark);
+        continue;
+      }
+      s.backfilled = true;
+      charge(q, a);
+      queue_gpu_used[q] += gpu_total(a);
+      out.starts.push_back(std::move(s));
+      started[p] = 1;
+    }
+    for (const BackfillWait& w : plan->waiting) {
+      const std::size_t k = waiting_of[cand[w.job]];
+      if (k == SIZE_MAX) continue;
+      for (const Reason& r : w.reasons)
+        if (r.kind == ReasonKind::kReservedForOther || r.kind == ReasonKind::kBeyondWindow || r.kind == ReasonKind::kBeyondDepth) {
+          Reason copy = r;
+          if (copy.kind == ReasonKind::kReservedForOther && copy.subject >= 0 && static_cast<std::size_t>(copy.subject) < cand.size())
+            copy.subject = static_cast<std::int32_t>(cand[static_cast<std::size_t>(copy.subject)]);  // a pending index
+          out.waiting[k].outcome.reasons.push_back(copy);
+        }
+    }
+    std::erase_if(out.waiting, [&](const Waiting& w) { return started[w.pending] != 0; });
+  }
+
   // ---- stage 4 ----------------------------------------------------------------------------------
   void grow() {
     std::vector<std::size_t> order;
@@ -661,8 +805,8 @@ struct CycleRun {
     if (fair)
       for (std::size_t q = 0; q < queues.size(); ++q) qindex.emplace(queues[q].name, q);
     std::vector<std::vector<std::size_t>> members(nq);
-    std::vector<Result<GangSpec>> specs;
     specs.reserve(np);
+    queue_of_pending.assign(np, 0);
     for (std::size_t p = 0; p < np; ++p) {
       specs.push_back(make_gang_spec(pending[p].job));
       if (done[p]) continue;
@@ -684,6 +828,7 @@ struct CycleRun {
         }
         q = it->second;
       }
+      queue_of_pending[p] = q;
       if (job.not_before > now) {
         wait(p, Outcome::with(Verdict::kNotNow, {ReasonKind::kBackoff, Unit::kNone, job.not_before, now}));
         continue;
@@ -722,6 +867,7 @@ struct CycleRun {
       if (!at.started) {
         wait(p, at.outcome, &at);
         blocked.push_back(p);
+        if (at.outcome.verdict == Verdict::kNotNow) guard(p);
         if (fair && queues[q].strict_fifo) {
           for (; head[q] < members[q].size(); ++head[q]) {
             const std::size_t b = members[q][head[q]];
@@ -746,10 +892,11 @@ struct CycleRun {
       while (head[0] < members[0].size()) serve(0);
     }
 
-    // Stage 3: blocked jobs go to backfill (scheduler/backfill.hpp) — reservations and the starts
-    // that do not delay them. Until that module is wired in, blocked jobs keep their reasons.
-
+    // Stage 4 on the nodes the protected reservation leaves open, then stage 3's plan over every
+    // blocked job (backfill.hpp): reservations, and the starts that delay none of them.
     if (options.grow_elastic) grow();
+    unguard();
+    backfill_stage();
 
     // Nominated placements were reserved to hold them through this cycle; between cycles they are
     // free again and the next cycle's stage 0 takes them first.
@@ -806,6 +953,7 @@ inline RunningJob running_from_start(const PendingJob& p, const Start& start, Se
   r.checkpoint_interval = p.checkpoint_interval;
   r.runtime_estimate = p.runtime_estimate;
   r.restarts = p.restarts;
+  r.evicted_by = p.evicted_by;
   // Tasks a group needs (replica < min_replicas) first, the elastic extras last: the extras are
   // what a shrink sheds and what a grow adds (of the last extra's request).
   bool elastic = false;
@@ -849,6 +997,9 @@ inline void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& p
       for (const PendingJob& p : requeue_of)
         if (p.job.name == e.job) {
           requeued.push_back(p);
+          requeued.back().evicted_by = running[e.running].evicted_by;
+          requeued.back().restarts = running[e.running].restarts;
+          if (!e.for_job.empty()) requeued.back().evicted_by.push_back(e.for_job);
           break;
         }
     } else {
@@ -977,6 +1128,7 @@ inline void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJ
     for (const PendingJob& p : requeue_of)
       if (p.job.name == r.job) {
         PendingJob q = p;
+        q.evicted_by = running[r.running].evicted_by;
         q.not_before = r.not_before;
         q.restarts = r.restarts;
         pending.push_back(std::move(q));

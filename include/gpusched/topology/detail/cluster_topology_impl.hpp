@@ -58,6 +58,11 @@ inline Result<ClusterTopology> ClusterTopology::from_paths(const ClusterState& s
 
 inline Status ClusterTopology::check_levels(const std::vector<TopologyLevel>& levels) {
   if (levels.empty()) return Error{"levels: at least one topology level is required", ErrorCode::kMissingField, "levels"};
+  // The distribution and span walks recurse once per level: bound the depth (real fabrics have at
+  // most 4-5 levels: NVLink domain, leaf, spine, super-spine, zone) so that no input overflows the stack.
+  if (levels.size() > kMaxTopologyLevels)
+    return Error{fmt::format("levels: {} topology levels, more than the limit of {}", levels.size(), kMaxTopologyLevels),
+                 ErrorCode::kLimit, "levels"};
   for (std::size_t l = 0; l < levels.size(); ++l) {
     const std::string field = fmt::format("levels[{}]", l);
     if (levels[l].label_key.empty())

@@ -1,0 +1,156 @@
+// gpusched/scheduler/backfill.hpp — reservations and backfill from runtime estimates.
+//
+// What it is for. A 64-GPU gang waits behind a stream of 1-GPU jobs: whenever one GPU frees, a small
+// job takes it, and the gang never sees 64 free at once (kueue#8309, KAI#1969: no Kubernetes
+// scheduler has time-based backfill; Slurm and Flux do). Backfill fixes it with the jobs' runtime
+// estimates: the blocked gang gets a *reservation* — concrete nodes and GPUs, and a start time when
+// enough running work will have ended — and smaller jobs may start now only if they do not delay it:
+// they end before the reservation begins, or they use resources the reservation does not.
+//
+// The two classic variants (Mu'alem & Feitelson, "Utilization, predictability, workloads and user
+// runtime estimates in scheduling the IBM SP2 with backfilling", IEEE TPDS 12(6), 2001):
+//   EASY          only the first blocked job (the queue head) gets a reservation; any later job may
+//                 start now if it does not delay that one reservation (it may delay the others);
+//   conservative  every blocked job, in priority order, gets the earliest reservation that delays no
+//                 earlier one; a job starts now when its earliest reservation is now.
+// EASY starts more jobs now; conservative gives every job a predictable start (tests/scheduler/
+// backfill_test.cpp has the paper's small example where the two differ). `kNone` is plain FCFS:
+// jobs start in order while they fit, and from the first that does not, everyone waits.
+//
+// Slurm's knobs (sched_config: SchedulerParameters), with Slurm's defaults:
+//   window      bf_window: how far ahead reservations are looked for (Slurm: 1 day); a job whose
+//               earliest start lies beyond now + window gets no reservation (reason kBeyondWindow);
+//   resolution  bf_resolution: the time grid (Slurm: 60 s). Expected ends are rounded *up* to
+//               now + k * resolution, so resources are assumed held slightly longer, never shorter;
+//   depth       bf_max_job_test: how many blocked jobs are tested (Slurm: 500); the rest wait with
+//               reason kBeyondDepth, untested.
+//
+// The availability profile. A running job ends at start_time + runtime_estimate (unknown estimate:
+// never, within the window). A job already past its estimate is assumed to end one resolution step
+// from now ("now + resolution"), and, since each cycle computes its plan afresh, keeps being extended
+// step by step for as long as it runs. That keeps its resources held in every plan: no job is ever
+// started on them, and a reservation that needs them is planned for when it can really begin, while
+// the reservations on other resources are planned as if it did not exist (test "a job past its
+// estimate does not break others' reservations").
+//
+// How a start time is found. The candidate times are now and every time something is expected to end
+// (a running task, or a job started or reserved by this plan), within the window. A gang fits at t
+// for its duration d if it places, with the library's own gang placement (gang/gang.hpp, dry run), on
+// the one ClusterState as it will be during [t, t + d):
+//   - the running tasks that end by t are released (journaled: release_journaled, undone by
+//     rollback, so nothing is copied and the state is left exactly as it was);
+//   - every job this plan started or reserved whose interval overlaps [t, t + d) is reserved again on
+//     its own nodes and GPUs. Two of them that overlap [t, t + d) but not each other may hold the same
+//     resources at different times; the second then takes what is left of what it held (clamped),
+//     so the profile can only overestimate use: a placement found here is free for the whole
+//     interval when the estimates hold. (A MIG instance of the second is then skipped: its GPU's
+//     slices are held by the first; see "Limits".)
+// Running work only ends over time, so the most it holds during [t, t + d) is what it holds at t.
+// A job this plan starts now holds its resources during [now, now + d) for the jobs after it, like a
+// reservation that begins now.
+//
+// Cost. Three things keep a plan of depth 500 on 10,000 nodes cheap (benchmarks/README.md,
+// "Backfill"):
+//   - a necessary condition checked before any state is touched: the whole idle GPUs per node over the
+//     time grid (idle now, plus what running work frees, minus what the plan's own jobs hold), summed
+//     per task size, rule out the times at which a gang's groups cannot have enough nodes; and the
+//     free GPU share now plus what running work frees by t;
+//   - the state of "now" is `state` itself (jobs started by the plan are reserved on it); later times
+//     are tested on up to four what-if copies, each a cursor over the running tasks sorted by end:
+//     moving a cursor forward releases the tasks ending in between, back is a rollback, and a new
+//     copy is made when that is cheaper than walking one (a copy costs about 2,000 releases);
+//   - one dry-run gang placement per test that passes the bounds.
+//
+// Limits. Estimates are trusted (jobs that overrun are handled as above; jobs that end early free
+// resources the next cycle's plan uses). MIG tasks are reserved like any task, but two overlapping
+// reservations on one MIG GPU at different times are not merged (the second's instance is skipped).
+//
+// Thread safety: plan_backfill changes `state` while it plans and restores it before returning (its
+// journal ends where it found it; copies made for later times are dropped): one thread per state.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpusched/core/outcome.hpp"
+#include "gpusched/core/result.hpp"
+#include "gpusched/gang/gang.hpp"
+#include "gpusched/scheduler/preemption.hpp"
+
+namespace gpusched::scheduler {
+
+// An end time that never comes (an unknown estimate).
+inline constexpr Seconds kForever = std::numeric_limits<Seconds>::max();
+
+enum class BackfillMode : std::uint8_t { kNone, kEasy, kConservative };
+std::string_view backfill_mode_name(BackfillMode mode);
+
+struct BackfillOptions {
+  BackfillMode mode = BackfillMode::kEasy;
+  Seconds window = 86'400;   // bf_window (Slurm's default: 1440 minutes)
+  Seconds resolution = 60;   // bf_resolution, > 0
+  std::size_t depth = 500;   // bf_max_job_test
+  GangOptions placement;     // how gangs are placed (policy, effort); dry_run is forced
+};
+
+// A job that waits, in priority order, with its expected run time.
+struct BlockedJob {
+  const GangSpec* spec = nullptr;
+  Seconds runtime_estimate = -1;  // <= 0: unknown (it runs for ever)
+};
+
+// A job that may start now: where, and until when it is expected to run (kForever: unknown).
+struct BackfillStart {
+  std::size_t job = 0;  // index into the blocked jobs given
+  Seconds end = kForever;
+  std::vector<TaskPlacement> placement;
+};
+
+// A promise: the job's gang on these nodes and GPUs from `start` (> now) until `end`.
+struct Reservation {
+  std::size_t job = 0;
+  Seconds start = 0;
+  Seconds end = kForever;
+  std::vector<TaskPlacement> placement;
+  // The distinct nodes of the placement, ascending.
+  std::vector<NodeId> nodes() const;
+};
+
+// A job neither started nor reserved, and why: kNotNow with kReservedForOther (subject: the blocked
+// index of the reservation it would delay), kBeyondWindow, kBeyondDepth, kBehindStrictHead (mode
+// kNone) or the gang placement's reasons; kInfeasible (it never fits this cluster) or kInvalid.
+struct BackfillWait {
+  std::size_t job = 0;
+  Verdict verdict = Verdict::kNotNow;
+  std::vector<Reason> reasons;
+};
+
+struct BackfillPlan {
+  std::vector<BackfillStart> startable;    // in blocked order
+  std::vector<Reservation> reservations;   // in blocked order
+  std::vector<BackfillWait> waiting;       // in blocked order
+  std::uint64_t placements_tried = 0;      // dry-run gang placements
+  std::size_t time_points = 0;             // distinct candidate times known to the profile
+  std::uint64_t cursor_steps = 0;          // tasks released or restored moving the profile's cursor
+  std::uint64_t overlaid_tasks = 0;        // tasks of started/reserved jobs re-taken for a test
+};
+
+// Plans starts and reservations for `blocked` (highest priority first) at time `now`, given the
+// running jobs (their tasks are allocated on `state`; start_time and runtime_estimate give their
+// expected ends). Errors name the field: options.resolution <= 0, options.window < 0,
+// blocked[i].spec null. `state` is left exactly as it was.
+Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJob> running,
+                                   std::span<const BlockedJob> blocked, Seconds now,
+                                   const BackfillOptions& options = {});
+
+// When running job `job` is expected to end, as the profile sees it at `now` (rounded up to the
+// grid; past its estimate: now + resolution; unknown: kForever).
+Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution);
+
+}  // namespace gpusched::scheduler
+
+#include "gpusched/scheduler/detail/backfill_impl.hpp"

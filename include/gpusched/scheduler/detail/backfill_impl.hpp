@@ -1,0 +1,560 @@
+// Implementation of gpusched/scheduler/backfill.hpp (included at its end).
+#pragma once
+
+#include <memory>
+
+namespace gpusched::scheduler {
+namespace detail {
+
+inline Seconds saturating_add_time(Seconds a, Seconds b) {
+  Seconds out = 0;
+  return __builtin_add_overflow(a, b, &out) ? kForever : out;
+}
+
+// `t` rounded up to the grid now + k * resolution (k >= 1: nothing is expected to end at `now`
+// itself, it is running). kForever stays kForever.
+inline Seconds grid_up(Seconds t, Seconds now, Seconds resolution) {
+  if (t == kForever) return kForever;
+  if (t <= now) return saturating_add_time(now, resolution);
+  const Seconds delta = t - now;
+  const Seconds steps = delta / resolution + (delta % resolution != 0 ? 1 : 0);
+  Seconds out = 0;
+  if (__builtin_mul_overflow(steps, resolution, &out)) return kForever;
+  return saturating_add_time(now, out);
+}
+
+// A duration rounded up to whole resolution steps (unknown: kForever).
+inline Seconds grid_duration(Seconds estimate, Seconds resolution) {
+  if (estimate <= 0) return kForever;
+  const Seconds steps = estimate / resolution + (estimate % resolution != 0 ? 1 : 0);
+  Seconds out = 0;
+  return __builtin_mul_overflow(steps, resolution, &out) ? kForever : out;
+}
+
+// One task that frees its resources at `end`.
+struct ReleaseEntry {
+  Seconds end = 0;
+  const TaskAssignment* assignment = nullptr;
+};
+
+// A job this plan reserved: its gang on concrete nodes during [start, end).
+struct Claim {
+  std::size_t job = 0;
+  Seconds start = 0;
+  Seconds end = kForever;
+  const GangSpec* spec = nullptr;
+  const std::vector<TaskPlacement>* placement = nullptr;
+};
+
+// Whole idle GPUs over time, per node and summed, as a cheap necessary condition for a gang to fit
+// during [t, t + d) before any state is touched. Time is the grid: slot k is now + k * resolution,
+// k = 0..K (K = window / resolution). For node n, E_n[k] over-estimates its idle GPUs at slot k: idle
+// now, plus every GPU a running task ending by slot k touches (capped at the node's GPUs), minus
+// the whole GPUs that jobs of this plan hold then (which are exactly theirs: a claim's GPUs are
+// free of running work and of other claims during its interval). count[g][k] = sum_n
+// floor(E_n[k] / g) then bounds how many tasks of g whole GPUs could run at slot k, and a group of
+// m such tasks fits during [t, t + d) only if count[g][k] >= m at every slot k of the interval. Only
+// the nodes that claims touch get a materialized E_n; the sums start from difference arrays.
+// Disabled (always "may fit") when the grid or the GPUs per node are too large for its arrays.
+class IdleGpuBound {
+ public:
+  static constexpr std::size_t kMaxSlots = 1 << 16;
+  static constexpr std::int32_t kMaxGpus = 16;
+
+  IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, Seconds now, Seconds resolution,
+               Seconds horizon)
+      : now_(now), resolution_(resolution) {
+    const Seconds slots = (horizon - now) / resolution;
+    max_gpus_ = state.max_gpus_per_node();
+    if (slots < 0 || static_cast<std::uint64_t>(slots) >= kMaxSlots || max_gpus_ > kMaxGpus || max_gpus_ <= 0) return;
+    enabled_ = true;
+    last_ = static_cast<std::size_t>(slots);
+    const std::size_t width = last_ + 1;
+    const std::size_t nodes = state.node_count();
+    // Per-node release lists (CSR by node): (slot, GPUs touched).
+    node_begin_.assign(nodes + 1, 0);
+    for (const ReleaseEntry& e : releases)
+      if (!e.assignment->is_mig() && e.assignment->node < nodes) ++node_begin_[e.assignment->node + 1];
+    for (std::size_t n = 0; n < nodes; ++n) node_begin_[n + 1] += node_begin_[n];
+    events_.resize(node_begin_[nodes]);
+    std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
+    for (const ReleaseEntry& e : releases) {
+      const TaskAssignment& a = *e.assignment;
+      if (a.is_mig() || a.node >= nodes) continue;
+      events_[fill[a.node]++] = {slot_of(e.end), static_cast<std::int32_t>(a.gpus.size())};
+    }
+    idle_now_.assign(nodes, 0);
+    gpus_.assign(nodes, 0);
+    count_.assign(static_cast<std::size_t>(max_gpus_) * width, 0);
+    std::vector<std::int64_t> diff(count_.size(), 0);
+    for (NodeId n = 0; n < nodes; ++n) {
+      if (!state.eligible(n)) continue;
+      gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
+      idle_now_[n] = state.idle_gpus(n);
+      auto first = events_.begin() + node_begin_[n], stop = events_.begin() + node_begin_[n + 1];
+      std::sort(first, stop, [](const Event& a, const Event& b) { return a.slot < b.slot; });
+      std::int32_t cur = idle_now_[n];
+      for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(g, 0)] += cur / g;
+      for (auto it = first; it != stop; ++it) {
+        const std::int32_t next = std::min(gpus_[n], cur + it->gpus);
+        if (next != cur)
+          for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(g, it->slot)] += next / g - cur / g;
+        cur = next;
+      }
+    }
+    for (std::int32_t g = 1; g <= max_gpus_; ++g) {
+      std::int64_t run = 0;
+      for (std::size_t k = 0; k < width; ++k) count_[index(g, k)] = run += diff[index(g, k)];
+    }
+    timeline_of_.assign(nodes, -1);
+  }
+
+  bool enabled() const { return enabled_; }
+
+  // Slots [first, stop) of an interval [t, end) (clipped to the grid; end kForever: to the last).
+  std::size_t slot_of(Seconds t) const {
+    if (t == kForever) return last_ + 1;
+    const Seconds k = (t - now_) / resolution_;
+    return static_cast<std::size_t>(std::clamp<Seconds>(k, 0, static_cast<Seconds>(last_ + 1)));
+  }
+
+  // The whole GPUs a job of this plan holds on its nodes during [start, end).
+  void add_claim(const std::vector<TaskPlacement>& placement, Seconds start, Seconds end) {
+    if (!enabled_) return;
+    const std::size_t first = slot_of(start), stop = std::min(slot_of(end), last_ + 1);
+    for (const TaskPlacement& t : placement) {
+      const TaskAssignment& a = t.assignment;
+      if (a.is_mig() || a.gpu_milli != kMilliPerGpu || a.gpus.empty() || a.node >= timeline_of_.size()) continue;
+      std::vector<std::int32_t>& e = timeline(a.node);
+      const auto taken = static_cast<std::int32_t>(a.gpus.size());
+      for (std::size_t k = first; k < stop; ++k) {
+        const std::int32_t old = e[k];
+        const std::int32_t next = std::max(0, old - taken);
+        e[k] = next;
+        if (next != old)
+          for (std::int32_t g = 1; g <= max_gpus_; ++g) count_[index(g, k)] += next / g - old / g;
+      }
+    }
+  }
+
+  // The slots at which `spec` cannot run for lack of whole idle GPUs: `next_bad[k]` is the first
+  // slot >= k that fails some group's count (last + 1: none). A start at slot s with interval
+  // [s, e) may fit iff next_bad[s] >= e.
+  void bad_slots(const GangSpec& spec, std::vector<std::size_t>& next_bad) const {
+    next_bad.assign(last_ + 2, last_ + 1);
+    if (!enabled_) return;
+    for (std::size_t k = last_ + 1; k-- > 0;) {
+      bool bad = false;
+      for (const GangGroup& group : spec.groups) {
+        const TaskShape& shape = group.request.shape;
+        if (group.request.mig.any() || !shape.needs_gpu() || shape.gpu_milli != kMilliPerGpu || group.min_replicas <= 0)
+          continue;
+        if (shape.gpus > max_gpus_ || count_[index(shape.gpus, k)] < group.min_replicas) {
+          bad = true;
+          break;
+        }
+      }
+      next_bad[k] = bad ? k : next_bad[k + 1];
+    }
+  }
+
+ private:
+  struct Event {
+    std::size_t slot = 0;
+    std::int32_t gpus = 0;
+  };
+  std::size_t index(std::int32_t g, std::size_t k) const {
+    return static_cast<std::size_t>(g - 1) * (last_ + 1) + k;
+  }
+  std::vector<std::int32_t>& timeline(NodeId n) {
+    if (timeline_of_[n] < 0) {
+      std::vector<std::int32_t> e(last_ + 1, 0);
+      std::int32_t cur = idle_now_[n];
+      std::size_t k = 0;
+      for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
+        for (; k < events_[i].slot && k <= last_; ++k) e[k] = cur;
+        cur = std::min(gpus_[n], cur + events_[i].gpus);
+      }
+      for (; k <= last_; ++k) e[k] = cur;
+      timeline_of_[n] = static_cast<std::int32_t>(timelines_.size());
+      timelines_.push_back(std::move(e));
+    }
+    return timelines_[static_cast<std::size_t>(timeline_of_[n])];
+  }
+
+  bool enabled_ = false;
+  Seconds now_ = 0, resolution_ = 1;
+  std::size_t last_ = 0;
+  std::int32_t max_gpus_ = 0;
+  std::vector<std::uint32_t> node_begin_;
+  std::vector<Event> events_;
+  std::vector<std::int32_t> idle_now_, gpus_;
+  std::vector<std::int64_t> count_;  // [g - 1][k]
+  std::vector<std::int32_t> timeline_of_;
+  std::vector<std::vector<std::int32_t>> timelines_;
+};
+
+// The availability profile over the one ClusterState: `state` itself for now (the jobs this plan
+// starts are reserved on it, journaled), and for later times a what-if copy made when first needed,
+// whose journal is layered:
+//   [running work released up to the cursor][overlay: the plan's jobs that overlap the interval]
+// The cursor is a stack of marks (time, journal position, list position): moving it to an earlier
+// time rolls back, to a later one releases the tasks ending in between. Keeping now apart means the
+// cursor never walks back to now when a job is started, so it mostly moves forward.
+class Profile {
+ public:
+  Profile(ClusterState& state, std::vector<ReleaseEntry> running, Seconds now)
+      : state_(state), running_(std::move(running)), now_(now) {
+    std::stable_sort(running_.begin(), running_.end(),
+                     [](const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; });
+    running_prefix_.assign(running_.size() + 1, 0);
+    for (std::size_t i = 0; i < running_.size(); ++i)
+      running_prefix_[i + 1] = saturating_add(running_prefix_[i], held_milli(*running_[i].assignment));
+    base_ = state.checkpoint();
+    free_now_ = state.total_gpu_milli_free();
+    // Measured (benchmarks/README.md, "Backfill"): copying 10,000 nodes x 8 GPUs costs about what
+    // 2,000 journaled releases do.
+    copy_cost_ = (state.node_count() + state.total_gpu_count()) / 40;
+  }
+
+  std::span<const ReleaseEntry> releases() const { return running_; }
+
+  // A necessary condition for any gang needing `needed` milli-GPU to fit at t: the GPU share free
+  // now plus what running work frees by t (the plan's own jobs only take more).
+  bool may_fit(Seconds t, std::int64_t needed) const {
+    const auto it = std::upper_bound(running_.begin(), running_.end(), t,
+                                     [](Seconds value, const ReleaseEntry& e) { return value < e.end; });
+    return saturating_add(free_now_, running_prefix_[static_cast<std::size_t>(it - running_.begin())]) >= needed;
+  }
+
+  // The state as it is at t with the running work that ended by then released (no overlay yet).
+  ClusterState& at(Seconds t) {
+    if (t <= now_) {
+      state_.rollback(started_top_ < base_ ? base_ : started_top_);
+      return state_;
+    }
+    // The cursor nearest to t, or a new one when that is cheaper than walking (a copy of the state
+    // costs about as much as releasing `copy_cost_` tasks).
+    const auto target = static_cast<std::size_t>(
+        std::upper_bound(running_.begin(), running_.end(), t,
+                         [](Seconds value, const ReleaseEntry& e) { return value < e.end; }) -
+        running_.begin());
+    Cursor* best = nullptr;
+    std::size_t best_cost = 0;
+    for (const std::unique_ptr<Cursor>& c : cursors_) {
+      const std::size_t at = c->marks.back().running;
+      const std::size_t cost = at > target ? at - target : target - at;
+      if (best == nullptr || cost < best_cost) {
+        best = c.get();
+        best_cost = cost;
+      }
+    }
+    if (best == nullptr || (cursors_.size() < kMaxCursors && best_cost > target + copy_cost_)) {
+      auto c = std::make_unique<Cursor>(Cursor{state_, {}});
+      c->state.rollback(base_);  // the jobs started so far are claims there, like the reserved ones
+      c->marks.push_back({now_, c->state.checkpoint(), 0});
+      best = c.get();
+      cursors_.push_back(std::move(c));
+    }
+    ClusterState& f = best->state;
+    std::vector<Mark>& marks = best->marks;
+    while (marks.size() > 1 && marks.back().time > t) marks.pop_back();
+    cursor_steps_ += f.checkpoint() - marks.back().checkpoint;
+    f.rollback(marks.back().checkpoint);
+    if (marks.back().time == t) return f;
+    Mark m = marks.back();
+    for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running)
+      (void)f.release_journaled(*running_[m.running].assignment);
+    cursor_steps_ += m.running - marks.back().running;
+    m.time = t;
+    m.checkpoint = f.checkpoint();
+    marks.push_back(m);
+    return f;
+  }
+
+  // A job started now by this plan: reserved on the state of now (it placed there with the overlay
+  // on top, which only takes more, so it fits without).
+  void add_started(const GangSpec& spec, const std::vector<TaskPlacement>& placement) {
+    ClusterState& now_state = at(now_);
+    for (const TaskPlacement& t : placement) (void)now_state.reserve(spec.groups[t.group].request, t.assignment);
+    started_top_ = now_state.checkpoint();
+  }
+
+  // Takes again, on top of `state`, what a claim holds. What is no longer free (another claim or
+  // running work holds it during the tested interval) is taken as far as it is free.
+  static void overlay(ClusterState& state, const Claim& claim) {
+    for (const TaskPlacement& t : *claim.placement) {
+      const TaskAssignment& a = t.assignment;
+      if (state.reserve(claim.spec->groups[t.group].request, a).ok()) continue;
+      if (a.is_mig() || a.node >= state.node_count() || !state.eligible(a.node)) continue;
+      const NodeId n = a.node;
+      TaskRequest host;
+      host.shape.cpu = std::min(a.cpu, state.cpu_free(n));
+      host.shape.memory = std::min(a.memory, state.memory_free(n));
+      if (host.shape.cpu > 0 || host.shape.memory > 0) {
+        TaskAssignment h;
+        h.node = n;
+        h.cpu = host.shape.cpu;
+        h.memory = host.shape.memory;
+        (void)state.reserve(host, h);
+      }
+      for (const GpuIndex g : a.gpus) {
+        if (g >= state.gpu_count(n)) continue;
+        const MilliGpu milli = std::min(a.gpu_milli, state.gpu_free_milli(n, g));
+        if (milli <= 0) continue;
+        TaskRequest piece;
+        piece.shape.gpus = 1;
+        piece.shape.gpu_milli = milli;
+        piece.shape.gpu_memory = std::min(a.gpu_memory, state.gpu_free_memory(n, g));
+        TaskAssignment p;
+        p.node = n;
+        p.gpus = {g};
+        p.gpu_milli = milli;
+        p.gpu_memory = piece.shape.gpu_memory;
+        (void)state.reserve(piece, p);
+      }
+    }
+  }
+
+  void restore() { state_.rollback(base_); }
+  std::uint64_t cursor_steps() const { return cursor_steps_; }
+
+ private:
+  struct Mark {
+    Seconds time = 0;
+    ClusterState::Checkpoint checkpoint = 0;
+    std::size_t running = 0;
+  };
+  ClusterState& state_;
+  std::vector<ReleaseEntry> running_;
+  std::vector<std::int64_t> running_prefix_;
+  Seconds now_ = 0;
+  ClusterState::Checkpoint base_ = 0, started_top_ = 0;
+  struct Cursor {
+    ClusterState state;
+    std::vector<Mark> marks;
+  };
+  static constexpr std::size_t kMaxCursors = 4;
+  std::vector<std::unique_ptr<Cursor>> cursors_;
+  std::size_t copy_cost_ = 0;
+  std::int64_t free_now_ = 0;
+  std::uint64_t cursor_steps_ = 0;
+};
+
+// One test of a gang at time t for [t, end).
+struct FitTest {
+  bool fits = false;
+  GangResult result;  // set when a placement was tried
+  bool tried = false;
+};
+
+// Claims are the plan's jobs: started ones (start == now; on the state of now already, overlaid only
+// on later states) and reserved ones.
+inline FitTest test_fit(Profile& profile, std::span<const Claim> claims, const GangSpec& spec, Seconds now, Seconds t,
+                        Seconds end, std::int64_t needed, const GangOptions& options, bool skip_reserved,
+                        std::uint64_t& placements_tried, std::uint64_t& overlaid) {
+  FitTest out;
+  ClusterState& state = profile.at(t);
+  const ClusterState::Checkpoint mark = state.checkpoint();
+  for (const Claim& c : claims) {
+    if (!(c.start < end && c.end > t)) continue;
+    const bool started = c.start == now;
+    if (started ? t == now : skip_reserved) continue;
+    Profile::overlay(state, c);
+    overlaid += c.placement->size();
+  }
+  if (state.total_gpu_milli_free() >= needed || t == now) {
+    out.result = place_gang(state, spec, options);
+    out.tried = true;
+    ++placements_tried;
+    out.fits = out.result.placed();
+  }
+  state.rollback(mark);
+  return out;
+}
+
+inline void insert_time(std::vector<Seconds>& times, Seconds t) {
+  const auto at = std::lower_bound(times.begin(), times.end(), t);
+  if (at == times.end() || *at != t) times.insert(at, t);
+}
+
+}  // namespace detail
+
+inline std::string_view backfill_mode_name(BackfillMode mode) {
+  switch (mode) {
+    case BackfillMode::kNone: return "none";
+    case BackfillMode::kEasy: return "easy";
+    case BackfillMode::kConservative: return "conservative";
+  }
+  return "?";
+}
+
+inline std::vector<NodeId> Reservation::nodes() const {
+  std::vector<NodeId> out;
+  for (const TaskPlacement& t : placement) out.push_back(t.assignment.node);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+inline Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution) {
+  if (resolution <= 0) resolution = 1;
+  if (job.runtime_estimate <= 0) return kForever;
+  return detail::grid_up(detail::saturating_add_time(job.start_time, job.runtime_estimate), now, resolution);
+}
+
+inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJob> running,
+                                          std::span<const BlockedJob> blocked, Seconds now,
+                                          const BackfillOptions& options) {
+  if (options.resolution <= 0)
+    return Error{"resolution: must be positive, got " + std::to_string(options.resolution), ErrorCode::kInvalidValue,
+                 "resolution"};
+  if (options.window < 0)
+    return Error{"window: must not be negative, got " + std::to_string(options.window), ErrorCode::kInvalidValue,
+                 "window"};
+  for (std::size_t i = 0; i < blocked.size(); ++i)
+    if (blocked[i].spec == nullptr) {
+      const std::string field = "blocked[" + std::to_string(i) + "].spec";
+      return Error{field + ": null", ErrorCode::kInvalidValue, field};
+    }
+
+  BackfillPlan plan;
+  const Seconds res = options.resolution;
+  const Seconds horizon = detail::saturating_add_time(now, options.window);
+  GangOptions gang_options = options.placement;
+  gang_options.dry_run = true;
+
+  // Candidate start times: now and every expected end within the window.
+  std::vector<Seconds> times{now};
+  std::vector<detail::ReleaseEntry> releases;
+  for (const RunningJob& job : running) {
+    const Seconds end = expected_end(job, now, res);
+    if (end > horizon) continue;  // holds its resources past every start this plan tests
+    detail::insert_time(times, end);
+    for (const RunningTask& t : job.tasks) releases.push_back({end, &t.assignment});
+  }
+  detail::Profile profile(state, std::move(releases), now);
+  detail::IdleGpuBound bound(state, profile.releases(), now, res, horizon);
+
+  // Placements of started and reserved jobs live here (stable addresses for the claims).
+  std::vector<std::vector<TaskPlacement>> placements(blocked.size());
+  std::vector<detail::Claim> claims;
+  std::size_t fcfs_head = blocked.size();  // kNone: the first job that did not start
+  std::vector<std::size_t> next_bad;
+
+  for (std::size_t i = 0; i < blocked.size(); ++i) {
+    const GangSpec& spec = *blocked[i].spec;
+    if (options.mode == BackfillMode::kNone && fcfs_head < blocked.size()) {
+      plan.waiting.push_back({i, Verdict::kNotNow, {{ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
+                                                     static_cast<std::int32_t>(fcfs_head)}}});
+      continue;
+    }
+    if (options.mode != BackfillMode::kNone && i >= options.depth) {
+      plan.waiting.push_back({i, Verdict::kNotNow, {{ReasonKind::kBeyondDepth, Unit::kNone,
+                                                     static_cast<std::int64_t>(i) + 1,
+                                                     static_cast<std::int64_t>(options.depth), 0, -1}}});
+      continue;
+    }
+    const Seconds duration = detail::grid_duration(blocked[i].runtime_estimate, res);
+    const std::int64_t needed = detail::needed_milli(spec);
+    auto end_at = [&](Seconds t) { return duration == kForever ? kForever : detail::saturating_add_time(t, duration); };
+    bound.bad_slots(spec, next_bad);
+    auto may_fit = [&](Seconds t) {
+      const std::size_t first = bound.slot_of(t);
+      const std::size_t stop = std::min(bound.slot_of(end_at(t)), next_bad.size() - 1);
+      return next_bad[std::min(first, next_bad.size() - 1)] >= stop && (t == now || profile.may_fit(t, needed));
+    };
+    auto claim = [&](Seconds t, std::vector<TaskPlacement> placement) {
+      placements[i] = std::move(placement);
+      const Seconds end = end_at(t);
+      claims.push_back({i, t, end, &spec, &placements[i]});
+      bound.add_claim(placements[i], t, end);
+      if (end <= horizon) detail::insert_time(times, end);
+      return end;
+    };
+    // The reasons it cannot start now (placed on the state of now, with the reservations that overlap).
+    auto now_reasons = [&](detail::FitTest& test) -> detail::FitTest& {
+      if (!test.tried)
+        test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
+                                plan.placements_tried, plan.overlaid_tasks);
+      return test;
+    };
+
+    // Now: on the state with the jobs started so far, and the reservations that overlap.
+    detail::FitTest now_test;
+    if (may_fit(now))
+      now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
+                                  plan.placements_tried, plan.overlaid_tasks);
+    if (now_test.fits) {
+      profile.add_started(spec, now_test.result.tasks);
+      const Seconds end = claim(now, std::move(now_test.result.tasks));
+      plan.startable.push_back({i, end, placements[i]});
+      continue;
+    }
+    if (now_test.tried &&
+        (now_test.result.verdict == Verdict::kInfeasible || now_test.result.verdict == Verdict::kInvalid)) {
+      plan.waiting.push_back({i, now_test.result.verdict, now_test.result.reasons});
+      continue;
+    }
+    if (options.mode == BackfillMode::kNone) {
+      fcfs_head = i;
+      const detail::FitTest& why = now_reasons(now_test);
+      plan.waiting.push_back({i, why.result.verdict, why.result.reasons});
+      continue;
+    }
+
+    const bool protect = options.mode == BackfillMode::kConservative || plan.reservations.empty();
+    if (!protect) {
+      // EASY, behind the head: it may only start now. Say whether a reservation is what stops it.
+      const detail::FitTest& why = now_reasons(now_test);
+      BackfillWait wait{i, why.result.verdict, why.result.reasons};
+      if (why.result.verdict == Verdict::kNotNow)
+        for (const detail::Claim& c : claims)
+          if (c.start > now && c.start < end_at(now)) {
+            const detail::FitTest free_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed,
+                                                               gang_options, true, plan.placements_tried, plan.overlaid_tasks);
+            if (free_test.fits)
+              wait.reasons = {{ReasonKind::kReservedForOther, Unit::kNone, -1, -1, 0, static_cast<std::int32_t>(c.job)}};
+            break;
+          }
+      plan.waiting.push_back(std::move(wait));
+      continue;
+    }
+
+    // The earliest later time at which it fits for its whole duration.
+    bool reserved = false;
+    for (std::size_t k = 1; k < times.size() && times[k] <= horizon; ++k) {
+      const Seconds t = times[k];
+      if (!may_fit(t)) continue;
+      detail::FitTest test = detail::test_fit(profile, claims, spec, now, t, end_at(t), needed, gang_options, false,
+                                              plan.placements_tried, plan.overlaid_tasks);
+      if (!test.fits) {
+        if (test.tried && (test.result.verdict == Verdict::kInfeasible || test.result.verdict == Verdict::kInvalid)) {
+          now_test = std::move(test);
+          break;
+        }
+        continue;
+      }
+      const Seconds end = claim(t, std::move(test.result.tasks));
+      plan.reservations.push_back({i, t, end, placements[i]});
+      reserved = true;
+      break;
+    }
+    if (!reserved) {
+      const detail::FitTest& why = now_reasons(now_test);
+      if (why.result.verdict == Verdict::kInfeasible || why.result.verdict == Verdict::kInvalid) {
+        plan.waiting.push_back({i, why.result.verdict, why.result.reasons});
+        continue;
+      }
+      BackfillWait wait{i, Verdict::kNotNow, {{ReasonKind::kBeyondWindow, Unit::kNone, -1, -1, 0, -1}}};
+      for (const Reason& r : why.result.reasons) wait.reasons.push_back(r);
+      plan.waiting.push_back(std::move(wait));
+    }
+  }
+  plan.time_points = times.size();
+  plan.cursor_steps = profile.cursor_steps();
+  profile.restore();
+  return plan;
+}
+
+}  // namespace gpusched::scheduler

@@ -1,0 +1,38 @@
+// src/io/text_input.hpp — what the line-oriented text readers (nvidia-smi topo -m, nvidia-smi mig
+// -lgip/-lgipp) share (private to the compiled io library; not installed).
+//
+// Why it exists. Output pasted from a terminal, a Windows editor or an old Mac tool ends lines with
+// "\n", "\r\n" or a lone "\r"; a reader splitting on '\n' alone sees a CR-only file as one line and
+// reports "no header" (or, worse, reads nothing and succeeds). And a reader must bound what it
+// allocates from what the text claims before it allocates it (a 10^5-column header with no rows once
+// reserved a 10^10-cell matrix).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace gpusched::io::detail {
+
+// The text's lines without their terminators; "\n", "\r\n" and a lone "\r" each end a line. A
+// final terminator does not start another (empty) line; empty text is no lines.
+inline std::vector<std::string_view> text_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t b = 0;
+  while (b < text.size()) {
+    const std::size_t e = text.find_first_of("\r\n", b);
+    if (e == std::string_view::npos) {
+      lines.push_back(text.substr(b));
+      break;
+    }
+    lines.push_back(text.substr(b, e - b));
+    b = e + 1;
+    if (text[e] == '\r' && b < text.size() && text[b] == '\n') ++b;
+  }
+  return lines;
+}
+
+// Text readers refuse more than this (nvidia-smi prints a few KiB; a GiB is no longer its output).
+inline constexpr std::size_t kMaxTextBytes = std::size_t{64} << 20;
+
+}  // namespace gpusched::io::detail

@@ -1,0 +1,119 @@
+// `gpusched cycle` and `gpusched explain` end to end on the shipped example (examples/cycle/, worked
+// by hand below), JSON output, and exit status 2 with one clear message on bad input.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.hpp"
+
+namespace {
+
+using gpusched::cli_test::Run;
+using gpusched::cli_test::run_tool;
+using gpusched::cli_test::temp_file;
+
+const std::string kExample = std::string(GPUSCHED_SOURCE_DIR) + "/examples/cycle/";
+const std::string kInputs = "--cluster " + kExample + "cluster.json --running " + kExample + "running.json --pending " +
+                            kExample + "pending.json --queues " + kExample + "queues.json --now 3700";
+
+}  // namespace
+
+// The example, by hand. 4 nodes x 8 H100; queues research and product in cohort lab, nominal 16 GPUs
+// each. product runs prod-train (16 GPUs, not preemptible) and prod-batch (8 GPUs on node-2, last
+// checkpoint t=3300, restart 60 s): 24 GPUs, borrowing 8. research runs res-notebook (2 GPUs on
+// node-3). At t=3700:
+//   res-train (research, priority 5, 8 GPUs): research's usage 2 + 8 is within its nominal 16, but
+//     the cohort's pool (32) has 26 in use: 6 available < 8 -> reclaimable. The borrowing queue is
+//     product; prod-train is not preemptible, so prod-batch is evicted (cohort reclaim): it loses
+//     8 GPUs x (3700 - 3300) s = 3200 GPU-s, plus 8 x 60 s = 480 GPU-s of restart; res-train starts
+//     on node-2.
+//   res-small (1 GPU) fits research's quota and node-3's 6 idle GPUs.
+//   res-big (4 x 8 GPUs): research then holds 2 + 8 + 1 = 11 GPUs, and the pool's 32 have 16 + 11 in
+//     use: 5 available for 32 asked (cohort exhausted); nothing it may reclaim (product is back
+//     within its nominal quota), so it waits; no reservation either (prod-train runs 86,400 s on
+//     two of the four nodes it needs, and res-notebook has no estimate).
+//   prod-retry backs off until t=3900.
+TEST_CASE("cycle: the example as JSON") {
+  const Run r = run_tool("cycle " + kInputs + " --format json");
+  REQUIRE(r.status == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["now"] == 3700);
+  REQUIRE(doc["starts"].size() == 2);
+  CHECK(doc["starts"][0]["job"] == "res-train");
+  CHECK(doc["starts"][0]["preempted"] == true);
+  CHECK(doc["starts"][0]["tasks"][0]["node"] == "node-2");
+  CHECK(doc["starts"][1]["job"] == "res-small");
+  CHECK(doc["starts"][1]["tasks"][0]["node"] == "node-3");
+  REQUIRE(doc["evictions"].size() == 1);
+  const auto& e = doc["evictions"][0];
+  CHECK(e["job"] == "prod-batch");
+  CHECK(e["for"] == "res-train");
+  CHECK(e["reason"] == "cohort reclaim");
+  CHECK(e["lost_gpu_seconds"] == 3200.0);
+  CHECK(e["restart_gpu_seconds"] == 480.0);
+  REQUIRE(doc["pending"].size() == 2);
+  CHECK(doc["pending"][0]["job"] == "prod-retry");
+  CHECK(doc["pending"][0]["reasons"][0]["kind"] == "backing off after a failure");
+  CHECK(doc["pending"][1]["job"] == "res-big");
+  CHECK(doc["pending"][1]["reasons"][0]["kind"] == "cohort exhausted");
+  CHECK(doc["pending"][1]["reasons"][0]["needed"] == 32000);
+  CHECK(doc["pending"][1]["reasons"][0]["available"] == 5000);
+}
+
+TEST_CASE("cycle: the example as a table") {
+  const Run r = run_tool("cycle " + kInputs);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("res-train            1 task(s) on node-2 [0,1,2,3,4,5,6,7] (after evictions)") != std::string::npos);
+  CHECK(r.out.find("prod-batch           evicted for res-train (cohort reclaim): loses 3200.0 GPU-s since its checkpoint + "
+                   "480.0 GPU-s restart") != std::string::npos);
+  CHECK(r.out.find("prod-retry           not now: backing off after a failure until t=3900") != std::string::npos);
+}
+
+TEST_CASE("explain: why a job starts, whom it evicts; why another waits") {
+  const Run train = run_tool("explain res-train " + kInputs);
+  REQUIRE(train.status == 0);
+  CHECK(train.out.find("starts this cycle on node-2 (after evictions)") != std::string::npos);
+  CHECK(train.out.find("evicting prod-batch (cohort reclaim): it loses 3200.0 GPU-s since its checkpoint + 480.0 GPU-s "
+                       "restart") != std::string::npos);
+  // res-big needs 4 whole nodes; prod-train (2 nodes) is not preemptible: no eviction suffices.
+  const Run big = run_tool("explain res-big " + kInputs + " --format json");
+  REQUIRE(big.status == 0);
+  const auto doc = nlohmann::json::parse(big.out);
+  CHECK(doc["status"] == "waits");
+  CHECK(doc["verdict"] == "not now");
+  CHECK(doc["would_evict"].empty());
+}
+
+TEST_CASE("explain: the victims that would let a job start, and what they lose") {
+  // Without queues (one queue, priority order) and without preemption: hi (priority 9, 8 GPUs)
+  // waits; evicting prod-batch (node-2) would let it start, and the priority rule allows it (0 < 9).
+  // Its reservation: prod-batch is expected to end at 3000 + 7200 = 10200, on the 60 s grid from
+  // now 3700 + 109 x 60 = 10240.
+  const std::string jobs = temp_file("hi.json", R"({"jobs": [{"name": "hi", "priority": 9, "cpu": 8, "gpus": 8}]})");
+  const Run r = run_tool("explain hi --cluster " + kExample + "cluster.json --running " + kExample +
+                         "running.json --pending " + jobs + " --now 3700 --no-preempt");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("it would start now if these were evicted:") != std::string::npos);
+  CHECK(r.out.find("reserved: expected to start at t=10240 (in 6540 s)") != std::string::npos);
+  CHECK(r.out.find("prod-batch (queue product, priority 0): loses 3200.0 GPU-s since its checkpoint + 480.0 GPU-s "
+                   "restart [the priority rule allows it]") != std::string::npos);
+}
+
+TEST_CASE("cycle: bad input is exit status 2 with the field named, nothing on stdout") {
+  const std::string running = temp_file("bad_running.json",
+                                        R"({"jobs": [{"name": "x", "cpu": 1, "gpus": 1, "start_time": 0,
+                                            "placement": [{"node": "nope", "gpus": [0]}]}]})");
+  const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + running + " --pending " + kExample +
+                         "pending.json --now 0");
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  const Run m = run_tool("cycle --cluster " + kExample + "cluster.json --running " + running + " --pending " + kExample +
+                             "pending.json --now 0",
+                         true);
+  CHECK(m.out.find("jobs[0].placement[0].node: no node named \"nope\"") != std::string::npos);
+  const Run missing = run_tool("explain nobody " + kInputs, true);
+  CHECK(missing.status == 2);
+  CHECK(missing.out.find("no pending job named \"nobody\"") != std::string::npos);
+}

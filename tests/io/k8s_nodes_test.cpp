@@ -1,0 +1,168 @@
+// Kubernetes Nodes into the cluster model: quantities, GPUs through GFD labels, MIG strategies,
+// cordon, taints, readiness; JSON and YAML; errors naming object, field and value.
+#include <doctest/doctest.h>
+
+#include "gpusched/core/mig_profiles.hpp"
+#include "io/k8s_test_util.hpp"
+
+using namespace gpusched;
+using k8s_test::fixture;
+using k8s_test::node;
+
+namespace {
+
+std::string node_yaml(const std::string& name, const std::string& labels, const std::string& allocatable,
+                      const std::string& extra = "") {
+  return "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name + "\n  labels: " + labels + "\n" + extra +
+         "status:\n  allocatable: " + allocatable + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("k8s nodes: the fixture NodeList (GFD labels, both MIG strategies, cordon, readiness)") {
+  auto in = k8s_test::read_ok({fixture("nodes.yaml")});
+  REQUIRE(in.cluster.nodes().size() == 7);
+  const auto& a = node(in, "gpu-a100-0");
+  CHECK(a.cpu == 127500);                         // allocatable "127500m", not capacity "128"
+  CHECK(a.memory == 1048LL * 1024 * 1024 * 1024);  // "1048Gi"
+  REQUIRE(a.gpus.size() == 8);
+  CHECK(a.gpus[0].model == "A100-80GB");  // "NVIDIA-A100-SXM4-80GB" through the registry's aliases
+  CHECK_FALSE(a.gpus[0].mig_mode);
+  CHECK(a.schedulable);
+  CHECK(a.healthy);
+  CHECK(k8s_test::has_label(a, "example.com/rack"));
+
+  // Single strategy: 14 MIG devices of 1g.5gb; an A100-40GB holds 7 (slices 0..6): 2 GPUs.
+  const auto& spec = mig::MigCatalog::builtin().spec(*mig::MigCatalog::builtin().find("A100-SXM4-40GB"));
+  const auto profile_id = [&](const char* name) {
+    return spec.profiles[static_cast<std::size_t>(mig::match_profile(spec, *mig::parse_profile_name(name)))].id;
+  };
+  const auto& s = node(in, "mig-single-0");
+  REQUIRE(s.gpus.size() == 2);
+  for (const auto& g : s.gpus) {
+    CHECK(g.mig_mode);
+    CHECK(g.model == "A100-SXM4-40GB");
+    REQUIRE(g.mig_instances.size() == 7);
+    for (std::size_t i = 0; i < 7; ++i) {
+      CHECK(g.mig_instances[i].profile_id == profile_id("1g.5gb"));
+      CHECK(g.mig_instances[i].start == i);
+    }
+  }
+  // Mixed strategy: gpu.count 2, nvidia.com/gpu 0: both GPUs in MIG mode; the 3g.20gb pair fills
+  // GPU 0 at slices 0 and 4 (its allowed starts), the two 1g.5gb go on GPU 1 at slices 0 and 1.
+  const auto& m = node(in, "mig-mixed-0");
+  REQUIRE(m.gpus.size() == 2);
+  REQUIRE(m.gpus[0].mig_instances.size() == 2);
+  CHECK(m.gpus[0].mig_instances[0].profile_id == profile_id("3g.20gb"));
+  CHECK(m.gpus[0].mig_instances[0].start == 0);
+  CHECK(m.gpus[0].mig_instances[1].start == 4);
+  REQUIRE(m.gpus[1].mig_instances.size() == 2);
+  CHECK(m.gpus[1].mig_instances[0].profile_id == profile_id("1g.5gb"));
+  CHECK(m.gpus[1].mig_instances[1].start == 1);
+
+  CHECK_FALSE(node(in, "cpu-cordoned").schedulable);
+  CHECK(node(in, "cpu-cordoned").healthy);
+  CHECK_FALSE(node(in, "cpu-notready").healthy);  // Ready "Unknown"
+  CHECK(node(in, "cpu-0").gpus.empty());
+
+  // The state accepts it (MIG layouts valid against the profile tables).
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE_MESSAGE(state.ok(), (state.ok() ? "" : state.error().message));
+  CHECK(state->node_count() == 7);
+}
+
+TEST_CASE("k8s nodes: JSON (kubectl -o json) and YAML give the same cluster; a single Node and kind: List") {
+  const std::string json_text = R"({"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"nvidia.com/gpu.product": "Tesla-T4"}},
+     "status": {"allocatable": {"cpu": "7910m", "memory": "32Gi", "nvidia.com/gpu": "1"}}}]})";
+  const std::string yaml_text = node_yaml("n1", "{nvidia.com/gpu.product: Tesla-T4}",
+                                          "{cpu: 7910m, memory: 32Gi, nvidia.com/gpu: 1}");
+  auto j = k8s_test::read_ok({json_text});
+  auto y = k8s_test::read_ok({yaml_text});
+  REQUIRE(j.cluster.nodes().size() == 1);
+  REQUIRE(y.cluster.nodes().size() == 1);
+  const auto& a = j.cluster.nodes()[0];
+  const auto& b = y.cluster.nodes()[0];
+  CHECK(a.cpu == 7910);
+  CHECK(a.cpu == b.cpu);
+  CHECK(a.memory == b.memory);
+  REQUIRE(a.gpus.size() == 1);
+  CHECK(a.gpus[0].model == "T4");  // "Tesla-T4": the Tesla- prefix GFD writes for older boards
+  CHECK(b.gpus[0].model == "T4");
+  CHECK(a.labels == b.labels);
+}
+
+TEST_CASE("k8s nodes: Kubernetes quantities (resource.Quantity suffixes and exponents)") {
+  // 1.5Gi = 1610612736 B; 129M = 129e6 B; 1e3 (cpu) = 1000 cores = 1000000 m.
+  auto in = k8s_test::read_ok({node_yaml("q", "{}", "{cpu: 1e3, memory: 1.5Gi}"), node_yaml("r", "{}", "{cpu: 250m, memory: 129M}")});
+  CHECK(node(in, "q").cpu == 1000000);
+  CHECK(node(in, "q").memory == 1610612736);
+  CHECK(node(in, "r").cpu == 250);
+  CHECK(node(in, "r").memory == 129000000);
+}
+
+TEST_CASE("k8s nodes: errors name the object, the field and the value") {
+  const std::string unknown = k8s_test::read_error(
+      {node_yaml("gpu-x", "{nvidia.com/gpu.product: Foo-GPU-9000}", "{cpu: 8, memory: 8Gi, nvidia.com/gpu: 2}")});
+  CHECK(unknown.find("Node gpu-x") != std::string::npos);
+  CHECK(unknown.find("metadata.labels[\"nvidia.com/gpu.product\"]") != std::string::npos);
+  CHECK(unknown.find("\"Foo-GPU-9000\"") != std::string::npos);
+
+  const std::string no_product = k8s_test::read_error({node_yaml("g", "{}", "{cpu: 8, memory: 8Gi, nvidia.com/gpu: 2}")});
+  CHECK(no_product.find("Node g: metadata.labels[\"nvidia.com/gpu.product\"]: missing") != std::string::npos);
+
+  const std::string bad_qty = k8s_test::read_error({node_yaml("b", "{}", "{cpu: 8, memory: 12Qi}")});
+  CHECK(bad_qty.find("Node b") != std::string::npos);
+  CHECK(bad_qty.find("status.allocatable[\"memory\"]") != std::string::npos);
+  CHECK(bad_qty.find("12Qi") != std::string::npos);
+
+  const std::string no_cpu = k8s_test::read_error({node_yaml("c", "{}", "{memory: 8Gi}")});
+  CHECK(no_cpu.find("Node c: status.allocatable.cpu: missing") != std::string::npos);
+
+  const std::string dup = k8s_test::read_error({node_yaml("d", "{}", "{cpu: 1, memory: 1Gi}"), node_yaml("d", "{}", "{cpu: 1, memory: 1Gi}")});
+  CHECK(dup.find("duplicate node \"d\"") != std::string::npos);
+
+  const std::string taint = k8s_test::read_error(
+      {node_yaml("t", "{}", "{cpu: 1, memory: 1Gi}", "spec:\n  taints: [{key: k, effect: Sometimes}]\n")});
+  CHECK(taint.find("Node t: spec.taints[0].effect") != std::string::npos);
+  CHECK(taint.find("\"Sometimes\"") != std::string::npos);
+
+  const std::string not_mig = k8s_test::read_error(
+      {node_yaml("m", "{nvidia.com/gpu.product: NVIDIA-L4}", "{cpu: 8, memory: 8Gi, nvidia.com/mig-1g.5gb: 2}")});
+  CHECK(not_mig.find("Node m") != std::string::npos);
+  CHECK(not_mig.find("no MIG profile table") != std::string::npos);
+
+  const std::string no_kind = k8s_test::read_error({"apiVersion: v1\nmetadata: {name: x}\n"});
+  CHECK(no_kind.find("kind: missing") != std::string::npos);
+}
+
+TEST_CASE("k8s nodes: hostile YAML is an error, not a crash or an allocation") {
+  const std::string malformed = k8s_test::read_error({"kind: Node\nmetadata: {name: [unclosed\n"});
+  CHECK(malformed.find("0.yaml: malformed YAML at line") != std::string::npos);
+
+  std::string deep = "kind: Node\nx: ";
+  for (int i = 0; i < 200; ++i) deep += "[";
+  for (int i = 0; i < 200; ++i) deep += "]";
+  CHECK(k8s_test::read_error({deep}).find("nested deeper than") != std::string::npos);
+
+  // "Billion laughs": nine levels of aliases each repeating the last nine times.
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    std::string prev(1, static_cast<char>(c - 1));
+    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+              ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  }
+  CHECK(k8s_test::read_error({laughs}).find("aliases expand") != std::string::npos);
+}
+
+TEST_CASE("k8s nodes: taints, PreferNoSchedule reported, topology labels checked") {
+  const std::string text = node_yaml("p", "{}", "{cpu: 1, memory: 1Gi}", "spec:\n  taints: [{key: k, effect: PreferNoSchedule}]\n");
+  auto in = k8s_test::read_ok({text});
+  CHECK(k8s_test::has_warning(in, "spec.taints[0].effect"));
+  // The default topology level (zone) is missing on the node: reported.
+  CHECK(k8s_test::has_warning(in, "topology.kubernetes.io/zone"));
+  io::k8s::Options opt;
+  opt.topology_levels = {};
+  auto quiet = k8s_test::read_ok({text}, opt);
+  CHECK_FALSE(k8s_test::has_warning(quiet, "topology.kubernetes.io/zone"));
+}

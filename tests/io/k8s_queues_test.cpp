@@ -1,0 +1,201 @@
+// Gangs and queues: Volcano PodGroup, Job and Queue; Kueue ResourceFlavor, ClusterQueue, LocalQueue,
+// Topology and pod groups; KAI queues; into the job model and the fairness family's queues.
+#include <doctest/doctest.h>
+
+#include "gpusched/fairness/admission.hpp"
+#include "gpusched/fairness/cluster_input.hpp"
+#include "io/k8s_test_util.hpp"
+
+using namespace gpusched;
+using k8s_test::fixture;
+using k8s_test::job;
+
+namespace {
+
+const io::k8s::QueueSpec& queue(const io::k8s::Input& in, const std::string& name) {
+  for (const auto& q : in.queues)
+    if (q.name == name) return q;
+  FAIL("no queue " << name);
+  return in.queues.front();
+}
+
+std::int64_t amount(const std::vector<std::pair<std::string, std::int64_t>>& v, const std::string& key) {
+  for (const auto& [k, a] : v)
+    if (k == key) return a;
+  return -99;
+}
+
+constexpr std::int64_t kGi = 1LL << 30;
+
+}  // namespace
+
+TEST_CASE("k8s volcano: a PodGroup is one gang job; a Job's tasks are its groups; a Queue is a quota") {
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml"), fixture("volcano.yaml")});
+  const Job& llm = job(in, "team-a/llm");
+  REQUIRE(llm.groups.size() == 1);   // the two pods ask for the same: one group of 2
+  CHECK(llm.groups[0].replicas == 2);
+  CHECK(llm.groups[0].min_replicas == -1);  // minMember 2 = both
+  CHECK(llm.groups[0].shape.gpus == 4);
+  CHECK(llm.queue_name == "research");
+  CHECK(llm.job_priority == 1000);  // PodGroup priorityClassName "high" (pods.yaml's PriorityClass)
+  const Job& sweep = job(in, "team-b/sweep");
+  REQUIRE(sweep.groups.size() == 2);
+  CHECK(sweep.groups[0].name == "ps");
+  CHECK(sweep.groups[0].min_replicas == -1);
+  CHECK(sweep.groups[1].name == "worker");
+  CHECK(sweep.groups[1].replicas == 3);
+  CHECK(sweep.groups[1].min_replicas == 2);
+  CHECK(sweep.groups[1].shape.gpus == 1);
+  // The pods Volcano will create, by its naming rule.
+  std::size_t j = 0;
+  while (in.jobs[j].job_name != "team-b/sweep") ++j;
+  REQUIRE(in.sources[j].pods.size() == 2);
+  CHECK(in.sources[j].pods[1][2].name == "sweep-worker-2");
+  CHECK(in.sources[j].kind == "Job");
+  // Queue research: deserved -> nominal, capability - deserved -> borrowing limit.
+  const auto& q = queue(in, "research");
+  CHECK(q.weight == 2.0);
+  CHECK(amount(q.nominal, "cpu") == 64000);
+  CHECK(amount(q.nominal, "gpu/A100-80GB") == 8000);
+  CHECK(amount(q.borrowing_limit, "gpu/A100-80GB") == 4000);
+  CHECK(amount(q.borrowing_limit, "memory") == 512 * kGi);
+}
+
+TEST_CASE("k8s volcano: minMember below the gang's pods makes the group elastic; running members count") {
+  const std::string text = R"(
+kind: Node
+metadata: {name: n, labels: {nvidia.com/gpu.product: H100}}
+status: {allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: ns}
+spec: {minMember: 3}
+)";
+  std::string pods;
+  for (int i = 0; i < 4; ++i)
+    pods += "---\nkind: Pod\nmetadata: {name: p" + std::to_string(i) +
+            ", namespace: ns, annotations: {scheduling.k8s.io/group-name: g}}\nspec:\n" + (i == 0 ? "  nodeName: n\n" : "") +
+            "  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n";
+  auto in = k8s_test::read_ok({text + pods});
+  // 1 member runs, 3 pending; minMember 3 - 1 running = 2 more needed.
+  const Job& g = job(in, "ns/g");
+  CHECK(g.groups[0].replicas == 3);
+  CHECK(g.groups[0].min_replicas == 2);
+  CHECK(in.running.size() == 1);
+}
+
+TEST_CASE("k8s kueue: flavors, quotas, cohort, local queues, topology levels, pod groups") {
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("kueue.yaml")});
+  CHECK(in.topology_levels == std::vector<std::string>{"topology.kubernetes.io/zone", "example.com/rack", "kubernetes.io/hostname"});
+  const auto& a = queue(in, "team-a-cq");
+  CHECK(a.cohort == "org");
+  CHECK(a.unlisted == 0);
+  CHECK(amount(a.nominal, "cpu") == 64000);
+  CHECK(amount(a.nominal, "memory") == 512 * kGi);
+  CHECK(amount(a.nominal, "gpu/A100-80GB") == 8000);  // flavor a100-80 -> its product label's model
+  CHECK(amount(a.borrowing_limit, "gpu/A100-80GB") == 4000);
+  CHECK(a.flavor_order == std::vector<std::string>{"A100-80GB"});
+  CHECK(queue(in, "team-b-cq").strict_fifo);
+  CHECK(amount(queue(in, "team-b-cq").lending_limit, "gpu/A100-80GB") == 4000);
+  CHECK(k8s_test::has_warning(in, "spec.preemption.withinClusterQueue"));
+  CHECK(k8s_test::has_warning(in, "spec.preemption.reclaimWithinCohort"));
+  // The pod group: both pods, rigid (total count 2), in team-a-cq through LocalQueue team-a/lq,
+  // required to share a rack.
+  const Job& tas = job(in, "team-a/tas");
+  CHECK(tas.queue_name == "team-a-cq");
+  CHECK(tas.groups[0].replicas == 2);
+  CHECK(tas.job_topology.level == "example.com/rack");
+  CHECK(tas.job_topology.mode == LevelMode::kRequired);
+  CHECK(job(in, "team-b/solo").queue_name == "team-b-cq");
+
+  // Into the fairness family: dimensions cpu, memory, A100-80GB, A100-SXM4-40GB (first appearance).
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE(state.ok());
+  auto fc = fairness::fairness_cluster(*state);
+  REQUIRE(fc.ok());
+  auto configs = io::k8s::queue_configs(in, fc->space);
+  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
+  REQUIRE(configs->size() == 2);
+  const auto& c = (*configs)[0];
+  const auto a100 = *fc->space.gpu_dim("A100-80GB");
+  const auto a40 = *fc->space.gpu_dim("A100-SXM4-40GB");
+  CHECK(c.nominal[a100] == 8000);
+  CHECK(c.nominal[a40] == 0);  // not covered by the ClusterQueue: inadmissible there
+  CHECK(c.borrowing_limit[a100] == 4000);
+  CHECK(c.borrowing_limit[fairness::ResourceSpace::kCpu] == fairness::kNoLimit);
+
+  // Admission: team-a's 4 GPUs and team-b's 4 GPUs are within nominal quota: both admitted.
+  auto planner = fairness::FairSharePlanner::build(fc->space, fc->capacity, fc->free, *configs);
+  REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
+  std::vector<const JobView*> views;
+  for (const auto& j : in.jobs) views.push_back(&j);
+  auto plan = fairness::plan_jobs(*planner, views, in.registry, in.priority_classes);
+  REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? "" : plan.error().message));
+  CHECK(plan->plan.admitted.size() == 2);
+  CHECK(plan->plan.pending.empty());
+}
+
+TEST_CASE("k8s kai: quota, limit, over-quota weight, parent queues; usage from running pods") {
+  const std::string running = R"(
+kind: Pod
+metadata: {name: r, namespace: ml, labels: {kai.scheduler/queue: ml-team}}
+spec:
+  nodeName: gpu-a100-0
+  tolerations: [{operator: Exists}]
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}, limits: {nvidia.com/gpu: 3}}}]
+status: {phase: Running}
+)";
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("kai.yaml"), running});
+  const auto& d = queue(in, "department");
+  CHECK(d.unlisted == fairness::kNoLimit);
+  CHECK(amount(d.nominal, "cpu") == fairness::kNoLimit);  // quota -1: unlimited
+  CHECK(amount(d.nominal, "gpu/A100-80GB") == 16000);
+  CHECK(amount(d.borrowing_limit, "gpu/A100-80GB") == fairness::kNoLimit);  // limit -1
+  const auto& m = queue(in, "ml-team");
+  CHECK(m.parent == "department");
+  CHECK(m.weight == 2.0);
+  CHECK(amount(m.nominal, "cpu") == 32000);                      // millicores
+  CHECK(amount(m.borrowing_limit, "cpu") == 32000);              // limit 64000 - quota 32000
+  CHECK(amount(m.nominal, "memory") == 262144LL * 1000000);      // MB = 10^6 bytes
+  CHECK(amount(m.nominal, "gpu/A100-80GB") == 4000);
+  CHECK(amount(m.borrowing_limit, "gpu/A100-80GB") == 4000);     // limit 8 - quota 4
+  CHECK(job(in, "ml/kai-train").queue_name == "ml-team");
+
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE(state.ok());
+  auto fc = fairness::fairness_cluster(*state);
+  REQUIRE(fc.ok());
+  auto configs = io::k8s::queue_configs(in, fc->space);
+  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
+  // The running pod's 3 A100-80GB GPUs, 4 CPUs and 8Gi count in ml-team's usage.
+  const auto& ml = (*configs)[1];
+  REQUIRE(ml.usage.size() == fc->space.size());
+  CHECK(ml.usage[*fc->space.gpu_dim("A100-80GB")] == 3000);
+  CHECK(ml.usage[fairness::ResourceSpace::kCpu] == 4000);
+  CHECK(ml.usage[fairness::ResourceSpace::kMemory] == 8 * kGi);
+}
+
+TEST_CASE("k8s queues: bad queue objects name the object, field and value") {
+  const std::string kai = k8s_test::read_error({R"(
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: q}
+spec: {resources: {gpu: {quota: "lots"}}}
+)"});
+  CHECK(kai.find("Queue q: spec.resources.gpu.quota") != std::string::npos);
+  CHECK(kai.find("lots") != std::string::npos);
+  const std::string cq = k8s_test::read_error({R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: -4}]}]
+)"});
+  CHECK(cq.find("ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota") != std::string::npos);
+  CHECK(cq.find("-4") != std::string::npos);
+  const std::string lq = k8s_test::read_error({"apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: l, namespace: x}\nspec: {}\n"});
+  CHECK(lq.find("LocalQueue x/l: spec.clusterQueue: missing") != std::string::npos);
+}

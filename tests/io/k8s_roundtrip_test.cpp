@@ -1,0 +1,123 @@
+// Round trips: Kubernetes objects -> decisions -> bindings JSON.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "io/k8s_test_util.hpp"
+
+using namespace gpusched;
+using k8s_test::fixture;
+using nlohmann::json;
+
+namespace {
+
+json decide_and_bind(const io::k8s::Input& in) {
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE_MESSAGE(state.ok(), (state.ok() ? "" : state.error().message));
+  BestFitPolicy policy;
+  auto d = io::k8s::decide(in, *state, policy);
+  REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().message));
+  return json::parse(io::k8s::bindings_json(in, *state, d->placements, d->messages));
+}
+
+const json* binding(const json& out, const std::string& pod) {
+  for (const auto& b : out["bindings"])
+    if (b["pod"] == pod) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("k8s round trip: nodes.yaml + pods.yaml -> best-fit decisions -> bindings") {
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml")});
+  REQUIRE(in.jobs.size() == 5);  // finetune, etl, infer, notebook, big (running-train runs, done is done)
+  const json out = decide_and_bind(in);
+  // finetune (priority 1000, 6 GPUs): gpu-a100-0 has 4 idle (running-train holds 4), gpu-a100-1 8.
+  const json* ft = binding(out, "team-a/finetune");
+  REQUIRE(ft);
+  CHECK((*ft)["node"] == "gpu-a100-1");
+  CHECK((*ft)["gpus"].size() == 6);
+  // etl: no toleration of the GPU taint; cpu-cordoned and cpu-notready take nothing; best-fit
+  // sends a CPU-only pod to the node with the fewest GPUs: cpu-0.
+  const json* etl = binding(out, "team-b/etl");
+  REQUIRE(etl);
+  CHECK((*etl)["node"] == "cpu-0");
+  CHECK((*etl)["gpus"].empty());
+  // infer: a 3g.20gb device exists only on mig-mixed-0's GPU 0.
+  const json* infer = binding(out, "team-b/infer");
+  REQUIRE(infer);
+  CHECK((*infer)["node"] == "mig-mixed-0");
+  CHECK((*infer)["mig"]["profile"] == "3g.20gb");
+  CHECK((*infer)["mig"]["gpu"] == 0);
+  // notebook: single strategy, a 1g.5gb device on mig-single-0.
+  const json* nb = binding(out, "team-b/notebook");
+  REQUIRE(nb);
+  CHECK((*nb)["node"] == "mig-single-0");
+  CHECK((*nb)["mig"]["profile"] == "1g.5gb");
+  // big: 8 GPUs outside rack r2; gpu-a100-0 has 4 idle: pending, not now.
+  REQUIRE(out["pending"].size() == 1);
+  CHECK(out["pending"][0]["pod"] == "team-a/big");
+  CHECK(out["pending"][0]["verdict"] == "not now");
+  CHECK(out["bindings"].size() == 4);
+}
+
+// No GPU is bound twice: per node, the GPU indices of all bindings and of MIG devices are distinct.
+void check_no_double_booking(const json& out) {
+  std::set<std::pair<std::string, int>> used;
+  for (const auto& b : out["bindings"]) {
+    if (b.contains("mig")) continue;
+    for (const auto& g : b["gpus"]) CHECK_MESSAGE(used.insert({b["node"].get<std::string>(), g.get<int>()}).second, b.dump());
+  }
+}
+
+TEST_CASE("k8s round trip: gangs are placed whole (Volcano PodGroup and Job)") {
+  const std::string high = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n";
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("volcano.yaml"), high});
+  const json out = decide_and_bind(in);
+  // llm (priority 1000) first: 2 x 4 GPUs on 16 idle, both bound.
+  CHECK(binding(out, "team-a/llm-0"));
+  CHECK(binding(out, "team-a/llm-1"));
+  // sweep: ps on a CPU node (it tolerates no taint) and three 1-GPU workers on the 8 GPUs left.
+  const json* ps = binding(out, "team-b/sweep-ps-0");
+  REQUIRE(ps);
+  CHECK((*ps)["node"] == "cpu-0");
+  CHECK((*ps)["gpus"].empty());
+  for (int w = 0; w < 3; ++w) CHECK(binding(out, "team-b/sweep-worker-" + std::to_string(w)));
+  CHECK(out["pending"].empty());
+  check_no_double_booking(out);
+}
+
+TEST_CASE("k8s round trip: a Kueue pod group required in one rack") {
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("kueue.yaml")});
+  const json out = decide_and_bind(in);
+  // solo (4 GPUs, a single pod, first in input order) takes gpu-a100-0 GPUs 0-3 (best-fit tie: the
+  // lower node). tas: 2 x 2 GPUs in one rack: rack r1 (gpu-a100-0) has 4 left, r2 8; both pods
+  // land on one node.
+  const json* solo = binding(out, "team-b/solo");
+  REQUIRE(solo);
+  CHECK((*solo)["node"] == "gpu-a100-0");
+  const json* t0 = binding(out, "team-a/tas-0");
+  const json* t1 = binding(out, "team-a/tas-1");
+  REQUIRE(t0);
+  REQUIRE(t1);
+  CHECK((*t0)["node"] == (*t1)["node"]);
+  check_no_double_booking(out);
+}
+
+TEST_CASE("k8s round trip: a gang that cannot be placed binds none of its pods, with the reason") {
+  // pods.yaml leaves gpu-a100-0 4 GPUs and gpu-a100-1 2 after finetune; llm (2 x 4) cannot start.
+  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml"), fixture("volcano.yaml")});
+  const json out = decide_and_bind(in);
+  CHECK_FALSE(binding(out, "team-a/llm-0"));
+  CHECK_FALSE(binding(out, "team-a/llm-1"));
+  int waiting = 0;
+  for (const auto& p : out["pending"])
+    if (p["job"] == "team-a/llm") {
+      ++waiting;
+      CHECK_FALSE(p["message"].get<std::string>().empty());
+    }
+  CHECK(waiting == 2);
+  check_no_double_booking(out);
+}

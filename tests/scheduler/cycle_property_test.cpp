@@ -1,0 +1,177 @@
+// Properties of the scheduling cycle over long random runs (fixed seeds): random arrivals of rigid
+// and elastic gangs in two queues of one cohort, priorities, jobs finishing, node and GPU failures
+// with recovery, cycle after cycle. After every cycle:
+//   - no job is evicted unless its preemptor starts in that cycle (or, when nominated, the next);
+//   - no pair of jobs preempts each other back and forth (A evicts B, later B evicts A);
+//   - never a partial gang (every start has at least each group's minimum);
+//   - never an over-committed GPU, and the state holds exactly what the running jobs hold;
+//   - no starvation: once arrivals stop, every job eventually finishes.
+#include <map>
+#include <set>
+
+#include "cycle_util.hpp"
+#include "gpusched/core/random.hpp"
+
+using namespace cycle_test;
+
+namespace {
+
+struct World {
+  ClusterState state;
+  std::vector<fairness::QueueConfig> queues;
+  std::vector<RunningJob> running;
+  std::vector<PendingJob> pending;
+  std::vector<PendingJob> catalog;  // every job as submitted (requeue source)
+  std::map<std::string, Seconds> runtime;
+  std::set<std::string> finished;
+};
+
+void run_world(std::uint64_t seed, bool nominate, bool use_queues, int arrival_cycles, int max_cycles) {
+  CAPTURE(seed);
+  CAPTURE(nominate);
+  CAPTURE(use_queues);
+  SplitMix64 rng(seed);
+  World w{ClusterState::build(make_cluster(6, 4), GpuModelRegistry::builtin()).value(), {}, {}, {}, {}, {}, {}};
+  if (use_queues) {
+    w.queues.push_back(queue(w.state, "a", 12, "c"));
+    w.queues.push_back(queue(w.state, "b", 12, "c"));
+  }
+  CycleOptions options;
+  options.preemptor_starts_next_cycle = nominate;
+  options.preemption.within_queue =
+      rng.next() % 2 ? WithinQueue::kLowerPriority : WithinQueue::kLowerOrNewerEqualPriority;
+  FailureHistory history;
+  FailureOptions fo;
+  fo.backoff_base = 10;
+  fo.backoff_max = 80;
+  std::vector<Nomination> held;
+  std::set<std::pair<std::string, std::string>> preempted;  // (preemptor, victim)
+  std::vector<std::pair<NodeId, int>> down;                 // failed nodes and when they recover
+  int next_job = 0;
+  bool event_since_cycle = false;
+
+  for (int cycle = 0; cycle < max_cycles; ++cycle) {
+    const Seconds now = cycle * 10;
+    // Finish jobs whose run time elapsed.
+    for (std::size_t j = 0; j < w.running.size();) {
+      RunningJob& r = w.running[j];
+      if (now - r.start_time >= w.runtime[r.name]) {
+        for (const RunningTask& t : r.tasks) REQUIRE(w.state.release(t.assignment).ok());
+        w.finished.insert(r.name);
+        w.running.erase(w.running.begin() + static_cast<std::ptrdiff_t>(j));
+      } else {
+        ++j;
+      }
+    }
+    // Recoveries, then failures (only while jobs arrive, so the end state can drain).
+    for (std::size_t k = 0; k < down.size();) {
+      if (down[k].second <= cycle) {
+        if (!w.state.healthy(down[k].first)) REQUIRE(w.state.recover_node(down[k].first).ok());
+        if (!w.state.schedulable(down[k].first)) REQUIRE(w.state.uncordon(down[k].first).ok());
+        for (GpuIndex g = 0; g < w.state.gpu_count(down[k].first); ++g)
+          REQUIRE(w.state.set_gpu_health(down[k].first, g, true).ok());
+        down.erase(down.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        ++k;
+      }
+    }
+    if (cycle < arrival_cycles && rng.next() % 12 == 0) {
+      const NodeId n = static_cast<NodeId>(rng.next() % 6);
+      const bool whole_node = rng.next() % 2 == 0;
+      const bool already = std::any_of(down.begin(), down.end(), [&](const auto& d) { return d.first == n; });
+      if (!already) {
+        const int gpu = whole_node ? -1 : static_cast<int>(rng.next() % 4);
+        auto resp = on_failure(w.state, w.running, n, gpu, now, history, fo);
+        REQUIRE(resp.ok());
+        apply_failure(w.running, w.pending, *resp, w.catalog);
+        down.push_back({n, cycle + 2 + static_cast<int>(rng.next() % 4)});
+        event_since_cycle = true;
+      }
+    }
+    // Arrivals.
+    if (cycle < arrival_cycles) {
+      const int arrivals = static_cast<int>(rng.next() % 3);
+      for (int a = 0; a < arrivals; ++a) {
+        const std::string name = "j" + std::to_string(next_job++);
+        const std::int32_t tasks = 1 + static_cast<std::int32_t>(rng.next() % 3);
+        const GpuCount gpus = GpuCount{1} << (rng.next() % 3);  // 1, 2 or 4
+        const bool elastic = rng.next() % 5 == 0;
+        PendingJob p = job(w.state, name, use_queues ? (rng.next() % 2 ? "a" : "b") : "", tasks + (elastic ? 2 : 0), gpus,
+                           static_cast<std::int32_t>(rng.next() % 4), now, elastic ? tasks : -1);
+        p.preemptible = rng.next() % 10 != 0;
+        p.restart_cost = static_cast<Seconds>(rng.next() % 20);
+        p.checkpoint_interval = static_cast<Seconds>(rng.next() % 3) * 15;
+        p.runtime_estimate = 10 * (1 + static_cast<Seconds>(rng.next() % 6));
+        w.runtime[name] = p.runtime_estimate;
+        w.catalog.push_back(p);
+        w.pending.push_back(p);
+      }
+    }
+    // Evicted jobs that were requeued keep their catalog entry; the running list must still hold
+    // what the state holds.
+    check_no_overcommit(w.state, w.running);
+
+    auto result = run_cycle(w.state, w.running, w.pending, w.queues, now, options, held);
+    REQUIRE(result.ok());
+    const CycleDecisions& d = *result;
+    std::set<std::string> started;
+    for (const Start& s : d.starts) {
+      started.insert(s.job);
+      const PendingJob& p = w.pending.at(s.pending);
+      REQUIRE(s.placed_per_group.size() == p.job.groups.size());
+      std::size_t total = 0;
+      for (std::size_t g = 0; g < p.job.groups.size(); ++g) {
+        CHECK(s.placed_per_group[g] >= p.job.groups[g].min_replicas);  // never a partial gang
+        CHECK(s.placed_per_group[g] <= p.job.groups[g].replicas);
+        total += static_cast<std::size_t>(s.placed_per_group[g]);
+      }
+      CHECK(s.tasks.size() == total);
+    }
+    // Last cycle's nominations start now (unless a failure took their capacity in between).
+    if (!event_since_cycle)
+      for (const Nomination& n : held) {
+        const Start* s = d.find_start(n.job);
+        CHECK_MESSAGE(s != nullptr, "nominated job " << n.job << " did not start");
+        if (s) CHECK(s->nominated);
+      }
+    std::set<std::string> nominated;
+    for (const Nomination& n : d.nominations) nominated.insert(n.job);
+    for (const Eviction& e : d.evictions) {
+      CHECK(e.reason != EvictionReason::kFailure);
+      // No eviction without its preemptor starting (now, or next cycle when nominated).
+      CHECK((started.count(e.for_job) == 1 || nominated.count(e.for_job) == 1));
+      CHECK_MESSAGE(preempted.count({e.job, e.for_job}) == 0,
+                    e.for_job << " evicts " << e.job << " after " << e.job << " evicted " << e.for_job << " ("
+                                                << eviction_reason_name(e.reason) << ")");
+      preempted.insert({e.for_job, e.job});
+      if (e.whole) {
+        const RunningJob& r = w.running.at(e.running);
+        CHECK(e.tasks.size() == r.tasks.size());  // whole gangs only
+      } else {
+        const RunningJob& r = w.running.at(e.running);
+        CHECK(r.tasks.size() - e.tasks.size() >= static_cast<std::size_t>(r.min_tasks));  // never below minimum
+      }
+    }
+    advance(w.running, w.pending, d, w.catalog);
+    held = d.nominations;
+    event_since_cycle = false;
+    check_no_overcommit(w.state, w.running);
+    if (cycle >= arrival_cycles && w.running.empty() && w.pending.empty() && held.empty()) break;
+  }
+  // No starvation: after arrivals stopped, every job finished.
+  CHECK(w.pending.empty());
+  CHECK(w.running.empty());
+  CHECK(w.finished.size() == static_cast<std::size_t>(next_job));
+}
+
+}  // namespace
+
+TEST_CASE("random runs: no eviction without its preemptor, no back-and-forth, whole gangs, no over-commit, no starvation") {
+  for (std::uint64_t seed = 1; seed <= 24; ++seed)
+    run_world(seed, seed % 2 == 0, seed % 3 != 0, 60, 400);
+}
+
+TEST_CASE("long random run with failures and nominations") {
+  run_world(4242, true, true, 300, 1200);
+  run_world(4243, false, true, 300, 1200);
+}

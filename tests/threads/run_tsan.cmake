@@ -1,0 +1,21 @@
+# Compiles tests/threads/concurrent_reads.cpp ALONE with -fsanitize=thread (the policy families are
+# header-only, so no gpusched library is needed and nothing else is rebuilt with TSan), then runs it
+# with halt_on_error: one race report fails the test. Cheap enough for every CI build (one file).
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(args -std=c++20 -Wall -Wextra -Wpedantic -DFMT_HEADER_ONLY=1 -I${INCLUDE_DIR} -O1 -g -fsanitize=thread -pthread)
+list(REMOVE_DUPLICATES DEPENDENCY_INCLUDE_DIRS)
+foreach(dir IN LISTS DEPENDENCY_INCLUDE_DIRS)
+  if(NOT dir MATCHES "^/usr(/local)?/include/?$")
+    list(APPEND args -isystem ${dir})
+  endif()
+endforeach()
+execute_process(COMMAND ${CXX} ${args} ${SOURCE} -o ${WORK_DIR}/concurrent_reads RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "concurrent_reads.cpp does not build with -fsanitize=thread")
+endif()
+set(ENV{TSAN_OPTIONS} "halt_on_error=1 second_deadlock_stack=1")
+execute_process(COMMAND ${WORK_DIR}/concurrent_reads RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "concurrent_reads failed under ThreadSanitizer (${rc})")
+endif()
