@@ -27,6 +27,14 @@ class CycleStep {
     options_.preemption.checkpoint_aware = p_.checkpoint_aware;
     options_.fair_share_reclaim = p_.order == QueueOrder::kDrf && p_.preempt;
     options_.reclaim_within_cohort = scheduler::CohortReclaim::kNever;
+    // Stage 3 of the cycle: EASY or conservative backfill on concrete nodes (scheduler/backfill.hpp),
+    // at one-second resolution so that the simulator's integer times are kept exactly.
+    options_.backfill.mode = p_.backfill == BackfillMode::kEasy           ? scheduler::BackfillMode::kEasy
+                             : p_.backfill == BackfillMode::kConservative ? scheduler::BackfillMode::kConservative
+                                                                          : scheduler::BackfillMode::kNone;
+    options_.backfill.resolution = 1;
+    options_.backfill.depth = p_.backfill_depth;
+    options_.backfill.placement = options_.placement;
     options_.dry_run = true;
   }
 
@@ -70,7 +78,7 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
           }
         queues_.push_back(std::move(q));
       }
-    } else if (p_.strict && p_.order == QueueOrder::kFifo) {
+    } else if (p_.strict && p_.order == QueueOrder::kFifo && p_.backfill == BackfillMode::kNone) {
       fairness::QueueConfig q;
       q.name = kDefaultQueue;
       q.strict_fifo = true;

@@ -423,10 +423,9 @@ Result<SimResult> Engine::run() {
   node_watts_.assign(state_.node_count(), 0);
   node_price_.assign(state_.node_count(), 0);
   for (NodeId n = 0; n < state_.node_count(); ++n) node_energy_update(n);
-  // The library's cycle, except for backfill, which the cycle does not do yet (scheduler/backfill.hpp).
-  step_ = config_.policy.backfill == BackfillMode::kNone
-              ? detail::make_cycle_step(config_.policy, cluster_, state_)
-              : detail::make_library_step(config_.policy, cluster_, state_, config_.seed);
+  // The library's cycle; "+simbf" keeps the simulator's own aggregate-profile backfill for comparison.
+  step_ = config_.policy.simulator_backfill ? detail::make_library_step(config_.policy, cluster_, state_, config_.seed)
+                                            : detail::make_cycle_step(config_.policy, cluster_, state_);
 
   Seconds first = 0, last = 0;
   for (std::uint32_t j = 0; j < n_jobs; ++j) {
@@ -716,6 +715,7 @@ Result<PolicyConfig> parse_policy(std::string_view spec) {
     else if (mod == "topo") p.topology_aware = true;
     else if (mod == "energy") p.energy_aware = true;
     else if (mod == "preempt") p.preempt = true;
+    else if (mod == "simbf") p.simulator_backfill = true;
     else
       return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt)", spec, mod),
                    ErrorCode::kUnknownName, "policy"};

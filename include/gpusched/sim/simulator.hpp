@@ -119,6 +119,9 @@ struct PolicyConfig {
   bool checkpoint_aware = false;  // victim choice by lost work + restart cost (else Kueue's order)
   bool topology_aware = false;    // multi-node gangs prefer one rack (Kueue TAS preferred level)
   bool energy_aware = false;      // place on powered, cheaper nodes first
+  // The simulator's own step (aggregate GPU profile backfill, src/sim/step.cpp) instead of the
+  // library's cycle: for comparison with the cycle's backfill on concrete nodes ("+simbf").
+  bool simulator_backfill = false;
   std::size_t backfill_depth = 100;    // jobs examined past the first blocked one (Slurm bf_max_job_test)
   Seconds min_runtime = 300;           // no preemption of a job younger than this (anti-thrashing)
   std::vector<std::int64_t> las_thresholds = {3600LL * 1000, 36000LL * 1000};  // milli-GPU-seconds

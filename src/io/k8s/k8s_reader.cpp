@@ -16,6 +16,7 @@
 
 #include "gpusched/core/mig_profiles.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "io/cluster_json_detail.hpp"
 #include "io/json_input.hpp"
 #include "io/k8s/k8s_detail.hpp"
 
@@ -23,6 +24,8 @@ namespace gpusched::io::k8s {
 namespace {
 
 using json = nlohmann::json;
+// Merge fix (main's k8s + io-headers merge): read_quantity moved to io::detail (cluster_json_detail.hpp).
+using gpusched::io::detail::read_quantity;
 
 struct ParseError {
   Error error;
