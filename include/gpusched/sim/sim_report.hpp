@@ -1,0 +1,34 @@
+// gpusched/sim/sim_report.hpp — the simulator's reports: one JSON record per run, and the sweep report
+// (JSON, CSV, SVG plots) built from the records alone.
+//
+// Sweeps. A sweep is traces x policies x seeds, numbered in that order (run index). `gpusched simulate
+// --shard i/n` runs the runs whose index % n == i and writes their records; `gpusched merge` reads the
+// shards back and writes the report. The unsharded run goes through the same records (written to text
+// and read back), so its report and the merged one are the same bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusched/core/result.hpp"
+#include "gpusched/sim/simulator.hpp"
+
+namespace gpusched::sim {
+
+// A run as the reports need it: index, labels, metrics, conservation, samples, the JCT CDF (at most
+// 201 quantiles). Every number is an integer or a double that round-trips through JSON text.
+nlohmann::ordered_json run_record(const SimResult& result, std::size_t index, const std::string& trace_label);
+
+struct SweepReport {
+  std::string json;  // {"sweep": ..., "runs": [...]} (records in index order)
+  std::string csv;   // one row per run
+  std::string table; // for people
+  std::string svg_jct_cdf, svg_utilisation, svg_queue;
+};
+
+// Builds the report from the sweep description and its records (any order; each index once, 0..total-1).
+Result<SweepReport> sweep_report(const nlohmann::ordered_json& sweep, std::vector<nlohmann::ordered_json> records);
+
+}  // namespace gpusched::sim

@@ -1,0 +1,351 @@
+// `gpusched simulate` and `gpusched merge`: the time-based simulator over traces (docs/simulate.md).
+//
+//   gpusched simulate --trace itp:04 --policies fifo,easy,las --seeds 42-43 --out results/
+//   gpusched simulate ... --shard 1/4 --out results/       # one slice of the sweep (runs with index % 4 == 1)
+//   gpusched merge --out results/ results/shard-*.json     # the same report as the unsharded run, byte for byte
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "gpusched/io/alibaba_trace.hpp"
+#include "gpusched/sim/sim_report.hpp"
+#include "gpusched/sim/simulator.hpp"
+#include "gpusched/sim/traces.hpp"
+
+namespace gpusched::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+struct SimOptions {
+  std::vector<std::string> traces = {"itp:10"};
+  std::string policies = "fifo,easy,conservative,drf,las,srtf";
+  std::string seeds = "42";
+  std::size_t nodes = 0;  // 0 = the trace's own cluster
+  std::int32_t gpus_per_node = 8;
+  std::string model = "V100M32";
+  std::int64_t checkpoint_interval = 1800;
+  std::int64_t restart_cost = 60;
+  std::int32_t queues = 4;
+  std::int32_t priorities = 1;
+  double estimate_error = 1.0;
+  double elastic = 0;
+  double mtbf_hours = 0, mttr_hours = 2;
+  std::string failures_file;
+  std::int64_t cycle_period = 60;
+  std::string shard;
+  std::string out = "simulate-out";
+  std::string format = "table";
+  bool quiet = false;
+};
+
+std::vector<std::uint64_t> parse_seeds(const std::string& s) {
+  std::vector<std::uint64_t> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = s.find(',', pos);
+    const std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      const std::size_t dash = part.find('-');
+      std::size_t used = 0;
+      if (dash == std::string::npos) {
+        out.push_back(std::stoull(part, &used));
+        if (used != part.size()) throw std::invalid_argument(part);
+      } else {
+        const std::uint64_t a = std::stoull(part.substr(0, dash)), b = std::stoull(part.substr(dash + 1));
+        if (b < a || b - a > 10000) throw std::invalid_argument(part);
+        for (std::uint64_t x = a; x <= b; ++x) out.push_back(x);
+      }
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--seeds: expected N, A-B or a comma list, got \"{}\"", s));
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+struct Loaded {
+  std::string label;
+  sim::SimCluster cluster;
+  std::vector<sim::SimJob> jobs;
+};
+
+// itp:NN, alibaba:NAME, synthetic:N, or a generic job file (.csv/.json).
+Loaded load_trace(const std::string& spec, const SimOptions& o, std::uint64_t seed) {
+  Loaded l;
+  sim::Augment aug;
+  aug.seed = seed;
+  aug.queues = o.queues;
+  aug.priorities = o.priorities;
+  aug.checkpoint_interval = o.checkpoint_interval;
+  aug.restart_cost = o.restart_cost;
+  aug.estimate_error = o.estimate_error;
+  aug.elastic_fraction = o.elastic;
+  const auto colon = spec.find(':');
+  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
+  std::size_t nodes = o.nodes;
+  if (kind == "itp") {
+    int number = 0;
+    try {
+      number = std::stoi(arg);
+    } catch (const std::exception&) {
+    }
+    if (sim::itp_paper_nodes(number) == 0)
+      throw InputError(fmt::format("--trace {}: ITP clusters are itp:01 .. itp:10", spec));
+    const std::string path = (fs::path(data_dir()) / "itp-elasticflow" / fmt::format("cluster{:02}.csv", number)).string();
+    auto jobs = sim::read_itp_trace(path, o.gpus_per_node);
+    if (!jobs) throw InputError(jobs.error().message);
+    l.jobs = std::move(*jobs);
+    if (nodes == 0) nodes = sim::itp_paper_nodes(number);
+    l.label = fmt::format("itp{:02}", number);
+  } else if (kind == "alibaba") {
+    const fs::path dir = fs::path(data_dir()) / "alibaba-gpu-v2023";
+    auto pods = io::read_alibaba_pods((dir / fmt::format("openb_pod_list_{}.csv", arg)).string());
+    if (!pods) throw InputError(pods.error().message);
+    l.jobs = sim::alibaba_jobs(*pods);
+    l.label = "alibaba-" + arg;
+    if (nodes == 0) {
+      auto node_list = io::read_alibaba_nodes((dir / "openb_node_list_gpu_node.csv").string());
+      if (!node_list) throw InputError(node_list.error().message);
+      l.cluster.nodes = io::to_cluster(*node_list);
+      for (const auto& n : *node_list) l.cluster.energy.push_back(sim::default_energy(n.model, n.gpus));
+      l.cluster.name = l.label;
+    }
+  } else if (kind == "synthetic") {
+    sim::SyntheticSpec s;
+    try {
+      s.jobs = std::stoull(arg);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--trace {}: expected synthetic:N (jobs)", spec));
+    }
+    s.seed = seed;
+    s.gpus_per_node = o.gpus_per_node;
+    s.extra = aug;
+    l.jobs = sim::synthetic_jobs(s);
+    if (nodes == 0) nodes = 64;
+    l.label = "synthetic" + arg;
+  } else {
+    auto jobs = sim::read_jobs_file(spec);
+    if (!jobs) throw InputError(jobs.error().message);
+    l.jobs = std::move(*jobs);
+    if (nodes == 0) nodes = 16;
+    l.label = fs::path(spec).stem().string();
+  }
+  if (kind == "itp" || kind == "alibaba") sim::augment(l.jobs, aug);
+  if (l.cluster.nodes.node_count() == 0) {
+    l.cluster = sim::make_uniform_cluster(nodes, o.gpus_per_node, o.model);
+    l.cluster.name = l.label;
+  }
+  return l;
+}
+
+std::vector<sim::NodeFailure> read_failures(const std::string& path) {
+  // CSV: time,node,duration (seconds, node index).
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::vector<sim::NodeFailure> out;
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (n == 1 || line.empty()) continue;
+    sim::NodeFailure f;
+    unsigned long long node = 0;
+    long long t = 0, d = 0;
+    if (std::sscanf(line.c_str(), "%lld,%llu,%lld", &t, &node, &d) != 3 || t < 0 || d < 1)
+      throw InputError(fmt::format("{}:{}: expected time,node,duration (non-negative, node index, positive), got \"{}\"",
+                                   path, n, line));
+    f.time = t;
+    f.node = static_cast<std::uint32_t>(node);
+    f.duration = d;
+    out.push_back(f);
+  }
+  return out;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  if (!out) throw InputError(p.string() + ": cannot write");
+}
+
+void write_report(const std::string& dir, const ordered_json& sweep, std::vector<ordered_json> records,
+                  const std::string& format, bool quiet) {
+  auto report = sim::sweep_report(sweep, std::move(records));
+  if (!report) throw InputError(report.error().message);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  write_file(fs::path(dir) / "simulate.json", report->json);
+  write_file(fs::path(dir) / "simulate.csv", report->csv);
+  write_file(fs::path(dir) / "jct_cdf.svg", report->svg_jct_cdf);
+  write_file(fs::path(dir) / "utilisation.svg", report->svg_utilisation);
+  write_file(fs::path(dir) / "queue_length.svg", report->svg_queue);
+  if (format == "json") std::fputs(report->json.c_str(), stdout);
+  else std::fputs(report->table.c_str(), stdout);
+  if (!quiet) std::fprintf(stderr, "wrote %s/{simulate.json,simulate.csv,jct_cdf.svg,utilisation.svg,queue_length.svg}\n",
+                           dir.c_str());
+}
+
+int run_simulate(const SimOptions& o) {
+  std::vector<std::string> policies;
+  for (std::size_t pos = 0; pos <= o.policies.size();) {
+    const std::size_t c = o.policies.find(',', pos);
+    policies.push_back(o.policies.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  std::vector<sim::PolicyConfig> configs;
+  for (const auto& p : policies) {
+    auto cfg = sim::parse_policy(p);
+    if (!cfg) throw InputError("--policies: " + cfg.error().message);
+    configs.push_back(*cfg);
+  }
+  const std::vector<std::uint64_t> seeds = parse_seeds(o.seeds);
+  std::size_t shard = 0, shards = 1;
+  if (!o.shard.empty()) {
+    if (std::sscanf(o.shard.c_str(), "%zu/%zu", &shard, &shards) != 2 || shards == 0 || shard >= shards)
+      throw InputError(fmt::format("--shard: expected i/n with 0 <= i < n, got \"{}\"", o.shard));
+  }
+  std::vector<sim::NodeFailure> failures;
+  if (!o.failures_file.empty()) failures = read_failures(o.failures_file);
+  ordered_json sweep;
+  sweep["traces"] = o.traces;
+  sweep["policies"] = policies;
+  sweep["seeds"] = seeds;
+  sweep["runs"] = o.traces.size() * policies.size() * seeds.size();
+  sweep["parameters"] = {{"nodes", o.nodes}, {"gpus_per_node", o.gpus_per_node}, {"model", o.model},
+                         {"checkpoint_interval_s", o.checkpoint_interval}, {"restart_cost_s", o.restart_cost},
+                         {"queues", o.queues}, {"priorities", o.priorities}, {"estimate_error", o.estimate_error},
+                         {"elastic_fraction", o.elastic}, {"mtbf_hours", o.mtbf_hours}, {"mttr_hours", o.mttr_hours},
+                         {"failures_file", o.failures_file.empty() ? "" : fs::path(o.failures_file).filename().string()},
+                         {"cycle_period_s", o.cycle_period}};
+  std::vector<ordered_json> records;
+  const std::size_t total = sweep["runs"].get<std::size_t>();
+  std::size_t index = 0;
+  for (const auto& t : o.traces)
+    for (std::size_t s = 0; s < seeds.size(); ++s) {
+      // The trace (and what is added on top of it) depends on the seed, not on the policy.
+      bool loaded = false;
+      Loaded l;
+      for (std::size_t p = 0; p < configs.size(); ++p) {
+        const std::size_t run = (&t - o.traces.data()) * policies.size() * seeds.size() + p * seeds.size() + s;
+        ++index;
+        if (run % shards != shard) continue;
+        if (!loaded) l = load_trace(t, o, seeds[s]), loaded = true;
+        sim::SimConfig cfg;
+        cfg.policy = configs[p];
+        cfg.seed = seeds[s];
+        cfg.cycle_period = o.cycle_period;
+        cfg.failures.list = failures;
+        cfg.failures.mtbf_hours = o.mtbf_hours;
+        cfg.failures.mttr_hours = o.mttr_hours;
+        if (!o.quiet) {
+          const std::string what = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, l.label, policies[p], seeds[s]);
+          cfg.progress = [what](double f) {
+            const int w = 30, filled = static_cast<int>(f * w);
+            std::fprintf(stderr, "\r%s [%s%s] %3.0f%%", what.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                         std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
+            std::fflush(stderr);
+          };
+        }
+        auto r = sim::simulate(l.cluster, l.jobs, cfg);
+        if (!o.quiet) std::fprintf(stderr, "\n");
+        if (!r) throw InputError(fmt::format("{} ({}): {}", t, policies[p], r.error().message));
+        if (!r->conservation.holds())
+          std::fprintf(stderr, "gpusched: conservation check FAILED for %s %s seed %llu\n", l.label.c_str(),
+                       policies[p].c_str(), static_cast<unsigned long long>(seeds[s]));
+        // Through text and back: the unsharded report is built exactly as `merge` builds it.
+        records.push_back(ordered_json::parse(sim::run_record(*r, run, l.label).dump()));
+      }
+    }
+  (void)index;
+  if (!o.shard.empty()) {
+    ordered_json doc;
+    doc["sweep"] = sweep;
+    doc["shard"] = {shard, shards};
+    doc["records"] = records;
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    const fs::path p = fs::path(o.out) / fmt::format("shard-{}-of-{}.json", shard, shards);
+    write_file(p, doc.dump() + "\n");
+    if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu runs)\n", p.c_str(), records.size());
+    return 0;
+  }
+  write_report(o.out, sweep, std::move(records), o.format, o.quiet);
+  return 0;
+}
+
+int run_merge(const std::vector<std::string>& files, const std::string& out, const std::string& format, bool quiet) {
+  ordered_json sweep;
+  std::vector<ordered_json> records;
+  for (const auto& f : files) {
+    ordered_json doc;
+    try {
+      doc = ordered_json::parse(read_file(f));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not a shard file ({})", f, e.what()));
+    }
+    if (!doc.contains("sweep") || !doc.contains("records"))
+      throw InputError(fmt::format("{}: not a shard file (no \"sweep\" and \"records\")", f));
+    if (sweep.is_null()) sweep = doc["sweep"];
+    else if (sweep != doc["sweep"])
+      throw InputError(fmt::format("{}: a shard of another sweep (its traces, policies, seeds or parameters differ)", f));
+    for (auto& r : doc["records"]) records.push_back(std::move(r));
+  }
+  if (files.empty()) throw InputError("merge: no shard files given");
+  write_report(out, sweep, std::move(records), format, quiet);
+  return 0;
+}
+
+void setup(CLI::App& app) {
+  auto opt = std::make_shared<SimOptions>();
+  auto* sub = app.add_subcommand("simulate", "Replay job traces through time under scheduling policies (docs/simulate.md)");
+  sub->add_option("--trace", opt->traces, "itp:01..itp:10, alibaba:NAME, synthetic:N, or a job file (.csv/.json); repeatable");
+  sub->add_option("--policies", opt->policies, "comma list of fifo, greedy, easy, conservative, priority, drf, las, srtf "
+                                               "with modifiers +ckpt +topo +energy +preempt")
+      ->capture_default_str();
+  sub->add_option("--seeds", opt->seeds, "N, A-B or a comma list")->capture_default_str();
+  sub->add_option("--nodes", opt->nodes, "cluster nodes (0 = the trace's own cluster)");
+  sub->add_option("--gpus-per-node", opt->gpus_per_node)->capture_default_str();
+  sub->add_option("--model", opt->model, "GPU model of the generated cluster")->capture_default_str();
+  sub->add_option("--checkpoint-interval", opt->checkpoint_interval, "seconds (0 = none)")->capture_default_str();
+  sub->add_option("--restart-cost", opt->restart_cost, "seconds")->capture_default_str();
+  sub->add_option("--queues", opt->queues, "queues added to the trace")->capture_default_str();
+  sub->add_option("--priorities", opt->priorities, "priority levels added to the trace")->capture_default_str();
+  sub->add_option("--estimate-error", opt->estimate_error, "estimate = duration x U[1, 1+E]")->capture_default_str();
+  sub->add_option("--elastic", opt->elastic, "share of multi-task jobs made elastic")->capture_default_str();
+  sub->add_option("--mtbf-hours", opt->mtbf_hours, "per-node mean time between failures (0 = none)");
+  sub->add_option("--mttr-hours", opt->mttr_hours, "mean time to repair")->capture_default_str();
+  sub->add_option("--failures", opt->failures_file, "CSV time,node,duration of node failures");
+  sub->add_option("--cycle-period", opt->cycle_period, "seconds")->capture_default_str();
+  sub->add_option("--shard", opt->shard, "i/n: run only the runs with index % n == i, write a shard file");
+  sub->add_option("--out", opt->out, "output directory")->capture_default_str();
+  sub->add_option("--format", opt->format, "stdout: table or json")->check(CLI::IsMember({"table", "json"}));
+  sub->add_flag("--quiet", opt->quiet, "no progress bar");
+  sub->callback([opt] { gpusched::cli::set_exit_status(run_simulate(*opt)); });
+
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>("simulate-out");
+  auto format = std::make_shared<std::string>("table");
+  auto quiet = std::make_shared<bool>(false);
+  auto* merge = app.add_subcommand("merge", "Combine `simulate --shard` files into the sweep's report");
+  merge->add_option("shards", *files, "shard files")->required();
+  merge->add_option("--out", *out, "output directory")->capture_default_str();
+  merge->add_option("--format", *format)->check(CLI::IsMember({"table", "json"}));
+  merge->add_flag("--quiet", *quiet);
+  merge->callback([files, out, format, quiet] { gpusched::cli::set_exit_status(run_merge(*files, *out, *format, *quiet)); });
+}
+
+[[maybe_unused]] const bool registered = gpusched::cli::register_command(setup);
+
+}  // namespace
+}  // namespace gpusched::cli

@@ -1,0 +1,175 @@
+// The simulator's scheduler step over the library's scheduling cycle (scheduler/cycle.hpp): every
+// policy but backfill is a configuration of `run_cycle` (see step.hpp for the mapping).
+#include <algorithm>
+#include <map>
+
+#include "gpusched/scheduler/cycle.hpp"
+#include "sim/step.hpp"
+
+namespace gpusched::sim::detail {
+namespace {
+
+constexpr const char* kDefaultQueue = "default";
+
+class CycleStep {
+ public:
+  CycleStep(const PolicyConfig& p, const SimCluster& cluster) : p_(p) {
+    if (p_.energy_aware && !cluster.energy.empty()) {
+      placement_ = make_cost_aware_policy(cluster);
+    } else {
+      placement_ = std::make_unique<BestFitPolicy>();
+    }
+    options_.placement.policy = placement_.get();
+    options_.placement.effort = 20'000;
+    options_.preempt = p_.preempt;
+    options_.preemption.within_queue = scheduler::WithinQueue::kLowerPriority;
+    options_.preemption.min_runtime = p_.min_runtime;
+    options_.preemption.checkpoint_aware = p_.checkpoint_aware;
+    options_.fair_share_reclaim = p_.order == QueueOrder::kDrf && p_.preempt;
+    options_.reclaim_within_cohort = scheduler::CohortReclaim::kNever;
+    // Stage 3 of the cycle: EASY or conservative backfill on concrete nodes (scheduler/backfill.hpp),
+    // at one-second resolution so that the simulator's integer times are kept exactly.
+    options_.backfill.mode = p_.backfill == BackfillMode::kEasy           ? scheduler::BackfillMode::kEasy
+                             : p_.backfill == BackfillMode::kConservative ? scheduler::BackfillMode::kConservative
+                                                                          : scheduler::BackfillMode::kNone;
+    options_.backfill.resolution = 1;
+    options_.backfill.depth = p_.backfill_depth;
+    options_.backfill.placement = options_.placement;
+    options_.dry_run = true;
+  }
+
+  StepDecision operator()(ClusterState& state, const StepView& v);
+
+ private:
+  PolicyConfig p_;
+  std::unique_ptr<PlacementPolicy> placement_;
+  scheduler::CycleOptions options_;
+  std::vector<fairness::QueueConfig> queues_;
+  bool queues_built_ = false;
+  std::vector<scheduler::RunningJob> running_;
+  std::vector<scheduler::PendingJob> pending_;
+  std::vector<std::uint32_t> pending_ids_;
+  bool elastic_known_ = false, any_elastic_ = false;
+};
+
+StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
+  const bool drf = p_.order == QueueOrder::kDrf;
+  if (!queues_built_) {
+    // FIFO: one StrictFIFO queue; greedy, priority, LAS, SRTF: one BestEffortFIFO queue; DRF: one
+    // queue per trace queue (weights, GPU quotas as nominal quota on every GPU model).
+    queues_built_ = true;
+    if (drf) {
+      std::vector<std::string> names;
+      for (const SimJob& j : v.jobs) names.push_back(j.queue.empty() ? kDefaultQueue : j.queue);
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      auto cluster = fairness::fairness_cluster(state);
+      const Eigen::Index dims = cluster ? static_cast<Eigen::Index>(cluster->space.size()) : 2;
+      for (const std::string& n : names) {
+        fairness::QueueConfig q;
+        q.name = n;
+        for (const auto& [name, w] : p_.queue_weights)
+          if (name == n) q.weight = w;
+        for (const auto& [name, g] : p_.queue_quota_gpus)
+          if (name == n) {
+            q.nominal = fairness::Amounts::Constant(dims, fairness::kNoLimit);
+            for (Eigen::Index d = 2; d < dims; ++d) q.nominal[d] = g * kMilliPerGpu;
+            q.borrowing_limit = fairness::Amounts::Zero(dims);
+          }
+        queues_.push_back(std::move(q));
+      }
+    } else if (p_.strict && p_.order == QueueOrder::kFifo && p_.backfill == BackfillMode::kNone) {
+      fairness::QueueConfig q;
+      q.name = kDefaultQueue;
+      q.strict_fifo = true;
+      queues_.push_back(std::move(q));
+    }
+  }
+  const bool named_queues = drf;
+  // The one queue of FIFO (named: the fairness family wants a name) or none.
+  const std::string one_queue = queues_.empty() ? std::string() : std::string(kDefaultQueue);
+  // The running jobs matter to the cycle for preemption, queue usage (DRF) and elastic grow. Without
+  // those (FIFO, greedy on rigid jobs) its decisions do not depend on them, and building the list is
+  // what would make a cycle cost O(running jobs) on a 10,000-node cluster: it is left empty.
+  if (!elastic_known_) {
+    elastic_known_ = true;
+    for (const SimJob& j : v.jobs) any_elastic_ = any_elastic_ || (j.min_tasks >= 0 && j.min_tasks < j.tasks);
+  }
+  const bool needs_running = p_.preempt || drf || any_elastic_;
+  running_.clear();
+  for (std::uint32_t r : needs_running ? v.running : std::span<const std::uint32_t>{}) {
+    const JobState& s = v.state[r];
+    const SimJob& job = v.jobs[r];
+    scheduler::RunningJob rj;
+    rj.name = job.name;
+    rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
+    rj.priority = order_key(p_, v, r);
+    rj.start_time = s.seg_start;
+    rj.last_checkpoint = v.last_checkpoint(r);
+    rj.restart_cost = job.restart_cost;
+    rj.preemptible = job.preemptible;
+    const std::int32_t min = s.spec.groups[0].min_replicas;
+    rj.min_tasks = min < job.tasks ? min : -1;
+    rj.max_tasks = job.tasks;
+    rj.submit_time = job.submit;
+    rj.runtime_estimate = std::max<Seconds>(1, v.estimated_end(r) - s.seg_start);
+    for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
+    running_.push_back(std::move(rj));
+  }
+  pending_.clear();
+  pending_ids_.clear();
+  for (std::uint32_t j : v.pending) {
+    const JobState& s = v.state[j];
+    if (s.not_before > v.now) continue;  // the cycle would keep it waiting too; skip the copy
+    const SimJob& job = v.jobs[j];
+    scheduler::PendingJob pj;
+    pj.job.name = job.name;
+    pj.job.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
+    pj.job.priority = order_key(p_, v, j);
+    pj.job.submit_time = job.submit;
+    const GangGroup& g = s.spec.groups[0];
+    pj.job.groups.push_back(CompiledGroup{g.name, g.replicas, g.min_replicas, g.request, {}});
+    pj.job.topology = s.spec.topology;
+    pj.runtime_estimate = job.runtime_estimate();
+    pj.preemptible = job.preemptible;
+    pj.restart_cost = job.restart_cost;
+    pj.checkpoint_interval = job.checkpoint_interval;
+    pending_.push_back(std::move(pj));
+    pending_ids_.push_back(j);
+  }
+  StepDecision d;
+  auto decisions = scheduler::run_cycle(state, running_, pending_, queues_, v.now, options_);
+  if (!decisions) {
+    d.error = Error{"scheduling cycle: " + decisions.error().message, decisions.error().code, decisions.error().field};
+    return d;
+  }
+  for (const scheduler::Eviction& e : decisions->evictions) {
+    const std::uint32_t job = v.running[e.running];  // running_ is v.running in order when not empty
+    if (e.whole) d.evict.push_back(job);
+    else d.shrink.push_back({job, e.tasks});
+  }
+  for (const scheduler::Start& st : decisions->starts) {
+    Start s{pending_ids_[st.pending], {}};
+    std::uint32_t replica = 0;
+    for (const scheduler::RunningTask& t : st.tasks) s.tasks.push_back({0, replica++, t.assignment});
+    d.starts.push_back(std::move(s));
+  }
+  for (const scheduler::Grow& g : decisions->grows) {
+    Start s{v.running[g.running], {}};
+    std::uint32_t replica = 0;
+    for (const scheduler::RunningTask& t : g.tasks) s.tasks.push_back({0, replica++, t.assignment});
+    d.grows.push_back(std::move(s));
+  }
+  for (const scheduler::Waiting& w : decisions->waiting)
+    if (w.outcome.verdict == Verdict::kInfeasible) d.reject.push_back(pending_ids_[w.pending]);
+  return d;
+}
+
+}  // namespace
+
+SchedulerStep make_cycle_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& /*state*/) {
+  auto step = std::make_shared<CycleStep>(policy, cluster);
+  return [step](ClusterState& state, const StepView& v) { return (*step)(state, v); };
+}
+
+}  // namespace gpusched::sim::detail

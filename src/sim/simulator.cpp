@@ -1,0 +1,727 @@
+// The event-driven engine of gpusched/sim/simulator.hpp: time, the job table, the one ClusterState,
+// and the accounting behind the metrics and the conservation check.
+#include "gpusched/sim/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "gpusched/core/random.hpp"
+#include "sim/step.hpp"
+
+namespace gpusched::sim {
+
+std::int64_t SimJob::full_rate() const {
+  const std::int64_t per_task = shape.needs_gpu() ? shape.total_gpu_milli() : kMilliPerGpu;
+  return per_task * tasks;
+}
+std::int64_t SimJob::demand() const { return full_rate() * duration; }
+
+NodeEnergy default_energy(std::string_view model, std::int32_t gpus) {
+  // Board power (TDP) from the vendor datasheets, a host of ~400 W for an 8-GPU server scaled by GPU
+  // count, and an on-demand price per GPU-hour in the range the large clouds list (docs/simulate.md).
+  struct Row {
+    std::string_view model;
+    double gpu_watts, price_per_gpu_hour;
+  };
+  static constexpr Row kRows[] = {
+      {"V100M32", 300, 3.06}, {"V100M16", 300, 2.48}, {"V100", 300, 3.06}, {"A100-SXM4-40GB", 400, 3.67},
+      {"A100-80GB", 400, 5.12}, {"H100-80GB", 700, 9.80}, {"T4", 70, 0.53}, {"P100", 250, 1.46},
+      {"A10", 150, 1.10}, {"L4", 72, 0.71}, {"L40S", 350, 2.00}, {"G2", 300, 2.48}, {"G3", 300, 2.48}};
+  NodeEnergy e;
+  for (const Row& r : kRows)
+    if (r.model == model) {
+      e.gpu_watts = r.gpu_watts;
+      e.idle_watts = 50.0 * gpus;
+      e.price_per_hour = r.price_per_gpu_hour * gpus;
+    }
+  return e;
+}
+
+SimCluster make_uniform_cluster(std::size_t nodes, std::int32_t gpus_per_node, std::string model,
+                                std::size_t nodes_per_rack, MilliCpu cpu, Bytes memory) {
+  SimCluster c;
+  auto& list = c.nodes.nodes();
+  list.reserve(nodes);
+  for (std::size_t n = 0; n < nodes; ++n) {
+    NodeSpec s;
+    s.name = fmt::format("node-{:05}", n);
+    s.cpu = cpu;
+    s.memory = memory;
+    s.gpus.assign(static_cast<std::size_t>(gpus_per_node), GpuSpec{model});
+    if (nodes_per_rack > 0) s.labels.push_back({"rack", fmt::format("rack-{:04}", n / nodes_per_rack)});
+    list.push_back(std::move(s));
+    c.energy.push_back(default_energy(model, gpus_per_node));
+  }
+  c.name = fmt::format("{}x{}-{}", nodes, gpus_per_node, model);
+  return c;
+}
+
+namespace {
+
+using detail::JobState;
+using detail::Phase;
+
+enum class EventKind : std::uint8_t { kCompletion = 0, kFailure = 1, kRepair = 2, kArrival = 3, kTick = 4 };
+
+struct Event {
+  Seconds time;
+  EventKind kind;
+  std::uint64_t seq;
+  std::uint32_t id;       // job or node
+  std::uint64_t version;  // completion: the job's version; failure: the repair duration
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  // Nearest rank (the smallest value with at least p % of the values at or below it).
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  const std::size_t i = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+Seconds exponential(SplitMix64& rng, double mean_seconds) {
+  const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+  return std::max<Seconds>(1, static_cast<Seconds>(std::llround(-std::log1p(-u) * mean_seconds)));
+}
+
+class Engine {
+ public:
+  Engine(const SimCluster& cluster, const std::vector<SimJob>& jobs, const SimConfig& config, ClusterState state)
+      : cluster_(cluster), jobs_(jobs), config_(config), state_(std::move(state)), js_(jobs.size()) {}
+
+  Result<SimResult> run();
+
+ private:
+  // --- accounting ---
+  std::int64_t unusable_free() const {
+    std::int64_t f = 0;
+    for (NodeId n : down_) f += state_.free_gpu_milli(n);
+    return f;
+  }
+  std::int64_t allocated() const { return state_.total_gpu_milli_capacity() - state_.total_gpu_milli_free(); }
+  bool gpu_job(std::uint32_t j) const { return jobs_[j].shape.needs_gpu(); }
+  std::int64_t task_rate(std::uint32_t j) const { return jobs_[j].full_rate() / jobs_[j].tasks; }
+  void advance(Seconds t);
+  void node_energy_update(NodeId n);
+  void check_instant();
+
+  // --- job life ---
+  Status compile(std::uint32_t j);
+  void start_segment(std::uint32_t j, Seconds now);
+  // Ends the running segment at `now`: kind 0 = completion, 1 = checkpoint (resize/horizon), 2 = eviction
+  // (preemption), 3 = eviction (failure). Returns nothing; updates remaining, attained and accounting.
+  void end_segment(std::uint32_t j, Seconds now, int kind);
+  void release_tasks(std::uint32_t j, std::size_t first);
+  void schedule_completion(std::uint32_t j);
+  void make_pending(std::uint32_t j);
+  void evict(std::uint32_t j, Seconds now, bool failure);
+  Seconds last_checkpoint(std::uint32_t j, Seconds now) const;
+  std::int64_t progress(std::uint32_t j, Seconds now) const;
+
+  Status run_cycle(Seconds now);
+  void push(Seconds t, EventKind k, std::uint32_t id, std::uint64_t v = 0) {
+    events_.push(Event{t, k, seq_++, id, v});
+  }
+
+  const SimCluster& cluster_;
+  const std::vector<SimJob>& jobs_;
+  const SimConfig& config_;
+  ClusterState state_;
+  std::vector<JobState> js_;
+  detail::SchedulerStep step_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0;
+
+  std::vector<std::uint32_t> pending_;   // sorted by (submit, id)
+  std::vector<std::uint32_t> running_;   // sorted by id
+  std::size_t done_ = 0;
+  bool tick_scheduled_ = false;
+
+  // time integrals
+  Seconds now_ = 0, first_time_ = 0;
+  std::int64_t held_sum_ = 0;  // the running GPU jobs' shares
+  Conservation cons_;
+  long double util_integral_ = 0;  // allocated milli x seconds over live capacity
+  long double energy_joules_ = 0, cost_ = 0;
+  double power_watts_ = 0, price_rate_ = 0;  // current totals
+  std::vector<double> node_watts_, node_price_;
+  std::vector<Sample> samples_;
+  Seconds next_sample_ = 0, sample_period_ = 60;
+  std::int64_t failed_nodes_ = 0;
+  std::vector<NodeId> down_;  // failed nodes now
+  std::size_t rejected_ = 0;
+  std::size_t arrivals_left_ = 0;
+  SimMetrics m_;
+  std::vector<SplitMix64> node_rng_;
+  double next_progress_ = 0.01;
+};
+
+Status Engine::compile(std::uint32_t j) {
+  const SimJob& job = jobs_[j];
+  std::vector<std::string_view> models;
+  if (!job.gpu_model.empty()) models.push_back(job.gpu_model);
+  auto request = state_.compile(job.shape, models);
+  if (!request)
+    return Error{fmt::format("job {} ({}): {}", j, job.name, request.error().message), request.error().code,
+                 "jobs[" + std::to_string(j) + "]"};
+  GangSpec& spec = js_[j].spec;
+  spec.name = job.name;
+  spec.groups.clear();
+  GangGroup g;
+  g.name = "task";
+  g.replicas = job.tasks;
+  g.min_replicas = job.min_tasks >= 0 && job.min_tasks < job.tasks ? std::max(1, job.min_tasks) : job.tasks;
+  g.request = std::move(request.value());
+  spec.groups.push_back(std::move(g));
+  if (config_.policy.topology_aware && job.tasks > 1)
+    spec.topology = TopologyConstraint{config_.rack_label, LevelMode::kPreferred};
+  return {};
+}
+
+std::int64_t Engine::progress(std::uint32_t j, Seconds now) const {
+  const JobState& s = js_[j];
+  return s.rate * std::max<Seconds>(0, now - s.seg_start - jobs_[j].restart_cost);
+}
+
+Seconds Engine::last_checkpoint(std::uint32_t j, Seconds now) const {
+  const JobState& s = js_[j];
+  const SimJob& job = jobs_[j];
+  const Seconds work_from = s.seg_start + job.restart_cost;
+  if (job.checkpoint_interval <= 0 || now < work_from) return s.seg_start;
+  return work_from + (now - work_from) / job.checkpoint_interval * job.checkpoint_interval;
+}
+
+void Engine::advance(Seconds t) {
+  if (t <= now_) return;
+  // Samples at the instants in (now_, t]: the state held over [now_, t).
+  while (next_sample_ <= t) {
+    if (next_sample_ > now_) {
+      Sample s;
+      s.time = next_sample_;
+      const std::int64_t cap = state_.total_gpu_milli_capacity();
+      s.utilisation = cap > 0 ? static_cast<double>(allocated()) / static_cast<double>(cap) : 0;
+      s.queue_length = static_cast<std::int64_t>(pending_.size());
+      s.running = static_cast<std::int64_t>(running_.size());
+      std::int64_t idle = 0, idle_on_empty = 0;
+      for (NodeId n = 0; n < state_.node_count(); ++n) {
+        if (!state_.eligible(n)) continue;
+        const std::int64_t i = state_.idle_gpus(n);
+        idle += i;
+        if (i == static_cast<std::int64_t>(state_.gpu_count(n))) idle_on_empty += i;
+      }
+      s.fragmentation = idle > 0 ? static_cast<double>(idle - idle_on_empty) / static_cast<double>(idle) : 0;
+      s.failed_nodes = failed_nodes_;
+      samples_.push_back(s);
+    }
+    next_sample_ += sample_period_;
+  }
+  const Seconds dt = t - now_;
+  const std::int64_t a = allocated();
+  cons_.delivered += a * dt;
+  const std::int64_t cap = state_.total_gpu_milli_capacity();
+  if (cap > 0) util_integral_ += static_cast<long double>(a) / static_cast<long double>(cap) * dt;
+  energy_joules_ += static_cast<long double>(power_watts_) * dt;
+  cost_ += static_cast<long double>(price_rate_) * dt / 3600.0L;
+  now_ = t;
+}
+
+void Engine::node_energy_update(NodeId n) {
+  if (cluster_.energy.empty() || n >= cluster_.energy.size()) return;
+  const NodeEnergy& e = cluster_.energy[n];
+  const NodeUsage u = state_.usage(n);
+  const bool busy = u.gpu_milli > 0 || u.cpu > 0;
+  const bool powered = state_.healthy(n) && (busy || !config_.power_off_idle);
+  const double watts = (powered ? e.idle_watts : 0) + e.gpu_watts * static_cast<double>(u.gpu_milli) / 1000.0;
+  const double price = powered ? e.price_per_hour : 0;
+  power_watts_ += watts - node_watts_[n];
+  price_rate_ += price - node_price_[n];
+  node_watts_[n] = watts;
+  node_price_[n] = price;
+}
+
+void Engine::check_instant() {
+  ++cons_.checks;
+  const std::int64_t diff = std::llabs(allocated() - held_sum_);
+  const std::int64_t over = std::max<std::int64_t>(0, allocated() - state_.total_gpu_milli_capacity());
+  cons_.max_overcommit = std::max({cons_.max_overcommit, diff, over});
+}
+
+void Engine::start_segment(std::uint32_t j, Seconds now) {
+  JobState& s = js_[j];
+  s.seg_start = now;
+  s.held = static_cast<std::int32_t>(s.tasks.size());
+  s.rate = task_rate(j) * s.held;
+  if (gpu_job(j)) held_sum_ += s.rate;
+  if (s.first_start < 0) s.first_start = now;
+  s.phase = Phase::kRunning;
+  schedule_completion(j);
+}
+
+void Engine::schedule_completion(std::uint32_t j) {
+  JobState& s = js_[j];
+  ++s.version;
+  const Seconds work = (s.remaining + s.rate - 1) / s.rate;
+  push(s.seg_start + jobs_[j].restart_cost + work, EventKind::kCompletion, j, s.version);
+}
+
+void Engine::end_segment(std::uint32_t j, Seconds now, int kind) {
+  JobState& s = js_[j];
+  const SimJob& job = jobs_[j];
+  const Seconds elapsed = now - s.seg_start;
+  const std::int64_t restart = s.rate * std::min(elapsed, job.restart_cost);
+  std::int64_t prog = progress(j, now);
+  std::int64_t saved = prog, lost = 0, rounding = 0;
+  if (kind == 0) {
+    rounding = prog - s.remaining;
+    saved = s.remaining;
+  } else if (kind >= 2) {
+    saved = s.rate * std::max<Seconds>(0, last_checkpoint(j, now) - s.seg_start - job.restart_cost);
+    saved = std::min(saved, prog);
+    lost = prog - saved;
+  }
+  s.remaining -= saved;
+  s.attained += s.rate * elapsed;
+  if (gpu_job(j)) {
+    cons_.demand_done += saved;
+    cons_.restart_overhead += restart;
+    cons_.rounding += rounding;
+    if (kind == 2) cons_.lost_preemption += lost;
+    if (kind == 3) cons_.lost_failure += lost;
+    held_sum_ -= s.rate;
+  }
+  s.rate = 0;
+  ++s.version;  // any queued completion is stale
+}
+
+void Engine::release_tasks(std::uint32_t j, std::size_t first) {
+  JobState& s = js_[j];
+  for (std::size_t t = first; t < s.tasks.size(); ++t) {
+    const NodeId n = s.tasks[t].assignment.node;
+    if (Status st = state_.release(s.tasks[t].assignment); !st) ++cons_.max_overcommit;  // never expected
+    node_energy_update(n);
+  }
+  s.tasks.resize(first);
+  s.held = static_cast<std::int32_t>(first);
+}
+
+void Engine::make_pending(std::uint32_t j) {
+  js_[j].phase = Phase::kPending;
+  const auto key = [this](std::uint32_t a, std::uint32_t b) {
+    return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit : a < b;
+  };
+  pending_.insert(std::upper_bound(pending_.begin(), pending_.end(), j, key), j);
+}
+
+void Engine::evict(std::uint32_t j, Seconds now, bool failure) {
+  end_segment(j, now, failure ? 3 : 2);
+  release_tasks(j, 0);
+  running_.erase(std::lower_bound(running_.begin(), running_.end(), j));
+  JobState& s = js_[j];
+  if (failure) {
+    ++s.failures;
+    ++m_.failure_restarts;
+    const int shift = std::min(s.failures - 1, 20);
+    s.not_before = now + (config_.failure_backoff << shift);
+  } else {
+    ++s.preemptions;
+    ++m_.preemptions;
+  }
+  make_pending(j);
+}
+
+Status Engine::run_cycle(Seconds now) {
+  ++m_.cycles;
+  detail::StepView view{now, jobs_, js_, pending_, running_, {}, {}, {}};
+  view.remaining_now = [this, now](std::uint32_t j) {
+    const JobState& s = js_[j];
+    if (s.phase != Phase::kRunning) return s.remaining;
+    return std::max<std::int64_t>(0, s.remaining - progress(j, now));
+  };
+  view.estimated_end = [this, now](std::uint32_t j) {
+    // The job's own estimate scaled to the work left: a job past its estimate is expected to end now+1.
+    const SimJob& job = jobs_[j];
+    const JobState& s = js_[j];
+    const std::int64_t left = std::max<std::int64_t>(0, s.remaining - progress(j, now));
+    const long double ratio =
+        static_cast<long double>(job.runtime_estimate()) / static_cast<long double>(job.duration);
+    const Seconds work_start = std::max(now, s.seg_start + job.restart_cost);
+    const Seconds need = static_cast<Seconds>(std::ceil(ratio * left / std::max<std::int64_t>(1, s.rate)));
+    const Seconds est = work_start + need;
+    // Against the estimate of the whole run: never before now + 1.
+    return std::max(now + 1, est);
+  };
+  view.last_checkpoint = [this, now](std::uint32_t j) { return last_checkpoint(j, now); };
+  view.unusable_free = unusable_free();
+  detail::StepDecision d = step_(state_, view);
+  if (d.error) return *d.error;
+  for (std::uint32_t j : d.reject) {
+    pending_.erase(std::find(pending_.begin(), pending_.end(), j));
+    js_[j].phase = Phase::kDone;  // never ran: end stays -1, counted as rejected
+    js_[j].spec = GangSpec{};
+    ++rejected_;
+    ++done_;
+  }
+  for (std::uint32_t j : d.evict) evict(j, now, false);
+  for (const detail::Shrink& sh : d.shrink) {
+    JobState& s = js_[sh.job];
+    end_segment(sh.job, now, 2);
+    ++s.preemptions;
+    ++m_.preemptions;
+    // The shed tasks go to the end of the list, then are released.
+    std::vector<TaskPlacement> keep, drop;
+    for (std::uint32_t t = 0; t < s.tasks.size(); ++t)
+      (std::find(sh.tasks.begin(), sh.tasks.end(), t) != sh.tasks.end() ? drop : keep).push_back(s.tasks[t]);
+    s.tasks = std::move(keep);
+    s.tasks.insert(s.tasks.end(), drop.begin(), drop.end());
+    release_tasks(sh.job, s.tasks.size() - drop.size());
+    start_segment(sh.job, now);
+  }
+  for (detail::Start& st : d.starts) {
+    JobState& s = js_[st.job];
+    for (const TaskPlacement& t : st.tasks) {
+      if (Status ok = state_.reserve(s.spec.groups[0].request, t.assignment); !ok) {
+        ++cons_.max_overcommit;  // a decision the state refused: reported as a failed check
+        continue;
+      }
+      node_energy_update(t.assignment.node);
+      s.tasks.push_back(t);
+    }
+    state_.commit();
+    if (s.tasks.empty()) continue;
+    pending_.erase(std::find(pending_.begin(), pending_.end(), st.job));
+    running_.insert(std::lower_bound(running_.begin(), running_.end(), st.job), st.job);
+    start_segment(st.job, now);
+  }
+  for (detail::Start& g : d.grows) {
+    JobState& s = js_[g.job];
+    end_segment(g.job, now, 1);
+    for (const TaskPlacement& t : g.tasks) {
+      if (Status ok = state_.reserve(s.spec.groups[0].request, t.assignment); !ok) {
+        ++cons_.max_overcommit;
+        continue;
+      }
+      node_energy_update(t.assignment.node);
+      s.tasks.push_back(t);
+    }
+    state_.commit();
+    start_segment(g.job, now);
+  }
+  return {};
+}
+
+Result<SimResult> Engine::run() {
+  const std::size_t n_jobs = jobs_.size();
+  node_watts_.assign(state_.node_count(), 0);
+  node_price_.assign(state_.node_count(), 0);
+  for (NodeId n = 0; n < state_.node_count(); ++n) node_energy_update(n);
+  // The library's cycle; "+simbf" keeps the simulator's own aggregate-profile backfill for comparison.
+  step_ = config_.policy.simulator_backfill ? detail::make_library_step(config_.policy, cluster_, state_, config_.seed)
+                                            : detail::make_cycle_step(config_.policy, cluster_, state_);
+
+  Seconds first = 0, last = 0;
+  for (std::uint32_t j = 0; j < n_jobs; ++j) {
+    const SimJob& job = jobs_[j];
+    if (job.tasks < 1 || job.duration < 1 || job.submit < 0)
+      return Error{fmt::format("job {} ({}): tasks, duration must be >= 1 and submit >= 0", j, job.name),
+                   ErrorCode::kInvalidValue, "jobs[" + std::to_string(j) + "]"};
+    js_[j].remaining = job.demand() / job.duration * job.duration;  // == full_rate x duration
+    first = j == 0 ? job.submit : std::min(first, job.submit);
+    last = std::max(last, job.submit + job.duration);
+    push(job.submit, EventKind::kArrival, j);
+    ++arrivals_left_;
+  }
+  first_time_ = first;
+  now_ = first;
+  sample_period_ = config_.sample_period > 0 ? config_.sample_period
+                                             : std::max<Seconds>(60, (last - first) / 200 + 1);
+  next_sample_ = first;
+  // Failures: the given list, and seeded exponential ones per node (each node its own stream, so a
+  // node's failures do not depend on the others').
+  for (const NodeFailure& f : config_.failures.list) {
+    if (f.node >= state_.node_count())
+      return Error{fmt::format("failures: node {} out of range (cluster has {})", f.node, state_.node_count()),
+                   ErrorCode::kInvalidValue, "failures.node"};
+    push(f.time, EventKind::kFailure, f.node, static_cast<std::uint64_t>(std::max<Seconds>(1, f.duration)));
+  }
+  if (config_.failures.mtbf_hours > 0) {
+    for (NodeId n = 0; n < state_.node_count(); ++n) {
+      node_rng_.emplace_back(config_.seed * 0x9E3779B97F4A7C15ULL + n + 1);
+      const Seconds t = first + exponential(node_rng_.back(), config_.failures.mtbf_hours * 3600);
+      push(t, EventKind::kFailure, n,
+           static_cast<std::uint64_t>(exponential(node_rng_.back(), config_.failures.mttr_hours * 3600)));
+    }
+  }
+
+  while (!events_.empty() && done_ < n_jobs) {
+    const Seconds t = events_.top().time;
+    if (config_.horizon > 0 && t > config_.horizon) break;
+    advance(t);
+    bool changed = false, tick = false;
+    while (!events_.empty() && events_.top().time == t) {
+      const Event e = events_.top();
+      events_.pop();
+      ++m_.events;
+      switch (e.kind) {
+        case EventKind::kCompletion: {
+          JobState& s = js_[e.id];
+          if (s.phase != Phase::kRunning || s.version != e.version) break;
+          end_segment(e.id, t, 0);
+          release_tasks(e.id, 0);
+          running_.erase(std::lower_bound(running_.begin(), running_.end(), e.id));
+          s.phase = Phase::kDone;
+          s.end = t;
+          s.spec = GangSpec{};
+          ++done_;
+          changed = true;
+          break;
+        }
+        case EventKind::kFailure: {
+          const NodeId n = e.id;
+          if (!state_.healthy(n)) break;  // already down
+          ++m_.node_failures;
+          // The gangs with a task on the node: an elastic gang above its minimum sheds those tasks
+          // (restarting from its checkpoint at the smaller size); any other is restarted whole.
+          std::vector<std::uint32_t> hit;
+          for (std::uint32_t j : running_)
+            for (const TaskPlacement& tp : js_[j].tasks)
+              if (tp.assignment.node == n) {
+                hit.push_back(j);
+                break;
+              }
+          for (std::uint32_t j : hit) {
+            JobState& s = js_[j];
+            std::vector<TaskPlacement> keep, drop;
+            for (TaskPlacement& tp : s.tasks) (tp.assignment.node == n ? drop : keep).push_back(tp);
+            const std::int32_t min = s.spec.groups[0].min_replicas;
+            if (static_cast<std::int32_t>(keep.size()) >= min && min < jobs_[j].tasks) {
+              end_segment(j, t, 3);
+              s.tasks = std::move(keep);
+              s.tasks.insert(s.tasks.end(), drop.begin(), drop.end());
+              release_tasks(j, s.tasks.size() - drop.size());
+              ++s.failures;
+              start_segment(j, t);
+            } else {
+              evict(j, t, true);
+            }
+          }
+          (void)state_.fail_node(n);
+          ++failed_nodes_;
+          down_.push_back(n);
+          node_energy_update(n);
+          push(t + static_cast<Seconds>(e.version), EventKind::kRepair, n);
+          changed = true;
+          break;
+        }
+        case EventKind::kRepair: {
+          const NodeId n = e.id;
+          (void)state_.recover_node(n);
+          --failed_nodes_;
+          down_.erase(std::find(down_.begin(), down_.end(), n));
+          node_energy_update(n);
+          if (config_.failures.mtbf_hours > 0 && n < node_rng_.size()) {
+            SplitMix64& rng = node_rng_[n];
+            const Seconds next = t + exponential(rng, config_.failures.mtbf_hours * 3600);
+            push(next, EventKind::kFailure, n,
+                 static_cast<std::uint64_t>(exponential(rng, config_.failures.mttr_hours * 3600)));
+          }
+          changed = true;
+          break;
+        }
+        case EventKind::kArrival: {
+          --arrivals_left_;
+          if (Status ok = compile(e.id); !ok) return ok.error();
+          make_pending(e.id);
+          changed = true;
+          break;
+        }
+        case EventKind::kTick:
+          tick_scheduled_ = false;
+          tick = true;
+          break;
+      }
+    }
+    check_instant();
+    if ((changed || tick) && !pending_.empty()) {
+      if (Status ok = run_cycle(t); !ok) return ok.error();
+      check_instant();
+    }
+    // Nothing runs, nothing will happen and nothing waits for a backoff: what is pending can never start
+    // (its model's nodes are gone, say). Stop rather than tick forever; those jobs count as not completed.
+    // (Failures may go on for ever: with every node up and no arrival to come, a cycle that starts
+    // nothing on an idle cluster is the same proof.)
+    if (!pending_.empty() && running_.empty() &&
+        (events_.size() == (tick_scheduled_ ? 1u : 0u) || (arrivals_left_ == 0 && failed_nodes_ == 0))) {
+      bool backoff = false;
+      for (std::uint32_t j : pending_) backoff = backoff || js_[j].not_before > t;
+      if (!backoff) break;
+    }
+    // The periodic cycle, while jobs wait (LAS queues, backoffs and estimates change with time).
+    if (!pending_.empty() && !tick_scheduled_ && config_.cycle_period > 0) {
+      push(t + config_.cycle_period, EventKind::kTick, 0);
+      tick_scheduled_ = true;
+    }
+    if (config_.progress && n_jobs > 0) {
+      const double f = static_cast<double>(done_) / static_cast<double>(n_jobs);
+      if (f >= next_progress_) {
+        config_.progress(f);
+        next_progress_ = f + 0.01;
+      }
+    }
+  }
+  const Seconds end = now_;
+  // Jobs still running at the horizon: their progress is demand done (a checkpoint at the end).
+  for (std::uint32_t j : std::vector<std::uint32_t>(running_)) end_segment(j, end, 1);
+
+  SimResult r;
+  r.policy = config_.policy.name;
+  r.trace = cluster_.name;
+  r.seed = config_.seed;
+  r.conservation = cons_;
+  r.samples = std::move(samples_);
+  SimMetrics& m = m_;
+  m.jobs = n_jobs;
+  m.rejected = rejected_;
+  std::vector<double> jct, wait, slow;
+  std::vector<std::string> queues;
+  std::vector<std::pair<double, std::int64_t>> queue_slow;  // per queue: sum, count
+  for (std::uint32_t j = 0; j < n_jobs; ++j) {
+    const JobState& s = js_[j];
+    JobOutcome o{jobs_[j].submit, s.first_start, s.end, s.preemptions, s.failures, jobs_[j].queue};
+    r.jobs.push_back(o);
+    m.max_preemptions_of_a_job = std::max(m.max_preemptions_of_a_job, s.preemptions);
+    if (s.phase != Phase::kDone) continue;
+    ++m.completed;
+    const double c = static_cast<double>(s.end - jobs_[j].submit);
+    jct.push_back(c);
+    wait.push_back(static_cast<double>(s.first_start - jobs_[j].submit));
+    const double sd = c / static_cast<double>(std::max<Seconds>(jobs_[j].duration, 10));
+    slow.push_back(sd);
+    auto it = std::lower_bound(queues.begin(), queues.end(), jobs_[j].queue);
+    const auto qi = static_cast<std::size_t>(it - queues.begin());
+    if (it == queues.end() || *it != jobs_[j].queue) {
+      queues.insert(it, jobs_[j].queue);
+      queue_slow.insert(queue_slow.begin() + static_cast<std::ptrdiff_t>(qi), {0.0, 0});
+    }
+    queue_slow[qi].first += sd;
+    ++queue_slow[qi].second;
+    m.makespan = std::max(m.makespan, s.end - first);
+  }
+  const auto mean = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  };
+  m.jct_mean = mean(jct);
+  m.wait_mean = mean(wait);
+  m.slowdown_mean = mean(slow);
+  std::sort(jct.begin(), jct.end());
+  std::sort(wait.begin(), wait.end());
+  std::sort(slow.begin(), slow.end());
+  m.jct_p50 = percentile(jct, 50);
+  m.jct_p95 = percentile(jct, 95);
+  m.jct_p99 = percentile(jct, 99);
+  m.wait_p50 = percentile(wait, 50);
+  m.wait_p95 = percentile(wait, 95);
+  m.wait_p99 = percentile(wait, 99);
+  m.slowdown_p50 = percentile(slow, 50);
+  m.slowdown_p95 = percentile(slow, 95);
+  // Jain's index over the queues' mean slowdowns: 1 when every queue is slowed down alike.
+  if (!queue_slow.empty()) {
+    double sum = 0, sq = 0;
+    for (const auto& [s, c] : queue_slow) {
+      const double x = s / static_cast<double>(c);
+      sum += x;
+      sq += x * x;
+    }
+    m.jain_fairness = sq > 0 ? sum * sum / (static_cast<double>(queue_slow.size()) * sq) : 1.0;
+  }
+  const Seconds span = end - first;
+  m.simulated_seconds = span;
+  m.utilisation_mean = span > 0 ? static_cast<double>(util_integral_ / span) : 0;
+  double frag = 0;
+  for (const Sample& s : r.samples) frag += s.fragmentation;
+  m.fragmentation_mean = r.samples.empty() ? 0 : frag / static_cast<double>(r.samples.size());
+  constexpr double kMilliGpuHour = 1000.0 * 3600.0;
+  m.gpu_hours_delivered = static_cast<double>(cons_.delivered) / kMilliGpuHour;
+  m.gpu_hours_lost_preemption = static_cast<double>(cons_.lost_preemption) / kMilliGpuHour;
+  m.gpu_hours_lost_failure = static_cast<double>(cons_.lost_failure) / kMilliGpuHour;
+  m.gpu_hours_restart = static_cast<double>(cons_.restart_overhead) / kMilliGpuHour;
+  m.preemptions_per_job = n_jobs ? static_cast<double>(m.preemptions) / static_cast<double>(n_jobs) : 0;
+  m.energy_kwh = static_cast<double>(energy_joules_ / 3.6e6L);
+  m.cost = static_cast<double>(cost_);
+  r.metrics = m;
+  r.jct_sorted = std::move(jct);
+  return r;
+}
+
+}  // namespace
+
+Result<SimResult> simulate(const SimCluster& cluster, const std::vector<SimJob>& jobs, const SimConfig& config) {
+  auto state = ClusterState::build(cluster.nodes, GpuModelRegistry::builtin());
+  if (!state) return state.error();
+  if (!cluster.energy.empty() && cluster.energy.size() != cluster.nodes.node_count())
+    return Error{"energy: one entry per node expected", ErrorCode::kInconsistent, "energy"};
+  Engine engine(cluster, jobs, config, std::move(state.value()));
+  return engine.run();
+}
+
+}  // namespace gpusched::sim
+
+namespace gpusched::sim {
+
+std::vector<std::string> policy_names() { return {"fifo", "greedy", "easy", "conservative", "priority", "drf", "las", "srtf"}; }
+
+Result<PolicyConfig> parse_policy(std::string_view spec) {
+  PolicyConfig p;
+  p.name = std::string(spec);
+  std::size_t plus = spec.find('+');
+  const std::string_view base = spec.substr(0, plus);
+  if (base == "fifo") {
+  } else if (base == "greedy") {
+    p.strict = false;
+  } else if (base == "easy") {
+    p.backfill = BackfillMode::kEasy;
+  } else if (base == "conservative") {
+    p.backfill = BackfillMode::kConservative;
+  } else if (base == "priority") {
+    p.order = QueueOrder::kPriority;
+    p.preempt = true;
+  } else if (base == "drf") {
+    p.order = QueueOrder::kDrf;
+  } else if (base == "las") {
+    p.order = QueueOrder::kLas;
+    p.preempt = true;
+    p.strict = false;
+  } else if (base == "srtf") {
+    p.order = QueueOrder::kSrtf;
+    p.preempt = true;
+    p.strict = false;
+  } else {
+    return Error{fmt::format("policy '{}': unknown (known: fifo, greedy, easy, conservative, priority, drf, las, srtf)",
+                             base),
+                 ErrorCode::kUnknownName, "policy"};
+  }
+  while (plus != std::string_view::npos) {
+    const std::size_t next = spec.find('+', plus + 1);
+    const std::string_view mod = spec.substr(plus + 1, next == std::string_view::npos ? next : next - plus - 1);
+    if (mod == "ckpt") p.checkpoint_aware = true;
+    else if (mod == "topo") p.topology_aware = true;
+    else if (mod == "energy") p.energy_aware = true;
+    else if (mod == "preempt") p.preempt = true;
+    else if (mod == "simbf") p.simulator_backfill = true;
+    else
+      return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt)", spec, mod),
+                   ErrorCode::kUnknownName, "policy"};
+    plus = next;
+  }
+  return p;
+}
+
+}  // namespace gpusched::sim

@@ -1,0 +1,93 @@
+// The simulator's internal "scheduler step": what the engine asks at every cycle, and the first
+// implementation, built from the library's building blocks (gang placement, the preemption search).
+//
+// The engine owns time, the job table and the one ClusterState; a step reads them and answers with
+// decisions, leaving the state exactly as it found it (it works with journaled what-if changes and
+// rolls back). The engine then applies the decisions: evictions and shrinks first, then starts and
+// grows in the order given (each start was valid at its point in the step's sequence, and applying
+// every eviction first only frees more).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "gpusched/gang/gang.hpp"
+#include "gpusched/sim/simulator.hpp"
+
+namespace gpusched::sim::detail {
+
+enum class Phase : std::uint8_t { kFuture, kPending, kRunning, kDone };
+
+// A job's life in the simulation.
+struct JobState {
+  Phase phase = Phase::kFuture;
+  std::int64_t remaining = 0;   // work units (milli-GPU-seconds at full rate) not yet saved
+  std::int64_t attained = 0;    // service received, milli-GPU-seconds (LAS)
+  Seconds seg_start = 0;        // the running segment's start
+  std::int64_t rate = 0;        // work units per second in this segment (held tasks x task rate)
+  std::int32_t held = 0;        // tasks held
+  std::vector<TaskPlacement> tasks;  // the held tasks' assignments
+  Seconds not_before = 0;       // failure backoff: not restarted before this time
+  std::uint64_t version = 0;    // the completion event in the queue is valid iff versions match
+  std::int32_t preemptions = 0, failures = 0;
+  Seconds first_start = -1, end = -1;
+  GangSpec spec;                // compiled when it first arrives; cleared when done
+};
+
+struct StepView {
+  Seconds now = 0;
+  const std::vector<SimJob>& jobs;
+  const std::vector<JobState>& state;
+  std::span<const std::uint32_t> pending;  // FIFO order (submit time, then trace order)
+  std::span<const std::uint32_t> running;  // ascending job id
+  // Work units a running job would still need at `now` if it ran on at full size (for SRTF and the
+  // backfill's estimated ends), and its estimated end time.
+  std::function<std::int64_t(std::uint32_t)> remaining_now;
+  std::function<Seconds(std::uint32_t)> estimated_end;
+  std::function<Seconds(std::uint32_t)> last_checkpoint;
+  std::int64_t unusable_free = 0;  // free GPU share on failed or cordoned nodes (not usable now)
+};
+
+struct Start {
+  std::uint32_t job = 0;
+  std::vector<TaskPlacement> tasks;
+};
+struct Shrink {
+  std::uint32_t job = 0;
+  std::vector<std::uint32_t> tasks;  // indices into the job's task list, released
+};
+
+struct StepDecision {
+  std::vector<std::uint32_t> evict;
+  std::vector<Shrink> shrink;
+  std::vector<Start> starts;
+  std::vector<Start> grows;  // tasks added to a running elastic job
+  std::vector<std::uint32_t> reject;  // pending jobs that can never run here (infeasible on the empty cluster)
+  std::optional<Error> error;         // inputs the step refused: the simulation stops with it
+};
+
+using SchedulerStep = std::function<StepDecision(ClusterState&, const StepView&)>;
+
+// The library's scheduling cycle (scheduler/cycle.hpp) configured by the PolicyConfig: FIFO (one
+// StrictFIFO queue), greedy (BestEffortFIFO), priority, LAS and SRTF (the order key as the priority,
+// with the cycle's preemption), DRF (one queue per trace queue, H-DRF order, quotas, fair-share reclaim).
+SchedulerStep make_cycle_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& state);
+
+// The energy/cost-aware placement (packing/cost_aware.hpp) over the nodes' prices.
+std::unique_ptr<PlacementPolicy> make_cost_aware_policy(const SimCluster& cluster);
+
+// The priority a policy gives a job now (LAS: minus its attained-service queue; SRTF: minus its
+// remaining seconds at full size; otherwise the job's priority).
+std::int32_t order_key(const PolicyConfig& policy, const StepView& v, std::uint32_t job);
+
+// The first implementation, kept for what the cycle does not do yet (EASY and conservative backfill:
+// the cycle's stage 3 waits for scheduler/backfill.hpp): queue order, backfill and preemption per
+// PolicyConfig over the library's gang placement and preemption search.
+SchedulerStep make_library_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& state,
+                                std::uint64_t seed);
+
+}  // namespace gpusched::sim::detail

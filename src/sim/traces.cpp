@@ -1,0 +1,423 @@
+// Trace readers and generators of gpusched/sim/traces.hpp.
+#include "gpusched/sim/traces.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <numbers>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "gpusched/core/random.hpp"
+#include "io/json_input.hpp"
+
+namespace gpusched::sim {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      out.push_back(trim(line.substr(start)));
+      return out;
+    }
+    out.push_back(trim(line.substr(start, comma - start)));
+    start = comma + 1;
+  }
+}
+
+bool parse_i64(std::string_view s, std::int64_t& out) {
+  if (s.empty()) return false;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && p == s.data() + s.size();
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": cannot open file", ErrorCode::kIo, "path"};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One CSV table: header columns by name, rows with located errors.
+class Csv {
+ public:
+  Csv(std::string_view text, std::string_view file) : text_(text), file_(file) {}
+
+  Status header(std::initializer_list<std::string_view> required) {
+    std::string_view line;
+    if (!next(line)) return Error{fmt::format("{}: empty file (expected a header line)", file_), ErrorCode::kMissingField};
+    names_ = split(line);
+    for (std::string_view r : required)
+      if (column(r) < 0)
+        return Error{fmt::format("{}:1: missing column '{}'", file_, r), ErrorCode::kMissingField, std::string(r)};
+    return {};
+  }
+  int column(std::string_view name) const {
+    for (std::size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == name) return static_cast<int>(i);
+    return -1;
+  }
+  // Next non-empty row; false at the end.
+  bool row(std::vector<std::string_view>& fields, Status& status) {
+    std::string_view line;
+    while (next(line)) {
+      if (trim(line).empty()) continue;
+      fields = split(line);
+      if (fields.size() != names_.size()) {
+        status = Error{fmt::format("{}:{}: expected {} columns, got {}", file_, line_, names_.size(), fields.size()),
+                       ErrorCode::kParse};
+        return false;
+      }
+      return true;
+    }
+    return false;
+  }
+  Error bad(int col, std::string_view what, std::string_view value) const {
+    return Error{fmt::format("{}:{}: column {} ({}): expected {}, got {}", file_, line_, col + 1,
+                             names_[static_cast<std::size_t>(col)], what, io::detail::shown(value)),
+                 ErrorCode::kInvalidValue, std::string(names_[static_cast<std::size_t>(col)])};
+  }
+  std::size_t line() const { return line_; }
+  std::string_view name(int col) const { return names_[static_cast<std::size_t>(col)]; }
+
+ private:
+  bool next(std::string_view& line) {
+    if (pos_ >= text_.size()) return false;
+    const std::size_t nl = text_.find('\n', pos_);
+    const std::size_t end = nl == std::string_view::npos ? text_.size() : nl;
+    line = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    ++line_;
+    return true;
+  }
+  std::string_view text_, file_;
+  std::vector<std::string_view> names_;
+  std::size_t pos_ = 0, line_ = 0;
+};
+
+void sort_by_submit(std::vector<SimJob>& jobs) {
+  std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.submit < b.submit; });
+}
+
+// One generic job's fields from (key, text) pairs; `where(key)` locates an error.
+struct FieldSink {
+  SimJob job;
+  bool has_name = false, has_submit = false, has_duration = false, has_gpus = false;
+};
+
+// Applies one key; returns the expectation text when the value is bad, "" when fine, "?" when unknown.
+std::string apply_field(FieldSink& f, std::string_view key, std::string_view value) {
+  std::int64_t v = 0;
+  const auto integer = [&](std::int64_t lo, const char* what) -> std::string {
+    if (!parse_i64(value, v) || v < lo) return what;
+    return "";
+  };
+  SimJob& j = f.job;
+  if (key == "name") {
+    if (value.empty()) return "a non-empty name";
+    j.name = value;
+    f.has_name = true;
+    return "";
+  }
+  if (key == "queue") return j.queue = value, "";
+  if (key == "gpu_model") return j.gpu_model = value, "";
+  if (key == "preemptible") {
+    if (value == "true" || value == "1" || value.empty()) return j.preemptible = true, "";
+    if (value == "false" || value == "0") return j.preemptible = false, "";
+    return "true, false, 1 or 0";
+  }
+  struct IntField {
+    std::string_view key;
+    std::int64_t lo;
+    const char* what;
+  };
+  static constexpr IntField kInts[] = {
+      {"submit", 0, "a non-negative integer (seconds)"}, {"duration", 1, "a positive integer (seconds)"},
+      {"gpus", 0, "a non-negative integer"},            {"tasks", 1, "a positive integer"},
+      {"gpu_milli", 1, "an integer in 1..1000"},        {"min_tasks", -1, "an integer >= -1"},
+      {"cpu_milli", 0, "a non-negative integer"},       {"memory_mib", 0, "a non-negative integer"},
+      {"priority", -1'000'000'000, "an integer"},        {"estimate", 0, "a non-negative integer (seconds)"},
+      {"checkpoint_interval", 0, "a non-negative integer (seconds)"},
+      {"restart_cost", 0, "a non-negative integer (seconds)"}};
+  for (const IntField& i : kInts) {
+    if (key != i.key) continue;
+    if (std::string e = integer(i.lo, i.what); !e.empty()) return e;
+    if (key == "submit") j.submit = v, f.has_submit = true;
+    if (key == "duration") j.duration = v, f.has_duration = true;
+    if (key == "gpus") {
+      if (v > 1024) return "an integer in 0..1024";
+      j.shape.gpus = static_cast<GpuCount>(v), f.has_gpus = true;
+    }
+    if (key == "tasks") {
+      if (v > 1'000'000) return "an integer in 1..1000000";
+      j.tasks = static_cast<std::int32_t>(v);
+    }
+    if (key == "gpu_milli") {
+      if (v > 1000) return "an integer in 1..1000";
+      j.shape.gpu_milli = static_cast<MilliGpu>(v);
+    }
+    if (key == "min_tasks") j.min_tasks = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000));
+    if (key == "cpu_milli") j.shape.cpu = v;
+    if (key == "memory_mib") j.shape.memory = v << 20;
+    if (key == "priority") j.priority = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000'000));
+    if (key == "estimate") j.estimate = v;
+    if (key == "checkpoint_interval") j.checkpoint_interval = v;
+    if (key == "restart_cost") j.restart_cost = v;
+    return "";
+  }
+  return "?";
+}
+
+void finish_shape(SimJob& j) {
+  if (j.shape.gpus == 0) j.shape.gpu_milli = 0;
+  else if (j.shape.gpu_milli == 0) j.shape.gpu_milli = kMilliPerGpu;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- ITP
+
+Result<std::vector<SimJob>> parse_itp_trace(std::string_view text, std::string_view file_name,
+                                            std::int32_t gpus_per_node) {
+  Csv csv(text, file_name);
+  if (Status s = csv.header({"job_id", "submission_time", "duration", "num_gpu"}); !s) return s.error();
+  const int c_id = csv.column("job_id"), c_sub = csv.column("submission_time"), c_dur = csv.column("duration"),
+            c_gpu = csv.column("num_gpu");
+  std::vector<SimJob> jobs;
+  std::vector<std::string_view> f;
+  Status status;
+  while (csv.row(f, status)) {
+    SimJob j;
+    j.name = f[static_cast<std::size_t>(c_id)];
+    std::int64_t sub = 0, dur = 0, gpus = 0;
+    if (!parse_i64(f[static_cast<std::size_t>(c_sub)], sub) || sub < 0)
+      return csv.bad(c_sub, "a non-negative integer", f[static_cast<std::size_t>(c_sub)]);
+    if (!parse_i64(f[static_cast<std::size_t>(c_dur)], dur) || dur < 1)
+      return csv.bad(c_dur, "a positive integer", f[static_cast<std::size_t>(c_dur)]);
+    if (!parse_i64(f[static_cast<std::size_t>(c_gpu)], gpus) || gpus < 1 || gpus > 4096 ||
+        (gpus > gpus_per_node && gpus % gpus_per_node != 0))
+      return csv.bad(c_gpu, fmt::format("1..{} or a multiple of {}", gpus_per_node, gpus_per_node),
+                     f[static_cast<std::size_t>(c_gpu)]);
+    j.submit = sub;
+    j.duration = dur;
+    j.shape.gpu_milli = kMilliPerGpu;
+    if (gpus <= gpus_per_node) {
+      j.shape.gpus = static_cast<GpuCount>(gpus);
+    } else {
+      j.shape.gpus = gpus_per_node;
+      j.tasks = static_cast<std::int32_t>(gpus / gpus_per_node);
+    }
+    jobs.push_back(std::move(j));
+  }
+  if (!status) return status.error();
+  sort_by_submit(jobs);
+  return jobs;
+}
+
+Result<std::vector<SimJob>> read_itp_trace(const std::string& path, std::int32_t gpus_per_node) {
+  auto text = read_text(path);
+  if (!text) return text.error();
+  return parse_itp_trace(*text, path, gpus_per_node);
+}
+
+std::size_t itp_paper_nodes(int number) {
+  switch (number) {
+    case 1: case 2: case 3: case 5: case 6: return 64;
+    case 4: case 7: case 8: case 9: return 128;
+    case 10: return 32;
+    default: return 0;
+  }
+}
+
+// ------------------------------------------------------------------------------------------ Alibaba
+
+std::vector<SimJob> alibaba_jobs(const std::vector<io::TracePod>& pods) {
+  std::vector<SimJob> jobs;
+  for (const io::TracePod& p : pods) {
+    if (p.creation_time < 0 || p.deletion_time <= p.creation_time) continue;
+    SimJob j;
+    j.name = p.name;
+    j.submit = p.creation_time;
+    j.duration = p.deletion_time - p.creation_time;
+    j.shape = p.shape();
+    if (p.gpu_spec.size() == 1) j.gpu_model = p.gpu_spec.front();
+    jobs.push_back(std::move(j));
+  }
+  sort_by_submit(jobs);
+  return jobs;
+}
+
+// ------------------------------------------------------------------------------------------ generic
+
+Result<std::vector<SimJob>> parse_jobs_csv(std::string_view text, std::string_view file_name) {
+  Csv csv(text, file_name);
+  if (Status s = csv.header({"name", "submit", "duration", "gpus"}); !s) return s.error();
+  std::vector<std::string_view> f;
+  std::vector<std::string> names;
+  std::vector<SimJob> jobs;
+  Status status;
+  while (csv.row(f, status)) {
+    FieldSink sink;
+    for (std::size_t c = 0; c < f.size(); ++c) {
+      // Unknown columns are ignored (as the Alibaba reader does); empty optional fields keep the default.
+      const int col = static_cast<int>(c);
+      if (f[c].empty() && csv.name(col) != "name" && csv.name(col) != "submit" && csv.name(col) != "duration" &&
+          csv.name(col) != "gpus")
+        continue;
+      std::string e = apply_field(sink, csv.name(col), f[c]);
+      if (!e.empty() && e != "?") return csv.bad(col, e, f[c]);
+    }
+    finish_shape(sink.job);
+    if (sink.job.min_tasks > sink.job.tasks) {
+      const int col = csv.column("min_tasks");
+      return csv.bad(col, fmt::format("at most tasks ({})", sink.job.tasks), f[static_cast<std::size_t>(col)]);
+    }
+    jobs.push_back(std::move(sink.job));
+  }
+  if (!status) return status.error();
+  sort_by_submit(jobs);
+  return jobs;
+}
+
+Result<std::vector<SimJob>> parse_jobs_json(std::string_view text, std::string_view file_name) {
+  auto doc = io::detail::parse_json(text, file_name);
+  if (!doc) return doc.error();
+  const nlohmann::json& root = *doc;
+  if (!root.is_object() || !root.contains("jobs") || !root["jobs"].is_array())
+    return Error{fmt::format("{}: expected an object with a \"jobs\" array", file_name), ErrorCode::kMissingField, "jobs"};
+  std::vector<SimJob> jobs;
+  const auto& list = root["jobs"];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& o = list[i];
+    const std::string where = fmt::format("jobs[{}]", i);
+    if (!o.is_object())
+      return Error{fmt::format("{}: {}: expected an object, got {}", file_name, where, io::detail::shown(o)),
+                   ErrorCode::kInvalidValue, where};
+    FieldSink sink;
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      std::string value;
+      if (it->is_string()) value = it->get<std::string>();
+      else if (it->is_number_integer()) value = std::to_string(it->get<std::int64_t>());
+      else if (it->is_boolean()) value = it->get<bool>() ? "true" : "false";
+      else value = "\x01";  // rejected below with the JSON shown
+      std::string e = apply_field(sink, it.key(), value);
+      if (e == "?")
+        return Error{fmt::format("{}: {}.{}: unknown field", file_name, where, it.key()), ErrorCode::kUnknownField,
+                     where + "." + it.key()};
+      if (!e.empty())
+        return Error{fmt::format("{}: {}.{}: expected {}, got {}", file_name, where, it.key(), e,
+                                 io::detail::shown(*it)),
+                     ErrorCode::kInvalidValue, where + "." + it.key()};
+    }
+    for (const auto& [has, key] : {std::pair{sink.has_name, "name"}, std::pair{sink.has_submit, "submit"},
+                                   std::pair{sink.has_duration, "duration"}, std::pair{sink.has_gpus, "gpus"}})
+      if (!has)
+        return Error{fmt::format("{}: {}: missing field '{}'", file_name, where, key), ErrorCode::kMissingField,
+                     where + "." + key};
+    finish_shape(sink.job);
+    if (sink.job.min_tasks > sink.job.tasks)
+      return Error{fmt::format("{}: {}.min_tasks: expected at most tasks ({}), got {}", file_name, where,
+                               sink.job.tasks, sink.job.min_tasks),
+                   ErrorCode::kInconsistent, where + ".min_tasks"};
+    jobs.push_back(std::move(sink.job));
+  }
+  sort_by_submit(jobs);
+  return jobs;
+}
+
+Result<std::vector<SimJob>> read_jobs_file(const std::string& path) {
+  auto text = read_text(path);
+  if (!text) return text.error();
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return parse_jobs_json(*text, path);
+  return parse_jobs_csv(*text, path);
+}
+
+std::string jobs_to_csv(const std::vector<SimJob>& jobs) {
+  std::string out =
+      "name,submit,duration,gpus,tasks,gpu_milli,min_tasks,cpu_milli,memory_mib,queue,priority,estimate,"
+      "checkpoint_interval,restart_cost,preemptible,gpu_model\n";
+  for (const SimJob& j : jobs)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", j.name, j.submit, j.duration, j.shape.gpus,
+                       j.tasks, j.shape.gpu_milli, j.min_tasks, j.shape.cpu, j.shape.memory >> 20, j.queue,
+                       j.priority, j.estimate, j.checkpoint_interval, j.restart_cost, j.preemptible ? 1 : 0,
+                       j.gpu_model);
+  return out;
+}
+
+// -------------------------------------------------------------------------------- augment, synthetic
+
+namespace {
+double unit(SplitMix64& rng) { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; }
+}  // namespace
+
+void augment(std::vector<SimJob>& jobs, const Augment& a) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    // One stream per job (seed and index), so adding jobs never changes the earlier ones' draws.
+    SplitMix64 rng(a.seed ^ (0xA0761D6478BD642FULL * (i + 1)));
+    SimJob& j = jobs[i];
+    if (a.queues > 1) j.queue = "q" + std::to_string(rng.below(static_cast<std::uint64_t>(a.queues)));
+    else (void)rng.next();
+    if (a.priorities > 1) j.priority = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(a.priorities)));
+    else (void)rng.next();
+    if (a.checkpoint_interval > 0) j.checkpoint_interval = a.checkpoint_interval;
+    if (a.restart_cost > 0) j.restart_cost = a.restart_cost;
+    const double u = unit(rng);
+    if (a.estimate_error > 0)
+      j.estimate = std::max<Seconds>(j.duration, static_cast<Seconds>(std::ceil(j.duration * (1 + a.estimate_error * u))));
+    if (a.elastic_fraction > 0 && j.tasks > 1 && unit(rng) < a.elastic_fraction) j.min_tasks = j.tasks / 2;
+  }
+}
+
+std::vector<SimJob> synthetic_jobs(const SyntheticSpec& spec) {
+  std::vector<SimJob> jobs;
+  jobs.reserve(spec.jobs);
+  SplitMix64 rng(spec.seed);
+  double t = 0, total_w = 0;
+  for (double w : spec.size_weights) total_w += w;
+  const double mean_gap = 3600.0 / std::max(1e-9, spec.arrivals_per_hour);
+  for (std::size_t i = 0; i < spec.jobs; ++i) {
+    t += -std::log1p(-unit(rng)) * mean_gap;  // Poisson process: exponential gaps
+    double pick = unit(rng) * total_w;
+    std::int32_t gpus = spec.size_gpus.empty() ? 1 : spec.size_gpus.back();
+    for (std::size_t k = 0; k < spec.size_gpus.size() && k < spec.size_weights.size(); ++k) {
+      if (pick < spec.size_weights[k]) {
+        gpus = spec.size_gpus[k];
+        break;
+      }
+      pick -= spec.size_weights[k];
+    }
+    // Log-normal by Box-Muller.
+    const double u1 = std::max(unit(rng), 1e-300), u2 = unit(rng);
+    const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+    const double d = std::clamp(spec.duration_median * std::exp(spec.duration_sigma * z), 60.0, 30.0 * 86400);
+    SimJob j;
+    j.name = fmt::format("syn-{:07}", i);
+    j.submit = static_cast<Seconds>(t);
+    j.duration = static_cast<Seconds>(d);
+    j.shape.gpu_milli = kMilliPerGpu;
+    if (gpus <= spec.gpus_per_node) {
+      j.shape.gpus = gpus;
+    } else {
+      j.shape.gpus = spec.gpus_per_node;
+      j.tasks = gpus / spec.gpus_per_node;
+    }
+    jobs.push_back(std::move(j));
+  }
+  augment(jobs, spec.extra);
+  return jobs;
+}
+
+}  // namespace gpusched::sim

@@ -1,0 +1,264 @@
+// The time-based simulator (gpusched/sim/simulator.hpp): hand-computed schedules, lost work of a
+// preemption and of a failure, conservation over random instances, determinism, bad trace rows.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpusched/sim/sim_report.hpp"
+#include "gpusched/sim/simulator.hpp"
+#include "gpusched/sim/traces.hpp"
+
+using namespace gpusched;
+using namespace gpusched::sim;
+
+namespace {
+
+SimJob job(std::string name, Seconds submit, std::int32_t gpus, Seconds duration) {
+  SimJob j;
+  j.name = std::move(name);
+  j.submit = submit;
+  j.duration = duration;
+  j.shape.gpus = gpus;
+  j.shape.gpu_milli = kMilliPerGpu;
+  return j;
+}
+
+SimResult run(const SimCluster& c, const std::vector<SimJob>& jobs, const std::string& policy,
+              SimConfig cfg = {}) {
+  auto p = parse_policy(policy);
+  REQUIRE(p);
+  cfg.policy = *p;
+  cfg.policy.min_runtime = 0;
+  auto r = simulate(c, jobs, cfg);
+  REQUIRE_MESSAGE(r, (r ? "" : r.error().message));
+  CHECK(r->conservation.holds());
+  return *r;
+}
+
+std::vector<Seconds> jcts(const SimResult& r) {
+  std::vector<Seconds> out;
+  for (const JobOutcome& o : r.jobs) out.push_back(o.end - o.submit);
+  return out;
+}
+
+// One node of 4 GPUs. J0 (3 GPUs, 100 s) runs from 0; J1 (3 GPUs) and J2 (4 GPUs) must wait; J3 (1 GPU,
+// 250 s) fits the one idle GPU at t=3. Estimates are exact.
+//   FIFO (strict):  J1 100..200, J2 200..300, J3 300..550 (behind the blocked head). JCTs 100 199 298 547.
+//   EASY:           J1 reserved at the shadow time 100 (free 1 + J0's 3 = 4 >= 3, extra 1): J3 needs 1 <=
+//                   extra and starts at 3 (to 253); only J1 is protected, so J2 (4 GPUs) waits for J3:
+//                   J1 100..200, J2 253..353. JCTs 100 199 351 250.
+//   conservative:   J2 is reserved too ([200, 300) needs all 4), so J3 would delay it and may not start
+//                   before 300: the FIFO schedule. JCTs 100 199 298 547.
+std::vector<SimJob> easy_example() {
+  return {job("J0", 0, 3, 100), job("J1", 1, 3, 100), job("J2", 2, 4, 100), job("J3", 3, 1, 250)};
+}
+
+}  // namespace
+
+TEST_CASE("FIFO, EASY and conservative backfill: hand-computed schedules") {
+  const SimCluster c = make_uniform_cluster(1, 4, "V100M32");
+  const auto jobs = easy_example();
+  CHECK(jcts(run(c, jobs, "fifo")) == std::vector<Seconds>{100, 199, 298, 547});
+  CHECK(jcts(run(c, jobs, "easy")) == std::vector<Seconds>{100, 199, 351, 250});
+  CHECK(jcts(run(c, jobs, "conservative")) == std::vector<Seconds>{100, 199, 298, 547});
+  const SimResult f = run(c, jobs, "fifo");
+  CHECK(f.metrics.makespan == 550);
+  CHECK(f.metrics.jct_mean == doctest::Approx((100 + 199 + 298 + 547) / 4.0));
+  // Greedy (BestEffortFIFO, no reservation): J3 starts at 3; J1 fits at 100 (J0's 3 GPUs), J2 waits
+  // for J1 and J3: 253..353. JCTs 100 199 351 250 (the same as EASY here).
+  CHECK(jcts(run(c, jobs, "greedy")) == std::vector<Seconds>{100, 199, 351, 250});
+  // Demand: 3x100 + 3x100 + 4x100 + 1x250 = 1250 GPU-seconds, delivered exactly (no loss, no rounding).
+  CHECK(f.conservation.delivered == 1'250'000);
+  CHECK(f.conservation.demand_done == 1'250'000);
+}
+
+TEST_CASE("LAS (Tiresias): a job past the first threshold is preempted; lost work since its checkpoint") {
+  // One GPU. J0 (300 s) starts at 0; J1 (50 s) arrives at 10. Threshold 100 GPU-seconds: at 10 both
+  // are in the top queue (J0 attained 10), so nothing moves; the periodic cycle (60 s after the last
+  // event: 70, then 130) finds J0 at 130 GPU-seconds, in the second queue: J1 preempts it at 130.
+  //   checkpoint every 60 s: J0's last checkpoint is 120 -> 10 GPU-seconds lost; J1 130..180; J0
+  //   resumes at 180 with 180 s left: ends 360. JCTs 360 and 170.
+  //   no checkpoints: all 130 GPU-seconds lost; J0 restarts from scratch at 180, ends 480.
+  const SimCluster c = make_uniform_cluster(1, 1, "V100M32");
+  std::vector<SimJob> jobs = {job("J0", 0, 1, 300), job("J1", 10, 1, 50)};
+  SimConfig cfg;
+  cfg.cycle_period = 60;
+  auto p = parse_policy("las");
+  REQUIRE(p);
+  for (Seconds interval : {Seconds{60}, Seconds{0}}) {
+    jobs[0].checkpoint_interval = interval;
+    SimConfig c2 = cfg;
+    c2.policy = *p;
+    c2.policy.min_runtime = 0;
+    c2.policy.las_thresholds = {100 * 1000};
+    auto r = simulate(c, jobs, c2);
+    REQUIRE(r);
+    CHECK(r->conservation.holds());
+    CHECK(r->metrics.preemptions == 1);
+    if (interval == 60) {
+      CHECK(jcts(*r) == std::vector<Seconds>{360, 170});
+      CHECK(r->conservation.lost_preemption == 10'000);
+    } else {
+      CHECK(jcts(*r) == std::vector<Seconds>{480, 170});
+      CHECK(r->conservation.lost_preemption == 130'000);
+    }
+    CHECK(r->jobs[0].preemptions == 1);
+  }
+}
+
+TEST_CASE("a node failure loses the work since the last checkpoint; the job restarts after its backoff") {
+  // One GPU node; J0 (100 s, checkpoint every 30 s) from 0. The node fails at 50 for 20 s: J0 loses
+  // 50 - 30 = 20 GPU-seconds and may restart at 50 + 60 (backoff) = 110, when the periodic cycle runs
+  // (50 + 60); 70 s of work left: ends 180.
+  const SimCluster c = make_uniform_cluster(1, 1, "V100M32");
+  std::vector<SimJob> jobs = {job("J0", 0, 1, 100)};
+  jobs[0].checkpoint_interval = 30;
+  SimConfig cfg;
+  cfg.failures.list = {NodeFailure{50, 0, 20}};
+  const SimResult r = run(c, jobs, "fifo", cfg);
+  CHECK(jcts(r) == std::vector<Seconds>{180});
+  CHECK(r.conservation.lost_failure == 20'000);
+  CHECK(r.metrics.node_failures == 1);
+  CHECK(r.metrics.failure_restarts == 1);
+  CHECK(r.jobs[0].failures == 1);
+}
+
+TEST_CASE("restart cost is paid at every (re)start and counted apart from lost work") {
+  // One GPU; J0 (100 s, restart cost 10) alone: runs 0..110; 10 GPU-seconds of restart overhead.
+  const SimCluster c = make_uniform_cluster(1, 1, "V100M32");
+  std::vector<SimJob> jobs = {job("J0", 0, 1, 100)};
+  jobs[0].restart_cost = 10;
+  const SimResult r = run(c, jobs, "fifo");
+  CHECK(jcts(r) == std::vector<Seconds>{110});
+  CHECK(r.conservation.restart_overhead == 10'000);
+  CHECK(r.conservation.delivered == 110'000);
+}
+
+TEST_CASE("conservation and completion over random workloads, every policy, with failures and elastic jobs") {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    SyntheticSpec s;
+    s.jobs = 150;
+    s.seed = seed;
+    s.arrivals_per_hour = 40;
+    s.duration_median = 1800;
+    s.extra = Augment{seed, 3, 3, 600, 30, 1.0, 0.5};
+    const auto jobs = synthetic_jobs(s);
+    const SimCluster c = make_uniform_cluster(8, 8, "V100M32", 4);
+    for (const std::string policy : {"fifo", "greedy", "easy", "conservative", "priority", "drf", "las", "srtf",
+                                     "las+ckpt+topo", "drf+preempt", "easy+energy"}) {
+      SimConfig cfg;
+      cfg.seed = seed;
+      cfg.failures.mtbf_hours = 100;
+      cfg.failures.mttr_hours = 1;
+      auto p = parse_policy(policy);
+      REQUIRE(p);
+      cfg.policy = *p;
+      auto r = simulate(c, jobs, cfg);
+      REQUIRE(r);
+      INFO(policy << " seed " << seed);
+      CHECK(r->conservation.holds());
+      CHECK(r->conservation.max_overcommit == 0);
+      CHECK(r->metrics.completed + r->metrics.rejected == jobs.size());
+      CHECK(r->metrics.rejected == 0);
+      // Delivered = demand + losses + rounding: the demand part is the whole trace's.
+      std::int64_t demand = 0;
+      for (const SimJob& j : jobs) demand += j.demand();
+      CHECK(r->conservation.demand_done == demand);
+    }
+  }
+}
+
+TEST_CASE("deterministic: the same inputs and seed give the same record") {
+  SyntheticSpec s;
+  s.jobs = 200;
+  s.extra = Augment{7, 2, 2, 900, 20, 0.5, 0.3};
+  const auto jobs = synthetic_jobs(s);
+  const SimCluster c = make_uniform_cluster(6, 8, "V100M32", 3);
+  for (const std::string policy : {"easy", "las+ckpt"}) {
+    SimConfig cfg;
+    cfg.failures.mtbf_hours = 50;
+    cfg.policy = *parse_policy(policy);
+    auto a = simulate(c, jobs, cfg), b = simulate(c, jobs, cfg);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(run_record(*a, 0, "t").dump() == run_record(*b, 0, "t").dump());
+  }
+  // The generator is seeded: the same spec gives the same jobs.
+  CHECK(jobs_to_csv(synthetic_jobs(s)) == jobs_to_csv(jobs));
+}
+
+TEST_CASE("a job larger than the cluster is rejected, not waited for forever") {
+  const SimCluster c = make_uniform_cluster(1, 4, "V100M32");
+  const SimResult r = run(c, {job("big", 0, 8, 10), job("ok", 0, 1, 10)}, "fifo");
+  CHECK(r.metrics.rejected == 1);
+  CHECK(r.metrics.completed == 1);
+}
+
+TEST_CASE("trace readers: ITP rows, the generic CSV/JSON formats and their errors per row") {
+  auto itp = parse_itp_trace("job_id,submission_time,duration,num_gpu\na,5,100,16\nb,7,50,2\n", "c.csv");
+  REQUIRE(itp);
+  REQUIRE(itp->size() == 2);
+  CHECK((*itp)[0].tasks == 2);  // 16 GPUs = 2 nodes x 8
+  CHECK((*itp)[0].shape.gpus == 8);
+  CHECK((*itp)[1].shape.gpus == 2);
+  auto bad_itp = parse_itp_trace("job_id,submission_time,duration,num_gpu\na,5,100,12\n", "c.csv");
+  REQUIRE_FALSE(bad_itp);
+  CHECK(bad_itp.error().message == "c.csv:2: column 4 (num_gpu): expected 1..8 or a multiple of 8, got \"12\"");
+
+  const std::string header = "name,submit,duration,gpus,tasks,queue,preemptible\n";
+  auto ok = parse_jobs_csv(header + "x,0,60,1,2,q1,false\ny,3,10,0,1,,\n", "jobs.csv");
+  REQUIRE(ok);
+  CHECK((*ok)[0].tasks == 2);
+  CHECK((*ok)[0].queue == "q1");
+  CHECK_FALSE((*ok)[0].preemptible);
+  CHECK((*ok)[1].shape.gpus == 0);
+  auto neg = parse_jobs_csv(header + "x,0,60,1,2,q1,false\nz,1,-5,1,1,,\n", "jobs.csv");
+  REQUIRE_FALSE(neg);
+  CHECK(neg.error().message == "jobs.csv:3: column 3 (duration): expected a positive integer (seconds), got \"-5\"");
+  auto pre = parse_jobs_csv(header + "x,0,60,1,2,q1,maybe\n", "jobs.csv");
+  REQUIRE_FALSE(pre);
+  CHECK(pre.error().message == "jobs.csv:2: column 7 (preemptible): expected true, false, 1 or 0, got \"maybe\"");
+  auto cols = parse_jobs_csv(header + "x,0,60\n", "jobs.csv");
+  REQUIRE_FALSE(cols);
+  CHECK(cols.error().message == "jobs.csv:2: expected 7 columns, got 3");
+  auto missing = parse_jobs_csv("name,submit,gpus\nx,0,1\n", "jobs.csv");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message == "jobs.csv:1: missing column 'duration'");
+
+  auto js = parse_jobs_json(R"({"jobs":[{"name":"a","submit":0,"duration":5,"gpus":1,"min_tasks":1,"tasks":4}]})", "j.json");
+  REQUIRE(js);
+  CHECK((*js)[0].min_tasks == 1);
+  auto js_bad = parse_jobs_json(R"({"jobs":[{"name":"a","submit":0,"duration":5,"gpus":1},{"name":"b","submit":0,"duration":5,"gpus":1,"tasks":0}]})", "j.json");
+  REQUIRE_FALSE(js_bad);
+  CHECK(js_bad.error().message == "j.json: jobs[1].tasks: expected a positive integer, got 0");
+  auto js_unknown = parse_jobs_json(R"({"jobs":[{"name":"a","submit":0,"duration":5,"gpus":1,"colour":"red"}]})", "j.json");
+  REQUIRE_FALSE(js_unknown);
+  CHECK(js_unknown.error().message == "j.json: jobs[0].colour: unknown field");
+  auto js_missing = parse_jobs_json(R"({"jobs":[{"name":"a","submit":0,"gpus":1}]})", "j.json");
+  REQUIRE_FALSE(js_missing);
+  CHECK(js_missing.error().message == "j.json: jobs[0]: missing field 'duration'");
+
+  // What jobs_to_csv writes reads back the same.
+  SyntheticSpec s;
+  s.jobs = 30;
+  s.extra = Augment{3, 2, 2, 60, 5, 0.5, 0.5};
+  const auto gen = synthetic_jobs(s);
+  auto back = parse_jobs_csv(jobs_to_csv(gen), "gen.csv");
+  REQUIRE(back);
+  CHECK(jobs_to_csv(*back) == jobs_to_csv(gen));
+}
+
+TEST_CASE("policy names: modifiers, and an unknown name or modifier is an error naming it") {
+  auto p = parse_policy("las+ckpt+topo");
+  REQUIRE(p);
+  CHECK(p->order == QueueOrder::kLas);
+  CHECK(p->checkpoint_aware);
+  CHECK(p->topology_aware);
+  auto bad = parse_policy("lifo");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("'lifo'") != std::string::npos);
+  auto badmod = parse_policy("easy+fast");
+  REQUIRE_FALSE(badmod);
+  CHECK(badmod.error().message.find("'fast'") != std::string::npos);
+}
