@@ -22,13 +22,7 @@
 namespace gpusched::io::k8s {
 namespace {
 
-// The quantity reader moved to io::detail (issue 15's hardening); main's merge of k8s left this
-// file calling it unqualified. (Fixed here so that the tool builds on the cycle branch.)
-using gpusched::io::detail::read_quantity;
-
 using json = nlohmann::json;
-// read_quantity became private to io (src/io/cluster_json_detail.hpp) while this reader was written.
-using io::detail::read_quantity;
 
 struct ParseError {
   Error error;
