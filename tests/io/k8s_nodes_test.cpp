@@ -6,7 +6,7 @@
 #include "io/k8s_test_util.hpp"
 
 using namespace gpusched;
-using k8s_test::fixture;
+using k8s_test::k8s_fixture;
 using k8s_test::node;
 
 namespace {
@@ -20,7 +20,7 @@ std::string node_yaml(const std::string& name, const std::string& labels, const 
 }  // namespace
 
 TEST_CASE("k8s nodes: the fixture NodeList (GFD labels, both MIG strategies, cordon, readiness)") {
-  auto in = k8s_test::read_ok({fixture("nodes.yaml")});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml")});
   REQUIRE(in.cluster.nodes().size() == 7);
   const auto& a = node(in, "gpu-a100-0");
   CHECK(a.cpu == 127500);                         // allocatable "127500m", not capacity "128"
@@ -148,9 +148,10 @@ TEST_CASE("k8s nodes: hostile YAML is an error, not a crash or an allocation") {
   // "Billion laughs": nine levels of aliases each repeating the last nine times.
   std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'j'; ++c) {
-    std::string prev(1, static_cast<char>(c - 1));
-    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
-              ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+    const std::string name(1, c), prev(1, static_cast<char>(c - 1));
+    std::string line = name + ": &" + name + " [";
+    for (int k = 0; k < 9; ++k) line += (k ? ", *" : "*") + prev;
+    laughs += line + "]\n";
   }
   CHECK(k8s_test::read_error({laughs}).find("aliases expand") != std::string::npos);
 }

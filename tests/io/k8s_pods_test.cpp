@@ -5,7 +5,7 @@
 #include "io/k8s_test_util.hpp"
 
 using namespace gpusched;
-using k8s_test::fixture;
+using k8s_test::k8s_fixture;
 using k8s_test::job;
 using k8s_test::node;
 

@@ -7,7 +7,7 @@
 #include "io/k8s_test_util.hpp"
 
 using namespace gpusched;
-using k8s_test::fixture;
+using k8s_test::k8s_fixture;
 using k8s_test::job;
 
 namespace {
@@ -30,7 +30,7 @@ constexpr std::int64_t kGi = 1LL << 30;
 }  // namespace
 
 TEST_CASE("k8s volcano: a PodGroup is one gang job; a Job's tasks are its groups; a Queue is a quota") {
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml"), fixture("volcano.yaml")});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("pods.yaml"), k8s_fixture("volcano.yaml")});
   const Job& llm = job(in, "team-a/llm");
   REQUIRE(llm.groups.size() == 1);   // the two pods ask for the same: one group of 2
   CHECK(llm.groups[0].replicas == 2);
@@ -86,7 +86,7 @@ spec: {minMember: 3}
 }
 
 TEST_CASE("k8s kueue: flavors, quotas, cohort, local queues, topology levels, pod groups") {
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("kueue.yaml")});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("kueue.yaml")});
   CHECK(in.topology_levels == std::vector<std::string>{"topology.kubernetes.io/zone", "example.com/rack", "kubernetes.io/hostname"});
   const auto& a = queue(in, "team-a-cq");
   CHECK(a.cohort == "org");
@@ -146,7 +146,7 @@ spec:
   containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}, limits: {nvidia.com/gpu: 3}}}]
 status: {phase: Running}
 )";
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("kai.yaml"), running});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("kai.yaml"), running});
   const auto& d = queue(in, "department");
   CHECK(d.unlisted == fairness::kNoLimit);
   CHECK(amount(d.nominal, "cpu") == fairness::kNoLimit);  // quota -1: unlimited

@@ -9,7 +9,7 @@
 #include "io/k8s_test_util.hpp"
 
 using namespace gpusched;
-using k8s_test::fixture;
+using k8s_test::k8s_fixture;
 using nlohmann::json;
 
 namespace {
@@ -32,7 +32,7 @@ const json* binding(const json& out, const std::string& pod) {
 }  // namespace
 
 TEST_CASE("k8s round trip: nodes.yaml + pods.yaml -> best-fit decisions -> bindings") {
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml")});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("pods.yaml")});
   REQUIRE(in.jobs.size() == 5);  // finetune, etl, infer, notebook, big (running-train runs, done is done)
   const json out = decide_and_bind(in);
   // finetune (priority 1000, 6 GPUs): gpu-a100-0 has 4 idle (running-train holds 4), gpu-a100-1 8.
@@ -75,7 +75,7 @@ void check_no_double_booking(const json& out) {
 
 TEST_CASE("k8s round trip: gangs are placed whole (Volcano PodGroup and Job)") {
   const std::string high = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n";
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("volcano.yaml"), high});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("volcano.yaml"), high});
   const json out = decide_and_bind(in);
   // llm (priority 1000) first: 2 x 4 GPUs on 16 idle, both bound.
   CHECK(binding(out, "team-a/llm-0"));
@@ -91,7 +91,7 @@ TEST_CASE("k8s round trip: gangs are placed whole (Volcano PodGroup and Job)") {
 }
 
 TEST_CASE("k8s round trip: a Kueue pod group required in one rack") {
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("kueue.yaml")});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("kueue.yaml")});
   const json out = decide_and_bind(in);
   // solo (4 GPUs, a single pod, first in input order) takes gpu-a100-0 GPUs 0-3 (best-fit tie: the
   // lower node). tas: 2 x 2 GPUs in one rack: rack r1 (gpu-a100-0) has 4 left, r2 8; both pods
@@ -109,7 +109,7 @@ TEST_CASE("k8s round trip: a Kueue pod group required in one rack") {
 
 TEST_CASE("k8s round trip: a gang that cannot be placed binds none of its pods, with the reason") {
   // pods.yaml leaves gpu-a100-0 4 GPUs and gpu-a100-1 2 after finetune; llm (2 x 4) cannot start.
-  auto in = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml"), fixture("volcano.yaml")});
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("pods.yaml"), k8s_fixture("volcano.yaml")});
   const json out = decide_and_bind(in);
   CHECK_FALSE(binding(out, "team-a/llm-0"));
   CHECK_FALSE(binding(out, "team-a/llm-1"));
@@ -126,15 +126,15 @@ TEST_CASE("k8s round trip: a gang that cannot be placed binds none of its pods, 
 TEST_CASE("k8s round trip: a JSON PodList (read pod by pod) gives what the YAML stream gives") {
   // The YAML documents of pods.yaml as one JSON List (kubectl get pods -o json), a label value with
   // an escaped quote and brackets in it to exercise the list scan.
-  auto docs = io::k8s::detail::parse_documents(fixture("pods.yaml"), "pods.yaml");
+  auto docs = io::k8s::detail::parse_documents(k8s_fixture("pods.yaml"), "pods.yaml");
   REQUIRE(docs.ok());
   json list{{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", {{"resourceVersion", ""}}}, {"items", json::array()}};
   for (auto& d : *docs) {
     if (d["kind"] == "Pod") d["metadata"]["labels"]["note"] = "a \"quoted\" [value] {x}";
     list["items"].push_back(d);
   }
-  auto from_yaml = k8s_test::read_ok({fixture("nodes.yaml"), fixture("pods.yaml")});
-  auto from_json = k8s_test::read_ok({fixture("nodes.yaml"), list.dump()});
+  auto from_yaml = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("pods.yaml")});
+  auto from_json = k8s_test::read_ok({k8s_fixture("nodes.yaml"), list.dump()});
   REQUIRE(from_json.jobs.size() == from_yaml.jobs.size());
   for (std::size_t j = 0; j < from_yaml.jobs.size(); ++j) {
     CHECK(from_json.jobs[j].job_name == from_yaml.jobs[j].job_name);
@@ -146,6 +146,6 @@ TEST_CASE("k8s round trip: a JSON PodList (read pod by pod) gives what the YAML 
   CHECK(decide_and_bind(from_json)["bindings"] == decide_and_bind(from_yaml)["bindings"]);
   // A bad pod inside a JSON list still names itself.
   list["items"][3]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots";
-  const std::string err = k8s_test::read_error({fixture("nodes.yaml"), list.dump()});
+  const std::string err = k8s_test::read_error({k8s_fixture("nodes.yaml"), list.dump()});
   CHECK(err.find("Pod team-a/finetune: spec.containers[0].resources.requests[\"cpu\"]") != std::string::npos);
 }

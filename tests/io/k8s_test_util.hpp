@@ -12,7 +12,7 @@
 
 namespace k8s_test {
 
-inline std::string fixture(const std::string& name) {
+inline std::string k8s_fixture(const std::string& name) {
   std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/k8s/" + name, std::ios::binary);
   REQUIRE_MESSAGE(in.good(), name);
   std::ostringstream out;
