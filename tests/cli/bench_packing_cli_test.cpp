@@ -16,17 +16,11 @@ namespace {
 
 using gpusched::cli_test::Run;
 using gpusched::cli_test::run_tool;
+using gpusched::cli_test::slurp;
 using gpusched::cli_test::temp_file;
 
 
 std::string fixture(const char* name) { return std::string(GPUSCHED_FIXTURES_DIR) + "/sim/" + name; }
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 }  // namespace
 

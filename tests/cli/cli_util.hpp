@@ -8,11 +8,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <doctest/doctest.h>
 
 namespace gpusched::cli_test {
+
+// A file's whole content (bytes as written).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 struct Run {
   int status = -1;

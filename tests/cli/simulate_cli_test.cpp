@@ -7,16 +7,10 @@
 #include "cli/cli_util.hpp"
 
 using gpusched::cli_test::run_tool;
+using gpusched::cli_test::slurp;
 using gpusched::cli_test::temp_file;
 
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const char* const kOutputs[] = {"simulate.json", "simulate.csv", "jct_cdf.svg", "utilisation.svg", "queue_length.svg"};
 

@@ -83,28 +83,27 @@ TEST_CASE("the node level: a task of more GPUs than any node has holds nowhere")
   CHECK(place_gang(s, halves).verdict == Verdict::kNotNow);
 }
 
-TEST_CASE("the capacity cache follows events: cordon, uncordon, relabel") {
+TEST_CASE("the capacity cache follows events: cordon and failures wait, removal and relabel count") {
   ClusterState s = build(two_racks(0));
   GangCapacityCache cache;
   GangOptions options;
   options.capacity_cache = &cache;
   const GangSpec two = in_one_rack(s, 2, 8);
   CHECK(place_gang(s, two, options).verdict == Verdict::kNotNow);  // r1: 2 at empty
-  // Cordoned h100-b: r1 holds 1 at empty, r2 holds 1 -> infeasible (2 needed, 1).
+  // Cordoned h100-b, or a GPU of it failed: r1 holds 1 task now, but the node comes back, so the
+  // gang waits (not now) instead of being turned away for good.
   REQUIRE(s.cordon(1).ok());
-  const GangResult cordoned = place_gang(s, two, options);
-  CHECK(cordoned.verdict == Verdict::kInfeasible);
-  CHECK(cordoned.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kTasks, 2, 1, 0, 0});
+  CHECK(place_gang(s, two, options).verdict == Verdict::kNotNow);
   REQUIRE(s.uncordon(1).ok());
-  CHECK(place_gang(s, two, options).verdict == Verdict::kNotNow);
-  // A GPU of h100-b unhealthy: b holds 7/8 = 0 tasks, so r1 holds 1 -> infeasible (2 needed, 1); the
-  // cluster's GPU total (23 of 16 needed) and the per-group total (a, c: 2) still pass.
   REQUIRE(s.set_gpu_health(1, 3, false).ok());
-  const GangResult failed_gpu = place_gang(s, two, options);
-  CHECK(failed_gpu.verdict == Verdict::kInfeasible);
-  CHECK(failed_gpu.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kTasks, 2, 1, 0, 0});
-  REQUIRE(s.set_gpu_health(1, 3, true).ok());
   CHECK(place_gang(s, two, options).verdict == Verdict::kNotNow);
+  REQUIRE(s.set_gpu_health(1, 3, true).ok());
+  // Removed for good (a tombstone): r1 holds only h100-a -> infeasible (2 needed, 1).
+  ClusterState removed = s;
+  REQUIRE(removed.remove_node(1).ok());
+  const GangResult gone = place_gang(removed, two);
+  CHECK(gone.verdict == Verdict::kInfeasible);
+  CHECK(gone.reasons.front() == Reason{ReasonKind::kNoDomainFits, Unit::kTasks, 2, 1, 0, 0});
   // h100-c moves to r1: r1 holds 3 -> a 3-task gang is only "not now" any more.
   const GangSpec three = in_one_rack(s, 3, 8);
   const GangResult before_relabel = place_gang(s, three, options);

@@ -107,8 +107,10 @@ inline std::int64_t gang_indexed_idle_gpus(const ClusterState& state) {
 // --- capacity at empty, per domain (cached per layout generation) ----------------------------------
 //
 // Whether a gang that does not fit now could ever fit is a question about the cluster as if every
-// allocation were gone: the schedulable, healthy nodes' capacities (CPU, memory, GPUs by model and
-// GPU memory, MIG GPUs by MIG model). That changes only with cluster events, never with
+// allocation were gone and every node repaired: the capacities of all nodes not removed (CPU,
+// memory, GPUs by model and GPU memory, MIG GPUs by MIG model). A cordoned or failed node, or a
+// failed GPU, comes back (uncordon, recover_node, set_gpu_health): a gang that needs it waits ("not
+// now", kNodeUnschedulable/kNodeUnhealthy in its reasons) rather than being turned away for good. That changes only with cluster events, never with
 // allocations, so it is summarised once per layout generation of the state (cluster_state.hpp) as
 // classes of identical empty nodes, and per domain of a level as (class, count) pairs: a 10,000-node
 // cluster has a handful of node shapes, so a bound per domain costs O(domains x shapes), not a node
@@ -198,13 +200,12 @@ class GangEmptyCapacity {
     std::map<GangEmptyShape, std::uint32_t> ids;
     GangEmptyShape s;
     for (NodeId n = 0; n < state.node_count(); ++n) {
-      if (!state.schedulable(n) || !state.healthy(n) || state.removed(n)) continue;
+      if (state.removed(n)) continue;
       s.cpu = state.cpu_capacity(n);
       s.memory = state.memory_capacity(n);
       s.gpus.clear();
       for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
         const auto gi = static_cast<GpuIndex>(g);
-        if (!state.gpu_healthy(n, gi)) continue;
         const mig::MigGpuId id = state.mig_gpu(n, gi);
         s.gpus.push_back({state.gpu_model(n, gi), state.gpu_memory_capacity(n, gi),
                           static_cast<std::int16_t>(id == mig::kNoGpu ? -1 : state.mig().model_of(id))});

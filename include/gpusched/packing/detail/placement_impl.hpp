@@ -22,11 +22,12 @@ inline bool placement_selector_matches(const ClusterState& state, NodeId n, cons
   return true;
 }
 
-// A node's first failing check for one task if the node were empty, in check_fit's order (a
-// healthy GPU of an allowed model stands in for "idle"; a GPU in MIG mode serves MIG tasks only).
+// A node's first failing check for one task if the node were empty and repaired, in check_fit's
+// order (a GPU of an allowed model stands in for "idle"; a GPU in MIG mode serves MIG tasks only).
+// Cordoned and failed nodes and failed GPUs count: they come back (uncordon, recover_node,
+// set_gpu_health), so a job that needs them is "not now", never "infeasible". Removed nodes do not.
 inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, const TaskRequest& request) {
-  if (!state.schedulable(n)) return FitReason::kNodeUnschedulable;
-  if (!state.healthy(n)) return FitReason::kNodeUnhealthy;
+  if (state.removed(n)) return FitReason::kNodeUnhealthy;
   if (!placement_selector_matches(state, n, request)) return FitReason::kSelectorMismatch;
   const TaskShape& shape = request.shape;
   if (shape.needs_gpu() && !(request.models & state.node_models(n))) return FitReason::kGpuModelNotAllowed;
@@ -37,7 +38,7 @@ inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, con
     for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
       const mig::MigGpuId id = state.mig_gpu(n, gi);
-      if (id != mig::kNoGpu && state.gpu_healthy(n, gi) && (request.models & model_bit(state.gpu_model(n, gi))) &&
+      if (id != mig::kNoGpu && (request.models & model_bit(state.gpu_model(n, gi))) &&
           request.mig.profile[state.mig().model_of(id)] >= 0)
         return FitReason::kFits;
     }
@@ -48,9 +49,7 @@ inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, con
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     // A GPU in MIG mode takes no whole-GPU or shared task until an event turns MIG off.
-    if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))) ||
-        state.mig_gpu(n, gi) != mig::kNoGpu)
-      continue;
+    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.mig_gpu(n, gi) != mig::kNoGpu) continue;
     ++usable;
     with_memory += state.gpu_memory_capacity(n, gi) >= shape.gpu_memory;
   }
@@ -74,7 +73,7 @@ inline std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeI
     for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
       const mig::MigGpuId id = state.mig_gpu(n, gi);
-      if (id == mig::kNoGpu || !state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))))
+      if (id == mig::kNoGpu || !(request.models & model_bit(state.gpu_model(n, gi))))
         continue;
       const int p = request.mig.profile[state.mig().model_of(id)];
       if (p < 0) continue;
@@ -87,8 +86,8 @@ inline std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeI
   std::int64_t per_gpus = 0;
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
-    if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi))) ||
-        state.gpu_memory_capacity(n, gi) < shape.gpu_memory || state.mig_gpu(n, gi) != mig::kNoGpu)
+    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.gpu_memory_capacity(n, gi) < shape.gpu_memory ||
+        state.mig_gpu(n, gi) != mig::kNoGpu)
       continue;
     std::int64_t k = 1;
     if (shape.shares_gpu()) {
