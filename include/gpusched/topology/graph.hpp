@@ -31,7 +31,9 @@
 // Scoped to this header and its implementation (pushed here, popped at the end).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning group (clang would warn about an unknown group)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/adjacency_list.hpp>
 
 #include "gpusched/topology/links.hpp"
