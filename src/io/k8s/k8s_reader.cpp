@@ -9,6 +9,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <memory>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -272,7 +273,9 @@ class Reader {
   std::vector<Taint> taints_;
   std::uint64_t taint_union_ = 0;  // the taints some node has
   std::map<std::string, int> class_index_;
-  std::vector<std::pair<std::uint64_t, const json*>> classes_;  // tolerated taints, affinity terms
+  // Tolerated taints and the affinity terms, copied: pods are parsed one at a time, so a pointer into
+  // one would dangle once the next is read (ASan: heap-use-after-free in apply_classes).
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<const json>>> classes_;
   std::map<std::string, std::string> local_queues_;              // "ns/name" -> ClusterQueue
   std::map<std::string, const Obj*> podgroups_;                  // "ns/name"
   std::map<std::string, const Obj*> volcano_jobs_;               // "ns/name"
@@ -706,7 +709,7 @@ int Reader::constraint_class(const Obj& o, const json* spec, const std::string& 
   if (classes_.size() == kMaxClasses)
     o.fail(prefix, fmt::format("more than {} distinct combinations of tolerations and node affinity in the input", kMaxClasses),
            ErrorCode::kLimit);
-  classes_.emplace_back(tolerated, has_complex_affinity ? terms : nullptr);
+  classes_.emplace_back(tolerated, has_complex_affinity ? std::make_shared<const json>(*terms) : nullptr);
   class_index_.emplace(key, static_cast<int>(classes_.size() - 1));
   return static_cast<int>(classes_.size() - 1);
 }
