@@ -459,19 +459,6 @@ inline Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t
 // check_fit's steps before any GPU is looked at (flags, selector, GPU models, CPU, memory).
 inline FitReason ClusterState::check_host_fit(NodeId n, const TaskRequest& request) const {
   if (flags_[n] & kFlagCordoned) return FitReason::kNodeUnschedulable;
-  if (flags_[n] & kFlagFailed) return FitReason::kNodeUnhealthy;
-  for (const auto& req : request.selector)
-    if (node_label_value(n, req.key) != req.value) return FitReason::kSelectorMismatch;
-  const TaskShape& shape = request.shape;
-  if (shape.needs_gpu() && gpu_end_[n] == gpu_begin_[n]) return FitReason::kInsufficientGpus;
-  if (shape.needs_gpu() && (node_models_[n] & request.models) == 0) return FitReason::kGpuModelNotAllowed;
-  if (cpu_free_[n] < shape.cpu) return FitReason::kInsufficientCpu;
-  if (memory_free_[n] < shape.memory) return FitReason::kInsufficientMemory;
-  return FitReason::kFits;
-}
-
-inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
-  if (flags_[n] & kFlagCordoned) return FitReason::kNodeUnschedulable;
   if (flags_[n] & kFlagFailed) return FitReason::kNodeUnhealthy;  // removed nodes carry it too
   for (const auto& req : request.selector)
     if (node_label_value(n, req.key) != req.value) return FitReason::kSelectorMismatch;
@@ -481,6 +468,12 @@ inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) c
   if (shape.needs_gpu() && (node_models_[n] & request.models) == 0) return FitReason::kGpuModelNotAllowed;
   if (cpu_free_[n] < shape.cpu) return FitReason::kInsufficientCpu;
   if (memory_free_[n] < shape.memory) return FitReason::kInsufficientMemory;
+  return FitReason::kFits;
+}
+
+inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
+  if (const FitReason host = check_host_fit(n, request); host != FitReason::kFits) return host;
+  const TaskShape& shape = request.shape;
   if (request.mig.any()) return node_can_serve_mig(n, request) ? FitReason::kFits : FitReason::kNoMigPlacement;
   if (!shape.needs_gpu()) return FitReason::kFits;
 
