@@ -279,7 +279,7 @@ std::string result_json(const gpusched_result& r) {
     out["reasons"] = r.reasons;
   }
   if (!r.extra.is_null()) out.update(r.extra);
-  return out.dump();
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Rolls the state back to `mark` unless kept: a decision that throws half-way (out of memory while

@@ -568,7 +568,7 @@ int run_cycle_command(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
   auto d = run_cycle(*in.state, in.running, in.pending, in.queues.queues, opt.now, cycle_options(opt));
   if (!d) throw InputError(fmt::format("{}: {}", opt.queues_file.empty() ? opt.running_file : opt.queues_file, d.error().message));
-  if (opt.format == "json") std::fputs((decisions_json(in, *d).dump(2) + "\n").c_str(), stdout);
+  if (opt.format == "json") std::fputs((decisions_json(in, *d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
   else std::fputs(decisions_table(in, *d).c_str(), stdout);
   return 0;
 }
@@ -655,7 +655,7 @@ int run_explain(const CycleCliOptions& opt) {
     out["status"] = "nominated";
     text += "  nominated: its victims are evicted this cycle, it starts first next cycle\n";
   }
-  if (opt.format == "json") std::fputs((out.dump(2) + "\n").c_str(), stdout);
+  if (opt.format == "json") std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
   else std::fputs(text.c_str(), stdout);
   return 0;
 }

@@ -90,7 +90,7 @@ std::string report_json(const ExperimentReport& r) {
     j["lower_bound"] = nullptr;
   }
   j["seconds"] = r.seconds;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string report_csv(const ExperimentReport& r) {

@@ -154,6 +154,18 @@ TEST_CASE("k8s nodes: hostile YAML is an error, not a crash or an allocation") {
     laughs += line + "]\n";
   }
   CHECK(k8s_test::read_error({laughs}).find("aliases expand") != std::string::npos);
+
+  // YAML is Unicode text; bytes that are not UTF-8 in a value or a key are refused with their position
+  // (a name the JSON writers cannot write must not get in). Lone continuation byte, overlong "/",
+  // UTF-16 surrogate, truncated sequence.
+  for (const std::string bad : {"\x80", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82"}) {
+    CHECK(k8s_test::read_error({"kind: Node\nmetadata:\n  name: gpu" + bad + "\n"}) ==
+          "0.yaml: text at line 3, column 9 is not valid UTF-8");
+    CHECK(k8s_test::read_error({"kind: Node\nmetadata:\n  n" + bad + ": x\n"}).find("is not valid UTF-8") != std::string::npos);
+  }
+  // Well-formed multi-byte text is kept as it is.
+  const auto ok = k8s_test::read_ok({node_yaml("gpu-\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", "{}", "{cpu: 8, memory: 64Gi}")});
+  CHECK(node(ok, "gpu-\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80").name.size() == 13);
 }
 
 TEST_CASE("k8s nodes: taints, PreferNoSchedule reported, topology labels checked") {

@@ -1560,7 +1560,7 @@ std::string bindings_json(const Input& input, const ClusterState& state, std::sp
   json warnings = json::array();
   for (const Warning& w : input.warnings)
     warnings.push_back(json{{"object", w.object}, {"field", w.field}, {"message", w.message}, {"count", w.count}});
-  return json{{"bindings", bindings}, {"pending", pending}, {"warnings", warnings}}.dump(2);
+  return json{{"bindings", bindings}, {"pending", pending}, {"warnings", warnings}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace gpusched::io::k8s

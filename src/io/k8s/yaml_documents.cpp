@@ -19,6 +19,40 @@ constexpr int kMaxDepth = 64;
 
 struct TooDeep {};
 struct TooLarge {};
+struct NotUtf8 {
+  YAML::Mark mark;
+};
+
+// YAML 1.2 text is Unicode (section 5.2) and yaml-cpp passes scalar bytes through unchecked: a scalar
+// that is not well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) is
+// refused here, so no name that cannot be written back as JSON reaches a ClusterState.
+bool is_utf8(const std::string& s) {
+  std::size_t i = 0;
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  while (i < s.size()) {
+    const unsigned char c = byte(i);
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else return false;
+    if (i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const unsigned char b = byte(i + k);
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += len;
+  }
+  return true;
+}
 
 bool is_null_text(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
 
@@ -70,6 +104,7 @@ struct Converter {
         return nullptr;
       case YAML::NodeType::Scalar: {
         const std::string& s = node.Scalar();
+        if (!is_utf8(s)) throw NotUtf8{node.Mark()};
         const std::string& tag = node.Tag();
         if (tag == "?") return plain_scalar(s);
         if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" || tag == "tag:yaml.org,2002:bool" ||
@@ -86,6 +121,7 @@ struct Converter {
         json out = json::object();
         for (const auto& kv : node) {
           if (!kv.first.IsScalar()) throw YAML::ParserException(kv.first.Mark(), "a mapping key must be a scalar");
+          if (!is_utf8(kv.first.Scalar())) throw NotUtf8{kv.first.Mark()};
           out[kv.first.Scalar()] = convert(kv.second, depth + 1);
         }
         return out;
@@ -123,6 +159,9 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
   } catch (const TooLarge&) {
     return Error{fmt::format("{}: YAML aliases expand the document beyond {} nodes", source, text.size() * 4 + 1024),
                  ErrorCode::kLimit};
+  } catch (const NotUtf8& e) {
+    return Error{fmt::format("{}: text at line {}, column {} is not valid UTF-8", source, e.mark.line + 1, e.mark.column + 1),
+                 ErrorCode::kParse};
   } catch (const YAML::Exception& e) {
     return Error{fmt::format("{}: malformed YAML at line {}, column {}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg),
                  ErrorCode::kParse};
