@@ -155,6 +155,12 @@ TEST_CASE("k8s nodes: hostile YAML is an error, not a crash or an allocation") {
   }
   CHECK(k8s_test::read_error({laughs}).find("aliases expand") != std::string::npos);
 
+  // A stray ',' outside a flow collection loops forever in yaml-cpp 0.7's LoadAll (jbeder/yaml-cpp#1040);
+  // the reader reports it instead. A mapping key that is not a scalar is refused too.
+  for (const std::string stray : {",", "# flow\n{a: 1},", "kind: Node\n---\n,\n"})
+    CHECK(k8s_test::read_error({stray}).find("0.yaml: malformed YAML at line") != std::string::npos);
+  CHECK(k8s_test::read_error({"# flow\n{[a]: 1}"}).find("a mapping key must be a scalar") != std::string::npos);
+
   // YAML is Unicode text; bytes that are not UTF-8 in a value or a key are refused with their position
   // (a name the JSON writers cannot write must not get in). Lone continuation byte, overlong "/",
   // UTF-16 surrogate, truncated sequence.

@@ -4,9 +4,16 @@
 #include <charconv>
 #include <cstdlib>
 #include <new>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml-cpp/anchor.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
 
 #include "io/json_input.hpp"
 
@@ -91,44 +98,110 @@ json plain_scalar(const std::string& s) {
   return s;
 }
 
-struct Converter {
-  std::size_t budget;
+// Builds JSON values straight from yaml-cpp's parser events (no YAML::Node tree in between), with the
+// bounds of parse_documents. Not YAML::LoadAll: in yaml-cpp 0.7 (Debian 12) a stray ',' at the top
+// level (",", "{a: 1},") makes LoadAll loop forever, each turn adding an empty document
+// (jbeder/yaml-cpp#1040, fixed upstream in #1319). Here a document that starts where the previous one
+// started is that loop, reported as malformed YAML.
+class JsonBuilder final : public YAML::EventHandler {
+ public:
+  explicit JsonBuilder(std::size_t budget) : budget_(budget) {}
 
-  json convert(const YAML::Node& node, int depth) {
-    if (depth >= kMaxDepth) throw TooDeep{};
-    if (budget == 0) throw TooLarge{};
-    --budget;
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        return nullptr;
-      case YAML::NodeType::Scalar: {
-        const std::string& s = node.Scalar();
-        if (!is_utf8(s)) throw NotUtf8{node.Mark()};
-        const std::string& tag = node.Tag();
-        if (tag == "?") return plain_scalar(s);
-        if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" || tag == "tag:yaml.org,2002:bool" ||
-            tag == "tag:yaml.org,2002:null")
-          return plain_scalar(s);
-        return s;  // quoted ("!") or !!str or any other tag: text
-      }
-      case YAML::NodeType::Sequence: {
-        json out = json::array();
-        for (const auto& item : node) out.push_back(convert(item, depth + 1));
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        json out = json::object();
-        for (const auto& kv : node) {
-          if (!kv.first.IsScalar()) throw YAML::ParserException(kv.first.Mark(), "a mapping key must be a scalar");
-          if (!is_utf8(kv.first.Scalar())) throw NotUtf8{kv.first.Mark()};
-          out[kv.first.Scalar()] = convert(kv.second, depth + 1);
-        }
-        return out;
-      }
-    }
-    return nullptr;
+  std::vector<json> documents;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_start_.pos)
+      throw YAML::ParserException(mark, "unexpected text where a document should start (a stray ',' ?)");
+    started_ = true;
+    last_start_ = mark;
+    have_root_ = false;
   }
+  void OnDocumentEnd() override {
+    if (have_root_ && !root_.is_null()) documents.push_back(std::move(root_));  // skip empty documents
+    root_ = nullptr;
+    anchors_.clear();
+  }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    charge(1);
+    add(nullptr, 1, anchor, mark, nullptr);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) throw YAML::ParserException(mark, "an alias to a node that is not complete yet");
+    charge(it->second.second);
+    add(it->second.first, it->second.second, YAML::NullAnchor, mark, nullptr);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor, const std::string& value) override {
+    if (!is_utf8(value)) throw NotUtf8{mark};
+    charge(1);
+    // "?" is yaml-cpp's tag for a plain untagged scalar, "!" for a quoted one.
+    const bool typed = tag == "?" || tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
+                       tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null";
+    add(typed ? plain_scalar(value) : json(value), 1, anchor, mark, &value);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(json::array(), anchor, mark);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(json::object(), anchor, mark);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Frame {
+    json value;
+    std::size_t nodes = 1;  // nodes in this subtree, what an alias to it costs
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    YAML::Mark mark;
+    bool have_key = false;
+    std::string key;
+  };
+
+  void charge(std::size_t nodes) {
+    if (nodes > budget_) throw TooLarge{};
+    budget_ -= nodes;
+  }
+  void open(json empty, YAML::anchor_t anchor, const YAML::Mark& mark) {
+    if (stack_.size() + 1 >= static_cast<std::size_t>(kMaxDepth)) throw TooDeep{};
+    charge(1);
+    if (!stack_.empty() && stack_.back().value.is_object() && !stack_.back().have_key)
+      throw YAML::ParserException(mark, "a mapping key must be a scalar");
+    stack_.push_back(Frame{std::move(empty), 1, anchor, mark, false, {}});
+  }
+  void close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    add(std::move(f.value), f.nodes, f.anchor, f.mark, nullptr);
+  }
+  // A finished node: the document's root, a sequence element, a mapping key (scalars only) or value.
+  void add(json value, std::size_t nodes, YAML::anchor_t anchor, const YAML::Mark& mark, const std::string* scalar) {
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = {value, nodes};
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      have_root_ = true;
+      return;
+    }
+    Frame& top = stack_.back();
+    top.nodes += nodes;
+    if (top.value.is_array()) {
+      top.value.push_back(std::move(value));
+    } else if (!top.have_key) {
+      if (scalar == nullptr) throw YAML::ParserException(mark, "a mapping key must be a scalar");
+      top.key = *scalar;
+      top.have_key = true;
+    } else {
+      top.value[top.key] = std::move(value);  // a repeated key: the last one wins, as with kubectl
+      top.have_key = false;
+    }
+  }
+
+  std::size_t budget_;
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, std::pair<json, std::size_t>> anchors_;
+  json root_;
+  bool have_root_ = false, started_ = false;
+  YAML::Mark last_start_;
 };
 
 }  // namespace
@@ -146,14 +219,12 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
   if (text.size() > (std::size_t{1} << 30))
     return Error{fmt::format("{}: {} bytes of YAML, more than the limit of 1 GiB", source, text.size()), ErrorCode::kLimit};
   try {
-    const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
-    Converter conv{text.size() * 4 + 1024};
-    std::vector<json> out;
-    for (const auto& n : nodes) {
-      if (n.IsNull()) continue;  // an empty document between two "---"
-      out.push_back(conv.convert(n, 0));
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    JsonBuilder builder(text.size() * 4 + 1024);
+    while (parser.HandleNextDocument(builder)) {
     }
-    return out;
+    return std::move(builder.documents);
   } catch (const TooDeep&) {
     return Error{fmt::format("{}: YAML nested deeper than {} levels", source, kMaxDepth), ErrorCode::kLimit};
   } catch (const TooLarge&) {
