@@ -11,6 +11,14 @@
 # the area's .cpp files use ({fmt} in io and sim, a reader not yet moved to io/): linked privately and
 # only in the build tree, so neither the interface nor the installed package names them.
 set(GPUSCHED_AREA_TARGETS "")
+# All of a target's sources as one translation unit (GPUSCHED_UNITY_BUILD); file-local names must then
+# differ between its files (each source keeps its helpers in a namespace of its own).
+function(gpusched_unity target)
+  if(GPUSCHED_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE BATCH UNITY_BUILD_BATCH_SIZE 0)
+  endif()
+endfunction()
+
 function(gpusched_area name)
   cmake_parse_arguments(ARG "" "" "DEPENDS;LIBS;COMPILED_LIBS" ${ARGN})
   set(target gpusched_${name})
@@ -33,6 +41,7 @@ function(gpusched_area name)
     target_compile_features(${target} PUBLIC cxx_std_20)
     set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     gpusched_set_warnings(${target})
+    gpusched_unity(${target})
     set_property(GLOBAL APPEND PROPERTY GPUSCHED_COMPILED_AREAS ${name})
   else()
     add_library(${target} INTERFACE)

@@ -18,7 +18,8 @@
 #include "gpusched/sim/packing_experiment.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_bench_packing {
 
 namespace fs = std::filesystem;
 
@@ -208,5 +209,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = gpusched::cli::register_command(setup);
 
-}  // namespace
+}  // namespace cmd_bench_packing
 }  // namespace gpusched::cli

@@ -21,7 +21,8 @@
 #include "io/json_input.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_cycle {
 
 using nlohmann::json;
 using namespace gpusched::scheduler;
@@ -702,5 +703,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = register_command(setup);
 
-}  // namespace
+}  // namespace cmd_cycle
 }  // namespace gpusched::cli

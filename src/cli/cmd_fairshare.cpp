@@ -24,7 +24,8 @@
 #include "gpusched/io/k8s.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_fairshare {
 
 using nlohmann::json;
 using fairness::Amounts;
@@ -251,5 +252,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = register_command(setup);
 
-}  // namespace
+}  // namespace cmd_fairshare
 }  // namespace gpusched::cli

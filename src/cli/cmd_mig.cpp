@@ -23,7 +23,8 @@
 #include "io/json_input.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_mig {
 
 using nlohmann::json;
 namespace mig = gpusched::mig;
@@ -562,5 +563,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = register_command(setup);
 
-}  // namespace
+}  // namespace cmd_mig
 }  // namespace gpusched::cli

@@ -14,7 +14,8 @@
 #include "gpusched/packing/placement.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_place {
 
 struct PlaceOptions {
   std::string cluster_file;
@@ -246,5 +247,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = register_command(setup);
 
-}  // namespace
+}  // namespace cmd_place
 }  // namespace gpusched::cli

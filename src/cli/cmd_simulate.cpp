@@ -19,7 +19,8 @@
 #include "gpusched/sim/traces.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_simulate {
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -347,5 +348,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = gpusched::cli::register_command(setup);
 
-}  // namespace
+}  // namespace cmd_simulate
 }  // namespace gpusched::cli

@@ -24,7 +24,8 @@
 #include "gpusched/io/topology_json.hpp"
 
 namespace gpusched::cli {
-namespace {
+// A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cmd_topo {
 
 using namespace gpusched::topology;
 using namespace gpusched::io;
@@ -342,5 +343,5 @@ void setup(CLI::App& app) {
 
 [[maybe_unused]] const bool registered = register_command(setup);
 
-}  // namespace
+}  // namespace cmd_topo
 }  // namespace gpusched::cli

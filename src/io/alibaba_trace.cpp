@@ -1,6 +1,7 @@
 #include "gpusched/io/alibaba_trace.hpp"
 
 #include "io/json_input.hpp"
+#include "io/text_input.hpp"
 
 #include <charconv>
 #include <fstream>
@@ -30,12 +31,7 @@ std::vector<std::string_view> split_fields(std::string_view line) {
 }
 
 using detail::shown;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using detail::trim;
 
 // A CSV table read line by line with its header, producing located errors.
 class Table {

@@ -24,27 +24,27 @@ using fairness::ResourceSpace;
 struct FairshareInputError {
   std::string message;
 };
-[[noreturn]] void fail(std::string message) { throw FairshareInputError{std::move(message)}; }
+[[noreturn]] void reject(std::string message) { throw FairshareInputError{std::move(message)}; }
 
 using detail::shown;
 
 void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
-  if (!obj.is_object()) fail(fmt::format("{}: expected an object, got {}", path, shown(obj)));
+  if (!obj.is_object()) reject(fmt::format("{}: expected an object, got {}", path, shown(obj)));
   for (const auto& [key, value] : obj.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
-      fail(fmt::format("{}.{}: unknown field (known: {})", path, key, fmt::join(known, ", ")));
+      reject(fmt::format("{}.{}: unknown field (known: {})", path, key, fmt::join(known, ", ")));
 }
 
 std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min()) {
-  if (!v.is_number_integer()) fail(fmt::format("{}: expected an integer, got {}", path, shown(v)));
+  if (!v.is_number_integer()) reject(fmt::format("{}: expected an integer, got {}", path, shown(v)));
   const auto x = v.get<std::int64_t>();
-  if (x < lo) fail(fmt::format("{}: expected at least {}, got {}", path, lo, x));
+  if (x < lo) reject(fmt::format("{}: expected at least {}, got {}", path, lo, x));
   return x;
 }
 
 std::string read_string(const json& v, const std::string& path) {
   if (!v.is_string() || v.get<std::string>().empty())
-    fail(fmt::format("{}: expected a non-empty string, got {}", path, shown(v)));
+    reject(fmt::format("{}: expected a non-empty string, got {}", path, shown(v)));
   return v.get<std::string>();
 }
 
@@ -52,7 +52,7 @@ std::string read_string(const json& v, const std::string& path) {
 std::int64_t dim_quantity(const json& v, const std::string& path, Eigen::Index dim) {
   auto r = dim == ResourceSpace::kMemory ? detail::read_quantity(v, path, QuantityUnit::kBytes, 1)
                                          : detail::read_quantity(v, path, QuantityUnit::kMilli, 1000);
-  if (!r) fail(r.error().message);
+  if (!r) reject(r.error().message);
   return *r;
 }
 
@@ -67,12 +67,12 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
   if (auto it = v.find("memory"); it != v.end())
     out[ResourceSpace::kMemory] = read(*it, path + ".memory", ResourceSpace::kMemory);
   if (auto it = v.find("gpus"); it != v.end()) {
-    if (!it->is_object()) fail(fmt::format("{}.gpus: expected an object of GPU model -> amount, got {}", path, shown(*it)));
+    if (!it->is_object()) reject(fmt::format("{}.gpus: expected an object of GPU model -> amount, got {}", path, shown(*it)));
     for (Eigen::Index d = 2; d < space.size(); ++d) out[d] = unlisted_gpu;
     for (const auto& [model, q] : it->items()) {
       const std::string p = fmt::format("{}.gpus.{}", path, model);
       auto d = space.gpu_dim(fairness::canonical_model_name(reg, model));
-      if (!d) fail(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", p, model, fmt::join(space.gpu_models, ", ")));
+      if (!d) reject(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", p, model, fmt::join(space.gpu_models, ", ")));
       out[*d] = read(q, p, *d);
     }
   }
@@ -84,7 +84,7 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
   check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
   std::map<std::string, std::int64_t> classes;
   if (auto it = doc.find("priority_classes"); it != doc.end()) {
-    if (!it->is_object()) fail(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
+    if (!it->is_object()) reject(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
     for (const auto& [name, value] : it->items())
       classes[name] = read_int(value, fmt::format("{}.priority_classes.{}", file, name));
   }
@@ -93,7 +93,7 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
     const std::string p = file + ".aging";
     check_keys(*it, p, {"interval", "step", "max_boost"});
     if (auto i = it->find("interval"); i != it->end()) out.aging.interval = read_int(*i, p + ".interval", 1);
-    else fail(fmt::format("{}.interval: missing (seconds per aging step)", p));
+    else reject(fmt::format("{}.interval: missing (seconds per aging step)", p));
     if (auto s = it->find("step"); s != it->end()) out.aging.step = read_int(*s, p + ".step", 0);
     if (auto m = it->find("max_boost"); m != it->end()) out.aging.max_boost = read_int(*m, p + ".max_boost", 0);
   }
@@ -103,7 +103,7 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
   }
   auto qs = doc.find("queues");
   if (qs == doc.end() || !qs->is_array() || qs->empty())
-    fail(fmt::format("{}.queues: expected a non-empty array of queues", file));
+    reject(fmt::format("{}.queues: expected a non-empty array of queues", file));
   for (std::size_t i = 0; i < qs->size(); ++i) {
     const json& v = (*qs)[i];
     const std::string p = fmt::format("{}.queues[{}]", file, i);
@@ -111,21 +111,21 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
                       "strategy", "priority_class", "usage"});
     fairness::QueueConfig q;
     if (auto n = v.find("name"); n != v.end()) q.name = read_string(*n, p + ".name");
-    else fail(fmt::format("{}.name: missing", p));
+    else reject(fmt::format("{}.name: missing", p));
     if (auto n = v.find("parent"); n != v.end()) q.parent = read_string(*n, p + ".parent");
     if (auto w = v.find("weight"); w != v.end()) {
       if (!w->is_number() || !(w->get<double>() > 0))
-        fail(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
+        reject(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
       q.weight = w->get<double>();
     }
     if (auto c = v.find("cohort"); c != v.end()) q.cohort = read_string(*c, p + ".cohort");
     if (auto f = v.find("flavors"); f != v.end()) {
-      if (!f->is_array()) fail(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
+      if (!f->is_array()) reject(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
       for (std::size_t k = 0; k < f->size(); ++k) {
         const std::string fp = fmt::format("{}.flavors[{}]", p, k);
         const std::string model = fairness::canonical_model_name(reg, read_string((*f)[k], fp));
         if (!space.gpu_dim(model))
-          fail(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
+          reject(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
                                        fmt::join(space.gpu_models, ", ")));
         q.flavor_order.push_back(model);
       }
@@ -133,13 +133,13 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
     if (auto s = v.find("strategy"); s != v.end()) {
       const std::string st = read_string(*s, p + ".strategy");
       if (st != "StrictFIFO" && st != "BestEffortFIFO")
-        fail(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
+        reject(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
       q.strict_fifo = st == "StrictFIFO";
     }
     if (auto pc = v.find("priority_class"); pc != v.end()) {
       const std::string name = read_string(*pc, p + ".priority_class");
       auto it = classes.find(name);
-      if (it == classes.end()) fail(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
+      if (it == classes.end()) reject(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
       out.default_class[q.name] = name;
     }
     const auto read_amount = [](const json& x, const std::string& path, Eigen::Index d) { return dim_quantity(x, path, d); };
@@ -158,8 +158,8 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
     }
     for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
       if (auto it = v.find(key); it != v.end()) {
-        if (!has_quota) fail(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
-        if (q.cohort.empty()) fail(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
+        if (!has_quota) reject(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
+        if (q.cohort.empty()) reject(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
         *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount);
       }
     }
@@ -219,9 +219,9 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
       std::string klass = job.job_priority_class;
       if (!klass.empty()) {
         const std::string path = fmt::format("{}: jobs[{}].priority_class", jobs_source, j);
-        if (explicit_priority) fail(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
+        if (explicit_priority) reject(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
         if (!classes.contains(klass))
-          fail(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, queues_source));
+          reject(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, queues_source));
       } else if (!explicit_priority) {
         if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
       }

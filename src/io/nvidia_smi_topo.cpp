@@ -17,6 +17,7 @@
 namespace gpusched::io {
 namespace {
 
+using detail::trim;
 using topology::NodeTopology;
 using topology::pair_link_name;
 
@@ -40,12 +41,6 @@ std::string strip_ansi(std::string_view s) {
     out.push_back(s[i]);
   }
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 std::vector<std::string> split_ws(std::string_view s) {

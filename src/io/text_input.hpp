@@ -33,6 +33,14 @@ inline std::vector<std::string_view> text_lines(std::string_view text) {
 }
 
 // Text readers refuse more than this (nvidia-smi prints a few KiB; a GiB is no longer its output).
+// `s` without leading and trailing blanks (space, tab, CR, LF, VT, FF: what isspace() says in the C locale).
+inline std::string_view trim(std::string_view s) {
+  constexpr std::string_view blanks = " \t\r\n\v\f";
+  while (!s.empty() && blanks.find(s.front()) != std::string_view::npos) s.remove_prefix(1);
+  while (!s.empty() && blanks.find(s.back()) != std::string_view::npos) s.remove_suffix(1);
+  return s;
+}
+
 inline constexpr std::size_t kMaxTextBytes = std::size_t{64} << 20;
 
 }  // namespace gpusched::io::detail
