@@ -15,6 +15,7 @@
 #include "cli/command.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/io/k8s.hpp"
 #include "gpusched/scheduler/cycle.hpp"
 #include "io/cluster_json_detail.hpp"
@@ -81,98 +82,14 @@ bool read_bool(const json& v, const std::string& path) {
 // quotas / borrowing_limits / lending_limits ({"cpu", "memory", "gpus": {model: amount}}), flavors,
 // strategy, priority_class, plus top-level priority_classes. Usage is not read: the cycle computes it
 // from the running jobs. (aging and now are accepted for compatibility and not used.)
-struct QueuesDoc {
-  std::vector<fairness::QueueConfig> queues;
-  std::map<std::string, std::string> default_class;
-  std::map<std::string, std::int64_t> classes;
-};
+using QueuesDoc = io::QueuesDocument;
 
-Amounts read_resource_map(const json& v, const std::string& path, const ResourceSpace& space, const GpuModelRegistry& reg,
-                          std::int64_t unlisted, std::int64_t unlisted_gpu) {
-  check_keys(v, path, {"cpu", "memory", "gpus"});
-  auto quantity = [&](const json& x, const std::string& p, Eigen::Index d) {
-    auto r = d == ResourceSpace::kMemory ? io::detail::read_quantity(x, p, QuantityUnit::kBytes, 1)
-                                         : io::detail::read_quantity(x, p, QuantityUnit::kMilli, 1000);
-    if (!r) throw InputError(r.error().message);
-    return *r;
-  };
-  Amounts out = Amounts::Constant(space.size(), unlisted);
-  if (auto it = v.find("cpu"); it != v.end()) out[ResourceSpace::kCpu] = quantity(*it, path + ".cpu", ResourceSpace::kCpu);
-  if (auto it = v.find("memory"); it != v.end()) out[ResourceSpace::kMemory] = quantity(*it, path + ".memory", ResourceSpace::kMemory);
-  if (auto it = v.find("gpus"); it != v.end()) {
-    if (!it->is_object()) throw InputError(fmt::format("{}.gpus: expected an object of GPU model -> amount, got {}", path, shown(*it)));
-    for (Eigen::Index d = 2; d < space.size(); ++d) out[d] = unlisted_gpu;
-    for (const auto& [model, q] : it->items()) {
-      const std::string p = fmt::format("{}.gpus.{}", path, model);
-      auto d = space.gpu_dim(fairness::canonical_model_name(reg, model));
-      if (!d) throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", p, model, fmt::join(space.gpu_models, ", ")));
-      out[*d] = quantity(q, p, *d);
-    }
-  }
-  return out;
-}
-
+// The queues file: the format of `gpusched fairshare` (docs/fairness.md), read by the same reader. The
+// cycle computes each queue's usage from the running jobs, so a "usage" given here is not used.
 QueuesDoc read_queues(const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
-  auto parsed = io::detail::parse_json(read_file(file), file);
-  if (!parsed) throw InputError(parsed.error().message);
-  const json& doc = *parsed;
-  QueuesDoc out;
-  check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
-  if (auto it = doc.find("priority_classes"); it != doc.end()) {
-    if (!it->is_object()) throw InputError(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
-    for (const auto& [name, value] : it->items()) out.classes[name] = read_int(value, fmt::format("{}.priority_classes.{}", file, name));
-  }
-  auto qs = doc.find("queues");
-  if (qs == doc.end() || !qs->is_array() || qs->empty()) throw InputError(fmt::format("{}.queues: expected a non-empty array of queues", file));
-  for (std::size_t i = 0; i < qs->size(); ++i) {
-    const json& v = (*qs)[i];
-    const std::string p = fmt::format("{}.queues[{}]", file, i);
-    check_keys(v, p, {"name", "parent", "weight", "cohort", "quotas", "borrowing_limits", "lending_limits", "flavors", "strategy",
-                      "priority_class", "usage"});
-    fairness::QueueConfig q;
-    if (auto n = v.find("name"); n != v.end()) q.name = read_string(*n, p + ".name");
-    else throw InputError(fmt::format("{}.name: missing", p));
-    if (auto n = v.find("parent"); n != v.end()) q.parent = read_string(*n, p + ".parent");
-    if (auto w = v.find("weight"); w != v.end()) {
-      if (!w->is_number() || !(w->get<double>() > 0)) throw InputError(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
-      q.weight = w->get<double>();
-    }
-    if (auto c = v.find("cohort"); c != v.end()) q.cohort = read_string(*c, p + ".cohort");
-    if (auto f = v.find("flavors"); f != v.end()) {
-      if (!f->is_array()) throw InputError(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
-      for (std::size_t k = 0; k < f->size(); ++k) {
-        const std::string fp = fmt::format("{}.flavors[{}]", p, k);
-        const std::string model = fairness::canonical_model_name(reg, read_string((*f)[k], fp));
-        if (!space.gpu_dim(model))
-          throw InputError(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, model, fmt::join(space.gpu_models, ", ")));
-        q.flavor_order.push_back(model);
-      }
-    }
-    if (auto s = v.find("strategy"); s != v.end()) {
-      const std::string st = read_string(*s, p + ".strategy");
-      if (st != "StrictFIFO" && st != "BestEffortFIFO")
-        throw InputError(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
-      q.strict_fifo = st == "StrictFIFO";
-    }
-    if (auto pc = v.find("priority_class"); pc != v.end()) {
-      const std::string name = read_string(*pc, p + ".priority_class");
-      if (!out.classes.contains(name)) throw InputError(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
-      out.default_class[q.name] = name;
-    }
-    if (auto qt = v.find("quotas"); qt != v.end()) {
-      q.nominal = read_resource_map(*qt, p + ".quotas", space, reg, fairness::kNoLimit, 0);
-      if (q.flavor_order.empty() && qt->contains("gpus"))
-        for (const auto& [model, unused] : (*qt)["gpus"].items()) q.flavor_order.push_back(fairness::canonical_model_name(reg, model));
-    }
-    for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}})
-      if (auto it = v.find(key); it != v.end()) {
-        if (!v.contains("quotas")) throw InputError(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
-        if (q.cohort.empty()) throw InputError(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
-        *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit);
-      }
-    out.queues.push_back(std::move(q));
-  }
-  return out;
+  auto doc = io::read_queues_json(read_file(file), file, space, reg);
+  if (!doc) throw InputError(doc.error().message);
+  return std::move(*doc);
 }
 
 // Everything one cycle needs, read from the files.

@@ -88,14 +88,16 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   const bool named_queues = drf;
   // The one queue of FIFO (named: the fairness family wants a name) or none.
   const std::string one_queue = queues_.empty() ? std::string() : std::string(kDefaultQueue);
-  // The running jobs matter to the cycle for preemption, queue usage (DRF) and elastic grow. Without
-  // those (FIFO, greedy on rigid jobs) its decisions do not depend on them, and building the list is
-  // what would make a cycle cost O(running jobs) on a 10,000-node cluster: it is left empty.
+  // The running jobs matter to the cycle for preemption, queue usage (DRF), elastic grow and backfill
+  // (their expected ends are the availability profile; without them every running task is held for
+  // ever and no reservation can be made). Without those (FIFO, greedy on rigid jobs) its decisions do
+  // not depend on them, and building the list is what would make a cycle cost O(running jobs) on a
+  // 10,000-node cluster: it is left empty.
   if (!elastic_known_) {
     elastic_known_ = true;
     for (const SimJob& j : v.jobs) any_elastic_ = any_elastic_ || (j.min_tasks >= 0 && j.min_tasks < j.tasks);
   }
-  const bool needs_running = p_.preempt || drf || any_elastic_;
+  const bool needs_running = p_.preempt || drf || any_elastic_ || p_.backfill != BackfillMode::kNone;
   running_.clear();
   for (std::uint32_t r : needs_running ? v.running : std::span<const std::uint32_t>{}) {
     const JobState& s = v.state[r];

@@ -386,6 +386,16 @@ TEST_CASE("specs: validation and building from a compiled job name the field and
         "gang g: spread[0].min_domains: 3 domains need at least 3 tasks, but the groups' min_replicas add up to 2");
   spread.spread[0] = {kZone, {7}, 1, 0};
   CHECK(validate_gang(spread).error().message == "gang g: spread[0].groups[0]: no group 7 (the gang has 1)");
+  // At most kMaxJobTasks tasks in all: two groups of 2^19 + 1 are one task too many (not a search
+  // over a million zero-sized tasks).
+  GangSpec wide = one_group(s, (1 << 19) + 1, 0);
+  wide.groups.push_back(wide.groups[0]);
+  const auto too_many = validate_gang(wide);
+  REQUIRE_FALSE(too_many.ok());
+  CHECK(too_many.error().code == ErrorCode::kLimit);
+  CHECK(too_many.error().field == "groups[1].replicas");
+  wide.groups.pop_back();
+  CHECK(validate_gang(wide).ok());
 
   Job job;
   job.job_name = "llm";

@@ -17,7 +17,9 @@ TEST_CASE("built-in tables equal data/mig/*.json row by row (by profile ID)") {
                                                        {"h100-80gb.json", "H100-80GB"},
                                                        {"h200-141gb.json", "H200-141GB"},
                                                        {"a30-24gb.json", "A30-24GB"}};
-  for (auto [file, model] : files) {
+  for (const auto& entry : files) {
+    const char* file = entry.first;  // not a structured binding: clang 14 cannot capture one (doctest's lambdas)
+    const char* model = entry.second;
     std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/data/mig/" + file);
     REQUIRE_MESSAGE(in.good(), file);
     const auto doc = nlohmann::json::parse(in);

@@ -342,6 +342,43 @@ TEST_CASE("failures: restart whole from the last checkpoint with exponential bac
   CHECK(x.restarts.at(0).not_before == 1240);
 }
 
+TEST_CASE("backfill in the cycle: EASY protects the first blocked job, conservative every one (Mu'alem & Feitelson)") {
+  // One node of 4 GPUs at t=3, resolution 1 s. r0 holds 3 GPUs until t=100. Waiting, in FIFO order:
+  // J1 (3 GPUs, 100 s), J2 (4 GPUs, 100 s), J3 (1 GPU, 250 s) — J3 fits the idle GPU now.
+  //   EASY: J1 is reserved at 100 ([100, 200): r0's 3 GPUs). J3 on the idle GPU until 253 leaves 3
+  //         for J1 at 100, so it is backfilled now; J2 is not protected (it would wait for J3).
+  //   conservative: J2 is reserved too, at 200 (all 4 GPUs for [200, 300)); J3 until 253 would
+  //         delay it, so J3 gets the earliest slot that delays neither: 300. Nothing starts.
+  auto state = cluster(1, 4);
+  std::vector<RunningJob> running{run(state, "r0", "", 0, 0, 1, 3, 0, 0)};
+  running[0].runtime_estimate = 100;
+  std::vector<PendingJob> pending{job(state, "J1", "", 1, 3, 0, 1), job(state, "J2", "", 1, 4, 0, 2),
+                                  job(state, "J3", "", 1, 1, 0, 3)};
+  pending[0].runtime_estimate = 100;
+  pending[1].runtime_estimate = 100;
+  pending[2].runtime_estimate = 250;
+  CycleOptions o;
+  o.preempt = false;
+  o.backfill.resolution = 1;
+  auto reserved = [](const CycleDecisions& d) {
+    std::vector<std::pair<std::string, Seconds>> out;
+    for (const auto& r : d.reservations) out.emplace_back(r.job, r.start);
+    return out;
+  };
+  SUBCASE("EASY") {
+    auto d = run_cycle(state, running, pending, {}, 3, o).value();
+    CHECK(names(d.starts) == std::vector<std::string>{"J3"});
+    CHECK(reserved(d) == std::vector<std::pair<std::string, Seconds>>{{"J1", 100}});
+  }
+  SUBCASE("conservative") {
+    o.backfill.mode = BackfillMode::kConservative;
+    auto d = run_cycle(state, running, pending, {}, 3, o).value();
+    CHECK(d.starts.empty());
+    CHECK(reserved(d) == std::vector<std::pair<std::string, Seconds>>{{"J1", 100}, {"J2", 200}, {"J3", 300}});
+  }
+  CHECK(state.schedulable(0));
+}
+
 TEST_CASE("backfill: the first blocked job's reservation is protected; a short job fills the hole") {
   // 2 nodes x 8 GPUs at t=10. r1 holds 4 GPUs of n0 until t=100 (estimate), r2 all of n1 until
   // t=1000. big (priority 10) needs 8 GPUs on one node: blocked now; EASY reserves n0 from the first

@@ -61,10 +61,8 @@ TEST_CASE("FIFO, EASY and conservative backfill: hand-computed schedules") {
   const auto jobs = easy_example();
   CHECK(jcts(run(c, jobs, "fifo")) == std::vector<Seconds>{100, 199, 298, 547});
   CHECK(jcts(run(c, jobs, "easy")) == std::vector<Seconds>{100, 199, 351, 250});
-  // Conservative through the simulator's own step. The cycle's conservative mode ("conservative")
-  // does not give this schedule yet: while it admits jobs it protects only the first blocked job's
-  // reservation, so J3 starts at 3 and delays J2 (JCTs 100 199 351 250, EASY's). Known defect of the
-  // cycle's backfill wiring (issue 12 note), not of scheduler/backfill.hpp, whose own test has the case.
+  // Conservative through the library's cycle and through the simulator's own step alike.
+  CHECK(jcts(run(c, jobs, "conservative")) == std::vector<Seconds>{100, 199, 298, 547});
   CHECK(jcts(run(c, jobs, "conservative+simbf")) == std::vector<Seconds>{100, 199, 298, 547});
   const SimResult f = run(c, jobs, "fifo");
   CHECK(f.metrics.makespan == 550);

@@ -110,6 +110,11 @@ struct TaskShape {
   friend constexpr bool operator==(const TaskShape&, const TaskShape&) = default;
 };
 
+// The most tasks one job may have (all its groups' replicas together): 2^20, beyond any GPU job (the
+// largest training runs are tens of thousands of ranks). The bound keeps place_job linear in what a
+// cluster can hold: a group of 10^9 zero-sized tasks is an error, not a billion placements.
+inline constexpr std::int32_t kMaxJobTasks = 1 << 20;
+
 struct TaskGroupInfo {
   std::string_view name;
   std::int32_t replicas = 1;

@@ -26,11 +26,17 @@ inline Status validate_gang(const GangSpec& spec) {
   const std::string gang = spec.name.empty() ? std::string("gang") : detail::gang_format("gang {}", spec.name);
   if (spec.groups.empty()) return Error{detail::gang_format("{}: groups: a gang needs at least one group", gang), ErrorCode::kMissingField, "groups"};
   const std::size_t n_groups = spec.groups.size();
+  std::int64_t tasks = 0;
   for (std::size_t g = 0; g < n_groups; ++g) {
     const GangGroup& group = spec.groups[g];
     if (group.replicas < 0)
       return Error{detail::gang_format("{}: groups[{}] ({}).replicas: expected a non-negative integer, got {}", gang, g,
                                group.name, group.replicas), ErrorCode::kInvalidValue, detail::gang_format("groups[{}].replicas", g)};
+    tasks += group.replicas;
+    if (tasks > kMaxJobTasks)
+      return Error{detail::gang_format("{}: groups[{}] ({}).replicas: {} makes the gang more than {} tasks, the most a job may have",
+                                       gang, g, group.name, group.replicas, kMaxJobTasks),
+                   ErrorCode::kLimit, detail::gang_format("groups[{}].replicas", g)};
     if (group.min_replicas < 0)
       return Error{detail::gang_format("{}: groups[{}] ({}).min_replicas: expected a non-negative integer, got {}", gang, g,
                                group.name, group.min_replicas), ErrorCode::kInvalidValue, detail::gang_format("groups[{}].min_replicas", g)};

@@ -236,6 +236,7 @@ inline Result<CompiledJob> compile_job(const ClusterState& state, const JobView&
   out.submit_time = job.submit_time();
   const std::string path = "jobs[" + out.name + "]";
   const std::size_t n_groups = job.group_count();
+  std::int64_t tasks = 0;
   for (std::size_t g = 0; g < n_groups; ++g) {
     const TaskGroupInfo info = job.group(g);
     const std::string gpath = path + ".groups[" + std::to_string(g) + "]";
@@ -243,6 +244,12 @@ inline Result<CompiledJob> compile_job(const ClusterState& state, const JobView&
       return detail::placement_job_error(gpath + ".replicas",
                                          "expected a non-negative integer, got " + std::to_string(info.replicas),
                                          ErrorCode::kInvalidValue);
+    tasks += info.replicas;
+    if (tasks > kMaxJobTasks)
+      return detail::placement_job_error(gpath + ".replicas",
+                                         std::to_string(info.replicas) + " makes the job more than " +
+                                             std::to_string(kMaxJobTasks) + " tasks, the most a job may have",
+                                         ErrorCode::kLimit);
     auto request = state.compile(job, g);
     if (!request) return request.error();
     const std::int32_t min = info.min_replicas < 0 ? info.replicas : info.min_replicas;

@@ -49,12 +49,15 @@ NodeId policy_select_by_score(const ClusterState& state, const TaskRequest& requ
   return best;
 }
 
-// Walks the idle-GPU buckets from `from` to `to` (inclusive, either direction); in the first level
-// holding a fitting node, returns the lowest-id fitting node over the allowed model keys.
-inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t from,
-                                       std::int32_t to) {
-  const std::int32_t step = from <= to ? 1 : -1;
-  for (std::int32_t idle = from; step > 0 ? idle <= to : idle >= to; idle += step) {
+// Walks the idle-GPU buckets from `fewest` to `most` idle GPUs (inclusive; ascending for best-fit,
+// descending for worst-fit); in the first level holding a fitting node, returns the lowest-id fitting
+// node over the allowed model keys. A request for more GPUs than any node has walks nothing (it once
+// walked from 2^31 - 1 GPUs down to the largest node, one level at a time).
+inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t fewest,
+                                       std::int32_t most, bool ascending) {
+  if (fewest > most) return kNoNode;
+  for (std::int32_t k = 0; k <= most - fewest; ++k) {
+    const std::int32_t idle = ascending ? fewest + k : most - k;
     NodeId best = kNoNode;
     for (std::uint8_t key : state.model_keys()) {
       if (key == ClusterState::kNoGpuKey) continue;
@@ -273,7 +276,7 @@ inline std::int64_t BestFitPolicy::rank(const ClusterState& state, NodeId node, 
 
 inline NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (detail::policy_whole_gpu_request(request))
-    return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node());
+    return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node(), true);
   if (request.shape.shares_gpu())
     return detail::policy_select_by_score(
         state, request, [&](NodeId n) { return -detail::fit_leftover_shared(state, n, request); });
@@ -306,7 +309,7 @@ inline std::int64_t WorstFitPolicy::rank(const ClusterState& state, NodeId node,
 
 inline NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (detail::policy_whole_gpu_request(request))
-    return detail::policy_walk_idle_buckets(state, request, state.max_gpus_per_node(), request.shape.gpus);
+    return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node(), false);
   if (request.shape.shares_gpu())
     return detail::policy_select_by_score(state, request,
                                           [&](NodeId n) { return detail::fit_room_shared(state, n, request); });

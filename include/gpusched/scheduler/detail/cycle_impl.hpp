@@ -150,8 +150,9 @@ struct CycleRun {
   std::vector<std::size_t> blocked;        // pending jobs that did not start, in cycle order
   std::vector<Result<GangSpec>> specs;     // per pending job
   std::vector<std::size_t> queue_of_pending;
-  // Stage 3's protected reservation (EASY head): its nodes are cordoned until stage 4 is done.
-  bool guard_set = false;
+  // Stage 3's protected reservations, their nodes cordoned until stage 4 is done: EASY protects the
+  // first blocked job's, conservative every blocked job's up to the depth.
+  std::size_t guards = 0;
   std::vector<NodeId> guard_cordoned;
 
   CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
@@ -700,10 +701,15 @@ struct CycleRun {
     return bo;
   }
 
-  // The first job that blocks: reserve it now and close its nodes to the rest of the cycle.
+  // A job that blocks: reserve it now and close its nodes to the rest of the cycle, so that no job
+  // admitted after it can delay it. EASY does this for the first blocked job only; conservative for
+  // every one up to the depth, each planned on the nodes the earlier ones left open (so it delays none
+  // of them either). Stage 4 then plans all blocked jobs together on every node (backfill_stage).
   void guard(std::size_t p) {
-    if (guard_set || !backfill_on()) return;
-    guard_set = true;
+    if (!backfill_on()) return;
+    const bool conservative = options.backfill.mode == BackfillMode::kConservative;
+    if (guards >= (conservative ? options.backfill.depth : std::size_t{1})) return;
+    ++guards;
     const std::vector<RunningJob> prof = profile_running();
     const BlockedJob b{&*specs[p], pending[p].runtime_estimate};
     BackfillOptions bo = backfill_options();
