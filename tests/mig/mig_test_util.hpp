@@ -1,4 +1,4 @@
-// Helpers shared by the MIG test files (one translation unit with GPUSCHED_UNITY_TESTS).
+// Helpers shared by the MIG test files (one translation unit with GPUSCHED_UNITY_BUILD).
 #pragma once
 
 #include <string_view>
