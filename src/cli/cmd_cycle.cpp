@@ -82,11 +82,9 @@ bool read_bool(const json& v, const std::string& path) {
 // quotas / borrowing_limits / lending_limits ({"cpu", "memory", "gpus": {model: amount}}), flavors,
 // strategy, priority_class, plus top-level priority_classes. Usage is not read: the cycle computes it
 // from the running jobs. (aging and now are accepted for compatibility and not used.)
-using QueuesDoc = io::QueuesDocument;
-
 // The queues file: the format of `gpusched fairshare` (docs/fairness.md), read by the same reader. The
 // cycle computes each queue's usage from the running jobs, so a "usage" given here is not used.
-QueuesDoc read_queues(const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
+io::QueuesDocument read_queues(const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
   auto doc = io::read_queues_json(read_file(file), file, space, reg);
   if (!doc) throw InputError(doc.error().message);
   return std::move(*doc);
@@ -96,13 +94,13 @@ QueuesDoc read_queues(const std::string& file, const ResourceSpace& space, const
 struct Inputs {
   io::ClusterDocument cluster;
   std::optional<ClusterState> state;
-  QueuesDoc queues;
+  io::QueuesDocument queues;
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
   std::vector<std::vector<std::string>> running_groups;  // group name of each running task
 };
 
-std::int32_t priority_of(const Job& job, const json& raw, const QueuesDoc& q, const std::string& path) {
+std::int32_t priority_of(const Job& job, const json& raw, const io::QueuesDocument& q, const std::string& path) {
   if (auto pc = raw.find("priority_class"); pc != raw.end()) {
     const std::string name = read_string(*pc, path + ".priority_class");
     auto it = q.classes.find(name);

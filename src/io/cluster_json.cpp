@@ -104,8 +104,6 @@ std::vector<std::pair<std::string, std::string>> read_string_map(const json& v, 
   return out;
 }
 
-constexpr std::int64_t kMaxCount = 1 << 20;
-
 GpuModel read_gpu_model(const json& v, const std::string& path) {
   require_object(v, path);
   check_keys(v, path, {"name", "aliases", "memory", "mig", "source"});
@@ -345,9 +343,9 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
     if (!known_job_key(key, groups == nullptr)) fail(fmt::format("{}.{}: unknown field", path, detail::shown_key(key)));
 
   auto read_replicas = [&](const json& obj, const std::string& p, TaskGroupSpec& group) {
-    if (const json* r = find(obj, "replicas")) group.replicas = static_cast<std::int32_t>(read_int(*r, p + ".replicas", 0, kMaxCount));
+    if (const json* r = find(obj, "replicas")) group.replicas = static_cast<std::int32_t>(read_int(*r, p + ".replicas", 0, kMaxJobTasks));
     if (const json* m = find(obj, "min_replicas")) {
-      group.min_replicas = static_cast<std::int32_t>(read_int(*m, p + ".min_replicas", 0, kMaxCount));
+      group.min_replicas = static_cast<std::int32_t>(read_int(*m, p + ".min_replicas", 0, kMaxJobTasks));
       if (group.min_replicas > group.replicas)
         fail(fmt::format("{}.min_replicas: {} exceeds replicas {}", p, group.min_replicas, group.replicas));
     }

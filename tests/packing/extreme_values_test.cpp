@@ -9,6 +9,8 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gpusched/cluster/cluster.hpp"
@@ -36,6 +38,18 @@ ClusterState small_cluster() {
   auto s = ClusterState::build(Cluster(nodes), GpuModelRegistry::builtin());
   REQUIRE(s.ok());
   return std::move(*s);
+}
+
+// A job of one group `group` of `replicas` tasks of `shape`.
+Job one_group_job(std::string name, std::string group, std::int32_t replicas, TaskShape shape) {
+  Job job;
+  job.job_name = std::move(name);
+  TaskGroupSpec g;
+  g.name = std::move(group);
+  g.replicas = replicas;
+  g.shape = shape;
+  job.groups.push_back(std::move(g));
+  return job;
 }
 
 template <class T, std::size_t N>
@@ -95,14 +109,8 @@ TEST_CASE("extreme quantities: errors or verdicts, never a wrapped admission") {
 
 TEST_CASE("extreme quantities: 2 x 2^62 milli-CPU is refused or infeasible, not admitted as a negative total") {
   const ClusterState base = small_cluster();
-  Job job;
-  job.job_name = "huge";
-  TaskGroupSpec group;
-  group.name = "w";
-  group.replicas = 2;
-  group.shape = TaskShape{std::int64_t{1} << 62, kGiB, 0, 0, 0};
-  job.groups.push_back(group);
-  job.groups.push_back(group);
+  Job job = one_group_job("huge", "w", 2, TaskShape{std::int64_t{1} << 62, kGiB, 0, 0, 0});
+  job.groups.push_back(job.groups[0]);
   job.groups[1].name = "w2";
   auto c = compile_job(base, job);
   if (!c) {
@@ -117,12 +125,8 @@ TEST_CASE("extreme quantities: 2 x 2^62 milli-CPU is refused or infeasible, not 
 
 TEST_CASE("extreme quantities: a job of more than kMaxJobTasks tasks is an error naming the group, not 10^9 placements") {
   const ClusterState base = small_cluster();
-  Job job;
-  job.job_name = "wide";
-  TaskGroupSpec group;
-  group.name = "zero-sized";
-  group.replicas = kMax32 / 2 + 1;  // tasks that ask for nothing fit anywhere, again and again
-  job.groups.push_back(group);
+  // Tasks that ask for nothing fit anywhere, again and again.
+  Job job = one_group_job("wide", "zero-sized", kMax32 / 2 + 1, TaskShape{});
   auto c = compile_job(base, job);
   REQUIRE_FALSE(c.ok());
   CHECK(c.error().code == ErrorCode::kLimit);
