@@ -22,11 +22,7 @@ namespace {
 std::vector<std::string_view> split_lines(std::string_view text) { return detail::text_lines(text); }
 
 // A line or a token as messages show it: short, control characters escaped.
-std::string trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return detail::shown(s, 80);
-}
+std::string trimmed(std::string_view s) { return detail::shown(detail::trim(s), 80); }
 
 Error too_big(std::string_view what, std::size_t size) {
   return Error{fmt::format("{}: {} bytes, more than the limit of {} for nvidia-smi text", what, size, detail::kMaxTextBytes),

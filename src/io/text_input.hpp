@@ -32,7 +32,6 @@ inline std::vector<std::string_view> text_lines(std::string_view text) {
   return lines;
 }
 
-// Text readers refuse more than this (nvidia-smi prints a few KiB; a GiB is no longer its output).
 // `s` without leading and trailing blanks (space, tab, CR, LF, VT, FF: what isspace() says in the C locale).
 inline std::string_view trim(std::string_view s) {
   constexpr std::string_view blanks = " \t\r\n\v\f";
@@ -41,6 +40,7 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Text readers refuse more than this (nvidia-smi prints a few KiB; a GiB is no longer its output).
 inline constexpr std::size_t kMaxTextBytes = std::size_t{64} << 20;
 
 }  // namespace gpusched::io::detail

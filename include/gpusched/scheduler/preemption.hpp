@@ -44,6 +44,8 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"

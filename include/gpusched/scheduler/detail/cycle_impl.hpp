@@ -137,6 +137,7 @@ struct CycleRun {
   std::vector<std::size_t> running_queue;  // queue index of each running job (0 without queues)
   std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
+  std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
   std::vector<FailedShape> failed;
   // Preemption searches that found nothing, by queue and priority: a job of that queue with no more
   // priority asking for at least as much finds nothing either (evictions and starts during the
@@ -495,33 +496,40 @@ struct CycleRun {
     const std::int64_t need_gpu = gpu_total(need);
     const bool within_nominal = fair && book->within_nominal(q, need);
     const std::string& cohort = fair ? queues[q].cohort : std::string();
+    if (!victim_facts) victim_facts = running_facts(running, now, options.preemption.min_runtime);
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
     const double wq = fair ? queues[q].weight : 1.0;
     for (const std::string& by : pending[p].evicted_by)
       for (std::size_t j = 0; j < running.size(); ++j)
         if (running[j].name == by) mark[j] = kExcludedVictim;
+    // What the rules below ask of a victim's queue, once per queue, not once per running job.
+    const std::size_t nq = fair ? queues.size() : 0;
+    std::vector<std::uint8_t> borrows_in_cohort(nq, 0), above_nominal(nq, 0);
+    for (std::size_t v = 0; v < nq; ++v) {
+      if (v == q) continue;
+      if (options.reclaim_within_cohort != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
+          queues[v].cohort == cohort) {
+        const Amounts borrowed = book->borrowed(v);
+        for (Eigen::Index k = 0; k < dims; ++k)
+          if (borrowed[k] > 0 && (d < 0 || k == d)) borrows_in_cohort[v] = 1;
+      }
+      above_nominal[v] = options.fair_share_reclaim && !within_own_nominal(v);
+    }
     for (std::size_t j = 0; j < running.size(); ++j) {
       if (mark[j] == kExcludedVictim) continue;
       const std::size_t v = running_queue[j];
       if (!fair || v == q) continue;
-      const RunningJob& r = running[j];
-      if (options.reclaim_within_cohort != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
-          queues[v].cohort == cohort &&
+      const RunningFacts::Job& r = victim_facts->jobs[j];
+      // Kueue's reclaim within a cohort: the victim's queue borrows, the preemptor's is within its nominal quota.
+      if (borrows_in_cohort[v] &&
           (options.reclaim_within_cohort == CohortReclaim::kAny || r.priority < job.priority)) {
-        const Amounts borrowed = book->borrowed(v);
-        bool borrowing = false;
-        for (Eigen::Index k = 0; k < dims; ++k)
-          if (borrowed[k] > 0 && (d < 0 || k == d)) borrowing = true;
-        if (borrowing) {
-          mark[j] = kReclaimableVictim;
-          why[j] = EvictionReason::kCohortReclaim;
-          continue;
-        }
+        mark[j] = kReclaimableVictim;
+        why[j] = EvictionReason::kCohortReclaim;
+        continue;
       }
-      if (options.fair_share_reclaim && !within_own_nominal(v)) {
-        std::int64_t held = 0;
-        for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
+      if (above_nominal[v]) {
+        const std::int64_t held = r.whole.freed_milli;
         // (used_q + need) / w_q <= (used_v - held) / w_v: after the swap the preemptor's queue is
         // still no further above its share than the victim's, so the reverse swap is never allowed.
         const double after_q = static_cast<double>(queue_gpu_used[q] + need_gpu) / wq;
@@ -545,7 +553,7 @@ struct CycleRun {
     }
     PreemptionOptions po = options.preemption;
     po.classify_refusal = false;  // the placement's own verdict stands (see below)
-    PreemptionPlan plan = find_victims(state, pre, running, now, po, mark);
+    PreemptionPlan plan = find_victims_with(state, pre, running, *victim_facts, po, mark);
     out.stats.placements_tried += plan.placements_tried;
     // Not placed: the placement's own verdict stands (find_victims' "infeasible" counts only the
     // running jobs, not the jobs this cycle has started).

@@ -86,6 +86,32 @@ inline void release_units(ClusterState& state, std::span<const RunningJob> runni
   }
 }
 
+// What the search reads of the running jobs, computed once for a set of running jobs at one time:
+// the scheduling cycle searches for many preemptors over the same jobs, and reading tens of
+// thousands of RunningJob records (names, task vectors) per search was most of a cycle's time.
+struct RunningFacts {
+  struct Job {
+    bool runnable_victim = false;  // preemptible, has tasks, and has run options.min_runtime
+    std::int32_t priority = 0;
+    Seconds queued_since = 0, start_time = 0;
+    std::uint32_t queue = 0;       // index into queues
+    std::uint32_t first_node = 0;  // its tasks' nodes: task_nodes[first_node, + tasks.size())
+    CandidateUnit shrink;          // count 0: not elastic
+    CandidateUnit whole;
+  };
+  std::vector<Job> jobs;
+  std::vector<NodeId> task_nodes;
+  std::unordered_map<std::string_view, std::uint32_t> queues;  // the running jobs' queue names (views into them)
+
+  // The index of queue `name` among the running jobs' queues; none: no running job is in it.
+  std::uint32_t queue_index(std::string_view name) const {
+    const auto it = queues.find(name);
+    return it == queues.end() ? std::numeric_limits<std::uint32_t>::max() : it->second;
+  }
+};
+
+inline RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime);
+
 }  // namespace detail
 
 inline std::int64_t Victim::cost() const {
@@ -109,25 +135,76 @@ inline std::int64_t restart_work(const RunningJob& job, std::size_t first, std::
   return total;
 }
 
+namespace detail {
+
+// The queue rules for a job that may be a victim at all (preemptible, running, old enough).
+inline bool eligible_by_rules(bool same_queue, std::int32_t priority, Seconds queued_since, const Preemptor& preemptor,
+                              const PreemptionOptions& options, bool reclaimable) {
+  if (!same_queue) return reclaimable;
+  switch (options.within_queue) {
+    case WithinQueue::kNever: return reclaimable;
+    case WithinQueue::kLowerPriority: return priority < preemptor.priority || reclaimable;
+    case WithinQueue::kLowerOrNewerEqualPriority:
+      return priority < preemptor.priority ||
+             (priority == preemptor.priority && queued_since > preemptor.submit_time) || reclaimable;
+  }
+  return false;
+}
+
+inline RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime) {
+  RunningFacts out;
+  out.jobs.resize(running.size());
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    const RunningJob& job = running[j];
+    RunningFacts::Job& f = out.jobs[j];
+    f.runnable_victim = job.preemptible && !job.tasks.empty() && now - job.start_time >= min_runtime;
+    f.priority = job.priority;
+    f.queue = out.queues.try_emplace(job.queue, static_cast<std::uint32_t>(out.queues.size())).first->second;
+    f.queued_since = job.queued_since();
+    f.start_time = job.start_time;
+    f.first_node = static_cast<std::uint32_t>(out.task_nodes.size());
+    for (const RunningTask& t : job.tasks) out.task_nodes.push_back(t.assignment.node);
+    auto unit = [&](std::uint32_t first, std::uint32_t count, bool whole) {
+      CandidateUnit u{j, first, count, whole, lost_work(job, first, count, now), whole ? restart_work(job, first, count) : 0,
+                      0, 0};
+      u.cost = saturating_add(u.lost, u.restart);
+      for (std::uint32_t t = first; t < first + count; ++t)
+        u.freed_milli = saturating_add(u.freed_milli, held_milli(job.tasks[t].assignment));
+      return u;
+    };
+    const auto n = static_cast<std::uint32_t>(job.tasks.size());
+    if (job.elastic()) f.shrink = unit(static_cast<std::uint32_t>(job.min_tasks), n - static_cast<std::uint32_t>(job.min_tasks), false);
+    f.whole = unit(0, n, true);
+  }
+  return out;
+}
+
+inline PreemptionPlan find_victims_with(ClusterState& state, const Preemptor& preemptor,
+                                        std::span<const RunningJob> running, const RunningFacts& facts,
+                                        const PreemptionOptions& options, std::span<const std::uint8_t> reclaimable);
+
+}  // namespace detail
+
 inline bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, Seconds now,
                             const PreemptionOptions& options, bool reclaimable) {
   if (!job.preemptible || job.tasks.empty()) return false;
   if (now - job.start_time < options.min_runtime) return false;
-  if (job.queue != preemptor.queue) return reclaimable;
-  switch (options.within_queue) {
-    case WithinQueue::kNever: return reclaimable;
-    case WithinQueue::kLowerPriority: return job.priority < preemptor.priority || reclaimable;
-    case WithinQueue::kLowerOrNewerEqualPriority:
-      return job.priority < preemptor.priority ||
-             (job.priority == preemptor.priority && job.queued_since() > preemptor.submit_time) || reclaimable;
-  }
-  return false;
+  return detail::eligible_by_rules(job.queue == preemptor.queue, job.priority, job.queued_since(), preemptor, options,
+                                   reclaimable);
 }
 
 inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor,
                                    std::span<const RunningJob> running, Seconds now,
                                    const PreemptionOptions& options, std::span<const std::uint8_t> reclaimable) {
-  using detail::CandidateUnit;
+  return detail::find_victims_with(state, preemptor, running, detail::running_facts(running, now, options.min_runtime),
+                                   options, reclaimable);
+}
+
+// `facts` is running_facts(running, now, options.min_runtime).
+inline PreemptionPlan detail::find_victims_with(ClusterState& state, const Preemptor& preemptor,
+                                                std::span<const RunningJob> running, const RunningFacts& facts,
+                                                const PreemptionOptions& options,
+                                                std::span<const std::uint8_t> reclaimable) {
   PreemptionPlan plan;
   if (preemptor.spec == nullptr || preemptor.spec->groups.empty()) {
     plan.verdict = Verdict::kInvalid;
@@ -144,32 +221,23 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
         useful[n] = 1;
         break;
       }
-  auto on_useful_node = [&](const RunningJob& job, std::size_t first, std::size_t count) {
-    for (std::size_t t = first; t < first + count; ++t) {
-      const NodeId n = job.tasks[t].assignment.node;
+  auto on_useful_node = [&](const RunningFacts::Job& f, const CandidateUnit& u) {
+    for (std::uint32_t t = u.first; t < u.first + u.count; ++t) {
+      const NodeId n = facts.task_nodes[f.first_node + t];
       if (n < useful.size() && useful[n]) return true;
     }
     return false;
   };
 
+  const std::uint32_t preemptor_queue = facts.queue_index(preemptor.queue);
   std::vector<CandidateUnit> units;
   for (std::size_t j = 0; j < running.size(); ++j) {
-    const RunningJob& job = running[j];
-    if (j < reclaimable.size() && reclaimable[j] == kExcludedVictim) continue;
+    const RunningFacts::Job& f = facts.jobs[j];
+    if (!f.runnable_victim || (j < reclaimable.size() && reclaimable[j] == kExcludedVictim)) continue;
     const bool reclaim = j < reclaimable.size() && reclaimable[j] == kReclaimableVictim;
-    if (!eligible_victim(job, preemptor, now, options, reclaim)) continue;
-    const auto n = static_cast<std::uint32_t>(job.tasks.size());
-    auto add = [&](std::uint32_t first, std::uint32_t count, bool whole) {
-      if (!on_useful_node(job, first, count)) return;
-      CandidateUnit u{j, first, count, whole, lost_work(job, first, count, now),
-                      whole ? restart_work(job, first, count) : 0, 0, 0};
-      u.cost = detail::saturating_add(u.lost, u.restart);
-      for (std::uint32_t t = first; t < first + count; ++t)
-        u.freed_milli = detail::saturating_add(u.freed_milli, detail::held_milli(job.tasks[t].assignment));
-      units.push_back(u);
-    };
-    if (job.elastic()) add(static_cast<std::uint32_t>(job.min_tasks), n - static_cast<std::uint32_t>(job.min_tasks), false);
-    add(0, n, true);
+    if (!eligible_by_rules(f.queue == preemptor_queue, f.priority, f.queued_since, preemptor, options, reclaim)) continue;
+    if (f.shrink.count > 0 && on_useful_node(f, f.shrink)) units.push_back(f.shrink);
+    if (on_useful_node(f, f.whole)) units.push_back(f.whole);
   }
   plan.candidates = units.size();
 
@@ -271,7 +339,7 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
       std::vector<std::int64_t> node_cost(state.node_count(), 0), node_freed(state.node_count(), 0);
       for (const CandidateUnit& u : units) {
         if (!u.whole) continue;
-        const NodeId n = running[u.job].tasks[u.first].assignment.node;
+        const NodeId n = facts.task_nodes[facts.jobs[u.job].first_node + u.first];
         if (n >= node_cost.size()) continue;
         node_cost[n] = detail::saturating_add(node_cost[n], u.cost);
         node_freed[n] = detail::saturating_add(node_freed[n], u.freed_milli);
@@ -282,32 +350,53 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
         node_rank[n] = (enough ? 0.0 : 1e30) + static_cast<double>(node_cost[n]) / static_cast<double>(node_freed[n]);
       }
     }
-    auto rank_of = [&](const CandidateUnit& u) {
-      const NodeId n = running[u.job].tasks[u.first].assignment.node;
-      return n < node_rank.size() ? node_rank[n] : 0.0;
+    // The order's key per unit, computed once; fields a mode does not use stay 0, so they tie.
+    struct OrderKey {
+      bool whole;
+      double rank;
+      NodeId node;
+      std::int64_t cost;
+      std::int64_t priority;
+      Seconds start;
+      std::size_t unit;
     };
-    std::vector<std::size_t> order = all;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const CandidateUnit& x = units[a];
-      const CandidateUnit& y = units[b];
-      if (x.whole != y.whole) return !x.whole;
-      if (options.checkpoint_aware && x.whole) {
-        const double rx = rank_of(x), ry = rank_of(y);
-        if (rx != ry) return rx < ry;
-        const NodeId nx = running[x.job].tasks[x.first].assignment.node, ny = running[y.job].tasks[y.first].assignment.node;
-        if (nx != ny) return nx < ny;
+    std::vector<OrderKey> keys;
+    keys.reserve(units.size());
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      const CandidateUnit& x = units[u];
+      const RunningFacts::Job& f = facts.jobs[x.job];
+      OrderKey k{x.whole, 0.0, 0, 0, f.priority, f.start_time, u};
+      if (options.checkpoint_aware) {
+        if (x.whole) {
+          k.node = facts.task_nodes[f.first_node + x.first];
+          k.rank = k.node < node_rank.size() ? node_rank[k.node] : 0.0;
+        }
+        k.cost = x.cost;
       }
-      if (options.checkpoint_aware && x.cost != y.cost) return x.cost < y.cost;
-      const RunningJob& jx = running[x.job];
-      const RunningJob& jy = running[y.job];
-      if (jx.priority != jy.priority) return jx.priority < jy.priority;
-      if (jx.start_time != jy.start_time) return jx.start_time > jy.start_time;
-      return a < b;
-    });
+      keys.push_back(k);
+    }
+    // "a after b": the heap's comparison, so the heap's top is the first unit in order. Shrinks
+    // first, then (checkpoint-aware) node rank, node and cost, then lower priority, later start,
+    // lower index.
+    auto after = [](const OrderKey& a, const OrderKey& b) {
+      if (a.whole != b.whole) return a.whole;
+      if (a.rank != b.rank) return a.rank > b.rank;
+      if (a.node != b.node) return a.node > b.node;
+      if (a.cost != b.cost) return a.cost > b.cost;
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.start != b.start) return a.start < b.start;
+      return a.unit > b.unit;
+    };
+    // A heap, not a sort: the loop below usually stops after a few hundred of tens of thousands of
+    // candidates, so the order is produced lazily (O(n) to build, O(log n) per unit taken).
+    std::make_heap(keys.begin(), keys.end(), after);
     std::vector<std::uint8_t> job_released(running.size(), 0);  // 1: shed tasks, 2: all tasks
     std::size_t since_bound = 0, next_check = 1;
     bool found = false;
-    for (std::size_t u : order) {
+    while (!keys.empty()) {
+      std::pop_heap(keys.begin(), keys.end(), after);
+      const std::size_t u = keys.back().unit;
+      keys.pop_back();
       const CandidateUnit& unit = units[u];
       const RunningJob& job = running[unit.job];
       const std::uint8_t level = unit.whole ? 2 : 1;
