@@ -24,4 +24,8 @@ void check_result(const Result<T>& r) {
   if (!r.ok() && (r.error().message.empty() || r.error().message.size() > 4096)) std::abort();
 }
 
+inline void check_result(const Status& s) {
+  if (!s.ok() && (s.error().message.empty() || s.error().message.size() > 4096)) std::abort();
+}
+
 }  // namespace gpusched::fuzz

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,14 +23,19 @@
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/alibaba_trace.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
+#include "gpusched/io/task_records.hpp"
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
 #include "gpusched/sim/packing_experiment.hpp"
+#include "gpusched/sim/sim_report.hpp"
+#include "gpusched/sim/sweep.hpp"
 #include "gpusched/topology/gpu_picker.hpp"
 #include "gpusched/topology/node_topology.hpp"
+#include "io/decision_json.hpp"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -106,21 +112,6 @@ struct PyPlacement {
   }
 };
 
-json reasons_json(const std::vector<Reason>& reasons, const CompiledJob& job) {
-  json out = json::array();
-  for (const Reason& r : reasons) {
-    json item{{"kind", std::string(reason_name(r.kind))}, {"text", to_string(r)}};
-    if (r.unit != Unit::kNone) item["unit"] = std::string(unit_name(r.unit));
-    if (r.needed >= 0) item["needed"] = r.needed;
-    if (r.available >= 0) item["available"] = r.available;
-    if (r.count > 0) item["count"] = r.count;
-    if (r.subject >= 0 && static_cast<std::size_t>(r.subject) < job.groups.size())
-      item["group"] = job.groups[static_cast<std::size_t>(r.subject)].name;
-    out.push_back(std::move(item));
-  }
-  return out;
-}
-
 PyPlacement make_placement(const ClusterState& state, const CompiledJob& job, Verdict verdict,
                            const std::vector<TaskPlacement>& tasks, std::string message,
                            const std::vector<Reason>& reasons) {
@@ -129,22 +120,11 @@ PyPlacement make_placement(const ClusterState& state, const CompiledJob& job, Ve
   p.verdict = verdict;
   p.message = std::move(message);
   if (verdict == Verdict::kPlaced) {
-    for (const auto& t : tasks) {
-      const auto& a = t.assignment;
-      PyPlacement::Task task{job.groups[t.group].name, static_cast<std::int32_t>(t.replica),
-                             std::string(state.node_name(a.node)), {a.gpus.begin(), a.gpus.end()}, static_cast<std::int32_t>(a.gpu_milli), {}, -1};
-      if (a.is_mig() && !a.gpus.empty()) {
-        const auto g = state.mig_gpu(a.node, a.gpus.front());
-        if (g != mig::kNoGpu) {
-          const auto& spec = state.mig().spec_of(g);
-          task.mig_profile = spec.profiles[static_cast<std::size_t>(a.mig_profile)].name;
-        }
-        task.mig_start = a.mig_start;
-      }
-      p.tasks.push_back(std::move(task));
-    }
+    for (auto& t : io::task_records(state, job, tasks))
+      p.tasks.push_back({std::move(t.group), t.replica, std::move(t.node_name), std::move(t.gpus), t.gpu_milli,
+                         std::move(t.mig_profile), t.mig_start});
   } else {
-    p.reasons = reasons_json(reasons, job);
+    p.reasons = io::detail::reasons_json(reasons, &job);
   }
   return p;
 }
@@ -357,6 +337,76 @@ std::string bench_packing(const std::string& nodes_csv, const std::string& pods_
   return sim::report_json(*report);
 }
 
+// One scheduling cycle (io::cycle_run): the `gpusched cycle --format json` document. Keeps the GIL:
+// the cycle changes the cluster, which other Python threads may use.
+std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queues, const std::string& running,
+                       std::int64_t now, const std::string& options, bool dry_run) {
+  auto o = io::read_cycle_options_json(options, "options");
+  if (!o) raise(o.error());
+  o->dry_run = o->dry_run || dry_run;
+  auto run = io::cycle_run(c.state, jobs.doc, queues, running, now, *o);
+  if (!run) raise(run.error());
+  return io::write_cycle_json(c.state, *run);
+}
+
+std::string default_data_dir();
+
+// A simulation sweep (sim::run_sweep) and its report's JSON ({"sweep", "runs"}); the GIL is released
+// while it runs.
+std::string simulate_json(std::vector<std::string> traces, std::vector<std::string> policies, std::vector<std::uint64_t> seeds,
+                          std::map<std::string, std::string> documents, std::size_t nodes, std::int32_t gpus_per_node,
+                          const std::string& model, std::int64_t checkpoint_interval, std::int64_t restart_cost,
+                          std::int32_t queues, std::int32_t priorities, double estimate_error, double elastic,
+                          double mtbf_hours, double mttr_hours, std::int64_t cycle_period) {
+  if (traces.empty()) throw py::value_error("trace: expected at least one trace");
+  if (policies.empty()) throw py::value_error("policies: expected at least one policy");
+  if (seeds.empty()) throw py::value_error("seeds: expected at least one seed");
+  auto positive = [](std::int64_t v, const char* name) {
+    if (v < 1) throw py::value_error(fmt::format("{}: expected a positive integer, got {}", name, v));
+  };
+  auto non_negative = [](double v, const char* name) {
+    if (!(v >= 0)) throw py::value_error(fmt::format("{}: expected a non-negative number, got {}", name, v));
+  };
+  positive(gpus_per_node, "gpus_per_node");
+  positive(queues, "queues");
+  positive(priorities, "priorities");
+  positive(cycle_period, "cycle_period");
+  non_negative(static_cast<double>(checkpoint_interval), "checkpoint_interval");
+  non_negative(static_cast<double>(restart_cost), "restart_cost");
+  non_negative(estimate_error, "estimate_error");
+  non_negative(mtbf_hours, "mtbf_hours");
+  if (!(mttr_hours > 0)) throw py::value_error(fmt::format("mttr_hours: expected a positive number, got {}", mttr_hours));
+  if (!(elastic >= 0 && elastic <= 1)) throw py::value_error(fmt::format("elastic: expected a share in [0, 1], got {}", elastic));
+  if (!GpuModelRegistry::builtin().find(model)) throw py::value_error(fmt::format("model: unknown GPU model \"{}\"", model));
+  sim::SweepOptions o;
+  o.traces = std::move(traces);
+  o.policies = std::move(policies);
+  o.seeds = std::move(seeds);
+  o.documents = std::move(documents);
+  o.nodes = nodes;
+  o.gpus_per_node = gpus_per_node;
+  o.model = model;
+  o.checkpoint_interval = checkpoint_interval;
+  o.restart_cost = restart_cost;
+  o.queues = queues;
+  o.priorities = priorities;
+  o.estimate_error = estimate_error;
+  o.elastic = elastic;
+  o.mtbf_hours = mtbf_hours;
+  o.mttr_hours = mttr_hours;
+  o.cycle_period = cycle_period;
+  o.data_dir = default_data_dir();
+  Result<sim::SweepReport> report = Error("not run");
+  {
+    py::gil_scoped_release release;  // a long run: other Python threads go on
+    auto runs = sim::run_sweep(o);
+    if (!runs) report = runs.error();
+    else report = sim::sweep_report(sim::sweep_description(o), std::move(runs->records));
+  }
+  if (!report) raise(report.error());
+  return report->json;
+}
+
 std::string default_data_dir() {
   if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;
   if (std::filesystem::exists(GPUSCHED_DATA_DIR)) return GPUSCHED_DATA_DIR;
@@ -471,7 +521,11 @@ PYBIND11_MODULE(_core, m) {
             return io::write_fairshare_json(*run);
           },
           py::arg("queues"), py::arg("jobs"), py::arg("now") = py::none(),
-          "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.");
+          "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.")
+      .def("cycle_json", &cycle_json, py::arg("jobs"), py::arg("queues"), py::arg("running"), py::arg("now"),
+           py::arg("options") = "", py::arg("dry_run") = false,
+           "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
+           "keeps the running jobs and the decisions unless dry_run.");
 
   m.def("policy_names", [] {
     std::vector<std::string> out;
@@ -484,5 +538,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("bench_packing_json", &bench_packing, py::arg("nodes_csv"), py::arg("pods_csv"), py::arg("name"),
         py::arg("policies"), py::arg("seeds"), py::arg("ratio") = 1.3, py::arg("lower_bound") = true,
         py::arg("threads") = 0u, "The bench-packing experiment over one trace, as its JSON report.");
+  m.def("simulate_json", &simulate_json, py::arg("traces"), py::arg("policies"), py::arg("seeds"), py::arg("documents"),
+        py::arg("nodes"), py::arg("gpus_per_node"), py::arg("model"), py::arg("checkpoint_interval"),
+        py::arg("restart_cost"), py::arg("queues"), py::arg("priorities"), py::arg("estimate_error"), py::arg("elastic"),
+        py::arg("mtbf_hours"), py::arg("mttr_hours"), py::arg("cycle_period"),
+        "A simulation sweep (docs/simulate.md) as the JSON text of its report.");
   m.def("default_data_dir", &default_data_dir, "Where the shipped traces are ($GPUSCHED_DATA_DIR first).");
 }

@@ -25,7 +25,8 @@ from . import _core
 
 __all__ = [
     "Cluster", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
-    "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir",
+    "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
+    "simulate", "simulate_frame", "samples_frame",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -63,6 +64,117 @@ def fairshare(cluster: Cluster, queues: Source, jobs: Union[Jobs, Source], now: 
     if not isinstance(jobs, Jobs):
         jobs = load_jobs(jobs)
     return json.loads(cluster.fairshare_json(queues_text, jobs, now))
+
+
+def _optional_text(source: Optional[Source], what: str) -> str:
+    """JSON text of an optional document ("" for None)."""
+    return "" if source is None else _text(source, what)[0]
+
+
+def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
+          running: Optional[Source] = None, now: int = 0, dry_run: bool = False, **options: Any) -> dict:
+    """One scheduling cycle at time ``now`` (docs/cycle.md), as ``gpusched cycle`` runs it.
+
+    ``cluster`` describes the nodes *without* the running jobs; ``running`` (a dict, list or path in
+    the jobs format plus ``start_time`` and ``placement``) lists them and their tasks are reserved on
+    it; ``jobs`` are the pending jobs (with ``runtime_estimate``, ``not_before``, ... when known);
+    ``queues`` the queues document of docs/fairness.md (None: one queue, priority then submit time).
+    ``options`` are the cycle's knobs: ``preempt`` (True), ``within_queue`` ('lower', 'never',
+    'lower-or-newer'), ``reclaim_within_cohort`` ('any', 'lower', 'never'), ``fair_share_reclaim``
+    (True), ``grow`` (True), ``min_runtime`` (0), ``backfill`` ('easy', 'conservative', 'none'),
+    ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500).
+
+    Returns the dict of ``gpusched cycle --format json``: "starts" (job, queue, priority, tasks with
+    node and GPUs), "evictions" and "shrinks" (job, for, reason, lost GPU-seconds), "grows",
+    "reservations", "nominations", and "pending" (every job that waits, with verdict, message and
+    structured reasons). ``to_frame(result["pending"])`` makes a table of it.
+
+    Unless ``dry_run`` the cluster keeps the running jobs' tasks and the decisions (evictions
+    released, starts and grows reserved). Bad input raises ValueError naming the field
+    (``running: jobs[0].placement[0].node: no node named "x"``); a job that waits is not an error.
+    """
+    if not isinstance(jobs, Jobs):
+        jobs = load_jobs(jobs)
+    text = cluster.cycle_json(jobs, _optional_text(queues, "queues"), _optional_text(running, "running"), int(now),
+                              json.dumps(options) if options else "", dry_run)
+    return json.loads(text)
+
+
+def _cluster_cycle(self: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
+                   running: Optional[Source] = None, now: int = 0, dry_run: bool = False, **options: Any) -> dict:
+    return cycle(self, jobs, queues, running, now, dry_run, **options)
+
+
+_cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, **options): " \
+                         "gpusched.cycle on this cluster.\n\n" + (cycle.__doc__ or "")
+Cluster.cycle = _cluster_cycle
+
+
+def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[str] = ("fifo", "easy"),
+             seeds: Iterable[int] = (42,), *, jobs: Optional[Source] = None, nodes: int = 0, gpus_per_node: int = 8,
+             model: str = "V100M32", checkpoint_interval: int = 1800, restart_cost: int = 60, queues: int = 4,
+             priorities: int = 1, estimate_error: float = 1.0, elastic: float = 0.0, mtbf_hours: float = 0.0,
+             mttr_hours: float = 2.0, cycle_period: int = 60) -> dict:
+    """Replays job traces through time under scheduling policies (docs/simulate.md).
+
+    ``trace`` is a spec or a list of them: "itp:01" .. "itp:10" (Microsoft ITP, the shipped
+    ElasticFlow release), "alibaba:NAME" (a shipped Alibaba v2023 pod list), "synthetic:N", or a
+    path to a job file in the generic format (.json, else CSV). ``jobs`` gives a jobs document of
+    that format directly (a dict ``{"jobs": [{"name", "submit", "duration", "gpus", ...}]}``, a list,
+    or a path); it is the trace named "jobs" (the default trace when given, else "itp:10").
+    ``policies`` are names like "fifo", "greedy", "easy", "conservative", "priority", "drf", "las",
+    "srtf" with modifiers ("+ckpt", "+topo", "+energy", "+preempt", "+simbf"); ``seeds`` seed what
+    the trace lacks (queues, priorities, estimates: docs/simulate.md) and failures. ``nodes`` = 0
+    takes the trace's own cluster (ITP: the paper's; a jobs document or file: 16 nodes of
+    ``gpus_per_node`` ``model`` GPUs).
+
+    Returns the report: {"sweep": {...}, "runs": [one record per trace x policy x seed: "trace",
+    "policy", "seed", "metrics" (jct_mean_s, wait_mean_s, utilisation_mean, ...), "conservation"
+    (holds, delivered_milli_gpu_s, ...), "samples" (time_s, utilisation, queue_length,
+    fragmentation), "jct_quantiles_s"]}. ``simulate_frame`` and ``samples_frame`` tabulate it.
+    Runs with the GIL released (other Python threads go on).
+    """
+    documents = {}
+    if jobs is not None:
+        documents["jobs"] = _text(jobs, "jobs")[0]
+    if trace is None:
+        traces = ["jobs"] if jobs is not None else ["itp:10"]
+    elif isinstance(trace, (str, os.PathLike)):
+        traces = [os.fspath(trace)]
+    else:
+        traces = [os.fspath(t) for t in trace]
+    if isinstance(policies, str):
+        policies = [p for p in policies.split(",") if p]
+    report = _core.simulate_json(traces, list(policies), [int(s) for s in seeds], documents, int(nodes),
+                                 int(gpus_per_node), model, int(checkpoint_interval), int(restart_cost), int(queues),
+                                 int(priorities), float(estimate_error), float(elastic), float(mtbf_hours),
+                                 float(mttr_hours), int(cycle_period))
+    return json.loads(report)
+
+
+def simulate_frame(report: Mapping[str, Any]):
+    """One row per run of a simulate report: trace, policy, seed, every metric, and whether the
+    conservation check holds."""
+    rows = []
+    for r in report["runs"]:
+        row = {"trace": r["trace"], "policy": r["policy"], "seed": r["seed"]}
+        row.update(r["metrics"])
+        row["conservation_holds"] = r["conservation"]["holds"]
+        rows.append(row)
+    return to_frame(rows)
+
+
+def samples_frame(report: Mapping[str, Any]):
+    """The samples over time of every run of a simulate report, one row per (run, sample): trace,
+    policy, seed, time_s, utilisation, queue_length, fragmentation."""
+    rows = []
+    for r in report["runs"]:
+        s = r["samples"]
+        for i, t in enumerate(s["time_s"]):
+            rows.append({"trace": r["trace"], "policy": r["policy"], "seed": r["seed"], "time_s": t,
+                         "utilisation": s["utilisation"][i], "queue_length": s["queue_length"][i],
+                         "fragmentation": s["fragmentation"][i]})
+    return to_frame(rows)
 
 
 def topology_pick(nvidia_smi_topo: Union[str, "os.PathLike[str]"], gpus: int, free: Optional[Iterable[int]] = None,

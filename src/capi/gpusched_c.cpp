@@ -24,9 +24,12 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
+#include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/fairshare_json.hpp"
+#include "gpusched/io/task_records.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
+#include "io/decision_json.hpp"
 
 #ifndef GPUSCHED_VERSION_STRING
 #error "GPUSCHED_VERSION_STRING is set by the build (the project's version)"
@@ -69,6 +72,29 @@ struct gpusched_result {
   nlohmann::json extra;    // gang: method, placed per group, effort, domain
   mutable std::once_flag json_once;
   mutable std::string json;
+};
+
+struct gpusched_cycle_result {
+  struct Start {
+    std::string job;
+    std::size_t index = 0;
+    std::vector<gpusched_result::Task> tasks;
+  };
+  struct Eviction {
+    std::string job, for_job, reason;
+    bool whole = true;
+    double lost_gpu_seconds = 0;
+  };
+  struct Waiting {
+    std::string job;
+    std::size_t index = 0;
+    gpusched_verdict verdict = GPUSCHED_NOT_NOW;
+    std::string message;
+  };
+  std::vector<Start> starts;
+  std::vector<Eviction> evictions;
+  std::vector<Waiting> waiting;
+  std::string json;
 };
 
 struct gpusched_order {
@@ -215,20 +241,57 @@ gpusched_verdict verdict_of(gpusched::Verdict v) {
   return GPUSCHED_INVALID;
 }
 
-// The structured reasons as `gpusched place --format json` writes them.
-json reasons_json(const std::vector<gpusched::Reason>& reasons, const gpusched::CompiledJob& job) {
-  json out = json::array();
-  for (const gpusched::Reason& r : reasons) {
-    json item{{"kind", std::string(gpusched::reason_name(r.kind))}, {"text", gpusched::to_string(r)}};
-    if (r.unit != gpusched::Unit::kNone) item["unit"] = std::string(gpusched::unit_name(r.unit));
-    if (r.needed >= 0) item["needed"] = r.needed;
-    if (r.available >= 0) item["available"] = r.available;
-    if (r.count > 0) item["count"] = r.count;
-    if (r.subject >= 0 && static_cast<std::size_t>(r.subject) < job.groups.size())
-      item["group"] = job.groups[static_cast<std::size_t>(r.subject)].name;
-    out.push_back(std::move(item));
+// A task record as the C API hands it out.
+gpusched_result::Task c_task(gpusched::io::TaskRecord&& t) {
+  gpusched_result::Task task;
+  task.group = std::move(t.group);
+  task.replica = t.replica;
+  task.node = t.node;
+  task.node_name = std::move(t.node_name);
+  task.gpus = std::move(t.gpus);
+  task.gpu_milli = t.gpu_milli;
+  task.mig_start = t.mig_start;
+  return task;
+}
+
+void fill_task(const gpusched_result::Task& t, gpusched_task* out) {
+  out->group = t.group.c_str();
+  out->replica = t.replica;
+  out->node = t.node;
+  out->node_name = t.node_name.c_str();
+  out->gpu_count = t.gpus.size();
+  out->gpus = t.gpus.empty() ? nullptr : t.gpus.data();
+  out->gpu_milli = t.gpu_milli;
+  out->mig_start = t.mig_start;
+}
+
+// The cycle's decisions as the C API hands them out (names copied, tasks as records, the JSON
+// document written now: the state may change after the call).
+std::unique_ptr<gpusched_cycle_result> make_cycle_result(const gpusched::ClusterState& state,
+                                                         const gpusched::io::CycleRun& run) {
+  auto r = std::make_unique<gpusched_cycle_result>();
+  for (const gpusched::scheduler::Start& s : run.decisions.starts) {
+    gpusched_cycle_result::Start start;
+    start.job = s.job;
+    start.index = s.pending;
+    const gpusched::CompiledJob& job = run.inputs.pending[s.pending].job;
+    // Tasks are by group, then replica (placed_per_group of each group).
+    std::size_t k = 0;
+    for (std::size_t g = 0; g < s.placed_per_group.size() && g < job.groups.size(); ++g)
+      for (std::int32_t rep = 0; rep < s.placed_per_group[g] && k < s.tasks.size(); ++rep, ++k)
+        start.tasks.push_back(c_task(gpusched::io::task_record(state, s.tasks[k].assignment, job.groups[g].name, rep)));
+    for (std::int32_t rep = 0; k < s.tasks.size(); ++k, ++rep)  // not counted per group: the last group's
+      start.tasks.push_back(c_task(gpusched::io::task_record(state, s.tasks[k].assignment,
+                                                             job.groups.empty() ? "" : job.groups.back().name, rep)));
+    r->starts.push_back(std::move(start));
   }
-  return out;
+  for (const gpusched::scheduler::Eviction& e : run.decisions.evictions)
+    r->evictions.push_back({e.job, e.for_job, std::string(gpusched::scheduler::eviction_reason_name(e.reason)), e.whole,
+                            static_cast<double>(e.lost_milli_gpu_seconds) / 1000.0});
+  for (const gpusched::scheduler::Waiting& w : run.decisions.waiting)
+    r->waiting.push_back({w.job, w.pending, verdict_of(w.outcome.verdict), gpusched::io::waiting_text(run.inputs, w)});
+  r->json = gpusched::io::write_cycle_json(state, run);
+  return r;
 }
 
 // The result handle of a decision: tasks (when placed), the message; the JSON entry's parts that
@@ -244,20 +307,9 @@ std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state
   r->verdict_text = gpusched::verdict_name(verdict);
   if (verdict == gpusched::Verdict::kPlaced) {
     r->tasks.reserve(tasks.size());
-    for (const auto& t : tasks) {
-      const auto& a = t.assignment;
-      gpusched_result::Task task;
-      task.group = job.groups[t.group].name;
-      task.replica = static_cast<std::int32_t>(t.replica);
-      task.node = a.node;
-      task.node_name = std::string(state.node_name(a.node));
-      task.gpus.assign(a.gpus.begin(), a.gpus.end());
-      task.gpu_milli = static_cast<std::int32_t>(a.gpu_milli);
-      task.mig_start = a.is_mig() ? a.mig_start : -1;
-      r->tasks.push_back(std::move(task));
-    }
+    for (auto& t : gpusched::io::task_records(state, job, tasks)) r->tasks.push_back(c_task(std::move(t)));
   } else {
-    r->reasons = reasons_json(reasons, job);
+    r->reasons = gpusched::io::detail::reasons_json(reasons, &job);
   }
   r->extra = std::move(extra);
   return r;
@@ -573,15 +625,7 @@ gpusched_status gpusched_result_task(const gpusched_result* result, size_t index
     need(out, "out");
     if (index >= result->tasks.size())
       fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("index: {} is out of range ({} tasks)", index, result->tasks.size()));
-    const auto& t = result->tasks[index];
-    out->group = t.group.c_str();
-    out->replica = t.replica;
-    out->node = t.node;
-    out->node_name = t.node_name.c_str();
-    out->gpu_count = t.gpus.size();
-    out->gpus = t.gpus.empty() ? nullptr : t.gpus.data();
-    out->gpu_milli = t.gpu_milli;
-    out->mig_start = t.mig_start;
+    fill_task(result->tasks[index], out);
   });
 }
 
@@ -652,5 +696,90 @@ const char* gpusched_order_pending_reason(const gpusched_order* order, size_t k)
 }
 const char* gpusched_order_json(const gpusched_order* order) { return order ? order->json.c_str() : nullptr; }
 void gpusched_order_free(gpusched_order* order) { delete order; }
+
+// ---- the scheduling cycle ----
+
+gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs, const char* queues_json,
+                               const char* running_json, int64_t now, const char* options_json, unsigned flags,
+                               gpusched_cycle_result** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(state, "state");
+    need(jobs, "jobs");
+    auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
+    if (!options) fail(options.error());
+    const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) || options->dry_run;
+    options->dry_run = false;  // the whole call is undone below unless kept
+    const std::string_view queues = queues_json ? queues_json : "", running = running_json ? running_json : "";
+    gpusched::ClusterState& s = state->state;
+    Undo undo(s);  // the running jobs' reservations and the decisions, kept only when all went well
+    auto inputs = gpusched::io::read_cycle_inputs(s, jobs->doc, queues, running);
+    if (!inputs) fail(inputs.error());
+    auto decisions = gpusched::io::run_cycle_on(s, *inputs, now, *options, queues.empty() ? "running" : "queues");
+    if (!decisions) fail(decisions.error());
+    const gpusched::io::CycleRun run{std::move(*inputs), std::move(*decisions)};
+    auto result = make_cycle_result(s, run);
+    if (!dry_run) undo.keep();
+    *out = result.release();
+  });
+}
+
+size_t gpusched_cycle_start_count(const gpusched_cycle_result* r) { return r ? r->starts.size() : 0; }
+const char* gpusched_cycle_start_job(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->starts.size() ? r->starts[k].job.c_str() : nullptr;
+}
+size_t gpusched_cycle_start_index(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->starts.size() ? r->starts[k].index : static_cast<size_t>(-1);
+}
+size_t gpusched_cycle_start_task_count(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->starts.size() ? r->starts[k].tasks.size() : 0;
+}
+gpusched_status gpusched_cycle_start_task(const gpusched_cycle_result* r, size_t k, size_t index, gpusched_task* out,
+                                          gpusched_error* err) {
+  return guarded(err, [&] {
+    need(r, "result");
+    need(out, "out");
+    if (k >= r->starts.size())
+      fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("k: {} is out of range ({} starts)", k, r->starts.size()));
+    const auto& tasks = r->starts[k].tasks;
+    if (index >= tasks.size())
+      fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("index: {} is out of range ({} tasks)", index, tasks.size()));
+    fill_task(tasks[index], out);
+  });
+}
+
+size_t gpusched_cycle_eviction_count(const gpusched_cycle_result* r) { return r ? r->evictions.size() : 0; }
+const char* gpusched_cycle_eviction_job(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->evictions.size() ? r->evictions[k].job.c_str() : nullptr;
+}
+const char* gpusched_cycle_eviction_for(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->evictions.size() ? r->evictions[k].for_job.c_str() : nullptr;
+}
+const char* gpusched_cycle_eviction_reason(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->evictions.size() ? r->evictions[k].reason.c_str() : nullptr;
+}
+int gpusched_cycle_eviction_whole(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->evictions.size() && r->evictions[k].whole ? 1 : 0;
+}
+double gpusched_cycle_eviction_lost_gpu_seconds(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->evictions.size() ? r->evictions[k].lost_gpu_seconds : 0.0;
+}
+
+size_t gpusched_cycle_waiting_count(const gpusched_cycle_result* r) { return r ? r->waiting.size() : 0; }
+const char* gpusched_cycle_waiting_job(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->waiting.size() ? r->waiting[k].job.c_str() : nullptr;
+}
+size_t gpusched_cycle_waiting_index(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->waiting.size() ? r->waiting[k].index : static_cast<size_t>(-1);
+}
+gpusched_verdict gpusched_cycle_waiting_verdict(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->waiting.size() ? r->waiting[k].verdict : GPUSCHED_INVALID;
+}
+const char* gpusched_cycle_waiting_message(const gpusched_cycle_result* r, size_t k) {
+  return r && k < r->waiting.size() ? r->waiting[k].message.c_str() : nullptr;
+}
+const char* gpusched_cycle_json(const gpusched_cycle_result* r) { return r ? r->json.c_str() : nullptr; }
+void gpusched_cycle_result_free(gpusched_cycle_result* r) { delete r; }
 
 }  // extern "C"

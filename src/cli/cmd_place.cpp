@@ -5,12 +5,15 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/k8s.hpp"
+#include "gpusched/io/task_records.hpp"
+#include "io/decision_json.hpp"
 #include "gpusched/packing/placement.hpp"
 
 namespace gpusched::cli {
@@ -84,18 +87,7 @@ nlohmann::json reasons_json(const FitDiagnosis& d) {
 
 // The one vocabulary's reasons as JSON: kind, unit, numbers, and the group they are about.
 nlohmann::json reasons_json(const std::vector<Reason>& reasons, const CompiledJob& job) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Reason& r : reasons) {
-    nlohmann::json item{{"kind", std::string(reason_name(r.kind))}, {"text", to_string(r)}};
-    if (r.unit != Unit::kNone) item["unit"] = std::string(unit_name(r.unit));
-    if (r.needed >= 0) item["needed"] = r.needed;
-    if (r.available >= 0) item["available"] = r.available;
-    if (r.count > 0) item["count"] = r.count;
-    if (r.subject >= 0 && static_cast<std::size_t>(r.subject) < job.groups.size())
-      item["group"] = job.groups[static_cast<std::size_t>(r.subject)].name;
-    out.push_back(std::move(item));
-  }
-  return out;
+  return io::detail::reasons_json(reasons, &job);
 }
 
 int run_place(const PlaceOptions& opt) {
@@ -171,21 +163,11 @@ int run_place(const PlaceOptions& opt) {
     if (p.placed()) {
       state->commit();
       nlohmann::json tasks = nlohmann::json::array();
-      for (const auto& t : p.tasks) {
-        const auto& a = t.assignment;
-        nlohmann::json gpus = nlohmann::json::array();
-        for (auto g : a.gpus) gpus.push_back(g);
-        tasks.push_back(nlohmann::json{{"group", job.groups[t.group].name},
-                         {"replica", t.replica},
-                         {"node", std::string(state->node_name(a.node))},
-                         {"gpus", gpus},
-                         {"gpu_milli", a.gpu_milli}});
-        std::string gpu_text;
-        for (auto g : a.gpus) gpu_text += fmt::format("{}{}", gpu_text.empty() ? "" : ",", g);
-        if (gpu_text.empty()) gpu_text = "-";
-        if (a.gpu_milli > 0 && a.gpu_milli < kMilliPerGpu) gpu_text += fmt::format(" ({}m)", a.gpu_milli);
-        table += fmt::format("{:<24} {:<16} {:>4}  {:<24} {}\n", job.name, job.groups[t.group].name, t.replica,
-                             state->node_name(a.node), gpu_text);
+      for (const io::TaskRecord& t : io::task_records(*state, job, p.tasks)) {
+        tasks.push_back(io::detail::placed_task_json(t));
+        std::string gpu_text = t.gpus.empty() ? "-" : fmt::format("{}", fmt::join(t.gpus, ","));
+        if (t.partial_gpu()) gpu_text += fmt::format(" ({}m)", t.gpu_milli);
+        table += fmt::format("{:<24} {:<16} {:>4}  {:<24} {}\n", job.name, t.group, t.replica, t.node_name, gpu_text);
       }
       placed.push_back(nlohmann::json{{"job", job.name}, {"queue", job.queue}, {"priority", job.priority}, {"tasks", tasks}});
       if (is_gang[j]) {

@@ -3,6 +3,7 @@
 //   gpusched simulate --trace itp:04 --policies fifo,easy,las --seeds 42-43 --out results/
 //   gpusched simulate ... --shard 1/4 --out results/       # one slice of the sweep (runs with index % 4 == 1)
 //   gpusched merge --out results/ results/shard-*.json     # the same report as the unsharded run, byte for byte
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,10 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
-#include "gpusched/io/alibaba_trace.hpp"
 #include "gpusched/sim/sim_report.hpp"
 #include "gpusched/sim/simulator.hpp"
-#include "gpusched/sim/traces.hpp"
+#include "gpusched/sim/sweep.hpp"
 
 namespace gpusched::cli {
 // A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
@@ -46,108 +46,6 @@ struct SimOptions {
   std::string format = "table";
   bool quiet = false;
 };
-
-std::vector<std::uint64_t> parse_seeds(const std::string& s) {
-  std::vector<std::uint64_t> out;
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    const std::size_t comma = s.find(',', pos);
-    const std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      const std::size_t dash = part.find('-');
-      std::size_t used = 0;
-      if (dash == std::string::npos) {
-        out.push_back(std::stoull(part, &used));
-        if (used != part.size()) throw std::invalid_argument(part);
-      } else {
-        const std::uint64_t a = std::stoull(part.substr(0, dash)), b = std::stoull(part.substr(dash + 1));
-        if (b < a || b - a > 10000) throw std::invalid_argument(part);
-        for (std::uint64_t x = a; x <= b; ++x) out.push_back(x);
-      }
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--seeds: expected N, A-B or a comma list, got \"{}\"", s));
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
-struct Loaded {
-  std::string label;
-  sim::SimCluster cluster;
-  std::vector<sim::SimJob> jobs;
-};
-
-// itp:NN, alibaba:NAME, synthetic:N, or a generic job file (.csv/.json).
-Loaded load_trace(const std::string& spec, const SimOptions& o, std::uint64_t seed) {
-  Loaded l;
-  sim::Augment aug;
-  aug.seed = seed;
-  aug.queues = o.queues;
-  aug.priorities = o.priorities;
-  aug.checkpoint_interval = o.checkpoint_interval;
-  aug.restart_cost = o.restart_cost;
-  aug.estimate_error = o.estimate_error;
-  aug.elastic_fraction = o.elastic;
-  const auto colon = spec.find(':');
-  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
-  const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
-  std::size_t nodes = o.nodes;
-  if (kind == "itp") {
-    int number = 0;
-    try {
-      number = std::stoi(arg);
-    } catch (const std::exception&) {
-    }
-    if (sim::itp_paper_nodes(number) == 0)
-      throw InputError(fmt::format("--trace {}: ITP clusters are itp:01 .. itp:10", spec));
-    const std::string path = (fs::path(data_dir()) / "itp-elasticflow" / fmt::format("cluster{:02}.csv", number)).string();
-    auto jobs = sim::read_itp_trace(path, o.gpus_per_node);
-    if (!jobs) throw InputError(jobs.error().message);
-    l.jobs = std::move(*jobs);
-    if (nodes == 0) nodes = sim::itp_paper_nodes(number);
-    l.label = fmt::format("itp{:02}", number);
-  } else if (kind == "alibaba") {
-    const fs::path dir = fs::path(data_dir()) / "alibaba-gpu-v2023";
-    auto pods = io::read_alibaba_pods((dir / fmt::format("openb_pod_list_{}.csv", arg)).string());
-    if (!pods) throw InputError(pods.error().message);
-    l.jobs = sim::alibaba_jobs(*pods);
-    l.label = "alibaba-" + arg;
-    if (nodes == 0) {
-      auto node_list = io::read_alibaba_nodes((dir / "openb_node_list_gpu_node.csv").string());
-      if (!node_list) throw InputError(node_list.error().message);
-      l.cluster.nodes = io::to_cluster(*node_list);
-      for (const auto& n : *node_list) l.cluster.energy.push_back(sim::default_energy(n.model, n.gpus));
-      l.cluster.name = l.label;
-    }
-  } else if (kind == "synthetic") {
-    sim::SyntheticSpec s;
-    try {
-      s.jobs = std::stoull(arg);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--trace {}: expected synthetic:N (jobs)", spec));
-    }
-    s.seed = seed;
-    s.gpus_per_node = o.gpus_per_node;
-    s.extra = aug;
-    l.jobs = sim::synthetic_jobs(s);
-    if (nodes == 0) nodes = 64;
-    l.label = "synthetic" + arg;
-  } else {
-    auto jobs = sim::read_jobs_file(spec);
-    if (!jobs) throw InputError(jobs.error().message);
-    l.jobs = std::move(*jobs);
-    if (nodes == 0) nodes = 16;
-    l.label = fs::path(spec).stem().string();
-  }
-  if (kind == "itp" || kind == "alibaba") sim::augment(l.jobs, aug);
-  if (l.cluster.nodes.node_count() == 0) {
-    l.cluster = sim::make_uniform_cluster(nodes, o.gpus_per_node, o.model);
-    l.cluster.name = l.label;
-  }
-  return l;
-}
 
 std::vector<sim::NodeFailure> read_failures(const std::string& path) {
   // CSV: time,node,duration (seconds, node index).
@@ -197,91 +95,73 @@ void write_report(const std::string& dir, const ordered_json& sweep, std::vector
 }
 
 int run_simulate(const SimOptions& o) {
-  std::vector<std::string> policies;
+  sim::SweepOptions sw;
+  sw.traces = o.traces;
+  sw.policies.clear();
   for (std::size_t pos = 0; pos <= o.policies.size();) {
     const std::size_t c = o.policies.find(',', pos);
-    policies.push_back(o.policies.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    sw.policies.push_back(o.policies.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
     if (c == std::string::npos) break;
     pos = c + 1;
   }
-  std::vector<sim::PolicyConfig> configs;
-  for (const auto& p : policies) {
-    auto cfg = sim::parse_policy(p);
-    if (!cfg) throw InputError("--policies: " + cfg.error().message);
-    configs.push_back(*cfg);
-  }
-  const std::vector<std::uint64_t> seeds = parse_seeds(o.seeds);
-  std::size_t shard = 0, shards = 1;
+  for (const auto& p : sw.policies)
+    if (auto cfg = sim::parse_policy(p); !cfg) throw InputError("--policies: " + cfg.error().message);
+  auto seeds = sim::parse_seed_list(o.seeds);
+  if (!seeds) throw InputError("--" + seeds.error().message);
+  sw.seeds = std::move(*seeds);
   if (!o.shard.empty()) {
-    if (std::sscanf(o.shard.c_str(), "%zu/%zu", &shard, &shards) != 2 || shards == 0 || shard >= shards)
+    if (std::sscanf(o.shard.c_str(), "%zu/%zu", &sw.shard, &sw.shards) != 2 || sw.shards == 0 || sw.shard >= sw.shards)
       throw InputError(fmt::format("--shard: expected i/n with 0 <= i < n, got \"{}\"", o.shard));
   }
-  std::vector<sim::NodeFailure> failures;
-  if (!o.failures_file.empty()) failures = read_failures(o.failures_file);
-  ordered_json sweep;
-  sweep["traces"] = o.traces;
-  sweep["policies"] = policies;
-  sweep["seeds"] = seeds;
-  sweep["runs"] = o.traces.size() * policies.size() * seeds.size();
-  sweep["parameters"] = {{"nodes", o.nodes}, {"gpus_per_node", o.gpus_per_node}, {"model", o.model},
-                         {"checkpoint_interval_s", o.checkpoint_interval}, {"restart_cost_s", o.restart_cost},
-                         {"queues", o.queues}, {"priorities", o.priorities}, {"estimate_error", o.estimate_error},
-                         {"elastic_fraction", o.elastic}, {"mtbf_hours", o.mtbf_hours}, {"mttr_hours", o.mttr_hours},
-                         {"failures_file", o.failures_file.empty() ? "" : fs::path(o.failures_file).filename().string()},
-                         {"cycle_period_s", o.cycle_period}};
-  std::vector<ordered_json> records;
-  const std::size_t total = sweep["runs"].get<std::size_t>();
-  std::size_t index = 0;
-  for (const auto& t : o.traces)
-    for (std::size_t s = 0; s < seeds.size(); ++s) {
-      // The trace (and what is added on top of it) depends on the seed, not on the policy.
-      bool loaded = false;
-      Loaded l;
-      for (std::size_t p = 0; p < configs.size(); ++p) {
-        const std::size_t run = (&t - o.traces.data()) * policies.size() * seeds.size() + p * seeds.size() + s;
-        ++index;
-        if (run % shards != shard) continue;
-        if (!loaded) l = load_trace(t, o, seeds[s]), loaded = true;
-        sim::SimConfig cfg;
-        cfg.policy = configs[p];
-        cfg.seed = seeds[s];
-        cfg.cycle_period = o.cycle_period;
-        cfg.failures.list = failures;
-        cfg.failures.mtbf_hours = o.mtbf_hours;
-        cfg.failures.mttr_hours = o.mttr_hours;
-        if (!o.quiet) {
-          const std::string what = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, l.label, policies[p], seeds[s]);
-          cfg.progress = [what](double f) {
-            const int w = 30, filled = static_cast<int>(f * w);
-            std::fprintf(stderr, "\r%s [%s%s] %3.0f%%", what.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                         std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
-            std::fflush(stderr);
-          };
-        }
-        auto r = sim::simulate(l.cluster, l.jobs, cfg);
-        if (!o.quiet) std::fprintf(stderr, "\n");
-        if (!r) throw InputError(fmt::format("{} ({}): {}", t, policies[p], r.error().message));
-        if (!r->conservation.holds())
-          std::fprintf(stderr, "gpusched: conservation check FAILED for %s %s seed %llu\n", l.label.c_str(),
-                       policies[p].c_str(), static_cast<unsigned long long>(seeds[s]));
-        // Through text and back: the unsharded report is built exactly as `merge` builds it.
-        records.push_back(ordered_json::parse(sim::run_record(*r, run, l.label).dump()));
-      }
-    }
-  (void)index;
+  if (!o.failures_file.empty()) {
+    sw.failures = read_failures(o.failures_file);
+    sw.failures_name = fs::path(o.failures_file).filename().string();
+  }
+  sw.nodes = o.nodes;
+  sw.gpus_per_node = o.gpus_per_node;
+  sw.model = o.model;
+  sw.checkpoint_interval = o.checkpoint_interval;
+  sw.restart_cost = o.restart_cost;
+  sw.queues = o.queues;
+  sw.priorities = o.priorities;
+  sw.estimate_error = o.estimate_error;
+  sw.elastic = o.elastic;
+  sw.mtbf_hours = o.mtbf_hours;
+  sw.mttr_hours = o.mttr_hours;
+  sw.cycle_period = o.cycle_period;
+  sw.data_dir = data_dir();
+  std::size_t shown_run = SIZE_MAX;  // the run whose progress bar is on the line
+  if (!o.quiet) {
+    sw.progress = [&shown_run](std::size_t run, std::size_t total, const std::string& label, const std::string& policy,
+                               std::uint64_t seed, double f) {
+      if (shown_run != SIZE_MAX && shown_run != run) std::fprintf(stderr, "\n");
+      shown_run = run;
+      const std::string what = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, label, policy, seed);
+      const int w = 30, filled = static_cast<int>(f * w);
+      std::fprintf(stderr, "\r%s [%s%s] %3.0f%%", what.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                   std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
+      std::fflush(stderr);
+    };
+  }
+  auto runs = sim::run_sweep(sw);
+  if (shown_run != SIZE_MAX) std::fprintf(stderr, "\n");
+  if (!runs) throw InputError(runs.error().message);
+  for (const auto& f : runs->conservation_failures)
+    std::fprintf(stderr, "gpusched: conservation check FAILED for %s\n", f.c_str());
+  const ordered_json sweep = sim::sweep_description(sw);
   if (!o.shard.empty()) {
     ordered_json doc;
     doc["sweep"] = sweep;
-    doc["shard"] = {shard, shards};
-    doc["records"] = records;
+    doc["shard"] = {sw.shard, sw.shards};
+    doc["records"] = runs->records;
     std::error_code ec;
     fs::create_directories(o.out, ec);
-    const fs::path p = fs::path(o.out) / fmt::format("shard-{}-of-{}.json", shard, shards);
+    const fs::path p = fs::path(o.out) / fmt::format("shard-{}-of-{}.json", sw.shard, sw.shards);
     write_file(p, doc.dump() + "\n");
-    if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu runs)\n", p.c_str(), records.size());
+    if (!o.quiet) std::fprintf(stderr, "wrote %s (%zu runs)\n", p.c_str(), runs->records.size());
     return 0;
   }
-  write_report(o.out, sweep, std::move(records), o.format, o.quiet);
+  write_report(o.out, sweep, std::move(runs->records), o.format, o.quiet);
   return 0;
 }
 

@@ -382,6 +382,21 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
   return job;
 }
 
+// The cycle's fields of a job (kCycleJobKeys; read_job accepted the keys).
+JobCycleFields read_cycle_fields(const json& v, const std::string& path) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  JobCycleFields f;
+  if (const json* x = find(v, "runtime_estimate")) f.runtime_estimate = read_int(*x, path + ".runtime_estimate", 0, kMax);
+  if (const json* x = find(v, "not_before")) f.not_before = read_int(*x, path + ".not_before", std::numeric_limits<std::int64_t>::min(), kMax);
+  if (const json* x = find(v, "checkpoint_interval")) f.checkpoint_interval = read_int(*x, path + ".checkpoint_interval", 0, kMax);
+  if (const json* x = find(v, "restart_cost")) f.restart_cost = read_int(*x, path + ".restart_cost", 0, kMax);
+  if (const json* x = find(v, "restarts"))
+    f.restarts = static_cast<std::int32_t>(read_int(*x, path + ".restarts", 0, std::numeric_limits<std::int32_t>::max()));
+  if (const json* x = find(v, "preemptible")) f.preemptible = read_bool(*x, path + ".preemptible");
+  f.running_fields = find(v, "start_time") || find(v, "placement");
+  return f;
+}
+
 // No exception leaves the reader: our own located errors become Error values, and anything the JSON
 // library or an allocation could still throw is caught too, naming the source.
 template <class F>
@@ -502,6 +517,7 @@ Result<JobsDocument> read_jobs_json(std::string_view text, std::string_view sour
     for (std::size_t j = 0; j < jobs->size(); ++j) {
       out.jobs.push_back(read_job((*jobs)[j], fmt::format("jobs[{}]", j), names));
       out.explicit_priority.push_back(find((*jobs)[j], "priority") != nullptr);
+      out.cycle.push_back(read_cycle_fields((*jobs)[j], fmt::format("jobs[{}]", j)));
     }
     return out;
   }, source);

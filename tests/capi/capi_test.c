@@ -332,6 +332,123 @@ static void test_fairshare(const char* fixtures) {
   gpusched_state_free(s);
 }
 
+/* One scheduling cycle by hand on three_nodes() at t=1000 (no queues: one queue, priority then
+ * submit time; EASY backfill; preemption within the queue of lower priority):
+ *   running: low (priority 0) holds all 8 GPUs of n1 since t=0, never checkpointed;
+ *   high (priority 10, 8 GPUs): no node has 8 idle GPUs (n0 has 4); evicting low frees n1, so low
+ *     is evicted for high (priority) and loses 8 GPUs x 1000 s = 8000 GPU-s; high starts on n1 0..7;
+ *   small (2 GPUs): best fit on n0 (GPUs 0, 1);
+ *   huge (16 GPUs): no node has 16 GPUs, infeasible.
+ * A dry run leaves the state as it was; without it the state keeps high and small (low was
+ * evicted). Bad running jobs, options and queues are errors naming the field, state unchanged. */
+static const char* kRunning =
+    "{\"jobs\": [{\"name\": \"low\", \"gpus\": 8, \"cpu\": 4, \"memory\": \"4Gi\", \"start_time\": 0,"
+    " \"placement\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3,4,5,6,7]}]}]}";
+static const char* kPending =
+    "{\"jobs\": [{\"name\": \"high\", \"gpus\": 8, \"cpu\": 4, \"memory\": \"4Gi\", \"priority\": 10, \"submit_time\": 500},"
+    " {\"name\": \"small\", \"gpus\": 2, \"cpu\": 4, \"memory\": \"4Gi\", \"submit_time\": 600},"
+    " {\"name\": \"huge\", \"gpus\": 16, \"cpu\": 4, \"memory\": \"4Gi\", \"submit_time\": 700}]}";
+
+static void test_cycle(void) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs* jobs = NULL;
+  gpusched_cycle_result* r = NULL;
+  gpusched_task task;
+  gpusched_error err;
+  CHECK(gpusched_jobs_from_json(kPending, &jobs, &err) == GPUSCHED_OK);
+  if (s == NULL || jobs == NULL) {
+    gpusched_jobs_free(jobs);
+    gpusched_state_free(s);
+    return;
+  }
+
+  /* Dry run: the decisions, and the state unchanged. */
+  CHECK(gpusched_cycle(s, jobs, NULL, kRunning, 1000, NULL, GPUSCHED_CYCLE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+  CHECK(err.code == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) == 2);
+  CHECK_STR(gpusched_cycle_start_job(r, 0), "high");
+  CHECK(gpusched_cycle_start_index(r, 0) == 0);
+  CHECK(gpusched_cycle_start_task_count(r, 0) == 1);
+  CHECK(gpusched_cycle_start_task(r, 0, 0, &task, &err) == GPUSCHED_OK);
+  CHECK_STR(task.node_name, "n1");
+  CHECK(task.node == 1 && task.gpu_count == 8 && task.gpus[0] == 0 && task.gpus[7] == 7);
+  CHECK_STR(task.group, "task");
+  CHECK(task.replica == 0 && task.gpu_milli == 1000 && task.mig_start == -1);
+  CHECK_STR(gpusched_cycle_start_job(r, 1), "small");
+  CHECK(gpusched_cycle_start_task(r, 1, 0, &task, &err) == GPUSCHED_OK);
+  CHECK_STR(task.node_name, "n0");
+  CHECK(task.gpu_count == 2 && task.gpus[0] == 0 && task.gpus[1] == 1);
+  CHECK(gpusched_cycle_eviction_count(r) == 1);
+  CHECK_STR(gpusched_cycle_eviction_job(r, 0), "low");
+  CHECK_STR(gpusched_cycle_eviction_for(r, 0), "high");
+  CHECK_STR(gpusched_cycle_eviction_reason(r, 0), "priority");
+  CHECK(gpusched_cycle_eviction_whole(r, 0) == 1);
+  CHECK(gpusched_cycle_eviction_lost_gpu_seconds(r, 0) == 8000.0);
+  CHECK(gpusched_cycle_waiting_count(r) == 1);
+  CHECK_STR(gpusched_cycle_waiting_job(r, 0), "huge");
+  CHECK(gpusched_cycle_waiting_index(r, 0) == 2);
+  CHECK(gpusched_cycle_waiting_verdict(r, 0) == GPUSCHED_INFEASIBLE);
+  CHECK_HAS(gpusched_cycle_waiting_message(r, 0), "insufficient GPUs (need 16, have 8 GPUs)");
+  CHECK_HAS(gpusched_cycle_json(r), "\"evictions\":[{\"for\":\"high\"");
+  CHECK_HAS(gpusched_cycle_json(r), "\"now\":1000");
+  /* Out of range: NULL, 0, (size_t)-1 and an error for the task. */
+  CHECK(gpusched_cycle_start_job(r, 2) == NULL);
+  CHECK(gpusched_cycle_start_index(r, 2) == (size_t)-1);
+  CHECK(gpusched_cycle_waiting_verdict(r, 5) == GPUSCHED_INVALID);
+  CHECK(gpusched_cycle_start_task(r, 0, 1, &task, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_STR(err.message, "index: 1 is out of range (1 tasks)");
+  CHECK(gpusched_cycle_start_task(r, 3, 0, &task, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  gpusched_cycle_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8);
+
+  /* Without preemption high waits (not now) and low keeps n1. */
+  r = NULL;
+  CHECK(gpusched_cycle(s, jobs, "", kRunning, 1000, "{\"preempt\": false}", GPUSCHED_CYCLE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_eviction_count(r) == 0);
+  CHECK(gpusched_cycle_start_count(r) == 1);
+  CHECK_STR(gpusched_cycle_start_job(r, 0), "small");
+  CHECK_STR(gpusched_cycle_waiting_job(r, 0), "high");
+  CHECK(gpusched_cycle_waiting_verdict(r, 0) == GPUSCHED_NOT_NOW);
+  gpusched_cycle_result_free(r);
+
+  /* Applied: the state keeps high on n1 and small on n0 (low was evicted). */
+  r = NULL;
+  CHECK(gpusched_cycle(s, jobs, NULL, kRunning, 1000, "", 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) == 2);
+  gpusched_cycle_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 2 && gpusched_state_idle_gpus(s, 1) == 0);
+
+  /* Errors: the field named, *out NULL, the state unchanged. */
+  gpusched_state_free(s);
+  s = three_nodes();
+  r = NULL;
+  CHECK(gpusched_cycle(s, jobs, NULL,
+                       "{\"jobs\": [{\"name\": \"x\", \"gpus\": 1, \"start_time\": 0, \"placement\": [{\"node\": \"n0\", \"gpus\": [0]}]},"
+                       " {\"name\": \"y\", \"gpus\": 1, \"start_time\": 0, \"placement\": [{\"node\": \"nope\", \"gpus\": [0]}]}]}",
+                       1000, NULL, 0, &r, &err) == GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK(r == NULL);
+  CHECK_STR(err.message, "running: jobs[1].placement[0].node: no node named \"nope\"");
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4);  /* x's reservation rolled back */
+  CHECK(gpusched_cycle(s, jobs, NULL, "{\"jobs\": [{\"name\": \"x\", \"gpus\": 1}]}", 1000, NULL, 0, &r, &err) ==
+        GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "running: jobs[0].start_time: missing (a running job's start, seconds)");
+  CHECK(gpusched_cycle(s, jobs, NULL, kRunning, 1000, "{\"backfill\": \"sometimes\"}", 0, &r, &err) ==
+        GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK_STR(err.message, "options.backfill: expected one of none, easy, conservative, got \"sometimes\"");
+  CHECK(gpusched_cycle(s, jobs, NULL, kRunning, 1000, "{\"colour\": 1}", 0, &r, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_HAS(err.message, "options.colour: unknown field");
+  CHECK(gpusched_cycle(s, jobs, "[", kRunning, 1000, NULL, 0, &r, &err) == GPUSCHED_ERROR_PARSE);
+  CHECK(gpusched_cycle(NULL, jobs, NULL, NULL, 0, NULL, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_STR(err.message, "state: NULL");
+  CHECK(gpusched_cycle(s, jobs, NULL, NULL, 0, NULL, 0, NULL, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(r == NULL);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8);
+  gpusched_cycle_result_free(NULL);
+
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
@@ -343,6 +460,7 @@ int main(int argc, char** argv) {
   test_state_errors();
   test_gang();
   test_fairshare(argv[1]);
+  test_cycle();
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -241,3 +241,146 @@ def test_to_frame_without_or_with_pandas():
         assert frame == rows
     else:
         assert list(frame["a"]) == [1, 2]
+
+
+# One cycle by hand on THREE_NODES at t=1000 (no queues: one queue, priority then submit time;
+# EASY backfill; preemption of lower priority within the queue): `low` holds all 8 GPUs of n1 since
+# t=0 and never checkpointed. `high` (priority 10, 8 GPUs) fits no node's idle GPUs (n0 has 4), so
+# `low` is evicted for it (priority) losing 8 GPUs x 1000 s = 8000 GPU-s, and `high` starts on n1;
+# `small` (2 GPUs) best-fits n0's GPUs 0, 1; `huge` (16 GPUs) fits no node: infeasible.
+CYCLE_RUNNING = {"jobs": [{"name": "low", "gpus": 8, "cpu": 4, "memory": "4Gi", "start_time": 0,
+                           "placement": [{"node": "n1", "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}]}]}
+CYCLE_PENDING = {"jobs": [
+    {"name": "high", "gpus": 8, "cpu": 4, "memory": "4Gi", "priority": 10, "submit_time": 500},
+    {"name": "small", "gpus": 2, "cpu": 4, "memory": "4Gi", "submit_time": 600},
+    {"name": "huge", "gpus": 16, "cpu": 4, "memory": "4Gi", "submit_time": 700},
+]}
+
+
+def test_cycle_hand_worked():
+    cluster = gpusched.load_cluster(THREE_NODES)
+    d = gpusched.cycle(cluster, CYCLE_PENDING, running=CYCLE_RUNNING, now=1000, dry_run=True)
+    assert d["now"] == 1000
+    assert [s["job"] for s in d["starts"]] == ["high", "small"]
+    assert d["starts"][0]["tasks"] == [{"group": "task", "node": "n1", "gpus": list(range(8))}]
+    assert d["starts"][0]["preempted"] is True and d["starts"][0]["priority"] == 10
+    assert d["starts"][1]["tasks"] == [{"group": "task", "node": "n0", "gpus": [0, 1]}]
+    assert d["evictions"] == [{"job": "low", "for": "high", "reason": "priority", "lost_gpu_seconds": 8000.0,
+                               "restart_gpu_seconds": 0.0, "tasks": [0]}]
+    assert [p["job"] for p in d["pending"]] == ["huge"]
+    huge = d["pending"][0]
+    assert huge["verdict"] == "infeasible"
+    assert any(r["kind"] == "insufficient GPUs" and r["needed"] == 16 and r["available"] == 8 for r in huge["reasons"])
+    # A dry run leaves the cluster as it was.
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [4, 8, 0]
+
+    # Without preemption `high` waits (not now, with the numbers) and `low` keeps n1.
+    d = cluster.cycle(gpusched.load_jobs(CYCLE_PENDING), running=CYCLE_RUNNING, now=1000, dry_run=True, preempt=False)
+    assert d["evictions"] == [] and [s["job"] for s in d["starts"]] == ["small"]
+    high = next(p for p in d["pending"] if p["job"] == "high")
+    assert high["verdict"] == "not now" and "insufficient GPUs (need 8, have 4 GPUs)" in high["message"]
+
+    # Applied: the cluster keeps high (n1) and small (n0).
+    d = cluster.cycle(CYCLE_PENDING, running=CYCLE_RUNNING, now=1000)
+    assert len(d["starts"]) == 2
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [2, 0, 0]
+    assert len(gpusched.to_frame(d["starts"])) == 2
+
+
+def test_cycle_the_shipped_example():
+    # docs/cycle.md's worked example: res-train evicts prod-batch (cohort reclaim) and starts on
+    # node-2, res-small starts, prod-retry backs off until t=3900, res-big waits (cohort exhausted).
+    base = os.path.join(EXAMPLES, "cycle")
+    cluster = gpusched.load_cluster(os.path.join(base, "cluster.json"))
+    d = gpusched.cycle(cluster, os.path.join(base, "pending.json"), queues=os.path.join(base, "queues.json"),
+                       running=os.path.join(base, "running.json"), now=3700)
+    assert [s["job"] for s in d["starts"]] == ["res-train", "res-small"]
+    assert d["starts"][0]["tasks"][0]["node"] == "node-2"
+    assert [(e["job"], e["for"], e["reason"], e["lost_gpu_seconds"]) for e in d["evictions"]] == \
+        [("prod-batch", "res-train", "cohort reclaim", 3200.0)]
+    waiting = {p["job"]: p["message"] for p in d["pending"]}
+    assert waiting["prod-retry"] == "not now: backing off after a failure until t=3900"
+    assert "cohort exhausted" in waiting["res-big"]
+
+
+def test_cycle_errors_name_the_field():
+    cluster = gpusched.load_cluster(THREE_NODES)
+    bad_node = {"jobs": [{"name": "x", "gpus": 1, "start_time": 0, "placement": [{"node": "nope", "gpus": [0]}]}]}
+    with pytest.raises(ValueError, match=r'running: jobs\[0\]\.placement\[0\]\.node: no node named "nope"'):
+        gpusched.cycle(cluster, CYCLE_PENDING, running=bad_node, now=0)
+    with pytest.raises(ValueError, match=r"running: jobs\[0\]\.start_time: missing"):
+        gpusched.cycle(cluster, CYCLE_PENDING, running={"jobs": [{"name": "x", "gpus": 1}]}, now=0)
+    with pytest.raises(ValueError, match=r'options\.backfill: expected one of none, easy, conservative, got "x"'):
+        gpusched.cycle(cluster, CYCLE_PENDING, now=0, backfill="x")
+    with pytest.raises(ValueError, match=r"options\.colour: unknown field"):
+        gpusched.cycle(cluster, CYCLE_PENDING, now=0, colour=1)
+    with pytest.raises(ValueError, match=r"jobs\[0\]\.runtime_estimate: expected a non-negative integer, got -5"):
+        gpusched.cycle(cluster, {"jobs": [{"name": "a", "gpus": 1, "runtime_estimate": -5}]}, now=0)
+    with pytest.raises(ValueError, match=r"jobs\[0\]: start_time/placement belong to running jobs"):
+        gpusched.cycle(cluster, {"jobs": [{"name": "a", "gpus": 1, "start_time": 3}]}, now=0)
+    # Nothing was kept by the failed calls.
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [4, 8, 0]
+
+
+# Two nodes of 8 GPUs. a (8 GPUs, 100 s) and b (2 x 8 GPUs, 50 s) arrive at t=0, c (4 GPUs, 60 s) at
+# t=10. fifo: a runs 0-100, b waits for both nodes and runs 100-150, c waits behind b and runs
+# 150-210: JCTs 100, 150, 200 (mean 150), makespan 210. easy: b is reserved at t=100 on both
+# nodes; c ends at 70 < 100, so it backfills at t=10: JCTs 100, 150, 60 (mean 103.3), makespan 150.
+# Either way the GPU-seconds delivered are 8x100 + 16x50 + 4x60 = 1840.
+SIM_JOBS = {"jobs": [
+    {"name": "a", "submit": 0, "duration": 100, "gpus": 8},
+    {"name": "b", "submit": 0, "duration": 50, "gpus": 8, "tasks": 2},
+    {"name": "c", "submit": 10, "duration": 60, "gpus": 4},
+]}
+
+
+def test_simulate_hand_worked():
+    report = gpusched.simulate(jobs=SIM_JOBS, policies=["fifo", "easy"], nodes=2)
+    assert report["sweep"]["runs"] == 2 and report["sweep"]["traces"] == ["jobs"]
+    runs = {r["policy"]: r for r in report["runs"]}
+    for r in runs.values():
+        assert r["trace"] == "jobs" and r["seed"] == 42
+        assert r["metrics"]["jobs"] == 3 and r["metrics"]["completed"] == 3
+        c = r["conservation"]
+        assert c["holds"] and c["delivered_milli_gpu_s"] == 1_840_000 and c["max_overcommit"] == 0
+        assert c["delivered_milli_gpu_s"] == (c["demand_done"] + c["lost_preemption"] + c["lost_failure"]
+                                              + c["restart_overhead"] + c["rounding"])
+    assert runs["fifo"]["metrics"]["jct_mean_s"] == pytest.approx(150.0)
+    assert runs["fifo"]["metrics"]["makespan_s"] == 210
+    assert runs["easy"]["metrics"]["jct_mean_s"] == pytest.approx(310 / 3)
+    assert runs["easy"]["metrics"]["makespan_s"] == 150
+    frame = gpusched.simulate_frame(report)
+    samples = gpusched.samples_frame(report)
+    assert len(frame) == 2 and len(samples) == sum(len(r["samples"]["time_s"]) for r in report["runs"])
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        assert frame[0]["conservation_holds"] is True
+    else:
+        assert list(frame["policy"]) == ["fifo", "easy"] and bool(frame["conservation_holds"].all())
+
+
+def test_simulate_a_shipped_trace():
+    # ITP cluster 10 (the smallest shipped: 32 x 8 GPUs in the paper) on 8 nodes with greedy: every
+    # job of the trace completes and the GPU-seconds balance exactly.
+    report = gpusched.simulate("itp:10", policies="greedy", nodes=8)
+    (run,) = report["runs"]
+    assert run["trace"] == "itp10" and run["metrics"]["jobs"] > 0
+    assert run["metrics"]["completed"] == run["metrics"]["jobs"]
+    assert run["conservation"]["holds"]
+
+
+def test_simulate_errors():
+    with pytest.raises(ValueError, match=r"jobs\[1\]\.tasks: expected a positive integer"):
+        gpusched.simulate(jobs={"jobs": [{"name": "a", "submit": 0, "duration": 1, "gpus": 1},
+                                         {"name": "b", "submit": 0, "duration": 1, "gpus": 1, "tasks": 0}]})
+    with pytest.raises(ValueError, match="lifo"):
+        gpusched.simulate(jobs=SIM_JOBS, policies=["lifo"])
+    with pytest.raises(ValueError, match=r"ITP clusters are itp:01 \.\. itp:10"):
+        gpusched.simulate("itp:99")
+    with pytest.raises(ValueError, match="seeds"):
+        gpusched.simulate(jobs=SIM_JOBS, seeds=[])
+    with pytest.raises(ValueError, match="gpus_per_node: expected a positive integer, got 0"):
+        gpusched.simulate(jobs=SIM_JOBS, gpus_per_node=0)
+    with pytest.raises(ValueError, match='model: unknown GPU model "Z100"'):
+        gpusched.simulate(jobs=SIM_JOBS, model="Z100")

@@ -17,6 +17,9 @@
  *   else puts(gpusched_result_message(r));     // "group worker replica 0: 0/3 nodes: ..."
  *   gpusched_result_free(r); gpusched_jobs_free(jobs); gpusched_state_free(state);
  *
+ * The same state and jobs also feed the fair-share order (gpusched_fairshare) and one scheduling
+ * cycle over running and pending jobs (gpusched_cycle: starts, evictions, why the others wait).
+ *
  * Rules (docs/c-api.md says more):
  *  - Every call that can fail returns a gpusched_status and, when `err` is not NULL, fills the
  *    caller's gpusched_error with the same code and a message naming the field and value. No C++
@@ -49,8 +52,9 @@
 extern "C" {
 #endif
 
-/* The C API's own version: 1 for the first release; grows by one with every addition. */
-#define GPUSCHED_C_API_VERSION 1
+/* The C API's own version: 1 for the first release; grows by one with every addition.
+ * 2: the scheduling cycle (gpusched_cycle and the gpusched_cycle_result accessors). */
+#define GPUSCHED_C_API_VERSION 2
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -228,6 +232,65 @@ GPUSCHED_C_EXPORT const char* gpusched_order_pending_reason(const gpusched_order
 /* The `gpusched fairshare --format json` document (admitted, pending, queues with shares). */
 GPUSCHED_C_EXPORT const char* gpusched_order_json(const gpusched_order* order);
 GPUSCHED_C_EXPORT void gpusched_order_free(gpusched_order* order);
+
+/* ---- the scheduling cycle (C API version 2) -------------------------------------------- */
+
+typedef struct gpusched_cycle_result gpusched_cycle_result;
+
+/* Flags of gpusched_cycle. */
+#define GPUSCHED_CYCLE_DRY_RUN 1u /* decide, then leave the state exactly as it was */
+
+/* One scheduling cycle at time `now` (docs/cycle.md): admission in fair-share order that places,
+ * preemption, backfill reservations, elastic grow; the same cycle as `gpusched cycle`.
+ *  - `state`: the cluster WITHOUT the running jobs' usage (their tasks are reserved on it from
+ *    `running_json`);
+ *  - `jobs`: the pending jobs (their cycle fields: runtime_estimate, not_before, preemptible, ...);
+ *  - `queues_json`: the queues document of docs/fairness.md, or NULL / "" for none (every job in one
+ *    queue, by priority then submit time);
+ *  - `running_json`: the running jobs (the jobs format plus start_time and placement), or NULL / "";
+ *  - `options_json`: NULL / "" for the defaults, or {"preempt": true, "within_queue": "lower",
+ *    "reclaim_within_cohort": "any", "fair_share_reclaim": true, "grow": true, "min_runtime": 0,
+ *    "backfill": "easy", "backfill_window": 86400, "backfill_resolution": 60, "backfill_depth": 500,
+ *    "dry_run": false}.
+ * Without GPUSCHED_CYCLE_DRY_RUN (and "dry_run") the state keeps the running jobs' tasks and the
+ * decisions: evicted tasks released, started and grown tasks reserved. With it (a what-if) the
+ * state is unchanged. A job that waits is not an error: the result says why. On an error the state
+ * is unchanged too. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs, const char* queues_json,
+                                                  const char* running_json, int64_t now, const char* options_json,
+                                                  unsigned flags, gpusched_cycle_result** out, gpusched_error* err);
+
+/* Jobs that start this cycle, in the order started: the name, its index in `jobs`, and its tasks
+ * (gpusched_task as gpusched_result_task gives them; mig_start -1 unless a MIG task). */
+GPUSCHED_C_EXPORT size_t gpusched_cycle_start_count(const gpusched_cycle_result* result);
+GPUSCHED_C_EXPORT const char* gpusched_cycle_start_job(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT size_t gpusched_cycle_start_index(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT size_t gpusched_cycle_start_task_count(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT gpusched_status gpusched_cycle_start_task(const gpusched_cycle_result* result, size_t k, size_t index,
+                                                             gpusched_task* out, gpusched_error* err);
+
+/* Running jobs evicted (whole, or shrunk when elastic): the job, the job it makes room for ("" for
+ * none), the reason ("priority", "cohort reclaim", "fair-share reclaim"), whether it is evicted whole
+ * (1) or shrunk (0), and the GPU-seconds it loses since its last checkpoint. */
+GPUSCHED_C_EXPORT size_t gpusched_cycle_eviction_count(const gpusched_cycle_result* result);
+GPUSCHED_C_EXPORT const char* gpusched_cycle_eviction_job(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT const char* gpusched_cycle_eviction_for(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT const char* gpusched_cycle_eviction_reason(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT int gpusched_cycle_eviction_whole(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT double gpusched_cycle_eviction_lost_gpu_seconds(const gpusched_cycle_result* result, size_t k);
+
+/* Pending jobs that wait, each with its verdict (GPUSCHED_NOT_NOW, GPUSCHED_INFEASIBLE,
+ * GPUSCHED_INVALID) and why: "not now: cohort exhausted (need 32000, have 5000 milli-GPU), ...". */
+GPUSCHED_C_EXPORT size_t gpusched_cycle_waiting_count(const gpusched_cycle_result* result);
+GPUSCHED_C_EXPORT const char* gpusched_cycle_waiting_job(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT size_t gpusched_cycle_waiting_index(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT gpusched_verdict gpusched_cycle_waiting_verdict(const gpusched_cycle_result* result, size_t k);
+GPUSCHED_C_EXPORT const char* gpusched_cycle_waiting_message(const gpusched_cycle_result* result, size_t k);
+
+/* Every decision as the `gpusched cycle --format json` document (docs/cycle.md, "Output"): starts,
+ * evictions, shrinks, grows, reservations, nominations, pending with structured reasons. */
+GPUSCHED_C_EXPORT const char* gpusched_cycle_json(const gpusched_cycle_result* result);
+GPUSCHED_C_EXPORT void gpusched_cycle_result_free(gpusched_cycle_result* result);
 
 #ifdef __cplusplus
 }

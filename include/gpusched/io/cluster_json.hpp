@@ -15,6 +15,7 @@
 // errors as values): docs/formats.md, "Every reader".
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,11 +35,25 @@ struct ClusterDocument {
 // Parses a cluster document. `source` names the input in messages (a file name).
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source = "cluster");
 
+// The scheduling cycle's facts of a pending job (docs/cycle.md), as the job gives them (else these
+// defaults). `running_fields`: it gives start_time or placement, which only a running job has.
+struct JobCycleFields {
+  std::int64_t runtime_estimate = 0;
+  std::int64_t not_before = 0;
+  std::int64_t checkpoint_interval = 0;
+  std::int64_t restart_cost = 0;
+  std::int32_t restarts = 0;
+  bool preemptible = true;
+  bool running_fields = false;
+};
+
 struct JobsDocument {
   std::vector<Job> jobs;
   // Whether jobs[i] gave "priority" itself (the fairness tool then does not apply its queue's
   // default priority class). Gang constraints, "priority_class" and "submit_time" are in the Job.
   std::vector<bool> explicit_priority;
+  // cycle[i]: jobs[i]'s cycle fields. May be shorter than jobs (jobs built in code): the defaults.
+  std::vector<JobCycleFields> cycle;
 };
 
 // Parses a jobs document: {"jobs": [...]} or a bare array of jobs. Job names must be unique.

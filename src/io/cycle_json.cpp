@@ -1,0 +1,566 @@
+// The scheduling cycle's inputs from JSON (running jobs, pending jobs, queues, options, or Kubernetes
+// objects) and its decisions as JSON and as a table. Moved here from the `gpusched cycle` command so
+// that the C API and the Python module read the same formats with the same messages.
+#include "gpusched/io/cycle_json.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "io/decision_json.hpp"
+#include "io/json_input.hpp"
+
+namespace gpusched::io {
+// A named namespace: the io library compiles as one unit (GPUSCHED_UNITY_BUILD).
+namespace cycle_json_impl {
+
+using nlohmann::json;
+using namespace gpusched::scheduler;
+
+// Thrown inside this file only and turned into an Error at the public functions.
+struct CycleInputError {
+  Error error;
+};
+[[noreturn]] void reject(std::string message, ErrorCode code = ErrorCode::kInvalidValue, std::string field = {}) {
+  throw CycleInputError{Error(std::move(message), code, std::move(field))};
+}
+[[noreturn]] void reject(const Error& e, std::string_view prefix = {}) {
+  throw CycleInputError{Error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message), e.code, e.field)};
+}
+
+// Runs `body`, turning our errors and the JSON library's or an allocation's exceptions into an Error.
+template <class T, class F>
+Result<T> guarded(std::string_view source, F&& body) {
+  try {
+    return body();
+  } catch (const CycleInputError& e) {
+    return e.error;
+  } catch (const json::exception& e) {
+    return Error(fmt::format("{}: {}", source, e.what()));
+  } catch (const std::bad_alloc&) {
+    return Error(fmt::format("{}: out of memory", source), ErrorCode::kLimit);
+  }
+}
+
+using detail::shown;
+
+void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
+  if (!obj.is_object()) reject(fmt::format("{}: expected an object, got {}", path, shown(obj)), ErrorCode::kInvalidValue, path);
+  for (const auto& [key, value] : obj.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      reject(fmt::format("{}.{}: unknown field (known: {})", path, detail::shown_key(key), fmt::join(known, ", ")),
+             ErrorCode::kUnknownField, path + "." + key);
+}
+
+std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min()) {
+  if (!v.is_number_integer()) reject(fmt::format("{}: expected an integer, got {}", path, shown(v)), ErrorCode::kInvalidValue, path);
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    reject(fmt::format("{}: out of range, got {}", path, shown(v)), ErrorCode::kOverflow, path);
+  const auto x = v.get<std::int64_t>();
+  if (x < lo) reject(fmt::format("{}: expected at least {}, got {}", path, lo, x), ErrorCode::kInvalidValue, path);
+  return x;
+}
+
+std::string read_string(const json& v, const std::string& path) {
+  if (!v.is_string() || v.get<std::string>().empty())
+    reject(fmt::format("{}: expected a non-empty string, got {}", path, shown(v)), ErrorCode::kInvalidValue, path);
+  return v.get<std::string>();
+}
+
+bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) reject(fmt::format("{}: expected true or false, got {}", path, shown(v)), ErrorCode::kInvalidValue, path);
+  return v.get<bool>();
+}
+
+// Priority: the job's "priority_class" (resolved by the queues document), else its own "priority",
+// else its queue's default class, else the job's priority (0).
+std::int32_t priority_of(const Job& job, bool explicit_priority, const QueuesDocument& q, const std::string& path) {
+  if (!job.job_priority_class.empty()) {
+    auto it = q.classes.find(job.job_priority_class);
+    if (it == q.classes.end())
+      reject(fmt::format("{}.priority_class: unknown class \"{}\"", path, job.job_priority_class), ErrorCode::kUnknownName,
+             path + ".priority_class");
+    return static_cast<std::int32_t>(it->second);
+  }
+  if (!explicit_priority)
+    if (auto it = q.default_class.find(job.queue_name); it != q.default_class.end())
+      return static_cast<std::int32_t>(q.classes.at(it->second));
+  return job.job_priority;
+}
+
+// The jobs of a jobs document as written, for the running jobs' own fields (start_time, placement,
+// checkpoint facts) that the job model does not carry; jobs[i] of read_jobs_json is raw_jobs(...)[i].
+std::vector<json> raw_jobs(std::string_view text, std::string_view source) {
+  auto doc = detail::parse_json(text, source);
+  if (!doc) reject(doc.error());
+  const json* list = &*doc;
+  if (doc->is_object() && doc->contains("jobs")) list = &(*doc)["jobs"];
+  if (!list->is_array()) reject(fmt::format("{}: jobs: expected an array", source));
+  return std::vector<json>(list->begin(), list->end());
+}
+
+// One running job: the job model plus start_time, placement and the checkpoint facts. Its tasks are
+// reserved on the state; `groups` gets the group name of each task.
+RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_priority, const json& raw,
+                            const QueuesDocument& queues, const std::string& path, std::vector<std::string>& groups) {
+  auto compiled = compile_job(st, job);
+  if (!compiled) reject(Error(fmt::format("{}.{}", path, compiled.error().message), compiled.error().code, compiled.error().field));
+  RunningJob r;
+  r.name = job.job_name;
+  r.queue = job.queue_name;
+  r.priority = priority_of(job, explicit_priority, queues, path);
+  r.submit_time = raw.contains("submit_time") ? job.job_submit_time : -1;
+  if (auto it = raw.find("start_time"); it != raw.end()) r.start_time = read_int(*it, path + ".start_time");
+  else reject(fmt::format("{}.start_time: missing (a running job's start, seconds)", path), ErrorCode::kMissingField, path + ".start_time");
+  if (auto it = raw.find("last_checkpoint"); it != raw.end()) r.last_checkpoint = read_int(*it, path + ".last_checkpoint");
+  if (auto it = raw.find("checkpoint_interval"); it != raw.end()) r.checkpoint_interval = read_int(*it, path + ".checkpoint_interval", 0);
+  if (auto it = raw.find("restart_cost"); it != raw.end()) r.restart_cost = read_int(*it, path + ".restart_cost", 0);
+  if (auto it = raw.find("runtime_estimate"); it != raw.end()) r.runtime_estimate = read_int(*it, path + ".runtime_estimate", 0);
+  if (auto it = raw.find("restarts"); it != raw.end()) r.restarts = static_cast<std::int32_t>(read_int(*it, path + ".restarts", 0));
+  if (auto it = raw.find("preemptible"); it != raw.end()) r.preemptible = read_bool(*it, path + ".preemptible");
+  auto pl = raw.find("placement");
+  if (pl == raw.end() || !pl->is_array() || pl->empty())
+    reject(fmt::format("{}.placement: expected a non-empty array of tasks {{\"group\", \"node\", \"gpus\"}}", path),
+           pl == raw.end() ? ErrorCode::kMissingField : ErrorCode::kInvalidValue, path + ".placement");
+  // Tasks a group needs first, the elastic extras (beyond min_replicas) last: what a shrink sheds.
+  std::vector<RunningTask> core, extra;
+  std::vector<std::string> core_groups, extra_groups;
+  std::vector<std::int32_t> seen(compiled->groups.size(), 0);
+  bool elastic = false;
+  std::int32_t max_tasks = 0;
+  for (const CompiledGroup& g : compiled->groups) {
+    elastic = elastic || g.min_replicas < g.replicas;
+    max_tasks += g.replicas;
+  }
+  for (std::size_t k = 0; k < pl->size(); ++k) {
+    const json& t = (*pl)[k];
+    const std::string tp = fmt::format("{}.placement[{}]", path, k);
+    check_keys(t, tp, {"group", "node", "gpus"});
+    std::size_t g = 0;
+    if (auto it = t.find("group"); it != t.end()) {
+      const std::string name = read_string(*it, tp + ".group");
+      auto gi = std::find_if(compiled->groups.begin(), compiled->groups.end(), [&](const CompiledGroup& x) { return x.name == name; });
+      if (gi == compiled->groups.end())
+        reject(fmt::format("{}.group: unknown group \"{}\"", tp, name), ErrorCode::kUnknownName, tp + ".group");
+      g = static_cast<std::size_t>(gi - compiled->groups.begin());
+    } else if (compiled->groups.size() != 1) {
+      reject(fmt::format("{}.group: missing (the job has {} groups)", tp, compiled->groups.size()), ErrorCode::kMissingField,
+             tp + ".group");
+    }
+    auto node_it = t.find("node");
+    if (node_it == t.end()) reject(fmt::format("{}.node: missing", tp), ErrorCode::kMissingField, tp + ".node");
+    const std::string node = read_string(*node_it, tp + ".node");
+    const NodeId n = st.find_node(node);
+    if (n == kNoNode) reject(fmt::format("{}.node: no node named \"{}\"", tp, node), ErrorCode::kUnknownName, tp + ".node");
+    const TaskRequest& request = compiled->groups[g].request;
+    if (request.mig.any())
+      reject(fmt::format("{}: running MIG tasks are not supported by this file format yet", tp), ErrorCode::kInvalidValue, tp);
+    TaskAssignment a = make_assignment(n, request);
+    if (auto gs = t.find("gpus"); gs != t.end()) {
+      if (!gs->is_array())
+        reject(fmt::format("{}.gpus: expected an array of GPU indices, got {}", tp, shown(*gs)), ErrorCode::kInvalidValue, tp + ".gpus");
+      for (std::size_t x = 0; x < gs->size(); ++x)
+        a.gpus.push_back(static_cast<GpuIndex>(read_int((*gs)[x], fmt::format("{}.gpus[{}]", tp, x), 0)));
+    }
+    if (Status s = st.reserve(request, a); !s) reject(Error(fmt::format("{}: {}", tp, s.error().message), s.error().code, tp));
+    if (!elastic || seen[g]++ < compiled->groups[g].min_replicas) {
+      core.push_back({request, std::move(a)});
+      core_groups.push_back(compiled->groups[g].name);
+    } else {
+      extra.push_back({request, std::move(a)});
+      extra_groups.push_back(compiled->groups[g].name);
+    }
+  }
+  r.tasks = std::move(core);
+  if (elastic) {
+    r.min_tasks = static_cast<std::int32_t>(r.tasks.size());
+    r.max_tasks = max_tasks;
+  }
+  r.tasks.insert(r.tasks.end(), extra.begin(), extra.end());
+  core_groups.insert(core_groups.end(), extra_groups.begin(), extra_groups.end());
+  groups = std::move(core_groups);
+  return r;
+}
+
+void read_running(ClusterState& st, std::string_view text, std::string_view source, CycleInputs& into) {
+  auto jobs = read_jobs_json(text, source);
+  if (!jobs) reject(jobs.error());
+  const std::vector<json> raws = raw_jobs(text, source);
+  for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
+    std::vector<std::string> groups;
+    RunningJob r = read_running_job(st, jobs->jobs[j], jobs->explicit_priority[j], raws[j], into.queues,
+                                    fmt::format("{}: jobs[{}]", source, j), groups);
+    into.running.push_back(std::move(r));
+    into.running_groups.push_back(std::move(groups));
+  }
+}
+
+std::vector<PendingJob> read_pending(const ClusterState& st, const JobsDocument& jobs, const QueuesDocument& queues,
+                                     std::string_view source) {
+  std::vector<PendingJob> out;
+  out.reserve(jobs.jobs.size());
+  for (std::size_t j = 0; j < jobs.jobs.size(); ++j) {
+    const Job& job = jobs.jobs[j];
+    const std::string path = fmt::format("{}: jobs[{}]", source, j);
+    auto compiled = compile_job(st, job);
+    if (!compiled) reject(Error(fmt::format("{}.{}", path, compiled.error().message), compiled.error().code, compiled.error().field));
+    const JobCycleFields facts = j < jobs.cycle.size() ? jobs.cycle[j] : JobCycleFields{};
+    const bool explicit_priority = j < jobs.explicit_priority.size() ? jobs.explicit_priority[j] : true;
+    PendingJob p;
+    p.job = std::move(*compiled);
+    p.job.priority = priority_of(job, explicit_priority, queues, path);
+    if (facts.running_fields)
+      reject(fmt::format("{}: start_time/placement belong to running jobs (--running)", path), ErrorCode::kUnknownField, path);
+    p.runtime_estimate = facts.runtime_estimate;
+    p.not_before = facts.not_before;
+    p.checkpoint_interval = facts.checkpoint_interval;
+    p.restart_cost = facts.restart_cost;
+    p.restarts = facts.restarts;
+    p.preemptible = facts.preemptible;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+QueuesDocument read_queues(const ClusterState& st, std::string_view text, std::string_view queues_source,
+                           std::string_view cluster_source) {
+  auto fc = fairness::fairness_cluster(st);
+  if (!fc) reject(fc.error(), cluster_source);
+  auto doc = read_queues_json(text, queues_source, fc->space, st.registry());
+  if (!doc) reject(doc.error());
+  return std::move(*doc);
+}
+
+std::string choice_list(std::initializer_list<std::string_view> names) { return fmt::format("{}", fmt::join(names, ", ")); }
+
+// A string option that must be one of `names`: its index.
+std::size_t read_choice(const json& v, const std::string& path, std::initializer_list<std::string_view> names) {
+  const std::string s = read_string(v, path);
+  std::size_t i = 0;
+  for (auto n : names) {
+    if (n == s) return i;
+    ++i;
+  }
+  reject(fmt::format("{}: expected one of {}, got \"{}\"", path, choice_list(names), s), ErrorCode::kUnknownName, path);
+}
+
+std::string gpu_seconds(std::int64_t milli) { return fmt::format("{:.1f}", static_cast<double>(milli) / 1000.0); }
+
+json task_json(const ClusterState& state, const RunningTask& t, const std::string& group) {
+  const TaskRecord r = task_record(state, t.assignment, group);
+  json out{{"group", r.group}, {"node", r.node_name}, {"gpus", r.gpus}};
+  if (r.partial_gpu()) out["gpu_milli"] = r.gpu_milli;
+  if (r.is_mig()) out["mig"] = {{"profile_index", r.mig_profile_index}, {"start", r.mig_start}, {"create", r.mig_create}};
+  return out;
+}
+
+// Group names of a start's tasks (tasks are by group, then replica).
+std::vector<std::string> start_groups(const PendingJob& p, const std::vector<RunningTask>& tasks,
+                                      const std::vector<std::int32_t>& per_group) {
+  std::vector<std::string> out;
+  for (std::size_t g = 0; g < per_group.size() && g < p.job.groups.size(); ++g)
+    for (std::int32_t k = 0; k < per_group[g]; ++k) out.push_back(p.job.groups[g].name);
+  while (out.size() < tasks.size()) out.push_back(p.job.groups.empty() ? "" : p.job.groups.back().name);
+  return out;
+}
+
+json decisions_json(const ClusterState& st, const CycleRun& run) {
+  const CycleInputs& in = run.inputs;
+  const CycleDecisions& d = run.decisions;
+  json out{{"now", d.now}};
+  json starts = json::array();
+  for (const Start& s : d.starts) {
+    const PendingJob& p = in.pending[s.pending];
+    const auto groups = start_groups(p, s.tasks, s.placed_per_group);
+    json tasks = json::array();
+    for (std::size_t k = 0; k < s.tasks.size(); ++k) tasks.push_back(task_json(st, s.tasks[k], groups[k]));
+    json item{{"job", s.job}, {"queue", p.job.queue}, {"priority", p.job.priority}, {"tasks", tasks}};
+    if (s.preempted) item["preempted"] = true;
+    if (s.nominated) item["nominated"] = true;
+    if (s.borrowed) item["borrowed"] = true;
+    if (s.backfilled) item["backfilled"] = true;
+    starts.push_back(std::move(item));
+  }
+  json evictions = json::array(), shrinks = json::array();
+  for (const Eviction& e : d.evictions) {
+    json item{{"job", e.job}, {"for", e.for_job}, {"reason", std::string(eviction_reason_name(e.reason))},
+              {"lost_gpu_seconds", static_cast<double>(e.lost_milli_gpu_seconds) / 1000.0},
+              {"restart_gpu_seconds", static_cast<double>(e.restart_milli_gpu_seconds) / 1000.0}, {"tasks", e.tasks}};
+    (e.whole ? evictions : shrinks).push_back(std::move(item));
+  }
+  json grows = json::array();
+  for (const Grow& g : d.grows) {
+    json tasks = json::array();
+    const auto& names = in.running_groups[g.running];
+    for (const RunningTask& t : g.tasks) tasks.push_back(task_json(st, t, names.empty() ? "" : names.back()));
+    grows.push_back({{"job", g.job}, {"tasks", tasks}});
+  }
+  json reservations = json::array();
+  for (const CycleReservation& r : d.reservations) {
+    json nodes = json::array();
+    for (NodeId n : r.nodes) nodes.push_back(std::string(st.node_name(n)));
+    reservations.push_back({{"job", r.job}, {"start", r.start}, {"nodes", nodes}});
+  }
+  json nominations = json::array();
+  for (const Nomination& n : d.nominations) nominations.push_back({{"job", n.job}, {"victims", n.victims}});
+  json waiting = json::array();
+  for (const Waiting& w : d.waiting) {
+    json item{{"job", w.job}, {"queue", in.pending[w.pending].job.queue}, {"verdict", std::string(verdict_name(w.outcome.verdict))},
+              {"message", waiting_text(in, w)}, {"reasons", detail::reasons_json(w.outcome.reasons)}};
+    if (w.preemption_tried) item["preemption"] = std::string(verdict_name(w.preemption));
+    waiting.push_back(std::move(item));
+  }
+  out["starts"] = starts;
+  out["evictions"] = evictions;
+  out["shrinks"] = shrinks;
+  out["grows"] = grows;
+  out["reservations"] = reservations;
+  out["nominations"] = nominations;
+  out["pending"] = waiting;
+  return out;
+}
+
+
+Status read_running_jobs_impl(ClusterState& state, std::string_view text, std::string_view source, CycleInputs& into) {
+  const ClusterState::Checkpoint mark = state.checkpoint();
+  const std::size_t running = into.running.size(), groups = into.running_groups.size();
+  auto r = guarded<bool>(source, [&] {
+    read_running(state, text, source, into);
+    return true;
+  });
+  if (r) return {};
+  state.rollback(mark);
+  into.running.resize(running);
+  into.running_groups.resize(groups);
+  return r.error();
+}
+
+Result<std::vector<scheduler::PendingJob>> pending_jobs_impl(const ClusterState& state, const JobsDocument& jobs,
+                                                        const QueuesDocument& queues, std::string_view source) {
+  return guarded<std::vector<scheduler::PendingJob>>(source, [&] { return read_pending(state, jobs, queues, source); });
+}
+
+Result<CycleInputs> read_cycle_inputs_impl(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
+                                      std::string_view running_text, const CycleSources& sources) {
+  const ClusterState::Checkpoint mark = state.checkpoint();
+  auto r = guarded<CycleInputs>(sources.running, [&] {
+    CycleInputs in;
+    if (!queues_text.empty()) in.queues = read_queues(state, queues_text, sources.queues, sources.cluster);
+    // Running jobs: their tasks are reserved on the cluster (which therefore describes what runs
+    // outside these jobs only).
+    if (!running_text.empty()) read_running(state, running_text, sources.running, in);
+    in.pending = read_pending(state, jobs, in.queues, sources.pending);
+    return in;
+  });
+  if (!r) state.rollback(mark);
+  return r;
+}
+
+Result<K8sCycle> read_cycle_inputs_k8s_impl(std::span<const k8s::Source> sources) {
+  return guarded<K8sCycle>("kubernetes objects", [&] {
+    k8s::Options kopt;
+    kopt.subtract_running = false;
+    auto input = k8s::read(sources, kopt);
+    if (!input) reject(input.error());
+    K8sCycle out;
+    for (const auto& w : input->warnings) out.warnings.push_back(k8s::to_string(w));
+    out.cluster.registry = input->registry;
+    out.cluster.cluster = input->cluster;
+    auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
+    if (!state) reject(state.error(), "nodes");
+    out.state.emplace(std::move(*state));
+    ClusterState& st = *out.state;
+    CycleInputs& in = out.inputs;
+    if (!input->topology_levels.empty())
+      if (Status s = st.set_topology_levels(input->topology_levels); !s) reject(s.error());
+    if (!input->queues.empty()) {
+      auto fc = fairness::fairness_cluster(st);
+      if (!fc) reject(fc.error(), "nodes");
+      auto configs = k8s::queue_configs(*input, fc->space);
+      if (!configs) reject(configs.error());
+      in.queues.queues = std::move(*configs);
+      in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
+    }
+    for (const k8s::RunningPod& r : input->running) {
+      const std::string what = fmt::format("Pod {}/{}", r.pod.ns, r.pod.name);
+      const NodeId n = st.find_node(r.node);
+      if (n == kNoNode) continue;  // reported by the reader
+      auto compiled = compile_job(st, r.job);
+      if (!compiled) reject(compiled.error(), what);
+      const TaskRequest& request = compiled->groups[0].request;
+      if (request.mig.any()) reject(fmt::format("{}: running MIG pods are not supported by the cycle yet", what));
+      TaskAssignment a = make_assignment(n, request);
+      if (request.shape.gpus > 0) {
+        for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
+          if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
+      }
+      if (Status s = st.reserve(request, a); !s) reject(s.error(), fmt::format("{} on node {}", what, r.node));
+      RunningJob job;
+      job.name = r.job.job_name;
+      job.queue = r.job.queue_name;
+      job.priority = r.priority;
+      job.start_time = r.start_time;
+      job.tasks.push_back({request, std::move(a)});
+      in.running.push_back(std::move(job));
+      in.running_groups.push_back({"pod"});
+    }
+    st.commit();
+    for (const Job& job : input->jobs) {
+      auto compiled = compile_job(st, job);
+      if (!compiled) reject(compiled.error(), fmt::format("job {}", job.job_name));
+      PendingJob p;
+      p.job = std::move(*compiled);
+      in.pending.push_back(std::move(p));
+    }
+    return out;
+  });
+}
+
+Result<scheduler::CycleOptions> read_cycle_options_impl(std::string_view text, std::string_view source) {
+  CycleOptions o;
+  if (text.empty()) return o;
+  auto doc = detail::parse_json(text, source);
+  if (!doc) return doc.error();
+  return guarded<CycleOptions>(source, [&] {
+    const std::string p(source);
+    check_keys(*doc, p, {"preempt", "within_queue", "reclaim_within_cohort", "fair_share_reclaim", "grow", "min_runtime",
+                         "backfill", "backfill_window", "backfill_resolution", "backfill_depth", "dry_run"});
+    const json& d = *doc;
+    if (auto it = d.find("preempt"); it != d.end()) o.preempt = read_bool(*it, p + ".preempt");
+    if (auto it = d.find("fair_share_reclaim"); it != d.end()) o.fair_share_reclaim = read_bool(*it, p + ".fair_share_reclaim");
+    if (auto it = d.find("grow"); it != d.end()) o.grow_elastic = read_bool(*it, p + ".grow");
+    if (auto it = d.find("dry_run"); it != d.end()) o.dry_run = read_bool(*it, p + ".dry_run");
+    if (auto it = d.find("min_runtime"); it != d.end()) o.preemption.min_runtime = read_int(*it, p + ".min_runtime", 0);
+    if (auto it = d.find("within_queue"); it != d.end()) {
+      constexpr WithinQueue kinds[] = {WithinQueue::kNever, WithinQueue::kLowerPriority, WithinQueue::kLowerOrNewerEqualPriority};
+      o.preemption.within_queue = kinds[read_choice(*it, p + ".within_queue", {"never", "lower", "lower-or-newer"})];
+    }
+    if (auto it = d.find("reclaim_within_cohort"); it != d.end()) {
+      constexpr CohortReclaim kinds[] = {CohortReclaim::kNever, CohortReclaim::kLowerPriority, CohortReclaim::kAny};
+      o.reclaim_within_cohort = kinds[read_choice(*it, p + ".reclaim_within_cohort", {"never", "lower", "any"})];
+    }
+    if (auto it = d.find("backfill"); it != d.end()) {
+      constexpr BackfillMode kinds[] = {BackfillMode::kNone, BackfillMode::kEasy, BackfillMode::kConservative};
+      o.backfill.mode = kinds[read_choice(*it, p + ".backfill", {"none", "easy", "conservative"})];
+    }
+    if (auto it = d.find("backfill_window"); it != d.end()) o.backfill.window = read_int(*it, p + ".backfill_window", 0);
+    if (auto it = d.find("backfill_resolution"); it != d.end()) o.backfill.resolution = read_int(*it, p + ".backfill_resolution", 1);
+    if (auto it = d.find("backfill_depth"); it != d.end())
+      o.backfill.depth = static_cast<std::size_t>(read_int(*it, p + ".backfill_depth", 0));
+    return o;
+  });
+}
+
+}  // namespace cycle_json_impl
+
+Status read_running_jobs_json(ClusterState& state, std::string_view text, std::string_view source, CycleInputs& into) {
+  return cycle_json_impl::read_running_jobs_impl(state, text, source, into);
+}
+
+Result<std::vector<scheduler::PendingJob>> pending_jobs(const ClusterState& state, const JobsDocument& jobs,
+                                                        const QueuesDocument& queues, std::string_view source) {
+  return cycle_json_impl::pending_jobs_impl(state, jobs, queues, source);
+}
+
+Result<CycleInputs> read_cycle_inputs(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
+                                      std::string_view running_text, const CycleSources& sources) {
+  return cycle_json_impl::read_cycle_inputs_impl(state, jobs, queues_text, running_text, sources);
+}
+
+Result<K8sCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
+  return cycle_json_impl::read_cycle_inputs_k8s_impl(sources);
+}
+
+Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, std::string_view source) {
+  return cycle_json_impl::read_cycle_options_impl(text, source);
+}
+
+Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleInputs& inputs, std::int64_t now,
+                                               const scheduler::CycleOptions& options, std::string_view context) {
+  auto d = scheduler::run_cycle(state, inputs.running, inputs.pending, inputs.queues.queues, now, options);
+  if (!d && !context.empty()) return Error(fmt::format("{}: {}", context, d.error().message), d.error().code, d.error().field);
+  return d;
+}
+
+Result<CycleRun> cycle_run(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
+                           std::string_view running_text, std::int64_t now, const scheduler::CycleOptions& options,
+                           const CycleSources& sources) {
+  const ClusterState::Checkpoint mark = state.checkpoint();
+  auto inputs = read_cycle_inputs(state, jobs, queues_text, running_text, sources);
+  if (!inputs) return inputs.error();
+  CycleRun run;
+  run.inputs = std::move(*inputs);
+  scheduler::CycleOptions o = options;
+  o.dry_run = false;  // the whole call is rolled back below (the running jobs' reservations too)
+  auto d = run_cycle_on(state, run.inputs, now, o, queues_text.empty() ? sources.running : sources.queues);
+  if (!d || options.dry_run) state.rollback(mark);
+  else if (mark == 0) state.commit();
+  if (!d) return d.error();
+  run.decisions = std::move(*d);
+  return run;
+}
+
+std::string waiting_text(const CycleInputs& in, const scheduler::Waiting& w) {
+  if (!w.outcome.reasons.empty() && w.outcome.reasons[0].kind == ReasonKind::kBehindStrictHead && w.behind < in.pending.size())
+    return fmt::format("not now: behind {} (the head of its StrictFIFO queue)", in.pending[w.behind].job.name);
+  if (!w.outcome.reasons.empty() && w.outcome.reasons[0].kind == ReasonKind::kBackoff)
+    return fmt::format("not now: backing off after a failure until t={}", w.outcome.reasons[0].needed);
+  return to_string(w.outcome);
+}
+
+std::string write_cycle_json(const ClusterState& state, const CycleRun& run, int indent) {
+  return cycle_json_impl::decisions_json(state, run).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string write_cycle_table(const ClusterState& st, const CycleRun& run) {
+  using namespace scheduler;
+  using cycle_json_impl::gpu_seconds;
+  const CycleDecisions& d = run.decisions;
+  std::string text = fmt::format("Cycle at t={}\n", d.now);
+  text += fmt::format("\nStarts ({})\n", d.starts.size());
+  for (const Start& s : d.starts) {
+    std::map<std::string, std::vector<std::string>> per_node;
+    std::vector<std::string> order;
+    for (const RunningTask& t : s.tasks) {
+      const std::string node(st.node_name(t.assignment.node));
+      if (!per_node.contains(node)) order.push_back(node);
+      per_node[node].push_back(fmt::format("[{}]", fmt::join(t.assignment.gpus, ",")));
+    }
+    std::string where;
+    for (const auto& n : order) where += fmt::format("{}{} {}", where.empty() ? "" : ", ", n, fmt::join(per_node[n], " "));
+    std::string how = s.nominated ? " (nominated)" : s.preempted ? " (after evictions)" : s.borrowed ? " (borrowing)" : "";
+    text += fmt::format("  {:<20} {} task(s) on {}{}\n", s.job, s.tasks.size(), where, how);
+  }
+  text += fmt::format("\nEvictions ({})\n", d.evictions.size());
+  for (const Eviction& e : d.evictions)
+    text += fmt::format("  {:<20} {} for {} ({}): loses {} GPU-s since its checkpoint + {} GPU-s restart\n", e.job,
+                        e.whole ? "evicted" : fmt::format("shrinks by {} task(s)", e.tasks.size()), e.for_job,
+                        eviction_reason_name(e.reason), gpu_seconds(e.lost_milli_gpu_seconds),
+                        gpu_seconds(e.restart_milli_gpu_seconds));
+  if (!d.grows.empty()) {
+    text += fmt::format("\nGrows ({})\n", d.grows.size());
+    for (const Grow& g : d.grows) text += fmt::format("  {:<20} +{} task(s)\n", g.job, g.tasks.size());
+  }
+  if (!d.reservations.empty()) {
+    text += fmt::format("\nReservations ({})\n", d.reservations.size());
+    for (const CycleReservation& r : d.reservations) {
+      std::vector<std::string> nodes;
+      for (NodeId n : r.nodes) nodes.emplace_back(st.node_name(n));
+      text += fmt::format("  {:<20} at t={} on {}\n", r.job, r.start, fmt::join(nodes, ", "));
+    }
+  }
+  if (!d.nominations.empty()) {
+    text += fmt::format("\nNominations ({})\n", d.nominations.size());
+    for (const Nomination& n : d.nominations) text += fmt::format("  {:<20} held after evicting {}\n", n.job, fmt::join(n.victims, ", "));
+  }
+  text += fmt::format("\nPending ({})\n", d.waiting.size());
+  for (const Waiting& w : d.waiting) text += fmt::format("  {:<20} {}\n", w.job, waiting_text(run.inputs, w));
+  return text;
+}
+
+}  // namespace gpusched::io

@@ -1,0 +1,177 @@
+// Sweeps of gpusched/sim/sweep.hpp: trace specs to traces, and the runs of traces x policies x seeds
+// (moved here from the `gpusched simulate` command for the Python module).
+#include "gpusched/sim/sweep.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "gpusched/io/alibaba_trace.hpp"
+#include "gpusched/sim/sim_report.hpp"
+#include "gpusched/sim/traces.hpp"
+
+namespace gpusched::sim {
+
+Result<std::vector<std::uint64_t>> parse_seed_list(const std::string& s) {
+  std::vector<std::uint64_t> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = s.find(',', pos);
+    const std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      const std::size_t dash = part.find('-');
+      std::size_t used = 0;
+      if (dash == std::string::npos) {
+        out.push_back(std::stoull(part, &used));
+        if (used != part.size()) throw std::invalid_argument(part);
+      } else {
+        const std::uint64_t a = std::stoull(part.substr(0, dash)), b = std::stoull(part.substr(dash + 1));
+        if (b < a || b - a > 10000) throw std::invalid_argument(part);
+        for (std::uint64_t x = a; x <= b; ++x) out.push_back(x);
+      }
+    } catch (const std::exception&) {
+      return Error(fmt::format("seeds: expected N, A-B or a comma list, got \"{}\"", s));
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, std::uint64_t seed) {
+  namespace fs = std::filesystem;
+  LoadedTrace l;
+  Augment aug;
+  aug.seed = seed;
+  aug.queues = o.queues;
+  aug.priorities = o.priorities;
+  aug.checkpoint_interval = o.checkpoint_interval;
+  aug.restart_cost = o.restart_cost;
+  aug.estimate_error = o.estimate_error;
+  aug.elastic_fraction = o.elastic;
+  const auto colon = spec.find(':');
+  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
+  std::size_t nodes = o.nodes;
+  if (auto doc = o.documents.find(spec); doc != o.documents.end()) {
+    auto jobs = parse_jobs_json(doc->second, spec);
+    if (!jobs) return jobs.error();
+    l.jobs = std::move(*jobs);
+    if (nodes == 0) nodes = 16;
+    l.label = spec;
+  } else if (kind == "itp") {
+    int number = 0;
+    try {
+      number = std::stoi(arg);
+    } catch (const std::exception&) {
+    }
+    if (itp_paper_nodes(number) == 0) return Error(fmt::format("trace {}: ITP clusters are itp:01 .. itp:10", spec));
+    const std::string path = (fs::path(o.data_dir) / "itp-elasticflow" / fmt::format("cluster{:02}.csv", number)).string();
+    auto jobs = read_itp_trace(path, o.gpus_per_node);
+    if (!jobs) return jobs.error();
+    l.jobs = std::move(*jobs);
+    if (nodes == 0) nodes = itp_paper_nodes(number);
+    l.label = fmt::format("itp{:02}", number);
+  } else if (kind == "alibaba") {
+    const fs::path dir = fs::path(o.data_dir) / "alibaba-gpu-v2023";
+    auto pods = io::read_alibaba_pods((dir / fmt::format("openb_pod_list_{}.csv", arg)).string());
+    if (!pods) return pods.error();
+    l.jobs = alibaba_jobs(*pods);
+    l.label = "alibaba-" + arg;
+    if (nodes == 0) {
+      auto node_list = io::read_alibaba_nodes((dir / "openb_node_list_gpu_node.csv").string());
+      if (!node_list) return node_list.error();
+      l.cluster.nodes = io::to_cluster(*node_list);
+      for (const auto& n : *node_list) l.cluster.energy.push_back(default_energy(n.model, n.gpus));
+      l.cluster.name = l.label;
+    }
+  } else if (kind == "synthetic") {
+    SyntheticSpec s;
+    try {
+      s.jobs = std::stoull(arg);
+    } catch (const std::exception&) {
+      return Error(fmt::format("trace {}: expected synthetic:N (jobs)", spec));
+    }
+    s.seed = seed;
+    s.gpus_per_node = o.gpus_per_node;
+    s.extra = aug;
+    l.jobs = synthetic_jobs(s);
+    if (nodes == 0) nodes = 64;
+    l.label = "synthetic" + arg;
+  } else {
+    auto jobs = read_jobs_file(spec);
+    if (!jobs) return jobs.error();
+    l.jobs = std::move(*jobs);
+    if (nodes == 0) nodes = 16;
+    l.label = fs::path(spec).stem().string();
+  }
+  if (kind == "itp" || kind == "alibaba") augment(l.jobs, aug);
+  if (l.cluster.nodes.node_count() == 0) {
+    l.cluster = make_uniform_cluster(nodes, o.gpus_per_node, o.model);
+    l.cluster.name = l.label;
+  }
+  return l;
+}
+
+nlohmann::ordered_json sweep_description(const SweepOptions& o) {
+  nlohmann::ordered_json sweep;
+  sweep["traces"] = o.traces;
+  sweep["policies"] = o.policies;
+  sweep["seeds"] = o.seeds;
+  sweep["runs"] = o.traces.size() * o.policies.size() * o.seeds.size();
+  sweep["parameters"] = {{"nodes", o.nodes}, {"gpus_per_node", o.gpus_per_node}, {"model", o.model},
+                         {"checkpoint_interval_s", o.checkpoint_interval}, {"restart_cost_s", o.restart_cost},
+                         {"queues", o.queues}, {"priorities", o.priorities}, {"estimate_error", o.estimate_error},
+                         {"elastic_fraction", o.elastic}, {"mtbf_hours", o.mtbf_hours}, {"mttr_hours", o.mttr_hours},
+                         {"failures_file", o.failures_name}, {"cycle_period_s", o.cycle_period}};
+  return sweep;
+}
+
+Result<SweepRuns> run_sweep(const SweepOptions& o) {
+  std::vector<PolicyConfig> configs;
+  for (const auto& p : o.policies) {
+    auto cfg = parse_policy(p);
+    if (!cfg) return Error("policies: " + cfg.error().message, cfg.error().code);
+    configs.push_back(*cfg);
+  }
+  if (o.shards == 0 || o.shard >= o.shards)
+    return Error(fmt::format("shard: expected i/n with 0 <= i < n, got {}/{}", o.shard, o.shards));
+  SweepRuns out;
+  const std::size_t total = o.traces.size() * o.policies.size() * o.seeds.size();
+  for (std::size_t t = 0; t < o.traces.size(); ++t)
+    for (std::size_t s = 0; s < o.seeds.size(); ++s) {
+      // The trace (and what is added on top of it) depends on the seed, not on the policy.
+      std::optional<LoadedTrace> l;
+      for (std::size_t p = 0; p < configs.size(); ++p) {
+        const std::size_t run = t * o.policies.size() * o.seeds.size() + p * o.seeds.size() + s;
+        if (run % o.shards != o.shard) continue;
+        if (!l) {
+          auto loaded = load_trace(o.traces[t], o, o.seeds[s]);
+          if (!loaded) return loaded.error();
+          l.emplace(std::move(*loaded));
+        }
+        SimConfig cfg;
+        cfg.policy = configs[p];
+        cfg.seed = o.seeds[s];
+        cfg.cycle_period = o.cycle_period;
+        cfg.failures.list = o.failures;
+        cfg.failures.mtbf_hours = o.mtbf_hours;
+        cfg.failures.mttr_hours = o.mttr_hours;
+        if (o.progress) {
+          cfg.progress = [&o, run, total, &l, p, s](double f) { o.progress(run, total, l->label, o.policies[p], o.seeds[s], f); };
+        }
+        auto r = simulate(l->cluster, l->jobs, cfg);
+        if (!r) return Error(fmt::format("{} ({}): {}", o.traces[t], o.policies[p], r.error().message), r.error().code);
+        if (!r->conservation.holds())
+          out.conservation_failures.push_back(fmt::format("{} {} seed {}", l->label, o.policies[p], o.seeds[s]));
+        // Through text and back: the unsharded report is built exactly as `merge` builds it.
+        out.records.push_back(nlohmann::ordered_json::parse(run_record(*r, run, l->label).dump()));
+      }
+    }
+  return out;
+}
+
+}  // namespace gpusched::sim

@@ -1,0 +1,156 @@
+// The scheduling cycle's inputs and decisions through the io library (gpusched/io/cycle_json.hpp):
+// what `gpusched cycle`, the C API and the Python module share.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusched/io/cycle_json.hpp"
+#include "gpusched/io/task_records.hpp"
+
+using namespace gpusched;
+
+namespace cycle_json_test {
+
+// n0: 4 GPUs, n1: 8 GPUs (A100-80GB).
+ClusterState two_nodes() {
+  auto doc = io::read_cluster_json(R"({"nodes": [
+    {"name": "n0", "cpu": 16, "memory": "64Gi", "gpus": 4, "gpu_model": "A100-80GB"},
+    {"name": "n1", "cpu": 32, "memory": "128Gi", "gpus": 8, "gpu_model": "A100-80GB"}]})");
+  REQUIRE(doc.ok());
+  auto state = ClusterState::build(doc->cluster, doc->registry);
+  REQUIRE(state.ok());
+  return std::move(*state);
+}
+
+io::JobsDocument jobs(const std::string& text) {
+  auto doc = io::read_jobs_json(text, "pending.json");
+  REQUIRE(doc.ok());
+  return std::move(*doc);
+}
+
+const char* const kRunning = R"({"jobs": [{"name": "low", "gpus": 8, "cpu": 4, "start_time": 0,
+  "restart_cost": 30, "placement": [{"node": "n1", "gpus": [0,1,2,3,4,5,6,7]}]}]})";
+
+}  // namespace cycle_json_test
+
+using namespace cycle_json_test;
+
+TEST_CASE("cycle JSON: pending jobs' cycle fields are read by the jobs reader, with the field named") {
+  const io::JobsDocument d = jobs(R"({"jobs": [{"name": "a", "gpus": 1, "runtime_estimate": 600, "not_before": 50,
+    "restarts": 2, "preemptible": false, "restart_cost": 9, "checkpoint_interval": 300}, {"name": "b", "gpus": 1}]})");
+  REQUIRE(d.cycle.size() == 2);
+  CHECK(d.cycle[0].runtime_estimate == 600);
+  CHECK(d.cycle[0].not_before == 50);
+  CHECK(d.cycle[0].restarts == 2);
+  CHECK_FALSE(d.cycle[0].preemptible);
+  CHECK(d.cycle[0].restart_cost == 9);
+  CHECK(d.cycle[0].checkpoint_interval == 300);
+  CHECK(d.cycle[1].preemptible);
+  CHECK(d.cycle[1].runtime_estimate == 0);
+  auto bad = io::read_jobs_json(R"({"jobs": [{"name": "a", "preemptible": "no"}]})", "p.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "jobs[0].preemptible: expected true or false, got \"no\"");
+  ClusterState st = two_nodes();
+  auto pending = io::pending_jobs(st, d, {});
+  REQUIRE(pending.ok());
+  CHECK((*pending)[0].runtime_estimate == 600);
+  CHECK((*pending)[0].not_before == 50);
+  CHECK_FALSE((*pending)[0].preemptible);
+}
+
+TEST_CASE("cycle JSON: a run, its JSON, dry run and a kept run") {
+  ClusterState st = two_nodes();
+  const io::JobsDocument pending = jobs(R"({"jobs": [{"name": "high", "gpus": 8, "priority": 10},
+                                                     {"name": "small", "gpus": 2}]})");
+  scheduler::CycleOptions o;
+  o.dry_run = true;
+  auto run = io::cycle_run(st, pending, "", kRunning, 1000, o);
+  REQUIRE(run.ok());
+  CHECK(st.idle_gpus(0) == 4);  // a dry run leaves the state as it was, running jobs included
+  CHECK(st.idle_gpus(1) == 8);
+  REQUIRE(run->inputs.running.size() == 1);
+  CHECK(run->inputs.running[0].restart_cost == 30);
+  CHECK(run->inputs.running_groups[0] == std::vector<std::string>{"task"});
+  REQUIRE(run->decisions.starts.size() == 2);
+  CHECK(run->decisions.starts[0].job == "high");
+  const auto doc = nlohmann::json::parse(io::write_cycle_json(st, *run));
+  CHECK(doc["now"] == 1000);
+  CHECK(doc["evictions"][0]["job"] == "low");
+  CHECK(doc["evictions"][0]["lost_gpu_seconds"] == 8000.0);
+  CHECK(doc["evictions"][0]["restart_gpu_seconds"] == 240.0);  // 8 GPUs x 30 s
+  CHECK(doc["starts"][1]["tasks"][0] == nlohmann::json{{"group", "task"}, {"node", "n0"}, {"gpus", {0, 1}}});
+  const std::string table = io::write_cycle_table(st, *run);
+  CHECK(table.find("high                 1 task(s) on n1 [0,1,2,3,4,5,6,7] (after evictions)") != std::string::npos);
+
+  o.dry_run = false;
+  auto kept = io::cycle_run(st, pending, "", kRunning, 1000, o);
+  REQUIRE(kept.ok());
+  CHECK(st.idle_gpus(0) == 2);
+  CHECK(st.idle_gpus(1) == 0);
+  CHECK(st.journal_size() == 0);
+}
+
+TEST_CASE("cycle JSON: a bad running job is an error naming it, and the state is rolled back") {
+  ClusterState st = two_nodes();
+  const io::JobsDocument pending = jobs(R"({"jobs": [{"name": "p", "gpus": 1}]})");
+  auto r = io::cycle_run(st, pending, "", R"({"jobs": [
+    {"name": "x", "gpus": 2, "start_time": 0, "placement": [{"node": "n0", "gpus": [0, 1]}]},
+    {"name": "y", "gpus": 1, "start_time": 0, "placement": [{"node": "n0", "gpus": [0]}]}]})", 0, {},
+                         {.running = "running.json"});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("running.json: jobs[1].placement[0]: ") == 0);
+  CHECK(r.error().field == "running.json: jobs[1].placement[0]");
+  CHECK(st.idle_gpus(0) == 4);  // x's reservation was rolled back
+  auto missing = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "gpus": 1}]})", 0);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ErrorCode::kMissingField);
+  CHECK(missing.error().message == "running: jobs[0].start_time: missing (a running job's start, seconds)");
+  auto pend = io::cycle_run(st, jobs(R"({"jobs": [{"name": "p", "gpus": 1, "placement": []}]})"), "", "", 0);
+  REQUIRE_FALSE(pend.ok());
+  CHECK(pend.error().message == "jobs: jobs[0]: start_time/placement belong to running jobs (--running)");
+}
+
+TEST_CASE("cycle JSON: options") {
+  auto o = io::read_cycle_options_json(R"({"preempt": false, "within_queue": "lower-or-newer", "backfill": "none",
+    "backfill_depth": 7, "min_runtime": 60, "reclaim_within_cohort": "never", "grow": false, "dry_run": true})");
+  REQUIRE(o.ok());
+  CHECK_FALSE(o->preempt);
+  CHECK(o->preemption.within_queue == scheduler::WithinQueue::kLowerOrNewerEqualPriority);
+  CHECK(o->backfill.mode == scheduler::BackfillMode::kNone);
+  CHECK(o->backfill.depth == 7);
+  CHECK(o->preemption.min_runtime == 60);
+  CHECK(o->reclaim_within_cohort == scheduler::CohortReclaim::kNever);
+  CHECK_FALSE(o->grow_elastic);
+  CHECK(o->dry_run);
+  CHECK(io::read_cycle_options_json("").ok());
+  auto bad = io::read_cycle_options_json(R"({"backfill_resolution": 0})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "options.backfill_resolution: expected at least 1, got 0");
+  auto unknown = io::read_cycle_options_json(R"({"within_queue": "always"})");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == ErrorCode::kUnknownName);
+  CHECK(unknown.error().field == "options.within_queue");
+  CHECK_FALSE(io::read_cycle_options_json("{").ok());
+}
+
+TEST_CASE("task records: a placement's tasks by group and replica, with node names") {
+  ClusterState st = two_nodes();
+  auto job = compile_job(st, jobs(R"({"jobs": [{"name": "j", "groups": [{"name": "w", "replicas": 2, "gpus": 4},
+                                                                        {"name": "n", "gpus": 1, "gpu_milli": 250}]}]})").jobs[0]);
+  REQUIRE(job.ok());
+  BestFitPolicy policy;
+  JobPlacement p = place_job(st, *job, policy);
+  REQUIRE(p.placed());
+  const auto records = io::task_records(st, *job, p.tasks);
+  REQUIRE(records.size() == 3);
+  CHECK(records[0].group == "w");
+  CHECK(records[1].group == "w");
+  CHECK(records[1].replica == 1);
+  CHECK(records[2].group == "n");
+  CHECK(records[2].partial_gpu());
+  CHECK(records[2].gpu_milli == 250);
+  CHECK(records[0].node_name == std::string(st.node_name(records[0].node)));
+  CHECK(records[0].gpus.size() == 4);
+  CHECK_FALSE(records[0].is_mig());
+  CHECK(records[0].mig_start == -1);
+}
