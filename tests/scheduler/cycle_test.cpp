@@ -39,6 +39,32 @@ TEST_CASE("admission places: a job starts only where its gang places; BestEffort
   CHECK(d.find_start("a")->tasks.size() == 2);
 }
 
+TEST_CASE("a failed shape's outcome is reused only for the same shape: a larger job says its own reasons") {
+  // 2 nodes x 8 GPUs, node 0 full (running r, 8 GPUs), no preemption. a (1 x 8 GPUs) waits: not now,
+  // node 1 has room. a2 (the same shape) waits with a's outcome. huge (1 x 16 GPUs) fails too, but it
+  // fits no node even empty: infeasible, with its own numbers (needs 16 GPUs), not a's (8).
+  auto state = cluster(2);
+  std::vector<RunningJob> running{run(state, "r", "", 0, 0, 1, 8)};
+  std::vector<PendingJob> pending{job(state, "x", "", 1, 8, 0, 1), job(state, "a", "", 1, 8, 0, 2),
+                                  job(state, "a2", "", 1, 8, 0, 3), job(state, "huge", "", 1, 16, 0, 4)};
+  CycleOptions o;
+  o.preempt = false;
+  auto d = run_cycle(state, running, pending, {}, 100, o).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"x"});
+  const Waiting* a = d.find_waiting("a");
+  const Waiting* a2 = d.find_waiting("a2");
+  const Waiting* huge = d.find_waiting("huge");
+  REQUIRE((a && a2 && huge));
+  CHECK(a->outcome.verdict == Verdict::kNotNow);
+  CHECK(a2->outcome.verdict == Verdict::kNotNow);
+  CHECK(d.stats.cache_hits == 1);  // a2 only
+  CHECK(huge->outcome.verdict == Verdict::kInfeasible);
+  const auto gpus = std::find_if(huge->outcome.reasons.begin(), huge->outcome.reasons.end(),
+                                 [](const Reason& r) { return r.kind == ReasonKind::kInsufficientGpus; });
+  REQUIRE(gpus != huge->outcome.reasons.end());
+  CHECK(gpus->needed == 16);
+}
+
 TEST_CASE("StrictFIFO: the head that does not place blocks its queue") {
   // Same jobs in a StrictFIFO queue: b (16 GPUs) does not place, so c waits behind it even though
   // 8 GPUs are idle: kBehindStrictHead naming b (pending index 1).

@@ -198,7 +198,7 @@ struct Waiting {
 
 struct CycleStats {
   std::uint64_t placements_tried = 0;
-  std::uint64_t cache_hits = 0;    // jobs refused by a dominated earlier failure
+  std::uint64_t cache_hits = 0;    // jobs refused by an earlier failure of the same shape (placement), or a failed preemption search of a smaller one
   std::size_t preemption_attempts = 0;
 };
 

@@ -57,10 +57,13 @@ inline void add_assignment(Amounts& out, const ClusterState& state, const fairne
 
 // A single-group job without constraints: its failure to place now implies the failure of every job
 // asking for at least as much of everything (while the state only loses free capacity). Kubernetes
-// keeps the same "unschedulable" memo per pod shape.
+// keeps the same "unschedulable" memo per pod shape. The cycle reuses a failed placement's outcome
+// for the same shape only (a larger shape's reasons carry its own numbers, and it may be infeasible
+// where the smaller one was not now); a failed preemption search rules out every dominated shape.
 struct ShapeKey {
   GpuModelMask models = 0;
   std::int64_t gpus = 0, gpu_milli = 0, gpu_memory = 0, cpu = 0, memory = 0, tasks = 0;
+  bool operator==(const ShapeKey&) const = default;
   bool dominated_by(const ShapeKey& failed) const {
     return models == failed.models && gpus >= failed.gpus && gpu_milli >= failed.gpu_milli &&
            gpu_memory >= failed.gpu_memory && cpu >= failed.cpu && memory >= failed.memory && tasks >= failed.tasks;
@@ -411,9 +414,11 @@ struct CycleRun {
         if (preempt_dim == -2) preempt_dim = d;
         const auto key = shape_key(flavored);
         if (key) {
+          // Only the same shape reuses the outcome: a larger one fails too, but its own reasons
+          // (its numbers; and infeasible where it fits no node at all) are its placement's to say.
           const FailedShape* hit = nullptr;
           for (const FailedShape& f : failed)
-            if (key->dominated_by(f.key)) {
+            if (*key == f.key) {
               hit = &f;
               break;
             }
@@ -434,8 +439,7 @@ struct CycleRun {
         }
         Outcome o{r.verdict, r.reasons};
         if (key && r.verdict == Verdict::kNotNow && !r.undecided()) {
-          std::erase_if(failed, [&](const FailedShape& f) { return f.key.dominated_by(*key); });
-          failed.push_back({*key, o});
+          failed.push_back({*key, o});  // (not there: a hit above would have skipped the placement)
         }
         if (!have_placement_miss || placement_miss.verdict == Verdict::kInfeasible) placement_miss = std::move(o);
         have_placement_miss = true;
