@@ -272,7 +272,17 @@ struct HdrfScheduler::Impl {
     updates[p] = 0;
   }
 
-  // One leaf-to-root pass after a node's own state changed.
+  // What a node's parent reads of it: key (share, tier, exact), blocked, consumption.
+  bool same_as_seen(NodeId n, const detail::HdrfKey& key, char was_blocked, const double* v) const {
+    const detail::HdrfKey& k = (*keys)[n];
+    return k.share == key.share && k.tier == key.tier && k.exact == key.exact && blocked[n] == was_blocked &&
+           std::equal(v, v + m, row(consumption, n));
+  }
+
+  // One leaf-to-root pass after a node's own state changed. It stops at the first ancestor whose
+  // recomputed state (what its parent reads: key, blocked, consumption) is exactly what it was: the
+  // levels above would recompute the same values. Adding a leaf under a chain of D queues therefore
+  // costs O(1) levels instead of D (building a D-deep tree was O(D^2): issue 15).
   void propagate(NodeId n) {
     if (leaf(n)) recompute_leaf(n);
     else recompute_internal(n);
@@ -289,10 +299,15 @@ struct HdrfScheduler::Impl {
         place_in_heaps(n);
       }
       if (p == kRoot) return;
+      const detail::HdrfKey before = (*keys)[p];
+      const char was_blocked = blocked[p];
+      seen_scratch.assign(row(consumption, p), row(consumption, p) + m);
       recompute_internal(p);
+      if (same_as_seen(p, before, was_blocked, seen_scratch.data())) return;
       n = p;
     }
   }
+  std::vector<double> seen_scratch;  // propagate's copy of one node's consumption
 
   void recompute_all() {
     // Children have larger ids than their parents: a reverse sweep is bottom-up. Every key may have
