@@ -105,8 +105,11 @@ struct HdrfScheduler::Impl {
   std::vector<double> contrib;       // children of wide nodes: what the node added to its parent's sums
   std::vector<detail::HdrfContribution> contrib_kind;
   std::vector<std::uint32_t> updates;
-  std::vector<detail::IndexedHeap<detail::HdrfPickLess>> pick_heap;
-  std::vector<detail::IndexedHeap<detail::HdrfShareLess>> share_heap;
+  // Each node's position in its parent's heaps, shared by all heaps (detail::SharedHeapPositions).
+  std::unique_ptr<std::vector<std::uint32_t>> pick_pos = std::make_unique<std::vector<std::uint32_t>>();
+  std::unique_ptr<std::vector<std::uint32_t>> share_pos = std::make_unique<std::vector<std::uint32_t>>();
+  std::vector<detail::IndexedHeap<detail::HdrfPickLess, detail::SharedHeapPositions>> pick_heap;
+  std::vector<detail::IndexedHeap<detail::HdrfShareLess, detail::SharedHeapPositions>> share_heap;
 
   double* row(std::vector<double>& v, NodeId n) { return v.data() + static_cast<std::size_t>(n) * m; }
   const double* row(const std::vector<double>& v, NodeId n) const { return v.data() + static_cast<std::size_t>(n) * m; }
@@ -124,8 +127,10 @@ struct HdrfScheduler::Impl {
     updates.push_back(0);
     keys->push_back(detail::HdrfKey{});
     exact->push_back(detail::fairness_zero_share(w));
-    pick_heap.emplace_back(detail::HdrfPickLess{keys.get(), exact.get()});
-    share_heap.emplace_back(detail::HdrfShareLess{keys.get(), exact.get()});
+    pick_pos->push_back(detail::IndexedHeap<detail::HdrfPickLess>::kAbsent);
+    share_pos->push_back(detail::IndexedHeap<detail::HdrfShareLess>::kAbsent);
+    pick_heap.emplace_back(detail::HdrfPickLess{keys.get(), exact.get()}, detail::SharedHeapPositions{pick_pos.get()});
+    share_heap.emplace_back(detail::HdrfShareLess{keys.get(), exact.get()}, detail::SharedHeapPositions{share_pos.get()});
     return id;
   }
 
