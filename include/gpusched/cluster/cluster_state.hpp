@@ -334,6 +334,14 @@ class ClusterState {
   // nodes) and that have exactly `idle` idle GPUs. Only eligible nodes are indexed.
   static constexpr std::uint8_t kNoGpuKey = 0xfe;
   const NodeBitset* idle_bucket(std::uint8_t model_key, std::int32_t idle) const;
+  // The smallest idle count >= `from` (next) or largest <= `from` (prev) whose bucket of `model_key`
+  // holds a node, or -1. Walks over the buckets skip empty ones through these, so a walk costs the
+  // non-empty buckets, not max_gpus_per_node() (65,535 buckets for one node of 65,535 GPUs).
+  std::int32_t next_idle_level(std::uint8_t model_key, std::int32_t from) const;
+  std::int32_t prev_idle_level(std::uint8_t model_key, std::int32_t from) const;
+  // The lowest GPU index >= `from` of node n that is idle (free share 1000: healthy, not MIG), or
+  // -1 when none. O(1) per idle GPU skipped to, not per busy GPU passed.
+  std::int32_t next_idle_gpu(NodeId n, std::size_t from) const;
   // At least the most GPUs of any node (after removals it may stay larger: buckets are never dropped).
   std::int32_t max_gpus_per_node() const { return max_gpus_per_node_; }
   // The index model keys present in this state, ascending (a key whose nodes were all removed stays).
@@ -424,7 +432,11 @@ class ClusterState {
   void ensure_index_capacity(std::size_t nodes);
   void index_insert(NodeId n);
   void index_erase(NodeId n);
-  bool any_partial_gpu(NodeId n) const;
+  void bucket_insert(std::size_t slot, std::int32_t idle, NodeId n);
+  void bucket_erase(std::size_t slot, std::int32_t idle, NodeId n);
+  // A GPU's free share changed from `before` to `after` (both as read: 0 when unhealthy): the
+  // node's count of partly used GPUs and the idle-GPU set follow.
+  void note_gpu_free_change(NodeId n, std::uint32_t gi, std::int32_t before, std::int32_t after);
   Status check_live_node(NodeId n, std::string_view event) const;
   Status set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event);
   void compact_labels_if_sparse();
@@ -462,7 +474,7 @@ class ClusterState {
   std::vector<std::uint8_t> node_index_model_;
   std::vector<std::int32_t> idle_gpus_;
   std::vector<MilliGpu> free_gpu_milli_;
-  std::vector<std::uint8_t> has_partial_;
+  std::vector<std::uint32_t> partial_gpus_;  // GPUs with 0 < free < 1000 (kept, not recounted: O(1) per change)
   std::vector<std::uint64_t> node_version_;
   std::size_t live_nodes_ = 0;
 
@@ -493,6 +505,8 @@ class ClusterState {
   std::vector<std::uint8_t> model_keys_;
   std::vector<std::int16_t> model_slot_;          // model key -> slot in buckets_, -1 if absent
   std::vector<std::vector<NodeBitset>> buckets_;  // [slot][idle]
+  std::vector<NodeBitset> levels_;                // [slot]: the idle counts whose bucket is non-empty
+  NodeBitset idle_gpu_slots_;                     // GPU slots with free share 1000
   NodeBitset partial_nodes_;
   std::uint32_t index_capacity_ = 0;              // id range of every bitset of the index
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;

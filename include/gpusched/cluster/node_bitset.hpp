@@ -1,8 +1,10 @@
 // gpusched/cluster/node_bitset.hpp — an ordered set of node ids as a two-level bitset.
 //
-// Insert and erase are O(1); iteration visits members in increasing id order, skipping 4,096 absent
-// ids per summary bit, so scanning a sparse bucket of 100,000 nodes touches a few dozen words. This
-// is what lets the cluster index answer "first node with k idle GPUs" deterministically.
+// Insert and erase are O(1); iteration visits members in increasing id order (or, with prev,
+// decreasing), skipping 4,096 absent ids per summary bit, so scanning a sparse bucket of 100,000
+// nodes touches a few dozen words. This is what lets the cluster index answer "first node with k
+// idle GPUs" deterministically. The state also keeps one over idle counts (which buckets are
+// non-empty) and one over GPU slots (which GPUs are idle).
 #pragma once
 
 #include <bit>
@@ -70,6 +72,27 @@ class NodeBitset {
     }
   }
   std::uint32_t first() const { return next(0); }
+
+  // The largest member <= from (from may be beyond the range), or kEnd.
+  std::uint32_t prev(std::uint32_t from) const {
+    if (size_ == 0) return kEnd;
+    if (from >= size_) from = size_ - 1;
+    const std::uint32_t wi = from >> 6;
+    const std::uint64_t w = words_[wi] & (~std::uint64_t{0} >> (63 - (from & 63)));
+    if (w) return (wi << 6) + 63 - static_cast<std::uint32_t>(std::countl_zero(w));
+    if (wi == 0) return kEnd;
+    // The previous non-empty word through the summary.
+    std::uint32_t si = (wi - 1) >> 6;
+    std::uint64_t s = summary_[si] & (~std::uint64_t{0} >> (63 - ((wi - 1) & 63)));
+    while (true) {
+      if (s) {
+        const std::uint32_t word = (si << 6) + 63 - static_cast<std::uint32_t>(std::countl_zero(s));
+        return (word << 6) + 63 - static_cast<std::uint32_t>(std::countl_zero(words_[word]));
+      }
+      if (si == 0) return kEnd;
+      s = summary_[--si];
+    }
+  }
 
   template <class F>
   void for_each(F&& f) const {

@@ -208,8 +208,9 @@ void for_each_candidate(const ClusterState& state, const TaskRequest& request, F
   for (std::uint8_t key : state.model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
     if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-    for (std::int32_t idle = std::max(min_idle, shape.shares_gpu() ? 1 : 0); idle <= state.max_gpus_per_node();
-         ++idle) {
+    // Non-empty buckets only (ClusterState::next_idle_level).
+    for (std::int32_t idle = state.next_idle_level(key, std::max(min_idle, shape.shares_gpu() ? 1 : 0)); idle >= 0;
+         idle = state.next_idle_level(key, idle + 1)) {
       const NodeBitset* bucket = state.idle_bucket(key, idle);
       if (!bucket) continue;
       for (std::uint32_t node = bucket->first(); node != NodeBitset::kEnd; node = bucket->next(node + 1))

@@ -167,7 +167,8 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
   GpuModelMask models = 0;
   std::int32_t idle = 0;
   MilliGpu free_sum = 0;
-  bool partial = false;
+  std::uint32_t partial = 0;
+  idle_gpu_slots_.grow(static_cast<std::uint32_t>(gpu_free_milli_.size() + p.gpus.size()));
   for (const ParsedGpu& g : p.gpus) {
     if (g.mig_mode) {
       // Validated by parse_mig_gpu, so the table accepts it.
@@ -188,6 +189,7 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
     const std::int32_t free_milli = g.healthy ? g.free_milli : 0;
     if (!g.healthy)
       withheld_.emplace(static_cast<std::uint32_t>(gpu_free_milli_.size()), WithheldGpu{g.free_milli, g.free_memory});
+    if (free_milli == kMilliPerGpu) idle_gpu_slots_.insert(static_cast<std::uint32_t>(gpu_free_milli_.size()));
     gpu_free_milli_.push_back(free_milli);
     gpu_free_memory_.push_back(g.healthy ? g.free_memory : 0);
     gpu_memory_capacity_.push_back(g.memory_capacity);
@@ -199,7 +201,7 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
       total_gpu_free_ += free_milli;
     }
     if (free_milli == kMilliPerGpu) ++idle;
-    if (free_milli > 0 && free_milli < kMilliPerGpu) partial = true;
+    if (free_milli > 0 && free_milli < kMilliPerGpu) ++partial;
     free_sum += free_milli;
   }
   gpu_end_.push_back(static_cast<std::uint32_t>(gpu_free_milli_.size()));
@@ -210,7 +212,7 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
   node_index_model_.push_back(key);
   idle_gpus_.push_back(idle);
   free_gpu_milli_.push_back(free_sum);
-  has_partial_.push_back(partial ? 1 : 0);
+  partial_gpus_.push_back(partial);
   node_version_.push_back(generation_);
   max_gpus_per_node_ = std::max<std::int32_t>(max_gpus_per_node_, static_cast<std::int32_t>(p.gpus.size()));
   label_begin_.push_back(static_cast<std::uint32_t>(labels_.size()));
@@ -233,7 +235,8 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
     return detail::cluster_error(ErrorCode::kLimit, "nodes", detail::cluster_message("nodes: too many nodes (", n_nodes, ")"));
   for (auto* v : {&s.cpu_capacity_, &s.cpu_free_}) v->reserve(n_nodes);
   for (auto* v : {&s.memory_capacity_, &s.memory_free_}) v->reserve(n_nodes);
-  for (auto* v : {&s.flags_, &s.node_index_model_, &s.has_partial_}) v->reserve(n_nodes);
+  for (auto* v : {&s.flags_, &s.node_index_model_}) v->reserve(n_nodes);
+  s.partial_gpus_.reserve(n_nodes);
   for (auto* v : {&s.gpu_begin_, &s.gpu_end_, &s.label_begin_, &s.label_count_}) v->reserve(n_nodes);
   s.node_name_.reserve(n_nodes);
   s.node_models_.reserve(n_nodes);
@@ -295,6 +298,7 @@ inline void ClusterState::ensure_index_row(std::uint8_t model_key) {
   model_slot_[model_key] = static_cast<std::int16_t>(buckets_.size());
   model_keys_.insert(std::upper_bound(model_keys_.begin(), model_keys_.end(), model_key), model_key);
   buckets_.emplace_back(static_cast<std::size_t>(max_gpus_per_node_) + 1, NodeBitset(index_capacity_));
+  levels_.emplace_back(static_cast<std::uint32_t>(max_gpus_per_node_) + 1);
 }
 
 inline void ClusterState::ensure_index_width(std::int32_t gpus) {
@@ -303,6 +307,7 @@ inline void ClusterState::ensure_index_width(std::int32_t gpus) {
   max_gpus_per_node_ = std::max(gpus, max_gpus_per_node_);
   for (auto& row : buckets_)
     while (row.size() < width) row.emplace_back(index_capacity_);
+  for (auto& levels : levels_) levels.grow(static_cast<std::uint32_t>(width));
 }
 
 inline void ClusterState::ensure_index_capacity(std::size_t nodes) {
@@ -314,22 +319,54 @@ inline void ClusterState::ensure_index_capacity(std::size_t nodes) {
   partial_nodes_.grow(index_capacity_);
 }
 
+inline void ClusterState::bucket_insert(std::size_t slot, std::int32_t idle, NodeId n) {
+  NodeBitset& bucket = buckets_[slot][static_cast<std::size_t>(idle)];
+  if (bucket.empty()) levels_[slot].insert(static_cast<std::uint32_t>(idle));
+  bucket.insert(n);
+}
+
+inline void ClusterState::bucket_erase(std::size_t slot, std::int32_t idle, NodeId n) {
+  NodeBitset& bucket = buckets_[slot][static_cast<std::size_t>(idle)];
+  bucket.erase(n);
+  if (bucket.empty()) levels_[slot].erase(static_cast<std::uint32_t>(idle));
+}
+
 inline void ClusterState::index_insert(NodeId n) {
   if (!eligible(n)) return;
-  buckets_[bucket_slot(node_index_model_[n])][static_cast<std::size_t>(idle_gpus_[n])].insert(n);
-  if (has_partial_[n]) partial_nodes_.insert(n);
+  bucket_insert(bucket_slot(node_index_model_[n]), idle_gpus_[n], n);
+  if (partial_gpus_[n] != 0) partial_nodes_.insert(n);
 }
 
 inline void ClusterState::index_erase(NodeId n) {
   if (!eligible(n)) return;
-  buckets_[bucket_slot(node_index_model_[n])][static_cast<std::size_t>(idle_gpus_[n])].erase(n);
+  bucket_erase(bucket_slot(node_index_model_[n]), idle_gpus_[n], n);
   partial_nodes_.erase(n);
 }
 
-inline bool ClusterState::any_partial_gpu(NodeId n) const {
-  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
-    if (gpu_free_milli_[gi] > 0 && gpu_free_milli_[gi] < kMilliPerGpu) return true;
-  return false;
+inline void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi, std::int32_t before, std::int32_t after) {
+  const bool was_partial = before > 0 && before < kMilliPerGpu, is_partial = after > 0 && after < kMilliPerGpu;
+  partial_gpus_[n] += static_cast<std::uint32_t>(is_partial) - static_cast<std::uint32_t>(was_partial);
+  if (before == kMilliPerGpu && after != kMilliPerGpu) idle_gpu_slots_.erase(gi);
+  if (after == kMilliPerGpu && before != kMilliPerGpu) idle_gpu_slots_.insert(gi);
+}
+
+inline std::int32_t ClusterState::next_idle_level(std::uint8_t model_key, std::int32_t from) const {
+  if (model_slot_.empty() || model_slot_[model_key] < 0) return -1;
+  const std::uint32_t level = levels_[bucket_slot(model_key)].next(static_cast<std::uint32_t>(std::max(from, 0)));
+  return level == NodeBitset::kEnd ? -1 : static_cast<std::int32_t>(level);
+}
+
+inline std::int32_t ClusterState::prev_idle_level(std::uint8_t model_key, std::int32_t from) const {
+  if (from < 0 || model_slot_.empty() || model_slot_[model_key] < 0) return -1;
+  const std::uint32_t level = levels_[bucket_slot(model_key)].prev(static_cast<std::uint32_t>(from));
+  return level == NodeBitset::kEnd ? -1 : static_cast<std::int32_t>(level);
+}
+
+inline std::int32_t ClusterState::next_idle_gpu(NodeId n, std::size_t from) const {
+  const std::size_t begin = gpu_begin_[n] + from;
+  if (begin >= gpu_end_[n]) return -1;
+  const std::uint32_t gi = idle_gpu_slots_.next(static_cast<std::uint32_t>(begin));
+  return gi == NodeBitset::kEnd || gi >= gpu_end_[n] ? -1 : static_cast<std::int32_t>(gi - gpu_begin_[n]);
 }
 
 inline const NodeBitset* ClusterState::idle_bucket(std::uint8_t model_key, std::int32_t idle) const {
@@ -521,15 +558,33 @@ inline Status ClusterState::validate(const TaskRequest& request, const TaskAssig
   if (a.gpus.size() != want)
     return cluster_error(ErrorCode::kInconsistent, "assignment.gpus",
                          cluster_message("assignment on ", name, ": ", a.gpus.size(), " GPUs given, ", want, " requested"));
+  // The first index whose GPU was given before it: pairwise for a few GPUs, by sorting for many (a
+  // task of 65,535 GPUs made the pairwise check quadratic; issue 15).
+  std::size_t repeat = a.gpus.size();
+  if (a.gpus.size() <= 32) {
+    for (std::size_t i = 1; i < a.gpus.size() && repeat == a.gpus.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (a.gpus[j] == a.gpus[i]) {
+          repeat = i;
+          break;
+        }
+  } else {
+    std::vector<std::pair<GpuIndex, std::size_t>> sorted(a.gpus.size());
+    for (std::size_t i = 0; i < a.gpus.size(); ++i) sorted[i] = {a.gpus[i], i};
+    std::sort(sorted.begin(), sorted.end());
+    // Within a run of equal GPUs, the second smallest index is that GPU's first repeat.
+    for (std::size_t k = 1; k < sorted.size(); ++k)
+      if (sorted[k].first == sorted[k - 1].first && (k < 2 || sorted[k - 2].first != sorted[k].first))
+        repeat = std::min(repeat, sorted[k].second);
+  }
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuIndex g = a.gpus[i];
     // Built only on error: reserve is the decision hot path.
     auto field = [i] { return cluster_message("assignment.gpus[", i, "]"); };
     if (g >= gpu_count(a.node))
       return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("assignment on ", name, ": no GPU ", g));
-    for (std::size_t j = 0; j < i; ++j)
-      if (a.gpus[j] == g)
-        return cluster_error(ErrorCode::kDuplicate, field(), cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
+    if (i == repeat)
+      return cluster_error(ErrorCode::kDuplicate, field(), cluster_message("assignment on ", name, ": GPU ", g, " given twice"));
     const std::uint32_t gi = gpu_begin_[a.node] + g;
     if (!(request.models & model_bit(gpu_model_[gi])))
       return cluster_error(ErrorCode::kState, field(), cluster_message("assignment on ", name, ": GPU ", g, " model not allowed"));
@@ -596,7 +651,7 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
   const NodeId n = a.node;
   if (flags_[n] & kFlagRemoved) return;  // a rollback or release after the node left
   const std::int32_t old_idle = idle_gpus_[n];
-  const bool old_partial = has_partial_[n] != 0;
+  const bool old_partial = partial_gpus_[n] != 0;
   cpu_free_[n] += sign * a.cpu;
   memory_free_[n] += sign * a.memory;
   if (a.is_mig()) {
@@ -605,7 +660,6 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
     note_node_change(n);
     return;
   }
-  bool partial_may_change = false;
   for (GpuIndex g : a.gpus) {
     const std::uint32_t gi = gpu_begin_[n] + g;
     if (!gpu_healthy_[gi]) {
@@ -622,21 +676,20 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
     free_gpu_milli_[n] += after - before;
     total_gpu_free_ += after - before;
     idle_gpus_[n] += (after == kMilliPerGpu) - (before == kMilliPerGpu);
-    partial_may_change = true;
+    note_gpu_free_change(n, gi, before, after);
   }
-  if (partial_may_change) has_partial_[n] = any_partial_gpu(n) ? 1 : 0;
   reindex(n, old_idle, old_partial);
   note_node_change(n);
 }
 
 inline void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_partial) {
   if (!eligible(n)) return;
-  auto& row = buckets_[bucket_slot(node_index_model_[n])];
+  const std::size_t slot = bucket_slot(node_index_model_[n]);
   if (old_idle != idle_gpus_[n]) {
-    row[static_cast<std::size_t>(old_idle)].erase(n);
-    row[static_cast<std::size_t>(idle_gpus_[n])].insert(n);
+    bucket_erase(slot, old_idle, n);
+    bucket_insert(slot, idle_gpus_[n], n);
   }
-  const bool partial = has_partial_[n] != 0;
+  const bool partial = partial_gpus_[n] != 0;
   if (partial != old_partial) {
     if (partial) partial_nodes_.insert(n);
     else partial_nodes_.erase(n);
@@ -810,6 +863,7 @@ inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healt
   if (healthy_now) {
     const WithheldGpu w = withheld_[gi];
     withheld_.erase(gi);
+    note_gpu_free_change(n, gi, 0, w.free_milli);
     gpu_free_milli_[gi] = w.free_milli;
     gpu_free_memory_[gi] = w.free_memory;
     gpu_healthy_[gi] = 1;
@@ -820,6 +874,7 @@ inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healt
   } else {
     const std::int32_t free = gpu_free_milli_[gi];
     withheld_[gi] = WithheldGpu{free, gpu_free_memory_[gi]};
+    note_gpu_free_change(n, gi, free, 0);
     gpu_free_milli_[gi] = 0;
     gpu_free_memory_[gi] = 0;
     gpu_healthy_[gi] = 0;
@@ -828,7 +883,6 @@ inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healt
     total_gpu_capacity_ -= kMilliPerGpu;
     if (free == kMilliPerGpu) --idle_gpus_[n];
   }
-  has_partial_[n] = any_partial_gpu(n) ? 1 : 0;
   index_insert(n);
   sync_mig_availability(n);
   note_node_change(n);
@@ -951,7 +1005,7 @@ inline std::size_t ClusterState::memory_usage() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   std::size_t total = bytes(node_name_) + bytes(cpu_capacity_) + bytes(cpu_free_) + bytes(memory_capacity_) +
                       bytes(memory_free_) + bytes(flags_) + bytes(gpu_begin_) + bytes(gpu_end_) + bytes(node_models_) +
-                      bytes(node_index_model_) + bytes(idle_gpus_) + bytes(free_gpu_milli_) + bytes(has_partial_) +
+                      bytes(node_index_model_) + bytes(idle_gpus_) + bytes(free_gpu_milli_) + bytes(partial_gpus_) +
                       bytes(node_version_) + bytes(gpu_free_milli_) + bytes(gpu_free_memory_) +
                       bytes(gpu_memory_capacity_) + bytes(gpu_model_) + bytes(gpu_healthy_) + bytes(label_begin_) +
                       bytes(label_count_) + bytes(labels_) + bytes(model_slot_);
@@ -963,13 +1017,17 @@ inline std::size_t ClusterState::memory_usage() const {
   const std::size_t bitset_bytes = (index_capacity_ + 63) / 64 * 8 + (index_capacity_ + 4095) / 4096 * 8;
   for (const auto& row : buckets_) total += row.size() * bitset_bytes;
   total += bitset_bytes;
+  // The non-empty levels of each row and the idle-GPU set: one bit per idle count and per GPU slot.
+  auto bits_bytes = [](std::size_t bits) { return (bits + 63) / 64 * 8 + (bits + 4095) / 4096 * 8; };
+  for (const auto& levels : levels_) total += bits_bytes(levels.capacity());
+  total += bits_bytes(idle_gpu_slots_.capacity());
   return total + mig_.memory_usage();  // 0 without MIG GPUs
 }
 
 inline bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ && free_gpu_milli_ == o.free_gpu_milli_ &&
-         has_partial_ == o.has_partial_ && buckets_ == o.buckets_ && partial_nodes_ == o.partial_nodes_ &&
+         partial_gpus_ == o.partial_gpus_ && buckets_ == o.buckets_ && levels_ == o.levels_ && partial_nodes_ == o.partial_nodes_ &&
          total_gpu_free_ == o.total_gpu_free_ && flags_ == o.flags_ && withheld_ == o.withheld_ &&
          mig_.same_as(o.mig_);
 }

@@ -105,8 +105,11 @@ struct HdrfScheduler::Impl {
   std::vector<double> contrib;       // children of wide nodes: what the node added to its parent's sums
   std::vector<detail::HdrfContribution> contrib_kind;
   std::vector<std::uint32_t> updates;
-  std::vector<detail::IndexedHeap<detail::HdrfPickLess>> pick_heap;
-  std::vector<detail::IndexedHeap<detail::HdrfShareLess>> share_heap;
+  // Each node's position in its parent's heaps, shared by all heaps (detail::SharedHeapPositions).
+  std::unique_ptr<std::vector<std::uint32_t>> pick_pos = std::make_unique<std::vector<std::uint32_t>>();
+  std::unique_ptr<std::vector<std::uint32_t>> share_pos = std::make_unique<std::vector<std::uint32_t>>();
+  std::vector<detail::IndexedHeap<detail::HdrfPickLess, detail::SharedHeapPositions>> pick_heap;
+  std::vector<detail::IndexedHeap<detail::HdrfShareLess, detail::SharedHeapPositions>> share_heap;
 
   double* row(std::vector<double>& v, NodeId n) { return v.data() + static_cast<std::size_t>(n) * m; }
   const double* row(const std::vector<double>& v, NodeId n) const { return v.data() + static_cast<std::size_t>(n) * m; }
@@ -124,8 +127,10 @@ struct HdrfScheduler::Impl {
     updates.push_back(0);
     keys->push_back(detail::HdrfKey{});
     exact->push_back(detail::fairness_zero_share(w));
-    pick_heap.emplace_back(detail::HdrfPickLess{keys.get(), exact.get()});
-    share_heap.emplace_back(detail::HdrfShareLess{keys.get(), exact.get()});
+    pick_pos->push_back(detail::IndexedHeap<detail::HdrfPickLess>::kAbsent);
+    share_pos->push_back(detail::IndexedHeap<detail::HdrfShareLess>::kAbsent);
+    pick_heap.emplace_back(detail::HdrfPickLess{keys.get(), exact.get()}, detail::SharedHeapPositions{pick_pos.get()});
+    share_heap.emplace_back(detail::HdrfShareLess{keys.get(), exact.get()}, detail::SharedHeapPositions{share_pos.get()});
     return id;
   }
 
@@ -272,7 +277,17 @@ struct HdrfScheduler::Impl {
     updates[p] = 0;
   }
 
-  // One leaf-to-root pass after a node's own state changed.
+  // What a node's parent reads of it: key (share, tier, exact), blocked, consumption.
+  bool same_as_seen(NodeId n, const detail::HdrfKey& key, char was_blocked, const double* v) const {
+    const detail::HdrfKey& k = (*keys)[n];
+    return k.share == key.share && k.tier == key.tier && k.exact == key.exact && blocked[n] == was_blocked &&
+           std::equal(v, v + m, row(consumption, n));
+  }
+
+  // One leaf-to-root pass after a node's own state changed. It stops at the first ancestor whose
+  // recomputed state (what its parent reads: key, blocked, consumption) is exactly what it was: the
+  // levels above would recompute the same values. Adding a leaf under a chain of D queues therefore
+  // costs O(1) levels instead of D (building a D-deep tree was O(D^2): issue 15).
   void propagate(NodeId n) {
     if (leaf(n)) recompute_leaf(n);
     else recompute_internal(n);
@@ -289,10 +304,15 @@ struct HdrfScheduler::Impl {
         place_in_heaps(n);
       }
       if (p == kRoot) return;
+      const detail::HdrfKey before = (*keys)[p];
+      const char was_blocked = blocked[p];
+      seen_scratch.assign(row(consumption, p), row(consumption, p) + m);
       recompute_internal(p);
+      if (same_as_seen(p, before, was_blocked, seen_scratch.data())) return;
       n = p;
     }
   }
+  std::vector<double> seen_scratch;  // propagate's copy of one node's consumption
 
   void recompute_all() {
     // Children have larger ids than their parents: a reverse sweep is bottom-up. Every key may have

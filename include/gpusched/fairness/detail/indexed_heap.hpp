@@ -14,12 +14,35 @@
 
 namespace gpusched::fairness::detail {
 
-template <class Less>
+// Where a heap keeps each id's position: by default its own vector indexed by id (O(largest id) per
+// heap). SharedHeapPositions points into one vector shared by many heaps whose id sets are disjoint:
+// H-DRF keeps a heap per internal node, each over that node's children, and a node is only in its
+// parent's heap. With a vector of its own per heap, a chain of D queues held D vectors of up to D
+// entries (O(D^2) memory and time; issue 15).
+struct OwnHeapPositions {
+  std::vector<std::uint32_t> v;
+  std::size_t size() const { return v.size(); }
+  void resize(std::size_t n, std::uint32_t value) { v.resize(n, value); }
+  std::uint32_t& operator[](std::size_t i) { return v[i]; }
+  std::uint32_t operator[](std::size_t i) const { return v[i]; }
+};
+struct SharedHeapPositions {
+  std::vector<std::uint32_t>* v = nullptr;
+  std::size_t size() const { return v->size(); }
+  void resize(std::size_t n, std::uint32_t value) {
+    if (n > v->size()) v->resize(n, value);
+  }
+  std::uint32_t& operator[](std::size_t i) { return (*v)[i]; }
+  std::uint32_t operator[](std::size_t i) const { return (*v)[i]; }
+};
+
+template <class Less, class Positions = OwnHeapPositions>
 class IndexedHeap {
  public:
   static constexpr std::uint32_t kAbsent = ~std::uint32_t{0};
 
-  explicit IndexedHeap(Less less = Less{}) : less_(std::move(less)) {}
+  explicit IndexedHeap(Less less = Less{}, Positions positions = Positions{})
+      : less_(std::move(less)), pos_(std::move(positions)) {}
 
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
@@ -90,7 +113,7 @@ class IndexedHeap {
 
   Less less_;
   std::vector<std::uint32_t> heap_;
-  std::vector<std::uint32_t> pos_;
+  Positions pos_;
 };
 
 }  // namespace gpusched::fairness::detail

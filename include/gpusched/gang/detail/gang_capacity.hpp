@@ -80,7 +80,7 @@ inline GangIndexBound gang_index_bound(const ClusterState& state, const TaskRequ
   for (std::uint8_t key : state.model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
     if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-    for (std::int32_t idle = shape.gpus; idle <= state.max_gpus_per_node(); ++idle) {
+    for (std::int32_t idle = state.next_idle_level(key, shape.gpus); idle >= 0; idle = state.next_idle_level(key, idle + 1)) {
       const NodeBitset* bucket = state.idle_bucket(key, idle);
       if (!bucket || bucket->empty()) continue;
       b.nodes += bucket->count();
@@ -94,7 +94,7 @@ inline std::int64_t gang_indexed_idle_gpus(const ClusterState& state) {
   std::int64_t total = 0;
   for (std::uint8_t key : state.model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
-    for (std::int32_t idle = 1; idle <= state.max_gpus_per_node(); ++idle) {
+    for (std::int32_t idle = state.next_idle_level(key, 1); idle >= 0; idle = state.next_idle_level(key, idle + 1)) {
       const NodeBitset* bucket = state.idle_bucket(key, idle);
       if (bucket) total += static_cast<std::int64_t>(bucket->count()) * idle;
     }

@@ -56,8 +56,22 @@ NodeId policy_select_by_score(const ClusterState& state, const TaskRequest& requ
 inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t fewest,
                                        std::int32_t most, bool ascending) {
   if (fewest > most) return kNoNode;
-  for (std::int32_t k = 0; k <= most - fewest; ++k) {
-    const std::int32_t idle = ascending ? fewest + k : most - k;
+  // Only the levels some allowed model's bucket holds nodes at are visited: the next one (in walk
+  // order) over the allowed keys, from the state's per-row set of non-empty levels.
+  auto allowed_key = [&](std::uint8_t key) {
+    return key != ClusterState::kNoGpuKey && (key == ClusterState::kMixedModels || (request.models & model_bit(key)));
+  };
+  auto next_level = [&](std::int32_t from) {
+    std::int32_t level = -1;
+    for (std::uint8_t key : state.model_keys()) {
+      if (!allowed_key(key)) continue;
+      const std::int32_t l = ascending ? state.next_idle_level(key, from) : state.prev_idle_level(key, from);
+      if (l >= 0 && (level < 0 || (ascending ? l < level : l > level))) level = l;
+    }
+    return level;
+  };
+  for (std::int32_t idle = next_level(ascending ? fewest : most); idle >= fewest && idle <= most;
+       idle = ascending ? next_level(idle + 1) : (idle == 0 ? -1 : next_level(idle - 1))) {
     NodeId best = kNoNode;
     for (std::uint8_t key : state.model_keys()) {
       if (key == ClusterState::kNoGpuKey) continue;
@@ -197,8 +211,11 @@ inline bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, c
     out.gpus.push_back(static_cast<GpuIndex>(best));
     return true;
   }
-  for (std::size_t g = 0; g < free.size() && out.gpus.size() < static_cast<std::size_t>(shape.gpus); ++g)
-    if (free[g] == kMilliPerGpu && allowed(g)) out.gpus.push_back(static_cast<GpuIndex>(g));
+  // The idle GPUs in index order through the state's idle-GPU set: busy GPUs are skipped without
+  // being visited (filling one node of 65,535 GPUs GPU by GPU was quadratic; issue 15).
+  for (std::int32_t g = state.next_idle_gpu(node, 0); g >= 0 && out.gpus.size() < static_cast<std::size_t>(shape.gpus);
+       g = state.next_idle_gpu(node, static_cast<std::size_t>(g) + 1))
+    if (allowed(static_cast<std::size_t>(g))) out.gpus.push_back(static_cast<GpuIndex>(g));
   return out.gpus.size() == static_cast<std::size_t>(shape.gpus);
 }
 
@@ -263,7 +280,7 @@ inline NodeId FirstFitPolicy::select(const ClusterState& state, const TaskReques
   for (std::uint8_t key : state.model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
     if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-    for (std::int32_t idle = min_idle; idle <= state.max_gpus_per_node(); ++idle)
+    for (std::int32_t idle = state.next_idle_level(key, min_idle); idle >= 0; idle = state.next_idle_level(key, idle + 1))
       if (const NodeBitset* bucket = state.idle_bucket(key, idle)) walk(*bucket, false);
   }
   if (request.shape.shares_gpu()) walk(state.partial_nodes(), true);

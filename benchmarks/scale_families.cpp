@@ -1,0 +1,198 @@
+// Issue 15, scale: the families at 25,000, 50,000 and 100,000 nodes x 8 H100 (each GPU in use with
+// probability 0.7; racks of 32 nodes, blocks of 1,024), a doubling series so the ratio per doubling
+// shows (1 for index lookups, 2 for work linear in the nodes, 4 would be quadratic), and the memory
+// the per-node state takes.
+//
+//   BM_ScaleBuildState/N       ClusterState::build; counters: state_bytes_per_node (memory_usage()),
+//                              heap_bytes_per_node (mallinfo2 before/after, whatever the state allocated)
+//   BM_ScaleDecision/P/N       one decision of policy P (best-fit, spread, dot-product), requests of 1,
+//                              2, 4, 8 GPUs in turn, on the const state
+//   BM_ScaleFgdDecision/N      FGD: select + GPU pick + reserve + observe, then release + observe (the
+//                              class index kept); counter fgd_cache_bytes_per_node (mallinfo2 around attach)
+//   BM_ScaleGangPlace/N        a 1,024 x 2-GPU gang, feasibility + placement, dry run (at 70 % occupancy
+//                              almost no node has 8 idle GPUs)
+//   BM_ScalePlanAdmission/J    fairness: the admission order of J pending jobs over 1,000 queues in 10
+//                              cohorts (J = 25,000 / 50,000 / 100,000; the planner's size is jobs)
+//
+// All are in the default run (the states are built once per size and kept; the run takes about a
+// minute on the 2-core machine). Run only these with --benchmark_filter=Scale.
+#include <benchmark/benchmark.h>
+
+#include <malloc.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench_rng.hpp"
+#include "gpusched/fairness/admission.hpp"
+#include "gpusched/gang/gang.hpp"
+#include "gpusched/gpusched.hpp"
+#include "gpusched/packing/fgd.hpp"
+
+namespace {
+
+using namespace gpusched;
+
+std::size_t heap_in_use() { return mallinfo2().uordblks; }
+
+Cluster scale_cluster(std::size_t nodes) {
+  SplitMix64 rng{42};
+  std::vector<NodeSpec> specs(nodes);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    NodeSpec& n = specs[i];
+    n.name = "node-" + std::to_string(i);
+    n.cpu = 96000;
+    n.memory = 1024 * kGiB;
+    n.gpus.assign(8, GpuSpec{"H100-80GB"});
+    int used = 0;
+    for (auto& g : n.gpus)
+      if (rng.next() % 10 < 7) {
+        g.used_milli = 1000;
+        ++used;
+      }
+    n.cpu_used = used * 11000;
+    n.memory_used = used * 120 * kGiB;
+    n.labels = {{"topology.kubernetes.io/block", "block-" + std::to_string(i / 1024)},
+                {"topology.kubernetes.io/rack", "rack-" + std::to_string(i / 32)}};
+  }
+  return Cluster(std::move(specs));
+}
+
+// One state per size, built once and kept (building 100,000 nodes takes a while on this machine).
+ClusterState& scale_state(std::size_t nodes) {
+  static std::map<std::size_t, ClusterState> cache;
+  auto it = cache.find(nodes);
+  if (it == cache.end()) it = cache.emplace(nodes, *ClusterState::build(scale_cluster(nodes), GpuModelRegistry::builtin())).first;
+  return it->second;
+}
+
+std::vector<TaskRequest> scale_requests(const ClusterState& s) {
+  std::vector<TaskRequest> out;
+  for (GpuCount g : {1, 2, 4, 8}) out.push_back(*s.compile(TaskShape{g * 10000, g * 100 * kGiB, g, 1000, 0}));
+  return out;
+}
+
+void BM_ScaleBuildState(benchmark::State& st) {
+  const auto nodes = static_cast<std::size_t>(st.range(0));
+  const Cluster c = scale_cluster(nodes);
+  const auto registry = GpuModelRegistry::builtin();
+  std::size_t bytes = 0, heap = 0;
+  for (auto _ : st) {
+    const std::size_t before = heap_in_use();
+    auto s = ClusterState::build(c, registry);
+    heap = heap_in_use() - before;
+    bytes = s->memory_usage();
+    benchmark::DoNotOptimize(s);
+  }
+  st.counters["state_bytes_per_node"] = static_cast<double>(bytes) / static_cast<double>(nodes);
+  st.counters["heap_bytes_per_node"] = static_cast<double>(heap) / static_cast<double>(nodes);
+}
+BENCHMARK(BM_ScaleBuildState)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+void BM_ScaleDecision(benchmark::State& st, const char* name) {
+  const ClusterState& s = scale_state(static_cast<std::size_t>(st.range(0)));
+  const auto reqs = scale_requests(s);
+  auto policy = make_policy(name);
+  std::size_t i = 0;
+  for (auto _ : st) benchmark::DoNotOptimize(policy->select(s, reqs[i++ & 3]));
+}
+BENCHMARK_CAPTURE(BM_ScaleDecision, best_fit, "best-fit")->Arg(25000)->Arg(50000)->Arg(100000);
+BENCHMARK_CAPTURE(BM_ScaleDecision, spread, "spread")->Arg(25000)->Arg(50000)->Arg(100000);
+BENCHMARK_CAPTURE(BM_ScaleDecision, dot_product, "dot-product")
+    ->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+void BM_ScaleFgdDecision(benchmark::State& st) {
+  const auto nodes = static_cast<std::size_t>(st.range(0));
+  ClusterState s = scale_state(nodes);
+  const auto reqs = scale_requests(s);
+  FgdPolicy fgd(TargetWorkload::from_requests(reqs));
+  const std::size_t before = heap_in_use();
+  fgd.attach(s);
+  const std::size_t cache = heap_in_use() - before;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    const TaskRequest& r = reqs[i++ & 3];
+    const NodeId n = fgd.select(s, r);
+    TaskAssignment a;
+    if (n == kNoNode || !fgd.gpu_picker().pick(s, n, r, a) || !s.reserve(r, a)) {
+      st.SkipWithError("FGD placed nothing");
+      break;
+    }
+    fgd.observe(s, r, a);
+    s.commit();
+    benchmark::DoNotOptimize(s.release(a).ok());
+    fgd.observe(s, r, a);
+  }
+  st.counters["fgd_cache_bytes_per_node"] = static_cast<double>(cache) / static_cast<double>(nodes);
+  st.counters["classes"] = static_cast<double>(fgd.active_classes());
+}
+BENCHMARK(BM_ScaleFgdDecision)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMicrosecond);
+
+void BM_ScaleGangPlace(benchmark::State& st) {
+  ClusterState& s = scale_state(static_cast<std::size_t>(st.range(0)));
+  GangSpec spec;
+  spec.name = "train";
+  spec.groups.push_back({"worker", 1024, 1024, *s.compile(TaskShape{8000, 64 * kGiB, 2, 1000, 0})});
+  GangOptions opt;
+  opt.dry_run = true;
+  for (auto _ : st) {
+    GangResult r = place_gang(s, spec, opt);
+    if (r.verdict != Verdict::kPlaced) {
+      st.SkipWithError(r.explanation.c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r.tasks.data());
+  }
+}
+BENCHMARK(BM_ScaleGangPlace)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// The fairness benchmark's instance (benchmarks/fairness_drf.cpp, BM_PlanAdmission) at J jobs.
+void BM_ScalePlanAdmission(benchmark::State& state) {
+  using namespace gpusched::fairness;
+  const auto n_jobs = static_cast<std::size_t>(state.range(0));
+  bench::SplitMix rng{4};
+  ResourceSpace space{{"A100", "H100", "T4"}};
+  const Eigen::Index m = space.size();
+  Amounts cap(m);
+  cap << std::int64_t{400000} * 1000, std::int64_t{4000000} << 30, 20000 * 1000, 20000 * 1000, 10000 * 1000;
+  std::vector<QueueConfig> queues;
+  for (int q = 0; q < 1000; ++q) {
+    QueueConfig c;
+    c.name = fmt::format("q{}", q);
+    c.cohort = fmt::format("c{}", q % 10);
+    c.weight = 1.0 + static_cast<double>(q % 4);
+    c.nominal = Amounts::Constant(m, kNoLimit);
+    for (Eigen::Index d = 2; d < m; ++d) c.nominal[d] = 20 * 1000;
+    queues.push_back(std::move(c));
+  }
+  auto planner = FairSharePlanner::build(space, cap, cap, queues).value();
+  std::vector<PendingJob> jobs(n_jobs);
+  for (std::size_t j = 0; j < n_jobs; ++j) {
+    auto& job = jobs[j];
+    job.name = fmt::format("j{}", j);
+    job.queue = queues[rng.below(queues.size())].name;
+    job.priority = static_cast<std::int64_t>(rng.below(5));
+    job.submit_time = static_cast<std::int64_t>(rng.below(100000));
+    job.base = Amounts::Zero(m);
+    job.base[0] = 1000 * static_cast<std::int64_t>(1 + rng.below(16));
+    job.base[1] = static_cast<std::int64_t>(1 + rng.below(64)) << 30;
+    job.gpu_milli = 1000 * static_cast<std::int64_t>(rng.below(3));
+    if (rng.below(2) == 0) job.gpu_models = {space.gpu_models[rng.below(3)]};
+  }
+  const AgingPolicy aging{3600, 1, 10, 100000};
+  std::size_t admitted = 0;
+  for (auto _ : state) {
+    const auto plan = planner.plan(jobs, aging);
+    admitted = plan.admitted.size();
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["admitted"] = static_cast<double>(admitted);
+}
+BENCHMARK(BM_ScalePlanAdmission)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,242 @@
+// The two slow paths of issue 15 ("65,535 GPUs on one node and a 20,000-deep queue tree take
+// quadratic time"), each measured at N, 2N and 4N so that the ratio per doubling shows (about 2 when
+// the work is linear in the size, about 4 when quadratic):
+//
+//   BM_HugeNodeBuild/G         the state of one node with G GPUs (G up to 65,535, the model's bound:
+//                              GpuIndex is 16 bits, ClusterState::build refuses more)
+//   BM_HugeNodeFill/G/policy   that node filled by jobs of 1, 2, 3, ..., 8 GPUs (cycling) with one
+//                              policy (select + GPU pick + reserve), then every job released: the number
+//                              of decisions grows with G, so constant per decision = ratio 2 (FGD and
+//                              FGD-OC at smaller G: still quadratic there)
+//   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
+//                              FairSharePlanner::build
+//   BM_DeepQueuePlan/D         its admission plan of 1,000 jobs
+//   BM_DeepQueueRead/D         the same chain read from a queues document (io::read_queues_json)
+//   BM_DeepHdrfBuild/D         HdrfScheduler: the chain of D nodes added one by one
+//   BM_DeepHdrfPick/D          one pick + allocate + release on it (each walks the D levels)
+//
+// Every argument runs in the default run (a whole run takes well under a minute).
+#include <benchmark/benchmark.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpusched/fairness/admission.hpp"
+#include "gpusched/fairness/hdrf.hpp"
+#include "gpusched/gpusched.hpp"
+#include "gpusched/io/fairshare_json.hpp"
+#include "gpusched/packing/fgd.hpp"
+
+namespace {
+
+using namespace gpusched;
+
+// --- one node with G GPUs ---------------------------------------------------------------------------
+
+Cluster huge_node_cluster(std::size_t gpus) {
+  NodeSpec n;
+  n.name = "huge";
+  n.cpu = static_cast<MilliCpu>(gpus) * 2000;
+  n.memory = static_cast<Bytes>(gpus) * 2 * kGiB;
+  n.gpus.assign(gpus, GpuSpec{"H100-80GB"});
+  return Cluster({n});
+}
+
+const ClusterState& huge_node_state(std::size_t gpus) {
+  static std::map<std::size_t, ClusterState> cache;
+  auto it = cache.find(gpus);
+  if (it == cache.end())
+    it = cache.emplace(gpus, *ClusterState::build(huge_node_cluster(gpus), GpuModelRegistry::builtin())).first;
+  return it->second;
+}
+
+void BM_HugeNodeBuild(benchmark::State& st) {
+  const Cluster c = huge_node_cluster(static_cast<std::size_t>(st.range(0)));
+  const auto registry = GpuModelRegistry::builtin();
+  for (auto _ : st) {
+    auto s = ClusterState::build(c, registry);
+    benchmark::DoNotOptimize(s);
+  }
+}
+BENCHMARK(BM_HugeNodeBuild)->Arg(16384)->Arg(32768)->Arg(65535)->Unit(benchmark::kMillisecond);
+
+std::vector<TaskRequest> one_to_eight(const ClusterState& s) {
+  std::vector<TaskRequest> out;
+  for (GpuCount g = 1; g <= 8; ++g) out.push_back(*s.compile(TaskShape{g * 1000, g * kGiB, g, 1000, 0}));
+  return out;
+}
+
+std::unique_ptr<PlacementPolicy> policy_by_name(std::string_view name, const std::vector<TaskRequest>& reqs) {
+  if (name == "FGD" || name == "FGD-OC") return make_trace_policy(name, 42, TargetWorkload::from_requests(reqs));
+  return make_policy(name);
+}
+
+// Fill the node with jobs of 1..8 GPUs, then release them all; the counter is the jobs placed.
+void huge_node_fill(benchmark::State& st, const char* name) {
+  ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
+  const auto reqs = one_to_eight(s);
+  auto policy = policy_by_name(name, reqs);
+  auto* trace = dynamic_cast<TracePolicy*>(policy.get());
+  std::vector<TaskAssignment> placed;
+  for (auto _ : st) {
+    placed.clear();
+    if (trace) trace->attach(s);
+    for (std::size_t i = 0;; ++i) {
+      const TaskRequest& r = reqs[i % reqs.size()];
+      const NodeId n = policy->select(s, r);
+      if (n == kNoNode) break;
+      TaskAssignment a;
+      if (!policy->gpu_picker().pick(s, n, r, a)) break;
+      if (!s.reserve(r, a)) break;
+      if (trace) trace->observe(s, r, a);
+      placed.push_back(std::move(a));
+    }
+    s.commit();
+    for (const auto& a : placed) benchmark::DoNotOptimize(s.release(a).ok());
+  }
+  st.counters["jobs"] = static_cast<double>(placed.size());
+}
+
+void register_huge_node() {
+  for (const char* name : {"first-fit", "best-fit", "worst-fit", "most-allocated", "least-allocated", "dot-product",
+                           "random"})
+    benchmark::RegisterBenchmark((std::string("BM_HugeNodeFill/") + name).c_str(), huge_node_fill, name)
+        ->Arg(16384)
+        ->Arg(32768)
+        ->Arg(65535)
+        ->Unit(benchmark::kMillisecond);
+  // FGD and FGD-OC are still quadratic on one huge node (a node's class key and its fragmentation
+  // are computed over all its GPUs at every change: benchmarks/README.md), so smaller sizes here.
+  for (const char* name : {"FGD", "FGD-OC"})
+    benchmark::RegisterBenchmark((std::string("BM_HugeNodeFill/") + name).c_str(), huge_node_fill, name)
+        ->Arg(2048)
+        ->Arg(4096)
+        ->Arg(8192)
+        ->Unit(benchmark::kMillisecond);
+}
+
+// --- a queue tree D levels deep ---------------------------------------------------------------------
+
+using namespace gpusched::fairness;
+
+ResourceSpace deep_space() { return ResourceSpace{{"H100-80GB"}}; }
+Amounts deep_capacity() {
+  Amounts cap(3);
+  cap << std::int64_t{1000000} * 1000, std::int64_t{1000000} << 30, std::int64_t{100000} * 1000;
+  return cap;
+}
+
+std::vector<QueueConfig> queue_chain(std::size_t depth) {
+  std::vector<QueueConfig> queues(depth);
+  for (std::size_t q = 0; q < depth; ++q) {
+    queues[q].name = fmt::format("q{}", q);
+    if (q > 0) queues[q].parent = queues[q - 1].name;
+  }
+  queues.back().cohort = "all";
+  return queues;
+}
+
+std::vector<PendingJob> deep_jobs(std::size_t count, std::string_view leaf) {
+  std::vector<PendingJob> jobs(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    jobs[j].name = fmt::format("j{}", j);
+    jobs[j].queue = std::string(leaf);
+    jobs[j].priority = static_cast<std::int64_t>(j % 3);
+    jobs[j].submit_time = static_cast<std::int64_t>(j);
+    jobs[j].base = Amounts::Zero(3);
+    jobs[j].base[0] = 4000;
+    jobs[j].base[1] = std::int64_t{16} << 30;
+    jobs[j].gpu_milli = 1000 * static_cast<std::int64_t>(1 + j % 8);
+  }
+  return jobs;
+}
+
+void BM_DeepQueueBuild(benchmark::State& st) {
+  const auto queues = queue_chain(static_cast<std::size_t>(st.range(0)));
+  for (auto _ : st) {
+    auto planner = FairSharePlanner::build(deep_space(), deep_capacity(), deep_capacity(), queues);
+    if (!planner) st.SkipWithError(planner.error().message.c_str());
+    benchmark::DoNotOptimize(planner);
+  }
+}
+BENCHMARK(BM_DeepQueueBuild)->Arg(5000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMillisecond);
+
+void BM_DeepQueuePlan(benchmark::State& st) {
+  const auto depth = static_cast<std::size_t>(st.range(0));
+  const auto queues = queue_chain(depth);
+  const auto planner = FairSharePlanner::build(deep_space(), deep_capacity(), deep_capacity(), queues);
+  if (!planner) {
+    st.SkipWithError(planner.error().message.c_str());
+    return;
+  }
+  const auto jobs = deep_jobs(1000, queues.back().name);
+  std::size_t admitted = 0;
+  for (auto _ : st) {
+    const auto plan = planner->plan(jobs);
+    admitted = plan.admitted.size();
+    benchmark::DoNotOptimize(plan);
+  }
+  st.counters["admitted"] = static_cast<double>(admitted);
+}
+BENCHMARK(BM_DeepQueuePlan)->Arg(5000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMillisecond);
+
+void BM_DeepQueueRead(benchmark::State& st) {
+  const auto depth = static_cast<std::size_t>(st.range(0));
+  std::string text = "{\"queues\": [";
+  for (std::size_t q = 0; q < depth; ++q) {
+    if (q > 0) text += ",";
+    text += q == 0 ? fmt::format("{{\"name\": \"q{}\"}}", q) : fmt::format("{{\"name\": \"q{}\", \"parent\": \"q{}\"}}", q, q - 1);
+  }
+  text += "]}";
+  const auto registry = GpuModelRegistry::builtin();
+  for (auto _ : st) {
+    auto doc = io::read_queues_json(text, "queues", deep_space(), registry);
+    if (!doc) st.SkipWithError(doc.error().message.c_str());
+    benchmark::DoNotOptimize(doc);
+  }
+}
+BENCHMARK(BM_DeepQueueRead)->Arg(5000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMillisecond);
+
+// Building the chain: D add_node calls.
+void BM_DeepHdrfBuild(benchmark::State& st) {
+  const auto depth = static_cast<std::size_t>(st.range(0));
+  for (auto _ : st) {
+    HdrfScheduler s(deep_capacity());
+    HdrfScheduler::NodeId parent = HdrfScheduler::kRoot;
+    for (std::size_t d = 0; d < depth; ++d) parent = s.add_node(parent, 1.0).value();
+    benchmark::DoNotOptimize(s);
+  }
+}
+BENCHMARK(BM_DeepHdrfBuild)->Arg(5000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMillisecond);
+
+// One pick + allocate + release on the built chain: each walks all D levels (H-DRF's cost per
+// change is O(depth)), so 2 per doubling is linear.
+void BM_DeepHdrfPick(benchmark::State& st) {
+  const auto depth = static_cast<std::size_t>(st.range(0));
+  Amounts task = Amounts::Zero(3);
+  task << 1000, std::int64_t{1} << 30, 1000;
+  HdrfScheduler s(deep_capacity());
+  HdrfScheduler::NodeId parent = HdrfScheduler::kRoot;
+  for (std::size_t d = 0; d < depth; ++d) parent = s.add_node(parent, 1.0).value();
+  for (auto _ : st) {
+    const auto leaf = *s.pick();
+    s.allocate(leaf, task);
+    s.release(leaf, task);
+  }
+}
+BENCHMARK(BM_DeepHdrfPick)->Arg(5000)->Arg(10000)->Arg(20000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_huge_node();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
