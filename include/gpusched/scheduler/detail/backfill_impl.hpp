@@ -386,6 +386,15 @@ inline FitTest test_fit(Profile& profile, std::span<const Claim> claims, const G
   return out;
 }
 
+// Every task of a job expected to end at `end`, as the plan releases them.
+inline void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std::span<const RunningTask> tasks) {
+  for (const RunningTask& t : tasks) out.push_back({end, &t.assignment});
+}
+
+inline Result<BackfillPlan> plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
+                                             std::span<const BlockedJob> blocked, Seconds now,
+                                             const BackfillOptions& options);
+
 inline void insert_time(std::vector<Seconds>& times, Seconds t) {
   const auto at = std::lower_bound(times.begin(), times.end(), t);
   if (at == times.end() || *at != t) times.insert(at, t);
@@ -419,6 +428,16 @@ inline Seconds expected_end(const RunningJob& job, Seconds now, Seconds resoluti
 inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJob> running,
                                           std::span<const BlockedJob> blocked, Seconds now,
                                           const BackfillOptions& options) {
+  std::vector<detail::ReleaseEntry> releases;
+  for (const RunningJob& job : running) detail::add_releases(releases, expected_end(job, now, options.resolution), job.tasks);
+  return detail::plan_backfill_on(state, std::move(releases), blocked, now, options);
+}
+
+// The plan on running work given as its tasks' releases (each task with its job's expected end):
+// the scheduling cycle keeps these for its running jobs instead of copying the jobs for every plan.
+inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
+                                                     std::span<const BlockedJob> blocked, Seconds now,
+                                                     const BackfillOptions& options) {
   if (options.resolution <= 0)
     return Error{"resolution: must be positive, got " + std::to_string(options.resolution), ErrorCode::kInvalidValue,
                  "resolution"};
@@ -437,15 +456,13 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
   GangOptions gang_options = options.placement;
   gang_options.dry_run = true;
 
-  // Candidate start times: now and every expected end within the window.
+  // Candidate start times: now and every expected end within the window. Work ending past the
+  // window holds its resources past every start this plan tests.
+  std::erase_if(releases, [&](const detail::ReleaseEntry& e) { return e.end > horizon; });
   std::vector<Seconds> times{now};
-  std::vector<detail::ReleaseEntry> releases;
-  for (const RunningJob& job : running) {
-    const Seconds end = expected_end(job, now, res);
-    if (end > horizon) continue;  // holds its resources past every start this plan tests
-    detail::insert_time(times, end);
-    for (const RunningTask& t : job.tasks) releases.push_back({end, &t.assignment});
-  }
+  for (const detail::ReleaseEntry& e : releases) times.push_back(e.end);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
   detail::Profile profile(state, std::move(releases), now);
   detail::IdleGpuBound bound(state, profile.releases(), now, res, horizon);
 

@@ -141,6 +141,8 @@ struct CycleRun {
   std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
+  std::vector<ReleaseEntry> running_releases;  // profile_releases()' running part, as of
+  std::size_t running_releases_at = SIZE_MAX;  // this many evictions
   std::vector<FailedShape> failed;
   // Preemption searches that found nothing, by queue and priority: a job of that queue with no more
   // priority asking for at least as much finds nothing either (evictions and starts during the
@@ -689,22 +691,25 @@ struct CycleRun {
   bool backfill_on() const { return options.backfill.mode != BackfillMode::kNone; }
 
   // The running work whose end the backfill profile can know: running jobs with an estimate (not
-  // evicted or shrunk this cycle) and this cycle's starts with one. Work without an estimate stays
-  // on the state and holds its resources for ever, as the profile assumes of unknown estimates.
-  std::vector<RunningJob> profile_running() const {
-    std::vector<RunningJob> out;
-    for (std::size_t j = 0; j < running.size(); ++j)
-      if (victim_mark[j] != kExcludedVictim && running[j].runtime_estimate > 0) out.push_back(running[j]);
-    for (const Start& s : this->out.starts)
-      if (pending[s.pending].runtime_estimate > 0) {
-        RunningJob r;
-        r.name = s.job;
-        r.start_time = now;
-        r.runtime_estimate = pending[s.pending].runtime_estimate;
-        r.tasks = s.tasks;
-        out.push_back(std::move(r));
+  // evicted or shrunk this cycle) and this cycle's starts with one, as each task's release at its
+  // job's expected end. Work without an estimate stays on the state and holds its resources for
+  // ever, as the profile assumes of unknown estimates. The running jobs' part is kept between plans
+  // (conservative backfill plans once per blocked job) until an eviction changes it.
+  std::vector<ReleaseEntry> profile_releases() {
+    if (running_releases_at != out.evictions.size()) {
+      running_releases.clear();
+      for (std::size_t j = 0; j < running.size(); ++j)
+        if (victim_mark[j] != kExcludedVictim && running[j].runtime_estimate > 0)
+          add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks);
+      running_releases_at = out.evictions.size();
+    }
+    std::vector<ReleaseEntry> releases = running_releases;
+    for (const Start& s : out.starts)
+      if (const Seconds estimate = pending[s.pending].runtime_estimate; estimate > 0) {
+        const Seconds end = grid_up(saturating_add_time(now, estimate), now, std::max<Seconds>(options.backfill.resolution, 1));
+        add_releases(releases, end, s.tasks);
       }
-    return out;
+    return releases;
   }
 
   BackfillOptions backfill_options() const {
@@ -722,11 +727,10 @@ struct CycleRun {
     const bool conservative = options.backfill.mode == BackfillMode::kConservative;
     if (guards >= (conservative ? options.backfill.depth : std::size_t{1})) return;
     ++guards;
-    const std::vector<RunningJob> prof = profile_running();
     const BlockedJob b{&*specs[p], pending[p].runtime_estimate};
     BackfillOptions bo = backfill_options();
     bo.mode = BackfillMode::kEasy;
-    auto plan = plan_backfill(state, prof, std::span<const BlockedJob>(&b, 1), now, bo);
+    auto plan = plan_backfill_on(state, profile_releases(), std::span<const BlockedJob>(&b, 1), now, bo);
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
     if (plan->reservations.empty()) return;
@@ -758,8 +762,7 @@ struct CycleRun {
       jobs.push_back({&*specs[p], pending[p].runtime_estimate});
     }
     if (cand.empty()) return;
-    const std::vector<RunningJob> prof = profile_running();
-    auto plan = plan_backfill(state, prof, jobs, now, backfill_options());
+    auto plan = plan_backfill_on(state, profile_releases(), jobs, now, backfill_options());
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
     out.reservations.clear();
