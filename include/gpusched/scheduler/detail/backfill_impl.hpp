@@ -37,6 +37,16 @@ struct ReleaseEntry {
   const TaskAssignment* assignment = nullptr;
 };
 
+// Stable by end. A prefix already in order (the scheduling cycle keeps its running jobs' releases
+// sorted and appends its starts) is merged with the sorted rest instead of sorted again.
+inline void sort_by_end(std::vector<ReleaseEntry>& releases) {
+  auto by_end = [](const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; };
+  const auto tail = std::is_sorted_until(releases.begin(), releases.end(), by_end);
+  if (tail == releases.end()) return;
+  std::stable_sort(tail, releases.end(), by_end);
+  std::inplace_merge(releases.begin(), tail, releases.end(), by_end);
+}
+
 // A job this plan reserved: its gang on concrete nodes during [start, end).
 struct Claim {
   std::size_t job = 0;
@@ -205,8 +215,7 @@ class Profile {
  public:
   Profile(ClusterState& state, std::vector<ReleaseEntry> running, Seconds now)
       : state_(state), running_(std::move(running)), now_(now) {
-    std::stable_sort(running_.begin(), running_.end(),
-                     [](const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; });
+    sort_by_end(running_);
     running_prefix_.assign(running_.size() + 1, 0);
     for (std::size_t i = 0; i < running_.size(); ++i)
       running_prefix_[i + 1] = saturating_add(running_prefix_[i], held_milli(*running_[i].assignment));
@@ -459,11 +468,10 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
   // Candidate start times: now and every expected end within the window. Work ending past the
   // window holds its resources past every start this plan tests.
   std::erase_if(releases, [&](const detail::ReleaseEntry& e) { return e.end > horizon; });
+  detail::Profile profile(state, std::move(releases), now);  // (sorts the releases by end)
   std::vector<Seconds> times{now};
-  for (const detail::ReleaseEntry& e : releases) times.push_back(e.end);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  detail::Profile profile(state, std::move(releases), now);
+  for (const detail::ReleaseEntry& e : profile.releases())
+    if (e.end != times.back()) times.push_back(e.end);
   detail::IdleGpuBound bound(state, profile.releases(), now, res, horizon);
 
   // Placements of started and reserved jobs live here (stable addresses for the claims).

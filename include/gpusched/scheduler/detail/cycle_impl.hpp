@@ -701,6 +701,7 @@ struct CycleRun {
       for (std::size_t j = 0; j < running.size(); ++j)
         if (victim_mark[j] != kExcludedVictim && running[j].runtime_estimate > 0)
           add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks);
+      sort_by_end(running_releases);  // once: every plan's Profile then only merges the starts in
       running_releases_at = out.evictions.size();
     }
     std::vector<ReleaseEntry> releases = running_releases;
