@@ -369,7 +369,7 @@ class ClusterState {
   void rollback(Checkpoint mark);
   void commit() {
     journal_.clear();
-    journal_released_.clear();
+    journal_gpus_.clear();
   }
   std::size_t journal_size() const { return journal_.size(); }
 
@@ -511,9 +511,26 @@ class ClusterState {
   std::uint32_t index_capacity_ = 0;              // id range of every bitset of the index
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
 
-  std::vector<TaskAssignment> journal_;
+  // The journal of reservations and journaled releases since the last commit, flat (an entry's GPU
+  // indices in journal_gpus_): what-if searches journal and roll back thousands of tasks, and a
+  // vector of TaskAssignments allocated once per entry (a fifth of a backfill plan's time went to
+  // malloc). `scratch_` is the assignment a rollback rebuilds an entry into.
+  struct JournalEntry {
+    NodeId node = kNoNode;
+    std::uint32_t gpus_begin = 0, gpus_count = 0;
+    MilliGpu gpu_milli = 0;
+    Bytes gpu_memory = 0;
+    MilliCpu cpu = 0;
+    Bytes memory = 0;
+    std::int8_t mig_profile = -1, mig_start = -1;
+    bool mig_create = false;
+    bool released = false;  // a journaled release (else a reservation)
+  };
+  void journal(const TaskAssignment& a, bool released);
+  std::vector<JournalEntry> journal_;
+  std::vector<GpuIndex> journal_gpus_;
+  TaskAssignment scratch_;
   mig::MigGpuTable mig_;
-  std::vector<std::uint8_t> journal_released_;  // per entry: 1 = a journaled release, 0 = a reservation
 
   // Caches of the readers (build and add_node), not state: each GPU model spelling met and its id,
   // and the buffers of the node being added.

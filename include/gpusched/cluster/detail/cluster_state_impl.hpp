@@ -599,16 +599,20 @@ inline Status ClusterState::validate(const TaskRequest& request, const TaskAssig
 inline Status ClusterState::reserve(const TaskRequest& request, const TaskAssignment& assignment) {
   if (auto st = validate(request, assignment); !st) return st;
   apply(assignment, -1);
-  journal_.push_back(assignment);
-  journal_released_.push_back(0);
+  journal(assignment, false);
   return {};
 }
 
 inline Status ClusterState::release_journaled(const TaskAssignment& a) {
   if (auto st = release(a); !st) return st;
-  journal_.push_back(a);
-  journal_released_.push_back(1);
+  journal(a, true);
   return {};
+}
+
+inline void ClusterState::journal(const TaskAssignment& a, bool released) {
+  journal_.push_back({a.node, static_cast<std::uint32_t>(journal_gpus_.size()), static_cast<std::uint32_t>(a.gpus.size()),
+                      a.gpu_milli, a.gpu_memory, a.cpu, a.memory, a.mig_profile, a.mig_start, a.mig_create, released});
+  journal_gpus_.insert(journal_gpus_.end(), a.gpus.begin(), a.gpus.end());
 }
 
 inline Status ClusterState::release(const TaskAssignment& a) {
@@ -698,9 +702,19 @@ inline void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_part
 
 inline void ClusterState::rollback(Checkpoint mark) {
   while (journal_.size() > mark) {
-    apply(journal_.back(), journal_released_.back() ? -1 : +1);
+    const JournalEntry& e = journal_.back();
+    scratch_.node = e.node;
+    scratch_.gpus.assign(journal_gpus_.begin() + e.gpus_begin, journal_gpus_.begin() + e.gpus_begin + e.gpus_count);
+    scratch_.gpu_milli = e.gpu_milli;
+    scratch_.gpu_memory = e.gpu_memory;
+    scratch_.cpu = e.cpu;
+    scratch_.memory = e.memory;
+    scratch_.mig_profile = e.mig_profile;
+    scratch_.mig_start = e.mig_start;
+    scratch_.mig_create = e.mig_create;
+    apply(scratch_, e.released ? -1 : +1);
+    journal_gpus_.resize(e.gpus_begin);
     journal_.pop_back();
-    journal_released_.pop_back();
   }
 }
 
