@@ -106,6 +106,47 @@ std::vector<json> raw_jobs(std::string_view text, std::string_view source) {
 
 // One running job: the job model plus start_time, placement and the checkpoint facts. Its tasks are
 // reserved on the state; `groups` gets the group name of each task.
+// A running MIG task: "gpus" names its one MIG GPU and "mig_start" its instance's start slice (left
+// out: the GPU's idle instance of the profile). It takes the idle instance there, as the device plugin
+// hands out an existing one, or else the instance is created (dynamic MIG, the layout allowing).
+void place_running_mig(const ClusterState& st, const TaskRequest& request, const json& t, const std::string& tp,
+                       TaskAssignment& a) {
+  if (a.gpus.size() != 1)
+    reject(fmt::format("{}.gpus: a MIG task names its one MIG GPU, got {} GPUs", tp, a.gpus.size()), ErrorCode::kInvalidValue,
+           tp + ".gpus");
+  const GpuIndex g = a.gpus[0];
+  const mig::MigGpuId id = st.mig_gpu(a.node, g);
+  if (id == mig::kNoGpu)
+    reject(fmt::format("{}.gpus[0]: GPU {} of node \"{}\" is not in MIG mode", tp, g, st.node_name(a.node)),
+           ErrorCode::kInvalidValue, tp + ".gpus[0]");
+  const int profile = request.mig.profile[st.mig().model_of(id)];
+  if (profile < 0)
+    reject(fmt::format("{}.gpus[0]: GPU {} of node \"{}\" ({}) does not offer the group's MIG profile", tp, g,
+                       st.node_name(a.node), st.mig().spec_of(id).model),
+           ErrorCode::kInvalidValue, tp + ".gpus[0]");
+  int start = -1;
+  if (auto it = t.find("mig_start"); it != t.end()) {
+    const std::int64_t v = read_int(*it, tp + ".mig_start", 0);
+    const int slots = st.mig().spec_of(id).memory_slots;
+    if (v >= slots)
+      reject(fmt::format("{}.mig_start: the {} has memory slices 0-{}, got {}", tp, st.mig().spec_of(id).model, slots - 1, v),
+             ErrorCode::kInvalidValue, tp + ".mig_start");
+    start = static_cast<int>(v);
+  } else {
+    start = st.mig().idle_start(id, profile);
+    if (start < 0)
+      reject(fmt::format("{}.mig_start: missing, and GPU {} of node \"{}\" has no idle instance of the profile", tp, g,
+                         st.node_name(a.node)),
+             ErrorCode::kMissingField, tp + ".mig_start");
+  }
+  bool idle_there = false;
+  for (const mig::MigSlot& slot : st.mig().instances(id))
+    idle_there |= slot.start == start && slot.profile == profile && !slot.busy;
+  a.mig_profile = static_cast<std::int8_t>(profile);
+  a.mig_start = static_cast<std::int8_t>(start);
+  a.mig_create = !idle_there;
+}
+
 RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_priority, const json& raw,
                             const QueuesDocument& queues, const std::string& path, std::vector<std::string>& groups) {
   auto compiled = compile_job(st, job);
@@ -140,7 +181,7 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
   for (std::size_t k = 0; k < pl->size(); ++k) {
     const json& t = (*pl)[k];
     const std::string tp = fmt::format("{}.placement[{}]", path, k);
-    check_keys(t, tp, {"group", "node", "gpus"});
+    check_keys(t, tp, {"group", "node", "gpus", "mig_start"});
     std::size_t g = 0;
     if (auto it = t.find("group"); it != t.end()) {
       const std::string name = read_string(*it, tp + ".group");
@@ -158,14 +199,23 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
     const NodeId n = st.find_node(node);
     if (n == kNoNode) reject(fmt::format("{}.node: no node named \"{}\"", tp, node), ErrorCode::kUnknownName, tp + ".node");
     const TaskRequest& request = compiled->groups[g].request;
-    if (request.mig.any())
-      reject(fmt::format("{}: running MIG tasks are not supported by this file format yet", tp), ErrorCode::kInvalidValue, tp);
     TaskAssignment a = make_assignment(n, request);
     if (auto gs = t.find("gpus"); gs != t.end()) {
       if (!gs->is_array())
         reject(fmt::format("{}.gpus: expected an array of GPU indices, got {}", tp, shown(*gs)), ErrorCode::kInvalidValue, tp + ".gpus");
-      for (std::size_t x = 0; x < gs->size(); ++x)
-        a.gpus.push_back(static_cast<GpuIndex>(read_int((*gs)[x], fmt::format("{}.gpus[{}]", tp, x), 0)));
+      for (std::size_t x = 0; x < gs->size(); ++x) {
+        const std::string gp = fmt::format("{}.gpus[{}]", tp, x);
+        const std::int64_t index = read_int((*gs)[x], gp, 0);
+        if (index >= static_cast<std::int64_t>(st.gpu_count(n)))
+          reject(fmt::format("{}: node \"{}\" has {} GPUs, got index {}", gp, node, st.gpu_count(n), index),
+                 ErrorCode::kInvalidValue, gp);
+        a.gpus.push_back(static_cast<GpuIndex>(index));
+      }
+    }
+    if (request.mig.any()) {
+      place_running_mig(st, request, t, tp, a);
+    } else if (t.contains("mig_start")) {
+      reject(fmt::format("{}.mig_start: the group asks for no MIG profile", tp), ErrorCode::kInvalidValue, tp + ".mig_start");
     }
     if (Status s = st.reserve(request, a); !s) reject(Error(fmt::format("{}: {}", tp, s.error().message), s.error().code, tp));
     if (!elastic || seen[g]++ < compiled->groups[g].min_replicas) {

@@ -154,3 +154,62 @@ TEST_CASE("task records: a placement's tasks by group and replica, with node nam
   CHECK_FALSE(records[0].is_mig());
   CHECK(records[0].mig_start == -1);
 }
+
+TEST_CASE("cycle JSON: running MIG tasks take their instance; a preemptor evicts one to start on its GPU") {
+  // One node, two A100-40GB in MIG mode. GPU 0: a busy 3g.20gb at slice 0 (not a running job's: held
+  // by work the cycle does not manage) and an idle 3g.20gb at 4, which running job m1 uses. GPU 1:
+  // empty; running job m2 holds a 1g.5gb at slice 0 (created for it). p (priority 10) asks a
+  // 7g.40gb: only GPU 1 can hold it once m2 (priority 0) is evicted.
+  auto doc = io::read_cluster_json(R"({"nodes": [{"name": "dgx", "cpu": 64, "memory": "512Gi", "gpus": [
+    {"model": "A100-SXM4-40GB", "mig": {"instances": [{"profile": "3g.20gb", "start": 0, "busy": true},
+                                                      {"profile": "3g.20gb", "start": 4}]}},
+    {"model": "A100-SXM4-40GB", "mig": {}}]}]})");
+  REQUIRE(doc.ok());
+  ClusterState st = ClusterState::build(doc->cluster, doc->registry).value();
+  const char* running = R"({"jobs": [
+    {"name": "m1", "mig_profile": "3g.20gb", "cpu": 1, "start_time": 0, "placement": [{"node": "dgx", "gpus": [0]}]},
+    {"name": "m2", "mig_profile": "1g.5gb", "cpu": 1, "start_time": 0,
+     "placement": [{"node": "dgx", "gpus": [1], "mig_start": 0}]}]})";
+  const io::JobsDocument pending = jobs(R"({"jobs": [{"name": "p", "mig_profile": "7g.40gb", "cpu": 1, "priority": 10}]})");
+  scheduler::CycleOptions o;
+  o.dry_run = true;
+  auto run = io::cycle_run(st, pending, "", running, 100, o);
+  REQUIRE_MESSAGE(run.ok(), run.error().message);
+  const TaskAssignment& m1 = run->inputs.running[0].tasks.at(0).assignment;
+  CHECK(m1.mig_start == 4);  // the GPU's idle instance of the profile
+  CHECK_FALSE(m1.mig_create);
+  const TaskAssignment& m2 = run->inputs.running[1].tasks.at(0).assignment;
+  CHECK(m2.mig_start == 0);
+  CHECK(m2.mig_create);  // no instance there: created for it
+  REQUIRE(run->decisions.evictions.size() == 1);
+  CHECK(run->decisions.evictions[0].job == "m2");
+  REQUIRE(run->decisions.starts.size() == 1);
+  CHECK(run->decisions.starts[0].job == "p");
+  CHECK(run->decisions.starts[0].tasks.at(0).assignment.gpus == std::vector<GpuIndex>{1});
+  // The dry run left the instances as they were: GPU 0's at slice 4 idle again, GPU 1 empty.
+  const mig::MigGpuId g0 = st.mig_gpu(0, 0), g1 = st.mig_gpu(0, 1);
+  CHECK(st.mig().instances(g1).empty());
+  REQUIRE(st.mig().instances(g0).size() == 2);
+  CHECK_FALSE(st.mig().instances(g0)[1].busy);
+
+  // Refused, naming the field: a MIG task on a GPU that is busy there, a slice beyond the GPU, a
+  // GPU index beyond the node, and mig_start for a task without a MIG profile.
+  auto busy = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "mig_profile": "3g.20gb", "cpu": 1, "start_time": 0,
+    "placement": [{"node": "dgx", "gpus": [0], "mig_start": 0}]}]})", 0, o);
+  REQUIRE_FALSE(busy.ok());
+  CHECK(busy.error().message.find("running: jobs[0].placement[0]: ") == 0);
+  auto slice = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "mig_profile": "1g.5gb", "cpu": 1, "start_time": 0,
+    "placement": [{"node": "dgx", "gpus": [1], "mig_start": 8}]}]})", 0, o);
+  REQUIRE_FALSE(slice.ok());
+  CHECK(slice.error().message.find("jobs[0].placement[0].mig_start: the A100-SXM4-40GB has memory slices 0-7, got 8") !=
+        std::string::npos);
+  auto index = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "gpus": 1, "cpu": 1, "start_time": 0,
+    "placement": [{"node": "dgx", "gpus": [65537]}]}]})", 0, o);
+  REQUIRE_FALSE(index.ok());
+  CHECK(index.error().message.find("gpus[0]: node \"dgx\" has 2 GPUs, got index 65537") != std::string::npos);
+  auto not_mig = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "gpus": 1, "cpu": 1, "start_time": 0,
+    "placement": [{"node": "dgx", "gpus": [1], "mig_start": 0}]}]})", 0, o);
+  REQUIRE_FALSE(not_mig.ok());
+  CHECK(not_mig.error().message.find("mig_start: the group asks for no MIG profile") != std::string::npos);
+  CHECK(st.journal_size() == 0);
+}
