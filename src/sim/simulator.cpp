@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <queue>
 
@@ -122,7 +123,7 @@ class Engine {
   void end_segment(std::uint32_t j, Seconds now, int kind);
   void release_tasks(std::uint32_t j, std::size_t first);
   void schedule_completion(std::uint32_t j);
-  void make_pending(std::uint32_t j);
+  void make_pending(std::uint32_t j, Seconds now);
   void evict(std::uint32_t j, Seconds now, bool failure);
   Seconds last_checkpoint(std::uint32_t j, Seconds now) const;
   std::int64_t progress(std::uint32_t j, Seconds now) const;
@@ -257,6 +258,7 @@ void Engine::check_instant() {
 
 void Engine::start_segment(std::uint32_t j, Seconds now) {
   JobState& s = js_[j];
+  if (detail::las_starving(config_.policy, s, now)) s.las_discount = s.attained;  // promoted: LAS from here
   s.seg_start = now;
   s.held = static_cast<std::int32_t>(s.tasks.size());
   s.rate = task_rate(j) * s.held;
@@ -290,6 +292,7 @@ void Engine::end_segment(std::uint32_t j, Seconds now, int kind) {
   }
   s.remaining -= saved;
   s.attained += s.rate * elapsed;
+  s.executed += elapsed;
   if (gpu_job(j)) {
     cons_.demand_done += saved;
     cons_.restart_overhead += restart;
@@ -313,8 +316,9 @@ void Engine::release_tasks(std::uint32_t j, std::size_t first) {
   s.held = static_cast<std::int32_t>(first);
 }
 
-void Engine::make_pending(std::uint32_t j) {
+void Engine::make_pending(std::uint32_t j, Seconds now) {
   js_[j].phase = Phase::kPending;
+  js_[j].waiting_since = now;
   const auto key = [this](std::uint32_t a, std::uint32_t b) {
     return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit : a < b;
   };
@@ -335,7 +339,7 @@ void Engine::evict(std::uint32_t j, Seconds now, bool failure) {
     ++s.preemptions;
     ++m_.preemptions;
   }
-  make_pending(j);
+  make_pending(j, now);
 }
 
 Status Engine::run_cycle(Seconds now) {
@@ -539,7 +543,7 @@ Result<SimResult> Engine::run() {
         case EventKind::kArrival: {
           --arrivals_left_;
           if (Status ok = compile(e.id); !ok) return ok.error();
-          make_pending(e.id);
+          make_pending(e.id, t);
           changed = true;
           break;
         }
@@ -716,8 +720,16 @@ Result<PolicyConfig> parse_policy(std::string_view spec) {
     else if (mod == "energy") p.energy_aware = true;
     else if (mod == "preempt") p.preempt = true;
     else if (mod == "simbf") p.simulator_backfill = true;
-    else
-      return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt)", spec, mod),
+    else if (mod.starts_with("promote") && p.order == QueueOrder::kLas) {
+      const std::string knob(mod.substr(7));
+      char* end = nullptr;
+      const double k = knob.empty() ? 0 : std::strtod(knob.c_str(), &end);
+      if (knob.empty() || end != knob.c_str() + knob.size() || !(k > 0) || k > 1e6)
+        return Error{fmt::format("policy '{}': '+promote' takes a positive number (Tiresias' knob), got '{}'", spec, knob),
+                     ErrorCode::kInvalidValue, "policy"};
+      p.las_promote_knob = k;
+    } else
+      return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt, simbf, promoteK for las)", spec, mod),
                    ErrorCode::kUnknownName, "policy"};
     plus = next;
   }

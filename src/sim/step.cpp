@@ -14,7 +14,9 @@
 //     reservation is due but whose gang does not place on the nodes then free is reserved again later.
 //   * Tiresias discretised 2D-LAS (Gu et al., NSDI'19): a job's queue is given by the GPU-service it
 //     attained (GPUs x seconds), thresholds `las_thresholds`; FIFO inside a queue; a job of a higher
-//     queue preempts jobs of lower queues.
+//     queue preempts jobs of lower queues. With `las_promote_knob` K > 0, a job that has waited K times
+//     as long as it has run is promoted to the top queue and its attained service counts from there
+//     (the paper's starvation rule, PROMOTE_KNOB in its simulator).
 //   * SRTF with known durations: the least remaining work (at full size) first; preempts longer ones.
 //   * DRF across queues (Ghodsi et al., NSDI'11): the queue with the least weighted dominant share
 //     (GPU and CPU) goes next; FIFO inside a queue (a blocked head blocks its queue, Kueue StrictFIFO),
@@ -370,7 +372,9 @@ std::int32_t order_key(const PolicyConfig& p, const StepView& v, std::uint32_t j
   switch (p.order) {
     case QueueOrder::kLas: {
       const JobState& s = v.state[j];
-      const std::int64_t a = s.attained + (s.phase == Phase::kRunning ? s.rate * (v.now - s.seg_start) : 0);
+      if (las_starving(p, s, v.now)) return 0;
+      const std::int64_t a =
+          s.attained - s.las_discount + (s.phase == Phase::kRunning ? s.rate * (v.now - s.seg_start) : 0);
       std::int32_t q = 0;
       for (std::int64_t t : p.las_thresholds)
         if (a >= t) ++q;
@@ -383,6 +387,11 @@ std::int32_t order_key(const PolicyConfig& p, const StepView& v, std::uint32_t j
     default:
       return v.jobs[j].priority;
   }
+}
+
+bool las_starving(const PolicyConfig& p, const JobState& s, Seconds now) {
+  return p.order == QueueOrder::kLas && p.las_promote_knob > 0 && s.phase == Phase::kPending && s.executed > 0 &&
+         static_cast<double>(now - s.waiting_since) >= p.las_promote_knob * static_cast<double>(s.executed);
 }
 
 SchedulerStep make_library_step(const PolicyConfig& policy, const SimCluster& cluster, const ClusterState& /*state*/,

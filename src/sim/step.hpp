@@ -35,6 +35,9 @@ struct JobState {
   std::uint64_t version = 0;    // the completion event in the queue is valid iff versions match
   std::int32_t preemptions = 0, failures = 0;
   Seconds first_start = -1, end = -1;
+  Seconds executed = 0;           // wall seconds it has run, over all segments (Tiresias' executed time)
+  Seconds waiting_since = 0;      // when it last became pending (arrival, eviction)
+  std::int64_t las_discount = 0;  // attained service forgiven when it was promoted (LAS starvation)
   GangSpec spec;                // compiled when it first arrives; cleared when done
 };
 
@@ -83,6 +86,9 @@ std::unique_ptr<PlacementPolicy> make_cost_aware_policy(const SimCluster& cluste
 // The priority a policy gives a job now (LAS: minus its attained-service queue; SRTF: minus its
 // remaining seconds at full size; otherwise the job's priority).
 std::int32_t order_key(const PolicyConfig& policy, const StepView& v, std::uint32_t job);
+// Tiresias' starvation rule: a pending job that has waited at least promote_knob x its executed time
+// (and has run at all: a job that never ran is in the top queue anyway) is promoted to the top queue.
+bool las_starving(const PolicyConfig& policy, const JobState& s, Seconds now);
 
 // The first implementation, kept for what the cycle does not do yet (EASY and conservative backfill:
 // the cycle's stage 3 waits for scheduler/backfill.hpp): queue order, backfill and preemption per

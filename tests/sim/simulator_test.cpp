@@ -109,6 +109,45 @@ TEST_CASE("LAS (Tiresias): a job past the first threshold is preempted; lost wor
   }
 }
 
+TEST_CASE("LAS starvation (Tiresias' promote knob): a job that waited K times its run goes to the top queue") {
+  // One GPU, threshold 100 GPU-seconds, checkpoints every 60 s, the periodic cycle every 60 s. J0
+  // (300 s) starts at 0; J1 (1000 s) arrives at 10 and preempts J0 at 130 (J0 attained 130, second
+  // queue; J0's checkpoint at 120: 10 GPU-seconds lost, 180 s left). J1 passes 100 GPU-seconds at 230
+  // and joins J0's queue: nothing moves any more.
+  //   las:          J1 130..1130, J0 1130..1310. JCTs 1310 and 1120.
+  //   las+promote2: J0 waits from 130 with 130 s run: starving from 390, promoted at the cycle at 430
+  //                 (370 was early), preempts J1 (its checkpoint at 430: nothing lost) and runs 430..610
+  //                 with its attained service counted from 0 (so J1, back in the second queue, does
+  //                 not take the GPU back at 530); J1 resumes 610..1310. JCTs 610 and 1300.
+  const SimCluster c = make_uniform_cluster(1, 1, "V100M32");
+  std::vector<SimJob> jobs = {job("J0", 0, 1, 300), job("J1", 10, 1, 1000)};
+  for (SimJob& j : jobs) j.checkpoint_interval = 60;
+  for (const char* policy : {"las", "las+promote2"}) {
+    CAPTURE(policy);
+    SimConfig cfg;
+    cfg.cycle_period = 60;
+    auto p = parse_policy(policy);
+    REQUIRE(p);
+    cfg.policy = *p;
+    cfg.policy.min_runtime = 0;
+    cfg.policy.las_thresholds = {100 * 1000};
+    auto r = simulate(c, jobs, cfg);
+    REQUIRE(r);
+    CHECK(r->conservation.holds());
+    CHECK(r->conservation.lost_preemption == 10'000);
+    if (cfg.policy.las_promote_knob == 0) {
+      CHECK(jcts(*r) == std::vector<Seconds>{1310, 1120});
+      CHECK(r->metrics.preemptions == 1);
+    } else {
+      CHECK(cfg.policy.las_promote_knob == 2.0);
+      CHECK(jcts(*r) == std::vector<Seconds>{610, 1300});
+      CHECK(r->metrics.preemptions == 2);
+    }
+  }
+  for (const char* bad : {"las+promote", "las+promote0", "las+promote-1", "las+promotex", "fifo+promote2"})
+    CHECK_FALSE(parse_policy(bad));
+}
+
 TEST_CASE("a node failure loses the work since the last checkpoint; the job restarts after its backoff") {
   // One GPU node; J0 (100 s, checkpoint every 30 s) from 0. The node fails at 50 for 20 s: J0 loses
   // 50 - 30 = 20 GPU-seconds and may restart at 50 + 60 (backoff) = 110, when the periodic cycle runs

@@ -125,13 +125,17 @@ struct PolicyConfig {
   std::size_t backfill_depth = 100;    // jobs examined past the first blocked one (Slurm bf_max_job_test)
   Seconds min_runtime = 300;           // no preemption of a job younger than this (anti-thrashing)
   std::vector<std::int64_t> las_thresholds = {3600LL * 1000, 36000LL * 1000};  // milli-GPU-seconds
+  // LAS starvation (Tiresias' PROMOTE_KNOB; "+promoteK"): a pending job that has waited K times its
+  // executed time goes to the top queue, its attained service counted from its restart. 0: off.
+  double las_promote_knob = 0;
   std::vector<std::pair<std::string, double>> queue_weights;  // DRF weights (default 1)
   std::vector<std::pair<std::string, std::int64_t>> queue_quota_gpus;  // DRF caps in GPUs (none = no cap)
 };
 
 // Parses "fifo", "easy", "conservative", "drf", "las", "srtf", "priority", "greedy", each optionally
 // followed by modifiers "+ckpt" (checkpoint-aware victims), "+topo" (topology-aware), "+energy",
-// "+preempt". Unknown names fail naming the word.
+// "+preempt", "+promoteK" (LAS only: Tiresias' starvation knob K, a positive number). Unknown names
+// fail naming the word.
 Result<PolicyConfig> parse_policy(std::string_view spec);
 std::vector<std::string> policy_names();
 
