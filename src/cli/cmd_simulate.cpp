@@ -41,6 +41,7 @@ struct SimOptions {
   double mtbf_hours = 0, mttr_hours = 2;
   std::string failures_file;
   std::int64_t cycle_period = 60;
+  std::string queue_weights, queue_quotas;
   std::string shard;
   std::string out = "simulate-out";
   std::string format = "table";
@@ -129,6 +130,12 @@ int run_simulate(const SimOptions& o) {
   sw.mtbf_hours = o.mtbf_hours;
   sw.mttr_hours = o.mttr_hours;
   sw.cycle_period = o.cycle_period;
+  auto weights = sim::parse_queue_values(o.queue_weights, "--queue-weights");
+  if (!weights) throw InputError(weights.error().message);
+  sw.queue_weights = std::move(*weights);
+  auto quotas = sim::parse_queue_values(o.queue_quotas, "--queue-quotas", true);
+  if (!quotas) throw InputError(quotas.error().message);
+  for (const auto& [name, gpus] : *quotas) sw.queue_quota_gpus.emplace_back(name, static_cast<std::int64_t>(gpus));
   sw.data_dir = data_dir();
   std::size_t shown_run = SIZE_MAX;  // the run whose progress bar is on the line
   if (!o.quiet) {
@@ -208,6 +215,8 @@ void setup(CLI::App& app) {
   sub->add_option("--mttr-hours", opt->mttr_hours, "mean time to repair")->capture_default_str();
   sub->add_option("--failures", opt->failures_file, "CSV time,node,duration of node failures");
   sub->add_option("--cycle-period", opt->cycle_period, "seconds")->capture_default_str();
+  sub->add_option("--queue-weights", opt->queue_weights, "drf: queue weights, e.g. q0=2,q1=1 (others 1)");
+  sub->add_option("--queue-quotas", opt->queue_quotas, "drf: GPU quotas, e.g. q0=64,q1=32 (no borrowing; others uncapped)");
   sub->add_option("--shard", opt->shard, "i/n: run only the runs with index % n == i, write a shard file");
   sub->add_option("--out", opt->out, "output directory")->capture_default_str();
   sub->add_option("--format", opt->format, "stdout: table or json")->check(CLI::IsMember({"table", "json"}));

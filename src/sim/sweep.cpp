@@ -12,6 +12,7 @@
 #include "gpusched/io/alibaba_trace.hpp"
 #include "gpusched/sim/sim_report.hpp"
 #include "gpusched/sim/traces.hpp"
+#include "io/json_input.hpp"
 
 namespace gpusched::sim {
 
@@ -127,7 +128,36 @@ nlohmann::ordered_json sweep_description(const SweepOptions& o) {
                          {"queues", o.queues}, {"priorities", o.priorities}, {"estimate_error", o.estimate_error},
                          {"elastic_fraction", o.elastic}, {"mtbf_hours", o.mtbf_hours}, {"mttr_hours", o.mttr_hours},
                          {"failures_file", o.failures_name}, {"cycle_period_s", o.cycle_period}};
+  if (!o.queue_weights.empty()) sweep["parameters"]["queue_weights"] = o.queue_weights;
+  if (!o.queue_quota_gpus.empty()) sweep["parameters"]["queue_quota_gpus"] = o.queue_quota_gpus;
   return sweep;
+}
+
+Result<std::vector<std::pair<std::string, double>>> parse_queue_values(std::string_view text, std::string_view field,
+                                                                       bool integer) {
+  std::vector<std::pair<std::string, double>> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view pair = text.substr(pos, comma - pos);
+    const std::size_t eq = pair.find('=');
+    const std::string name(pair.substr(0, eq == std::string_view::npos ? pair.size() : eq));
+    const std::string value(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    char* end = nullptr;
+    const double v = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+    const bool ok = !name.empty() && !value.empty() && end == value.c_str() + value.size() && v > 0 && v <= 1e15 &&
+                    (!integer || v == static_cast<double>(static_cast<std::int64_t>(v)));
+    if (!ok)
+      return Error(fmt::format("{}: expected queue={} pairs separated by commas, got {}", field,
+                               integer ? "a positive integer" : "a positive number", io::detail::shown(pair)),
+                   ErrorCode::kInvalidValue, std::string(field));
+    if (std::any_of(out.begin(), out.end(), [&](const auto& q) { return q.first == name; }))
+      return Error(fmt::format("{}: queue {} given twice", field, io::detail::shown(name)), ErrorCode::kDuplicate,
+                   std::string(field));
+    out.emplace_back(name, v);
+    pos = comma + 1;
+  }
+  return out;
 }
 
 Result<SweepRuns> run_sweep(const SweepOptions& o) {
@@ -135,6 +165,8 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
   for (const auto& p : o.policies) {
     auto cfg = parse_policy(p);
     if (!cfg) return Error("policies: " + cfg.error().message, cfg.error().code);
+    cfg->queue_weights = o.queue_weights;
+    cfg->queue_quota_gpus = o.queue_quota_gpus;
     configs.push_back(*cfg);
   }
   if (o.shards == 0 || o.shard >= o.shards)

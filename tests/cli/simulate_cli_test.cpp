@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_util.hpp"
 
 using gpusched::cli_test::run_tool;
@@ -81,4 +83,32 @@ TEST_CASE("simulate: bad input is one message naming it, exit status 2") {
   r = run_tool("simulate --quiet --shard 3/3", true);
   CHECK(r.status == 2);
   CHECK(r.out.find("--shard") != std::string::npos);
+  for (const char* quotas : {"q0=1.5", "q0", "=4", "q0=4,q0=2", "q0=-1"}) {
+    r = run_tool(std::string("simulate --quiet --policies drf --queue-quotas ") + quotas, true);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("--queue-quotas: ") != std::string::npos);
+  }
+  r = run_tool("simulate --quiet --policies drf --queue-weights q0=x", true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("--queue-weights: expected queue=a positive number pairs separated by commas, got \"q0=x\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("simulate: DRF queue quotas from the command line cap a queue") {
+  // One node of 8 GPUs; q0 has three jobs of 2 GPUs, q1 one, all at 0 for 100 s. Uncapped, all four
+  // start at once (makespan 100). With q0 capped at 4 GPUs, q0's third job waits for its first: it
+  // runs 100..200 (makespan 200, mean wait 100 / 4 = 25 s).
+  const std::string csv = temp_file("drf_quota.csv", "name,submit,duration,gpus,queue\na0,0,100,2,q0\na1,0,100,2,q0\n"
+                                                     "a2,0,100,2,q0\nb0,0,100,2,q1\n");
+  const std::string out = (std::filesystem::temp_directory_path() / "gpusched_drf_quota").string();
+  const std::string base = "simulate --quiet --trace " + csv + " --nodes 1 --gpus-per-node 8 --policies drf --format json --out " + out;
+  auto free_run = run_tool(base, true);
+  REQUIRE(free_run.status == 0);
+  CHECK(nlohmann::json::parse(free_run.out)["runs"][0]["metrics"]["makespan_s"] == 100);
+  auto capped = run_tool(base + " --queue-quotas q0=4", true);
+  REQUIRE(capped.status == 0);
+  const auto report = nlohmann::json::parse(capped.out);
+  CHECK(report["runs"][0]["metrics"]["makespan_s"] == 200);
+  CHECK(report["runs"][0]["metrics"]["wait_mean_s"] == 25.0);
+  CHECK(report["sweep"]["parameters"]["queue_quota_gpus"] == nlohmann::json::array({nlohmann::json::array({"q0", 4})}));
 }

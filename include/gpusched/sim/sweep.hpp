@@ -15,6 +15,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +43,10 @@ struct SweepOptions {
   std::vector<NodeFailure> failures;  // explicit failures
   std::string failures_name;          // their file's name, for the report ("" = none)
   Seconds cycle_period = 60;
+  // DRF queues (the "drf" policies): weights, and GPU quotas (nominal on every GPU model, no
+  // borrowing), by queue name (the added queues are q0, q1, ...); a queue not named: weight 1, no cap.
+  std::vector<std::pair<std::string, double>> queue_weights;
+  std::vector<std::pair<std::string, std::int64_t>> queue_quota_gpus;
   std::size_t shard = 0, shards = 1;  // run only the runs whose index % shards == shard
   std::string data_dir;               // where itp-elasticflow/ and alibaba-gpu-v2023/ are
   std::map<std::string, std::string> documents;  // trace name -> jobs document text (generic JSON)
@@ -54,6 +60,11 @@ struct LoadedTrace {
   SimCluster cluster;
   std::vector<SimJob> jobs;
 };
+
+// "q0=2,q1=1": queue=value pairs, each value a positive number (`integer`: a positive integer); errors
+// name `field`, the pair and the value. Empty text: none.
+Result<std::vector<std::pair<std::string, double>>> parse_queue_values(std::string_view text, std::string_view field,
+                                                                       bool integer = false);
 
 // One trace, augmented with the seed's draws. Errors name the spec or the file, line and column.
 Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& options, std::uint64_t seed);
