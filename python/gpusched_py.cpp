@@ -450,6 +450,119 @@ std::string default_data_dir() {
   return GPUSCHED_INSTALLED_DATA_DIR;
 }
 
+// ---- Cluster.place's call path ----
+//
+// pybind11 2.10 calls a bound function through its generic dispatcher: the arguments packed into a
+// tuple, each converted by a caster that looks its C++ type up by name in a hash map, two passes
+// when a conversion is needed. For `place` that was most of what a call cost beyond the decision
+// (benchmarks/README.md, "Bindings"). So `Cluster.place` is a METH_FASTCALL method: the arguments as
+// Python passed them, the cluster and the jobs taken from their pybind11 instances directly when
+// they are exactly of these types, the strings read in place. Anything else (another type, a
+// subclass, a str given as bytes, an int for dry_run, an unknown keyword, any error raised) goes
+// to the pybind11 binding of the same function (`place_bound`), which converts, checks and raises
+// exactly as before; an error is raised by it again, as nothing `place` did before raising changed
+// the cluster (Undo) beyond its caches.
+PyTypeObject* cluster_type = nullptr;
+PyTypeObject* jobs_type = nullptr;
+PyObject* place_bound = nullptr;  // the pybind11 function (self, jobs, job, policy, seed, dry_run, gpu_picker)
+std::string place_doc;
+
+template <class T>
+T* exact_instance(PyObject* o, PyTypeObject* type) {
+  if (Py_TYPE(o) != type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(o);
+  if (!inst->simple_layout || !inst->simple_holder_constructed) return nullptr;
+  return static_cast<T*>(inst->simple_value_holder[0]);
+}
+
+bool read_str(PyObject* o, std::string_view& out) {
+  if (!PyUnicode_Check(o)) return false;
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(o, &size);
+  if (!text) {
+    PyErr_Clear();
+    return false;
+  }
+  out = std::string_view(text, static_cast<std::size_t>(size));
+  return true;
+}
+
+PyObject* place_slow(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  std::vector<PyObject*> all(static_cast<std::size_t>(total) + 1);
+  all[0] = self;
+  for (Py_ssize_t i = 0; i < total; ++i) all[static_cast<std::size_t>(i) + 1] = args[i];
+  return PyObject_Vectorcall(place_bound, all.data(), static_cast<std::size_t>(nargs) + 1, kwnames);
+}
+
+PyObject* place_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static constexpr const char* names[] = {"jobs", "job", "policy", "seed", "dry_run", "gpu_picker"};
+  PyObject* a[6] = {};
+  if (nargs > 6) return place_slow(self, args, nargs, kwnames);
+  for (Py_ssize_t i = 0; i < nargs; ++i) a[i] = args[i];
+  if (kwnames) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = -1;
+      for (int n = 0; n < 6 && slot < 0; ++n)
+        if (PyUnicode_CompareWithASCIIString(key, names[n]) == 0) slot = n;
+      if (slot < 0 || a[slot]) return place_slow(self, args, nargs, kwnames);
+      a[slot] = args[nargs + k];
+    }
+  }
+  PyCluster* cluster = exact_instance<PyCluster>(self, cluster_type);
+  const PyJobs* jobs = a[0] ? exact_instance<PyJobs>(a[0], jobs_type) : nullptr;
+  std::string_view policy = "best-fit", picker = "default";
+  std::uint64_t seed = 42;
+  bool dry_run = false;
+  bool plain = cluster && jobs && a[1] && (!a[2] || read_str(a[2], policy)) && (!a[5] || read_str(a[5], picker)) &&
+               (!a[4] || a[4] == Py_True || a[4] == Py_False);
+  if (plain && a[3]) {
+    plain = PyLong_CheckExact(a[3]);
+    if (plain) {
+      seed = PyLong_AsUnsignedLongLong(a[3]);
+      if (seed == static_cast<std::uint64_t>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        plain = false;
+      }
+    }
+  }
+  if (!plain) return place_slow(self, args, nargs, kwnames);
+  dry_run = a[4] == Py_True;
+  std::unique_ptr<PyPlacement> result;
+  try {
+    result = place(*cluster, *jobs, a[1], policy, seed, dry_run, picker);
+  } catch (...) {
+    // Raised again through pybind11, which translates it as it always has.
+    if (PyErr_Occurred()) PyErr_Clear();
+    return place_slow(self, args, nargs, kwnames);
+  }
+  try {
+    return py::cast(std::move(result)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef place_def = {"place", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&place_fast)),
+                         METH_FASTCALL | METH_KEYWORDS, nullptr};
+
+// Installs place_fast as Cluster.place over the pybind11 binding, which it keeps for the rest.
+void install_place_fast(py::class_<PyCluster>& cls, py::class_<PyJobs>& jobs) {
+  cluster_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  jobs_type = reinterpret_cast<PyTypeObject*>(jobs.ptr());
+  py::object bound = cls.attr("place");  // the function itself (a pybind11 method, unbound)
+  place_doc = py::str(bound.attr("__doc__")).cast<std::string>();
+  place_def.ml_doc = place_doc.c_str();
+  place_bound = bound.release().ptr();  // kept for the module's life
+  py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(cluster_type, &place_def));
+  if (!descr) throw py::error_already_set();
+  cls.attr("place") = descr;
+}
+
 }  // namespace
 }  // namespace gpusched::python
 
@@ -459,7 +572,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "gpusched's compiled core (use the `gpusched` package: it reads dicts and files)";
   m.attr("__version__") = GPUSCHED_VERSION_STRING;
 
-  py::class_<PyJobs>(m, "Jobs", "Jobs read from a jobs document (docs/formats.md).")
+  auto jobs_class = py::class_<PyJobs>(m, "Jobs", "Jobs read from a jobs document (docs/formats.md).")
       .def_static(
           "from_json",
           [](const std::string& text, const std::string& source) {
@@ -499,7 +612,7 @@ PYBIND11_MODULE(_core, m) {
         return fmt::format("<gpusched.Placement {}: {}>", p.job->name, p.verdict == Verdict::kPlaced ? fmt::format("{} tasks", p.tasks.size()) : p.message);
       });
 
-  py::class_<PyCluster>(m, "Cluster",
+  auto cluster_class = py::class_<PyCluster>(m, "Cluster",
                         "A cluster state (the library's ClusterState): read from a cluster document, changed by "
                         "placements, queried per node.")
       .def_static(
@@ -563,6 +676,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("options") = "", py::arg("dry_run") = false,
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
+  install_place_fast(cluster_class, jobs_class);
 
   m.def("policy_names", [] {
     std::vector<std::string> out;
