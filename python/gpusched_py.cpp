@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -59,82 +61,105 @@ struct PyCluster {
 
 struct PyJobs {
   io::JobsDocument doc;
+  // Kept between calls (benchmarks/README.md, "Bindings"): the job names' index, built on the first
+  // lookup by name (the first job of a name wins, as the scan did), and each job compiled against
+  // the last state it was placed on. A compiled job depends only on the state's layout (its GPU
+  // model registry, labels, MIG tables: compile_job), so it is reused while the state is the same
+  // object (instance_id) at the same layout_generation; any cluster event makes it afresh.
+  mutable std::unordered_map<std::string, std::size_t> by_name{};
+  struct Compiled {
+    std::uint64_t state_id = 0, layout = 0;
+    std::shared_ptr<const CompiledJob> job;
+  };
+  mutable std::vector<Compiled> compiled{};
 
-  std::size_t index_of(const py::object& job) const {
-    if (!py::isinstance<py::int_>(job)) {
-      const auto name = job.cast<std::string>();
-      for (std::size_t i = 0; i < doc.jobs.size(); ++i)
-        if (doc.jobs[i].job_name == name) return i;
-      throw py::key_error(fmt::format("job: no job named \"{}\"", name));
-    }
-    const auto i = job.cast<std::int64_t>();
-    if (i < 0 || static_cast<std::size_t>(i) >= doc.jobs.size())
+  std::size_t index_of(const py::handle& job) const {
+    if (PyLong_Check(job.ptr())) {  // an int (or a bool, as isinstance(job, int) is)
+      int overflow = 0;
+      const long long i = PyLong_AsLongLongAndOverflow(job.ptr(), &overflow);
+      if (overflow != 0) (void)job.cast<std::int64_t>();  // beyond 64 bits: pybind11's cast error, as before
+      if (i >= 0 && static_cast<unsigned long long>(i) < doc.jobs.size()) return static_cast<std::size_t>(i);
       throw py::index_error(fmt::format("job: index {} is out of range ({} jobs)", i, doc.jobs.size()));
-    return static_cast<std::size_t>(i);
+    }
+    const auto name = job.cast<std::string>();
+    if (by_name.empty())
+      for (std::size_t i = 0; i < doc.jobs.size(); ++i) by_name.emplace(doc.jobs[i].job_name, i);
+    if (auto it = by_name.find(name); it != by_name.end()) return it->second;
+    throw py::key_error(fmt::format("job: no job named \"{}\"", name));
   }
 };
 
-// A decision. The fields Python reads are made on first access, so a decision costs the C++ call
-// plus the crossing (benchmarks/README.md, "Bindings").
+// A decision. What Python reads is made on first access: the decision keeps the placement's tasks
+// as the C++ call returned them (moved, not copied), the compiled job they name their groups by, and
+// each task's node name (and MIG profile name) as the state had them when decided; the dicts of
+// `tasks`, the JSON of `reasons` and the message of a placed job are built when asked for. So a
+// decision costs the C++ call plus the crossing (benchmarks/README.md, "Bindings").
 struct PyPlacement {
-  std::string job;
+  std::shared_ptr<const CompiledJob> job;
   Verdict verdict = Verdict::kNotNow;
-  std::string message;
-  struct Task {
-    std::string group;
-    std::int32_t replica;
-    std::string node;
-    std::vector<std::uint32_t> gpus;
-    std::int32_t gpu_milli;
-    std::string mig_profile;  // "" unless a MIG task
-    std::int32_t mig_start;
-  };
-  std::vector<Task> tasks;
-  json reasons = json::array();
+  std::string message;  // "" when placed (written on access)
+  std::vector<TaskPlacement> tasks;
+  std::vector<std::string> nodes;         // per task
+  std::vector<std::string> mig_profiles;  // per task when some task is a MIG task, else empty
+  std::vector<Reason> reasons;            // why not placed
   json extra;  // gang: method, placed per group, domain
 
+  const std::string& job_name() const { return job->name; }
+
   py::list tasks_list() const {
-    py::list out;
-    for (const auto& t : tasks) {
+    py::list out(tasks.size());
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const TaskPlacement& t = tasks[i];
+      const TaskAssignment& a = t.assignment;
       py::dict d;
-      d["group"] = t.group;
-      d["replica"] = t.replica;
-      d["node"] = t.node;
-      d["gpus"] = t.gpus;
-      d["gpu_milli"] = t.gpu_milli;
-      if (!t.mig_profile.empty()) {
-        d["mig_profile"] = t.mig_profile;
-        d["mig_start"] = t.mig_start;
+      d["group"] = t.group < job->groups.size() ? job->groups[t.group].name : std::string();
+      d["replica"] = static_cast<std::int32_t>(t.replica);
+      d["node"] = nodes[i];
+      py::list gpus(a.gpus.size());
+      for (std::size_t g = 0; g < a.gpus.size(); ++g) gpus[g] = py::int_(static_cast<std::uint32_t>(a.gpus[g]));
+      d["gpus"] = std::move(gpus);
+      d["gpu_milli"] = static_cast<std::int32_t>(a.gpu_milli);
+      if (!mig_profiles.empty() && !mig_profiles[i].empty()) {
+        d["mig_profile"] = mig_profiles[i];
+        d["mig_start"] = static_cast<std::int32_t>(a.mig_start);
       }
-      out.append(std::move(d));
+      out[i] = std::move(d);
     }
     return out;
   }
 };
 
-PyPlacement make_placement(const ClusterState& state, const CompiledJob& job, Verdict verdict,
-                           const std::vector<TaskPlacement>& tasks, std::string message,
-                           const std::vector<Reason>& reasons) {
-  PyPlacement p;
-  p.job = job.name;
-  p.verdict = verdict;
-  p.message = std::move(message);
+std::unique_ptr<PyPlacement> make_placement(const ClusterState& state, std::shared_ptr<const CompiledJob> job,
+                                            Verdict verdict, std::vector<TaskPlacement>&& tasks, std::string message,
+                                            std::vector<Reason>&& reasons) {
+  auto p = std::make_unique<PyPlacement>();
+  p->job = std::move(job);
+  p->verdict = verdict;
+  p->message = std::move(message);
   if (verdict == Verdict::kPlaced) {
-    for (auto& t : io::task_records(state, job, tasks))
-      p.tasks.push_back({std::move(t.group), t.replica, std::move(t.node_name), std::move(t.gpus), t.gpu_milli,
-                         std::move(t.mig_profile), t.mig_start});
+    p->tasks = std::move(tasks);
+    p->nodes.reserve(p->tasks.size());
+    for (std::size_t i = 0; i < p->tasks.size(); ++i) {
+      const TaskAssignment& a = p->tasks[i].assignment;
+      p->nodes.emplace_back(state.node_name(a.node));
+      if (a.is_mig()) {
+        // io::task_record names the instance's profile (the one place every front end does).
+        p->mig_profiles.resize(p->tasks.size());
+        p->mig_profiles[i] = io::task_record(state, a, {}).mig_profile;
+      }
+    }
   } else {
-    p.reasons = io::detail::reasons_json(reasons, &job);
+    p->reasons = std::move(reasons);
   }
   return p;
 }
 
 py::object to_python(const json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint64_t seed);
+std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64_t seed);
 
 // The policy for one call: the cluster's kept one, or a fresh "random" (owned by `fresh`).
-const PlacementPolicy& policy_for(PyCluster& c, const std::string& name, std::uint64_t seed,
+const PlacementPolicy& policy_for(PyCluster& c, std::string_view name, std::uint64_t seed,
                                   std::unique_ptr<PlacementPolicy>& fresh) {
   if (name == "random") {
     fresh = policy_named(name, seed);
@@ -147,7 +172,7 @@ const PlacementPolicy& policy_for(PyCluster& c, const std::string& name, std::ui
   return *c.policy;
 }
 
-std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint64_t seed) {
+std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64_t seed) {
   auto policy = make_policy(name, seed);
   if (!policy) {
     std::string known;
@@ -157,10 +182,18 @@ std::unique_ptr<PlacementPolicy> policy_named(const std::string& name, std::uint
   return policy;
 }
 
-CompiledJob compile(const PyCluster& c, const PyJobs& jobs, std::size_t index) {
+// The job compiled against the cluster's state: kept on `jobs` while the state's layout stays
+// (PyJobs::compiled); an error is not kept, so it is raised again on every call.
+std::shared_ptr<const CompiledJob> compile(const PyCluster& c, const PyJobs& jobs, std::size_t index) {
+  if (jobs.compiled.size() != jobs.doc.jobs.size()) jobs.compiled.resize(jobs.doc.jobs.size());
+  PyJobs::Compiled& kept = jobs.compiled[index];
+  if (kept.job && kept.state_id == c.state.instance_id() && kept.layout == c.state.layout_generation()) return kept.job;
   auto compiled = compile_job(c.state, jobs.doc.jobs[index]);
   if (!compiled) raise(compiled.error(), fmt::format("jobs[{}]", index));
-  return std::move(*compiled);
+  kept.job = std::make_shared<const CompiledJob>(std::move(*compiled));
+  kept.state_id = c.state.instance_id();
+  kept.layout = c.state.layout_generation();
+  return kept.job;
 }
 
 // Rolls the state back unless kept, also when converting a result throws (a Python exception).
@@ -183,10 +216,10 @@ class Undo {
   bool kept_ = false;
 };
 
-PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const std::string& policy_name,
-                  std::uint64_t seed, bool dry_run, const std::string& gpu_picker) {
+std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::handle& job, std::string_view policy_name,
+                                   std::uint64_t seed, bool dry_run, std::string_view gpu_picker) {
   const std::size_t index = jobs.index_of(job);
-  const CompiledJob compiled = compile(c, jobs, index);
+  std::shared_ptr<const CompiledJob> compiled = compile(c, jobs, index);
   std::unique_ptr<PlacementPolicy> fresh;
   const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
   JobPlacementOptions options;
@@ -198,33 +231,37 @@ PyPlacement place(PyCluster& c, const PyJobs& jobs, const py::object& job, const
     throw py::value_error(fmt::format("gpu_picker: expected \"default\" or \"topology\", got \"{}\"", gpu_picker));
   }
   Undo undo(c.state);
-  JobPlacement p = place_job(c.state, compiled, policy, options);
-  PyPlacement out = make_placement(c.state, compiled, p.verdict, p.tasks, p.placed() ? std::string() : describe(compiled, p),
-                                   p.reasons);
-  if (p.placed() && !dry_run) undo.keep();
+  JobPlacement p = place_job(c.state, *compiled, policy, options);
+  std::string message = p.placed() ? std::string() : describe(*compiled, p);
+  const bool keep = p.placed() && !dry_run;
+  auto out = make_placement(c.state, std::move(compiled), p.verdict, std::move(p.tasks), std::move(message), std::move(p.reasons));
+  if (keep) undo.keep();
   return out;
 }
 
-PyPlacement place_gang_job(PyCluster& c, const PyJobs& jobs, const py::object& job, const std::string& policy_name,
-                           std::uint64_t seed, bool dry_run) {
+std::unique_ptr<PyPlacement> place_gang_job(PyCluster& c, const PyJobs& jobs, const py::handle& job,
+                                            std::string_view policy_name, std::uint64_t seed, bool dry_run) {
   const std::size_t index = jobs.index_of(job);
-  const CompiledJob compiled = compile(c, jobs, index);
+  std::shared_ptr<const CompiledJob> compiled = compile(c, jobs, index);
   std::unique_ptr<PlacementPolicy> fresh;
   const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
-  auto spec = make_gang_spec(compiled);
+  auto spec = make_gang_spec(*compiled);
   if (!spec) raise(spec.error(), fmt::format("jobs[{}]", index));
   GangOptions options;
   options.policy = &policy;
   Undo undo(c.state);
   GangResult g = place_gang(c.state, *spec, options);
-  PyPlacement out = make_placement(c.state, compiled, g.verdict, g.tasks, gang_message(*spec, g, c.state), g.reasons);
   json counts = json::object();
-  for (std::size_t k = 0; k < compiled.groups.size() && k < g.placed_per_group.size(); ++k)
-    counts[compiled.groups[k].name] = g.placed_per_group[k];
-  out.extra = json{{"method", std::string(method_name(g.method))}, {"placed_per_group", counts}, {"effort", g.effort_used}};
-  if (g.undecided()) out.extra["undecided"] = true;
-  if (!g.domain.empty()) out.extra["domain"] = g.domain;
-  if (g.placed() && !dry_run) undo.keep();
+  for (std::size_t k = 0; k < compiled->groups.size() && k < g.placed_per_group.size(); ++k)
+    counts[compiled->groups[k].name] = g.placed_per_group[k];
+  json extra = json{{"method", std::string(method_name(g.method))}, {"placed_per_group", counts}, {"effort", g.effort_used}};
+  if (g.undecided()) extra["undecided"] = true;
+  if (!g.domain.empty()) extra["domain"] = g.domain;
+  std::string message = gang_message(*spec, g, c.state);
+  const bool keep = g.placed() && !dry_run;
+  auto out = make_placement(c.state, std::move(compiled), g.verdict, std::move(g.tasks), std::move(message), std::move(g.reasons));
+  out->extra = std::move(extra);
+  if (keep) undo.keep();
   return out;
 }
 
@@ -413,6 +450,119 @@ std::string default_data_dir() {
   return GPUSCHED_INSTALLED_DATA_DIR;
 }
 
+// ---- Cluster.place's call path ----
+//
+// pybind11 2.10 calls a bound function through its generic dispatcher: the arguments packed into a
+// tuple, each converted by a caster that looks its C++ type up by name in a hash map, two passes
+// when a conversion is needed. For `place` that was most of what a call cost beyond the decision
+// (benchmarks/README.md, "Bindings"). So `Cluster.place` is a METH_FASTCALL method: the arguments as
+// Python passed them, the cluster and the jobs taken from their pybind11 instances directly when
+// they are exactly of these types, the strings read in place. Anything else (another type, a
+// subclass, a str given as bytes, an int for dry_run, an unknown keyword, any error raised) goes
+// to the pybind11 binding of the same function (`place_bound`), which converts, checks and raises
+// exactly as before; an error is raised by it again, as nothing `place` did before raising changed
+// the cluster (Undo) beyond its caches.
+PyTypeObject* cluster_type = nullptr;
+PyTypeObject* jobs_type = nullptr;
+PyObject* place_bound = nullptr;  // the pybind11 function (self, jobs, job, policy, seed, dry_run, gpu_picker)
+std::string place_doc;
+
+template <class T>
+T* exact_instance(PyObject* o, PyTypeObject* type) {
+  if (Py_TYPE(o) != type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(o);
+  if (!inst->simple_layout || !inst->simple_holder_constructed) return nullptr;
+  return static_cast<T*>(inst->simple_value_holder[0]);
+}
+
+bool read_str(PyObject* o, std::string_view& out) {
+  if (!PyUnicode_Check(o)) return false;
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(o, &size);
+  if (!text) {
+    PyErr_Clear();
+    return false;
+  }
+  out = std::string_view(text, static_cast<std::size_t>(size));
+  return true;
+}
+
+PyObject* place_slow(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  std::vector<PyObject*> all(static_cast<std::size_t>(total) + 1);
+  all[0] = self;
+  for (Py_ssize_t i = 0; i < total; ++i) all[static_cast<std::size_t>(i) + 1] = args[i];
+  return PyObject_Vectorcall(place_bound, all.data(), static_cast<std::size_t>(nargs) + 1, kwnames);
+}
+
+PyObject* place_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  static constexpr const char* names[] = {"jobs", "job", "policy", "seed", "dry_run", "gpu_picker"};
+  PyObject* a[6] = {};
+  if (nargs > 6) return place_slow(self, args, nargs, kwnames);
+  for (Py_ssize_t i = 0; i < nargs; ++i) a[i] = args[i];
+  if (kwnames) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); ++k) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+      int slot = -1;
+      for (int n = 0; n < 6 && slot < 0; ++n)
+        if (PyUnicode_CompareWithASCIIString(key, names[n]) == 0) slot = n;
+      if (slot < 0 || a[slot]) return place_slow(self, args, nargs, kwnames);
+      a[slot] = args[nargs + k];
+    }
+  }
+  PyCluster* cluster = exact_instance<PyCluster>(self, cluster_type);
+  const PyJobs* jobs = a[0] ? exact_instance<PyJobs>(a[0], jobs_type) : nullptr;
+  std::string_view policy = "best-fit", picker = "default";
+  std::uint64_t seed = 42;
+  bool dry_run = false;
+  bool plain = cluster && jobs && a[1] && (!a[2] || read_str(a[2], policy)) && (!a[5] || read_str(a[5], picker)) &&
+               (!a[4] || a[4] == Py_True || a[4] == Py_False);
+  if (plain && a[3]) {
+    plain = PyLong_CheckExact(a[3]);
+    if (plain) {
+      seed = PyLong_AsUnsignedLongLong(a[3]);
+      if (seed == static_cast<std::uint64_t>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        plain = false;
+      }
+    }
+  }
+  if (!plain) return place_slow(self, args, nargs, kwnames);
+  dry_run = a[4] == Py_True;
+  std::unique_ptr<PyPlacement> result;
+  try {
+    result = place(*cluster, *jobs, a[1], policy, seed, dry_run, picker);
+  } catch (...) {
+    // Raised again through pybind11, which translates it as it always has.
+    if (PyErr_Occurred()) PyErr_Clear();
+    return place_slow(self, args, nargs, kwnames);
+  }
+  try {
+    return py::cast(std::move(result)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef place_def = {"place", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&place_fast)),
+                         METH_FASTCALL | METH_KEYWORDS, nullptr};
+
+// Installs place_fast as Cluster.place over the pybind11 binding, which it keeps for the rest.
+void install_place_fast(py::class_<PyCluster>& cls, py::class_<PyJobs>& jobs) {
+  cluster_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  jobs_type = reinterpret_cast<PyTypeObject*>(jobs.ptr());
+  py::object bound = cls.attr("place");  // the function itself (a pybind11 method, unbound)
+  place_doc = py::str(bound.attr("__doc__")).cast<std::string>();
+  place_def.ml_doc = place_doc.c_str();
+  place_bound = bound.release().ptr();  // kept for the module's life
+  py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(cluster_type, &place_def));
+  if (!descr) throw py::error_already_set();
+  cls.attr("place") = descr;
+}
+
 }  // namespace
 }  // namespace gpusched::python
 
@@ -422,7 +572,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "gpusched's compiled core (use the `gpusched` package: it reads dicts and files)";
   m.attr("__version__") = GPUSCHED_VERSION_STRING;
 
-  py::class_<PyJobs>(m, "Jobs", "Jobs read from a jobs document (docs/formats.md).")
+  auto jobs_class = py::class_<PyJobs>(m, "Jobs", "Jobs read from a jobs document (docs/formats.md).")
       .def_static(
           "from_json",
           [](const std::string& text, const std::string& source) {
@@ -444,7 +594,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyPlacement>(m, "Placement",
                           "One decision: `placed`, `verdict` ('placed', 'not now', 'infeasible', 'invalid'), "
                           "`message`, `tasks` (node and GPUs per task), `reasons` (structured, with numbers).")
-      .def_readonly("job", &PyPlacement::job)
+      .def_property_readonly("job", &PyPlacement::job_name)
       .def_property_readonly("placed", [](const PyPlacement& p) { return p.verdict == Verdict::kPlaced; })
       .def_property_readonly("verdict", [](const PyPlacement& p) { return std::string(verdict_name(p.verdict)); })
       .def_property_readonly("message", [](const PyPlacement& p) {
@@ -454,15 +604,15 @@ PYBIND11_MODULE(_core, m) {
       })
       .def_property_readonly("tasks", &PyPlacement::tasks_list,
                              "A list of dicts: group, replica, node, gpus, gpu_milli (and mig_profile, mig_start).")
-      .def_property_readonly("reasons", [](const PyPlacement& p) { return to_python(p.reasons); },
+      .def_property_readonly("reasons", [](const PyPlacement& p) { return to_python(io::detail::reasons_json(p.reasons, p.job.get())); },
                              "Why not placed: dicts with kind, text, unit, needed, available, count, group.")
       .def_property_readonly("gang", [](const PyPlacement& p) { return p.extra.is_null() ? py::object(py::none()) : to_python(p.extra); },
                              "For place_gang: method, placed_per_group, effort (and domain); else None.")
       .def("__repr__", [](const PyPlacement& p) {
-        return fmt::format("<gpusched.Placement {}: {}>", p.job, p.verdict == Verdict::kPlaced ? fmt::format("{} tasks", p.tasks.size()) : p.message);
+        return fmt::format("<gpusched.Placement {}: {}>", p.job->name, p.verdict == Verdict::kPlaced ? fmt::format("{} tasks", p.tasks.size()) : p.message);
       });
 
-  py::class_<PyCluster>(m, "Cluster",
+  auto cluster_class = py::class_<PyCluster>(m, "Cluster",
                         "A cluster state (the library's ClusterState): read from a cluster document, changed by "
                         "placements, queried per node.")
       .def_static(
@@ -526,6 +676,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("options") = "", py::arg("dry_run") = false,
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
+  install_place_fast(cluster_class, jobs_class);
 
   m.def("policy_names", [] {
     std::vector<std::string> out;

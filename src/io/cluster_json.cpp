@@ -431,7 +431,7 @@ Result<std::int64_t> detail::read_quantity(const json& v, std::string_view path,
     return x * integer_scale;
   }
   if (v.is_string()) {
-    auto q = parse_quantity(v.get<std::string>(), unit);
+    auto q = parse_quantity(v.get_ref<const std::string&>(), unit);
     if (!q) return Error{fmt::format("{}: {}", path, q.error().message)};
     return *q;
   }

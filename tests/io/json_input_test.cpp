@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "io/json_input.hpp"
 
@@ -63,4 +64,52 @@ TEST_CASE("check_name: control characters are refused with the field named") {
   CHECK(st.error().message == "nodes[3].name: control character 0x00 in name \"no\\x00de\"");
   CHECK_FALSE(check_name("a\nb", "x").ok());
   CHECK(check_name("größe", "x").ok());  // UTF-8 is not a control character
+}
+
+namespace {
+bool same_types(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type() || a.size() != b.size()) return false;
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key()) || !same_types(*it, b.at(it.key()))) return false;
+  } else if (a.is_array()) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!same_types(a[i], b[i])) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("parse_json_fast: the same document or the same error as parse_json") {
+  using gpusched::io::detail::parse_json_fast;
+  // Well-formed text of every kind (read by the direct parser) and malformed or unusual text (left to
+  // nlohmann): the results must be the same, value for value and type for type, error for error.
+  const std::vector<std::string> texts = {
+      R"({"a": 1, "b": -2, "c": 0, "d": -0, "e": 1.5, "f": -2.5e3, "g": 1E-400, "h": 123456789012345678})",
+      R"({"big": 18446744073709551615, "neg": -9223372036854775808, "over": 123456789012345678901234})",
+      R"({"s": "plain", "esc": "q\"b\\s\/n\n\r\t\b\f", "u": "\u00e9\u4e2d\ud83d\ude00\u0000x", "raw": "é中😀"})",
+      R"( [ true , false , null , [] , {} , [[1],[2,[3]]] , "" ] )",
+      R"({"dup": 1, "dup": {"x": 2}, "k": {"dup": [1], "dup": "last"}})",
+      "{\"items\":[{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"}}}]}\n",
+      // malformed or beyond what the direct parser reads
+      R"({"a": 1,)", R"({"a" 1})", R"({"a": 01})", R"({"a": 1.})", R"({"a": -})", R"({"a": .5})", R"([1,])",
+      R"({"a": tru})", R"({"a": "x)", "{\"a\": \"\x01\"}", R"({"a": "\x"})", R"({"a": "\ud800"})",
+      R"({"a": "\udc00"})", R"({"a": "\ud800\u0041"})", R"({"a": "\u12g4"})", "{\"a\": \"\xc0\xaf\"}",
+      "{\"a\": \"\xed\xa0\x80\"}", "{\"a\": \"\xf4\x90\x80\x80\"}", "{\"a\": \"\xe2\x82\"}", "\xef\xbb\xbf{\"a\": 1}",
+      R"({"a": 1e400})", R"({"a": -1e400})", "", "   ", R"({"a": 1} x)", R"({"a": 1}})", "nul", "[1 2]",
+      std::string(64, '[') + std::string(64, ']'), std::string(65, '[') + std::string(65, ']'),
+      std::string("{\"a\": 1}\0", 9), R"({"a": 99999999999999999999})", R"({"a": -99999999999999999999})"};
+  for (const std::string& text : texts) {
+    CAPTURE(text);
+    const auto slow = parse_json(text, "src");
+    const auto fast = parse_json_fast(text, "src");
+    REQUIRE(slow.ok() == fast.ok());
+    if (slow.ok()) {
+      CHECK(*slow == *fast);
+      CHECK(same_types(*slow, *fast));  // the same number types (unsigned, integer, float) too
+    } else {
+      CHECK(slow.error().message == fast.error().message);
+      CHECK(slow.error().code == fast.error().code);
+    }
+  }
 }

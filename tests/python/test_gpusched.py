@@ -106,6 +106,40 @@ def test_place_errors():
         cluster.place(jobs_bad_model, 0)
 
 
+def test_place_every_way_of_calling():
+    # Cluster.place reads plain calls directly and hands every other form to the pybind11 binding
+    # (python/gpusched_py.cpp, "Cluster.place's call path"): both must decide the same.
+    cluster = gpusched.load_cluster(THREE_NODES)
+    jobs = gpusched.load_jobs(JOBS)
+
+    def seen(p):
+        return (p.job, p.verdict, p.message, p.tasks, p.reasons)
+
+    plain = seen(cluster.place(jobs, 0, "worst-fit", 42, True))
+    assert plain[1] == "placed" and plain[3][0]["node"] == "n1"
+    assert seen(cluster.place(jobs=jobs, job="a", policy="worst-fit", dry_run=True)) == plain
+    assert seen(cluster.place(jobs, 0, "worst-fit", 42, 1)) == plain  # an int for dry_run: converted
+    assert seen(cluster.place(jobs, 0, "worst-fit", 42, True, "default")) == plain
+    assert seen(cluster.place(jobs, 0, b"worst-fit", dry_run=True)) == plain  # bytes: converted
+
+    assert "Places one job" in gpusched.Cluster.place.__doc__
+    assert seen(cluster.place(jobs, 3, dry_run=True)) == seen(cluster.place(jobs, "d", dry_run=True))
+    assert cluster.place(jobs, 3, dry_run=True).reasons
+    with pytest.raises(TypeError):
+        cluster.place(jobs, 0, "best-fit", 42, True, "default", 7)
+    with pytest.raises(TypeError):
+        cluster.place(jobs, 0, colour="red")
+    with pytest.raises(TypeError):
+        cluster.place(jobs)
+    with pytest.raises(TypeError):
+        cluster.place("not jobs", 0)
+    with pytest.raises(TypeError):
+        cluster.place(jobs, 0, seed=-1)
+    with pytest.raises(TypeError):
+        gpusched.Cluster.place(object(), jobs, 0)
+    # Nothing above kept a placement (every call was a dry run or raised).
+    assert cluster.nodes()[1]["idle_gpus"] == 8 and cluster.nodes()[0]["idle_gpus"] == 4
+
 def test_bad_documents_name_the_field():
     with pytest.raises(ValueError, match=r"nodes\[0\]\.gpus: expected a non-negative integer, got -2"):
         gpusched.load_cluster({"nodes": [{"name": "a", "cpu": 8, "memory": "8Gi", "gpus": -2}]})

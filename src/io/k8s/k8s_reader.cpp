@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <memory>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -45,6 +47,28 @@ struct Obj {
   }
 };
 
+// A field's path for messages, made only when a message needs it: "<a><b>[<index>]<c>" (the reader
+// checks every field of every pod, and its path is text only on error; formatting it for each check
+// was a tenth of reading a 100,000-pod PodList). Holds views: pass it, do not keep it.
+struct Field {
+  std::string_view a, b;
+  std::int64_t index = -1;
+  std::string_view c;
+  Field(const char* s) : a(s) {}  // NOLINT: implicit on purpose, as the string_view it replaces
+  Field(std::string_view s) : a(s) {}
+  Field(const std::string& s) : a(s) {}
+  Field(std::string_view a_, std::string_view b_, std::int64_t i = -1, std::string_view c_ = {}) : a(a_), b(b_), index(i), c(c_) {}
+  std::string str() const {
+    std::string out;
+    out.reserve(a.size() + b.size() + c.size() + (index >= 0 ? 8 : 0));
+    out += a;
+    out += b;
+    if (index >= 0) out += fmt::format("[{}]", index);
+    out += c;
+    return out;
+  }
+};
+
 std::string shown(const json& v) { return io::detail::shown(v, 60); }
 
 const json* child(const json* v, std::string_view key) {
@@ -57,25 +81,26 @@ const json* path(const json* v, std::initializer_list<std::string_view> keys) {
   return v;
 }
 
-std::string get_string(const Obj& o, const json* v, std::string_view field, bool required = false) {
+std::string get_string(const Obj& o, const json* v, const Field& field, bool required = false) {
   if (!v) {
-    if (required) o.fail(field, "missing", ErrorCode::kMissingField);
+    if (required) o.fail(field.str(), "missing", ErrorCode::kMissingField);
     return {};
   }
-  if (!v->is_string()) o.fail(field, fmt::format("expected a string, got {}", shown(*v)));
-  return v->get<std::string>();
+  if (!v->is_string()) o.fail(field.str(), fmt::format("expected a string, got {}", shown(*v)));
+  return v->get_ref<const std::string&>();
 }
 
-const json& get_object(const Obj& o, const json* v, std::string_view field) {
-  if (!v->is_object()) o.fail(field, fmt::format("expected an object, got {}", shown(*v)));
+const json& get_object(const Obj& o, const json* v, const Field& field) {
+  if (!v->is_object()) o.fail(field.str(), fmt::format("expected an object, got {}", shown(*v)));
   return *v;
 }
-const json& get_array(const Obj& o, const json* v, std::string_view field) {
-  if (!v->is_array()) o.fail(field, fmt::format("expected a list, got {}", shown(*v)));
+const json& get_array(const Obj& o, const json* v, const Field& field) {
+  if (!v->is_array()) o.fail(field.str(), fmt::format("expected a list, got {}", shown(*v)));
   return *v;
 }
 
-std::int64_t get_int(const Obj& o, const json* v, std::string_view field, std::int64_t lo, std::int64_t hi) {
+std::int64_t get_int(const Obj& o, const json* v, const Field& field_path, std::int64_t lo, std::int64_t hi) {
+  const std::string field = field_path.str();
   std::int64_t x = 0;
   if (v->is_number_integer() && !(v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(hi))) {
     x = v->get<std::int64_t>();
@@ -90,13 +115,30 @@ std::int64_t get_int(const Obj& o, const json* v, std::string_view field, std::i
   return x;
 }
 
-std::int64_t get_quantity(const Obj& o, const json& v, std::string_view field, QuantityUnit unit, std::int64_t scale) {
-  auto r = io::detail::read_quantity(v, field, unit, scale);
-  if (!r) throw ParseError{Error{fmt::format("{}: {}: {}", o.source, o.id(), r.error().message), r.error().code, std::string(field)}};
+std::int64_t get_quantity(const Obj& o, const json& v, const Field& field_path, QuantityUnit unit, std::int64_t scale) {
+  auto r = io::detail::read_quantity(v, {}, unit, scale);
+  if (!r) {
+    // Read again with the field's path, for the message (read_quantity names it).
+    const std::string field = field_path.str();
+    r = io::detail::read_quantity(v, field, unit, scale);
+    throw ParseError{Error{fmt::format("{}: {}: {}", o.source, o.id(), r.error().message), r.error().code, field}};
+  }
   return *r;
 }
 
-std::vector<std::pair<std::string, std::string>> get_string_map(const Obj& o, const json* v, std::string_view field) {
+template <class MakeField>
+  requires std::is_invocable_r_v<std::string, MakeField&>
+std::int64_t get_quantity(const Obj& o, const json& v, MakeField&& make_field, QuantityUnit unit, std::int64_t scale) {
+  auto r = io::detail::read_quantity(v, {}, unit, scale);
+  if (!r) {
+    const std::string field = make_field();
+    r = io::detail::read_quantity(v, field, unit, scale);
+    throw ParseError{Error{fmt::format("{}: {}: {}", o.source, o.id(), r.error().message), r.error().code, field}};
+  }
+  return *r;
+}
+
+std::vector<std::pair<std::string, std::string>> get_string_map(const Obj& o, const json* v, const Field& field) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!v) return out;
   get_object(o, v, field);
@@ -105,7 +147,7 @@ std::vector<std::pair<std::string, std::string>> get_string_map(const Obj& o, co
     const std::string& key = it.key();
     const json& value = *it;
     // The field's name is formatted only for a message: this runs for every label of every pod.
-    auto f = [&] { return fmt::format("{}[\"{}\"]", field, key); };
+    auto f = [&] { return fmt::format("{}[\"{}\"]", field.str(), key); };
     if (!value.is_string()) o.fail(f(), fmt::format("expected a string, got {}", shown(value)));
     for (char c : key)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) o.fail(f(), io::detail::check_name(key, f()).error().message);
@@ -122,7 +164,7 @@ const std::string* find_label(const std::vector<std::pair<std::string, std::stri
 
 // metadata.creationTimestamp (RFC 3339, "2024-05-01T10:00:00Z") in seconds since the epoch; 0 when
 // absent. Days from the civil date by Howard Hinnant's days_from_civil.
-std::int64_t parse_timestamp(const Obj& o, const json* v, std::string_view field = "metadata.creationTimestamp") {
+std::int64_t parse_timestamp(const Obj& o, const json* v, const Field& field = "metadata.creationTimestamp") {
   if (!v) return 0;
   const std::string s = get_string(o, v, field);
   // "YYYY-MM-DDTHH:MM:SS" then a zone ("Z" or an offset, which Kubernetes never writes) or
@@ -138,7 +180,7 @@ std::int64_t parse_timestamp(const Obj& o, const json* v, std::string_view field
   int y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2), h = digits(11, 2), mi = digits(14, 2), se = digits(17, 2);
   if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
       s[16] != ':' || y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60)
-    o.fail(field, fmt::format("expected an RFC 3339 time like \"2024-05-01T10:00:00Z\", got {}", shown(*v)));
+    o.fail(field.str(), fmt::format("expected an RFC 3339 time like \"2024-05-01T10:00:00Z\", got {}", shown(*v)));
   y -= mo <= 2;
   const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
   const std::int64_t yoe = y - era * 400;
@@ -227,7 +269,6 @@ struct PodSpecRead {
   std::string node_name;
   // Constraint class: tolerations and node affinity beyond plain label equalities (-1 = none).
   int cls = -1;
-  std::string signature;  // shape + selectors, for grouping a gang's pods into task groups
 };
 
 struct NodeRec {
@@ -247,7 +288,7 @@ class Reader {
   void build_mig(const Obj& o, NodeSpec& node, const std::string& model, std::int64_t whole,
                  const std::vector<std::pair<std::string, std::int64_t>>& mig, std::int64_t physical_label);
   PodSpecRead read_pod_spec(const Obj& o, const json* spec, const std::string& prefix);
-  Req read_container(const Obj& o, const json& c, const std::string& field);
+  Req read_container(const Obj& o, const json& c, const std::string& prefix, std::string_view list, std::size_t index);
   int constraint_class(const Obj& o, const json* spec, const std::string& prefix, bool has_complex_affinity,
                        const json* terms);
   bool term_matches(const json& term, std::size_t node) const;
@@ -345,7 +386,7 @@ Input Reader::run(std::span<const Source> sources) {
             objs_.push_back(std::move(o));
             continue;
           }
-          auto doc = io::detail::parse_json(text, s.name);
+          auto doc = io::detail::parse_json_fast(text, s.name);
           if (!doc) throw ParseError{doc.error()};
           docs_.push_back(std::move(*doc));
           collect(docs_.back(), name, 1);
@@ -595,7 +636,7 @@ void Reader::build_mig(const Obj& o, NodeSpec& node, const std::string& model, s
 
 // ---- pods ----
 
-Req Reader::read_container(const Obj& o, const json& c, const std::string& field) {
+Req Reader::read_container(const Obj& o, const json& c, const std::string& prefix, std::string_view list, std::size_t index) {
   Req out;
   const json* res = child(&c, "resources");
   if (!res) return out;
@@ -604,31 +645,34 @@ Req Reader::read_container(const Obj& o, const json& c, const std::string& field
   // Kubernetes: a request defaults to the limit when only the limit is given; extended resources
   // (nvidia.com/*) are given as limits and may not be overcommitted (request == limit). So every
   // request, then every limit without a request.
-  std::vector<std::pair<const std::string*, const json*>> entries;
-  for (const json* m : {requests, limits}) {
-    if (!m) continue;
-    get_object(o, m, field + ".resources");
-    for (auto it = m->begin(); it != m->end(); ++it)
-      if (m == requests || !requests || !child(requests, it.key())) entries.emplace_back(&it.key(), &*it);
-  }
-  for (const auto& [name_ptr, v] : entries) {
-    const std::string& name = *name_ptr;
-    const std::string f =
-        fmt::format("{}.resources.{}[\"{}\"]", field, requests && child(requests, name) ? "requests" : "limits", name);
+  auto entry = [&](const std::string& name, const json* v) {
+    // "spec.containers[0].resources.requests[\"cpu\"]", made only for a message.
+    auto f = [&] {
+      return fmt::format("{}{}[{}].resources.{}[\"{}\"]", prefix, list, index,
+                         requests && child(requests, name) ? "requests" : "limits", name);
+    };
     if (name == "cpu") out.cpu = get_quantity(o, *v, f, QuantityUnit::kMilli, kMilliPerCpu);
     else if (name == "memory") out.memory = get_quantity(o, *v, f, QuantityUnit::kBytes, 1);
     else if (name == "nvidia.com/gpu") {
       out.gpu = get_quantity(o, *v, f, QuantityUnit::kCount, 1);
-      if (out.gpu > 65535) o.fail(f, fmt::format("expected at most 65535 GPUs, got {}", out.gpu));
+      if (out.gpu > 65535) o.fail(f(), fmt::format("expected at most 65535 GPUs, got {}", out.gpu));
     } else if (name.rfind("nvidia.com/mig-", 0) == 0) {
       const auto n = get_quantity(o, *v, f, QuantityUnit::kCount, 1);
       if (n > 0) out.mig[name.substr(15)] = n;
     } else {
-      const auto r = io::detail::read_quantity(*v, f, QuantityUnit::kBytes, 1);
+      const auto r = io::detail::read_quantity(*v, f(), QuantityUnit::kBytes, 1);
       if (!r || *r != 0) warn_.add(o, fmt::format("spec.containers[].resources[\"{}\"]", name),
                                    fmt::format("resource {} is not modelled: nodes are not checked for it", name));
     }
-  }
+  };
+  const Field resources{prefix, list, static_cast<std::int64_t>(index), ".resources"};
+  if (requests) get_object(o, requests, resources);
+  if (limits) get_object(o, limits, resources);
+  if (requests)
+    for (auto it = requests->begin(); it != requests->end(); ++it) entry(it.key(), &*it);
+  if (limits)
+    for (auto it = limits->begin(); it != limits->end(); ++it)
+      if (!requests || !child(requests, it.key())) entry(it.key(), &*it);
   return out;
 }
 
@@ -678,18 +722,19 @@ int Reader::constraint_class(const Obj& o, const json* spec, const std::string& 
   std::uint64_t all = taints_.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << taints_.size()) - 1;
   std::uint64_t tolerated = 0;
   if (const json* tols = child(spec, "tolerations")) {
-    get_array(o, tols, prefix + ".tolerations");
+    get_array(o, tols, Field{prefix, ".tolerations"});
     for (std::size_t i = 0; i < tols->size(); ++i) {
       const json& t = (*tols)[i];
-      const std::string f = fmt::format("{}.tolerations[{}]", prefix, i);
-      const std::string key = get_string(o, child(&t, "key"), f + ".key");
-      std::string op = get_string(o, child(&t, "operator"), f + ".operator");
+      const auto at = static_cast<std::int64_t>(i);
+      const std::string key = get_string(o, child(&t, "key"), Field{prefix, ".tolerations", at, ".key"});
+      std::string op = get_string(o, child(&t, "operator"), Field{prefix, ".tolerations", at, ".operator"});
       if (op.empty()) op = "Equal";
-      if (op != "Equal" && op != "Exists") o.fail(f + ".operator", fmt::format("expected Equal or Exists, got \"{}\"", op));
-      const std::string value = get_string(o, child(&t, "value"), f + ".value");
-      const std::string effect = get_string(o, child(&t, "effect"), f + ".effect");
+      if (op != "Equal" && op != "Exists")
+        o.fail(Field{prefix, ".tolerations", at, ".operator"}.str(), fmt::format("expected Equal or Exists, got \"{}\"", op));
+      const std::string value = get_string(o, child(&t, "value"), Field{prefix, ".tolerations", at, ".value"});
+      const std::string effect = get_string(o, child(&t, "effect"), Field{prefix, ".tolerations", at, ".effect"});
       if (child(&t, "tolerationSeconds") && effect == "NoExecute")
-        warn_.add(o, f + ".tolerationSeconds", "tolerationSeconds (eviction after a delay) is not modelled");
+        warn_.add(o, Field{prefix, ".tolerations", at, ".tolerationSeconds"}.str(), "tolerationSeconds (eviction after a delay) is not modelled");
       for (std::size_t k = 0; k < taints_.size(); ++k) {
         const Taint& tt = taints_[k];
         const bool key_ok = key.empty() ? op == "Exists" : key == tt.key;
@@ -725,18 +770,17 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
   get_object(o, spec, prefix);
   const json* containers = child(spec, "containers");
   if (!containers) o.fail(prefix + ".containers", "missing", ErrorCode::kMissingField);
-  get_array(o, containers, prefix + ".containers");
+  get_array(o, containers, Field{prefix, ".containers"});
   Req app;
-  for (std::size_t i = 0; i < containers->size(); ++i)
-    app.add(read_container(o, (*containers)[i], fmt::format("{}.containers[{}]", prefix, i)));
+  for (std::size_t i = 0; i < containers->size(); ++i) app.add(read_container(o, (*containers)[i], prefix, ".containers", i));
   Req init_peak, sidecars;
   if (const json* inits = child(spec, "initContainers")) {
-    get_array(o, inits, prefix + ".initContainers");
+    get_array(o, inits, Field{prefix, ".initContainers"});
     for (std::size_t i = 0; i < inits->size(); ++i) {
       const json& c = (*inits)[i];
-      Req r = read_container(o, c, fmt::format("{}.initContainers[{}]", prefix, i));
+      Req r = read_container(o, c, prefix, ".initContainers", i);
       const json* rp = child(&c, "restartPolicy");
-      if (rp && rp->is_string() && rp->get<std::string>() == "Always") {
+      if (rp && rp->is_string() && rp->get_ref<const std::string&>() == "Always") {
         sidecars.add(r);
         init_peak.max_with(sidecars);
       } else {
@@ -766,7 +810,7 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
     out.shape.gpus = static_cast<GpuCount>(app.gpu);
     out.shape.gpu_milli = kMilliPerGpu;
   }
-  out.selector = get_string_map(o, child(spec, "nodeSelector"), prefix + ".nodeSelector");
+  out.selector = get_string_map(o, child(spec, "nodeSelector"), Field{prefix, ".nodeSelector"});
   if (const std::string* product = find_label(out.selector, "nvidia.com/gpu.product")) {
     const Product p = split_product(*product);
     if (auto model = model_of(reg_, p.base)) out.models.push_back(*model);
@@ -777,13 +821,13 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
       out.shape.gpu_milli = 0;
     }
   }
-  out.scheduler = get_string(o, child(spec, "schedulerName"), prefix + ".schedulerName");
+  out.scheduler = get_string(o, child(spec, "schedulerName"), Field{prefix, ".schedulerName"});
   if (out.scheduler.empty()) out.scheduler = "default-scheduler";
   if (const json* p = child(spec, "priority"))
-    out.priority = static_cast<std::int32_t>(get_int(o, p, prefix + ".priority", std::numeric_limits<std::int32_t>::min(),
+    out.priority = static_cast<std::int32_t>(get_int(o, p, Field{prefix, ".priority"}, std::numeric_limits<std::int32_t>::min(),
                                                      std::numeric_limits<std::int32_t>::max()));
-  out.priority_class = get_string(o, child(spec, "priorityClassName"), prefix + ".priorityClassName");
-  out.node_name = get_string(o, child(spec, "nodeName"), prefix + ".nodeName");
+  out.priority_class = get_string(o, child(spec, "priorityClassName"), Field{prefix, ".priorityClassName"});
+  out.node_name = get_string(o, child(spec, "nodeName"), Field{prefix, ".nodeName"});
 
   // Node affinity: a single term of single-value In expressions is a plain selector; anything else
   // a constraint class.
@@ -850,9 +894,14 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
   if (child(spec, "topologySpreadConstraints"))
     warn_.add(o, prefix + ".topologySpreadConstraints", "topology spread constraints of single pods are not modelled");
   out.cls = constraint_class(o, spec, prefix, complex, terms);
-  out.signature = fmt::format("{}|{}|{}|{}|{}|{}|{}", out.shape.cpu, out.shape.memory, out.shape.gpus, out.mig_profile,
-                              out.cls, out.models.empty() ? "" : out.models[0], out.selector.size());
-  for (const auto& [k, v] : out.selector) out.signature += fmt::format("|{}={}", k, v);
+  return out;
+}
+
+// Shape and selectors, for grouping a gang's pods into task groups (only gangs need it).
+std::string signature_of(const PodSpecRead& s) {
+  std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}", s.shape.cpu, s.shape.memory, s.shape.gpus, s.mig_profile, s.cls,
+                                s.models.empty() ? "" : s.models[0], s.selector.size());
+  for (const auto& [k, v] : s.selector) out += fmt::format("|{}={}", k, v);
   return out;
 }
 
@@ -924,7 +973,7 @@ void Reader::read_pods() {
     if (o.kind != "Pod") continue;
     json lazy_doc;  // a PodList's pod, parsed now and dropped after this iteration
     if (!o.v) {
-      auto doc = io::detail::parse_json(o.lazy, o.source);
+      auto doc = io::detail::parse_json_fast(o.lazy, o.source);
       if (!doc) throw ParseError{doc.error()};
       lazy_doc = std::move(*doc);
       o.v = &lazy_doc;
@@ -1020,7 +1069,7 @@ void Reader::read_pods() {
     std::int32_t priority = std::numeric_limits<std::int32_t>::min();
     for (PendingPod& p : g.pods) {
       const std::string* task = find_label(p.annotations, "volcano.sh/task-spec");
-      const std::string sig = (task ? *task : std::string()) + "#" + p.spec.signature;
+      const std::string sig = (task ? *task : std::string()) + "#" + signature_of(p.spec);
       auto [it, fresh] = by_sig.emplace(sig, job.groups.size());
       if (fresh) {
         job.groups.push_back(group_from(p.spec, task ? *task : fmt::format("group-{}", job.groups.size())));
