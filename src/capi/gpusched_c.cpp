@@ -4,10 +4,12 @@
 // gpusched_error; nothing here is global or mutable.
 #include "gpusched/c/gpusched.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -44,10 +46,22 @@ struct gpusched_state {
   // advance, and a call must depend only on its seed.
   std::string policy_name;
   std::unique_ptr<gpusched::PlacementPolicy> policy;
+  // Jobs compiled against this state, by (jobs handle id, index): a compiled job depends only on the
+  // state's layout (registry, labels, MIG tables), so the cache is dropped when the state object or
+  // its layout generation changes. Kept here, not on the jobs handle, so that one jobs handle may be
+  // read by threads placing on different states (the header's thread rule).
+  std::uint64_t compiled_for_state = 0, compiled_for_layout = 0;
+  std::map<std::pair<std::uint64_t, std::size_t>, std::shared_ptr<const gpusched::CompiledJob>> compiled;
 };
 
 struct gpusched_jobs {
   gpusched::io::JobsDocument doc;
+  // Unique per handle (never reused, unlike an address): what the state's compiled-job cache keys on.
+  std::uint64_t id = next_id();
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> last{0};
+    return ++last;
+  }
 };
 
 struct gpusched_result {
@@ -194,7 +208,7 @@ std::unique_ptr<gpusched_state> make_state(gpusched::GpuModelRegistry registry, 
                                            std::string_view source) {
   auto built = gpusched::ClusterState::build(cluster, registry);
   if (!built) fail(built.error(), source);
-  auto out = std::unique_ptr<gpusched_state>(new gpusched_state{std::move(registry), std::move(*built), {}, {}, {}});
+  auto out = std::unique_ptr<gpusched_state>(new gpusched_state{std::move(registry), std::move(*built), {}, {}, {}, 0, 0, {}});
   out->node_names.reserve(out->state.node_count());
   for (std::size_t n = 0; n < out->state.node_count(); ++n)
     out->node_names.emplace_back(out->state.node_name(static_cast<gpusched::NodeId>(n)));
@@ -357,7 +371,8 @@ class Undo {
 };
 
 struct Prepared {
-  gpusched::CompiledJob job;
+  std::shared_ptr<const gpusched::CompiledJob> compiled;
+  const gpusched::CompiledJob& job() const { return *compiled; }
   std::unique_ptr<gpusched::PlacementPolicy> fresh;  // a policy made for this call only
   const gpusched::PlacementPolicy* policy = nullptr;
 };
@@ -368,9 +383,22 @@ Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t i
   need(out, "out");
   *out = nullptr;
   const gpusched::Job& job = job_at(jobs, index);
-  auto compiled = gpusched::compile_job(state->state, job);
-  if (!compiled) fail(compiled.error(), fmt::format("jobs[{}]", index));
-  Prepared prepared{std::move(*compiled), nullptr, nullptr};
+  const gpusched::ClusterState& st = state->state;
+  if (state->compiled_for_state != st.instance_id() || state->compiled_for_layout != st.layout_generation()) {
+    state->compiled.clear();
+    state->compiled_for_state = st.instance_id();
+    state->compiled_for_layout = st.layout_generation();
+  }
+  auto& kept = state->compiled[{jobs->id, index}];
+  if (!kept) {
+    auto compiled = gpusched::compile_job(st, job);
+    if (!compiled) {
+      state->compiled.erase({jobs->id, index});  // an error is not kept: it is reported on every call
+      fail(compiled.error(), fmt::format("jobs[{}]", index));
+    }
+    kept = std::make_shared<const gpusched::CompiledJob>(std::move(*compiled));
+  }
+  Prepared prepared{kept, nullptr, nullptr};
   const std::string_view name = policy == nullptr ? std::string_view("best-fit") : std::string_view(policy);
   if (name == "random") {
     prepared.fresh = policy_named(policy, seed);
@@ -580,9 +608,9 @@ gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs,
     Prepared p = prepare(state, jobs, index, policy, seed, out);
     gpusched::ClusterState& s = state->state;
     Undo undo(s);
-    gpusched::JobPlacement placement = gpusched::place_job(s, p.job, *p.policy);
-    auto result = make_result(s, p.job, placement.verdict, placement.tasks,
-                              placement.placed() ? std::string() : gpusched::describe(p.job, placement),
+    gpusched::JobPlacement placement = gpusched::place_job(s, p.job(), *p.policy);
+    auto result = make_result(s, p.job(), placement.verdict, placement.tasks,
+                              placement.placed() ? std::string() : gpusched::describe(p.job(), placement),
                               placement.reasons, json());
     if (placement.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
     *out = result.release();
@@ -593,7 +621,7 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
                                     uint64_t seed, unsigned flags, gpusched_result** out, gpusched_error* err) {
   return guarded(err, [&] {
     Prepared p = prepare(state, jobs, index, policy, seed, out);
-    auto spec = gpusched::make_gang_spec(p.job);
+    auto spec = gpusched::make_gang_spec(p.job());
     if (!spec) fail(spec.error(), fmt::format("jobs[{}]", index));
     gpusched::ClusterState& s = state->state;
     Undo undo(s);
@@ -601,12 +629,12 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
     options.policy = p.policy;
     gpusched::GangResult g = gpusched::place_gang(s, *spec, options);
     json counts = json::object();
-    for (std::size_t k = 0; k < p.job.groups.size() && k < g.placed_per_group.size(); ++k)
-      counts[p.job.groups[k].name] = g.placed_per_group[k];
+    for (std::size_t k = 0; k < p.job().groups.size() && k < g.placed_per_group.size(); ++k)
+      counts[p.job().groups[k].name] = g.placed_per_group[k];
     json extra{{"method", std::string(gpusched::method_name(g.method))}, {"placed", counts}, {"effort", g.effort_used}};
     if (g.undecided()) extra["undecided"] = true;
     if (!g.domain.empty()) extra["domain"] = g.domain;
-    auto result = make_result(s, p.job, g.verdict, g.tasks, gpusched::gang_message(*spec, g, s), g.reasons, std::move(extra));
+    auto result = make_result(s, p.job(), g.verdict, g.tasks, gpusched::gang_message(*spec, g, s), g.reasons, std::move(extra));
     if (g.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
     *out = result.release();
   });

@@ -154,7 +154,18 @@ static void test_place(void) {
   gpusched_state_free(NULL);
   gpusched_order_free(NULL);
 
+  /* The state keeps each job compiled between calls, per jobs handle: another handle's job 0 (16
+   * GPUs here, infeasible) is its own, also when it is made after the first handle is freed (so
+   * that it may get the same address). */
   gpusched_jobs_free(jobs);
+  for (int round = 0; round < 2; ++round) {
+    CHECK(gpusched_jobs_new(&jobs, &err) == GPUSCHED_OK);
+    add(jobs, round == 0 ? "big" : "small", 1, 1000, round == 0 ? 16 : 1, 0);
+    CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, GPUSCHED_PLACE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+    CHECK(gpusched_result_verdict(r) == (round == 0 ? GPUSCHED_INFEASIBLE : GPUSCHED_PLACED));
+    gpusched_result_free(r);
+    gpusched_jobs_free(jobs);
+  }
   gpusched_state_free(s);
 }
 
