@@ -5,6 +5,7 @@
 // exactly as a JSON file would be, with the same messages), the one ClusterState, the same policies.
 // Errors become Python exceptions: bad input a ValueError whose text names the field and value; a
 // job that cannot be placed is not an error (the Placement says why).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/fairshare_json.hpp"
+#include "gpusched/io/k8s.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
 #include "gpusched/io/task_records.hpp"
 #include "gpusched/mig/packer.hpp"
@@ -444,6 +446,51 @@ std::string simulate_json(std::vector<std::string> traces, std::vector<std::stri
   return report->json;
 }
 
+// ---- Kubernetes objects (io/k8s.hpp, docs/kubernetes.md) ----
+
+// `sources`: (text, name) pairs, JSON or YAML; `topology_levels` empty: the reader's default.
+Result<io::k8s::Input> read_k8s(const std::vector<std::pair<std::string, std::string>>& sources,
+                                const std::vector<std::string>& topology_levels, const std::string& scheduler_name) {
+  std::vector<io::k8s::Source> in;
+  for (const auto& [text, name] : sources) in.push_back({text, name});
+  io::k8s::Options o;
+  o.scheduler_name = scheduler_name;
+  for (const std::string& l : topology_levels)
+    if (std::find(o.topology_levels.begin(), o.topology_levels.end(), l) == o.topology_levels.end())
+      o.topology_levels.push_back(l);
+  return io::k8s::read(in, o);
+}
+
+// The cluster (running pods taken off their nodes), the pending jobs, and the reader's warnings.
+py::tuple load_k8s(const std::vector<std::pair<std::string, std::string>>& sources,
+                   const std::vector<std::string>& topology_levels, const std::string& scheduler_name) {
+  auto input = read_k8s(sources, topology_levels, scheduler_name);
+  if (!input) raise(input.error());
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) raise(state.error(), "nodes");
+  PyJobs jobs;
+  jobs.doc.jobs = input->jobs;
+  jobs.doc.explicit_priority.assign(input->jobs.size(), true);  // resolved from PriorityClasses
+  py::list warnings;
+  for (const auto& w : input->warnings) warnings.append(io::k8s::to_string(w));
+  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(input->registry), std::move(*state), {}, {}});
+  return py::make_tuple(py::cast(std::move(cluster)), py::cast(std::move(jobs)), warnings);
+}
+
+// The bindings document of `gpusched place --k8s --format json`.
+std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& sources, const std::string& policy,
+                      std::uint64_t seed, const std::vector<std::string>& topology_levels,
+                      const std::string& scheduler_name) {
+  auto input = read_k8s(sources, topology_levels, scheduler_name);
+  if (!input) raise(input.error());
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) raise(state.error(), "nodes");
+  const std::unique_ptr<PlacementPolicy> p = policy_named(policy, seed);
+  auto decided = io::k8s::decide(*input, *state, *p);
+  if (!decided) raise(decided.error());
+  return io::k8s::bindings_json(*input, *state, decided->placements, decided->messages);
+}
+
 std::string default_data_dir() {
   if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;
   if (std::filesystem::exists(GPUSCHED_DATA_DIR)) return GPUSCHED_DATA_DIR;
@@ -695,4 +742,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("mtbf_hours"), py::arg("mttr_hours"), py::arg("cycle_period"),
         "A simulation sweep (docs/simulate.md) as the JSON text of its report.");
   m.def("default_data_dir", &default_data_dir, "Where the shipped traces are ($GPUSCHED_DATA_DIR first).");
+  m.def("load_k8s", &load_k8s, py::arg("sources"), py::arg("topology_levels"), py::arg("scheduler_name"),
+        "(Cluster, Jobs, warnings) from Kubernetes objects: (text, name) pairs of JSON or YAML.");
+  m.def("place_k8s_json", &place_k8s, py::arg("sources"), py::arg("policy"), py::arg("seed"),
+        py::arg("topology_levels"), py::arg("scheduler_name"),
+        "The bindings document of `gpusched place --k8s --format json`.");
 }

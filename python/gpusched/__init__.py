@@ -26,7 +26,7 @@ from . import _core
 __all__ = [
     "Cluster", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
-    "simulate", "simulate_frame", "samples_frame",
+    "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -251,3 +251,46 @@ def to_frame(rows: Sequence[Mapping[str, Any]]):
     except ImportError:
         return list(rows)
     return pandas.DataFrame(list(rows))
+
+
+def _k8s_sources(sources: Sequence[Any]) -> list:
+    """(text, name) pairs: a dict or list is one object or a list of them (sent as JSON), a path is
+    read (JSON or YAML), any other string is the text itself."""
+    out = []
+    for i, src in enumerate(sources):
+        if isinstance(src, (dict, list, tuple)) or isinstance(src, Mapping):
+            out.append((json.dumps(src), f"objects[{i}]"))
+        elif isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src and os.path.exists(src)):
+            path = os.fspath(src)
+            with open(path, encoding="utf-8") as f:
+                out.append((f.read(), path))
+        elif isinstance(src, str):
+            out.append((src, f"text[{i}]"))
+        else:
+            raise TypeError(f"sources[{i}]: expected a dict, a list, a path or YAML/JSON text, got {type(src).__name__}")
+    return out
+
+
+def load_k8s(*sources: Any, topology_levels: Sequence[str] = (), scheduler_name: str = "") -> tuple:
+    """A cluster and its pending jobs from Kubernetes objects (docs/kubernetes.md).
+
+    ``sources`` are files (``kubectl get nodes,pods -o yaml`` output, JSON or YAML, lists or single
+    objects), their text, or dicts: Nodes, Pods, PriorityClasses, Volcano PodGroups and Jobs, Kueue
+    ClusterQueues, LocalQueues, ResourceFlavors and Topologies, KAI queues. Bound pods are running
+    work, taken off their nodes; pending pods (of ``scheduler_name`` when given) and their gangs are
+    the jobs. ``topology_levels`` adds node label keys that are levels (rack, block), outermost first.
+
+    Returns ``(cluster, jobs, warnings)``: a ``Cluster``, a ``Jobs`` (place them with
+    ``cluster.place``/``place_gang``) and the reader's warnings (fields it could not express).
+    Bad objects raise ValueError naming the object, the field and the value.
+    """
+    return _core.load_k8s(_k8s_sources(sources), list(topology_levels), scheduler_name)
+
+
+def place_k8s(*sources: Any, policy: str = "best-fit", seed: int = 42, topology_levels: Sequence[str] = (),
+              scheduler_name: str = "") -> dict:
+    """Decides every pending pod and gang of the Kubernetes objects (as ``gpusched place --k8s``):
+    returns {"policy", "bindings": [{"pod", "node", "gpus" or "mig"}], "pending": [{"pod",
+    "verdict", "reason"}], ...}, the document ``gpusched place --k8s --format json`` prints."""
+    return json.loads(_core.place_k8s_json(_k8s_sources(sources), policy, seed, list(topology_levels),
+                                           scheduler_name))

@@ -418,3 +418,39 @@ def test_simulate_errors():
         gpusched.simulate(jobs=SIM_JOBS, gpus_per_node=0)
     with pytest.raises(ValueError, match='model: unknown GPU model "Z100"'):
         gpusched.simulate(jobs=SIM_JOBS, model="Z100")
+
+
+def test_kubernetes_objects_in_bindings_out():
+    # The fixtures of tests/io/k8s_roundtrip_test.cpp: best fit binds finetune (6 GPUs) to
+    # gpu-a100-1, etl to cpu-0, infer to a 3g.20gb on mig-mixed-0, notebook to mig-single-0; big
+    # waits (not now).
+    nodes = os.path.join(FIXTURES, "k8s", "nodes.yaml")
+    pods = os.path.join(FIXTURES, "k8s", "pods.yaml")
+    out = gpusched.place_k8s(nodes, pods)
+    bound = {b["pod"]: b for b in out["bindings"]}
+    assert set(bound) == {"team-a/finetune", "team-b/etl", "team-b/infer", "team-b/notebook"}
+    assert bound["team-a/finetune"]["node"] == "gpu-a100-1" and len(bound["team-a/finetune"]["gpus"]) == 6
+    assert bound["team-b/infer"]["mig"]["profile"] == "3g.20gb"
+    assert [p["pod"] for p in out["pending"]] == ["team-a/big"]
+    assert out["pending"][0]["verdict"] == "not now"
+
+    # The same objects as a cluster and jobs: the running pod is off its node, the jobs place alike.
+    cluster, jobs, warnings = gpusched.load_k8s(nodes, pods)
+    assert isinstance(warnings, list)
+    assert len(jobs) == 5 and "team-a/finetune" in jobs.names[0]
+    a100_0 = next(n for n in cluster.nodes() if n["name"] == "gpu-a100-0")
+    assert a100_0["idle_gpus"] == 4  # running-train holds 4 of its 8
+    p = cluster.place(jobs, 0, dry_run=True)
+    assert p.placed and p.tasks[0]["node"] == "gpu-a100-1"
+
+    # Text and dicts work as sources too; a bad object names it, the field and the value.
+    with open(nodes, encoding="utf-8") as f:
+        text = f.read()
+    c2, j2, _ = gpusched.load_k8s(text)
+    assert c2.node_count == cluster.node_count and len(j2) == 0
+    bad = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x", "labels": {"nvidia.com/gpu.product": "NoSuchGPU"}},
+           "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"}}}
+    with pytest.raises(ValueError, match="NoSuchGPU"):
+        gpusched.load_k8s(bad)
+    with pytest.raises(TypeError, match=r"sources\[0\]"):
+        gpusched.load_k8s(42)
