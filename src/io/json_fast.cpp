@@ -97,18 +97,24 @@ class FastJsonReader {
       // The last of duplicate keys is kept, as nlohmann's parser does (operator[] then assign).
       auto it = members.try_emplace(key).first;
       if (!value(it->second)) return false;
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ != '}') return false;
-      ++p_;
-      --depth_;
-      return true;
+      if (const After a = after_item('}'); a != After::kMore) return a == After::kClosed;
     }
+  }
+
+  // After a member or an element: ',' (another follows) or the container's `close`.
+  enum class After { kMore, kClosed, kBad };
+  After after_item(char close) {
+    skip_ws();
+    if (p_ == end_) return After::kBad;
+    if (*p_ == ',') {
+      ++p_;
+      skip_ws();
+      return After::kMore;
+    }
+    if (*p_ != close) return After::kBad;
+    ++p_;
+    --depth_;
+    return After::kClosed;
   }
 
   bool array(fast_json& out) {
@@ -125,17 +131,7 @@ class FastJsonReader {
     while (true) {
       elements.emplace_back();
       if (!value(elements.back())) return false;
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ != ']') return false;
-      ++p_;
-      --depth_;
-      return true;
+      if (const After a = after_item(']'); a != After::kMore) return a == After::kClosed;
     }
   }
 
