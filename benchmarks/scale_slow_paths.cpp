@@ -8,7 +8,8 @@
 //                              policy (select + GPU pick + reserve), then every job released: the number
 //                              of decisions grows with G, so constant per decision = ratio 2
 //   BM_HugeNodeFillShared/G/P  the node filled with shared tasks of 0.5, 0.25, 0.3 GPU, then released
-//                              (still O(G) per decision: smaller G)
+//                              (best-fit, spread, FGD; smaller G: before the share index it was O(G)
+//                              per decision)
 //   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
 //                              FairSharePlanner::build
 //   BM_DeepQueuePlan/D         its admission plan of 1,000 jobs
@@ -103,8 +104,8 @@ void huge_node_fill(benchmark::State& st, const char* name) {
 }
 
 // Shared (fractional) tasks: shares of 0.5, 0.25 and 0.3 GPU (cycling) until nothing fits, then all
-// released. Each decision still reads every GPU of the node (check_fit, the shared GPU pick, the
-// spread and FGD shared scores: benchmarks/README.md), so this is O(G) per decision, and smaller sizes.
+// released. check_fit, the shared GPU pick and the best-fit / spread / FGD shared scores read every GPU
+// of the node before the state's share index (ClusterState::least_share_gpu, most_free_share).
 void huge_node_fill_shared(benchmark::State& st, const char* name) {
   ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
   std::vector<TaskRequest> reqs;

@@ -17,16 +17,17 @@ namespace {
 
 using namespace gpusched;
 
-// Big nodes of two models mixed GPU by GPU, and a few small ones.
+// Big nodes of two models mixed GPU by GPU, one big node of one model, and a few small ones.
 Cluster fgd_levels_cluster() {
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < 6; ++i) {
     NodeSpec n;
     n.name = "n" + std::to_string(i);
-    const std::size_t gpus = i < 3 ? 150 + 50 * static_cast<std::size_t>(i) : 8;
+    // Node 5: 120 GPUs of one model (the shared pick through the state's share index).
+    const std::size_t gpus = i < 3 ? 150 + 50 * static_cast<std::size_t>(i) : i == 5 ? 120 : 8;
     n.cpu = static_cast<MilliCpu>(gpus) * 6000;
     n.memory = static_cast<Bytes>(gpus) * 32 * kGiB;
-    for (std::size_t g = 0; g < gpus; ++g) n.gpus.push_back(GpuSpec{(g % 3 == 1 || i == 4) ? "A100-80GB" : "H100-80GB"});
+    for (std::size_t g = 0; g < gpus; ++g) n.gpus.push_back(GpuSpec{((g % 3 == 1 && i != 5) || i == 4) ? "A100-80GB" : "H100-80GB"});
     nodes.push_back(std::move(n));
   }
   return Cluster(std::move(nodes));

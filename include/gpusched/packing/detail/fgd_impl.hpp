@@ -702,6 +702,26 @@ inline FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, Node
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
   if (costs_ && !costs_->prepared_for(state)) costs_->prepare(state, workload_);
+  // A shared task on a node of many GPUs of one model, the index current: the node's class levels
+  // give the best free share, and the state's share index its lowest GPU (no read of every GPU). One
+  // model makes the levels distinct shares, so this is the first best GPU of the scan below.
+  if (request.shape.shares_gpu() && index_ && attached_instance_ == state.instance_id() &&
+      index_->seen_generation == state.generation() && node < index_->node_class.size() &&
+      index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request)) {
+    Index& ix = *index_;
+    const Index::Class& cl = ix.classes[ix.node_class[node]];
+    const detail::FgdEvaluation e =
+        detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
+    const std::int32_t gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
+    if (gpu < 0) return c;
+    c.fits = true;
+    c.frag_before = e.before;
+    c.frag_after = e.after;
+    c.cost = e.cost;
+    c.gpu = gpu;
+    c.score = score_of(e.before, e.after + e.cost);
+    return c;
+  }
   // The node as levels (sorted (free, model) runs); the GPUs the task may use are scanned in index
   // order, so the reported GPU is the first best one. O(G log G), not a re-evaluation per GPU.
   const std::size_t g_count = state.gpu_count(node);
