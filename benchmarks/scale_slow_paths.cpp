@@ -8,8 +8,8 @@
 //                              policy (select + GPU pick + reserve), then every job released: the number
 //                              of decisions grows with G, so constant per decision = ratio 2
 //   BM_HugeNodeFillShared/G/P  the node filled with shared tasks of 0.5, 0.25, 0.3 GPU, then released
-//                              (best-fit, spread, FGD; smaller G: before the share index it was O(G)
-//                              per decision)
+//                              (best-fit, spread, FGD; G = 4,096 / 16,384 / 65,535, two doublings a
+//                              step: before the share index it was O(G) per decision)
 //   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
 //                              FairSharePlanner::build
 //   BM_DeepQueuePlan/D         its admission plan of 1,000 jobs
@@ -144,9 +144,9 @@ void register_huge_node() {
         ->Unit(benchmark::kMillisecond);
   for (const char* name : {"best-fit", "worst-fit", "FGD"})
     benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillShared/") + name).c_str(), huge_node_fill_shared, name)
-        ->Arg(1024)
-        ->Arg(2048)
         ->Arg(4096)
+        ->Arg(16384)
+        ->Arg(65535)
         ->Unit(benchmark::kMillisecond);
 }
 
