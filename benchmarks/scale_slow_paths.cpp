@@ -6,8 +6,10 @@
 //                              GpuIndex is 16 bits, ClusterState::build refuses more)
 //   BM_HugeNodeFill/G/policy   that node filled by jobs of 1, 2, 3, ..., 8 GPUs (cycling) with one
 //                              policy (select + GPU pick + reserve), then every job released: the number
-//                              of decisions grows with G, so constant per decision = ratio 2 (FGD and
-//                              FGD-OC at smaller G: still quadratic there)
+//                              of decisions grows with G, so constant per decision = ratio 2
+//   BM_HugeNodeFillShared/G/P  the node filled with shared tasks of 0.5, 0.25, 0.3 GPU, then released
+//                              (best-fit, spread, FGD; G = 4,096 / 16,384 / 65,535, two doublings a
+//                              step: before the share index it was O(G) per decision)
 //   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
 //                              FairSharePlanner::build
 //   BM_DeepQueuePlan/D         its admission plan of 1,000 jobs
@@ -101,21 +103,50 @@ void huge_node_fill(benchmark::State& st, const char* name) {
   st.counters["jobs"] = static_cast<double>(placed.size());
 }
 
+// Shared (fractional) tasks: shares of 0.5, 0.25 and 0.3 GPU (cycling) until nothing fits, then all
+// released. check_fit, the shared GPU pick and the best-fit / spread / FGD shared scores read every GPU
+// of the node before the state's share index (ClusterState::least_share_gpu, most_free_share).
+void huge_node_fill_shared(benchmark::State& st, const char* name) {
+  ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
+  std::vector<TaskRequest> reqs;
+  for (MilliGpu m : {500, 250, 300}) reqs.push_back(*s.compile(TaskShape{1000, kGiB, 1, m, 0}));
+  auto policy = policy_by_name(name, reqs);
+  auto* trace = dynamic_cast<TracePolicy*>(policy.get());
+  std::vector<TaskAssignment> placed;
+  for (auto _ : st) {
+    placed.clear();
+    if (trace) trace->attach(s);
+    for (std::size_t i = 0;; ++i) {
+      const TaskRequest& r = reqs[i % reqs.size()];
+      const NodeId n = policy->select(s, r);
+      if (n == kNoNode) break;
+      TaskAssignment a;
+      if (!policy->gpu_picker().pick(s, n, r, a)) break;
+      if (!s.reserve(r, a)) break;
+      if (trace) trace->observe(s, r, a);
+      placed.push_back(std::move(a));
+    }
+    s.commit();
+    for (const auto& a : placed) benchmark::DoNotOptimize(s.release(a).ok());
+  }
+  st.counters["tasks"] = static_cast<double>(placed.size());
+}
+
 void register_huge_node() {
+  // FGD and FGD-OC keep a node as its distinct (free share, model) levels and change a big node's
+  // levels by the GPUs of each observed reservation, so they run at the full sizes too.
   for (const char* name : {"first-fit", "best-fit", "worst-fit", "most-allocated", "least-allocated", "dot-product",
-                           "random"})
+                           "random", "FGD", "FGD-OC"})
     benchmark::RegisterBenchmark((std::string("BM_HugeNodeFill/") + name).c_str(), huge_node_fill, name)
         ->Arg(16384)
         ->Arg(32768)
         ->Arg(65535)
         ->Unit(benchmark::kMillisecond);
-  // FGD and FGD-OC are still quadratic on one huge node (a node's class key and its fragmentation
-  // are computed over all its GPUs at every change: benchmarks/README.md), so smaller sizes here.
-  for (const char* name : {"FGD", "FGD-OC"})
-    benchmark::RegisterBenchmark((std::string("BM_HugeNodeFill/") + name).c_str(), huge_node_fill, name)
-        ->Arg(2048)
+  for (const char* name : {"best-fit", "worst-fit", "FGD"})
+    benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillShared/") + name).c_str(), huge_node_fill_shared, name)
         ->Arg(4096)
-        ->Arg(8192)
+        ->Arg(16384)
+        ->Arg(65535)
         ->Unit(benchmark::kMillisecond);
 }
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <string>
 #include <vector>
 
@@ -208,4 +209,122 @@ TEST_CASE("scale index: a task of every GPU of a 65,535-GPU node is validated in
   REQUIRE(s.reserve(all, a).ok());
   CHECK(s.idle_gpus(0) == 0);
   CHECK(s.next_idle_gpu(0, 0) == -1);
+}
+
+namespace {
+
+// What the share index answers, by scanning every GPU of the node: the least free share >= s (ties
+// to the lowest index) among GPUs of an allowed model, and the most free share of any GPU.
+std::int32_t scan_least_share_gpu(const ClusterState& s, NodeId n, const TaskRequest& r) {
+  std::int32_t best = -1;
+  for (std::size_t g = 0; g < s.gpu_count(n); ++g) {
+    const auto gi = static_cast<GpuIndex>(g);
+    const std::int32_t f = s.gpu_free_milli(n, gi);
+    if (f < r.shape.gpu_milli || !(r.models & model_bit(s.gpu_model(n, gi)))) continue;
+    if (best < 0 || f < s.gpu_free_milli(n, static_cast<GpuIndex>(best))) best = static_cast<std::int32_t>(g);
+  }
+  return best;
+}
+
+// check_fit's host steps for these requests (no selector).
+bool host_fits(const ClusterState& s, NodeId n, const TaskRequest& r) {
+  return s.eligible(n) && s.gpu_count(n) > 0 && (s.node_models(n) & r.models) && s.cpu_free(n) >= r.shape.cpu &&
+         s.memory_free(n) >= r.shape.memory;
+}
+
+std::int32_t scan_most_free_share(const ClusterState& s, NodeId n) {
+  std::int32_t most = 0;
+  for (const std::int32_t f : s.gpu_free_milli(n)) most = std::max(most, f);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("scale index: shared tasks on nodes of many GPUs: fit, tightest share, most free share and the shared pick "
+          "equal a scan of the node's GPUs") {
+  SplitMix64 rng(16);
+  ClusterState s = *ClusterState::build(scale_index_cluster(rng), GpuModelRegistry::builtin());
+  std::vector<TaskRequest> requests;
+  for (MilliGpu m : {100, 250, 300, 500, 700, 1000}) requests.push_back(*s.compile(TaskShape{500, kGiB, 1, m, 0}));
+  const std::string_view a100[] = {"A100-80GB"};
+  requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 400, 0}, a100));
+  requests.push_back(*s.compile(TaskShape{2000, 2 * kGiB, 2, 1000, 0}));
+  std::vector<std::pair<TaskRequest, TaskAssignment>> held;
+  std::size_t indexed_checks = 0, placed = 0;
+  auto check_node = [&](NodeId n, const TaskRequest& r) {
+    CHECK(s.most_free_share(n) == scan_most_free_share(s, n));
+    if (!r.shape.shares_gpu()) return;
+    const std::int32_t want = scan_least_share_gpu(s, n, r);
+    const std::int32_t tight = want < 0 ? kMilliPerGpu + 1
+                                        : static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(want)) - r.shape.gpu_milli);
+    CHECK(tightest_share_left(s, n, r) == tight);
+    const bool host = host_fits(s, n, r);
+    CHECK((s.check_fit(n, r) == FitReason::kFits) == (host && want >= 0));
+    if (s.share_indexed(n)) {
+      ++indexed_checks;
+      if (std::has_single_bit(s.node_models(n)) && (s.node_models(n) & r.models)) CHECK(s.least_share_gpu(n, r.shape.gpu_milli) == want);
+    }
+    if (host && want >= 0) {
+      TaskAssignment a;
+      REQUIRE(LowestIndexGpuPicker{}.pick(s, n, r, a));
+      CHECK(a.gpus == std::vector<GpuIndex>{static_cast<GpuIndex>(want)});
+    }
+  };
+  for (int step = 0; step < 4000; ++step) {
+    const std::uint64_t action = rng.below(10);
+    const TaskRequest& r = requests[rng.below(requests.size())];
+    if (action < 6) {
+      auto policy = make_policy(rng.below(2) == 0 ? "best-fit" : "worst-fit");
+      const NodeId n = policy->select(s, r);
+      if (n == kNoNode) continue;
+      check_node(n, r);
+      TaskAssignment a;
+      REQUIRE(policy->gpu_picker().pick(s, n, r, a));
+      REQUIRE(s.reserve(r, a).ok());
+      held.emplace_back(r, a);
+      ++placed;
+    } else if (action < 9 && !held.empty()) {
+      const std::size_t k = rng.below(held.size());
+      REQUIRE(s.release(held[k].second).ok());
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
+    } else if (action == 9) {
+      const auto n = static_cast<NodeId>(rng.below(s.node_count()));
+      const std::size_t g = rng.below(s.gpu_count(n));
+      REQUIRE(s.set_gpu_health(n, g, !s.gpu_healthy(n, static_cast<GpuIndex>(g))).ok());
+    }
+    if (step % 50 == 0)
+      for (NodeId n = 0; n < s.node_count(); ++n) check_node(n, r);
+    s.commit();
+  }
+  CHECK(placed > 1000);
+  CHECK(indexed_checks > 1000);
+  // Best-fit and spread choose as their definitions over every node's GPUs (a scan with the same keys).
+  for (const TaskRequest& r : requests) {
+    if (!r.shape.shares_gpu()) continue;
+    NodeId best = kNoNode, worst = kNoNode;
+    std::int64_t best_key = 0, worst_key = 0;
+    for (NodeId n = 0; n < s.node_count(); ++n) {
+      if (!host_fits(s, n, r) || scan_least_share_gpu(s, n, r) < 0) continue;
+      const std::int32_t left = s.gpu_free_milli(n, static_cast<GpuIndex>(scan_least_share_gpu(s, n, r))) -
+                                static_cast<std::int32_t>(r.shape.gpu_milli);
+      const std::int64_t bk = std::int64_t{left} * 100000 + s.idle_gpus(n);
+      const std::int64_t wk = std::int64_t{s.idle_gpus(n)} * 100000 + scan_most_free_share(s, n);
+      if (best == kNoNode || bk < best_key) {
+        best = n;
+        best_key = bk;
+      }
+      if (worst == kNoNode || wk > worst_key) {
+        worst = n;
+        worst_key = wk;
+      }
+    }
+    CHECK(make_policy("best-fit")->select(s, r) == best);
+    CHECK(make_policy("worst-fit")->select(s, r) == worst);
+  }
+  // Rolling back restores the share index exactly.
+  const ClusterState before = s;
+  const auto mark = s.checkpoint();
+  for (const auto& held_task : held) REQUIRE(s.release_journaled(held_task.second).ok());
+  s.rollback(mark);
+  CHECK(s.same_allocation_as(before));
 }

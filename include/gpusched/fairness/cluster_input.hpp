@@ -163,11 +163,17 @@ inline Result<FairnessJobTotals> fairness_job_totals(const JobView& job) {
 inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   FairnessCluster out;
   const GpuModelRegistry& registry = state.registry();
+  // The models in order of first appearance (node by node, GPU by GPU), and each model id's dimension:
+  // a name is compared once per model id, not once per GPU (every scheduling cycle calls this).
+  std::vector<Eigen::Index> dim_of(registry.size(), -1);
   for (NodeId n = 0; n < state.node_count(); ++n)
     for (GpuIndex g = 0; g < static_cast<GpuIndex>(state.gpu_count(n)); ++g) {
-      const std::string& model = registry.model(state.gpu_model(n, g)).name;
+      const GpuModelId id = state.gpu_model(n, g);
+      if (id >= dim_of.size() || dim_of[id] >= 0) continue;
+      const std::string& model = registry.model(id).name;
       if (std::find(out.space.gpu_models.begin(), out.space.gpu_models.end(), model) == out.space.gpu_models.end())
         out.space.gpu_models.push_back(model);
+      dim_of[id] = *out.space.gpu_dim(model);
     }
   out.capacity = Amounts::Zero(out.space.size());
   out.free = Amounts::Zero(out.space.size());
@@ -184,7 +190,8 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
     if (auto s = add(ResourceSpace::kMemory, state.memory_capacity(n), state.memory_free(n), n); !s) return s.error();
     for (GpuIndex g = 0; g < static_cast<GpuIndex>(state.gpu_count(n)); ++g) {
       if (!state.gpu_healthy(n, g)) continue;
-      const auto d = *out.space.gpu_dim(registry.model(state.gpu_model(n, g)).name);
+      const GpuModelId id = state.gpu_model(n, g);
+      const Eigen::Index d = id < dim_of.size() ? dim_of[id] : *out.space.gpu_dim(registry.model(id).name);
       if (auto s = add(d, kMilliPerGpu, state.gpu_free_milli(n, g), n); !s) return s.error();
     }
   }

@@ -192,7 +192,7 @@ class FgdPolicy : public TracePolicy {
   // (ClusterState::generation): changes the policy was not told about through `observe` (place_job,
   // place_gang, cluster events) are caught up before the next decision.
   void rebuild_index(const ClusterState& state) const;
-  void refresh_node(const ClusterState& state, NodeId n) const;
+  void refresh_node(const ClusterState& state, NodeId n, std::span<const GpuIndex> changed = {}) const;
   void catch_up(const ClusterState& state) const;
   mutable std::unique_ptr<Index> index_;
   std::uint64_t attached_instance_ = 0;

@@ -205,6 +205,10 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
     free_sum += free_milli;
   }
   gpu_end_.push_back(static_cast<std::uint32_t>(gpu_free_milli_.size()));
+  if (gpu_end_.back() - gpu_begin_.back() > kShareIndexGpus)
+    for (std::uint32_t gi = gpu_begin_.back(); gi < gpu_end_.back(); ++gi)
+      if (gpu_free_milli_[gi] > 0 && gpu_free_milli_[gi] < kMilliPerGpu)
+        partial_shares_.insert(share_key(n, gpu_free_milli_[gi], gi - gpu_begin_.back()));
   node_models_.push_back(models);
   std::uint8_t key = kNoGpuKey;
   if (models != 0)
@@ -348,6 +352,32 @@ inline void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi, std::
   partial_gpus_[n] += static_cast<std::uint32_t>(is_partial) - static_cast<std::uint32_t>(was_partial);
   if (before == kMilliPerGpu && after != kMilliPerGpu) idle_gpu_slots_.erase(gi);
   if (after == kMilliPerGpu && before != kMilliPerGpu) idle_gpu_slots_.insert(gi);
+  if (before != after && share_indexed(n)) {
+    const std::uint32_t local = gi - gpu_begin_[n];
+    if (was_partial) partial_shares_.erase(share_key(n, before, local));
+    if (is_partial) partial_shares_.insert(share_key(n, after, local));
+  }
+}
+
+inline std::int32_t ClusterState::most_free_share(NodeId n) const {
+  if (idle_gpus_[n] > 0) return kMilliPerGpu;
+  if (!share_indexed(n)) {
+    std::int32_t most = 0;
+    for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) most = std::max(most, gpu_free_milli_[gi]);
+    return most;
+  }
+  auto it = partial_shares_.lower_bound(share_key(n + 1, 0, 0));
+  if (it == partial_shares_.begin()) return 0;
+  --it;
+  return (*it >> 32) == n ? static_cast<std::int32_t>((*it >> 16) & 0xFFFF) : 0;
+}
+
+inline std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share) const {
+  if (share <= kMilliPerGpu) {
+    const auto it = partial_shares_.lower_bound(share_key(n, static_cast<std::int32_t>(std::max<MilliGpu>(share, 0)), 0));
+    if (it != partial_shares_.end() && (*it >> 32) == n) return static_cast<std::int32_t>(*it & 0xFFFF);
+  }
+  return share <= kMilliPerGpu ? next_idle_gpu(n, 0) : -1;
 }
 
 inline std::int32_t ClusterState::next_idle_level(std::uint8_t model_key, std::int32_t from) const {
@@ -528,6 +558,9 @@ inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) c
     if (idle < shape.gpus) return FitReason::kInsufficientGpus;
     return idle_mem >= shape.gpus ? FitReason::kFits : FitReason::kInsufficientGpuMemory;
   }
+  // A node of many GPUs of one model, no GPU memory asked: its most free share answers (O(log G)).
+  if (homogeneous && shape.gpu_memory == 0 && share_indexed(n))
+    return most_free_share(n) >= shape.gpu_milli ? FitReason::kFits : FitReason::kInsufficientGpuShare;
   bool share_ok = false;
   for (std::uint32_t g = b; g < e; ++g) {
     if (gpu_free_milli_[g] < shape.gpu_milli || !(request.models & model_bit(gpu_model_[g]))) continue;
@@ -1034,6 +1067,7 @@ inline std::size_t ClusterState::memory_usage() const {
   // The non-empty levels of each row and the idle-GPU set: one bit per idle count and per GPU slot.
   auto bits_bytes = [](std::size_t bits) { return (bits + 63) / 64 * 8 + (bits + 4095) / 4096 * 8; };
   for (const auto& levels : levels_) total += bits_bytes(levels.capacity());
+  total += partial_shares_.size() * (sizeof(std::uint64_t) + 4 * sizeof(void*));
   total += bits_bytes(idle_gpu_slots_.capacity());
   return total + mig_.memory_usage();  // 0 without MIG GPUs
 }
@@ -1041,7 +1075,7 @@ inline std::size_t ClusterState::memory_usage() const {
 inline bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ && free_gpu_milli_ == o.free_gpu_milli_ &&
-         partial_gpus_ == o.partial_gpus_ && buckets_ == o.buckets_ && levels_ == o.levels_ && partial_nodes_ == o.partial_nodes_ &&
+         partial_gpus_ == o.partial_gpus_ && buckets_ == o.buckets_ && levels_ == o.levels_ && partial_nodes_ == o.partial_nodes_ && partial_shares_ == o.partial_shares_ &&
          total_gpu_free_ == o.total_gpu_free_ && flags_ == o.flags_ && withheld_ == o.withheld_ &&
          mig_.same_as(o.mig_);
 }

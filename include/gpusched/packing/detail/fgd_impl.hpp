@@ -57,6 +57,95 @@ inline double fgd_fragment_of_slots(MilliCpu cpu_free, std::span<const FgdSlot> 
 }
 
 
+// A node's GPUs as levels: `count` GPUs of one model with one free share, sorted by (free, model).
+// F depends only on the multiset of (free, model), so a node of G GPUs is described (and scored) by
+// its distinct levels, not its GPUs: a huge node of 65,535 GPUs being filled has a handful.
+struct FgdLevel {
+  std::int32_t free;
+  GpuModelId model;
+  std::uint32_t count;
+};
+
+// Run-length levels of sorted slots.
+inline void fgd_levels_of_sorted(std::span<const FgdSlot> sorted, std::vector<FgdLevel>& out) {
+  out.clear();
+  for (const FgdSlot& sl : sorted) {
+    if (!out.empty() && out.back().free == sl.free && out.back().model == sl.model)
+      ++out.back().count;
+    else
+      out.push_back({sl.free, sl.model, 1});
+  }
+}
+
+// The integer sums F is made of (fgd_fragment_of_slots), per target shape, over a multiset of slots.
+struct FgdSums {
+  std::int64_t total = 0;
+  std::vector<std::int64_t> usable, small, allowed;  // by shape: slots with share >= the shape's, the
+                                                     // share of the others, slots of an allowed model
+};
+
+inline void fgd_sums_of(std::span<const FgdLevel> levels, const TargetWorkload& w, FgdSums& s) {
+  const std::size_t n = w.shapes.size();
+  s.total = 0;
+  s.usable.assign(n, 0);
+  s.small.assign(n, 0);
+  s.allowed.assign(n, 0);
+  for (const FgdLevel& lv : levels) s.total += std::int64_t{lv.free} * lv.count;
+  for (std::size_t k = 0; k < n; ++k) {
+    const TargetShape& m = w.shapes[k];
+    for (const FgdLevel& lv : levels) {
+      const std::int64_t share = std::int64_t{lv.free} * lv.count;
+      if (!(m.models & model_bit(lv.model))) {
+        s.small[k] += share;
+        continue;
+      }
+      s.allowed[k] += lv.count;
+      if (lv.free >= m.gpu_milli)
+        s.usable[k] += lv.count;
+      else
+        s.small[k] += share;
+    }
+  }
+}
+
+// `count` GPUs of `model` whose free share goes from `from` to `to`.
+struct FgdMove {
+  std::int32_t from, to;
+  GpuModelId model;
+  std::int64_t count;
+};
+
+// F of the sums after `moves`, in O(shapes x moves). The integers are exactly those
+// fgd_fragment_of_slots computes on the changed slots, and the shapes are visited in the same order,
+// so the double is bit-identical to it.
+inline double fgd_fragment_of_sums(MilliCpu cpu_free, const FgdSums& s, const TargetWorkload& w,
+                                   std::span<const FgdMove> moves) {
+  std::int64_t total = s.total;
+  for (const FgdMove& mv : moves) total += (std::int64_t{mv.to} - mv.from) * mv.count;
+  if (total == 0) return 0.0;
+  double f = 0.0;
+  for (std::size_t k = 0; k < w.shapes.size(); ++k) {
+    const TargetShape& m = w.shapes[k];
+    if (m.gpus == 0 || cpu_free < m.cpu) {
+      f += m.weight * static_cast<double>(total);
+      continue;
+    }
+    std::int64_t usable = s.usable[k], small = s.small[k];
+    for (const FgdMove& mv : moves) {
+      if (!(m.models & model_bit(mv.model))) {
+        small += (std::int64_t{mv.to} - mv.from) * mv.count;
+        continue;
+      }
+      const bool to_usable = mv.to >= m.gpu_milli, from_usable = mv.from >= m.gpu_milli;
+      usable += (std::int64_t{to_usable} - std::int64_t{from_usable}) * mv.count;
+      small += (std::int64_t{to_usable ? 0 : mv.to} - std::int64_t{from_usable ? 0 : mv.from}) * mv.count;
+    }
+    f += m.weight * static_cast<double>((s.allowed[k] == 0 || usable < m.gpus) ? total : small);
+  }
+  return f;
+}
+
+
 // FGD-OC's opportunity costs (fgd.hpp). All tables are built once; evaluation only looks them up.
 struct FgdCosts {
   // A GPU that loses packing value is charged 100 milli-GPU per milli of value lost: in practice,
@@ -154,69 +243,104 @@ struct FgdEvaluation {
   int slot = -1;    // shared: the chosen slot
 };
 
-// Evaluates a task on explicit slots whose host fit (CPU, memory, selector) was already checked.
-// `usable(i)` says whether slot i may take the task's share (model, GPU memory).
-// `costs` (FGD-OC) may be null: plain FGD.
-template <class Usable>
-FgdEvaluation fgd_evaluate_slots(MilliCpu cpu_free, std::vector<FgdSlot>& slots, const TaskRequest& r,
-                          const TargetWorkload& w, Usable&& usable, const FgdCosts* costs) {
+// A GPU level a shared task may take, and the GPU reported for it (the first such GPU in the order
+// the caller scans: index order on a state, level order in a class).
+struct FgdCandidate {
+  std::size_t level;
+  int slot;
+};
+
+// Evaluates a task on a node given as levels (with their sums) whose host fit (CPU, memory, selector)
+// was already checked. A shared task: `shared` lists the levels it may take, in the caller's order;
+// the least F after (plus FGD-OC's cost) wins, ties to the smaller free share, then the earlier
+// candidate. Whole GPUs: `taken` are the idle GPUs it takes (by model, in the caller's order), and
+// `whole_fits` says whether there were enough. `costs` (FGD-OC) may be null: plain FGD.
+//
+// Every GPU of one level gives the same F after and cost, so this is what evaluating every GPU gives
+// (the first GPU of the best level is the first best GPU), in O(levels x shapes) per candidate.
+inline FgdEvaluation fgd_evaluate_levels(MilliCpu cpu_free, std::span<const FgdLevel> levels, const FgdSums& sums,
+                                         const TaskRequest& r, const TargetWorkload& w, const FgdCosts* costs,
+                                         std::span<const FgdCandidate> shared, std::span<const FgdMove> taken,
+                                         bool whole_fits) {
   FgdEvaluation e;
   const TaskShape& shape = r.shape;
-  e.before = fgd_fragment_of_slots(cpu_free, slots, w);
+  e.before = fgd_fragment_of_sums(cpu_free, sums, w, {});
   const MilliCpu cpu_after = cpu_free - shape.cpu;
   // Terms that depend on the node, not on the GPU: CPU stranding.
   double node_cost = 0;
   if (costs && costs->stranding) {
-    std::int64_t free = 0;
-    for (const FgdSlot& sl : slots) free += sl.free;
     const double c = costs->cpu_per_gpu_milli;
-    node_cost = FgdCosts::stranded(static_cast<double>(cpu_after), static_cast<double>(free - shape.total_gpu_milli()), c) -
-                FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(free), c);
+    node_cost = FgdCosts::stranded(static_cast<double>(cpu_after), static_cast<double>(sums.total - shape.total_gpu_milli()), c) -
+                FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(sums.total), c);
   }
-  auto scarcity = [&](std::size_t slot, MilliGpu milli) {
-    return costs && costs->scarcity ? costs->kappa[slots[slot].model] * static_cast<double>(milli) : 0.0;
+  auto scarcity = [&](GpuModelId model, MilliGpu milli) {
+    return costs && costs->scarcity ? costs->kappa[model] * static_cast<double>(milli) : 0.0;
   };
   if (!shape.needs_gpu()) {
     e.fits = true;
-    e.after = fgd_fragment_of_slots(cpu_after, slots, w);
+    e.after = fgd_fragment_of_sums(cpu_after, sums, w, {});
     e.cost = node_cost;
     return e;
   }
   if (shape.shares_gpu()) {
     double best_total = 0;
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].free < shape.gpu_milli || !usable(i)) continue;
-      const double cost = node_cost + scarcity(i, shape.gpu_milli) +
+    std::int32_t best_free = 0;
+    for (const FgdCandidate& cand : shared) {
+      const FgdLevel& lv = levels[cand.level];
+      const double cost = node_cost + scarcity(lv.model, shape.gpu_milli) +
                           (costs ? FgdCosts::kPackingLossWeight * static_cast<double>(kMilliPerGpu) *
-                                       costs->loss(slots[i].free, shape.gpu_milli)
+                                       costs->loss(lv.free, shape.gpu_milli)
                                  : 0.0);
-      slots[i].free -= static_cast<std::int32_t>(shape.gpu_milli);
-      const double after = fgd_fragment_of_slots(cpu_after, slots, w);
-      slots[i].free += static_cast<std::int32_t>(shape.gpu_milli);
+      const FgdMove mv{lv.free, static_cast<std::int32_t>(lv.free - shape.gpu_milli), lv.model, 1};
+      const double after = fgd_fragment_of_sums(cpu_after, sums, w, {&mv, 1});
       const double total = after + cost;
-      if (!e.fits || total < best_total ||
-          (total == best_total && slots[i].free < slots[static_cast<std::size_t>(e.slot)].free)) {
+      if (!e.fits || total < best_total || (total == best_total && lv.free < best_free)) {
         e.fits = true;
         e.after = after;
         e.cost = cost;
-        e.slot = static_cast<int>(i);
+        e.slot = cand.slot;
         best_total = total;
+        best_free = lv.free;
       }
     }
     return e;
   }
-  // Whole GPUs: which idle GPUs does not change F; take the first usable ones.
-  std::vector<std::size_t> taken;
-  for (std::size_t i = 0; i < slots.size() && taken.size() < static_cast<std::size_t>(shape.gpus); ++i)
-    if (slots[i].free == kMilliPerGpu && usable(i)) taken.push_back(i);
-  if (taken.size() < static_cast<std::size_t>(shape.gpus)) return e;
+  // Whole GPUs: which idle GPUs does not change F.
+  if (!whole_fits) return e;
   e.cost = node_cost;
-  for (std::size_t i : taken) e.cost += scarcity(i, kMilliPerGpu);
-  for (std::size_t i : taken) slots[i].free = 0;
-  e.after = fgd_fragment_of_slots(cpu_after, slots, w);
-  for (std::size_t i : taken) slots[i].free = kMilliPerGpu;
+  for (const FgdMove& mv : taken)
+    for (std::int64_t k = 0; k < mv.count; ++k) e.cost += scarcity(mv.model, kMilliPerGpu);
+  e.after = fgd_fragment_of_sums(cpu_after, sums, w, taken);
   e.fits = true;
   return e;
+}
+
+// A class's evaluation: every GPU of a level is usable when its model is allowed; whole GPUs take
+// the idle levels in (model) order.
+inline FgdEvaluation fgd_evaluate_class(MilliCpu cpu_free, std::span<const FgdLevel> levels, const TaskRequest& r,
+                                        const TargetWorkload& w, const FgdCosts* costs, FgdSums& sums,
+                                        std::vector<FgdCandidate>& shared, std::vector<FgdMove>& taken) {
+  fgd_sums_of(levels, w, sums);
+  shared.clear();
+  taken.clear();
+  const TaskShape& shape = r.shape;
+  bool whole_fits = false;
+  if (shape.shares_gpu()) {
+    for (std::size_t i = 0; i < levels.size(); ++i)
+      if (levels[i].free >= shape.gpu_milli && (r.models & model_bit(levels[i].model)))
+        shared.push_back({i, static_cast<int>(i)});
+  } else if (shape.needs_gpu()) {
+    std::int64_t need = shape.gpus;
+    for (const FgdLevel& lv : levels) {
+      if (need == 0) break;
+      if (lv.free != kMilliPerGpu || !(r.models & model_bit(lv.model))) continue;
+      const std::int64_t k = std::min<std::int64_t>(need, lv.count);
+      taken.push_back({lv.free, 0, lv.model, k});
+      need -= k;
+    }
+    whole_fits = need == 0;
+  }
+  return fgd_evaluate_levels(cpu_free, levels, sums, r, w, costs, shared, taken, whole_fits);
 }
 
 inline std::int64_t fgd_exact_score(double before, double after) { return std::llround((before - after) * 1e6); }
@@ -313,6 +437,9 @@ inline std::int64_t fgd_score(double before, double after) {
 
 struct FgdPolicy::Index {
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  // Nodes of more GPUs than this keep their GPUs' free shares here, so that an observed reservation
+  // or release changes the node's levels by its own GPUs instead of a sort of all of them.
+  static constexpr std::size_t kTrackedGpus = 64;
   struct Memo {
     std::int64_t score = 0;
     std::int64_t secondary = 0;
@@ -321,7 +448,7 @@ struct FgdPolicy::Index {
   struct Class {
     MilliCpu cpu = 0;
     Bytes memory = 0;
-    std::vector<detail::FgdSlot> slots;  // sorted
+    std::vector<detail::FgdLevel> levels;  // sorted by (free, model)
     NodeBitset members;       // by tie-break rank
     std::uint32_t count = 0;
     std::int32_t active_pos = -1;
@@ -332,35 +459,91 @@ struct FgdPolicy::Index {
   std::vector<std::uint32_t> active;
   std::vector<std::uint32_t> node_class;
   std::map<detail::FgdTaskKey, std::uint32_t> task_ids;
+  // Nodes of more than kTrackedGpus GPUs: the free share of each GPU as the node's class has it.
+  std::unordered_map<NodeId, std::vector<std::int32_t>> tracked_free;
   std::string key_buf;
   std::vector<detail::FgdSlot> slot_buf;
+  std::vector<detail::FgdLevel> level_buf;
+  // Scratch of the evaluations.
+  detail::FgdSums sums;
+  std::vector<detail::FgdCandidate> shared;
+  std::vector<detail::FgdMove> taken;
   // The state generation the classes reflect (ClusterState::generation): a newer state is caught up
   // before any decision, so the cache never answers for a state it has not seen.
   std::uint64_t seen_generation = 0;
+  // The layout generation (events) the classes reflect: an observed change of a tracked node is
+  // applied by its GPUs only when no event came in between.
+  std::uint64_t seen_layout = 0;
 
-  void snapshot(const ClusterState& s, NodeId n) {
-    slot_buf.resize(s.gpu_count(n));
-    for (std::size_t g = 0; g < slot_buf.size(); ++g)
-      slot_buf[g] = {static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(g))), s.gpu_model(n, static_cast<GpuIndex>(g))};
-    std::sort(slot_buf.begin(), slot_buf.end());
+  void make_key(const ClusterState& s, NodeId n) {
     const MilliCpu cpu = s.cpu_free(n);
     const Bytes mem = s.memory_free(n);
     key_buf.assign(reinterpret_cast<const char*>(&cpu), sizeof cpu);
     key_buf.append(reinterpret_cast<const char*>(&mem), sizeof mem);
-    for (const detail::FgdSlot& sl : slot_buf) {
-      key_buf.append(reinterpret_cast<const char*>(&sl.free), sizeof sl.free);
-      key_buf.push_back(static_cast<char>(sl.model));
+    for (const detail::FgdLevel& lv : level_buf) {
+      key_buf.append(reinterpret_cast<const char*>(&lv.free), sizeof lv.free);
+      key_buf.push_back(static_cast<char>(lv.model));
+      key_buf.append(reinterpret_cast<const char*>(&lv.count), sizeof lv.count);
     }
   }
 
-  void insert(const ClusterState& s, NodeId n, std::uint32_t rank) {
-    snapshot(s, n);
+  // The node's levels and key from all its GPUs.
+  void snapshot(const ClusterState& s, NodeId n) {
+    const std::size_t g_count = s.gpu_count(n);
+    slot_buf.resize(g_count);
+    for (std::size_t g = 0; g < g_count; ++g)
+      slot_buf[g] = {static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(g))), s.gpu_model(n, static_cast<GpuIndex>(g))};
+    if (g_count > kTrackedGpus) {
+      auto& f = tracked_free[n];
+      f.resize(g_count);
+      for (std::size_t g = 0; g < g_count; ++g) f[g] = slot_buf[g].free;
+    }
+    std::sort(slot_buf.begin(), slot_buf.end());
+    detail::fgd_levels_of_sorted(slot_buf, level_buf);
+    make_key(s, n);
+  }
+
+  // The node's levels and key from its class's levels, when only `gpus` changed since (an observed
+  // reservation or release). False when the node is not tracked or has no class: snapshot instead.
+  bool snapshot_changed(const ClusterState& s, NodeId n, std::span<const GpuIndex> gpus) {
+    if (node_class[n] == kNone) return false;
+    auto it = tracked_free.find(n);
+    if (it == tracked_free.end() || it->second.size() != s.gpu_count(n)) return false;
+    std::vector<std::int32_t>& f = it->second;
+    level_buf = classes[node_class[n]].levels;
+    auto find = [&](std::int32_t free, GpuModelId model) {
+      return std::lower_bound(level_buf.begin(), level_buf.end(), std::pair{free, model},
+                              [](const detail::FgdLevel& lv, const std::pair<std::int32_t, GpuModelId>& k) {
+                                return lv.free != k.first ? lv.free < k.first : lv.model < k.second;
+                              });
+    };
+    for (const GpuIndex g : gpus) {
+      if (g >= f.size()) return false;
+      const auto now = static_cast<std::int32_t>(s.gpu_free_milli(n, g));
+      if (now == f[g]) continue;
+      const GpuModelId model = s.gpu_model(n, g);
+      auto from = find(f[g], model);
+      if (from == level_buf.end() || from->free != f[g] || from->model != model) return false;
+      if (--from->count == 0) level_buf.erase(from);
+      auto to = find(now, model);
+      if (to != level_buf.end() && to->free == now && to->model == model)
+        ++to->count;
+      else
+        level_buf.insert(to, detail::FgdLevel{now, model, 1});
+      f[g] = now;
+    }
+    make_key(s, n);
+    return true;
+  }
+
+  // Puts the node in the class of the last snapshot.
+  void insert_snapshot(const ClusterState& s, NodeId n, std::uint32_t rank) {
     auto [it, added] = by_key.try_emplace(key_buf, static_cast<std::uint32_t>(classes.size()));
     if (added) {
       Class c;
       c.cpu = s.cpu_free(n);
       c.memory = s.memory_free(n);
-      c.slots = slot_buf;
+      c.levels = level_buf;
       c.members = NodeBitset(static_cast<std::uint32_t>(s.node_count()));
       classes.push_back(std::move(c));
     }
@@ -372,6 +555,11 @@ struct FgdPolicy::Index {
       active.push_back(id);
     }
     node_class[n] = id;
+  }
+
+  void insert(const ClusterState& s, NodeId n, std::uint32_t rank) {
+    snapshot(s, n);
+    insert_snapshot(s, n, rank);
   }
 
   void erase(NodeId n, std::uint32_t rank) {
@@ -441,12 +629,21 @@ inline void FgdPolicy::rebuild_index(const ClusterState& state) const {
   for (NodeId n = 0; n < state.node_count(); ++n)
     if (state.eligible(n)) index_->insert(state, n, t.rank(n));
   index_->seen_generation = state.generation();
+  index_->seen_layout = state.layout_generation();
 }
 
-inline void FgdPolicy::refresh_node(const ClusterState& state, NodeId n) const {
+inline void FgdPolicy::refresh_node(const ClusterState& state, NodeId n, std::span<const GpuIndex> changed) const {
   const std::uint32_t rank = tie(state).rank(n);
-  index_->erase(n, rank);
-  if (state.eligible(n)) index_->insert(state, n, rank);
+  Index& ix = *index_;
+  if (!state.eligible(n)) {
+    ix.erase(n, rank);
+    return;
+  }
+  // A node of many GPUs whose only change is `changed`: its levels from its class's (no sort of all
+  // its GPUs); any other node from all its GPUs.
+  if (changed.empty() || !ix.snapshot_changed(state, n, changed)) ix.snapshot(state, n);
+  ix.erase(n, rank);
+  ix.insert_snapshot(state, n, rank);
 }
 
 inline void FgdPolicy::catch_up(const ClusterState& state) const {
@@ -463,6 +660,7 @@ inline void FgdPolicy::catch_up(const ClusterState& state) const {
   for (NodeId n = 0; n < state.node_count(); ++n)
     if (state.node_version(n) > ix.seen_generation) refresh_node(state, n);
   ix.seen_generation = state.generation();
+  ix.seen_layout = state.layout_generation();
 }
 
 inline void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*request*/, const TaskAssignment& a) {
@@ -471,7 +669,10 @@ inline void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*r
   // The simulator's hot path: the only change since the index was current is this reservation.
   if (state.generation() == ix.seen_generation + 1 && state.node_version(a.node) == state.generation() &&
       ix.node_class.size() == state.node_count()) {
-    refresh_node(state, a.node);
+    // Its GPUs are all that changed on the node unless an event came too (then all are read).
+    refresh_node(state, a.node,
+                 state.layout_generation() == ix.seen_layout ? std::span<const GpuIndex>(a.gpus) : std::span<const GpuIndex>());
+    ix.seen_layout = state.layout_generation();
     ix.seen_generation = state.generation();
     return;
   }
@@ -501,14 +702,67 @@ inline FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, Node
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
   if (costs_ && !costs_->prepared_for(state)) costs_->prepare(state, workload_);
-  std::vector<detail::FgdSlot> slots(state.gpu_count(node));
-  for (std::size_t g = 0; g < slots.size(); ++g)
-    slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
-  const detail::FgdEvaluation e = detail::fgd_evaluate_slots(state.cpu_free(node), slots, request, workload_, [&](std::size_t g) {
+  // A shared task on a node of many GPUs of one model, the index current: the node's class levels
+  // give the best free share, and the state's share index its lowest GPU (no read of every GPU). One
+  // model makes the levels distinct shares, so this is the first best GPU of the scan below.
+  if (request.shape.shares_gpu() && index_ && attached_instance_ == state.instance_id() &&
+      index_->seen_generation == state.generation() && node < index_->node_class.size() &&
+      index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request)) {
+    Index& ix = *index_;
+    const Index::Class& cl = ix.classes[ix.node_class[node]];
+    const detail::FgdEvaluation e =
+        detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
+    const std::int32_t gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
+    if (gpu < 0) return c;
+    c.fits = true;
+    c.frag_before = e.before;
+    c.frag_after = e.after;
+    c.cost = e.cost;
+    c.gpu = gpu;
+    c.score = score_of(e.before, e.after + e.cost);
+    return c;
+  }
+  // The node as levels (sorted (free, model) runs); the GPUs the task may use are scanned in index
+  // order, so the reported GPU is the first best one. O(G log G), not a re-evaluation per GPU.
+  const std::size_t g_count = state.gpu_count(node);
+  std::vector<detail::FgdSlot> sorted(g_count);
+  for (std::size_t g = 0; g < g_count; ++g)
+    sorted[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
+  const std::vector<detail::FgdSlot> by_index = sorted;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<detail::FgdLevel> levels;
+  detail::fgd_levels_of_sorted(sorted, levels);
+  detail::FgdSums sums;
+  detail::fgd_sums_of(levels, workload_, sums);
+  auto usable = [&](std::size_t g) {
     const auto gi = static_cast<GpuIndex>(g);
-    return (request.models & model_bit(state.gpu_model(node, gi))) &&
-           state.gpu_free_memory(node, gi) >= request.shape.gpu_memory;
-  }, costs_.get());
+    return (request.models & model_bit(by_index[g].model)) && state.gpu_free_memory(node, gi) >= request.shape.gpu_memory;
+  };
+  std::vector<detail::FgdCandidate> shared;
+  std::vector<detail::FgdMove> taken;
+  bool whole_fits = false;
+  const TaskShape& shape = request.shape;
+  if (shape.shares_gpu()) {
+    std::vector<bool> seen(levels.size(), false);
+    for (std::size_t g = 0; g < g_count; ++g) {
+      if (by_index[g].free < shape.gpu_milli || !usable(g)) continue;
+      const auto lv = static_cast<std::size_t>(
+          std::lower_bound(levels.begin(), levels.end(), by_index[g],
+                           [](const detail::FgdLevel& l, const detail::FgdSlot& k) {
+                             return l.free != k.free ? l.free < k.free : l.model < k.model;
+                           }) -
+          levels.begin());
+      if (seen[lv]) continue;
+      seen[lv] = true;
+      shared.push_back({lv, static_cast<int>(g)});
+    }
+  } else if (shape.needs_gpu()) {
+    for (std::size_t g = 0; g < g_count && taken.size() < static_cast<std::size_t>(shape.gpus); ++g)
+      if (by_index[g].free == kMilliPerGpu && usable(g)) taken.push_back({kMilliPerGpu, 0, by_index[g].model, 1});
+    whole_fits = taken.size() >= static_cast<std::size_t>(shape.gpus);
+  }
+  const detail::FgdEvaluation e = detail::fgd_evaluate_levels(state.cpu_free(node), levels, sums, request, workload_,
+                                                              costs_.get(), shared, taken, whole_fits);
   if (!e.fits) return c;
   c.fits = true;
   c.frag_before = e.before;
@@ -565,15 +819,12 @@ inline NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& re
     if (m.state == 0) {
       m.state = 2;
       if (c.cpu >= shape.cpu && c.memory >= shape.memory) {
-        const detail::FgdEvaluation e = detail::fgd_evaluate_slots(c.cpu, c.slots, request, workload_, [&](std::size_t g) {
-          return (request.models & model_bit(c.slots[g].model)) != 0;
-        }, costs_.get());
+        const detail::FgdEvaluation e =
+            detail::fgd_evaluate_class(c.cpu, c.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
         if (e.fits) {
           m.state = 1;
           m.score = score_of(e.before, e.after + e.cost);
-          std::int64_t free = 0;
-          for (const detail::FgdSlot& s : c.slots) free += s.free;
-          m.secondary = secondary_of(c.cpu, free, request);
+          m.secondary = secondary_of(c.cpu, ix.sums.total, request);
         }
       }
     }

@@ -8,6 +8,7 @@
 #include "gpusched/cluster/state_view.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -109,9 +110,7 @@ inline std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const
 // Worst-fit's key, higher is roomier. Whole GPUs: idle GPUs left. Shared: idle GPUs, then the most
 // free share on one GPU. CPU-only: the CPU left.
 inline std::int64_t fit_room_shared(const ClusterState& state, NodeId n, const TaskRequest& /*r*/) {
-  std::int32_t most = 0;
-  for (auto f : state.gpu_free_milli(n)) most = std::max(most, f);
-  return std::int64_t{state.idle_gpus(n)} * 100000 + most;
+  return std::int64_t{state.idle_gpus(n)} * 100000 + state.most_free_share(n);
 }
 inline std::int64_t fit_room_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return state.cpu_free(n) - r.shape.cpu;
@@ -166,7 +165,21 @@ inline TaskRequest policy_request_for(const ClusterState& from, const ClusterSta
 
 // --- GPU pickers ---------------------------------------------------------------------------------
 
+namespace detail {
+// A node whose GPUs by free share the state keeps (ClusterState::least_share_gpu) and where that
+// answers for this request: one model, allowed, no GPU memory asked.
+inline bool policy_share_index_answers(const ClusterState& state, NodeId node, const TaskRequest& request) {
+  const GpuModelMask m = state.node_models(node);
+  return state.share_indexed(node) && request.shape.gpu_memory == 0 && std::has_single_bit(m) && (m & request.models);
+}
+}  // namespace detail
+
 inline std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
+  if (detail::policy_share_index_answers(state, node, request)) {
+    const std::int32_t g = state.least_share_gpu(node, request.shape.gpu_milli);
+    return g < 0 ? kMilliPerGpu + 1
+                 : static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g)) - request.shape.gpu_milli);
+  }
   std::int32_t best = kMilliPerGpu + 1;
   const auto free = state.gpu_free_milli(node);
   for (std::size_t g = 0; g < free.size(); ++g) {
@@ -202,6 +215,12 @@ inline bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, c
            state.gpu_free_memory(node, gi) >= shape.gpu_memory;
   };
   if (shape.shares_gpu()) {
+    if (detail::policy_share_index_answers(state, node, request)) {
+      const std::int32_t g = state.least_share_gpu(node, shape.gpu_milli);
+      if (g < 0) return false;
+      out.gpus.push_back(static_cast<GpuIndex>(g));
+      return true;
+    }
     std::size_t best = free.size();
     for (std::size_t g = 0; g < free.size(); ++g) {
       if (free[g] < shape.gpu_milli || !allowed(g)) continue;
