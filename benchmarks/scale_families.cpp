@@ -11,8 +11,8 @@
 //                              class index kept); counter fgd_cache_bytes_per_node (mallinfo2 around attach)
 //   BM_ScaleGangPlace/N        a 1,024 x 2-GPU gang, feasibility + placement, dry run (at 70 % occupancy
 //                              almost no node has 8 idle GPUs)
-//   BM_ScalePlanAdmission/J    fairness: the admission order of J pending jobs over 1,000 queues in 10
-//                              cohorts (J = 25,000 / 50,000 / 100,000; the planner's size is jobs)
+//   (fairness: BM_PlanAdmission/J in fairness_drf.cpp, J = 25,000 / 50,000 / 100,000 pending jobs
+//    over 1,000 queues in 10 cohorts; the planner's size is jobs)
 //
 // All are in the default run (the states are built once per size and kept; the run takes about a
 // minute on the 2-core machine). Run only these with --benchmark_filter=Scale.
@@ -27,7 +27,6 @@
 #include <fmt/format.h>
 
 #include "bench_rng.hpp"
-#include "gpusched/fairness/admission.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/gpusched.hpp"
 #include "gpusched/packing/fgd.hpp"
@@ -149,49 +148,8 @@ void BM_ScaleGangPlace(benchmark::State& st) {
 }
 BENCHMARK(BM_ScaleGangPlace)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
-// The fairness benchmark's instance (benchmarks/fairness_drf.cpp, BM_PlanAdmission) at J jobs.
-void BM_ScalePlanAdmission(benchmark::State& state) {
-  using namespace gpusched::fairness;
-  const auto n_jobs = static_cast<std::size_t>(state.range(0));
-  bench::SplitMix rng{4};
-  ResourceSpace space{{"A100", "H100", "T4"}};
-  const Eigen::Index m = space.size();
-  Amounts cap(m);
-  cap << std::int64_t{400000} * 1000, std::int64_t{4000000} << 30, 20000 * 1000, 20000 * 1000, 10000 * 1000;
-  std::vector<QueueConfig> queues;
-  for (int q = 0; q < 1000; ++q) {
-    QueueConfig c;
-    c.name = fmt::format("q{}", q);
-    c.cohort = fmt::format("c{}", q % 10);
-    c.weight = 1.0 + static_cast<double>(q % 4);
-    c.nominal = Amounts::Constant(m, kNoLimit);
-    for (Eigen::Index d = 2; d < m; ++d) c.nominal[d] = 20 * 1000;
-    queues.push_back(std::move(c));
-  }
-  auto planner = FairSharePlanner::build(space, cap, cap, queues).value();
-  std::vector<PendingJob> jobs(n_jobs);
-  for (std::size_t j = 0; j < n_jobs; ++j) {
-    auto& job = jobs[j];
-    job.name = fmt::format("j{}", j);
-    job.queue = queues[rng.below(queues.size())].name;
-    job.priority = static_cast<std::int64_t>(rng.below(5));
-    job.submit_time = static_cast<std::int64_t>(rng.below(100000));
-    job.base = Amounts::Zero(m);
-    job.base[0] = 1000 * static_cast<std::int64_t>(1 + rng.below(16));
-    job.base[1] = static_cast<std::int64_t>(1 + rng.below(64)) << 30;
-    job.gpu_milli = 1000 * static_cast<std::int64_t>(rng.below(3));
-    if (rng.below(2) == 0) job.gpu_models = {space.gpu_models[rng.below(3)]};
-  }
-  const AgingPolicy aging{3600, 1, 10, 100000};
-  std::size_t admitted = 0;
-  for (auto _ : state) {
-    const auto plan = planner.plan(jobs, aging);
-    admitted = plan.admitted.size();
-    benchmark::DoNotOptimize(plan);
-  }
-  state.counters["admitted"] = static_cast<double>(admitted);
-}
-BENCHMARK(BM_ScalePlanAdmission)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMillisecond);
+// The fairness family's series (the admission order of 25k / 50k / 100k jobs) is BM_PlanAdmission in
+// benchmarks/fairness_drf.cpp, registered there at the three sizes.
 
 }  // namespace
 
