@@ -77,10 +77,10 @@ std::unique_ptr<PlacementPolicy> policy_by_name(std::string_view name, const std
   return make_policy(name);
 }
 
-// Fill the node with jobs of 1..8 GPUs, then release them all; the counter is the jobs placed.
-void huge_node_fill(benchmark::State& st, const char* name) {
-  ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
-  const auto reqs = one_to_eight(s);
+// Each iteration: the requests in turn (cycling) until one no longer places, then all released.
+// Returns the tasks placed by the last iteration.
+std::size_t fill_and_release(benchmark::State& st, ClusterState& s, const std::vector<TaskRequest>& reqs,
+                             const char* name) {
   auto policy = policy_by_name(name, reqs);
   auto* trace = dynamic_cast<TracePolicy*>(policy.get());
   std::vector<TaskAssignment> placed;
@@ -100,7 +100,13 @@ void huge_node_fill(benchmark::State& st, const char* name) {
     s.commit();
     for (const auto& a : placed) benchmark::DoNotOptimize(s.release(a).ok());
   }
-  st.counters["jobs"] = static_cast<double>(placed.size());
+  return placed.size();
+}
+
+// Fill the node with jobs of 1..8 GPUs, then release them all; the counter is the jobs placed.
+void huge_node_fill(benchmark::State& st, const char* name) {
+  ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
+  st.counters["jobs"] = static_cast<double>(fill_and_release(st, s, one_to_eight(s), name));
 }
 
 // Shared (fractional) tasks: shares of 0.5, 0.25 and 0.3 GPU (cycling) until nothing fits, then all
@@ -110,26 +116,7 @@ void huge_node_fill_shared(benchmark::State& st, const char* name) {
   ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
   std::vector<TaskRequest> reqs;
   for (MilliGpu m : {500, 250, 300}) reqs.push_back(*s.compile(TaskShape{1000, kGiB, 1, m, 0}));
-  auto policy = policy_by_name(name, reqs);
-  auto* trace = dynamic_cast<TracePolicy*>(policy.get());
-  std::vector<TaskAssignment> placed;
-  for (auto _ : st) {
-    placed.clear();
-    if (trace) trace->attach(s);
-    for (std::size_t i = 0;; ++i) {
-      const TaskRequest& r = reqs[i % reqs.size()];
-      const NodeId n = policy->select(s, r);
-      if (n == kNoNode) break;
-      TaskAssignment a;
-      if (!policy->gpu_picker().pick(s, n, r, a)) break;
-      if (!s.reserve(r, a)) break;
-      if (trace) trace->observe(s, r, a);
-      placed.push_back(std::move(a));
-    }
-    s.commit();
-    for (const auto& a : placed) benchmark::DoNotOptimize(s.release(a).ok());
-  }
-  st.counters["tasks"] = static_cast<double>(placed.size());
+  st.counters["tasks"] = static_cast<double>(fill_and_release(st, s, reqs, name));
 }
 
 void register_huge_node() {
