@@ -137,7 +137,12 @@ inline std::int64_t restart_work(const RunningJob& job, std::size_t first, std::
 
 namespace detail {
 
-// The queue rules for a job that may be a victim at all (preemptible, running, old enough).
+// May `job` be a victim at all: preemptible, running tasks, and run for at least `min_runtime`.
+inline bool runnable_victim(const RunningJob& job, Seconds now, Seconds min_runtime) {
+  return job.preemptible && !job.tasks.empty() && now - job.start_time >= min_runtime;
+}
+
+// The queue rules for a job that may be a victim at all (runnable_victim).
 inline bool eligible_by_rules(bool same_queue, std::int32_t priority, Seconds queued_since, const Preemptor& preemptor,
                               const PreemptionOptions& options, bool reclaimable) {
   if (!same_queue) return reclaimable;
@@ -157,7 +162,7 @@ inline RunningFacts running_facts(std::span<const RunningJob> running, Seconds n
   for (std::size_t j = 0; j < running.size(); ++j) {
     const RunningJob& job = running[j];
     RunningFacts::Job& f = out.jobs[j];
-    f.runnable_victim = job.preemptible && !job.tasks.empty() && now - job.start_time >= min_runtime;
+    f.runnable_victim = runnable_victim(job, now, min_runtime);
     f.priority = job.priority;
     f.queue = out.queues.try_emplace(job.queue, static_cast<std::uint32_t>(out.queues.size())).first->second;
     f.queued_since = job.queued_since();
@@ -187,8 +192,7 @@ inline PreemptionPlan find_victims_with(ClusterState& state, const Preemptor& pr
 
 inline bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, Seconds now,
                             const PreemptionOptions& options, bool reclaimable) {
-  if (!job.preemptible || job.tasks.empty()) return false;
-  if (now - job.start_time < options.min_runtime) return false;
+  if (!detail::runnable_victim(job, now, options.min_runtime)) return false;
   return detail::eligible_by_rules(job.queue == preemptor.queue, job.priority, job.queued_since(), preemptor, options,
                                    reclaimable);
 }
