@@ -448,9 +448,14 @@ std::string simulate_json(std::vector<std::string> traces, std::vector<std::stri
 
 // ---- Kubernetes objects (io/k8s.hpp, docs/kubernetes.md) ----
 
-// `sources`: (text, name) pairs, JSON or YAML; `topology_levels` empty: the reader's default.
-Result<io::k8s::Input> read_k8s(const std::vector<std::pair<std::string, std::string>>& sources,
-                                const std::vector<std::string>& topology_levels, const std::string& scheduler_name) {
+// The objects read (`sources`: (text, name) pairs, JSON or YAML; `topology_levels` empty: the
+// reader's default) and the state of their nodes, running pods taken off; raises on bad input.
+struct K8sRead {
+  io::k8s::Input input;
+  std::optional<ClusterState> state;
+};
+K8sRead read_k8s(const std::vector<std::pair<std::string, std::string>>& sources,
+                 const std::vector<std::string>& topology_levels, const std::string& scheduler_name) {
   std::vector<io::k8s::Source> in;
   for (const auto& [text, name] : sources) in.push_back({text, name});
   io::k8s::Options o;
@@ -458,22 +463,23 @@ Result<io::k8s::Input> read_k8s(const std::vector<std::pair<std::string, std::st
   for (const std::string& l : topology_levels)
     if (std::find(o.topology_levels.begin(), o.topology_levels.end(), l) == o.topology_levels.end())
       o.topology_levels.push_back(l);
-  return io::k8s::read(in, o);
-}
-
-// The cluster (running pods taken off their nodes), the pending jobs, and the reader's warnings.
-py::tuple load_k8s(const std::vector<std::pair<std::string, std::string>>& sources,
-                   const std::vector<std::string>& topology_levels, const std::string& scheduler_name) {
-  auto input = read_k8s(sources, topology_levels, scheduler_name);
+  auto input = io::k8s::read(in, o);
   if (!input) raise(input.error());
   auto state = ClusterState::build(input->cluster, input->registry);
   if (!state) raise(state.error(), "nodes");
+  return {std::move(*input), std::move(*state)};
+}
+
+// The cluster, the pending jobs, and the reader's warnings.
+py::tuple load_k8s(const std::vector<std::pair<std::string, std::string>>& sources,
+                   const std::vector<std::string>& topology_levels, const std::string& scheduler_name) {
+  K8sRead r = read_k8s(sources, topology_levels, scheduler_name);
   PyJobs jobs;
-  jobs.doc.jobs = input->jobs;
-  jobs.doc.explicit_priority.assign(input->jobs.size(), true);  // resolved from PriorityClasses
+  jobs.doc.jobs = r.input.jobs;
+  jobs.doc.explicit_priority.assign(r.input.jobs.size(), true);  // resolved from PriorityClasses
   py::list warnings;
-  for (const auto& w : input->warnings) warnings.append(io::k8s::to_string(w));
-  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(input->registry), std::move(*state), {}, {}});
+  for (const auto& w : r.input.warnings) warnings.append(io::k8s::to_string(w));
+  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(r.input.registry), std::move(*r.state), {}, {}});
   return py::make_tuple(py::cast(std::move(cluster)), py::cast(std::move(jobs)), warnings);
 }
 
@@ -481,14 +487,11 @@ py::tuple load_k8s(const std::vector<std::pair<std::string, std::string>>& sourc
 std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& sources, const std::string& policy,
                       std::uint64_t seed, const std::vector<std::string>& topology_levels,
                       const std::string& scheduler_name) {
-  auto input = read_k8s(sources, topology_levels, scheduler_name);
-  if (!input) raise(input.error());
-  auto state = ClusterState::build(input->cluster, input->registry);
-  if (!state) raise(state.error(), "nodes");
+  K8sRead r = read_k8s(sources, topology_levels, scheduler_name);
   const std::unique_ptr<PlacementPolicy> p = policy_named(policy, seed);
-  auto decided = io::k8s::decide(*input, *state, *p);
+  auto decided = io::k8s::decide(r.input, *r.state, *p);
   if (!decided) raise(decided.error());
-  return io::k8s::bindings_json(*input, *state, decided->placements, decided->messages);
+  return io::k8s::bindings_json(r.input, *r.state, decided->placements, decided->messages);
 }
 
 std::string default_data_dir() {
