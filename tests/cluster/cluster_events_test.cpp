@@ -80,8 +80,38 @@ const std::vector<std::string> kLabelValues = {"r1", "r2", "a", "b"};
 
 // Every query of `evolved` answered by `fresh` (built from ClusterStateView(evolved)) the same way.
 // Node ids differ (the fresh state has no tombstones): nodes are matched by name.
+// The eligible totals recomputed by a scan of every node and GPU, padded to `models` ids.
+ClusterState::EligibleTotals scan_eligible_totals(const ClusterState& s, std::size_t models) {
+  ClusterState::EligibleTotals t;
+  t.gpu_milli_capacity.assign(models, 0);
+  t.gpu_milli_free.assign(models, 0);
+  for (NodeId n = 0; n < s.node_count(); ++n) {
+    if (!s.eligible(n)) continue;
+    t.cpu_capacity += s.cpu_capacity(n);
+    t.cpu_free += s.cpu_free(n);
+    t.memory_capacity += s.memory_capacity(n);
+    t.memory_free += s.memory_free(n);
+    for (GpuIndex g = 0; g < static_cast<GpuIndex>(s.gpu_count(n)); ++g)
+      if (s.gpu_healthy(n, g)) {
+        t.gpu_milli_capacity[s.gpu_model(n, g)] += kMilliPerGpu;
+        t.gpu_milli_free[s.gpu_model(n, g)] += s.gpu_free_milli(n, g);
+      }
+  }
+  return t;
+}
+
+ClusterState::EligibleTotals padded(ClusterState::EligibleTotals t, std::size_t models) {
+  t.gpu_milli_capacity.resize(models, 0);
+  t.gpu_milli_free.resize(models, 0);
+  return t;
+}
+
 void require_same_answers(const ClusterState& evolved, const ClusterState& fresh, SplitMix64& rng) {
   REQUIRE(fresh.node_count() == evolved.live_node_count());
+  // The sums kept through every event equal a scan, and the sums of the rebuilt state.
+  const std::size_t models = evolved.registry().size();
+  REQUIRE(padded(evolved.eligible_totals(), models) == scan_eligible_totals(evolved, models));
+  REQUIRE(padded(fresh.eligible_totals(), models) == scan_eligible_totals(evolved, models));
   REQUIRE(fresh.total_gpu_milli_capacity() == evolved.total_gpu_milli_capacity());
   REQUIRE(fresh.total_gpu_milli_free() == evolved.total_gpu_milli_free());
   std::vector<NodeId> id_of(fresh.node_count());

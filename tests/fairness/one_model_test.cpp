@@ -58,6 +58,58 @@ TEST_CASE("one model: capacity and free resources come from the ClusterState") {
   CHECK(c->free == amounts({32000, 304 * kGi, 3500, 1000}));
 }
 
+TEST_CASE("one model: the totals follow cluster events and reservations without a rebuild") {
+  const auto registry = GpuModelRegistry::builtin();
+  auto state = ClusterState::build(three_nodes(), registry);
+  REQUIRE(state.ok());
+  // Uncordon n1 (16 cores, 128 GiB, 2 idle H100), fail n2, take 2 cores and one A100 on n0.
+  REQUIRE(state->uncordon(1).ok());
+  REQUIRE(state->fail_node(2).ok());
+  TaskRequest r;
+  r.shape.cpu = 2000;
+  r.shape.gpus = 1;
+  r.shape.gpu_milli = kMilliPerGpu;
+  TaskAssignment a;
+  a.node = 0;
+  a.cpu = 2000;
+  a.gpus = {2};
+  a.gpu_milli = kMilliPerGpu;
+  REQUIRE(state->reserve(r, a).ok());
+  auto c = fairness_cluster(*state);
+  REQUIRE(c.ok());
+  CHECK(c->space.gpu_models == std::vector<std::string>{"A100-SXM4-40GB", "H100-80GB"});
+  CHECK(c->capacity == amounts({48000, 384 * kGi, 4000, 2000}));
+  CHECK(c->free == amounts({38000, 368 * kGi, 2500, 2000}));
+  // An unhealthy A100 leaves capacity and free; a released task and a recovered node come back.
+  REQUIRE(state->set_gpu_health(0, 1, false).ok());
+  REQUIRE(state->release(a).ok());
+  REQUIRE(state->recover_node(2).ok());
+  c = fairness_cluster(*state);
+  REQUIRE(c.ok());
+  CHECK(c->capacity == amounts({56000, 448 * kGi, 3000, 3000}));
+  CHECK(c->free == amounts({48000, 432 * kGi, 3000, 3000}));
+}
+
+TEST_CASE("one model: a cluster total beyond 64 bits is an error naming the node where it overflows") {
+  const auto registry = GpuModelRegistry::builtin();
+  const MilliCpu big = std::numeric_limits<std::int64_t>::max() / 2 + 1;
+  std::vector<NodeSpec> nodes(3);
+  nodes[0] = {"a", big, kGi, 0, 0, {{"A100"}}, {}, true, true};
+  nodes[1] = {"b", 1000, kGi, 0, 0, {{"A100"}}, {}, false, true};  // cordoned: not counted
+  nodes[2] = {"c", big, kGi, 0, 0, {{"A100"}}, {}, true, true};
+  auto state = ClusterState::build(Cluster(std::move(nodes)), registry);
+  REQUIRE(state.ok());
+  auto c = fairness_cluster(*state);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().code == ErrorCode::kOverflow);
+  CHECK(c.error().message.find("nodes[2] (c).cpu") != std::string::npos);
+  // Cordoning one of the two big nodes brings the total back into range.
+  REQUIRE(state->cordon(2).ok());
+  c = fairness_cluster(*state);
+  REQUIRE(c.ok());
+  CHECK(c->capacity[ResourceSpace::kCpu] == big);
+}
+
 TEST_CASE("one model: a JobView becomes the planner's record (groups, models, class, submit time)") {
   const auto registry = GpuModelRegistry::builtin();
   ResourceSpace space;

@@ -257,6 +257,19 @@ class ClusterState {
   // removed nodes count in none.
   MilliGpu total_gpu_milli_capacity() const { return total_gpu_capacity_; }
   MilliGpu total_gpu_milli_free() const { return total_gpu_free_; }
+  // Sums over the eligible nodes (neither cordoned, failed nor removed) and their healthy GPUs,
+  // kept by every change like the index: fair share reads the cluster from them every cycle in
+  // O(GPU models) instead of scanning every GPU. 128-bit, so they cannot wrap; a reader that needs
+  // 64-bit amounts checks the range.
+  struct EligibleTotals {
+    detail::QuantityWide cpu_capacity = 0, cpu_free = 0, memory_capacity = 0, memory_free = 0;
+    std::vector<detail::QuantityWide> gpu_milli_capacity, gpu_milli_free;  // by GpuModelId
+    friend bool operator==(const EligibleTotals&, const EligibleTotals&) = default;
+  };
+  const EligibleTotals& eligible_totals() const { return eligible_; }
+  // The GPU models of the nodes in order of first appearance (node by node, GPU by GPU, removed
+  // nodes included): the order in which fair share gives the models their dimensions.
+  std::span<const GpuModelId> gpu_models_in_order() const { return model_order_; }
 
   std::span<const LabelRequirement> node_labels(NodeId n) const {
     return {labels_.data() + label_begin_[n], label_count_[n]};
@@ -444,6 +457,7 @@ class ClusterState {
   void ensure_index_capacity(std::size_t nodes);
   void index_insert(NodeId n);
   void index_erase(NodeId n);
+  void eligible_add(NodeId n, int sign);  // node n's capacity and free resources into eligible_
   void bucket_insert(std::size_t slot, std::int32_t idle, NodeId n);
   void bucket_erase(std::size_t slot, std::int32_t idle, NodeId n);
   // A GPU's free share changed from `before` to `after` (both as read: 0 when unhealthy): the
@@ -528,6 +542,8 @@ class ClusterState {
   NodeBitset partial_nodes_;
   std::uint32_t index_capacity_ = 0;              // id range of every bitset of the index
   MilliGpu total_gpu_capacity_ = 0, total_gpu_free_ = 0;
+  EligibleTotals eligible_;
+  std::vector<GpuModelId> model_order_;
 
   // The journal of reservations and journaled releases since the last commit, flat (an entry's GPU
   // indices in journal_gpus_): what-if searches journal and roll back thousands of tasks, and a

@@ -24,7 +24,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -163,37 +165,58 @@ inline Result<FairnessJobTotals> fairness_job_totals(const JobView& job) {
 inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   FairnessCluster out;
   const GpuModelRegistry& registry = state.registry();
-  // The models in order of first appearance (node by node, GPU by GPU), and each model id's dimension:
-  // a name is compared once per model id, not once per GPU (every scheduling cycle calls this).
+  // The models in order of first appearance, and each model id's dimension (two ids of one name
+  // share it). Every scheduling cycle calls this: the state keeps the order and the sums, so it
+  // costs O(models), not a scan of every GPU.
   std::vector<Eigen::Index> dim_of(registry.size(), -1);
-  for (NodeId n = 0; n < state.node_count(); ++n)
-    for (GpuIndex g = 0; g < static_cast<GpuIndex>(state.gpu_count(n)); ++g) {
-      const GpuModelId id = state.gpu_model(n, g);
-      if (id >= dim_of.size() || dim_of[id] >= 0) continue;
-      const std::string& model = registry.model(id).name;
-      if (std::find(out.space.gpu_models.begin(), out.space.gpu_models.end(), model) == out.space.gpu_models.end())
-        out.space.gpu_models.push_back(model);
-      dim_of[id] = *out.space.gpu_dim(model);
-    }
+  for (const GpuModelId id : state.gpu_models_in_order()) {
+    const std::string& model = registry.model(id).name;
+    if (std::find(out.space.gpu_models.begin(), out.space.gpu_models.end(), model) == out.space.gpu_models.end())
+      out.space.gpu_models.push_back(model);
+    if (id < dim_of.size()) dim_of[id] = *out.space.gpu_dim(model);
+  }
   out.capacity = Amounts::Zero(out.space.size());
   out.free = Amounts::Zero(out.space.size());
-  const auto add = [&](Eigen::Index d, std::int64_t capacity, std::int64_t free, NodeId n) -> Status {
-    if (__builtin_add_overflow(out.capacity[d], capacity, &out.capacity[d]) || __builtin_add_overflow(out.free[d], free, &out.free[d]))
-      return detail::fairness_error(ErrorCode::kOverflow,
-                                    detail::fairness_text("nodes[", n, "] (", state.node_name(n), ").", out.space.name(d),
-                                                          ": the cluster's total exceeds a 64-bit amount (overflow)"));
-    return {};
+  const ClusterState::EligibleTotals& totals = state.eligible_totals();
+  bool in_range = true;
+  const auto add = [&](Eigen::Index d, gpusched::detail::QuantityWide capacity, gpusched::detail::QuantityWide free) {
+    const gpusched::detail::QuantityWide c = capacity + out.capacity[d], f = free + out.free[d];
+    const gpusched::detail::QuantityWide max = std::numeric_limits<std::int64_t>::max();
+    if (c > max || f > max) {
+      in_range = false;
+      return;
+    }
+    out.capacity[d] = static_cast<std::int64_t>(c);
+    out.free[d] = static_cast<std::int64_t>(f);
   };
+  add(ResourceSpace::kCpu, totals.cpu_capacity, totals.cpu_free);
+  add(ResourceSpace::kMemory, totals.memory_capacity, totals.memory_free);
+  for (const GpuModelId id : state.gpu_models_in_order())
+    if (id < dim_of.size() && id < totals.gpu_milli_capacity.size())
+      add(dim_of[id], totals.gpu_milli_capacity[id], totals.gpu_milli_free[id]);
+  if (in_range) return out;
+
+  // Beyond a 64-bit amount: find the node at which the running total overflows, for the message.
+  out.capacity.setZero();
+  out.free.setZero();
   for (NodeId n = 0; n < state.node_count(); ++n) {
     if (!state.eligible(n)) continue;  // cordoned or failed nodes take no new work
-    if (auto s = add(ResourceSpace::kCpu, state.cpu_capacity(n), state.cpu_free(n), n); !s) return s.error();
-    if (auto s = add(ResourceSpace::kMemory, state.memory_capacity(n), state.memory_free(n), n); !s) return s.error();
-    for (GpuIndex g = 0; g < static_cast<GpuIndex>(state.gpu_count(n)); ++g) {
+    const auto overflow = [&](Eigen::Index d, std::int64_t capacity, std::int64_t free) {
+      return __builtin_add_overflow(out.capacity[d], capacity, &out.capacity[d]) ||
+             __builtin_add_overflow(out.free[d], free, &out.free[d]);
+    };
+    std::optional<Eigen::Index> bad;
+    if (overflow(ResourceSpace::kCpu, state.cpu_capacity(n), state.cpu_free(n))) bad = ResourceSpace::kCpu;
+    else if (overflow(ResourceSpace::kMemory, state.memory_capacity(n), state.memory_free(n))) bad = ResourceSpace::kMemory;
+    for (GpuIndex g = 0; !bad && g < static_cast<GpuIndex>(state.gpu_count(n)); ++g) {
       if (!state.gpu_healthy(n, g)) continue;
-      const GpuModelId id = state.gpu_model(n, g);
-      const Eigen::Index d = id < dim_of.size() ? dim_of[id] : *out.space.gpu_dim(registry.model(id).name);
-      if (auto s = add(d, kMilliPerGpu, state.gpu_free_milli(n, g), n); !s) return s.error();
+      const Eigen::Index d = dim_of[state.gpu_model(n, g)];
+      if (overflow(d, kMilliPerGpu, state.gpu_free_milli(n, g))) bad = d;
     }
+    if (bad)
+      return detail::fairness_error(ErrorCode::kOverflow,
+                                    detail::fairness_text("nodes[", n, "] (", state.node_name(n), ").", out.space.name(*bad),
+                                                          ": the cluster's total exceeds a 64-bit amount (overflow)"));
   }
   return out;
 }

@@ -195,6 +195,12 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
     gpu_memory_capacity_.push_back(g.memory_capacity);
     gpu_model_.push_back(g.model);
     gpu_healthy_.push_back(g.healthy ? 1 : 0);
+    if (g.model >= eligible_.gpu_milli_capacity.size()) {
+      eligible_.gpu_milli_capacity.resize(std::size_t{g.model} + 1, 0);
+      eligible_.gpu_milli_free.resize(std::size_t{g.model} + 1, 0);
+    }
+    if ((models & model_bit(g.model)) == 0 && std::find(model_order_.begin(), model_order_.end(), g.model) == model_order_.end())
+      model_order_.push_back(g.model);
     models |= model_bit(g.model);
     if (g.healthy) {
       total_gpu_capacity_ += kMilliPerGpu;
@@ -335,14 +341,29 @@ inline void ClusterState::bucket_erase(std::size_t slot, std::int32_t idle, Node
   if (bucket.empty()) levels_[slot].erase(static_cast<std::uint32_t>(idle));
 }
 
+inline void ClusterState::eligible_add(NodeId n, int sign) {
+  using detail::QuantityWide;
+  eligible_.cpu_capacity += sign * QuantityWide{cpu_capacity_[n]};
+  eligible_.cpu_free += sign * QuantityWide{cpu_free_[n]};
+  eligible_.memory_capacity += sign * QuantityWide{memory_capacity_[n]};
+  eligible_.memory_free += sign * QuantityWide{memory_free_[n]};
+  for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
+    if (!gpu_healthy_[gi]) continue;
+    eligible_.gpu_milli_capacity[gpu_model_[gi]] += sign * kMilliPerGpu;
+    eligible_.gpu_milli_free[gpu_model_[gi]] += sign * gpu_free_milli_[gi];
+  }
+}
+
 inline void ClusterState::index_insert(NodeId n) {
   if (!eligible(n)) return;
+  eligible_add(n, +1);
   bucket_insert(bucket_slot(node_index_model_[n]), idle_gpus_[n], n);
   if (partial_gpus_[n] != 0) partial_nodes_.insert(n);
 }
 
 inline void ClusterState::index_erase(NodeId n) {
   if (!eligible(n)) return;
+  eligible_add(n, -1);
   bucket_erase(bucket_slot(node_index_model_[n]), idle_gpus_[n], n);
   partial_nodes_.erase(n);
 }
@@ -691,6 +712,11 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
   const bool old_partial = partial_gpus_[n] != 0;
   cpu_free_[n] += sign * a.cpu;
   memory_free_[n] += sign * a.memory;
+  const bool counted = eligible(n);
+  if (counted) {
+    eligible_.cpu_free += sign * detail::QuantityWide{a.cpu};
+    eligible_.memory_free += sign * detail::QuantityWide{a.memory};
+  }
   if (a.is_mig()) {
     // A MIG GPU's free share stays 0: only its instances change.
     apply_mig(a, sign);
@@ -712,6 +738,7 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
     gpu_free_memory_[gi] += sign * a.gpu_memory;
     free_gpu_milli_[n] += after - before;
     total_gpu_free_ += after - before;
+    if (counted) eligible_.gpu_milli_free[gpu_model_[gi]] += after - before;
     idle_gpus_[n] += (after == kMilliPerGpu) - (before == kMilliPerGpu);
     note_gpu_free_change(n, gi, before, after);
   }
@@ -1076,7 +1103,7 @@ inline bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ && free_gpu_milli_ == o.free_gpu_milli_ &&
          partial_gpus_ == o.partial_gpus_ && buckets_ == o.buckets_ && levels_ == o.levels_ && partial_nodes_ == o.partial_nodes_ && partial_shares_ == o.partial_shares_ &&
-         total_gpu_free_ == o.total_gpu_free_ && flags_ == o.flags_ && withheld_ == o.withheld_ &&
+         total_gpu_free_ == o.total_gpu_free_ && eligible_ == o.eligible_ && flags_ == o.flags_ && withheld_ == o.withheld_ &&
          mig_.same_as(o.mig_);
 }
 

@@ -57,26 +57,31 @@ struct Claim {
 };
 
 // Whole idle GPUs over time, per node and summed, as a cheap necessary condition for a gang to fit
-// during [t, t + d) before any state is touched. Time is the grid: slot k is now + k * resolution,
-// k = 0..K (K = window / resolution). For node n, E_n[k] over-estimates its idle GPUs at slot k: idle
-// now, plus every GPU a running task ending by slot k touches (capped at the node's GPUs), minus
-// the whole GPUs that jobs of this plan hold then (which are exactly theirs: a claim's GPUs are
-// free of running work and of other claims during its interval). count[g][k] = sum_n
-// floor(E_n[k] / g) then bounds how many tasks of g whole GPUs could run at slot k, and a group of
-// m such tasks fits during [t, t + d) only if count[g][k] >= m at every slot k of the interval. Only
-// the nodes that claims touch get a materialized E_n; the sums start from difference arrays.
-// Disabled (always "may fit") when the grid or the GPUs per node are too large for its arrays.
+// during [t, t + d) before any state is touched. Time is cut into slots of width w: slot k is
+// [now + k * w, now + (k + 1) * w), k = 0..K. w is the plan's resolution, or coarser when the window
+// holds more than kMaxSlots steps of it (the simulator plans a day at one-second resolution). For
+// node n, E_n[k] over-estimates its idle GPUs at any instant of slot k: idle now, plus every GPU a
+// running task ending by the end of slot k touches (capped at the node's GPUs), minus the whole
+// GPUs that jobs of this plan hold during all of slot k (which are exactly theirs: a claim's GPUs
+// are free of running work and of other claims during its interval). count[g][k] = sum_n
+// floor(E_n[k] / g) then bounds how many tasks of g whole GPUs could run at any instant of slot k,
+// and a group of m such tasks fits during [t, t + d) only if count[g][k] >= m at every slot k the
+// interval meets. On the resolution grid every time is a slot boundary and the bound is exact for
+// whole GPUs. Only the nodes that claims touch get a materialized E_n; the sums start from
+// difference arrays. Disabled (always "may fit") when the GPUs per node are too many for its arrays.
 class IdleGpuBound {
  public:
-  static constexpr std::size_t kMaxSlots = 1 << 16;
+  static constexpr std::size_t kMaxSlots = 4096;
   static constexpr std::int32_t kMaxGpus = 16;
 
   IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, Seconds now, Seconds resolution,
                Seconds horizon)
-      : now_(now), resolution_(resolution) {
-    const Seconds slots = (horizon - now) / resolution;
+      : now_(now), width_(resolution) {
+    const Seconds span = horizon - now;
+    if (span >= 0 && span / width_ >= static_cast<Seconds>(kMaxSlots)) width_ = span / static_cast<Seconds>(kMaxSlots - 1) + 1;
+    const Seconds slots = span / width_;
     max_gpus_ = state.max_gpus_per_node();
-    if (slots < 0 || static_cast<std::uint64_t>(slots) >= kMaxSlots || max_gpus_ > kMaxGpus || max_gpus_ <= 0) return;
+    if (slots < 0 || max_gpus_ > kMaxGpus || max_gpus_ <= 0) return;
     enabled_ = true;
     last_ = static_cast<std::size_t>(slots);
     const std::size_t width = last_ + 1;
@@ -121,17 +126,25 @@ class IdleGpuBound {
 
   bool enabled() const { return enabled_; }
 
-  // Slots [first, stop) of an interval [t, end) (clipped to the grid; end kForever: to the last).
+  // The slot holding time t (clipped to 0..last + 1; kForever: last + 1). An interval [t, end) meets
+  // at least the slots [slot_of(t), slot_of(end)).
   std::size_t slot_of(Seconds t) const {
     if (t == kForever) return last_ + 1;
-    const Seconds k = (t - now_) / resolution_;
+    const Seconds k = (t - now_) / width_;
     return static_cast<std::size_t>(std::clamp<Seconds>(k, 0, static_cast<Seconds>(last_ + 1)));
   }
+  // The first slot that begins at or after t.
+  std::size_t slot_from(Seconds t) const {
+    if (t == kForever) return last_ + 1;
+    const std::size_t k = slot_of(t);
+    return k <= last_ && now_ + static_cast<Seconds>(k) * width_ < t ? k + 1 : k;
+  }
 
-  // The whole GPUs a job of this plan holds on its nodes during [start, end).
+  // The whole GPUs a job of this plan holds on its nodes during [start, end): taken from the slots
+  // it covers entirely.
   void add_claim(const std::vector<TaskPlacement>& placement, Seconds start, Seconds end) {
     if (!enabled_) return;
-    const std::size_t first = slot_of(start), stop = std::min(slot_of(end), last_ + 1);
+    const std::size_t first = slot_from(start), stop = std::min(slot_of(end), last_ + 1);
     for (const TaskPlacement& t : placement) {
       const TaskAssignment& a = t.assignment;
       if (a.is_mig() || a.gpu_milli != kMilliPerGpu || a.gpus.empty() || a.node >= timeline_of_.size()) continue;
@@ -193,7 +206,7 @@ class IdleGpuBound {
   }
 
   bool enabled_ = false;
-  Seconds now_ = 0, resolution_ = 1;
+  Seconds now_ = 0, width_ = 1;
   std::size_t last_ = 0;
   std::int32_t max_gpus_ = 0;
   std::vector<std::uint32_t> node_begin_;
