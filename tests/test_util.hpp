@@ -13,6 +13,19 @@ namespace gpusched::testing {
 
 using Rng = SplitMix64;
 
+// How many random instances a property test runs: all of them in a plain build, an eighth (at least
+// one) in a sanitizer build. The sanitizers run the same code 10-70x slower; CI's Release run goes
+// through every instance and its sanitized run checks a sample of the same ones for memory errors and
+// undefined behaviour (benchmarks/README.md, "CI time"). GPUSCHED_TESTS_SANITIZED: tests/CMakeLists.txt.
+template <typename Count>
+constexpr Count trials(Count full) {
+#ifdef GPUSCHED_TESTS_SANITIZED
+  return full / 8 > 0 ? full / 8 : Count{1};
+#else
+  return full;
+#endif
+}
+
 // A node with `gpus` GPUs of `model`, each with the given used share (missing entries idle).
 inline NodeSpec make_node(std::string name, MilliCpu cpu, Bytes memory, int gpus, std::string model,
                           std::initializer_list<MilliGpu> used = {}) {

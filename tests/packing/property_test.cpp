@@ -119,7 +119,7 @@ void check_no_overallocation(const Cluster& cluster, const ClusterState& s,
 
 TEST_CASE("property: policies never over-allocate, honour constraints, and are all or nothing") {
   std::size_t placed_jobs = 0, refused_jobs = 0;
-  for (std::uint64_t seed = 1; seed <= 1500; ++seed) {
+  for (std::uint64_t seed = 1; seed <= testing::trials<std::uint64_t>(1500); ++seed) {
     Rng rng(seed);
     const Cluster cluster = random_cluster(rng);
     auto built = ClusterState::build(cluster, GpuModelRegistry::builtin());
@@ -171,7 +171,7 @@ TEST_CASE("property: indexed first/best/worst-fit agree with a scan over all nod
   BestFitPolicy best;
   WorstFitPolicy worst;
   std::size_t compared = 0;
-  for (std::uint64_t seed = 1; seed <= 2000; ++seed) {
+  for (std::uint64_t seed = 1; seed <= testing::trials<std::uint64_t>(2000); ++seed) {
     Rng rng(seed);
     const Cluster cluster = random_cluster(rng);
     ClusterState s = *ClusterState::build(cluster, GpuModelRegistry::builtin());
@@ -195,7 +195,7 @@ TEST_CASE("property: indexed first/best/worst-fit agree with a scan over all nod
 }
 
 TEST_CASE("property: same seed, same decisions") {
-  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+  for (std::uint64_t seed = 1; seed <= testing::trials<std::uint64_t>(200); ++seed) {
     for (auto name : policy_names()) {
       std::vector<NodeId> runs[2];
       for (auto& decisions : runs) {

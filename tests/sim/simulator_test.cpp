@@ -8,6 +8,7 @@
 #include "gpusched/sim/sim_report.hpp"
 #include "gpusched/sim/simulator.hpp"
 #include "gpusched/sim/traces.hpp"
+#include "test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::sim;
@@ -177,7 +178,7 @@ TEST_CASE("restart cost is paid at every (re)start and counted apart from lost w
 }
 
 TEST_CASE("conservation and completion over random workloads, every policy, with failures and elastic jobs") {
-  for (std::uint64_t seed : {1u, 2u, 3u}) {
+  for (std::uint64_t seed = 1; seed <= testing::trials<std::uint64_t>(3); ++seed) {
     SyntheticSpec s;
     s.jobs = 150;
     s.seed = seed;
