@@ -49,7 +49,7 @@
 // A job this plan starts now holds its resources during [now, now + d) for the jobs after it, like a
 // reservation that begins now.
 //
-// Cost. Three things keep a plan of depth 500 on 10,000 nodes cheap (benchmarks/README.md,
+// Cost. These keep a plan of depth 500 on 10,000 nodes cheap (benchmarks/README.md,
 // "Backfill"):
 //   - a necessary condition checked before any state is touched: the whole idle GPUs per node over the
 //     time grid (idle now, plus what running work frees, minus what the plan's own jobs hold), summed
@@ -58,7 +58,11 @@
 //   - the state of "now" is `state` itself (jobs started by the plan are reserved on it); later times
 //     are tested on up to eight what-if copies, each a cursor over the running tasks sorted by end:
 //     moving a cursor forward releases the tasks ending in between, back is a rollback, and a new
-//     copy is made when that is cheaper than walking one (a copy costs about 1,000 releases);
+//     copy is made when that is cheaper than walking one (a copy costs about 1,000 releases). Until
+//     the plan starts a job, `state` itself is walked that way (journaled, rolled back), so a plan
+//     that starts nothing, like the scheduling cycle's one-job guards, copies nothing;
+//   - before a test overlays the plan's jobs, the GPU share free at t less what the jobs active at t
+//     hold must cover the gang's;
 //   - one dry-run gang placement per test that passes the bounds.
 //
 // Limits. Estimates are trusted (jobs that overrun are handled as above; jobs that end early free

@@ -240,6 +240,8 @@ class Profile {
     for (std::size_t i = 0; i < running_.size(); ++i)
       running_prefix_[i + 1] = saturating_add(running_prefix_[i], held_milli(*running_[i].assignment));
     base_ = state.checkpoint();
+    started_top_ = base_;
+    in_place_.push_back({now_, base_, 0});
     free_now_ = state.total_gpu_milli_free();
     // Measured (benchmarks/README.md, "Backfill"): copying 10,000 nodes x 8 GPUs (0.7 ms CPU) costs
     // about what 1,000 journaled releases do.
@@ -260,8 +262,13 @@ class Profile {
   ClusterState& at(Seconds t) {
     if (t <= now_) {
       state_.rollback(started_top_ < base_ ? base_ : started_top_);
+      in_place_.resize(1);
       return state_;
     }
+    // Until the plan starts a job, `state` itself is the cursor: the releases are journaled above
+    // its base and rolled back when a job starts (at(now)) or the plan ends. A plan of one job (the
+    // scheduling cycle's guard, once per blocked job) then never copies the state.
+    if (started_top_ <= base_) return walk(state_, in_place_, t);
     // The cursor nearest to t, or a new one when that is cheaper than walking (a copy of the state
     // costs about as much as releasing `copy_cost_` tasks).
     const auto target = static_cast<std::size_t>(
@@ -285,20 +292,7 @@ class Profile {
       best = c.get();
       cursors_.push_back(std::move(c));
     }
-    ClusterState& f = best->state;
-    std::vector<Mark>& marks = best->marks;
-    while (marks.size() > 1 && marks.back().time > t) marks.pop_back();
-    cursor_steps_ += f.checkpoint() - marks.back().checkpoint;
-    f.rollback(marks.back().checkpoint);
-    if (marks.back().time == t) return f;
-    Mark m = marks.back();
-    for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running)
-      (void)f.release_journaled(*running_[m.running].assignment);
-    cursor_steps_ += m.running - marks.back().running;
-    m.time = t;
-    m.checkpoint = f.checkpoint();
-    marks.push_back(m);
-    return f;
+    return walk(best->state, best->marks, t);
   }
 
   // A job started now by this plan: reserved on the state of now (it placed there with the overlay
@@ -367,6 +361,23 @@ class Profile {
     ClusterState::Checkpoint checkpoint = 0;
     std::size_t running = 0;
   };
+  // Moves a cursor (a state and its marks) to t: back by rolling back to the last mark at or before
+  // t, then forward by releasing the running tasks that end by t.
+  ClusterState& walk(ClusterState& f, std::vector<Mark>& marks, Seconds t) {
+    while (marks.size() > 1 && marks.back().time > t) marks.pop_back();
+    cursor_steps_ += f.checkpoint() - marks.back().checkpoint;
+    f.rollback(marks.back().checkpoint);
+    if (marks.back().time == t) return f;
+    Mark m = marks.back();
+    for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running)
+      (void)f.release_journaled(*running_[m.running].assignment);
+    cursor_steps_ += m.running - marks.back().running;
+    m.time = t;
+    m.checkpoint = f.checkpoint();
+    marks.push_back(m);
+    return f;
+  }
+
   ClusterState& state_;
   std::vector<ReleaseEntry> running_;
   std::vector<std::int64_t> running_prefix_;
@@ -378,6 +389,7 @@ class Profile {
   };
   static constexpr std::size_t kMaxCursors = 8;
   std::vector<std::unique_ptr<Cursor>> cursors_;
+  std::vector<Mark> in_place_;  // the marks of `state` as the cursor (until a job starts)
   std::size_t copy_cost_ = 0;
   std::int64_t free_now_ = 0;
   std::uint64_t cursor_steps_ = 0;
