@@ -261,14 +261,14 @@ class Profile {
   // The state as it is at t with the running work that ended by then released (no overlay yet).
   ClusterState& at(Seconds t) {
     if (t <= now_) {
-      state_.rollback(started_top_ < base_ ? base_ : started_top_);
+      state_.rollback(started_top_);
       in_place_.resize(1);
       return state_;
     }
     // Until the plan starts a job, `state` itself is the cursor: the releases are journaled above
     // its base and rolled back when a job starts (at(now)) or the plan ends. A plan of one job (the
     // scheduling cycle's guard, once per blocked job) then never copies the state.
-    if (started_top_ <= base_) return walk(state_, in_place_, t);
+    if (started_top_ == base_) return walk(state_, in_place_, t);
     // The cursor nearest to t, or a new one when that is cheaper than walking (a copy of the state
     // costs about as much as releasing `copy_cost_` tasks).
     const auto target = static_cast<std::size_t>(
