@@ -2,7 +2,7 @@
 #include "fuzz_harness.hpp"
 #include "gpusched/io/alibaba_trace.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(alibaba_trace, data, size) {
   const auto text = gpusched::fuzz::as_text(data, size);
   gpusched::fuzz::check_result(gpusched::io::parse_alibaba_pods(text, "fuzz.csv"));
   gpusched::fuzz::check_result(gpusched::io::parse_alibaba_nodes(text, "fuzz.csv"));

@@ -4,7 +4,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/io/cluster_json.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(cluster_json, data, size) {
   auto doc = gpusched::io::read_cluster_json(gpusched::fuzz::as_text(data, size), "fuzz.json");
   gpusched::fuzz::check_result(doc);
   if (doc.ok()) {

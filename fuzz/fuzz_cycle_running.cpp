@@ -8,7 +8,7 @@
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/cycle_json.hpp"
 
-namespace {
+namespace fuzz_cycle_running {
 
 const gpusched::ClusterState& base_state() {
   static const gpusched::ClusterState state = [] {
@@ -22,9 +22,7 @@ const gpusched::ClusterState& base_state() {
   return state;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(cycle_running, data, size) {
   const std::string_view text = gpusched::fuzz::as_text(data, size);
   gpusched::ClusterState state = base_state();
   gpusched::io::CycleInputs inputs;
@@ -40,3 +38,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   gpusched::fuzz::check_result(gpusched::io::read_cycle_options_json(text, "fuzz.json"));
   return 0;
 }
+
+}  // namespace fuzz_cycle_running

@@ -7,7 +7,7 @@
 #include "io/gang_json.hpp"
 #include "io/json_input.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(gang_json, data, size) {
   auto doc = gpusched::io::detail::parse_json(gpusched::fuzz::as_text(data, size), "fuzz.json");
   gpusched::fuzz::check_result(doc);
   if (!doc.ok()) return 0;

@@ -4,7 +4,7 @@
 
 #include "gpusched/io/cluster_json.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(jobs_json, data, size) {
   gpusched::fuzz::check_result(gpusched::io::read_jobs_json(gpusched::fuzz::as_text(data, size), "fuzz.json"));
   return 0;
 }

@@ -7,7 +7,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/io/k8s.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(k8s, data, size) {
   const gpusched::io::k8s::Source source{gpusched::fuzz::as_text(data, size), "fuzz.yaml"};
   auto input = gpusched::io::k8s::read(std::span<const gpusched::io::k8s::Source>(&source, 1));
   gpusched::fuzz::check_result(input);

@@ -8,7 +8,7 @@
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/mig/profiles.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(mig_cluster, data, size) {
   auto doc = gpusched::io::read_cluster_json(gpusched::fuzz::as_text(data, size), "fuzz.json");
   gpusched::fuzz::check_result(doc);
   if (doc.ok()) {

@@ -4,7 +4,7 @@
 #include "fuzz_harness.hpp"
 #include "gpusched/io/mig_nvidia_smi.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(nvidia_smi_mig, data, size) {
   const auto text = gpusched::fuzz::as_text(data, size);
   auto lgip = gpusched::io::parse_lgip(text);
   auto lgipp = gpusched::io::parse_lgipp(text);

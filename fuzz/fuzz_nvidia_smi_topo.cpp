@@ -3,7 +3,7 @@
 #include "fuzz_harness.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(nvidia_smi_topo, data, size) {
   const auto text = gpusched::fuzz::as_text(data, size);
   gpusched::fuzz::check_result(gpusched::io::read_nvidia_smi_topo_matrix(text));
   gpusched::fuzz::check_result(gpusched::io::parse_nvidia_smi_topo(text));

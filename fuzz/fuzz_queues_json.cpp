@@ -8,7 +8,7 @@
 
 #include "gpusched/io/fairshare_json.hpp"
 
-namespace {
+namespace fuzz_queues_json {
 
 constexpr std::string_view kCluster = R"({"nodes": [
   {"name": "h100-0", "cpu": 64, "memory": "512Gi", "gpus": 4, "gpu_model": "H100-80GB"},
@@ -39,11 +39,11 @@ const Fixed& fixed() {
   return f;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(queues_json, data, size) {
   const Fixed& f = fixed();
   gpusched::fuzz::check_result(
       gpusched::io::fairshare_plan(*f.state, f.jobs, gpusched::fuzz::as_text(data, size), std::nullopt, "fuzz.json"));
   return 0;
 }
+
+}  // namespace fuzz_queues_json

@@ -5,7 +5,7 @@
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/topology_json.hpp"
 
-namespace {
+namespace fuzz_topology_json {
 
 const gpusched::ClusterState& cluster() {
   static const gpusched::ClusterState state = [] {
@@ -22,9 +22,9 @@ const gpusched::ClusterState& cluster() {
   return state;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+GPUSCHED_FUZZ_TARGET(topology_json, data, size) {
   gpusched::fuzz::check_result(gpusched::io::read_cluster_topology_json(gpusched::fuzz::as_text(data, size), cluster()));
   return 0;
 }
+
+}  // namespace fuzz_topology_json

@@ -17,13 +17,16 @@ using Rng = SplitMix64;
 // one) in a sanitizer build. The sanitizers run the same code 10-70x slower; CI's Release run goes
 // through every instance and its sanitized run checks a sample of the same ones for memory errors and
 // undefined behaviour (benchmarks/README.md, "CI time"). GPUSCHED_TESTS_SANITIZED: tests/CMakeLists.txt.
+// `sanitized`: whether this is that build (for tests whose sample is not a count of instances).
+#ifdef GPUSCHED_TESTS_SANITIZED
+inline constexpr bool sanitized = true;
+#else
+inline constexpr bool sanitized = false;
+#endif
 template <typename Count>
 constexpr Count trials(Count full) {
-#ifdef GPUSCHED_TESTS_SANITIZED
-  return full / 8 > 0 ? full / 8 : Count{1};
-#else
+  if constexpr (sanitized) return full / 8 > 0 ? full / 8 : Count{1};
   return full;
-#endif
 }
 
 // A node with `gpus` GPUs of `model`, each with the given used share (missing entries idle).

@@ -148,6 +148,12 @@ void require_same_answers(const ClusterState& evolved, const ClusterState& fresh
       REQUIRE(fresh.gpu_model(f, gi) == evolved.gpu_model(n, gi));
       REQUIRE(fresh.gpu_healthy(f, gi) == evolved.gpu_healthy(n, gi));
       REQUIRE(fresh.gpu_free_milli_if_healthy(f, gi) == evolved.gpu_free_milli_if_healthy(n, gi));
+      const mig::MigGpuId fm = fresh.mig_gpu(f, gi), em = evolved.mig_gpu(n, gi);
+      REQUIRE((fm == mig::kNoGpu) == (em == mig::kNoGpu));
+      if (fm != mig::kNoGpu) {
+        REQUIRE(fresh.mig().layout(fm) == evolved.mig().layout(em));
+        REQUIRE(fresh.mig().available(fm) == evolved.mig().available(em));
+      }
     }
     REQUIRE(label_set(fresh, f) == label_set(evolved, n));
     for (const std::string& key : kLabelKeys) {
@@ -445,7 +451,7 @@ TEST_CASE("property: after random events and reservations the state answers like
     std::size_t running_at_mark = 0;
     for (int step = 0; step < 60; ++step) {
       const NodeId n = static_cast<NodeId>(rng.below(s.node_count()));
-      const auto op = rng.below(14);
+      const auto op = rng.below(15);
       const std::uint64_t generation = s.generation();
       bool changed = true;
       switch (op) {
@@ -534,6 +540,20 @@ TEST_CASE("property: after random events and reservations the state answers like
             changed = true;
           }
           break;
+        case 14: {  // MIG mode on or off (A100-80GB GPUs only have a MIG table): only on an idle GPU
+          changed = false;
+          if (!s.removed(n) && s.gpu_count(n) > 0) {
+            const auto g = static_cast<GpuIndex>(rng.below(s.gpu_count(n)));
+            const bool mig_before = s.mig_gpu(n, g) != mig::kNoGpu;
+            const bool capable = s.registry().model(s.gpu_model(n, g)).name == "A100-80GB";
+            const bool idle = mig_before || s.gpu_free_milli_if_healthy(n, g) == kMilliPerGpu;
+            const Status st = s.set_mig_mode(n, g, !mig_before);
+            REQUIRE(st.ok() == (capable && idle));
+            REQUIRE((s.mig_gpu(n, g) != mig::kNoGpu) == (st.ok() ? !mig_before : mig_before));
+            changed = st.ok();
+          }
+          break;
+        }
         default:
           changed = false;
           if (!in_transaction) s.commit();

@@ -363,3 +363,94 @@ TEST_CASE("cluster events keep the MIG index in place; MIG changes advance the g
   // The only A30 left the cluster: no GPU can ever serve a 1g.6gb now.
   CHECK(ff.decide(st, req("1g.6gb")).verdict == Verdict::kInfeasible);
 }
+
+TEST_CASE("MIG mode on and off is an event on an idle GPU; the state then equals one built with that mode") {
+  ClusterState st = mixed_node();  // GPU 0: MIG with a busy 3g.20gb; GPU 1: whole, idle
+  FirstFitPlacer ff(MigMode::kDynamic);
+  TaskShape whole;
+  whole.gpus = 1;
+  whole.gpu_milli = kMilliPerGpu;
+  const TaskRequest one_gpu = st.compile(whole).value();
+
+  // GPU 1 into MIG mode: it leaves whole-GPU placement and takes MIG work, with no instances yet.
+  const auto layout_gen = st.layout_generation();
+  REQUIRE(st.set_mig_mode(0, 1, true).ok());
+  CHECK(st.layout_generation() > layout_gen);
+  const MigGpuId g1 = st.mig_gpu(0, 1);
+  REQUIRE(g1 != kNoGpu);
+  CHECK(st.mig().instances(g1).empty());
+  CHECK(st.idle_gpus(0) == 0);
+  CHECK(st.free_gpu_milli(0) == 0);
+  CHECK(st.total_gpu_milli_free() == 0);
+  CHECK(st.check_fit(0, one_gpu) == FitReason::kInsufficientGpus);
+  const MigDecision seven = ff.decide(st, req("7g.40gb"));
+  REQUIRE(seven.placed());
+  CHECK(seven.gpu == g1);
+  CHECK(st.set_mig_mode(0, 1, true).ok());  // repeated: no change
+  CHECK(st.mig_gpu(0, 1) == g1);
+
+  // Off needs every instance idle: the busy 3g.20gb of GPU 0 refuses it, naming the instance.
+  const Status busy = st.set_mig_mode(0, 0, false);
+  REQUIRE_FALSE(busy.ok());
+  CHECK(busy.error().code == ErrorCode::kState);
+  CHECK(busy.error().message == "set_mig_mode on n0 GPU 0: instance at start 0 is busy; MIG mode changes on an idle GPU only");
+  CHECK(st.mig_gpu(0, 0) != kNoGpu);
+
+  // GPU 1 back to whole with an idle instance on it: the instance is dropped, the GPU is idle again.
+  REQUIRE(apply_decision(st, seven).ok());
+  REQUIRE(st.release(mig_task(st, seven).assignment).ok());
+  st.commit();
+  REQUIRE(st.set_mig_mode(0, 1, false).ok());
+  CHECK(st.mig_gpu(0, 1) == kNoGpu);
+  CHECK(st.idle_gpus(0) == 1);
+  CHECK(st.check_fit(0, one_gpu) == FitReason::kFits);
+  CHECK_FALSE(ff.decide(st, req("7g.40gb")).placed());  // only GPU 0 is MIG, and it is partly busy
+
+  // On again with a whole-GPU task on it: refused with what holds it; a new MIG id once idle.
+  TaskAssignment a;
+  REQUIRE(LowestIndexGpuPicker{}.pick(st, 0, one_gpu, a));
+  REQUIRE(st.reserve(one_gpu, a).ok());
+  const Status in_use = st.set_mig_mode(0, 1, true);
+  REQUIRE_FALSE(in_use.ok());
+  CHECK(in_use.error().message == "set_mig_mode on n0 GPU 1: the GPU is in use (1000 milli-GPU held); MIG mode changes on an idle GPU only");
+  REQUIRE(st.release(a).ok());
+  st.commit();
+  REQUIRE(st.set_mig_mode(0, 1, true).ok());
+  CHECK(st.mig_gpu(0, 1) != g1);
+
+  // The evolved state answers like one built with GPU 1 in MIG mode from the start (its MIG ids
+  // differ: GPU 1 had one before, kept retired, so same_allocation_as does not apply).
+  MigClusterBuilder b;
+  const auto n = b.add_node("n0", 64'000, Bytes{256} << 30);
+  b.add_gpu(n, model("A100-SXM4-40GB"), {{9, 0}}, {true});
+  b.add_gpu(n, model("A100-SXM4-40GB"));
+  const ClusterState built = b.build().value();
+  CHECK(built.total_gpu_milli_free() == st.total_gpu_milli_free());
+  CHECK(built.total_gpu_milli_capacity() == st.total_gpu_milli_capacity());
+  CHECK(built.eligible_totals() == st.eligible_totals());
+  CHECK(built.idle_gpus(0) == st.idle_gpus(0));
+  for (GpuIndex g = 0; g < 2; ++g) {
+    CHECK(built.gpu_free_milli(0, g) == st.gpu_free_milli(0, g));
+    CHECK(built.gpu_free_memory(0, g) == st.gpu_free_memory(0, g));
+    CHECK(built.mig().layout(built.mig_gpu(0, g)) == st.mig().layout(st.mig_gpu(0, g)));
+    CHECK(built.mig().busy_flags(built.mig_gpu(0, g)) == st.mig().busy_flags(st.mig_gpu(0, g)));
+  }
+  for (const char* name : {"1g.5gb", "3g.20gb", "4g.20gb", "7g.40gb"}) {
+    const MigDecision x = ff.decide(built, req(name)), y = ff.decide(st, req(name));
+    REQUIRE(x.placed() == y.placed());
+    if (x.placed()) {
+      CHECK(built.mig().local_index(x.gpu) == st.mig().local_index(y.gpu));
+      CHECK(x.start == y.start);
+    }
+  }
+
+  // Bad input: no such GPU, a model without a MIG table, a removed node.
+  CHECK(st.set_mig_mode(0, 5, true).error().field == "gpu");
+  MigClusterBuilder t4;
+  const auto tn = t4.add_node("t");
+  t4.add_plain_gpu(tn, "T4");
+  ClusterState plain = t4.build().value();
+  CHECK(plain.set_mig_mode(0, 0, true).error().message ==
+        "set_mig_mode on t GPU 0: GPU model T4 has no MIG profile table (not MIG-capable)");
+  CHECK(plain.mig().gpu_count() == 0);
+}

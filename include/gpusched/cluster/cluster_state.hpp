@@ -67,8 +67,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <span>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -299,6 +300,13 @@ class ClusterState {
   // each). Fails, changing nothing, on a GPU not in MIG mode or an invalid layout. Not journaled.
   Status apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
                           std::span<const bool> busy);
+  // Cluster event "MIG mode enabled/disabled" on GPU g of node n (`nvidia-smi -i g -mig 1|0`): on,
+  // the GPU leaves whole-GPU and shared placement (its free share reads 0) and starts with no
+  // instances; off, its idle instances are dropped and it is one whole GPU again. As on the device,
+  // the switch needs an idle GPU: refused, changing nothing, while any task holds a share of it or a
+  // busy instance, or (on) when its model has no MIG profile table. Setting the mode it has is a
+  // no-op (informers repeat events).
+  Status set_mig_mode(NodeId n, GpuIndex g, bool enabled);
 
   // --- intra-node topology and topology levels (cluster/node_interconnect.hpp, cluster/domains.hpp) ---
   // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.

@@ -124,6 +124,9 @@ class MigGpuTable {
   // The GPU left the cluster (its node was removed): parked for good and no longer counted by
   // model_gpu_count, so a profile only it offered becomes infeasible.
   void retire(MigGpuId g);
+  // The GPU left MIG mode: retired, and `find` no longer maps its ClusterState GPU to it (MIG mode
+  // on again adds it under a new id). Its instances must all be idle; they are dropped.
+  void detach(MigGpuId g, std::uint32_t cluster_gpu);
   // Could the GPU take one instance of `profile` (an index in its table) now: an idle one, or
   // (when `may_create`) free slices at a valid start? Parked GPUs cannot.
   bool can_serve(MigGpuId g, int profile, bool may_create) const;
@@ -420,6 +423,13 @@ inline void MigGpuTable::retire(MigGpuId id) {
   set_available(id, false);
   gpus_[id].retired = true;
   --per_model_[gpus_[id].model];
+}
+
+inline void MigGpuTable::detach(MigGpuId id, std::uint32_t cluster_gpu) {
+  retire(id);
+  gpus_[id].count = 0;
+  gpus_[id].all = gpus_[id].busy = Occupancy{};
+  if (cluster_gpu < by_cluster_gpu_.size() && by_cluster_gpu_[cluster_gpu] == id) by_cluster_gpu_[cluster_gpu] = kNoGpu;
 }
 
 inline void MigGpuTable::set_available(MigGpuId id, bool available) {

@@ -803,6 +803,63 @@ inline Status ClusterState::apply_mig_layout(NodeId n, GpuIndex g, std::span<con
   return {};
 }
 
+inline Status ClusterState::set_mig_mode(NodeId n, GpuIndex g, bool enabled) {
+  using detail::cluster_message;
+  if (auto st = check_live_node(n, "set_mig_mode"); !st) return st;
+  if (g >= gpu_count(n))
+    return detail::cluster_error(ErrorCode::kInvalidValue, "gpu",
+                                 cluster_message("set_mig_mode on ", node_name_[n], ": no GPU ", g, " (node has ", gpu_count(n), ")"));
+  const std::uint32_t gi = gpu_begin_[n] + g;
+  const mig::MigGpuId id = mig_.find(gi);
+  if ((id != mig::kNoGpu) == enabled) return {};
+  const bool healthy = gpu_healthy_[gi] != 0;
+  std::optional<mig::MigModelId> mig_model;
+  if (enabled) {
+    const std::string& model_name = registry_.model(gpu_model_[gi]).name;
+    mig_model = mig_.catalog().find(model_name);
+    if (!mig_model)
+      return detail::cluster_error(ErrorCode::kInconsistent, "gpu",
+                                   cluster_message("set_mig_mode on ", node_name_[n], " GPU ", g, ": GPU model ", model_name,
+                                                   " has no MIG profile table (not MIG-capable)"));
+    const MilliGpu free = healthy ? gpu_free_milli_[gi] : withheld_[gi].free_milli;
+    const Bytes free_memory = healthy ? gpu_free_memory_[gi] : withheld_[gi].free_memory;
+    if (free != kMilliPerGpu || free_memory != gpu_memory_capacity_[gi])
+      return detail::cluster_error(ErrorCode::kState, "gpu",
+                                   cluster_message("set_mig_mode on ", node_name_[n], " GPU ", g, ": the GPU is in use (",
+                                                   kMilliPerGpu - free, " milli-GPU held); MIG mode changes on an idle GPU only"));
+  } else {
+    for (const mig::MigSlot& s : mig_.instances(id))
+      if (s.busy)
+        return detail::cluster_error(ErrorCode::kState, "gpu",
+                                     cluster_message("set_mig_mode on ", node_name_[n], " GPU ", g, ": instance at start ",
+                                                     int{s.start}, " is busy; MIG mode changes on an idle GPU only"));
+  }
+  // Whole-GPU view of the switch: an idle GPU (free 1000, all its memory) becomes a MIG GPU (free 0),
+  // or back. An unhealthy GPU keeps reading 0; what it will have once healthy changes instead.
+  const std::int32_t before = enabled ? kMilliPerGpu : 0, after = enabled ? 0 : kMilliPerGpu;
+  const Bytes memory_after = enabled ? 0 : gpu_memory_capacity_[gi];
+  index_erase(n);
+  if (healthy) {
+    note_gpu_free_change(n, gi, before, after);
+    gpu_free_milli_[gi] = after;
+    gpu_free_memory_[gi] = memory_after;
+    free_gpu_milli_[n] += after - before;
+    total_gpu_free_ += after - before;
+    idle_gpus_[n] += enabled ? -1 : 1;
+  } else {
+    withheld_[gi] = WithheldGpu{after, memory_after};
+  }
+  if (enabled)
+    (void)mig_.add_gpu(n, g, gi, *mig_model);  // an empty layout is valid on every model
+  else
+    mig_.detach(id, gi);
+  index_insert(n);
+  sync_mig_availability(n);
+  note_node_change(n);
+  note_layout_change();
+  return {};
+}
+
 inline bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
   for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
     const mig::MigGpuId id = mig_.find(gi);
