@@ -1,6 +1,7 @@
 // Implementation of gpusched/scheduler/backfill.hpp (included at its end).
 #pragma once
 
+#include <array>
 #include <memory>
 
 namespace gpusched::scheduler {
@@ -58,100 +59,96 @@ struct Claim {
 };
 
 // Whole idle GPUs over time, per node and summed, as a cheap necessary condition for a gang to fit
-// during [t, t + d) before any state is touched. Time is cut into slots of width w: slot k is
-// [now + k * w, now + (k + 1) * w), k = 0..K. w is the plan's resolution, or coarser when the window
-// holds more steps of it than about two per expected end (at most kMaxSlots; the simulator plans a day
-// at one-second resolution with a few hundred running jobs). For
-// node n, E_n[k] over-estimates its idle GPUs at any instant of slot k: idle now, plus every GPU a
-// running task ending by the end of slot k touches (capped at the node's GPUs), minus the whole
-// GPUs that jobs of this plan hold during all of slot k (which are exactly theirs: a claim's GPUs
-// are free of running work and of other claims during its interval). count[g][k] = sum_n
-// floor(E_n[k] / g) then bounds how many tasks of g whole GPUs could run at any instant of slot k,
-// and a group of m such tasks fits during [t, t + d) only if count[g][k] >= m at every slot k the
-// interval meets. On the resolution grid every time is a slot boundary and the bound is exact for
-// whole GPUs. Only the nodes that claims touch get a materialized E_n; the sums start from
-// difference arrays. Disabled (always "may fit") when the GPUs per node are too many for its arrays.
+// during [t, t + d) before any state is touched. Time is cut into slots at the plan's own time points:
+// slot k is [b_k, b_{k+1}) with b_0 = now, a boundary at every expected end of running work and of
+// every job the plan reserves (added as the plan claims it), and the last slot open-ended. Nothing
+// changes inside a slot, so the bound is exact for whole GPUs at every instant: for node n, E_n[k] is
+// its idle GPUs now, plus every GPU a running task released by b_k touches (capped at the node's
+// GPUs), minus the whole GPUs the plan's jobs hold during slot k (exactly theirs: a claim's GPUs are
+// free of running work and of other claims during its interval). count[k][g] = sum_n floor(E_n[k] /
+// g) then bounds how many tasks of g whole GPUs could run at any instant of slot k, and a group of m
+// such tasks fits during [t, t + d) only if count[k][g] >= m at every slot k the interval meets.
+// Only the nodes that claims touch get a materialized E_n; the sums start from difference arrays.
+// Disabled (always "may fit") when the GPUs per node are too many for its arrays.
+//
+// An earlier version cut the window into equal slots (at most two per expected end, so that a plan
+// does not pay for a day at one-second resolution); a slot then mixed instants before and after a
+// release and the bound let through tests that placement refused (perf, benchmarks/README.md).
 class IdleGpuBound {
  public:
-  static constexpr std::size_t kMaxSlots = 4096;
   static constexpr std::int32_t kMaxGpus = 16;
 
-  // `claims_expected`: how many jobs the plan may reserve (each adds an end time). The slots are
-  // never more than a few per time something is expected to end: finer slots tell nothing more, and
-  // every plan (conservative backfill runs one per blocked job in a cycle) pays for all of them.
-  IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, Seconds now, Seconds resolution,
-               Seconds horizon, std::size_t claims_expected)
-      : now_(now), width_(resolution) {
-    const Seconds span = horizon - now;
-    const std::size_t useful = std::min(kMaxSlots, 2 * (releases.size() + claims_expected) + 16);
-    if (span >= 0 && span / width_ >= static_cast<Seconds>(useful)) width_ = span / static_cast<Seconds>(useful - 1) + 1;
-    const Seconds slots = span / width_;
+  // `times`: the plan's time points, ascending, times[0] = now; every release's end is one of them
+  // (releases beyond the window were dropped by the plan).
+  IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, std::span<const Seconds> times)
+      : bounds_(times.begin(), times.end()) {
     max_gpus_ = state.max_gpus_per_node();
-    if (slots < 0 || max_gpus_ > kMaxGpus || max_gpus_ <= 0) return;
+    if (bounds_.empty() || max_gpus_ > kMaxGpus || max_gpus_ <= 0) return;
     enabled_ = true;
-    last_ = static_cast<std::size_t>(slots);
-    const std::size_t width = last_ + 1;
+    const std::size_t slots = bounds_.size();
     const std::size_t nodes = state.node_count();
-    // Per-node release lists (CSR by node): (slot, GPUs touched).
+    const auto g_count = static_cast<std::size_t>(max_gpus_);
+    // Per-node release lists (CSR by node): (time, GPUs touched), in time order.
     node_begin_.assign(nodes + 1, 0);
     for (const ReleaseEntry& e : releases)
       if (!e.assignment->is_mig() && e.assignment->node < nodes) ++node_begin_[e.assignment->node + 1];
     for (std::size_t n = 0; n < nodes; ++n) node_begin_[n + 1] += node_begin_[n];
     events_.resize(node_begin_[nodes]);
     std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
-    for (const ReleaseEntry& e : releases) {
+    for (const ReleaseEntry& e : releases) {  // sorted by end: each node's list is too
       const TaskAssignment& a = *e.assignment;
       if (a.is_mig() || a.node >= nodes) continue;
-      events_[fill[a.node]++] = {slot_of(e.end), static_cast<std::int32_t>(a.gpus.size())};
+      events_[fill[a.node]++] = {e.end, static_cast<std::int32_t>(a.gpus.size())};
     }
     idle_now_.assign(nodes, 0);
     gpus_.assign(nodes, 0);
     // count_ first holds the differences between consecutive slots, then their running sums.
-    count_.assign(static_cast<std::size_t>(max_gpus_) * width, 0);
+    count_.assign(slots * g_count, 0);
     std::vector<std::int64_t>& diff = count_;
     for (NodeId n = 0; n < nodes; ++n) {
       if (!state.eligible(n)) continue;
       gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
       idle_now_[n] = state.idle_gpus(n);
-      auto first = events_.begin() + node_begin_[n], stop = events_.begin() + node_begin_[n + 1];
-      std::sort(first, stop, [](const Event& a, const Event& b) { return a.slot < b.slot; });
       std::int32_t cur = idle_now_[n];
-      for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(g, 0)] += cur / g;
-      for (auto it = first; it != stop; ++it) {
-        const std::int32_t next = std::min(gpus_[n], cur + it->gpus);
-        if (next != cur)
-          for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(g, it->slot)] += next / g - cur / g;
+      for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(0, g)] += quotient(cur, g);
+      for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
+        const std::int32_t next = std::min(gpus_[n], cur + events_[i].gpus);
+        if (next != cur) {
+          const std::size_t k = std::min(slot_of(events_[i].end), slots - 1);
+          for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(k, g)] += quotient(next, g) - quotient(cur, g);
+        }
         cur = next;
       }
     }
-    for (std::int32_t g = 1; g <= max_gpus_; ++g) {
-      std::int64_t run = 0;
-      for (std::size_t k = 0; k < width; ++k) count_[index(g, k)] = run += count_[index(g, k)];
-    }
+    for (std::size_t k = 1; k < slots; ++k)
+      for (std::size_t g = 0; g < g_count; ++g) count_[k * g_count + g] += count_[(k - 1) * g_count + g];
     timeline_of_.assign(nodes, -1);
   }
 
   bool enabled() const { return enabled_; }
+  std::size_t slot_count() const { return bounds_.size(); }
 
-  // The slot holding time t (clipped to 0..last + 1; kForever: last + 1). An interval [t, end) meets
-  // at least the slots [slot_of(t), slot_of(end)).
+  // The slot holding time t (t >= now); kForever: slot_count(), past the last. An interval [t, end)
+  // meets at least the slots [slot_of(t), slot_of(end)).
   std::size_t slot_of(Seconds t) const {
-    if (t == kForever) return last_ + 1;
-    const Seconds k = (t - now_) / width_;
-    return static_cast<std::size_t>(std::clamp<Seconds>(k, 0, static_cast<Seconds>(last_ + 1)));
+    if (t == kForever || bounds_.empty()) return bounds_.size();
+    const auto it = std::upper_bound(bounds_.begin(), bounds_.end(), t);
+    return it == bounds_.begin() ? 0 : static_cast<std::size_t>(it - bounds_.begin()) - 1;
   }
-  // The first slot that begins at or after t.
-  std::size_t slot_from(Seconds t) const {
-    if (t == kForever) return last_ + 1;
-    const std::size_t k = slot_of(t);
-    return k <= last_ && now_ + static_cast<Seconds>(k) * width_ < t ? k + 1 : k;
+  // slot_of(t) for a t no earlier than the slot `from` begins: a scan over ascending times moves
+  // its cursor forward instead of searching (the plan's time loop did a third of its work there).
+  std::size_t slot_of(Seconds t, std::size_t from) const {
+    if (t == kForever || bounds_.empty()) return bounds_.size();
+    while (from + 1 < bounds_.size() && bounds_[from + 1] <= t) ++from;
+    return from;
   }
 
-  // The whole GPUs a job of this plan holds on its nodes during [start, end): taken from the slots
-  // it covers entirely.
+  // The whole GPUs a job of this plan holds on its nodes during [start, end) (start is a boundary: the
+  // plan only tests its time points), taken from the slots of that interval; `end` becomes a boundary.
   void add_claim(const std::vector<TaskPlacement>& placement, Seconds start, Seconds end) {
     if (!enabled_) return;
-    const std::size_t first = slot_from(start), stop = std::min(slot_of(end), last_ + 1);
+    if (end != kForever) split_at(end);
+    const std::size_t first = slot_of(start), stop = slot_of(end);
     for (const TaskPlacement& t : placement) {
       const TaskAssignment& a = t.assignment;
       if (a.is_mig() || a.gpu_milli != kMilliPerGpu || a.gpus.empty() || a.node >= timeline_of_.size()) continue;
@@ -162,24 +159,25 @@ class IdleGpuBound {
         const std::int32_t next = std::max(0, old - taken);
         e[k] = next;
         if (next != old)
-          for (std::int32_t g = 1; g <= max_gpus_; ++g) count_[index(g, k)] += next / g - old / g;
+          for (std::int32_t g = 1; g <= max_gpus_; ++g) count_[index(k, g)] += quotient(next, g) - quotient(old, g);
       }
     }
   }
 
   // The slots at which `spec` cannot run for lack of whole idle GPUs: `next_bad[k]` is the first
-  // slot >= k that fails some group's count (last + 1: none). A start at slot s with interval
-  // [s, e) may fit iff next_bad[s] >= e.
+  // slot >= k that fails some group's count (slot_count(): none). A start in slot s whose interval
+  // meets the slots [s, e) may fit iff next_bad[s] >= e.
   void bad_slots(const GangSpec& spec, std::vector<std::size_t>& next_bad) const {
-    next_bad.assign(last_ + 2, last_ + 1);
+    const std::size_t slots = bounds_.size();
+    next_bad.assign(slots + 1, slots);
     if (!enabled_) return;
-    for (std::size_t k = last_ + 1; k-- > 0;) {
+    for (std::size_t k = slots; k-- > 0;) {
       bool bad = false;
       for (const GangGroup& group : spec.groups) {
         const TaskShape& shape = group.request.shape;
         if (group.request.mig.any() || !shape.needs_gpu() || shape.gpu_milli != kMilliPerGpu || group.min_replicas <= 0)
           continue;
-        if (shape.gpus > max_gpus_ || count_[index(shape.gpus, k)] < group.min_replicas) {
+        if (shape.gpus > max_gpus_ || count_[index(k, static_cast<std::int32_t>(shape.gpus))] < group.min_replicas) {
           bad = true;
           break;
         }
@@ -190,22 +188,47 @@ class IdleGpuBound {
 
  private:
   struct Event {
-    std::size_t slot = 0;
+    Seconds end = 0;
     std::int32_t gpus = 0;
   };
-  std::size_t index(std::int32_t g, std::size_t k) const {
-    return static_cast<std::size_t>(g - 1) * (last_ + 1) + k;
+  // floor(idle / g) for idle, g <= kMaxGpus: the counts change by these on every event, and a
+  // division per node and size was a tenth of a conservative replay.
+  static std::int32_t quotient(std::int32_t idle, std::int32_t g) {
+    static constexpr auto kTable = [] {
+      std::array<std::array<std::int8_t, kMaxGpus + 1>, kMaxGpus + 1> q{};
+      for (std::int32_t i = 0; i <= kMaxGpus; ++i)
+        for (std::int32_t d = 1; d <= kMaxGpus; ++d) q[static_cast<std::size_t>(i)][static_cast<std::size_t>(d)] = static_cast<std::int8_t>(i / d);
+      return q;
+    }();
+    return kTable[static_cast<std::size_t>(idle)][static_cast<std::size_t>(g)];
+  }
+  std::size_t index(std::size_t k, std::int32_t g) const {
+    return k * static_cast<std::size_t>(max_gpus_) + static_cast<std::size_t>(g - 1);
+  }
+  // Makes t a boundary: the slot holding it splits in two equal halves (nothing changes inside it).
+  void split_at(Seconds t) {
+    const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), t);
+    if (it != bounds_.end() && *it == t) return;
+    const auto k = static_cast<std::size_t>(it - bounds_.begin());  // the new slot's index; k >= 1
+    bounds_.insert(it, t);
+    const auto g_count = static_cast<std::size_t>(max_gpus_);
+    const auto at = count_.begin() + static_cast<std::ptrdiff_t>(k * g_count);
+    count_.insert(at, g_count, 0);
+    std::copy_n(count_.begin() + static_cast<std::ptrdiff_t>((k - 1) * g_count), g_count,
+                count_.begin() + static_cast<std::ptrdiff_t>(k * g_count));
+    for (std::vector<std::int32_t>& e : timelines_) e.insert(e.begin() + static_cast<std::ptrdiff_t>(k), e[k - 1]);
   }
   std::vector<std::int32_t>& timeline(NodeId n) {
     if (timeline_of_[n] < 0) {
-      std::vector<std::int32_t> e(last_ + 1, 0);
+      const std::size_t slots = bounds_.size();
+      std::vector<std::int32_t> e(slots, 0);
       std::int32_t cur = idle_now_[n];
       std::size_t k = 0;
       for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
-        for (; k < events_[i].slot && k <= last_; ++k) e[k] = cur;
+        for (const std::size_t until = std::min(slot_of(events_[i].end), slots); k < until; ++k) e[k] = cur;
         cur = std::min(gpus_[n], cur + events_[i].gpus);
       }
-      for (; k <= last_; ++k) e[k] = cur;
+      for (; k < slots; ++k) e[k] = cur;
       timeline_of_[n] = static_cast<std::int32_t>(timelines_.size());
       timelines_.push_back(std::move(e));
     }
@@ -213,13 +236,12 @@ class IdleGpuBound {
   }
 
   bool enabled_ = false;
-  Seconds now_ = 0, width_ = 1;
-  std::size_t last_ = 0;
+  std::vector<Seconds> bounds_;  // slot k begins at bounds_[k]
   std::int32_t max_gpus_ = 0;
   std::vector<std::uint32_t> node_begin_;
   std::vector<Event> events_;
   std::vector<std::int32_t> idle_now_, gpus_;
-  std::vector<std::int64_t> count_;  // [g - 1][k]
+  std::vector<std::int64_t> count_;  // [k][g - 1]
   std::vector<std::int32_t> timeline_of_;
   std::vector<std::vector<std::int32_t>> timelines_;
 };
@@ -514,7 +536,7 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
   std::vector<Seconds> times{now};
   for (const detail::ReleaseEntry& e : profile.releases())
     if (e.end != times.back()) times.push_back(e.end);
-  detail::IdleGpuBound bound(state, profile.releases(), now, res, horizon, std::min(blocked.size(), options.depth));
+  detail::IdleGpuBound bound(state, profile.releases(), times);
 
   // Placements of started and reserved jobs live here (stable addresses for the claims).
   std::vector<std::vector<TaskPlacement>> placements(blocked.size());
@@ -539,11 +561,7 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
     const std::int64_t needed = detail::needed_milli(spec);
     auto end_at = [&](Seconds t) { return duration == kForever ? kForever : detail::saturating_add_time(t, duration); };
     bound.bad_slots(spec, next_bad);
-    auto may_fit = [&](Seconds t) {
-      const std::size_t first = bound.slot_of(t);
-      const std::size_t stop = std::min(bound.slot_of(end_at(t)), next_bad.size() - 1);
-      return next_bad[std::min(first, next_bad.size() - 1)] >= stop && (t == now || profile.may_fit(t, needed));
-    };
+    auto may_fit_now = [&] { return next_bad[0] >= bound.slot_of(end_at(now)); };
     auto claim = [&](Seconds t, std::vector<TaskPlacement> placement) {
       placements[i] = std::move(placement);
       const Seconds end = end_at(t);
@@ -565,7 +583,7 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
 
     // Now: on the state with the jobs started so far, and the reservations that overlap.
     detail::FitTest now_test;
-    if (may_fit(now))
+    if (may_fit_now())
       now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
                                   plan.placements_tried, plan.overlaid_tasks);
     if (now_test.fits) {
@@ -604,11 +622,18 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
       continue;
     }
 
-    // The earliest later time at which it fits for its whole duration.
+    // The earliest later time at which it fits for its whole duration. Times and the ends of their
+    // intervals only grow, so the slots are found by cursors, and the share bound (what running work
+    // frees by t) once met stays met.
     bool reserved = false;
+    std::size_t first_slot = 0, stop_slot = 0;
+    bool share_ok = false;
     for (std::size_t k = 1; k < times.size() && times[k] <= horizon; ++k) {
       const Seconds t = times[k];
-      if (!may_fit(t)) continue;
+      first_slot = bound.slot_of(t, first_slot);
+      stop_slot = bound.slot_of(end_at(t), stop_slot);
+      if (next_bad[first_slot] < stop_slot) continue;
+      if (!share_ok && !(share_ok = profile.may_fit(t, needed))) continue;
       detail::FitTest test = detail::test_fit(profile, claims, spec, now, t, end_at(t), needed, gang_options, false,
                                               plan.placements_tried, plan.overlaid_tasks);
       if (!test.fits) {
