@@ -51,10 +51,11 @@
 //
 // Cost. These keep a plan of depth 500 on 10,000 nodes cheap (benchmarks/README.md,
 // "Backfill"):
-//   - a necessary condition checked before any state is touched: the whole idle GPUs per node over the
-//     time grid (idle now, plus what running work frees, minus what the plan's own jobs hold), summed
-//     per task size, rule out the times at which a gang's groups cannot have enough nodes; and the
-//     free GPU share now plus what running work frees by t;
+//   - a necessary condition checked before any state is touched: the whole idle GPUs per node between
+//     the plan's time points (idle now, plus what running work frees, minus what the plan's own jobs
+//     hold; exact for whole GPUs, since nothing changes between two of them), summed per task size,
+//     rule out the times at which a gang's groups cannot have enough nodes; and the free GPU share now
+//     plus what running work frees by t;
 //   - the state of "now" is `state` itself (jobs started by the plan are reserved on it); later times
 //     are tested on up to eight what-if copies, each a cursor over the running tasks sorted by end:
 //     moving a cursor forward releases the tasks ending in between, back is a rollback, and a new

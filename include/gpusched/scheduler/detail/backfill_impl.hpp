@@ -464,9 +464,11 @@ inline void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std::span<
   for (const RunningTask& t : tasks) out.push_back({end, &t.assignment});
 }
 
+// `not_before`: a start time before which none of the blocked jobs can start (the scheduling cycle
+// knows one from an earlier plan of the same shape); times before it are not tested.
 inline Result<BackfillPlan> plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
                                              std::span<const BlockedJob> blocked, Seconds now,
-                                             const BackfillOptions& options);
+                                             const BackfillOptions& options, Seconds not_before = 0);
 
 inline void insert_time(std::vector<Seconds>& times, Seconds t) {
   const auto at = std::lower_bound(times.begin(), times.end(), t);
@@ -510,7 +512,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
 // the scheduling cycle keeps these for its running jobs instead of copying the jobs for every plan.
 inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
                                                      std::span<const BlockedJob> blocked, Seconds now,
-                                                     const BackfillOptions& options) {
+                                                     const BackfillOptions& options, Seconds not_before) {
   if (options.resolution <= 0)
     return Error{"resolution: must be positive, got " + std::to_string(options.resolution), ErrorCode::kInvalidValue,
                  "resolution"};
@@ -583,7 +585,7 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
 
     // Now: on the state with the jobs started so far, and the reservations that overlap.
     detail::FitTest now_test;
-    if (may_fit_now())
+    if (not_before <= now && may_fit_now())
       now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
                                   plan.placements_tried, plan.overlaid_tasks);
     if (now_test.fits) {
@@ -630,6 +632,7 @@ inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::v
     bool share_ok = false;
     for (std::size_t k = 1; k < times.size() && times[k] <= horizon; ++k) {
       const Seconds t = times[k];
+      if (t < not_before) continue;
       first_slot = bound.slot_of(t, first_slot);
       stop_slot = bound.slot_of(end_at(t), stop_slot);
       if (next_bad[first_slot] < stop_slot) continue;

@@ -160,6 +160,16 @@ struct CycleRun {
   // first blocked job's, conservative every blocked job's up to the depth.
   std::size_t guards = 0;
   std::vector<NodeId> guard_cordoned;
+  // What each guard's plan found for a job shape: while the state only loses capacity (no eviction
+  // since), a job of the same shape and replicas running at least as long cannot start before the
+  // earliest start found for it (kForever: none within the window, or never), so its plan tests no
+  // earlier time, or is not made. Blocked jobs of a contended cluster share a few shapes.
+  struct GuardMemo {
+    ShapeKey key;
+    std::int64_t replicas = 0;
+    Seconds duration = 0, earliest = 0;
+  };
+  std::vector<GuardMemo> guard_memo;
 
   CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
            std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o)
@@ -618,6 +628,7 @@ struct CycleRun {
         return Verdict::kNotNow;
       }
     failed.clear();  // capacity was freed: earlier failures prove nothing any more
+    guard_memo.clear();
     Start s = make_start(p, flavored, plan.placement, {}, d, borrows);
     s.preempted = true;
     charge(q, assignment_amounts(s.tasks));
@@ -731,9 +742,23 @@ struct CycleRun {
     const BlockedJob b{&*specs[p], pending[p].runtime_estimate};
     BackfillOptions bo = backfill_options();
     bo.mode = BackfillMode::kEasy;
-    auto plan = plan_backfill_on(state, profile_releases(), std::span<const BlockedJob>(&b, 1), now, bo);
+    const std::optional<ShapeKey> key = shape_key(*specs[p]);
+    const std::int64_t replicas = key ? specs[p]->groups.front().replicas : 0;
+    const Seconds duration = grid_duration(b.runtime_estimate, std::max<Seconds>(bo.resolution, 1));
+    Seconds not_before = now;
+    if (key)
+      for (const GuardMemo& m : guard_memo)
+        if (m.key == *key && m.replicas == replicas && m.duration <= duration) not_before = std::max(not_before, m.earliest);
+    if (not_before == kForever) return;
+    auto plan = plan_backfill_on(state, profile_releases(), std::span<const BlockedJob>(&b, 1), now, bo, not_before);
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
+    if (key) {
+      Seconds earliest = kForever;
+      if (!plan->startable.empty()) earliest = now;
+      if (!plan->reservations.empty()) earliest = plan->reservations.front().start;
+      guard_memo.push_back({*key, replicas, duration, earliest});
+    }
     if (plan->reservations.empty()) return;
     const Reservation& r = plan->reservations.front();
     out.reservations.push_back({p, pending[p].job.name, r.start, r.end, r.nodes()});
