@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <queue>
 
@@ -355,10 +356,16 @@ Status Engine::run_cycle(Seconds now) {
     const SimJob& job = jobs_[j];
     const JobState& s = js_[j];
     const std::int64_t left = std::max<std::int64_t>(0, s.remaining - progress(j, now));
-    const long double ratio =
-        static_cast<long double>(job.runtime_estimate()) / static_cast<long double>(job.duration);
     const Seconds work_start = std::max(now, s.seg_start + job.restart_cost);
-    const Seconds need = static_cast<Seconds>(std::ceil(ratio * left / std::max<std::int64_t>(1, s.rate)));
+    // ceil(estimate / duration * left / rate), exactly, in integers: the same on every platform (a
+    // long double is 64, 80 or 128 bits depending on it) and cheap (this runs for every running job
+    // in every cycle; in x87 long doubles it was an eighth of a conservative-backfill replay).
+    using gpusched::detail::QuantityWide;
+    const QuantityWide num = static_cast<QuantityWide>(job.runtime_estimate()) * left;
+    const QuantityWide den = static_cast<QuantityWide>(std::max<Seconds>(1, job.duration)) * std::max<std::int64_t>(1, s.rate);
+    const QuantityWide quotient = (num + den - 1) / den;
+    const Seconds need = quotient > std::numeric_limits<Seconds>::max() / 2 ? std::numeric_limits<Seconds>::max() / 2
+                                                                             : static_cast<Seconds>(quotient);
     const Seconds est = work_start + need;
     // Against the estimate of the whole run: never before now + 1.
     return std::max(now + 1, est);
