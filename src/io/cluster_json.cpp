@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusched/core/mig_profiles.hpp"
+#include "gpusched/io/nvidia_smi_topo.hpp"
 
 namespace gpusched::io {
 namespace {
@@ -173,10 +174,30 @@ void read_mig(const json& v, const std::string& path, GpuSpec& gpu, const GpuMod
   }
 }
 
+// A node's `nvidia-smi topo -m` output: the text, or its lines as an array of strings (easier to
+// read in a JSON file). Read by the same reader as the tool's topology files (nvidia_smi_topo.hpp).
+NodeInterconnect read_topo_text(const json& v, const std::string& path) {
+  std::string text;
+  if (v.is_string()) {
+    text = v.get<std::string>();
+  } else if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string()) fail(fmt::format("{}[{}]: expected a line of text, got {}", path, i, shown(v[i])));
+      text += v[i].get<std::string>();
+      text += '\n';
+    }
+  } else {
+    fail(fmt::format("{}: expected the text of `nvidia-smi topo -m` (a string or an array of lines), got {}", path, shown(v)));
+  }
+  auto ic = read_nvidia_smi_interconnect(text);
+  if (!ic) fail(fmt::format("{}: {}", path, ic.error().message));
+  return std::move(*ic);
+}
+
 NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistry& registry) {
   require_object(v, path);
   check_keys(v, path, {"name", "cpu", "memory", "cpu_used", "memory_used", "gpus", "gpu_model", "labels",
-                       "schedulable", "healthy"});
+                       "schedulable", "healthy", "nvidia_smi_topo"});
   NodeSpec node;
   const json* name = find(v, "name");
   if (!name) fail(fmt::format("{}.name: missing", path));
@@ -237,6 +258,7 @@ NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistr
   if (const json* labels = find(v, "labels")) node.labels = read_string_map(*labels, path + ".labels");
   if (const json* s = find(v, "schedulable")) node.schedulable = read_bool(*s, path + ".schedulable");
   if (const json* h = find(v, "healthy")) node.healthy = read_bool(*h, path + ".healthy");
+  if (const json* t = find(v, "nvidia_smi_topo")) node.interconnect = read_topo_text(*t, path + ".nvidia_smi_topo");
   return node;
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/cluster/state_view.hpp"
 #include "gpusched/io/cluster_json.hpp"
 
 using namespace gpusched;
@@ -124,4 +126,70 @@ TEST_CASE("jobs JSON: bad input names the field and the value") {
   CHECK(jobs_error(R"({"jobs": [{"name": "a", "gpu_models": "T4"}]})") ==
         "jobs[0].gpu_models: expected an array of strings, got \"T4\"");
   CHECK(jobs_error(R"(nope)").rfind("jobs.json: malformed JSON", 0) == 0);
+}
+
+TEST_CASE("cluster JSON: a node's nvidia-smi topo -m text sets its interconnect in the one state") {
+  // A PCIe box of 4 GPUs on two sockets: the topo text says GPU0-GPU1 share a PCIe switch (PIX) and
+  // the two pairs meet across sockets (SYS); without it, the model's known default would apply.
+  const std::string topo =
+      "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+      "GPU0\t X \tPIX\tSYS\tSYS\t0-15\t0\n"
+      "GPU1\tPIX\t X \tSYS\tSYS\t0-15\t0\n"
+      "GPU2\tSYS\tSYS\t X \tPIX\t16-31\t1\n"
+      "GPU3\tSYS\tSYS\tPIX\t X \t16-31\t1\n";
+  nlohmann::json doc = {{"nodes",
+                         {{{"name", "pcie"}, {"cpu", 32}, {"memory", "256Gi"}, {"gpus", 4}, {"gpu_model", "A100-80GB"},
+                           {"nvidia_smi_topo", topo}},
+                          {{"name", "plain"}, {"cpu", 32}, {"memory", "256Gi"}, {"gpus", 4}, {"gpu_model", "A100-80GB"}}}}};
+  auto r = io::read_cluster_json(doc.dump(), "cluster.json");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
+  auto state = ClusterState::build(r->cluster, r->registry);
+  REQUIRE_MESSAGE(state.ok(), (state.ok() ? "" : state.error().message));
+  const NodeInterconnect* given = state->node_interconnect(0);
+  REQUIRE(given != nullptr);
+  CHECK(given->link(0, 1).cls == PairClass::kPix);
+  CHECK(given->link(0, 2).cls == PairClass::kSys);
+  CHECK(given->devices[2].numa_node == 1);
+  const NodeInterconnect* known = state->node_interconnect(1);
+  REQUIRE(known != nullptr);
+  CHECK_FALSE(*known == *given);  // the other node keeps its model's default
+  // A state rebuilt from its own view keeps both.
+  auto again = ClusterState::build(ClusterStateView(*state), state->registry());
+  REQUIRE(again.ok());
+  CHECK(*again->node_interconnect(0) == *given);
+  CHECK(*again->node_interconnect(1) == *known);
+
+  // The lines as an array read the same.
+  nlohmann::json lines = nlohmann::json::array();
+  for (std::size_t at = 0, nl; (nl = topo.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(topo.substr(at, nl - at));
+  doc["nodes"][0]["nvidia_smi_topo"] = lines;
+  auto from_lines = io::read_cluster_json(doc.dump(), "cluster.json");
+  REQUIRE(from_lines.ok());
+  CHECK(from_lines->cluster.nodes()[0].interconnect == r->cluster.nodes()[0].interconnect);
+
+  // Bad input names the field: not text, a matrix the reader refuses, one that does not fit the node.
+  doc["nodes"][0]["nvidia_smi_topo"] = 3;
+  CHECK(cluster_error(doc.dump()).rfind("nodes[0].nvidia_smi_topo: expected the text of `nvidia-smi topo -m`", 0) == 0);
+  doc["nodes"][0]["nvidia_smi_topo"] = "no header here";
+  CHECK(cluster_error(doc.dump()).rfind("nodes[0].nvidia_smi_topo: ", 0) == 0);
+  doc["nodes"][0]["nvidia_smi_topo"] = topo;
+  doc["nodes"][0]["gpus"] = 8;
+  auto read = io::read_cluster_json(doc.dump(), "cluster.json");
+  REQUIRE(read.ok());
+  auto refused = ClusterState::build(read->cluster, read->registry);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().field == "nodes[0].interconnect.devices");
+  CHECK(refused.error().message == "nodes[0] (pcie).interconnect.devices: 4 GPUs listed first, the node has 8");
+  // add_node checks it too, and a refused add changes nothing.
+  doc["nodes"][0]["name"] = "pcie-2";
+  auto renamed = io::read_cluster_json(doc.dump(), "cluster.json");
+  REQUIRE(renamed.ok());
+  ClusterState s = std::move(*again);
+  const std::size_t before = s.node_count();
+  const std::uint64_t generation = s.generation();
+  auto added = s.add_node(renamed->cluster, 0);
+  REQUIRE_FALSE(added.ok());
+  CHECK(added.error().message == "nodes[0] (pcie-2).interconnect.devices: 4 GPUs listed first, the node has 8");
+  CHECK(s.node_count() == before);
+  CHECK(s.generation() == generation);
 }

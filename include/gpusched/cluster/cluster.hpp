@@ -5,10 +5,12 @@
 // directly instead (examples/embed_orchestrator.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpusched/cluster/node_interconnect.hpp"
 #include "gpusched/cluster/views.hpp"
 
 namespace gpusched {
@@ -32,6 +34,7 @@ struct NodeSpec {
   std::vector<std::pair<std::string, std::string>> labels;
   bool schedulable = true;
   bool healthy = true;
+  std::optional<NodeInterconnect> interconnect;  // none: the GPU model's known default
 };
 
 class Cluster final : public ClusterView {
@@ -64,6 +67,9 @@ class Cluster final : public ClusterView {
   std::size_t label_count(std::size_t n) const override { return nodes_[n].labels.size(); }
   Label label(std::size_t n, std::size_t i) const override {
     return {nodes_[n].labels[i].first, nodes_[n].labels[i].second};
+  }
+  const NodeInterconnect* node_interconnect(std::size_t n) const override {
+    return nodes_[n].interconnect ? &*nodes_[n].interconnect : nullptr;
   }
 
  private:

@@ -457,6 +457,8 @@ class ClusterState {
   // model ids of the spellings it resolved.
   Status parse_node(const ClusterView& view, std::size_t n, ParsedNode& out);
   void assign_known_interconnect(NodeId n);
+  Status check_view_interconnect(const ClusterView& view, std::size_t index, std::size_t gpus) const;
+  void assign_view_interconnect(const ClusterView& view, std::size_t index, NodeId n);
   NodeId append_node(const ParsedNode& node);
 
   // Index maintenance for events: make room for a model key, a GPU count, a node id.

@@ -72,6 +72,8 @@ struct MigInstanceInfo {
   bool busy = false;
 };
 
+struct NodeInterconnect;  // gpusched/cluster/node_interconnect.hpp
+
 class ClusterView {
  public:
   virtual ~ClusterView() = default;
@@ -90,6 +92,9 @@ class ClusterView {
   virtual MigInstanceInfo mig_instance(std::size_t /*node*/, std::size_t /*gpu*/, std::size_t /*index*/) const {
     return {};
   }
+  // The node's intra-node interconnect (e.g. read from its `nvidia-smi topo -m`), or nullptr for the
+  // GPU model's known default (ClusterState::build assigns it).
+  virtual const NodeInterconnect* node_interconnect(std::size_t /*node*/) const { return nullptr; }
 };
 
 // What one task (one replica of a task group) asks for.

@@ -257,6 +257,7 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   ParsedNode parsed;
   for (std::size_t n = 0; n < n_nodes; ++n) {
     if (auto st = s.parse_node(view, n, parsed); !st) return st.error();
+    if (auto st = s.check_view_interconnect(view, n, parsed.gpus.size()); !st) return st.error();
     s.append_node(parsed);
   }
 
@@ -277,8 +278,29 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   for (NodeId n = 0; n < n_nodes; ++n) s.ensure_index_row(s.node_index_model_[n]);
   for (NodeId n = 0; n < n_nodes; ++n) s.index_insert(n);
   s.interconnects_.resize(n_nodes);
-  for (NodeId n = 0; n < n_nodes; ++n) s.assign_known_interconnect(n);
+  for (NodeId n = 0; n < n_nodes; ++n) s.assign_view_interconnect(view, n, n);
   return s;
+}
+
+// The view's interconnect for node `index`, if it gives one, must fit the node's `gpus` GPUs.
+inline Status ClusterState::check_view_interconnect(const ClusterView& view, std::size_t index, std::size_t gpus) const {
+  const NodeInterconnect* given = view.node_interconnect(index);
+  if (given == nullptr) return {};
+  if (Status ok = validate_interconnect(*given, gpus); !ok)
+    return detail::cluster_error(ErrorCode::kInconsistent, detail::cluster_node_field(index) + "." + ok.error().field,
+                                 detail::cluster_message("nodes[", index, "] (", view.node_name(index), ").",
+                                                         ok.error().message));
+  return {};
+}
+
+// The view's interconnect for node `index` (checked by check_view_interconnect) when it gives one,
+// else the model's known default.
+inline void ClusterState::assign_view_interconnect(const ClusterView& view, std::size_t index, NodeId n) {
+  assign_known_interconnect(n);
+  const NodeInterconnect* given = view.node_interconnect(index);
+  if (given == nullptr) return;
+  if (const NodeInterconnect* known = node_interconnect(n); known != nullptr && *known == *given) return;
+  interconnects_.set(n, *given);
 }
 
 // A homogeneous node with 2+ GPUs gets its model's known interconnect (node_interconnect.hpp),
@@ -1032,6 +1054,7 @@ inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_
                                  detail::cluster_message("add_node: a node named \"", parsed.name, "\" exists"));
   if (node_count() + 1 >= std::numeric_limits<NodeId>::max())
     return detail::cluster_error(ErrorCode::kLimit, "nodes", "add_node: too many nodes");
+  if (auto st = check_view_interconnect(view, index, parsed.gpus.size()); !st) return st.error();
   if (model_slot_.empty()) model_slot_.assign(256, -1);  // a default-constructed state
   const NodeId n = append_node(parsed);
   node_by_name_.emplace(node_name_[n], n);
@@ -1039,7 +1062,7 @@ inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_
   ensure_index_row(node_index_model_[n]);
   ensure_index_width(static_cast<std::int32_t>(gpu_count(n)));
   index_insert(n);
-  assign_known_interconnect(n);
+  assign_view_interconnect(view, index, n);
   note_node_change(n);
   note_layout_change();
   return n;
