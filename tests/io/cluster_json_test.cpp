@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "gpusched/cluster/cluster_state.hpp"
@@ -192,4 +195,21 @@ TEST_CASE("cluster JSON: a node's nvidia-smi topo -m text sets its interconnect 
   CHECK(added.error().message == "nodes[0] (pcie-2).interconnect.devices: 4 GPUs listed first, the node has 8");
   CHECK(s.node_count() == before);
   CHECK(s.generation() == generation);
+}
+
+TEST_CASE("cluster JSON: the shipped fixture with a node's topo lines builds, that node PCIe-only") {
+  std::ifstream in(std::string(GPUSCHED_SOURCE_DIR) + "/tests/fixtures/topology/cluster_nvidia_smi_topo.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto r = io::read_cluster_json(text, "cluster_nvidia_smi_topo.json");
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
+  auto state = ClusterState::build(r->cluster, r->registry);
+  REQUIRE_MESSAGE(state.ok(), (state.ok() ? "" : state.error().message));
+  const NodeInterconnect* pcie = state->node_interconnect(0);
+  REQUIRE(pcie != nullptr);
+  CHECK(pcie->gpu_count() == 8);
+  CHECK(pcie->device_count() == 10);  // and two NICs
+  CHECK(pcie->link(0, 1).cls == PairClass::kPix);
+  CHECK(pcie->link(0, 4).cls == PairClass::kSys);
+  REQUIRE(state->node_interconnect(1) != nullptr);
+  CHECK(state->node_interconnect(1)->link(0, 1).cls == PairClass::kNvLink);  // H100's known NVSwitch default
 }
