@@ -311,6 +311,9 @@ class ClusterState {
   // --- intra-node topology and topology levels (cluster/node_interconnect.hpp, cluster/domains.hpp) ---
   // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.
   const NodeInterconnect* node_interconnect(NodeId n) const { return interconnects_.of(n); }
+  // Whether node n has what `build` gives it: its model's known default (or none without one), not
+  // an interconnect set by event or given by the view.
+  bool node_interconnect_is_default(NodeId n) const;
   const InterconnectTable& interconnects() const { return interconnects_; }
   // Event "node topology set": sets or replaces node n's interconnect (e.g. from its `nvidia-smi
   // topo -m`). Refused, changing nothing, for an unknown node or a matrix that does not fit it.

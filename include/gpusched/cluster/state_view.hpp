@@ -53,9 +53,11 @@ class ClusterStateView final : public ClusterView {
     const mig::MigSlot s = state_.mig().instances(id)[k];
     return {state_.mig().spec_of(id).profiles[s.profile].id, s.start, s.busy};
   }
-  // Whatever the node has (its model's default or one set by event): a state rebuilt from this
-  // view has the same interconnects.
-  const NodeInterconnect* node_interconnect(std::size_t i) const override { return state_.node_interconnect(live_[i]); }
+  // One set by event or given at build; nullptr for the model's default, which a state rebuilt from
+  // this view assigns again (so a rebuild compares no matrices).
+  const NodeInterconnect* node_interconnect(std::size_t i) const override {
+    return state_.node_interconnect_is_default(live_[i]) ? nullptr : state_.node_interconnect(live_[i]);
+  }
   bool schedulable(std::size_t i) const override { return state_.schedulable(live_[i]); }
   bool healthy(std::size_t i) const override { return state_.healthy(live_[i]); }
   std::size_t label_count(std::size_t i) const override { return state_.node_labels(live_[i]).size(); }

@@ -282,6 +282,17 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   return s;
 }
 
+inline bool ClusterState::node_interconnect_is_default(NodeId n) const {
+  const std::uint8_t model = node_index_model_[n];
+  std::uint32_t known = InterconnectTable::kNoShape;
+  if (model != kMixedModels && model != kNoGpuKey && gpu_count(n) >= 2) {
+    const std::uint64_t key = (std::uint64_t{model} << 32) | gpu_count(n);
+    const auto it = std::find_if(known_shape_.begin(), known_shape_.end(), [&](const auto& k) { return k.first == key; });
+    if (it != known_shape_.end()) known = it->second;
+  }
+  return interconnects_.shape_of(n) == known;
+}
+
 // The view's interconnect for node `index`, if it gives one, must fit the node's `gpus` GPUs.
 inline Status ClusterState::check_view_interconnect(const ClusterView& view, std::size_t index, std::size_t gpus) const {
   const NodeInterconnect* given = view.node_interconnect(index);
