@@ -38,9 +38,9 @@ TaskGroupSpec group(std::int32_t replicas, MilliCpu cpu, GpuCount gpus, std::vec
 // n2: 8 cores, 64 GiB, 2 H100, one unhealthy.
 Cluster three_nodes() {
   std::vector<NodeSpec> nodes(3);
-  nodes[0] = {"n0", 32000, 256 * kGi, 8000, 16 * kGi, {{"A100"}, {"A100", 500}, {"A100"}, {"A100"}}, {}, true, true};
-  nodes[1] = {"n1", 16000, 128 * kGi, 0, 0, {{"H100"}, {"H100"}}, {}, false, true};
-  nodes[2] = {"n2", 8000, 64 * kGi, 0, 0, {{"H100"}, {"H100", 0, 0, false}}, {}, true, true};
+  nodes[0] = {"n0", 32000, 256 * kGi, 8000, 16 * kGi, {{"A100"}, {"A100", 500}, {"A100"}, {"A100"}}, {}, true, true, {}};
+  nodes[1] = {"n1", 16000, 128 * kGi, 0, 0, {{"H100"}, {"H100"}}, {}, false, true, {}};
+  nodes[2] = {"n2", 8000, 64 * kGi, 0, 0, {{"H100"}, {"H100", 0, 0, false}}, {}, true, true, {}};
   return Cluster(std::move(nodes));
 }
 
@@ -94,9 +94,9 @@ TEST_CASE("one model: a cluster total beyond 64 bits is an error naming the node
   const auto registry = GpuModelRegistry::builtin();
   const MilliCpu big = std::numeric_limits<std::int64_t>::max() / 2 + 1;
   std::vector<NodeSpec> nodes(3);
-  nodes[0] = {"a", big, kGi, 0, 0, {{"A100"}}, {}, true, true};
-  nodes[1] = {"b", 1000, kGi, 0, 0, {{"A100"}}, {}, false, true};  // cordoned: not counted
-  nodes[2] = {"c", big, kGi, 0, 0, {{"A100"}}, {}, true, true};
+  nodes[0] = {"a", big, kGi, 0, 0, {{"A100"}}, {}, true, true, {}};
+  nodes[1] = {"b", 1000, kGi, 0, 0, {{"A100"}}, {}, false, true, {}};  // cordoned: not counted
+  nodes[2] = {"c", big, kGi, 0, 0, {{"A100"}}, {}, true, true, {}};
   auto state = ClusterState::build(Cluster(std::move(nodes)), registry);
   REQUIRE(state.ok());
   auto c = fairness_cluster(*state);
