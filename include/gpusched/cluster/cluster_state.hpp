@@ -17,7 +17,7 @@
 //
 // Cluster events (issue 11 part 3). The state follows the cluster without being rebuilt: `cordon` /
 // `uncordon`, `fail_node` / `recover_node`, `set_gpu_health`, `add_node` / `remove_node`, `set_label` /
-// `remove_label`. Each updates the arrays and the index in place in O(GPUs + labels of the node)
+// `remove_label`, and `set_mig_mode`, `apply_mig_layout`, `set_node_interconnect`. Each updates the arrays and the index in place in O(GPUs + labels of the node)
 // (label storage is compacted now and then, amortised O(1)); a property test checks that after any
 // sequence of events and reservations the state answers every query like one built from scratch
 // from `ClusterStateView` (cluster/state_view.hpp). The rules:
