@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpusched/core/random.hpp"
+#include "sim/numbers.hpp"
 #include "sim/step.hpp"
 
 namespace gpusched::sim {
@@ -728,13 +729,12 @@ Result<PolicyConfig> parse_policy(std::string_view spec) {
     else if (mod == "preempt") p.preempt = true;
     else if (mod == "simbf") p.simulator_backfill = true;
     else if (mod.starts_with("promote") && p.order == QueueOrder::kLas) {
-      const std::string knob(mod.substr(7));
-      char* end = nullptr;
-      const double k = knob.empty() ? 0 : std::strtod(knob.c_str(), &end);
-      if (knob.empty() || end != knob.c_str() + knob.size() || !(k > 0) || k > 1e6)
+      const std::string_view knob = mod.substr(7);
+      const std::optional<double> k = detail::parse_positive(knob, 1e6);
+      if (!k)
         return Error{fmt::format("policy '{}': '+promote' takes a positive number (Tiresias' knob), got '{}'", spec, knob),
                      ErrorCode::kInvalidValue, "policy"};
-      p.las_promote_knob = k;
+      p.las_promote_knob = *k;
     } else
       return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt, simbf, promoteK for las)", spec, mod),
                    ErrorCode::kUnknownName, "policy"};

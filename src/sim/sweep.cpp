@@ -13,6 +13,7 @@
 #include "gpusched/sim/sim_report.hpp"
 #include "gpusched/sim/traces.hpp"
 #include "io/json_input.hpp"
+#include "sim/numbers.hpp"
 
 namespace gpusched::sim {
 
@@ -142,11 +143,10 @@ Result<std::vector<std::pair<std::string, double>>> parse_queue_values(std::stri
     const std::string_view pair = text.substr(pos, comma - pos);
     const std::size_t eq = pair.find('=');
     const std::string name(pair.substr(0, eq == std::string_view::npos ? pair.size() : eq));
-    const std::string value(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
-    char* end = nullptr;
-    const double v = value.empty() ? 0 : std::strtod(value.c_str(), &end);
-    const bool ok = !name.empty() && !value.empty() && end == value.c_str() + value.size() && v > 0 && v <= 1e15 &&
-                    (!integer || v == static_cast<double>(static_cast<std::int64_t>(v)));
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    const std::optional<double> parsed = detail::parse_positive(value, 1e15);
+    const double v = parsed.value_or(0);
+    const bool ok = !name.empty() && parsed && (!integer || v == static_cast<double>(static_cast<std::int64_t>(v)));
     if (!ok)
       return Error(fmt::format("{}: expected queue={} pairs separated by commas, got {}", field,
                                integer ? "a positive integer" : "a positive number", io::detail::shown(pair)),

@@ -145,8 +145,12 @@ TEST_CASE("LAS starvation (Tiresias' promote knob): a job that waited K times it
       CHECK(r->metrics.preemptions == 2);
     }
   }
-  for (const char* bad : {"las+promote", "las+promote0", "las+promote-1", "las+promotex", "fifo+promote2"})
+  for (const char* bad : {"las+promote", "las+promote0", "las+promote-1", "las+promotex", "fifo+promote2",
+                          "las+promote2.5x", "las+promote 2", "las+promote1e7", "las+promoteinf", "las+promotenan"})
     CHECK_FALSE(parse_policy(bad));
+  // Read exactly, whatever the C locale's decimal point.
+  CHECK(parse_policy("las+promote2.5")->las_promote_knob == 2.5);
+  CHECK(parse_policy("las+promote1e3")->las_promote_knob == 1000.0);
 }
 
 TEST_CASE("a node failure loses the work since the last checkpoint; the job restarts after its backoff") {
