@@ -476,6 +476,7 @@ class ClusterState {
   // A GPU's free share changed from `before` to `after` (both as read: 0 when unhealthy): the
   // node's count of partly used GPUs and the idle-GPU set follow.
   void note_gpu_free_change(NodeId n, std::uint32_t gi, std::int32_t before, std::int32_t after);
+  void set_visible_free(NodeId n, std::uint32_t gi, std::int32_t milli, Bytes memory);
   Status check_live_node(NodeId n, std::string_view event) const;
   Status set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event);
   void compact_labels_if_sparse();

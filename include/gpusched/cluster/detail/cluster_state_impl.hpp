@@ -413,6 +413,19 @@ inline void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi, std::
   }
 }
 
+// GPU gi of node n now shows `milli` free share and `memory` free memory: the node's and the
+// cluster's sums, its idle count and the share index follow (not the eligible totals or the bucket
+// index: callers re-index the node).
+inline void ClusterState::set_visible_free(NodeId n, std::uint32_t gi, std::int32_t milli, Bytes memory) {
+  const std::int32_t before = gpu_free_milli_[gi];
+  note_gpu_free_change(n, gi, before, milli);
+  gpu_free_milli_[gi] = milli;
+  gpu_free_memory_[gi] = memory;
+  free_gpu_milli_[n] += milli - before;
+  total_gpu_free_ += milli - before;
+  idle_gpus_[n] += (milli == kMilliPerGpu) - (before == kMilliPerGpu);
+}
+
 inline std::int32_t ClusterState::most_free_share(NodeId n) const {
   if (idle_gpus_[n] > 0) return kMilliPerGpu;
   if (!share_indexed(n)) {
@@ -765,15 +778,9 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
       w.free_memory += sign * a.gpu_memory;
       continue;
     }
-    const std::int32_t before = gpu_free_milli_[gi];
-    const std::int32_t after = before + sign * static_cast<std::int32_t>(a.gpu_milli);
-    gpu_free_milli_[gi] = after;
-    gpu_free_memory_[gi] += sign * a.gpu_memory;
-    free_gpu_milli_[n] += after - before;
-    total_gpu_free_ += after - before;
-    if (counted) eligible_.gpu_milli_free[gpu_model_[gi]] += after - before;
-    idle_gpus_[n] += (after == kMilliPerGpu) - (before == kMilliPerGpu);
-    note_gpu_free_change(n, gi, before, after);
+    const std::int32_t delta = sign * static_cast<std::int32_t>(a.gpu_milli);
+    set_visible_free(n, gi, gpu_free_milli_[gi] + delta, gpu_free_memory_[gi] + sign * a.gpu_memory);
+    if (counted) eligible_.gpu_milli_free[gpu_model_[gi]] += delta;
   }
   reindex(n, old_idle, old_partial);
   note_node_change(n);
@@ -869,19 +876,13 @@ inline Status ClusterState::set_mig_mode(NodeId n, GpuIndex g, bool enabled) {
   }
   // Whole-GPU view of the switch: an idle GPU (free 1000, all its memory) becomes a MIG GPU (free 0),
   // or back. An unhealthy GPU keeps reading 0; what it will have once healthy changes instead.
-  const std::int32_t before = enabled ? kMilliPerGpu : 0, after = enabled ? 0 : kMilliPerGpu;
+  const std::int32_t after = enabled ? 0 : kMilliPerGpu;
   const Bytes memory_after = enabled ? 0 : gpu_memory_capacity_[gi];
   index_erase(n);
-  if (healthy) {
-    note_gpu_free_change(n, gi, before, after);
-    gpu_free_milli_[gi] = after;
-    gpu_free_memory_[gi] = memory_after;
-    free_gpu_milli_[n] += after - before;
-    total_gpu_free_ += after - before;
-    idle_gpus_[n] += enabled ? -1 : 1;
-  } else {
+  if (healthy)
+    set_visible_free(n, gi, after, memory_after);
+  else
     withheld_[gi] = WithheldGpu{after, memory_after};
-  }
   if (enabled)
     (void)mig_.add_gpu(n, g, gi, *mig_model);  // an empty layout is valid on every model
   else
@@ -1027,25 +1028,14 @@ inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healt
   if (healthy_now) {
     const WithheldGpu w = withheld_[gi];
     withheld_.erase(gi);
-    note_gpu_free_change(n, gi, 0, w.free_milli);
-    gpu_free_milli_[gi] = w.free_milli;
-    gpu_free_memory_[gi] = w.free_memory;
+    set_visible_free(n, gi, w.free_milli, w.free_memory);
     gpu_healthy_[gi] = 1;
-    free_gpu_milli_[n] += w.free_milli;
-    total_gpu_free_ += w.free_milli;
     total_gpu_capacity_ += kMilliPerGpu;
-    if (w.free_milli == kMilliPerGpu) ++idle_gpus_[n];
   } else {
-    const std::int32_t free = gpu_free_milli_[gi];
-    withheld_[gi] = WithheldGpu{free, gpu_free_memory_[gi]};
-    note_gpu_free_change(n, gi, free, 0);
-    gpu_free_milli_[gi] = 0;
-    gpu_free_memory_[gi] = 0;
+    withheld_[gi] = WithheldGpu{gpu_free_milli_[gi], gpu_free_memory_[gi]};
+    set_visible_free(n, gi, 0, 0);
     gpu_healthy_[gi] = 0;
-    free_gpu_milli_[n] -= free;
-    total_gpu_free_ -= free;
     total_gpu_capacity_ -= kMilliPerGpu;
-    if (free == kMilliPerGpu) --idle_gpus_[n];
   }
   index_insert(n);
   sync_mig_availability(n);
