@@ -114,21 +114,20 @@ class IdleGpuBound {
       for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
         const std::int32_t next = std::min(gpus_[n], cur + events_[i].gpus);
         if (next != cur) {
-          const std::size_t k = std::min(slot_of(events_[i].end), slots - 1);
+          const std::size_t k = slot_of(events_[i].end);
           for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(k, g)] += quotient(next, g) - quotient(cur, g);
         }
         cur = next;
       }
     }
     for (std::size_t k = 1; k < slots; ++k)
-      for (std::size_t g = 0; g < g_count; ++g) count_[k * g_count + g] += count_[(k - 1) * g_count + g];
+      for (std::int32_t g = 1; g <= max_gpus_; ++g) count_[index(k, g)] += count_[index(k - 1, g)];
     timeline_of_.assign(nodes, -1);
   }
 
   bool enabled() const { return enabled_; }
-  std::size_t slot_count() const { return bounds_.size(); }
 
-  // The slot holding time t (t >= now); kForever: slot_count(), past the last. An interval [t, end)
+  // The slot holding time t (t >= now); kForever: the slot count, past the last. An interval [t, end)
   // meets at least the slots [slot_of(t), slot_of(end)).
   std::size_t slot_of(Seconds t) const {
     if (t == kForever || bounds_.empty()) return bounds_.size();
@@ -165,7 +164,7 @@ class IdleGpuBound {
   }
 
   // The slots at which `spec` cannot run for lack of whole idle GPUs: `next_bad[k]` is the first
-  // slot >= k that fails some group's count (slot_count(): none). A start in slot s whose interval
+  // slot >= k that fails some group's count (the slot count: none). A start in slot s whose interval
   // meets the slots [s, e) may fit iff next_bad[s] >= e.
   void bad_slots(const GangSpec& spec, std::vector<std::size_t>& next_bad) const {
     const std::size_t slots = bounds_.size();
@@ -205,7 +204,8 @@ class IdleGpuBound {
   std::size_t index(std::size_t k, std::int32_t g) const {
     return k * static_cast<std::size_t>(max_gpus_) + static_cast<std::size_t>(g - 1);
   }
-  // Makes t a boundary: the slot holding it splits in two equal halves (nothing changes inside it).
+  // Makes t a boundary: the slot holding it splits in two with the same counts (nothing changes
+  // inside a slot).
   void split_at(Seconds t) {
     const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), t);
     if (it != bounds_.end() && *it == t) return;
@@ -225,7 +225,7 @@ class IdleGpuBound {
       std::int32_t cur = idle_now_[n];
       std::size_t k = 0;
       for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
-        for (const std::size_t until = std::min(slot_of(events_[i].end), slots); k < until; ++k) e[k] = cur;
+        for (const std::size_t until = slot_of(events_[i].end); k < until; ++k) e[k] = cur;
         cur = std::min(gpus_[n], cur + events_[i].gpus);
       }
       for (; k < slots; ++k) e[k] = cur;
