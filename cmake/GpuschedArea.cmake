@@ -57,3 +57,11 @@ function(gpusched_area name)
   set_property(GLOBAL APPEND PROPERTY GPUSCHED_AREAS ${name})
   set_property(GLOBAL PROPERTY GPUSCHED_AREA_DEPENDS_${name} ${ARG_DEPENDS})
 endfunction()
+
+# A program of gpusched's own build links the separately compiled families (GPUSCHED_SEPARATE_COMPILATION,
+# top-level CMakeLists.txt); without that option it compiles them inline like any consumer.
+function(gpusched_use_compiled target)
+  if(GPUSCHED_SEPARATE_COMPILATION)
+    target_link_libraries(${target} PRIVATE gpusched_compiled)
+  endif()
+endfunction()

@@ -19,6 +19,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/gpusched/gpusched.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpusched)
 install(TARGETS gpusched EXPORT gpusched-all-targets)
 install(EXPORT gpusched-all-targets NAMESPACE gpusched:: DESTINATION ${GPUSCHED_CMAKE_DIR})
+# The separately compiled families (GPUSCHED_SEPARATE_COMPILATION) that io and sim were built
+# against: installed with io, whose component loads it; gpusched/compiled.hpp for programs that opt in.
+if(TARGET gpusched_compiled)
+  install(TARGETS gpusched_compiled EXPORT gpusched-io-targets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/include/gpusched/compiled.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpusched)
 # The C API: its header, the shared library and its own export set, found as the component "c"
 # (no dependency to look up: everything it uses is linked into it).
 if(TARGET gpusched_c)

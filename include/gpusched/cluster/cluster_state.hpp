@@ -64,6 +64,8 @@
 // benchmarks/README.md for the measured figure).
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -597,4 +599,6 @@ class ClusterState {
 
 }  // namespace gpusched
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/cluster/detail/cluster_state_impl.hpp"
+#endif

@@ -28,6 +28,8 @@
 // one pass over the jobs suffices, O(J log J + J · depth · (m + log Q)).
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -244,4 +246,6 @@ class FairSharePlanner {
 
 }  // namespace gpusched::fairness
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/fairness/detail/admission_impl.hpp"
+#endif

@@ -46,6 +46,8 @@
 // cluster_input.hpp) only read it.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -178,4 +180,6 @@ Result<WholeTaskAllocation> drf_whole_tasks(const Amounts& capacity, std::span<c
 
 }  // namespace gpusched::fairness
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/fairness/detail/drf_impl.hpp"
+#endif

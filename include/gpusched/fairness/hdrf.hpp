@@ -38,6 +38,8 @@
 // A flat tree (every queue a child of the root) orders exactly like `DrfSorter`.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -144,4 +146,6 @@ Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, st
 
 }  // namespace gpusched::fairness
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/fairness/detail/hdrf_impl.hpp"
+#endif

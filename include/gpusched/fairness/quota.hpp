@@ -21,6 +21,8 @@
 // be admitted now, and if not, why" without changing anything; `admit`/`release` change usage.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -111,4 +113,6 @@ class QuotaBook {
 
 }  // namespace gpusched::fairness
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/fairness/detail/quota_impl.hpp"
+#endif

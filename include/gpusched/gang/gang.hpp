@@ -79,6 +79,8 @@
 // searches by reserving and rolling back: one thread per state (copy the state per thread).
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -248,5 +250,7 @@ std::string gang_message(const GangSpec& spec, const GangResult& result, const C
 
 }  // namespace gpusched
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/gang/detail/gang_spec.hpp"
 #include "gpusched/gang/detail/gang_solver.hpp"
+#endif

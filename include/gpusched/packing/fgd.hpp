@@ -66,6 +66,8 @@
 // `share_prices`) the packing loss is zero and the other two terms still apply.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -200,4 +202,6 @@ class FgdPolicy : public TracePolicy {
 
 }  // namespace gpusched
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/packing/detail/fgd_impl.hpp"
+#endif

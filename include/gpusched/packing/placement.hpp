@@ -33,6 +33,8 @@
 // policies may be shared.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -148,4 +150,6 @@ std::string describe(const CompiledJob& job, const JobPlacement& placement);
 
 }  // namespace gpusched
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/packing/detail/placement_impl.hpp"
+#endif

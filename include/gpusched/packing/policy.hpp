@@ -46,6 +46,8 @@
 // Header-only: everything here is inline; the helpers live in packing/detail/policy_helpers.hpp.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -80,10 +82,10 @@ class LowestIndexGpuPicker final : public GpuPicker {
 
 // The least free share a shared request would leave on one of the node's GPUs that fit it (its
 // tightest GPU), or 1001 when none fits. Best-fit ranks shared tasks by it.
-inline std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request);
+std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request);
 
 // Fills the amounts of an assignment from the request (helper for pickers).
-inline TaskAssignment make_assignment(NodeId node, const TaskRequest& request);
+TaskAssignment make_assignment(NodeId node, const TaskRequest& request);
 
 class PlacementPolicy {
  public:
@@ -186,12 +188,12 @@ class RandomPolicy final : public PlacementPolicy {
 
 // A uniformly drawn fitting node: the fitting nodes in id order, one chosen by `rng`, so the draw
 // depends only on the generator and the fitting set. kNoNode when none fits.
-inline NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng);
+NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng);
 
 // The policy names `make_policy` accepts, in a stable order.
-inline std::vector<std::string_view> policy_names();
+std::vector<std::string_view> policy_names();
 // Creates a policy by name ("best-fit", "spread" = "worst-fit", ...); nullptr for an unknown name.
-inline std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed = 42);
+std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed = 42);
 
 // --- implementation ------------------------------------------------------------------------------
 
@@ -227,4 +229,6 @@ void for_each_candidate(const ClusterState& state, const TaskRequest& request, F
 
 }  // namespace gpusched
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/packing/detail/policy_impl.hpp"
+#endif

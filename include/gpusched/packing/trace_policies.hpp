@@ -37,6 +37,8 @@
 // drawn lazily, GpuClustering sees no history, FGD computes every node directly.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -180,7 +182,9 @@ std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint6
 
 }  // namespace gpusched
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/packing/detail/trace_policies_impl.hpp"
+#endif
 // make_trace_policy constructs FGD: its definition comes with fgd.hpp (which includes this header;
 // either order of inclusion works).
 #include "gpusched/packing/fgd.hpp"

@@ -74,6 +74,8 @@
 // journal ends where it found it; copies made for later times are dropped): one thread per state.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -158,4 +160,6 @@ Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution);
 
 }  // namespace gpusched::scheduler
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/scheduler/detail/backfill_impl.hpp"
+#endif

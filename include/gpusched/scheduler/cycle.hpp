@@ -75,6 +75,8 @@
 // Deterministic: the same inputs give the same decisions (no clock, no random choice, ties by index).
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -289,4 +291,6 @@ void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJob>& pe
 
 }  // namespace gpusched::scheduler
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/scheduler/detail/cycle_impl.hpp"
+#endif

@@ -38,6 +38,8 @@
 // one thread per state.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -170,4 +172,6 @@ PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor, std
 
 }  // namespace gpusched::scheduler
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/scheduler/detail/preemption_impl.hpp"
+#endif

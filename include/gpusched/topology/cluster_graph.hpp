@@ -39,6 +39,8 @@
 // Cost: O(V) to build; an estimate is O(k · depth) for k nodes after an O(V) scratch reset.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -99,4 +101,6 @@ class ClusterGraph {
 
 }  // namespace gpusched::topology
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/topology/detail/cluster_graph_impl.hpp"
+#endif

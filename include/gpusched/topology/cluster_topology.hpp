@@ -58,6 +58,8 @@
 // take well under 5 ms (benchmarks/topology_bench.cpp; figures in benchmarks/README.md).
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -204,4 +206,6 @@ class ClusterTopology {
 
 }  // namespace gpusched::topology
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/topology/detail/cluster_topology_impl.hpp"
+#endif

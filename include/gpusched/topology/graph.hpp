@@ -20,6 +20,8 @@
 // checked against it in the tests.
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -103,5 +105,7 @@ class TopologyGraph {
 
 }  // namespace gpusched::topology
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/topology/detail/graph_impl.hpp"
+#endif
 #pragma GCC diagnostic pop

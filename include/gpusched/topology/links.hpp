@@ -16,6 +16,8 @@
 //   double h100_pair = 18 * nv.gbytes_per_s;               // 450 GB/s each way on an HGX H100
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -63,4 +65,6 @@ std::optional<LinkKind> pcie_of_generation(int generation);
 
 }  // namespace gpusched::topology
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/topology/detail/links_impl.hpp"
+#endif

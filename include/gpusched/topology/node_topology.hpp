@@ -49,6 +49,8 @@
 //   GpuPick pick = topo.best_gpus(free, 4);                     // pick.gpus, pick.score.allreduce_us
 #pragma once
 
+#include "gpusched/core/config.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -162,4 +164,6 @@ class NodeTopology {
 
 }  // namespace gpusched::topology
 
+#if GPUSCHED_HEADER_ONLY
 #include "gpusched/topology/detail/node_topology_impl.hpp"
+#endif

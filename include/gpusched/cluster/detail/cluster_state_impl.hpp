@@ -1,8 +1,12 @@
 // gpusched/cluster/detail/cluster_state_impl.hpp — ClusterState's definitions (header-only).
 //
-// Included at the end of cluster_state.hpp; not a public header. Non-template functions are
-// `inline`, helpers live in gpusched::detail with names that say they are the cluster's.
+// Included at the end of cluster_state.hpp, or once per program by gpusched/compiled.hpp
+// (GPUSCHED_SEPARATE_COMPILATION, core/config.hpp); not a public header. Non-template functions are
+// GPUSCHED_DECL, helpers live in gpusched::detail with names that say they are the cluster's.
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -16,7 +20,7 @@ namespace detail {
 
 // Error text without {fmt} (policy headers depend on no compiled library): parts are strings or
 // integers, appended in order.
-inline void cluster_message_part(std::string& out, std::string_view text) { out += text; }
+GPUSCHED_DECL void cluster_message_part(std::string& out, std::string_view text) { out += text; }
 template <class Integer>
   requires std::is_integral_v<Integer>
 void cluster_message_part(std::string& out, Integer value) {
@@ -28,14 +32,14 @@ std::string cluster_message(const Parts&... parts) {
   (cluster_message_part(out, parts), ...);
   return out;
 }
-inline Error cluster_error(ErrorCode code, std::string field, std::string message) {
+GPUSCHED_DECL Error cluster_error(ErrorCode code, std::string field, std::string message) {
   return Error{std::move(message), code, std::move(field)};
 }
-inline std::string cluster_node_field(std::size_t n) { return cluster_message("nodes[", n, "]"); }
+GPUSCHED_DECL std::string cluster_node_field(std::size_t n) { return cluster_message("nodes[", n, "]"); }
 
 }  // namespace detail
 
-inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, ParsedNode& out) {
+GPUSCHED_DECL Status ClusterState::parse_node(const ClusterView& view, std::size_t n, ParsedNode& out) {
   using detail::cluster_error;
   using detail::cluster_message;
   // Field paths and messages are built only on error: this runs once per node of every build.
@@ -107,7 +111,7 @@ inline Status ClusterState::parse_node(const ClusterView& view, std::size_t n, P
   return {};
 }
 
-inline std::uint32_t ClusterState::intern_label(LabelDictionary& ids, std::vector<std::string>& names,
+GPUSCHED_DECL std::uint32_t ClusterState::intern_label(LabelDictionary& ids, std::vector<std::string>& names,
                                                 std::string_view text) {
   if (auto it = ids.find(text); it != ids.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(names.size());
@@ -119,7 +123,7 @@ inline std::uint32_t ClusterState::intern_label(LabelDictionary& ids, std::vecto
 // A GPU in MIG mode: its model must have a MIG table and its instances a valid layout. It takes no
 // whole-GPU or shared task, so it reads free share and free GPU memory 0 (what the view says about
 // them is ignored; docs/mig.md).
-inline Status ClusterState::parse_mig_gpu(const ClusterView& view, std::size_t n, std::size_t g, GpuModelId model,
+GPUSCHED_DECL Status ClusterState::parse_mig_gpu(const ClusterView& view, std::size_t n, std::size_t g, GpuModelId model,
                                           ParsedNode& out) {
   using detail::cluster_error;
   using detail::cluster_message;
@@ -155,7 +159,7 @@ inline Status ClusterState::parse_mig_gpu(const ClusterView& view, std::size_t n
 }
 
 // Appends the node's arrays and totals (not the index, not the name lookup).
-inline NodeId ClusterState::append_node(const ParsedNode& p) {
+GPUSCHED_DECL NodeId ClusterState::append_node(const ParsedNode& p) {
   const auto n = static_cast<NodeId>(node_name_.size());
   node_name_.emplace_back(p.name);
   cpu_capacity_.push_back(p.resources.cpu_capacity);
@@ -235,7 +239,7 @@ inline NodeId ClusterState::append_node(const ParsedNode& p) {
   return n;
 }
 
-inline Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry,
+GPUSCHED_DECL Result<ClusterState> ClusterState::build(const ClusterView& view, const GpuModelRegistry& registry,
                                                 const mig::MigCatalog& mig_catalog, mig::LayoutRules mig_rules) {
   ClusterState s;
   s.registry_ = registry;
@@ -282,7 +286,7 @@ inline Result<ClusterState> ClusterState::build(const ClusterView& view, const G
   return s;
 }
 
-inline bool ClusterState::node_interconnect_is_default(NodeId n) const {
+GPUSCHED_DECL bool ClusterState::node_interconnect_is_default(NodeId n) const {
   const std::uint8_t model = node_index_model_[n];
   std::uint32_t known = InterconnectTable::kNoShape;
   if (model != kMixedModels && model != kNoGpuKey && gpu_count(n) >= 2) {
@@ -294,7 +298,7 @@ inline bool ClusterState::node_interconnect_is_default(NodeId n) const {
 }
 
 // The view's interconnect for node `index`, if it gives one, must fit the node's `gpus` GPUs.
-inline Status ClusterState::check_view_interconnect(const ClusterView& view, std::size_t index, std::size_t gpus) const {
+GPUSCHED_DECL Status ClusterState::check_view_interconnect(const ClusterView& view, std::size_t index, std::size_t gpus) const {
   const NodeInterconnect* given = view.node_interconnect(index);
   if (given == nullptr) return {};
   if (Status ok = validate_interconnect(*given, gpus); !ok)
@@ -306,7 +310,7 @@ inline Status ClusterState::check_view_interconnect(const ClusterView& view, std
 
 // The view's interconnect for node `index` (checked by check_view_interconnect) when it gives one,
 // else the model's known default.
-inline void ClusterState::assign_view_interconnect(const ClusterView& view, std::size_t index, NodeId n) {
+GPUSCHED_DECL void ClusterState::assign_view_interconnect(const ClusterView& view, std::size_t index, NodeId n) {
   assign_known_interconnect(n);
   const NodeInterconnect* given = view.node_interconnect(index);
   if (given == nullptr) return;
@@ -316,7 +320,7 @@ inline void ClusterState::assign_view_interconnect(const ClusterView& view, std:
 
 // A homogeneous node with 2+ GPUs gets its model's known interconnect (node_interconnect.hpp),
 // built and interned once per (model, GPU count) and remembered, so adding a node costs a lookup.
-inline void ClusterState::assign_known_interconnect(NodeId n) {
+GPUSCHED_DECL void ClusterState::assign_known_interconnect(NodeId n) {
   if (interconnects_.node_count() <= n) interconnects_.resize(n + std::size_t{1});
   const std::uint8_t model = node_index_model_[n];
   if (model == kMixedModels || model == kNoGpuKey || gpu_count(n) < 2) return;
@@ -332,11 +336,11 @@ inline void ClusterState::assign_known_interconnect(NodeId n) {
 
 // --- the index -------------------------------------------------------------------------------------
 
-inline std::size_t ClusterState::bucket_slot(std::uint8_t model_key) const {
+GPUSCHED_DECL std::size_t ClusterState::bucket_slot(std::uint8_t model_key) const {
   return static_cast<std::size_t>(model_slot_[model_key]);
 }
 
-inline void ClusterState::ensure_index_row(std::uint8_t model_key) {
+GPUSCHED_DECL void ClusterState::ensure_index_row(std::uint8_t model_key) {
   if (model_slot_[model_key] >= 0) return;
   model_slot_[model_key] = static_cast<std::int16_t>(buckets_.size());
   model_keys_.insert(std::upper_bound(model_keys_.begin(), model_keys_.end(), model_key), model_key);
@@ -344,7 +348,7 @@ inline void ClusterState::ensure_index_row(std::uint8_t model_key) {
   levels_.emplace_back(static_cast<std::uint32_t>(max_gpus_per_node_) + 1);
 }
 
-inline void ClusterState::ensure_index_width(std::int32_t gpus) {
+GPUSCHED_DECL void ClusterState::ensure_index_width(std::int32_t gpus) {
   // max_gpus_per_node_ is raised by append_node; the rows follow it here.
   const auto width = static_cast<std::size_t>(std::max(gpus, max_gpus_per_node_)) + 1;
   max_gpus_per_node_ = std::max(gpus, max_gpus_per_node_);
@@ -353,7 +357,7 @@ inline void ClusterState::ensure_index_width(std::int32_t gpus) {
   for (auto& levels : levels_) levels.grow(static_cast<std::uint32_t>(width));
 }
 
-inline void ClusterState::ensure_index_capacity(std::size_t nodes) {
+GPUSCHED_DECL void ClusterState::ensure_index_capacity(std::size_t nodes) {
   if (nodes <= index_capacity_) return;
   // Doubling keeps add_node amortised O(1) in the index.
   index_capacity_ = static_cast<std::uint32_t>(std::max<std::size_t>(nodes, std::size_t{2} * index_capacity_));
@@ -362,19 +366,19 @@ inline void ClusterState::ensure_index_capacity(std::size_t nodes) {
   partial_nodes_.grow(index_capacity_);
 }
 
-inline void ClusterState::bucket_insert(std::size_t slot, std::int32_t idle, NodeId n) {
+GPUSCHED_DECL void ClusterState::bucket_insert(std::size_t slot, std::int32_t idle, NodeId n) {
   NodeBitset& bucket = buckets_[slot][static_cast<std::size_t>(idle)];
   if (bucket.empty()) levels_[slot].insert(static_cast<std::uint32_t>(idle));
   bucket.insert(n);
 }
 
-inline void ClusterState::bucket_erase(std::size_t slot, std::int32_t idle, NodeId n) {
+GPUSCHED_DECL void ClusterState::bucket_erase(std::size_t slot, std::int32_t idle, NodeId n) {
   NodeBitset& bucket = buckets_[slot][static_cast<std::size_t>(idle)];
   bucket.erase(n);
   if (bucket.empty()) levels_[slot].erase(static_cast<std::uint32_t>(idle));
 }
 
-inline void ClusterState::eligible_add(NodeId n, int sign) {
+GPUSCHED_DECL void ClusterState::eligible_add(NodeId n, int sign) {
   using detail::QuantityWide;
   eligible_.cpu_capacity += sign * QuantityWide{cpu_capacity_[n]};
   eligible_.cpu_free += sign * QuantityWide{cpu_free_[n]};
@@ -387,21 +391,21 @@ inline void ClusterState::eligible_add(NodeId n, int sign) {
   }
 }
 
-inline void ClusterState::index_insert(NodeId n) {
+GPUSCHED_DECL void ClusterState::index_insert(NodeId n) {
   if (!eligible(n)) return;
   eligible_add(n, +1);
   bucket_insert(bucket_slot(node_index_model_[n]), idle_gpus_[n], n);
   if (partial_gpus_[n] != 0) partial_nodes_.insert(n);
 }
 
-inline void ClusterState::index_erase(NodeId n) {
+GPUSCHED_DECL void ClusterState::index_erase(NodeId n) {
   if (!eligible(n)) return;
   eligible_add(n, -1);
   bucket_erase(bucket_slot(node_index_model_[n]), idle_gpus_[n], n);
   partial_nodes_.erase(n);
 }
 
-inline void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi, std::int32_t before, std::int32_t after) {
+GPUSCHED_DECL void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi, std::int32_t before, std::int32_t after) {
   const bool was_partial = before > 0 && before < kMilliPerGpu, is_partial = after > 0 && after < kMilliPerGpu;
   partial_gpus_[n] += static_cast<std::uint32_t>(is_partial) - static_cast<std::uint32_t>(was_partial);
   if (before == kMilliPerGpu && after != kMilliPerGpu) idle_gpu_slots_.erase(gi);
@@ -416,7 +420,7 @@ inline void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi, std::
 // GPU gi of node n now shows `milli` free share and `memory` free memory: the node's and the
 // cluster's sums, its idle count and the share index follow (not the eligible totals or the bucket
 // index: callers re-index the node).
-inline void ClusterState::set_visible_free(NodeId n, std::uint32_t gi, std::int32_t milli, Bytes memory) {
+GPUSCHED_DECL void ClusterState::set_visible_free(NodeId n, std::uint32_t gi, std::int32_t milli, Bytes memory) {
   const std::int32_t before = gpu_free_milli_[gi];
   note_gpu_free_change(n, gi, before, milli);
   gpu_free_milli_[gi] = milli;
@@ -426,7 +430,7 @@ inline void ClusterState::set_visible_free(NodeId n, std::uint32_t gi, std::int3
   idle_gpus_[n] += (milli == kMilliPerGpu) - (before == kMilliPerGpu);
 }
 
-inline std::int32_t ClusterState::most_free_share(NodeId n) const {
+GPUSCHED_DECL std::int32_t ClusterState::most_free_share(NodeId n) const {
   if (idle_gpus_[n] > 0) return kMilliPerGpu;
   if (!share_indexed(n)) {
     std::int32_t most = 0;
@@ -439,7 +443,7 @@ inline std::int32_t ClusterState::most_free_share(NodeId n) const {
   return (*it >> 32) == n ? static_cast<std::int32_t>((*it >> 16) & 0xFFFF) : 0;
 }
 
-inline std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share) const {
+GPUSCHED_DECL std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share) const {
   if (share <= kMilliPerGpu) {
     const auto it = partial_shares_.lower_bound(share_key(n, static_cast<std::int32_t>(std::max<MilliGpu>(share, 0)), 0));
     if (it != partial_shares_.end() && (*it >> 32) == n) return static_cast<std::int32_t>(*it & 0xFFFF);
@@ -447,61 +451,61 @@ inline std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share) cons
   return share <= kMilliPerGpu ? next_idle_gpu(n, 0) : -1;
 }
 
-inline std::int32_t ClusterState::next_idle_level(std::uint8_t model_key, std::int32_t from) const {
+GPUSCHED_DECL std::int32_t ClusterState::next_idle_level(std::uint8_t model_key, std::int32_t from) const {
   if (model_slot_.empty() || model_slot_[model_key] < 0) return -1;
   const std::uint32_t level = levels_[bucket_slot(model_key)].next(static_cast<std::uint32_t>(std::max(from, 0)));
   return level == NodeBitset::kEnd ? -1 : static_cast<std::int32_t>(level);
 }
 
-inline std::int32_t ClusterState::prev_idle_level(std::uint8_t model_key, std::int32_t from) const {
+GPUSCHED_DECL std::int32_t ClusterState::prev_idle_level(std::uint8_t model_key, std::int32_t from) const {
   if (from < 0 || model_slot_.empty() || model_slot_[model_key] < 0) return -1;
   const std::uint32_t level = levels_[bucket_slot(model_key)].prev(static_cast<std::uint32_t>(from));
   return level == NodeBitset::kEnd ? -1 : static_cast<std::int32_t>(level);
 }
 
-inline std::int32_t ClusterState::next_idle_gpu(NodeId n, std::size_t from) const {
+GPUSCHED_DECL std::int32_t ClusterState::next_idle_gpu(NodeId n, std::size_t from) const {
   const std::size_t begin = gpu_begin_[n] + from;
   if (begin >= gpu_end_[n]) return -1;
   const std::uint32_t gi = idle_gpu_slots_.next(static_cast<std::uint32_t>(begin));
   return gi == NodeBitset::kEnd || gi >= gpu_end_[n] ? -1 : static_cast<std::int32_t>(gi - gpu_begin_[n]);
 }
 
-inline const NodeBitset* ClusterState::idle_bucket(std::uint8_t model_key, std::int32_t idle) const {
+GPUSCHED_DECL const NodeBitset* ClusterState::idle_bucket(std::uint8_t model_key, std::int32_t idle) const {
   if (idle < 0 || idle > max_gpus_per_node_ || model_slot_.empty() || model_slot_[model_key] < 0) return nullptr;
   return &buckets_[bucket_slot(model_key)][static_cast<std::size_t>(idle)];
 }
 
 // --- lookups ---------------------------------------------------------------------------------------
 
-inline NodeId ClusterState::find_node(std::string_view name) const {
+GPUSCHED_DECL NodeId ClusterState::find_node(std::string_view name) const {
   auto it = node_by_name_.find(name);
   return it == node_by_name_.end() ? kNoNode : it->second;
 }
 
-inline std::uint32_t ClusterState::label_key_id(std::string_view key) const {
+GPUSCHED_DECL std::uint32_t ClusterState::label_key_id(std::string_view key) const {
   auto it = label_key_ids_.find(key);
   return it == label_key_ids_.end() ? kUnknownLabel : it->second;
 }
 
-inline std::uint32_t ClusterState::label_value_id(std::string_view value) const {
+GPUSCHED_DECL std::uint32_t ClusterState::label_value_id(std::string_view value) const {
   auto it = label_value_ids_.find(value);
   return it == label_value_ids_.end() ? kUnknownLabel : it->second;
 }
 
-inline std::uint32_t ClusterState::node_label_value(NodeId n, std::uint32_t key) const {
+GPUSCHED_DECL std::uint32_t ClusterState::node_label_value(NodeId n, std::uint32_t key) const {
   for (const auto& l : node_labels(n))
     if (l.key == key) return l.value;
   return kUnknownLabel;
 }
 
-inline MilliGpu ClusterState::gpu_free_milli_if_healthy(NodeId n, GpuIndex g) const {
+GPUSCHED_DECL MilliGpu ClusterState::gpu_free_milli_if_healthy(NodeId n, GpuIndex g) const {
   const std::uint32_t gi = gpu_begin_[n] + g;
   if (gpu_healthy_[gi]) return gpu_free_milli_[gi];
   auto it = withheld_.find(gi);
   return it == withheld_.end() ? 0 : it->second.free_milli;
 }
 
-inline Bytes ClusterState::gpu_free_memory_if_healthy(NodeId n, GpuIndex g) const {
+GPUSCHED_DECL Bytes ClusterState::gpu_free_memory_if_healthy(NodeId n, GpuIndex g) const {
   const std::uint32_t gi = gpu_begin_[n] + g;
   if (gpu_healthy_[gi]) return gpu_free_memory_[gi];
   auto it = withheld_.find(gi);
@@ -510,7 +514,7 @@ inline Bytes ClusterState::gpu_free_memory_if_healthy(NodeId n, GpuIndex g) cons
 
 // --- compile ---------------------------------------------------------------------------------------
 
-inline Result<TaskRequest> ClusterState::compile(const TaskShape& shape, std::span<const std::string_view> allowed_models,
+GPUSCHED_DECL Result<TaskRequest> ClusterState::compile(const TaskShape& shape, std::span<const std::string_view> allowed_models,
                                                  std::span<const Label> selector) const {
   using detail::cluster_error;
   using detail::cluster_message;
@@ -554,7 +558,7 @@ inline Result<TaskRequest> ClusterState::compile(const TaskShape& shape, std::sp
   return req;
 }
 
-inline Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t group) const {
+GPUSCHED_DECL Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t group) const {
   const TaskGroupInfo info = job.group(group);
   std::vector<std::string_view> models(job.allowed_model_count(group));
   for (std::size_t i = 0; i < models.size(); ++i) models[i] = job.allowed_model(group, i);
@@ -591,7 +595,7 @@ inline Result<TaskRequest> ClusterState::compile(const JobView& job, std::size_t
 // --- fit and mutation ------------------------------------------------------------------------------
 
 // check_fit's steps before any GPU is looked at (flags, selector, GPU models, CPU, memory).
-inline FitReason ClusterState::check_host_fit(NodeId n, const TaskRequest& request) const {
+GPUSCHED_DECL FitReason ClusterState::check_host_fit(NodeId n, const TaskRequest& request) const {
   if (flags_[n] & kFlagCordoned) return FitReason::kNodeUnschedulable;
   if (flags_[n] & kFlagFailed) return FitReason::kNodeUnhealthy;  // removed nodes carry it too
   for (const auto& req : request.selector)
@@ -605,7 +609,7 @@ inline FitReason ClusterState::check_host_fit(NodeId n, const TaskRequest& reque
   return FitReason::kFits;
 }
 
-inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
+GPUSCHED_DECL FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
   if (const FitReason host = check_host_fit(n, request); host != FitReason::kFits) return host;
   const TaskShape& shape = request.shape;
   if (request.mig.any()) return node_can_serve_mig(n, request) ? FitReason::kFits : FitReason::kNoMigPlacement;
@@ -637,7 +641,7 @@ inline FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) c
   return share_ok ? FitReason::kInsufficientGpuMemory : FitReason::kInsufficientGpuShare;
 }
 
-inline Status ClusterState::validate(const TaskRequest& request, const TaskAssignment& a) const {
+GPUSCHED_DECL Status ClusterState::validate(const TaskRequest& request, const TaskAssignment& a) const {
   using detail::cluster_error;
   using detail::cluster_message;
   if (a.node >= node_count())
@@ -696,26 +700,26 @@ inline Status ClusterState::validate(const TaskRequest& request, const TaskAssig
   return {};
 }
 
-inline Status ClusterState::reserve(const TaskRequest& request, const TaskAssignment& assignment) {
+GPUSCHED_DECL Status ClusterState::reserve(const TaskRequest& request, const TaskAssignment& assignment) {
   if (auto st = validate(request, assignment); !st) return st;
   apply(assignment, -1);
   journal(assignment, false);
   return {};
 }
 
-inline Status ClusterState::release_journaled(const TaskAssignment& a) {
+GPUSCHED_DECL Status ClusterState::release_journaled(const TaskAssignment& a) {
   if (auto st = release(a); !st) return st;
   journal(a, true);
   return {};
 }
 
-inline void ClusterState::journal(const TaskAssignment& a, bool released) {
+GPUSCHED_DECL void ClusterState::journal(const TaskAssignment& a, bool released) {
   journal_.push_back({a.node, static_cast<std::uint32_t>(journal_gpus_.size()), static_cast<std::uint32_t>(a.gpus.size()),
                       a.gpu_milli, a.gpu_memory, a.cpu, a.memory, a.mig_profile, a.mig_start, a.mig_create, released});
   journal_gpus_.insert(journal_gpus_.end(), a.gpus.begin(), a.gpus.end());
 }
 
-inline Status ClusterState::release(const TaskAssignment& a) {
+GPUSCHED_DECL Status ClusterState::release(const TaskAssignment& a) {
   using detail::cluster_error;
   using detail::cluster_message;
   if (a.node >= node_count())
@@ -751,7 +755,7 @@ inline Status ClusterState::release(const TaskAssignment& a) {
   return {};
 }
 
-inline void ClusterState::apply(const TaskAssignment& a, int sign) {
+GPUSCHED_DECL void ClusterState::apply(const TaskAssignment& a, int sign) {
   const NodeId n = a.node;
   if (flags_[n] & kFlagRemoved) return;  // a rollback or release after the node left
   const std::int32_t old_idle = idle_gpus_[n];
@@ -786,7 +790,7 @@ inline void ClusterState::apply(const TaskAssignment& a, int sign) {
   note_node_change(n);
 }
 
-inline void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_partial) {
+GPUSCHED_DECL void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_partial) {
   if (!eligible(n)) return;
   const std::size_t slot = bucket_slot(node_index_model_[n]);
   if (old_idle != idle_gpus_[n]) {
@@ -800,7 +804,7 @@ inline void ClusterState::reindex(NodeId n, std::int32_t old_idle, bool old_part
   }
 }
 
-inline void ClusterState::rollback(Checkpoint mark) {
+GPUSCHED_DECL void ClusterState::rollback(Checkpoint mark) {
   while (journal_.size() > mark) {
     const JournalEntry& e = journal_.back();
     scratch_.node = e.node;
@@ -820,13 +824,13 @@ inline void ClusterState::rollback(Checkpoint mark) {
 
 // --- MIG (cluster/mig_gpus.hpp) -------------------------------------------------------------------
 
-inline void ClusterState::sync_mig_availability(NodeId n) {
+GPUSCHED_DECL void ClusterState::sync_mig_availability(NodeId n) {
   for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
     if (const mig::MigGpuId id = mig_.find(gi); id != mig::kNoGpu)
       mig_.set_available(id, eligible(n) && gpu_healthy_[gi] != 0);
 }
 
-inline Status ClusterState::apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
+GPUSCHED_DECL Status ClusterState::apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
                                       std::span<const bool> busy) {
   if (n >= node_count() || g >= gpu_count(n))
     return Error{detail::cluster_message("mig layout: no GPU ", g, " on node ", n), ErrorCode::kState, ""};
@@ -843,7 +847,7 @@ inline Status ClusterState::apply_mig_layout(NodeId n, GpuIndex g, std::span<con
   return {};
 }
 
-inline Status ClusterState::set_mig_mode(NodeId n, GpuIndex g, bool enabled) {
+GPUSCHED_DECL Status ClusterState::set_mig_mode(NodeId n, GpuIndex g, bool enabled) {
   using detail::cluster_message;
   if (auto st = check_live_node(n, "set_mig_mode"); !st) return st;
   if (g >= gpu_count(n))
@@ -894,7 +898,7 @@ inline Status ClusterState::set_mig_mode(NodeId n, GpuIndex g, bool enabled) {
   return {};
 }
 
-inline bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
+GPUSCHED_DECL bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
   for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
     const mig::MigGpuId id = mig_.find(gi);
     if (id == mig::kNoGpu || !(request.models & model_bit(gpu_model_[gi]))) continue;
@@ -903,7 +907,7 @@ inline bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& reques
   return false;
 }
 
-inline bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const {
+GPUSCHED_DECL bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const {
   // Within one node: an idle instance of the profile on the lowest GPU first (no re-partition),
   // else a new instance at the lowest free valid start of the lowest GPU. Cluster-wide choices that
   // keep big profiles placeable are the MIG packer's (gpusched/mig/packer.hpp).
@@ -931,7 +935,7 @@ inline bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& request
   return false;
 }
 
-inline Status ClusterState::validate_mig(const TaskRequest& request, const TaskAssignment& a) const {
+GPUSCHED_DECL Status ClusterState::validate_mig(const TaskRequest& request, const TaskAssignment& a) const {
   const std::string_view name = node_name_[a.node];
   if (!request.mig.any() || a.gpus.size() != 1)
     return Error{detail::cluster_message("assignment on ", name, ": a MIG assignment names one GPU and needs a MIG request"),
@@ -958,7 +962,7 @@ inline Status ClusterState::validate_mig(const TaskRequest& request, const TaskA
   return {};
 }
 
-inline void ClusterState::apply_mig(const TaskAssignment& a, int sign) {
+GPUSCHED_DECL void ClusterState::apply_mig(const TaskAssignment& a, int sign) {
   const mig::MigGpuId id = mig_.find(gpu_begin_[a.node] + a.gpus[0]);
   Status st;
   if (sign < 0) {
@@ -971,7 +975,7 @@ inline void ClusterState::apply_mig(const TaskAssignment& a, int sign) {
 
 // --- cluster events --------------------------------------------------------------------------------
 
-inline Status ClusterState::check_live_node(NodeId n, std::string_view event) const {
+GPUSCHED_DECL Status ClusterState::check_live_node(NodeId n, std::string_view event) const {
   using detail::cluster_message;
   if (n >= node_count())
     return detail::cluster_error(ErrorCode::kUnknownName, "node",
@@ -982,7 +986,7 @@ inline Status ClusterState::check_live_node(NodeId n, std::string_view event) co
   return {};
 }
 
-inline Status ClusterState::set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event) {
+GPUSCHED_DECL Status ClusterState::set_flag(NodeId n, std::uint8_t flag, bool on, std::string_view event) {
   if (auto st = check_live_node(n, event); !st) return st;
   const auto flags = static_cast<std::uint8_t>(on ? (flags_[n] | flag) : (flags_[n] & ~flag));
   if (flags == flags_[n]) return {};  // informers repeat events: applying one twice changes nothing
@@ -995,16 +999,16 @@ inline Status ClusterState::set_flag(NodeId n, std::uint8_t flag, bool on, std::
   return {};
 }
 
-inline Status ClusterState::cordon(NodeId n) { return set_flag(n, kFlagCordoned, true, "cordon"); }
-inline Status ClusterState::uncordon(NodeId n) { return set_flag(n, kFlagCordoned, false, "uncordon"); }
-inline Status ClusterState::recover_node(NodeId n) { return set_flag(n, kFlagFailed, false, "recover_node"); }
+GPUSCHED_DECL Status ClusterState::cordon(NodeId n) { return set_flag(n, kFlagCordoned, true, "cordon"); }
+GPUSCHED_DECL Status ClusterState::uncordon(NodeId n) { return set_flag(n, kFlagCordoned, false, "uncordon"); }
+GPUSCHED_DECL Status ClusterState::recover_node(NodeId n) { return set_flag(n, kFlagFailed, false, "recover_node"); }
 
-inline Result<NodeUsage> ClusterState::fail_node(NodeId n) {
+GPUSCHED_DECL Result<NodeUsage> ClusterState::fail_node(NodeId n) {
   if (auto st = set_flag(n, kFlagFailed, true, "fail_node"); !st) return st.error();
   return usage(n);
 }
 
-inline NodeUsage ClusterState::usage(NodeId n) const {
+GPUSCHED_DECL NodeUsage ClusterState::usage(NodeId n) const {
   NodeUsage u;
   u.cpu = cpu_capacity_[n] - cpu_free_[n];
   u.memory = memory_capacity_[n] - memory_free_[n];
@@ -1016,7 +1020,7 @@ inline NodeUsage ClusterState::usage(NodeId n) const {
   return u;
 }
 
-inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healthy_now) {
+GPUSCHED_DECL Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healthy_now) {
   if (auto st = check_live_node(n, "set_gpu_health"); !st) return st;
   if (gpu >= gpu_count(n))
     return detail::cluster_error(ErrorCode::kInvalidValue, "gpu",
@@ -1044,7 +1048,7 @@ inline Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, bool healt
   return {};
 }
 
-inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_t index) {
+GPUSCHED_DECL Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_t index) {
   if (index >= view.node_count())
     return detail::cluster_error(ErrorCode::kInvalidValue, "index",
                                  detail::cluster_message("add_node: the view has no node ", index));
@@ -1069,7 +1073,7 @@ inline Result<NodeId> ClusterState::add_node(const ClusterView& view, std::size_
   return n;
 }
 
-inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
+GPUSCHED_DECL Result<NodeUsage> ClusterState::remove_node(NodeId n) {
   if (auto st = check_live_node(n, "remove_node"); !st) return st.error();
   const NodeUsage in_use = usage(n);
   index_erase(n);
@@ -1092,7 +1096,7 @@ inline Result<NodeUsage> ClusterState::remove_node(NodeId n) {
   return in_use;
 }
 
-inline Status ClusterState::set_label(NodeId n, std::string_view key, std::string_view value) {
+GPUSCHED_DECL Status ClusterState::set_label(NodeId n, std::string_view key, std::string_view value) {
   if (auto st = check_live_node(n, "set_label"); !st) return st;
   if (key.empty())
     return detail::cluster_error(ErrorCode::kMissingField, "key", detail::cluster_message("set_label on ", node_name_[n], ": empty label key"));
@@ -1122,7 +1126,7 @@ inline Status ClusterState::set_label(NodeId n, std::string_view key, std::strin
   return {};
 }
 
-inline Status ClusterState::remove_label(NodeId n, std::string_view key) {
+GPUSCHED_DECL Status ClusterState::remove_label(NodeId n, std::string_view key) {
   if (auto st = check_live_node(n, "remove_label"); !st) return st;
   const std::uint32_t key_id = label_key_id(key);
   const std::uint32_t begin = label_begin_[n], count = label_count_[n];
@@ -1139,7 +1143,7 @@ inline Status ClusterState::remove_label(NodeId n, std::string_view key) {
   return {};  // not set: nothing to remove
 }
 
-inline void ClusterState::compact_labels_if_sparse() {
+GPUSCHED_DECL void ClusterState::compact_labels_if_sparse() {
   // Rewrite the runs contiguously once holes are half the array: O(labels), so amortised O(1)
   // per event that made a hole.
   if (label_holes_ < 1024 || 2 * label_holes_ < labels_.size()) return;
@@ -1156,7 +1160,7 @@ inline void ClusterState::compact_labels_if_sparse() {
 
 // --- reports ---------------------------------------------------------------------------------------
 
-inline std::size_t ClusterState::memory_usage() const {
+GPUSCHED_DECL std::size_t ClusterState::memory_usage() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   std::size_t total = bytes(node_name_) + bytes(cpu_capacity_) + bytes(cpu_free_) + bytes(memory_capacity_) +
                       bytes(memory_free_) + bytes(flags_) + bytes(gpu_begin_) + bytes(gpu_end_) + bytes(node_models_) +
@@ -1180,7 +1184,7 @@ inline std::size_t ClusterState::memory_usage() const {
   return total + mig_.memory_usage();  // 0 without MIG GPUs
 }
 
-inline bool ClusterState::same_allocation_as(const ClusterState& o) const {
+GPUSCHED_DECL bool ClusterState::same_allocation_as(const ClusterState& o) const {
   return cpu_free_ == o.cpu_free_ && memory_free_ == o.memory_free_ && gpu_free_milli_ == o.gpu_free_milli_ &&
          gpu_free_memory_ == o.gpu_free_memory_ && idle_gpus_ == o.idle_gpus_ && free_gpu_milli_ == o.free_gpu_milli_ &&
          partial_gpus_ == o.partial_gpus_ && buckets_ == o.buckets_ && levels_ == o.levels_ && partial_nodes_ == o.partial_nodes_ && partial_shares_ == o.partial_shares_ &&

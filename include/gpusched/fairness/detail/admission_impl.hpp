@@ -1,9 +1,12 @@
 // gpusched/fairness/detail/admission_impl.hpp — the definitions behind gpusched/fairness/admission.hpp.
 //
-// Included at the end of admission.hpp, never on its own: the fairness family is header-only (issue 11),
-// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
-// library to link.
+// Included at the end of admission.hpp, so a consumer compiles the fairness family with its own
+// code and links no gpusched library (issue 11);
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/fairness/admission.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -20,13 +23,13 @@
 
 namespace gpusched::fairness {
 
-inline std::string ResourceSpace::name(Eigen::Index dim) const {
+GPUSCHED_DECL std::string ResourceSpace::name(Eigen::Index dim) const {
   if (dim == kCpu) return "cpu";
   if (dim == kMemory) return "memory";
   return detail::fairness_text("gpu:", gpu_models[static_cast<std::size_t>(dim - 2)]);
 }
 
-inline std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model) const {
+GPUSCHED_DECL std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model) const {
   for (std::size_t k = 0; k < gpu_models.size(); ++k)
     if (gpu_models[k] == model) return static_cast<Eigen::Index>(2 + k);
   return std::nullopt;
@@ -34,7 +37,7 @@ inline std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model
 
 namespace detail {
 // A milli-unit amount in whole units: "4", or "4.500" (three decimals, as the CLI's tables print).
-inline std::string fairness_format_milli(std::int64_t v) {
+GPUSCHED_DECL std::string fairness_format_milli(std::int64_t v) {
   if (v % 1000 == 0) return fairness_text(v / 1000);
   char buffer[48];
   const int n = std::snprintf(buffer, sizeof buffer, "%.3f", static_cast<double>(v) / 1000.0);
@@ -42,12 +45,12 @@ inline std::string fairness_format_milli(std::int64_t v) {
 }
 }  // namespace detail
 
-inline std::string ResourceSpace::format(Eigen::Index dim, std::int64_t amount) const {
+GPUSCHED_DECL std::string ResourceSpace::format(Eigen::Index dim, std::int64_t amount) const {
   if (dim == kMemory) return format_bytes(amount);
   return detail::fairness_format_milli(amount);  // cores or GPUs
 }
 
-inline std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging) {
+GPUSCHED_DECL std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging) {
   if (aging.interval <= 0 || aging.step <= 0 || aging.max_boost <= 0 || job.submit_time >= aging.now) return 0;
   // now - submit_time can exceed INT64_MAX (now huge, submit far negative): such a wait is longer
   // than any the boost distinguishes, so it saturates instead of wrapping to a negative wait.
@@ -63,12 +66,12 @@ inline std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging)
 
 namespace detail {
 // priority + aging boost into `out`; false when the sum overflows (then `out` is unspecified).
-inline bool fairness_add_priority(const PendingJob& job, const AgingPolicy& aging, std::int64_t& out) {
+GPUSCHED_DECL bool fairness_add_priority(const PendingJob& job, const AgingPolicy& aging, std::int64_t& out) {
   return !__builtin_add_overflow(job.priority, aging_boost(job, aging), &out);
 }
 }  // namespace detail
 
-inline Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+GPUSCHED_DECL Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging) {
   std::int64_t out = 0;
   if (!detail::fairness_add_priority(job, aging, out))
     return detail::fairness_error(ErrorCode::kOverflow,
@@ -78,7 +81,7 @@ inline Result<std::int64_t> checked_effective_priority(const PendingJob& job, co
   return out;
 }
 
-inline const char* request_problem(const PendingJob& job, Eigen::Index dimensions) {
+GPUSCHED_DECL const char* request_problem(const PendingJob& job, Eigen::Index dimensions) {
   static constexpr const char* kBaseFields[] = {"base[0] (cpu)", "base[1] (memory)", "base[gpu]"};
   if (job.gpu_milli < 0) return "gpu_milli";
   if (job.base.size() == dimensions) {
@@ -97,12 +100,12 @@ inline const char* request_problem(const PendingJob& job, Eigen::Index dimension
   return nullptr;
 }
 
-inline std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+GPUSCHED_DECL std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
   std::int64_t out = 0;
   return detail::fairness_add_priority(job, aging, out) ? out : std::numeric_limits<std::int64_t>::max();
 }
 
-inline Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
+GPUSCHED_DECL Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
                                                  std::vector<QueueConfig> queues) {
   const Eigen::Index m = space.size();
   if (capacity.size() != m || free.size() != m)
@@ -174,7 +177,7 @@ inline Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amo
   return p;
 }
 
-inline std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
+GPUSCHED_DECL std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
   const auto it = queue_by_name_.find(name);
   if (it == queue_by_name_.end()) return std::nullopt;
   return it->second;
@@ -184,7 +187,7 @@ namespace detail {
 
 // Allowed GPU dimensions of a job as a bit mask over gpu_models (bit k = dimension 2 + k); a job
 // naming no model allows all. Resolved once per job, so the hot loop compares no strings.
-inline std::uint64_t fairness_allowed_mask(const ResourceSpace& space, const PendingJob& job) {
+GPUSCHED_DECL std::uint64_t fairness_allowed_mask(const ResourceSpace& space, const PendingJob& job) {
   if (job.gpu_models.empty()) return ~std::uint64_t{0};
   std::uint64_t mask = 0;
   // The lookup of ResourceSpace::gpu_dim, written out: it runs for every job of a plan.
@@ -199,7 +202,7 @@ inline std::uint64_t fairness_allowed_mask(const ResourceSpace& space, const Pen
 }
 
 // The flavors (GPU dimensions) a queue offers, in the order they are tried.
-inline std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
+GPUSCHED_DECL std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
   std::vector<Eigen::Index> order;
   if (!queue.flavor_order.empty()) {
     for (const auto& model : queue.flavor_order) order.push_back(*space.gpu_dim(model));
@@ -251,7 +254,7 @@ struct FlavorCandidates {
   }
 };
 
-inline std::string fairness_quota_reason(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const QuotaCheck& c) {
+GPUSCHED_DECL std::string fairness_quota_reason(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const QuotaCheck& c) {
   std::string text = fairness_text("queue ", book.queue(q).name, ": ", verdict_text(c.verdict), " on ", space.name(c.dimension), " (requested ", space.format(c.dimension, c.requested), ", available ", space.format(c.dimension, c.available), ")");
   if (!c.borrowers.empty()) {
     std::string list;
@@ -263,7 +266,7 @@ inline std::string fairness_quota_reason(const ResourceSpace& space, const Quota
 }
 
 // Tier 0 when some candidate fits the queue's own nominal quota (own usage only).
-inline std::uint8_t fairness_tier_of(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, Amounts& scratch) {
+GPUSCHED_DECL std::uint8_t fairness_tier_of(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, Amounts& scratch) {
   std::size_t cursor = 0;
   for (std::size_t k = 0;; ++k) {
     if (cands.get(k, cursor, scratch) == -2) return 1;
@@ -283,7 +286,7 @@ struct FlavorDecision {
 // Chooses the flavor for a job (first within nominal quota, else first by borrowing) and fills
 // `request` with what it takes. When nothing fits, `misses` gains one entry per candidate, in the
 // order tried; when something fits, `misses` is left as it was.
-inline FlavorDecision decide_flavor(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, const Amounts& free, Amounts& request,
+GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, const Amounts& free, Amounts& request,
                Amounts& scratch, std::vector<CandidateMiss>& misses) {
   const std::size_t mark = misses.size();
   int borrowing_dim = -2;
@@ -337,16 +340,16 @@ inline FlavorDecision decide_flavor(const FlavorCandidates& cands, std::size_t q
 }
 
 // Partial admission (admission.hpp, ReplicaGroup): the replicas group g keeps at step s of S.
-inline std::int32_t replica_group_max(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
-inline std::int32_t replica_group_min(const ReplicaGroup& g) {
+GPUSCHED_DECL std::int32_t replica_group_max(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
+GPUSCHED_DECL std::int32_t replica_group_min(const ReplicaGroup& g) {
   return g.min_replicas < 0 ? replica_group_max(g) : std::min(g.min_replicas, replica_group_max(g));
 }
-inline std::int64_t replica_elastic_steps(const PendingJob& job) {
+GPUSCHED_DECL std::int64_t replica_elastic_steps(const PendingJob& job) {
   std::int64_t steps = 0;
   for (const auto& g : job.groups) steps = std::max<std::int64_t>(steps, replica_group_max(g) - replica_group_min(g));
   return steps;
 }
-inline std::int32_t replicas_at_step(const ReplicaGroup& g, std::int64_t step, std::int64_t steps) {
+GPUSCHED_DECL std::int32_t replicas_at_step(const ReplicaGroup& g, std::int64_t step, std::int64_t steps) {
   if (steps <= 0) return replica_group_max(g);
   return static_cast<std::int32_t>(replica_group_max(g) - (std::int64_t{replica_group_max(g) - replica_group_min(g)} * step) / steps);
 }
@@ -355,7 +358,7 @@ inline std::int32_t replicas_at_step(const ReplicaGroup& g, std::int64_t step, s
 // search over the step: a smaller request never fits worse). Returns the step taken (0 = whole);
 // `out` is the outcome at that step, `request` what it takes. When even the minimum does not fit,
 // `misses` holds the misses of the minimum.
-inline std::int64_t decide_flavor_elastic(const PendingJob& job, const FlavorCandidates& whole, std::size_t q, const QuotaBook& book,
+GPUSCHED_DECL std::int64_t decide_flavor_elastic(const PendingJob& job, const FlavorCandidates& whole, std::size_t q, const QuotaBook& book,
                             const Amounts& free, Amounts& request, Amounts& scratch, std::vector<CandidateMiss>& misses,
                             FlavorDecision& out) {
   const std::size_t mark = misses.size();
@@ -394,7 +397,7 @@ inline std::int64_t decide_flavor_elastic(const PendingJob& job, const FlavorCan
   return hi;
 }
 
-inline std::vector<std::int32_t> replicas_of_job(const PendingJob& job, std::int64_t step) {
+GPUSCHED_DECL std::vector<std::int32_t> replicas_of_job(const PendingJob& job, std::int64_t step) {
   std::vector<std::int32_t> out;
   out.reserve(job.groups.size());
   const std::int64_t steps = step > 0 ? replica_elastic_steps(job) : 0;
@@ -421,14 +424,14 @@ struct PlannerSortKey {
   std::uint32_t job;  // position in the queue's bucket (input order)
 };
 
-inline std::string fairness_miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
+GPUSCHED_DECL std::string fairness_miss_text(const ResourceSpace& space, const QuotaBook& book, std::size_t q, const CandidateMiss& m) {
   if (!m.cluster) return fairness_quota_reason(space, book, q, m.quota);
   const auto r = static_cast<Eigen::Index>(m.dimension);
   return fairness_text("cluster: not enough free ", space.name(r), " (requested ", space.format(r, m.requested), ", free ", space.format(r, m.free), ")");
 }
 
 // The text of a reason; `queue_name` is the queue the job names (it may not exist).
-inline std::string fairness_pending_text(const ResourceSpace& space, const QuotaBook& book, PendingKind kind, std::size_t q,
+GPUSCHED_DECL std::string fairness_pending_text(const ResourceSpace& space, const QuotaBook& book, PendingKind kind, std::size_t q,
                          const PendingJob& job, std::span<const CandidateMiss> misses, const PendingJob* behind) {
   switch (kind) {
     case PendingKind::kNoSuchQueue: return fairness_text("queue \"", job.queue, "\": no such queue");
@@ -457,7 +460,7 @@ inline std::string fairness_pending_text(const ResourceSpace& space, const Quota
 }
 
 // The unit of a fairness dimension in the one vocabulary.
-inline Unit fairness_unit(Eigen::Index dim) {
+GPUSCHED_DECL Unit fairness_unit(Eigen::Index dim) {
   if (dim == ResourceSpace::kCpu) return Unit::kMilliCpu;
   if (dim == ResourceSpace::kMemory) return Unit::kMemoryBytes;
   return Unit::kMilliGpu;
@@ -465,7 +468,7 @@ inline Unit fairness_unit(Eigen::Index dim) {
 
 // One candidate flavor's miss as a structured reason; `never` is set when that candidate cannot fit
 // however much frees up (more than the cluster's capacity, or than the queue's quota ceiling).
-inline Reason fairness_miss_reason(const QuotaBook& book, const Amounts& capacity, std::size_t q, const CandidateMiss& m,
+GPUSCHED_DECL Reason fairness_miss_reason(const QuotaBook& book, const Amounts& capacity, std::size_t q, const CandidateMiss& m,
                                    bool& never) {
   Reason r;
   if (m.cluster) {
@@ -481,7 +484,7 @@ inline Reason fairness_miss_reason(const QuotaBook& book, const Amounts& capacit
 }
 
 // The answer for a job whose every candidate missed: infeasible when none could ever fit.
-inline Outcome fairness_misses_outcome(const QuotaBook& book, const Amounts& capacity, std::size_t q,
+GPUSCHED_DECL Outcome fairness_misses_outcome(const QuotaBook& book, const Amounts& capacity, std::size_t q,
                                        std::span<const CandidateMiss> misses) {
   Outcome out{Verdict::kInfeasible, {}};
   for (const auto& m : misses) {
@@ -494,7 +497,7 @@ inline Outcome fairness_misses_outcome(const QuotaBook& book, const Amounts& cap
 }
 
 // The answer for the kinds that are not capacity misses.
-inline Outcome fairness_kind_outcome(PendingKind kind, std::size_t behind) {
+GPUSCHED_DECL Outcome fairness_kind_outcome(PendingKind kind, std::size_t behind) {
   switch (kind) {
     case PendingKind::kNoSuchQueue: return Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kNoSuchQueue});
     case PendingKind::kNotLeaf: return Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kNotLeafQueue});
@@ -514,7 +517,7 @@ inline Outcome fairness_kind_outcome(PendingKind kind, std::size_t behind) {
 
 }  // namespace detail
 
-inline AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
+GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
   auto q = find_queue(job.queue);
   if (!q || !leaf_[*q]) {
     AdmissionDecision d;
@@ -558,14 +561,14 @@ inline AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
   return d;
 }
 
-inline Outcome FairSharePlanner::outcome(const AdmissionPlan& plan, const PendingJobReport& p) const {
+GPUSCHED_DECL Outcome FairSharePlanner::outcome(const AdmissionPlan& plan, const PendingJobReport& p) const {
   if (p.kind != PendingKind::kDoesNotFit) return detail::fairness_kind_outcome(p.kind, p.behind);
   if (p.queue >= queues_.size() || std::size_t{p.first_miss} + p.miss_count > plan.misses.size()) return {Verdict::kNotNow, {}};
   return detail::fairness_misses_outcome(book_, capacity_, p.queue,
                                          std::span<const CandidateMiss>(plan.misses).subspan(p.first_miss, p.miss_count));
 }
 
-inline std::string FairSharePlanner::reason(const AdmissionPlan& plan, const PendingJobReport& p,
+GPUSCHED_DECL std::string FairSharePlanner::reason(const AdmissionPlan& plan, const PendingJobReport& p,
                                      std::span<const PendingJob> jobs) const {
   if (p.job >= jobs.size()) return "?";
   std::span<const CandidateMiss> misses;
@@ -575,7 +578,7 @@ inline std::string FairSharePlanner::reason(const AdmissionPlan& plan, const Pen
   return detail::fairness_pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind);
 }
 
-inline AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
+GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
   const Eigen::Index m = space_.size();
   const auto mu = static_cast<std::size_t>(m);
   const std::size_t nq = queues_.size();

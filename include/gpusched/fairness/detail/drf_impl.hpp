@@ -1,9 +1,12 @@
 // gpusched/fairness/detail/drf_impl.hpp — the definitions behind gpusched/fairness/drf.hpp.
 //
-// Included at the end of drf.hpp, never on its own: the fairness family is header-only (issue 11),
-// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
-// library to link.
+// Included at the end of drf.hpp, so a consumer compiles the fairness family with its own
+// code and links no gpusched library (issue 11);
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/fairness/drf.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +18,7 @@
 
 namespace gpusched::fairness {
 
-inline double dominant_share(const Amounts& allocation, const Amounts& capacity) {
+GPUSCHED_DECL double dominant_share(const Amounts& allocation, const Amounts& capacity) {
   double best = 0.0;
   for (Eigen::Index r = 0; r < capacity.size(); ++r)
     if (capacity[r] > 0)
@@ -23,7 +26,7 @@ inline double dominant_share(const Amounts& allocation, const Amounts& capacity)
   return best;
 }
 
-inline double dominant_share(const Vector& allocation, const Vector& capacity) {
+GPUSCHED_DECL double dominant_share(const Vector& allocation, const Vector& capacity) {
   double best = 0.0;
   for (Eigen::Index r = 0; r < capacity.size(); ++r)
     if (capacity[r] > 0) best = std::max(best, allocation[r] / capacity[r]);
@@ -41,7 +44,7 @@ inline double dominant_share(const Vector& allocation, const Vector& capacity) {
 // once, so there are at most n + m events; rho is updated by subtraction when a user stops and
 // recomputed exactly after each saturation to keep rounding from accumulating.
 
-inline Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::span<const FractionalUser> users) {
+GPUSCHED_DECL Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::span<const FractionalUser> users) {
   const Eigen::Index m = capacity.size();
   if (auto ok = detail::check_capacity(capacity); !ok) return ok.error();
   const std::size_t n = users.size();
@@ -135,13 +138,13 @@ inline Result<FractionalAllocation> progressive_filling(const Vector& capacity, 
 
 // --- DrfSorter ------------------------------------------------------------------------------------------
 
-inline DrfSorter::DrfSorter(Amounts total) : total_(std::move(total)), heap_(Less{&share_, &exact_}) {}
+GPUSCHED_DECL DrfSorter::DrfSorter(Amounts total) : total_(std::move(total)), heap_(Less{&share_, &exact_}) {}
 
-inline DrfSorter::DrfSorter(const DrfSorter& o)
+GPUSCHED_DECL DrfSorter::DrfSorter(const DrfSorter& o)
     : total_(o.total_), alloc_(o.alloc_), weight_(o.weight_), share_(o.share_), exact_(o.exact_), heap_(o.heap_) {
   heap_.less() = Less{&share_, &exact_};
 }
-inline DrfSorter::DrfSorter(DrfSorter&& o) noexcept
+GPUSCHED_DECL DrfSorter::DrfSorter(DrfSorter&& o) noexcept
     : total_(std::move(o.total_)),
       alloc_(std::move(o.alloc_)),
       weight_(std::move(o.weight_)),
@@ -150,14 +153,14 @@ inline DrfSorter::DrfSorter(DrfSorter&& o) noexcept
       heap_(std::move(o.heap_)) {
   heap_.less() = Less{&share_, &exact_};
 }
-inline DrfSorter& DrfSorter::operator=(const DrfSorter& o) {
+GPUSCHED_DECL DrfSorter& DrfSorter::operator=(const DrfSorter& o) {
   if (this != &o) {
     DrfSorter copy(o);
     *this = std::move(copy);
   }
   return *this;
 }
-inline DrfSorter& DrfSorter::operator=(DrfSorter&& o) noexcept {
+GPUSCHED_DECL DrfSorter& DrfSorter::operator=(DrfSorter&& o) noexcept {
   total_ = std::move(o.total_);
   alloc_ = std::move(o.alloc_);
   weight_ = std::move(o.weight_);
@@ -168,7 +171,7 @@ inline DrfSorter& DrfSorter::operator=(DrfSorter&& o) noexcept {
   return *this;
 }
 
-inline DrfSorter::ClientId DrfSorter::add(double weight) {
+GPUSCHED_DECL DrfSorter::ClientId DrfSorter::add(double weight) {
   const auto id = static_cast<ClientId>(weight_.size());
   weight_.push_back(weight);
   share_.push_back(0.0);
@@ -178,7 +181,7 @@ inline DrfSorter::ClientId DrfSorter::add(double weight) {
   return id;
 }
 
-inline void DrfSorter::refresh(ClientId c) {
+GPUSCHED_DECL void DrfSorter::refresh(ClientId c) {
   const std::int64_t* a = alloc_.data() + static_cast<std::size_t>(c) * resources();
   double best = 0.0;
   for (std::size_t r = 0; r < resources(); ++r)
@@ -191,24 +194,24 @@ inline void DrfSorter::refresh(ClientId c) {
   heap_.update(c);  // only this client moves (no-op when inactive)
 }
 
-inline void DrfSorter::allocate(ClientId c, const Amounts& delta) {
+GPUSCHED_DECL void DrfSorter::allocate(ClientId c, const Amounts& delta) {
   std::int64_t* a = alloc_.data() + static_cast<std::size_t>(c) * resources();
   for (std::size_t r = 0; r < resources(); ++r) a[r] += delta[static_cast<Eigen::Index>(r)];
   refresh(c);
 }
 
-inline void DrfSorter::unallocate(ClientId c, const Amounts& delta) {
+GPUSCHED_DECL void DrfSorter::unallocate(ClientId c, const Amounts& delta) {
   std::int64_t* a = alloc_.data() + static_cast<std::size_t>(c) * resources();
   for (std::size_t r = 0; r < resources(); ++r) a[r] -= delta[static_cast<Eigen::Index>(r)];
   refresh(c);
 }
 
-inline void DrfSorter::activate(ClientId c) { heap_.push(c); }
-inline void DrfSorter::deactivate(ClientId c) { heap_.erase(c); }
+GPUSCHED_DECL void DrfSorter::activate(ClientId c) { heap_.push(c); }
+GPUSCHED_DECL void DrfSorter::deactivate(ClientId c) { heap_.erase(c); }
 
 // --- whole tasks --------------------------------------------------------------------------------------
 
-inline Result<WholeTaskAllocation> drf_whole_tasks(const Amounts& capacity, std::span<const TaskUser> users) {
+GPUSCHED_DECL Result<WholeTaskAllocation> drf_whole_tasks(const Amounts& capacity, std::span<const TaskUser> users) {
   const Eigen::Index m = capacity.size();
   for (Eigen::Index r = 0; r < m; ++r)
     if (capacity[r] < 0) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("capacity[", r, "]: expected a non-negative amount, got ", capacity[r]));

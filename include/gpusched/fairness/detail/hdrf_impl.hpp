@@ -1,9 +1,12 @@
 // gpusched/fairness/detail/hdrf_impl.hpp — the definitions behind gpusched/fairness/hdrf.hpp.
 //
-// Included at the end of hdrf.hpp, never on its own: the fairness family is header-only (issue 11),
-// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
-// library to link.
+// Included at the end of hdrf.hpp, so a consumer compiles the fairness family with its own
+// code and links no gpusched library (issue 11);
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/fairness/hdrf.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -33,7 +36,7 @@ struct HdrfKey {
 // (detail/exact_share.hpp), so equal rational shares tie and the tie goes to the lower id (created
 // first). Internal nodes' shares are sums of rescaled doubles (no exact value) and compare
 // as doubles.
-inline bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::vector<ExactShare>& exact, std::uint32_t a,
+GPUSCHED_DECL bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::vector<ExactShare>& exact, std::uint32_t a,
                             std::uint32_t b) {
   const HdrfKey& ka = keys[a];
   const HdrfKey& kb = keys[b];
@@ -373,7 +376,7 @@ struct HdrfScheduler::Impl {
   }
 };
 
-inline HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
+GPUSCHED_DECL HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
   s.m = static_cast<std::size_t>(capacity.size());
   s.capacity = std::move(capacity);
@@ -386,11 +389,11 @@ inline HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_thresho
   s.update_saturation();
   s.add(kRoot, 1.0);
 }
-inline HdrfScheduler::HdrfScheduler(HdrfScheduler&&) noexcept = default;
-inline HdrfScheduler& HdrfScheduler::operator=(HdrfScheduler&&) noexcept = default;
-inline HdrfScheduler::~HdrfScheduler() = default;
+GPUSCHED_DECL HdrfScheduler::HdrfScheduler(HdrfScheduler&&) noexcept = default;
+GPUSCHED_DECL HdrfScheduler& HdrfScheduler::operator=(HdrfScheduler&&) noexcept = default;
+GPUSCHED_DECL HdrfScheduler::~HdrfScheduler() = default;
 
-inline Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, double weight) {
+GPUSCHED_DECL Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, double weight) {
   auto& s = *impl_;
   if (parent_id >= s.parent.size())
     return detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("parent: no node ", parent_id, " (there are ", s.parent.size(), ")"));
@@ -408,11 +411,11 @@ inline Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, d
   return id;
 }
 
-inline std::size_t HdrfScheduler::node_count() const { return impl_->parent.size(); }
-inline bool HdrfScheduler::is_leaf(NodeId n) const { return impl_->leaf(n); }
-inline HdrfScheduler::NodeId HdrfScheduler::parent(NodeId n) const { return impl_->parent[n]; }
+GPUSCHED_DECL std::size_t HdrfScheduler::node_count() const { return impl_->parent.size(); }
+GPUSCHED_DECL bool HdrfScheduler::is_leaf(NodeId n) const { return impl_->leaf(n); }
+GPUSCHED_DECL HdrfScheduler::NodeId HdrfScheduler::parent(NodeId n) const { return impl_->parent[n]; }
 
-inline std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
+GPUSCHED_DECL std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
   const auto& s = *impl_;
   if (s.leaf(kRoot) || s.pick_heap[kRoot].empty()) return std::nullopt;
   NodeId n = kRoot;
@@ -420,25 +423,25 @@ inline std::optional<HdrfScheduler::NodeId> HdrfScheduler::pick() const {
   return n;
 }
 
-inline void HdrfScheduler::apply(NodeId leaf, const LeafChange& change) { impl_->apply(leaf, change); }
-inline void HdrfScheduler::allocate(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{&task, nullptr, {}, {}}); }
-inline void HdrfScheduler::release(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{nullptr, &task, {}, {}}); }
-inline void HdrfScheduler::block(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, true}); }
-inline void HdrfScheduler::unblock(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, false}); }
-inline void HdrfScheduler::set_tier(NodeId leaf, std::uint8_t tier) { impl_->apply(leaf, LeafChange{nullptr, nullptr, tier, {}}); }
+GPUSCHED_DECL void HdrfScheduler::apply(NodeId leaf, const LeafChange& change) { impl_->apply(leaf, change); }
+GPUSCHED_DECL void HdrfScheduler::allocate(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{&task, nullptr, {}, {}}); }
+GPUSCHED_DECL void HdrfScheduler::release(NodeId leaf, const Amounts& task) { impl_->apply(leaf, LeafChange{nullptr, &task, {}, {}}); }
+GPUSCHED_DECL void HdrfScheduler::block(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, true}); }
+GPUSCHED_DECL void HdrfScheduler::unblock(NodeId leaf) { impl_->apply(leaf, LeafChange{nullptr, nullptr, {}, false}); }
+GPUSCHED_DECL void HdrfScheduler::set_tier(NodeId leaf, std::uint8_t tier) { impl_->apply(leaf, LeafChange{nullptr, nullptr, tier, {}}); }
 
-inline bool HdrfScheduler::blocked(NodeId n) const {
+GPUSCHED_DECL bool HdrfScheduler::blocked(NodeId n) const {
   if (n == kRoot) return impl_->pick_heap[kRoot].empty();
   return impl_->blocked[n] != 0;
 }
 
-inline double HdrfScheduler::share(NodeId n) const {
+GPUSCHED_DECL double HdrfScheduler::share(NodeId n) const {
   if (n != kRoot || impl_->leaf(kRoot)) return (*impl_->keys)[n].share;
   const Vector v = consumption(kRoot);
   return impl_->share_of(v.data(), 1.0, true);
 }
 
-inline Vector HdrfScheduler::consumption(NodeId n) const {
+GPUSCHED_DECL Vector HdrfScheduler::consumption(NodeId n) const {
   const auto& s = *impl_;
   Vector v(static_cast<Eigen::Index>(s.m));
   if (n != kRoot || s.leaf(kRoot)) {
@@ -452,14 +455,14 @@ inline Vector HdrfScheduler::consumption(NodeId n) const {
   return v;
 }
 
-inline Eigen::Map<const Amounts> HdrfScheduler::allocation(NodeId leaf) const {
+GPUSCHED_DECL Eigen::Map<const Amounts> HdrfScheduler::allocation(NodeId leaf) const {
   return {impl_->alloc.data() + static_cast<std::size_t>(leaf) * impl_->m, static_cast<Eigen::Index>(impl_->m)};
 }
-inline const Amounts& HdrfScheduler::free() const { return impl_->free; }
-inline const Amounts& HdrfScheduler::capacity() const { return impl_->capacity; }
-inline bool HdrfScheduler::saturated(Eigen::Index r) const { return impl_->saturated[static_cast<std::size_t>(r)] != 0; }
+GPUSCHED_DECL const Amounts& HdrfScheduler::free() const { return impl_->free; }
+GPUSCHED_DECL const Amounts& HdrfScheduler::capacity() const { return impl_->capacity; }
+GPUSCHED_DECL bool HdrfScheduler::saturated(Eigen::Index r) const { return impl_->saturated[static_cast<std::size_t>(r)] != 0; }
 
-inline Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const std::int64_t> parents,
+GPUSCHED_DECL Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::span<const std::int64_t> parents,
                                         std::span<const double> weights, std::span<const HdrfTask> tasks) {
   const std::size_t n = parents.size();
   if (n == 0 || parents[0] != -1) return detail::fairness_error(ErrorCode::kInvalidValue, "parents[0]: the root must come first with parent -1");
@@ -531,7 +534,7 @@ inline Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, std::spa
 // complementary sibling from starving its cousin (the paper's two examples). Saturated resources
 // drop out of S (no growing leaf needs them), so internal shares ignore them, as in dynamic H-DRF.
 // On a one-level tree this is exactly weighted progressive filling (DRF).
-inline Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
+GPUSCHED_DECL Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
                                                       std::span<const double> weights,
                                                       std::span<const FractionalUser> nodes) {
   const Eigen::Index mi = capacity.size();

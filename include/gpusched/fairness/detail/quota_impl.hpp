@@ -1,9 +1,12 @@
 // gpusched/fairness/detail/quota_impl.hpp — the definitions behind gpusched/fairness/quota.hpp.
 //
-// Included at the end of quota.hpp, never on its own: the fairness family is header-only (issue 11),
-// so its algorithms are inline functions a consumer compiles with its own code, with no gpusched
-// library to link.
+// Included at the end of quota.hpp, so a consumer compiles the fairness family with its own
+// code and links no gpusched library (issue 11);
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/fairness/quota.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -14,7 +17,7 @@
 
 namespace gpusched::fairness {
 
-inline std::string_view verdict_text(QuotaVerdict v) {
+GPUSCHED_DECL std::string_view verdict_text(QuotaVerdict v) {
   switch (v) {
     case QuotaVerdict::kFits: return "fits within nominal quota";
     case QuotaVerdict::kFitsBorrowing: return "fits by borrowing from the cohort";
@@ -26,7 +29,7 @@ inline std::string_view verdict_text(QuotaVerdict v) {
   return "?";
 }
 
-inline ReasonKind reason_kind(QuotaVerdict v) {
+GPUSCHED_DECL ReasonKind reason_kind(QuotaVerdict v) {
   switch (v) {
     case QuotaVerdict::kFits:
     case QuotaVerdict::kFitsBorrowing: return ReasonKind::kOther;  // not a refusal
@@ -38,7 +41,7 @@ inline ReasonKind reason_kind(QuotaVerdict v) {
   return ReasonKind::kOther;
 }
 
-inline Result<QuotaBook> QuotaBook::build(std::size_t dimensions, std::vector<QueueQuota> queues) {
+GPUSCHED_DECL Result<QuotaBook> QuotaBook::build(std::size_t dimensions, std::vector<QueueQuota> queues) {
   QuotaBook book;
   book.dims_ = dimensions;
   const auto m = static_cast<Eigen::Index>(dimensions);
@@ -97,24 +100,24 @@ inline Result<QuotaBook> QuotaBook::build(std::size_t dimensions, std::vector<Qu
   return book;
 }
 
-inline std::int64_t QuotaBook::lendable(std::size_t q, Eigen::Index r) const {
+GPUSCHED_DECL std::int64_t QuotaBook::lendable(std::size_t q, Eigen::Index r) const {
   const auto& queue = queues_[q];
   if (queue.nominal[r] < 0) return 0;
   return queue.lending_limit[r] < 0 ? queue.nominal[r] : std::min(queue.lending_limit[r], queue.nominal[r]);
 }
-inline std::int64_t QuotaBook::guaranteed(std::size_t q, Eigen::Index r) const { return guaranteed_[q][r]; }
-inline std::int64_t QuotaBook::over_guarantee(std::size_t q, Eigen::Index r, std::int64_t usage) const {
+GPUSCHED_DECL std::int64_t QuotaBook::guaranteed(std::size_t q, Eigen::Index r) const { return guaranteed_[q][r]; }
+GPUSCHED_DECL std::int64_t QuotaBook::over_guarantee(std::size_t q, Eigen::Index r, std::int64_t usage) const {
   return std::max<std::int64_t>(0, usage - guaranteed(q, r));
 }
 
-inline bool QuotaBook::within_nominal(std::size_t q, const Amounts& request) const {
+GPUSCHED_DECL bool QuotaBook::within_nominal(std::size_t q, const Amounts& request) const {
   const auto& queue = queues_[q];
   for (Eigen::Index r = 0; r < request.size(); ++r)
     if (request[r] > 0 && queue.nominal[r] >= 0 && request[r] > queue.nominal[r] - usage_[q][r]) return false;
   return true;
 }
 
-inline QuotaCheck QuotaBook::check(std::size_t q, const Amounts& request) const {
+GPUSCHED_DECL QuotaCheck QuotaBook::check(std::size_t q, const Amounts& request) const {
   QuotaCheck out;
   const auto& queue = queues_[q];
   const int c = cohort_[q];
@@ -171,7 +174,7 @@ inline QuotaCheck QuotaBook::check(std::size_t q, const Amounts& request) const 
   return out;
 }
 
-inline void QuotaBook::admit(std::size_t q, const Amounts& request) {
+GPUSCHED_DECL void QuotaBook::admit(std::size_t q, const Amounts& request) {
   const int c = cohort_[q];
   for (Eigen::Index r = 0; r < request.size(); ++r) {
     const std::int64_t before = usage_[q][r];
@@ -181,7 +184,7 @@ inline void QuotaBook::admit(std::size_t q, const Amounts& request) {
   }
 }
 
-inline void QuotaBook::release(std::size_t q, const Amounts& request) {
+GPUSCHED_DECL void QuotaBook::release(std::size_t q, const Amounts& request) {
   const int c = cohort_[q];
   for (Eigen::Index r = 0; r < request.size(); ++r) {
     const std::int64_t before = usage_[q][r];
@@ -191,21 +194,21 @@ inline void QuotaBook::release(std::size_t q, const Amounts& request) {
   }
 }
 
-inline Amounts QuotaBook::borrowed(std::size_t q) const {
+GPUSCHED_DECL Amounts QuotaBook::borrowed(std::size_t q) const {
   Amounts out = Amounts::Zero(static_cast<Eigen::Index>(dims_));
   for (Eigen::Index r = 0; r < out.size(); ++r)
     if (queues_[q].nominal[r] >= 0) out[r] = std::max<std::int64_t>(0, usage_[q][r] - queues_[q].nominal[r]);
   return out;
 }
 
-inline std::int64_t QuotaBook::cohort_pool(std::size_t q, std::size_t dim) const {
+GPUSCHED_DECL std::int64_t QuotaBook::cohort_pool(std::size_t q, std::size_t dim) const {
   return cohort_[q] < 0 ? 0 : cohort_pool_[static_cast<std::size_t>(cohort_[q])][static_cast<Eigen::Index>(dim)];
 }
-inline std::int64_t QuotaBook::cohort_pool_used(std::size_t q, std::size_t dim) const {
+GPUSCHED_DECL std::int64_t QuotaBook::cohort_pool_used(std::size_t q, std::size_t dim) const {
   return cohort_[q] < 0 ? 0 : cohort_used_[static_cast<std::size_t>(cohort_[q])][static_cast<Eigen::Index>(dim)];
 }
 
-inline std::int64_t QuotaBook::ceiling(std::size_t q, std::size_t dim) const {
+GPUSCHED_DECL std::int64_t QuotaBook::ceiling(std::size_t q, std::size_t dim) const {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   const auto r = static_cast<Eigen::Index>(dim);
   const auto& queue = queues_[q];

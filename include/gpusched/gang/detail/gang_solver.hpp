@@ -1,6 +1,10 @@
 // gpusched/gang/detail/gang_solver.hpp — the gang solver: bounds, greedy placement, bounded exact
-// search (see gang.hpp for the idea). Included at the end of gang.hpp; not a public header.
+// search (see gang.hpp for the idea). Included at the end of gang.hpp,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp);
+// not a public header.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,10 +28,10 @@ namespace detail {
 
 inline constexpr std::int64_t kGangBig = std::numeric_limits<std::int64_t>::max() / 4;
 
-inline std::int64_t gang_sat_add(std::int64_t a, std::int64_t b) { return std::min(kGangBig, a + b); }
+GPUSCHED_DECL std::int64_t gang_sat_add(std::int64_t a, std::int64_t b) { return std::min(kGangBig, a + b); }
 
 // "8 GPUs", "1 GPU", "500m GPU", "4 CPUs" — how a task is named in explanations.
-inline std::string gang_shape_text(const TaskShape& s) {
+GPUSCHED_DECL std::string gang_shape_text(const TaskShape& s) {
   if (s.shares_gpu()) return detail::gang_format("{}m GPU", s.gpu_milli);
   if (s.needs_gpu()) return s.gpus == 1 ? std::string("1 GPU") : detail::gang_format("{} GPUs", s.gpus);
   if (s.cpu > 0) {
@@ -159,7 +163,7 @@ class GangSolver {
 
 // --- constraints ---------------------------------------------------------------------------------
 
-inline std::size_t GangSolver::map_for(const std::string& level, Unlabelled unlabelled) {
+GPUSCHED_DECL std::size_t GangSolver::map_for(const std::string& level, Unlabelled unlabelled) {
   for (std::size_t i = 0; i < map_keys_.size(); ++i)
     if (map_keys_[i].first == level && map_keys_[i].second == unlabelled) return i;
   DomainMap m;
@@ -170,7 +174,7 @@ inline std::size_t GangSolver::map_for(const std::string& level, Unlabelled unla
   return maps_.size() - 1;
 }
 
-inline void GangSolver::setup_constraints() {
+GPUSCHED_DECL void GangSolver::setup_constraints() {
   if (topology_in_force()) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
   for (const SpreadConstraint& c : spec_.spread) {
     GangSpreadState rt;
@@ -194,7 +198,7 @@ inline void GangSolver::setup_constraints() {
   dynamic_ = !spread_.empty() || !anti_.empty();
 }
 
-inline bool GangSolver::allowed(NodeId n, std::uint32_t g) const {
+GPUSCHED_DECL bool GangSolver::allowed(NodeId n, std::uint32_t g) const {
   for (const GangSpreadState& s : spread_) {
     if (!s.covers[g]) continue;
     const std::uint32_t d = maps_[s.map].node_domain[n];
@@ -212,7 +216,7 @@ inline bool GangSolver::allowed(NodeId n, std::uint32_t g) const {
   return true;
 }
 
-inline void GangSolver::note(NodeId n, std::uint32_t g, int sign) {
+GPUSCHED_DECL void GangSolver::note(NodeId n, std::uint32_t g, int sign) {
   for (GangSpreadState& s : spread_) {
     if (!s.covers[g]) continue;
     const std::uint32_t d = maps_[s.map].node_domain[n];
@@ -227,7 +231,7 @@ inline void GangSolver::note(NodeId n, std::uint32_t g, int sign) {
   }
 }
 
-inline void GangSolver::set_min_phase(bool on) {
+GPUSCHED_DECL void GangSolver::set_min_phase(bool on) {
   for (GangSpreadState& s : spread_) {
     if (!on) {
       s.remaining = kGangBig;  // extras: the minimum phase already opened the domains
@@ -241,7 +245,7 @@ inline void GangSolver::set_min_phase(bool on) {
 
 // --- placing -------------------------------------------------------------------------------------
 
-inline bool GangSolver::put(std::uint32_t g, const TaskAssignment& a) {
+GPUSCHED_DECL bool GangSolver::put(std::uint32_t g, const TaskAssignment& a) {
   if (!st_.reserve(req(g), a).ok()) return false;
   tasks_.push_back({g, static_cast<std::uint32_t>(placed_[g]), a});
   ++placed_[g];
@@ -251,7 +255,7 @@ inline bool GangSolver::put(std::uint32_t g, const TaskAssignment& a) {
   return true;
 }
 
-inline void GangSolver::undo_last() {
+GPUSCHED_DECL void GangSolver::undo_last() {
   const TaskPlacement& t = tasks_.back();
   note(t.assignment.node, t.group, -1);
   --touched_[t.assignment.node];
@@ -262,19 +266,19 @@ inline void GangSolver::undo_last() {
   if (tier_index_on_) refresh_tier_node(n);
 }
 
-inline void GangSolver::undo_to(std::size_t n_tasks) {
+GPUSCHED_DECL void GangSolver::undo_to(std::size_t n_tasks) {
   while (tasks_.size() > n_tasks) undo_last();
 }
 
 // The policy's preference among nodes (higher is better, ties to the lowest id) when it ranks
 // nodes (PlacementPolicy::ranks_nodes); otherwise 0, and choices go through select_among.
-inline std::int64_t GangSolver::rank(NodeId n, const TaskRequest& r) const {
+GPUSCHED_DECL std::int64_t GangSolver::rank(NodeId n, const TaskRequest& r) const {
   return ranks_ ? policy_.rank(st_, n, r) : 0;
 }
 
 // The policy's choice among the nodes of `nodes` (nullptr: the index's candidates) that group g's
 // constraints allow and that fit.
-inline NodeId GangSolver::select_allowed(std::uint32_t g, const std::vector<NodeId>* nodes) {
+GPUSCHED_DECL NodeId GangSolver::select_allowed(std::uint32_t g, const std::vector<NodeId>* nodes) {
   const TaskRequest& r = req(g);
   std::vector<NodeId>& cand = scratch_;
   cand.clear();
@@ -290,7 +294,7 @@ inline NodeId GangSolver::select_allowed(std::uint32_t g, const std::vector<Node
   return cand.empty() ? kNoNode : policy_.select_among(st_, r, cand);
 }
 
-inline NodeId GangSolver::select(std::uint32_t g) {
+GPUSCHED_DECL NodeId GangSolver::select(std::uint32_t g) {
   if (tiers_.empty()) {
     // The whole cluster: the policy's index-driven select, unless a constraint rejects it.
     const NodeId n = policy_.select(st_, req(g));
@@ -310,7 +314,7 @@ inline NodeId GangSolver::select(std::uint32_t g) {
   return kNoNode;
 }
 
-inline void GangSolver::build_tier_index() {
+GPUSCHED_DECL void GangSolver::build_tier_index() {
   tier_index_on_ = !tiers_.empty() && ranks_;
   if (!tier_index_on_) return;
   node_tier_.assign(st_.node_count(), ~std::uint32_t{0});
@@ -331,7 +335,7 @@ inline void GangSolver::build_tier_index() {
   }
 }
 
-inline void GangSolver::refresh_tier_node(NodeId n) {
+GPUSCHED_DECL void GangSolver::refresh_tier_node(NodeId n) {
   const std::uint32_t t = node_tier_[n];
   if (t == ~std::uint32_t{0}) return;
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
@@ -344,7 +348,7 @@ inline void GangSolver::refresh_tier_node(NodeId n) {
   }
 }
 
-inline bool GangSolver::greedy_mins() {
+GPUSCHED_DECL bool GangSolver::greedy_mins() {
   build_tier_index();
   set_min_phase(true);
   for (std::uint32_t g : order_) {
@@ -358,7 +362,7 @@ inline bool GangSolver::greedy_mins() {
 }
 
 // Elastic groups: as many more as fit, up to replicas, hardest group first.
-inline void GangSolver::extras() {
+GPUSCHED_DECL void GangSolver::extras() {
   build_tier_index();
   set_min_phase(false);
   for (std::uint32_t g : order_) {
@@ -372,11 +376,11 @@ inline void GangSolver::extras() {
 
 // --- bounds --------------------------------------------------------------------------------------
 
-inline std::string GangSolver::task_text(std::uint32_t g, std::int64_t count) const {
+GPUSCHED_DECL std::string GangSolver::task_text(std::uint32_t g, std::int64_t count) const {
   return detail::gang_format("{} task{} x {}", count, count == 1 ? "" : "s", gang_shape_text(req(g).shape));
 }
 
-inline std::uint32_t GangSolver::main_group() const {
+GPUSCHED_DECL std::uint32_t GangSolver::main_group() const {
   std::uint32_t best = 0;
   auto weight = [&](std::uint32_t g) {
     const auto& s = req(g).shape;
@@ -387,7 +391,7 @@ inline std::uint32_t GangSolver::main_group() const {
   return best;
 }
 
-inline bool GangSolver::aggregate_bounds(GangResult& out) {
+GPUSCHED_DECL bool GangSolver::aggregate_bounds(GangResult& out) {
   // Each group alone, from the index.
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
@@ -430,7 +434,7 @@ inline bool GangSolver::aggregate_bounds(GangResult& out) {
   return true;
 }
 
-inline void GangSolver::compute_caps() {
+GPUSCHED_DECL void GangSolver::compute_caps() {
   caps_.assign(n_groups_, std::vector<std::int64_t>(st_.node_count(), 0));
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
     if (spec_.groups[g].replicas == 0) continue;
@@ -443,7 +447,7 @@ inline void GangSolver::compute_caps() {
 }
 
 template <class F>
-inline void GangSolver::for_each_in(const std::vector<NodeId>* set, F&& f) const {
+GPUSCHED_DECL void GangSolver::for_each_in(const std::vector<NodeId>* set, F&& f) const {
   if (set) {
     for (NodeId n : *set) f(n);
   } else {
@@ -453,7 +457,7 @@ inline void GangSolver::for_each_in(const std::vector<NodeId>* set, F&& f) const
 
 // Tasks of group g alone that the node set can take: per-node counts on nodes its spread levels
 // label, capped per domain by spread caps and by self anti-affinity (one per domain).
-inline std::int64_t GangSolver::group_avail(const std::vector<NodeId>* set, std::uint32_t g) const {
+GPUSCHED_DECL std::int64_t GangSolver::group_avail(const std::vector<NodeId>* set, std::uint32_t g) const {
   std::int64_t avail = 0;
   for_each_in(set, [&](NodeId n) {
     if (caps_[g][n] == 0) return;
@@ -487,7 +491,7 @@ inline std::int64_t GangSolver::group_avail(const std::vector<NodeId>* set, std:
 }
 
 // Necessary conditions on a node set (nullptr = all nodes). Each is exact for a one-request gang.
-inline bool GangSolver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>* failed) const {
+GPUSCHED_DECL bool GangSolver::count_bounds(const std::vector<NodeId>* set, std::vector<GangBound>* failed) const {
   bool ok = true;
   auto fail = [&](GangBound b) {
     ok = false;
@@ -563,7 +567,7 @@ inline bool GangSolver::count_bounds(const std::vector<NodeId>* set, std::vector
 // The distinct ways a task can take GPUs on a node: GPUs with the same model, free share and free
 // memory are interchangeable, so one assignment per class (shared) or per composition of classes
 // (whole GPUs), each taking the lowest indices of its classes.
-inline void GangSolver::gpu_options(NodeId n, const TaskRequest& r, std::vector<TaskAssignment>& out) const {
+GPUSCHED_DECL void GangSolver::gpu_options(NodeId n, const TaskRequest& r, std::vector<TaskAssignment>& out) const {
   out.clear();
   const TaskShape& shape = r.shape;
   if (!shape.needs_gpu()) {
@@ -622,7 +626,7 @@ inline void GangSolver::gpu_options(NodeId n, const TaskRequest& r, std::vector<
 
 // At a change of group in the search order: can every group still to come reach its minimum on
 // the nodes of the search? (Counts on the current state; cheap next to the subtree it can cut.)
-inline bool GangSolver::group_capacity_ok(std::size_t depth) {
+GPUSCHED_DECL bool GangSolver::group_capacity_ok(std::size_t depth) {
   std::vector<std::int64_t> need(n_groups_, 0);
   for (std::size_t t = depth; t < search_tasks_.size(); ++t) ++need[search_tasks_[t]];
   for (std::uint32_t g = 0; g < n_groups_; ++g) {
@@ -639,7 +643,7 @@ inline bool GangSolver::group_capacity_ok(std::size_t depth) {
   return true;
 }
 
-inline GangSolver::SearchOutcome GangSolver::dfs(std::size_t depth) {
+GPUSCHED_DECL GangSolver::SearchOutcome GangSolver::dfs(std::size_t depth) {
   if (depth == search_tasks_.size()) return SearchOutcome::kFound;
   if (effort_ > opt_.effort) return SearchOutcome::kBudget;
   const std::uint32_t g = search_tasks_[depth];
@@ -687,7 +691,7 @@ inline GangSolver::SearchOutcome GangSolver::dfs(std::size_t depth) {
   return SearchOutcome::kExhausted;
 }
 
-inline GangSolver::SearchOutcome GangSolver::search(const std::vector<NodeId>* set) {
+GPUSCHED_DECL GangSolver::SearchOutcome GangSolver::search(const std::vector<NodeId>* set) {
   tier_index_on_ = false;  // the search picks its own nodes
   // Candidate nodes: where some group with a minimum fits at all.
   search_nodes_.clear();
@@ -743,7 +747,7 @@ inline GangSolver::SearchOutcome GangSolver::search(const std::vector<NodeId>* s
 
 // The largest domain of the topology level for group g: "the largest topology.kubernetes.io/rack
 // (rack-3) offers 30".
-inline std::string GangSolver::largest_domain_text(std::uint32_t g) const {
+GPUSCHED_DECL std::string GangSolver::largest_domain_text(std::uint32_t g) const {
   if (!topo_ || maps_[*topo_].domain_count() == 0) return {};
   const DomainMap& m = maps_[*topo_];
   std::int64_t best = -1;
@@ -765,7 +769,7 @@ inline std::string GangSolver::largest_domain_text(std::uint32_t g) const {
 // total); then per group over the whole cluster and per domain of a required level: counted node by
 // node (selectors included) after a node scan, or, on the index-only path of a gang with a required
 // level, from the capacity-at-empty summary (cached per layout generation, selectors aside).
-inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
+GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   auto infeasible = [&](std::string what, ReasonKind kind, Unit unit, std::int64_t need, std::int64_t have,
                         std::int32_t subject) {
     r.verdict = Verdict::kInfeasible;
@@ -877,11 +881,11 @@ inline void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
                Unit::kDomains, 1, 0, -1);
 }
 
-inline std::string GangSolver::bound_text(const GangBound& b) const {
+GPUSCHED_DECL std::string GangSolver::bound_text(const GangBound& b) const {
   return detail::gang_format("{}: {} needed, {} available", b.what, b.needed, b.available);
 }
 
-inline GangResult GangSolver::finish(GangResult r, GangMethod method) {
+GPUSCHED_DECL GangResult GangSolver::finish(GangResult r, GangMethod method) {
   r.method = method;
   r.effort_used = effort_;
   if (r.verdict != Verdict::kPlaced) {
@@ -923,7 +927,7 @@ inline GangResult GangSolver::finish(GangResult r, GangMethod method) {
   return r;
 }
 
-inline GangResult GangSolver::run() {
+GPUSCHED_DECL GangResult GangSolver::run() {
   GangResult r;
   r.placed_per_group.assign(n_groups_, 0);
   if (auto st = validate_gang(spec_); !st) {
@@ -1105,14 +1109,14 @@ inline GangResult GangSolver::run() {
 
 }  // namespace detail
 
-inline GangResult place_gang(ClusterState& state, const GangSpec& spec, const GangOptions& options) {
+GPUSCHED_DECL GangResult place_gang(ClusterState& state, const GangSpec& spec, const GangOptions& options) {
   static const BestFitPolicy kBestFit;
   const PlacementPolicy& policy = options.policy ? *options.policy : kBestFit;
   detail::GangSolver solver(state, spec, options, policy);
   return solver.run();
 }
 
-inline QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> gangs, const GangOptions& options) {
+GPUSCHED_DECL QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> gangs, const GangOptions& options) {
   GangCapacityCache queue_cache;  // one summary for the queue when the caller keeps none
   GangOptions opts = options;
   if (!opts.capacity_cache) opts.capacity_cache = &queue_cache;
@@ -1125,7 +1129,7 @@ inline QueueResult place_gangs(ClusterState& state, std::span<const GangSpec> ga
   return out;
 }
 
-inline std::string gang_message(const GangSpec& spec, const GangResult& r, const ClusterState& /*state*/) {
+GPUSCHED_DECL std::string gang_message(const GangSpec& spec, const GangResult& r, const ClusterState& /*state*/) {
   if (!r.placed()) return r.explanation;
   std::string counts;
   for (std::size_t g = 0; g < spec.groups.size() && g < r.placed_per_group.size(); ++g)
@@ -1138,7 +1142,7 @@ inline std::string gang_message(const GangSpec& spec, const GangResult& r, const
   return out;
 }
 
-inline std::string describe(const GangSpec& spec, const GangResult& result, const ClusterState& state) {
+GPUSCHED_DECL std::string describe(const GangSpec& spec, const GangResult& result, const ClusterState& state) {
   return detail::gang_format("{}: {}{} ({}): {}", spec.name.empty() ? std::string("gang") : spec.name,
                      verdict_name(result.verdict), result.undecided() ? ", undecided" : "", method_name(result.method),
                      gang_message(spec, result, state));

@@ -1,6 +1,10 @@
 // gpusched/gang/detail/gang_spec.hpp — gang specs: building them from compiled jobs, validating
-// them, naming methods. Included at the end of gang.hpp; not a public header.
+// them, naming methods. Included at the end of gang.hpp,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp);
+// not a public header.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include <string>
 #include <unordered_map>
@@ -11,7 +15,7 @@
 
 namespace gpusched {
 
-inline std::string_view method_name(GangMethod method) {
+GPUSCHED_DECL std::string_view method_name(GangMethod method) {
   switch (method) {
     case GangMethod::kNone: return "none";
     case GangMethod::kAggregateBound: return "aggregate bound";
@@ -22,7 +26,7 @@ inline std::string_view method_name(GangMethod method) {
   return "?";
 }
 
-inline Status validate_gang(const GangSpec& spec) {
+GPUSCHED_DECL Status validate_gang(const GangSpec& spec) {
   const std::string gang = spec.name.empty() ? std::string("gang") : detail::gang_format("gang {}", spec.name);
   if (spec.groups.empty()) return Error{detail::gang_format("{}: groups: a gang needs at least one group", gang), ErrorCode::kMissingField, "groups"};
   const std::size_t n_groups = spec.groups.size();
@@ -82,7 +86,7 @@ inline Status validate_gang(const GangSpec& spec) {
   return {};
 }
 
-inline Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& constraints) {
+GPUSCHED_DECL Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& constraints) {
   GangSpec spec;
   spec.name = job.name;
   // The job's own constraints (said once, in the JobView), then any given here by group name.

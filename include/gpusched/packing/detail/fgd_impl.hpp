@@ -1,7 +1,12 @@
 // gpusched/packing/detail/fgd_impl.hpp — definitions of fgd.hpp (header-only).
 //
-// Included at the end of fgd.hpp; not a public header. Helpers are in gpusched::detail, named Fgd*/fgd_*.
+// Included at the end of fgd.hpp,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp);
+// not a public header. Helpers are in gpusched::detail, named Fgd*/fgd_*.
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/packing/fgd.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -27,7 +32,7 @@ struct FgdSlot {
 // F over explicit slots. The per-shape sums are integers and the shapes are visited in a fixed
 // order, so equal multisets of slots give bit-identical doubles whatever the slot order: the cached
 // (sorted) and the direct (index order) evaluations agree exactly.
-inline double fgd_fragment_of_slots(MilliCpu cpu_free, std::span<const FgdSlot> slots, const TargetWorkload& w) {
+GPUSCHED_DECL double fgd_fragment_of_slots(MilliCpu cpu_free, std::span<const FgdSlot> slots, const TargetWorkload& w) {
   std::int64_t total = 0;
   for (const FgdSlot& s : slots) total += s.free;
   if (total == 0) return 0.0;
@@ -67,7 +72,7 @@ struct FgdLevel {
 };
 
 // Run-length levels of sorted slots.
-inline void fgd_levels_of_sorted(std::span<const FgdSlot> sorted, std::vector<FgdLevel>& out) {
+GPUSCHED_DECL void fgd_levels_of_sorted(std::span<const FgdSlot> sorted, std::vector<FgdLevel>& out) {
   out.clear();
   for (const FgdSlot& sl : sorted) {
     if (!out.empty() && out.back().free == sl.free && out.back().model == sl.model)
@@ -84,7 +89,7 @@ struct FgdSums {
                                                      // share of the others, slots of an allowed model
 };
 
-inline void fgd_sums_of(std::span<const FgdLevel> levels, const TargetWorkload& w, FgdSums& s) {
+GPUSCHED_DECL void fgd_sums_of(std::span<const FgdLevel> levels, const TargetWorkload& w, FgdSums& s) {
   const std::size_t n = w.shapes.size();
   s.total = 0;
   s.usable.assign(n, 0);
@@ -118,7 +123,7 @@ struct FgdMove {
 // F of the sums after `moves`, in O(shapes x moves). The integers are exactly those
 // fgd_fragment_of_slots computes on the changed slots, and the shapes are visited in the same order,
 // so the double is bit-identical to it.
-inline double fgd_fragment_of_sums(MilliCpu cpu_free, const FgdSums& s, const TargetWorkload& w,
+GPUSCHED_DECL double fgd_fragment_of_sums(MilliCpu cpu_free, const FgdSums& s, const TargetWorkload& w,
                                    std::span<const FgdMove> moves) {
   std::int64_t total = s.total;
   for (const FgdMove& mv : moves) total += (std::int64_t{mv.to} - mv.from) * mv.count;
@@ -258,7 +263,7 @@ struct FgdCandidate {
 //
 // Every GPU of one level gives the same F after and cost, so this is what evaluating every GPU gives
 // (the first GPU of the best level is the first best GPU), in O(levels x shapes) per candidate.
-inline FgdEvaluation fgd_evaluate_levels(MilliCpu cpu_free, std::span<const FgdLevel> levels, const FgdSums& sums,
+GPUSCHED_DECL FgdEvaluation fgd_evaluate_levels(MilliCpu cpu_free, std::span<const FgdLevel> levels, const FgdSums& sums,
                                          const TaskRequest& r, const TargetWorkload& w, const FgdCosts* costs,
                                          std::span<const FgdCandidate> shared, std::span<const FgdMove> taken,
                                          bool whole_fits) {
@@ -317,7 +322,7 @@ inline FgdEvaluation fgd_evaluate_levels(MilliCpu cpu_free, std::span<const FgdL
 
 // A class's evaluation: every GPU of a level is usable when its model is allowed; whole GPUs take
 // the idle levels in (model) order.
-inline FgdEvaluation fgd_evaluate_class(MilliCpu cpu_free, std::span<const FgdLevel> levels, const TaskRequest& r,
+GPUSCHED_DECL FgdEvaluation fgd_evaluate_class(MilliCpu cpu_free, std::span<const FgdLevel> levels, const TaskRequest& r,
                                         const TargetWorkload& w, const FgdCosts* costs, FgdSums& sums,
                                         std::vector<FgdCandidate>& shared, std::vector<FgdMove>& taken) {
   fgd_sums_of(levels, w, sums);
@@ -343,7 +348,7 @@ inline FgdEvaluation fgd_evaluate_class(MilliCpu cpu_free, std::span<const FgdLe
   return fgd_evaluate_levels(cpu_free, levels, sums, r, w, costs, shared, taken, whole_fits);
 }
 
-inline std::int64_t fgd_exact_score(double before, double after) { return std::llround((before - after) * 1e6); }
+GPUSCHED_DECL std::int64_t fgd_exact_score(double before, double after) { return std::llround((before - after) * 1e6); }
 
 struct FgdTaskKey {
   MilliCpu cpu;
@@ -378,7 +383,7 @@ class FgdGpuPicker final : public GpuPicker {
 
 // --- the target workload ----------------------------------------------------------------------------
 
-inline TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> requests, double coverage) {
+GPUSCHED_DECL TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest> requests, double coverage) {
   std::map<std::tuple<GpuCount, MilliGpu, MilliCpu, GpuModelMask>, std::int64_t> counts;
   std::map<GpuModelMask, std::int64_t> by_mask;
   std::int64_t gpu_demand = 0;
@@ -413,7 +418,7 @@ inline TargetWorkload TargetWorkload::from_requests(std::span<const TaskRequest>
   return w;
 }
 
-inline double fragmentation(MilliCpu cpu_free, std::span<const std::int32_t> gpu_free, std::span<const GpuModelId> gpu_model,
+GPUSCHED_DECL double fragmentation(MilliCpu cpu_free, std::span<const std::int32_t> gpu_free, std::span<const GpuModelId> gpu_model,
                      const TargetWorkload& workload) {
   std::vector<detail::FgdSlot> slots(gpu_free.size());
   for (std::size_t i = 0; i < gpu_free.size(); ++i)
@@ -421,14 +426,14 @@ inline double fragmentation(MilliCpu cpu_free, std::span<const std::int32_t> gpu
   return detail::fgd_fragment_of_slots(cpu_free, slots, workload);
 }
 
-inline double node_fragmentation(const ClusterState& state, NodeId node, const TargetWorkload& workload) {
+GPUSCHED_DECL double node_fragmentation(const ClusterState& state, NodeId node, const TargetWorkload& workload) {
   std::vector<detail::FgdSlot> slots(state.gpu_count(node));
   for (std::size_t g = 0; g < slots.size(); ++g)
     slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
   return detail::fgd_fragment_of_slots(state.cpu_free(node), slots, workload);
 }
 
-inline std::int64_t fgd_score(double before, double after) {
+GPUSCHED_DECL std::int64_t fgd_score(double before, double after) {
   const double x = (before - after) / 1000.0;
   return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
 }
@@ -580,7 +585,7 @@ struct FgdPolicy::Index {
   }
 };
 
-inline FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
+GPUSCHED_DECL FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
     : TracePolicy(seed), workload_(std::move(workload)), options_(std::move(options)),
       picker_(std::make_unique<detail::FgdGpuPicker>(*this)) {
   double cpu = 0, gpu = 0;
@@ -594,34 +599,34 @@ inline FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOpti
     costs_ = std::make_unique<detail::FgdCosts>(options_, workload_, cpu_per_gpu_milli_);
 }
 
-inline FgdPolicy::~FgdPolicy() = default;
+GPUSCHED_DECL FgdPolicy::~FgdPolicy() = default;
 
-inline double FgdPolicy::packing_loss(MilliGpu free, MilliGpu share) const {
+GPUSCHED_DECL double FgdPolicy::packing_loss(MilliGpu free, MilliGpu share) const {
   return costs_ ? costs_->loss(static_cast<std::int32_t>(free), share) : 0.0;
 }
 
-inline double FgdPolicy::model_scarcity(GpuModelId model) const { return costs_ ? costs_->kappa[model] : 0.0; }
+GPUSCHED_DECL double FgdPolicy::model_scarcity(GpuModelId model) const { return costs_ ? costs_->kappa[model] : 0.0; }
 
-inline double FgdPolicy::stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const {
+GPUSCHED_DECL double FgdPolicy::stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const {
   if (cpu_per_gpu_milli_ <= 0) return 0.0;
   return detail::FgdCosts::stranded(static_cast<double>(cpu_free), static_cast<double>(gpu_free), cpu_per_gpu_milli_);
 }
 
-inline const GpuPicker& FgdPolicy::gpu_picker() const { return *picker_; }
+GPUSCHED_DECL const GpuPicker& FgdPolicy::gpu_picker() const { return *picker_; }
 
-inline std::int64_t FgdPolicy::score_of(double before, double after) const {
+GPUSCHED_DECL std::int64_t FgdPolicy::score_of(double before, double after) const {
   return options_.integer_sigmoid_score ? fgd_score(before, after) : detail::fgd_exact_score(before, after);
 }
 
-inline std::size_t FgdPolicy::active_classes() const { return index_ ? index_->active.size() : 0; }
+GPUSCHED_DECL std::size_t FgdPolicy::active_classes() const { return index_ ? index_->active.size() : 0; }
 
-inline void FgdPolicy::attach(const ClusterState& state) {
+GPUSCHED_DECL void FgdPolicy::attach(const ClusterState& state) {
   TracePolicy::attach(state);
   attached_instance_ = state.instance_id();
   rebuild_index(state);
 }
 
-inline void FgdPolicy::rebuild_index(const ClusterState& state) const {
+GPUSCHED_DECL void FgdPolicy::rebuild_index(const ClusterState& state) const {
   index_ = std::make_unique<Index>();
   index_->node_class.assign(state.node_count(), Index::kNone);
   if (costs_) costs_->prepare(state, workload_);
@@ -632,7 +637,7 @@ inline void FgdPolicy::rebuild_index(const ClusterState& state) const {
   index_->seen_layout = state.layout_generation();
 }
 
-inline void FgdPolicy::refresh_node(const ClusterState& state, NodeId n, std::span<const GpuIndex> changed) const {
+GPUSCHED_DECL void FgdPolicy::refresh_node(const ClusterState& state, NodeId n, std::span<const GpuIndex> changed) const {
   const std::uint32_t rank = tie(state).rank(n);
   Index& ix = *index_;
   if (!state.eligible(n)) {
@@ -646,7 +651,7 @@ inline void FgdPolicy::refresh_node(const ClusterState& state, NodeId n, std::sp
   ix.insert_snapshot(state, n, rank);
 }
 
-inline void FgdPolicy::catch_up(const ClusterState& state) const {
+GPUSCHED_DECL void FgdPolicy::catch_up(const ClusterState& state) const {
   Index& ix = *index_;
   if (ix.seen_generation == state.generation()) return;
   // A node added or removed changes the tie-break permutation (drawn for the node count): start over.
@@ -663,7 +668,7 @@ inline void FgdPolicy::catch_up(const ClusterState& state) const {
   ix.seen_layout = state.layout_generation();
 }
 
-inline void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*request*/, const TaskAssignment& a) {
+GPUSCHED_DECL void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*request*/, const TaskAssignment& a) {
   if (!index_ || attached_instance_ != state.instance_id() || a.node >= state.node_count()) return;
   Index& ix = *index_;
   // The simulator's hot path: the only change since the index was current is this reservation.
@@ -679,11 +684,11 @@ inline void FgdPolicy::observe(const ClusterState& state, const TaskRequest& /*r
   catch_up(state);
 }
 
-inline std::int64_t FgdPolicy::secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const {
+GPUSCHED_DECL std::int64_t FgdPolicy::secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const {
   return secondary_of(state.cpu_free(n), state.free_gpu_milli(n), request);
 }
 
-inline std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const {
+GPUSCHED_DECL std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const {
   const MilliGpu g = gpu_free - request.shape.total_gpu_milli();
   const MilliCpu c = cpu_free - request.shape.cpu;
   switch (options_.tie_rule) {
@@ -698,7 +703,7 @@ inline std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free
   }
 }
 
-inline FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
   if (costs_ && !costs_->prepared_for(state)) costs_->prepare(state, workload_);
@@ -773,7 +778,7 @@ inline FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, Node
   return c;
 }
 
-inline NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskRequest& request) const {
   const TieBreak& t = tie(state);
   NodeId best = kNoNode;
   std::int64_t best_score = 0, best_secondary = 0;
@@ -795,7 +800,7 @@ inline NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskReques
   return best;
 }
 
-inline NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (!index_ || attached_instance_ != state.instance_id() || !request.selector.empty() ||
       request.shape.gpu_memory != 0)
     return select_scan(state, request);
@@ -844,7 +849,7 @@ inline NodeId FgdPolicy::select(const ClusterState& state, const TaskRequest& re
 // --- the trace policies' factory (declared in trace_policies.hpp) ---------------------------------
 
 namespace detail {
-inline std::string trace_policy_canonical_name(std::string_view name) {
+GPUSCHED_DECL std::string trace_policy_canonical_name(std::string_view name) {
   std::string out;
   for (char ch : name)
     if (ch != '-' && ch != '_' && ch != ' ') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
@@ -852,7 +857,7 @@ inline std::string trace_policy_canonical_name(std::string_view name) {
 }
 }  // namespace detail
 
-inline std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint64_t seed,
+GPUSCHED_DECL std::unique_ptr<TracePolicy> make_trace_policy(std::string_view name, std::uint64_t seed,
                                                const TargetWorkload& workload) {
   const std::string n = detail::trace_policy_canonical_name(name);
   if (n == "random") return std::make_unique<PaperRandomPolicy>(seed);

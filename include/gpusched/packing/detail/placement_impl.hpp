@@ -1,7 +1,11 @@
 // gpusched/packing/detail/placement_impl.hpp — the inline definitions of packing/placement.hpp.
 //
-// Included at the end of placement.hpp; not a public header.
+// Included at the end of placement.hpp,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp);
+// not a public header.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -16,7 +20,7 @@ namespace gpusched {
 namespace detail {
 
 // Whether the node's labels satisfy the request's selector (the check_fit rule, without resources).
-inline bool placement_selector_matches(const ClusterState& state, NodeId n, const TaskRequest& request) {
+GPUSCHED_DECL bool placement_selector_matches(const ClusterState& state, NodeId n, const TaskRequest& request) {
   for (const LabelRequirement& l : request.selector)
     if (state.node_label_value(n, l.key) != l.value) return false;
   return true;
@@ -26,7 +30,7 @@ inline bool placement_selector_matches(const ClusterState& state, NodeId n, cons
 // order (a GPU of an allowed model stands in for "idle"; a GPU in MIG mode serves MIG tasks only).
 // Cordoned and failed nodes and failed GPUs count: they come back (uncordon, recover_node,
 // set_gpu_health), so a job that needs them is "not now", never "infeasible". Removed nodes do not.
-inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, const TaskRequest& request) {
+GPUSCHED_DECL FitReason placement_capacity_fit(const ClusterState& state, NodeId n, const TaskRequest& request) {
   if (state.removed(n)) return FitReason::kNodeUnhealthy;
   if (!placement_selector_matches(state, n, request)) return FitReason::kSelectorMismatch;
   const TaskShape& shape = request.shape;
@@ -60,7 +64,7 @@ inline FitReason placement_capacity_fit(const ClusterState& state, NodeId n, con
 
 // Tasks of `request` an empty node could hold (0 when one does not fit; a large number for a
 // request of nothing).
-inline std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
+GPUSCHED_DECL std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
   if (placement_capacity_fit(state, n, request) != FitReason::kFits) return 0;
   const TaskShape& shape = request.shape;
   std::int64_t cap = std::numeric_limits<std::int32_t>::max();
@@ -100,7 +104,7 @@ inline std::int64_t placement_tasks_at_capacity(const ClusterState& state, NodeI
 }
 
 // What a node offers in the unit of a failing reason (now), for FitDiagnosis::best_available.
-inline std::int64_t placement_offered(const ClusterState& state, NodeId n, FitReason reason) {
+GPUSCHED_DECL std::int64_t placement_offered(const ClusterState& state, NodeId n, FitReason reason) {
   switch (reason) {
     case FitReason::kInsufficientCpu: return state.cpu_free(n);
     case FitReason::kInsufficientMemory: return state.memory_free(n);
@@ -121,7 +125,7 @@ inline std::int64_t placement_offered(const ClusterState& state, NodeId n, FitRe
 }
 
 // The same at capacity (every node empty).
-inline std::int64_t placement_offered_at_capacity(const ClusterState& state, NodeId n, FitReason reason) {
+GPUSCHED_DECL std::int64_t placement_offered_at_capacity(const ClusterState& state, NodeId n, FitReason reason) {
   switch (reason) {
     case FitReason::kInsufficientCpu: return state.cpu_capacity(n);
     case FitReason::kInsufficientMemory: return state.memory_capacity(n);
@@ -151,7 +155,7 @@ FitDiagnosis placement_diagnose_with(const ClusterState& state, Check&& check, O
   return d;
 }
 
-inline Unit placement_reason_unit(FitReason reason) {
+GPUSCHED_DECL Unit placement_reason_unit(FitReason reason) {
   switch (reason) {
     case FitReason::kInsufficientCpu: return Unit::kMilliCpu;
     case FitReason::kInsufficientMemory: return Unit::kMemoryBytes;
@@ -162,7 +166,7 @@ inline Unit placement_reason_unit(FitReason reason) {
   }
 }
 
-inline std::int64_t placement_reason_need(FitReason reason, const TaskShape& shape) {
+GPUSCHED_DECL std::int64_t placement_reason_need(FitReason reason, const TaskShape& shape) {
   switch (reason) {
     case FitReason::kInsufficientCpu: return shape.cpu;
     case FitReason::kInsufficientMemory: return shape.memory;
@@ -174,13 +178,13 @@ inline std::int64_t placement_reason_need(FitReason reason, const TaskShape& sha
 }
 
 // "jobs[llm].groups[1].replicas: expected ..." with the code and the field path.
-inline Error placement_job_error(const std::string& field, const std::string& what, ErrorCode code) {
+GPUSCHED_DECL Error placement_job_error(const std::string& field, const std::string& what, ErrorCode code) {
   return Error{field + ": " + what, code, field};
 }
 
 }  // namespace detail
 
-inline std::string FitDiagnosis::to_string() const {
+GPUSCHED_DECL std::string FitDiagnosis::to_string() const {
   std::string out = std::to_string(fitting()) + "/" + std::to_string(total_nodes) + " nodes";
   std::vector<std::size_t> order(kFitReasonCount - 1);
   std::iota(order.begin(), order.end(), std::size_t{1});
@@ -195,19 +199,19 @@ inline std::string FitDiagnosis::to_string() const {
   return out;
 }
 
-inline FitDiagnosis diagnose(const ClusterState& state, const TaskRequest& request) {
+GPUSCHED_DECL FitDiagnosis diagnose(const ClusterState& state, const TaskRequest& request) {
   return detail::placement_diagnose_with(
       state, [&](NodeId n) { return state.check_fit(n, request); },
       [&](NodeId n, FitReason r) { return detail::placement_offered(state, n, r); });
 }
 
-inline FitDiagnosis diagnose_capacity(const ClusterState& state, const TaskRequest& request) {
+GPUSCHED_DECL FitDiagnosis diagnose_capacity(const ClusterState& state, const TaskRequest& request) {
   return detail::placement_diagnose_with(
       state, [&](NodeId n) { return detail::placement_capacity_fit(state, n, request); },
       [&](NodeId n, FitReason r) { return detail::placement_offered_at_capacity(state, n, r); });
 }
 
-inline std::vector<Reason> fit_reasons(const FitDiagnosis& d, const TaskRequest& request, std::int32_t group) {
+GPUSCHED_DECL std::vector<Reason> fit_reasons(const FitDiagnosis& d, const TaskRequest& request, std::int32_t group) {
   std::vector<Reason> out;
   for (std::size_t i = 1; i < kFitReasonCount; ++i) {
     if (d.count[i] == 0) continue;
@@ -219,7 +223,7 @@ inline std::vector<Reason> fit_reasons(const FitDiagnosis& d, const TaskRequest&
   return out;
 }
 
-inline bool CompiledJob::has_gang_constraints() const {
+GPUSCHED_DECL bool CompiledJob::has_gang_constraints() const {
   if ((!topology.level.empty() && topology.mode != LevelMode::kNone) || !spread.empty() || !anti_affinity.empty())
     return true;
   for (const CompiledGroup& g : groups)
@@ -227,7 +231,7 @@ inline bool CompiledJob::has_gang_constraints() const {
   return false;
 }
 
-inline Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job) {
+GPUSCHED_DECL Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job) {
   CompiledJob out;
   out.name = job.name();
   out.queue = job.queue();
@@ -291,7 +295,7 @@ inline Result<CompiledJob> compile_job(const ClusterState& state, const JobView&
   return out;
 }
 
-inline JobPlacement place_job(ClusterState& state, const CompiledJob& job, const PlacementPolicy& policy,
+GPUSCHED_DECL JobPlacement place_job(ClusterState& state, const CompiledJob& job, const PlacementPolicy& policy,
                               const JobPlacementOptions& options) {
   JobPlacement result;
   const GpuPicker& picker = options.gpu_picker ? *options.gpu_picker : policy.gpu_picker();
@@ -343,7 +347,7 @@ inline JobPlacement place_job(ClusterState& state, const CompiledJob& job, const
   return result;
 }
 
-inline std::string describe(const CompiledJob& job, const JobPlacement& p) {
+GPUSCHED_DECL std::string describe(const CompiledJob& job, const JobPlacement& p) {
   if (p.placed()) return "placed: " + std::to_string(p.tasks.size()) + " tasks";
   std::string out = "group " + job.groups[p.failed_group].name + " replica " + std::to_string(p.failed_replica) + ": ";
   const bool capacity = p.verdict == Verdict::kInfeasible && p.diagnosis.fitting() == 0;

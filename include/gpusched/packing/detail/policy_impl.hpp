@@ -1,9 +1,13 @@
 // gpusched/packing/detail/policy_impl.hpp — the inline definitions of packing/policy.hpp.
 //
-// Included at the end of policy.hpp; not a public header. Helper names carry their family's words
+// Included at the end of policy.hpp,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp);
+// not a public header. Helper names carry their family's words
 // (policy_..., fit_...) because a consumer may include every family's headers in one translation
 // unit and all `detail` helpers share the namespace gpusched::detail.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include "gpusched/cluster/state_view.hpp"
 
@@ -25,13 +29,13 @@ namespace detail {
 // and decisions identical on every platform.
 inline constexpr double kPolicyScoreScale = 1e9;
 
-inline std::int64_t policy_score_from_ratio(double x) { return std::llround(x * kPolicyScoreScale); }
+GPUSCHED_DECL std::int64_t policy_score_from_ratio(double x) { return std::llround(x * kPolicyScoreScale); }
 
-inline double policy_safe_ratio(std::int64_t a, std::int64_t b) {
+GPUSCHED_DECL double policy_safe_ratio(std::int64_t a, std::int64_t b) {
   return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
 }
 
-inline bool policy_whole_gpu_request(const TaskRequest& r) { return r.shape.needs_gpu() && !r.shape.shares_gpu(); }
+GPUSCHED_DECL bool policy_whole_gpu_request(const TaskRequest& r) { return r.shape.needs_gpu() && !r.shape.shares_gpu(); }
 
 // Picks the best-scoring fitting candidate of the index, ties to the lowest node id.
 template <class Score>
@@ -54,7 +58,7 @@ NodeId policy_select_by_score(const ClusterState& state, const TaskRequest& requ
 // descending for worst-fit); in the first level holding a fitting node, returns the lowest-id fitting
 // node over the allowed model keys. A request for more GPUs than any node has walks nothing (it once
 // walked from 2^31 - 1 GPUs down to the largest node, one level at a time).
-inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t fewest,
+GPUSCHED_DECL NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequest& request, std::int32_t fewest,
                                        std::int32_t most, bool ascending) {
   if (fewest > most) return kNoNode;
   // Only the levels some allowed model's bucket holds nodes at are visited: the next one (in walk
@@ -95,13 +99,13 @@ inline NodeId policy_walk_idle_buckets(const ClusterState& state, const TaskRequ
 // Shared: the tightest GPU's share left, then idle GPUs. CPU-only: GPU nodes last (GPU nodes stay
 // free for GPU work), then the CPU left. BestFitPolicy::select walks the index in this order.
 // (One function per kind of request, so that select() chooses the formula once, not per node.)
-inline std::int64_t fit_leftover_shared(const ClusterState& state, NodeId n, const TaskRequest& r) {
+GPUSCHED_DECL std::int64_t fit_leftover_shared(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return std::int64_t{tightest_share_left(state, n, r)} * 100000 + state.idle_gpus(n);
 }
-inline std::int64_t fit_leftover_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
+GPUSCHED_DECL std::int64_t fit_leftover_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return static_cast<std::int64_t>(state.gpu_count(n)) * (std::int64_t{1} << 40) + state.cpu_free(n) - r.shape.cpu;
 }
-inline std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const TaskRequest& r) {
+GPUSCHED_DECL std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const TaskRequest& r) {
   if (r.shape.shares_gpu()) return fit_leftover_shared(state, n, r);
   if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
   return fit_leftover_cpu_only(state, n, r);
@@ -109,13 +113,13 @@ inline std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const
 
 // Worst-fit's key, higher is roomier. Whole GPUs: idle GPUs left. Shared: idle GPUs, then the most
 // free share on one GPU. CPU-only: the CPU left.
-inline std::int64_t fit_room_shared(const ClusterState& state, NodeId n, const TaskRequest& /*r*/) {
+GPUSCHED_DECL std::int64_t fit_room_shared(const ClusterState& state, NodeId n, const TaskRequest& /*r*/) {
   return std::int64_t{state.idle_gpus(n)} * 100000 + state.most_free_share(n);
 }
-inline std::int64_t fit_room_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
+GPUSCHED_DECL std::int64_t fit_room_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return state.cpu_free(n) - r.shape.cpu;
 }
-inline std::int64_t fit_room_worst(const ClusterState& state, NodeId n, const TaskRequest& r) {
+GPUSCHED_DECL std::int64_t fit_room_worst(const ClusterState& state, NodeId n, const TaskRequest& r) {
   if (r.shape.shares_gpu()) return fit_room_shared(state, n, r);
   if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
   return fit_room_cpu_only(state, n, r);
@@ -127,7 +131,7 @@ struct PolicyNodeDimensions {
   double capacity[3];
 };
 
-inline PolicyNodeDimensions policy_node_dimensions(const ClusterState& s, NodeId n, const TaskRequest& r) {
+GPUSCHED_DECL PolicyNodeDimensions policy_node_dimensions(const ClusterState& s, NodeId n, const TaskRequest& r) {
   const double gpu_cap = static_cast<double>(s.gpu_count(n)) * kMilliPerGpu;
   const double gpu_used = gpu_cap - static_cast<double>(s.free_gpu_milli(n));
   return {{static_cast<double>(s.cpu_capacity(n) - s.cpu_free(n) + r.shape.cpu),
@@ -137,7 +141,7 @@ inline PolicyNodeDimensions policy_node_dimensions(const ClusterState& s, NodeId
 }
 
 // The candidates that fit the request, in ascending id order.
-inline std::vector<NodeId> policy_fitting_among(const ClusterState& state, const TaskRequest& request,
+GPUSCHED_DECL std::vector<NodeId> policy_fitting_among(const ClusterState& state, const TaskRequest& request,
                                                 std::span<const NodeId> candidates) {
   std::vector<NodeId> fitting;
   for (NodeId n : candidates)
@@ -147,12 +151,12 @@ inline std::vector<NodeId> policy_fitting_among(const ClusterState& state, const
 }
 
 // One of `fitting` (ascending ids) drawn uniformly by `rng`; kNoNode when empty.
-inline NodeId policy_draw_uniform(const std::vector<NodeId>& fitting, SplitMix64& rng) {
+GPUSCHED_DECL NodeId policy_draw_uniform(const std::vector<NodeId>& fitting, SplitMix64& rng) {
   return fitting.empty() ? kNoNode : fitting[rng.below(fitting.size())];
 }
 
 // The request's selector re-resolved against another state's label dictionaries (ids differ).
-inline TaskRequest policy_request_for(const ClusterState& from, const ClusterState& to, const TaskRequest& request) {
+GPUSCHED_DECL TaskRequest policy_request_for(const ClusterState& from, const ClusterState& to, const TaskRequest& request) {
   TaskRequest out = request;
   // A key or value the source state never saw (kUnknownLabel) stays unknown: no node matches it.
   for (LabelRequirement& l : out.selector)
@@ -168,13 +172,13 @@ inline TaskRequest policy_request_for(const ClusterState& from, const ClusterSta
 namespace detail {
 // A node whose GPUs by free share the state keeps (ClusterState::least_share_gpu) and where that
 // answers for this request: one model, allowed, no GPU memory asked.
-inline bool policy_share_index_answers(const ClusterState& state, NodeId node, const TaskRequest& request) {
+GPUSCHED_DECL bool policy_share_index_answers(const ClusterState& state, NodeId node, const TaskRequest& request) {
   const GpuModelMask m = state.node_models(node);
   return state.share_indexed(node) && request.shape.gpu_memory == 0 && std::has_single_bit(m) && (m & request.models);
 }
 }  // namespace detail
 
-inline std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
+GPUSCHED_DECL std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
   if (detail::policy_share_index_answers(state, node, request)) {
     const std::int32_t g = state.least_share_gpu(node, request.shape.gpu_milli);
     return g < 0 ? kMilliPerGpu + 1
@@ -192,7 +196,7 @@ inline std::int32_t tightest_share_left(const ClusterState& state, NodeId node, 
   return best;
 }
 
-inline TaskAssignment make_assignment(NodeId node, const TaskRequest& request) {
+GPUSCHED_DECL TaskAssignment make_assignment(NodeId node, const TaskRequest& request) {
   TaskAssignment a;
   a.node = node;
   a.cpu = request.shape.cpu;
@@ -202,7 +206,7 @@ inline TaskAssignment make_assignment(NodeId node, const TaskRequest& request) {
   return a;
 }
 
-inline bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
+GPUSCHED_DECL bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
                                        TaskAssignment& out) const {
   out = make_assignment(node, request);
   if (request.mig.any()) return state.pick_mig_instance(node, request, out);  // a MIG instance, not GPUs
@@ -240,12 +244,12 @@ inline bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, c
 
 // --- the base class ------------------------------------------------------------------------------
 
-inline const GpuPicker& PlacementPolicy::gpu_picker() const {
+GPUSCHED_DECL const GpuPicker& PlacementPolicy::gpu_picker() const {
   static const LowestIndexGpuPicker kDefault;
   return kDefault;
 }
 
-inline NodeId PlacementPolicy::select_among(const ClusterState& state, const TaskRequest& request,
+GPUSCHED_DECL NodeId PlacementPolicy::select_among(const ClusterState& state, const TaskRequest& request,
                                             std::span<const NodeId> candidates) const {
   if (ranks_nodes()) {
     NodeId best = kNoNode;
@@ -271,13 +275,13 @@ inline NodeId PlacementPolicy::select_among(const ClusterState& state, const Tas
   return chosen < fitting.size() ? fitting[chosen] : kNoNode;
 }
 
-inline NodeId ScoringPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId ScoringPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   return detail::policy_select_by_score(state, request, [&](NodeId n) { return score(state, n, request); });
 }
 
 // --- the built-in policies -----------------------------------------------------------------------
 
-inline NodeId FirstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId FirstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (!request.shape.needs_gpu()) {
     for (NodeId n = 0; n < state.node_count(); ++n)
       if (state.check_fit(n, request) == FitReason::kFits) return n;
@@ -306,11 +310,11 @@ inline NodeId FirstFitPolicy::select(const ClusterState& state, const TaskReques
   return best;
 }
 
-inline std::int64_t BestFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+GPUSCHED_DECL std::int64_t BestFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   return -detail::fit_leftover_best(state, node, request);
 }
 
-inline NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (detail::policy_whole_gpu_request(request))
     return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node(), true);
   if (request.shape.shares_gpu())
@@ -339,11 +343,11 @@ inline NodeId BestFitPolicy::select(const ClusterState& state, const TaskRequest
       state, request, [&](NodeId n) { return -detail::fit_leftover_cpu_only(state, n, request); });
 }
 
-inline std::int64_t WorstFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+GPUSCHED_DECL std::int64_t WorstFitPolicy::rank(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   return detail::fit_room_worst(state, node, request);
 }
 
-inline NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId WorstFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   if (detail::policy_whole_gpu_request(request))
     return detail::policy_walk_idle_buckets(state, request, request.shape.gpus, state.max_gpus_per_node(), false);
   if (request.shape.shares_gpu())
@@ -353,7 +357,7 @@ inline NodeId WorstFitPolicy::select(const ClusterState& state, const TaskReques
                                         [&](NodeId n) { return detail::fit_room_cpu_only(state, n, request); });
 }
 
-inline std::int64_t MostAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
+GPUSCHED_DECL std::int64_t MostAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
   const detail::PolicyNodeDimensions d = detail::policy_node_dimensions(s, n, r);
   double sum = 0;
   int dims = 0;
@@ -365,7 +369,7 @@ inline std::int64_t MostAllocatedPolicy::score(const ClusterState& s, NodeId n, 
   return dims ? detail::policy_score_from_ratio(sum / dims) : 0;
 }
 
-inline std::int64_t LeastAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
+GPUSCHED_DECL std::int64_t LeastAllocatedPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
   const detail::PolicyNodeDimensions d = detail::policy_node_dimensions(s, n, r);
   double sum = 0;
   int dims = 0;
@@ -377,7 +381,7 @@ inline std::int64_t LeastAllocatedPolicy::score(const ClusterState& s, NodeId n,
   return dims ? detail::policy_score_from_ratio(sum / dims) : 0;
 }
 
-inline std::int64_t DotProductPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
+GPUSCHED_DECL std::int64_t DotProductPolicy::score(const ClusterState& s, NodeId n, const TaskRequest& r) const {
   // Tetris: sum over resources of (request / capacity) * (free / capacity).
   const double gpu_cap = static_cast<double>(s.gpu_count(n)) * kMilliPerGpu;
   const double dot =
@@ -391,16 +395,16 @@ inline std::int64_t DotProductPolicy::score(const ClusterState& s, NodeId n, con
   return detail::policy_score_from_ratio(dot);
 }
 
-inline NodeId RandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId RandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   return pick_random_fitting(state, request, rng_);
 }
 
-inline NodeId RandomPolicy::select_among(const ClusterState& state, const TaskRequest& request,
+GPUSCHED_DECL NodeId RandomPolicy::select_among(const ClusterState& state, const TaskRequest& request,
                                          std::span<const NodeId> candidates) const {
   return detail::policy_draw_uniform(detail::policy_fitting_among(state, request, candidates), rng_);
 }
 
-inline NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng) {
+GPUSCHED_DECL NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& request, SplitMix64& rng) {
   std::vector<NodeId> fitting;
   for_each_candidate(state, request, [&](NodeId n) {
     if (state.check_fit(n, request) == FitReason::kFits) fitting.push_back(n);
@@ -410,11 +414,11 @@ inline NodeId pick_random_fitting(const ClusterState& state, const TaskRequest& 
   return detail::policy_draw_uniform(fitting, rng);
 }
 
-inline std::vector<std::string_view> policy_names() {
+GPUSCHED_DECL std::vector<std::string_view> policy_names() {
   return {"first-fit", "best-fit", "worst-fit", "most-allocated", "least-allocated", "dot-product", "random"};
 }
 
-inline std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed) {
+GPUSCHED_DECL std::unique_ptr<PlacementPolicy> make_policy(std::string_view name, std::uint64_t seed) {
   if (name == "first-fit") return std::make_unique<FirstFitPolicy>();
   if (name == "best-fit") return std::make_unique<BestFitPolicy>();
   if (name == "worst-fit" || name == "spread") return std::make_unique<WorstFitPolicy>();

@@ -1,8 +1,13 @@
 // gpusched/packing/detail/trace_policies_impl.hpp — definitions of trace_policies.hpp (header-only).
 //
-// Included at the end of trace_policies.hpp; not a public header. `make_trace_policy` is defined
+// Included at the end of trace_policies.hpp,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp);
+// not a public header. `make_trace_policy` is defined
 // with FGD (detail/fgd_impl.hpp), which it constructs.
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/packing/trace_policies.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -17,14 +22,14 @@ inline constexpr double kTraceMaxSpecGpu = 8000.0;
 inline constexpr std::int64_t kTraceMaxSpecGpuInt = 8000;
 inline constexpr std::int64_t kTraceMaxNodeScore = 100;
 
-inline bool trace_gpu_allowed(const ClusterState& s, NodeId n, std::size_t g, const TaskRequest& r) {
+GPUSCHED_DECL bool trace_gpu_allowed(const ClusterState& s, NodeId n, std::size_t g, const TaskRequest& r) {
   const auto gi = static_cast<GpuIndex>(g);
   return (r.models & model_bit(s.gpu_model(n, gi))) && s.gpu_free_memory(n, gi) >= r.shape.gpu_memory;
 }
 
 }  // namespace detail
 
-inline void TieBreak::reset(std::size_t node_count) {
+GPUSCHED_DECL void TieBreak::reset(std::size_t node_count) {
   order_.resize(node_count);
   for (std::size_t i = 0; i < node_count; ++i) order_[i] = static_cast<NodeId>(i);
   SplitMix64 rng{seed_};
@@ -36,18 +41,18 @@ inline void TieBreak::reset(std::size_t node_count) {
 
 // --- Random -----------------------------------------------------------------------------------------
 
-inline PaperRandomPolicy::PaperRandomPolicy(std::uint64_t seed) : TracePolicy(seed), rng_{seed ^ 0x5DEECE66DULL} {}
+GPUSCHED_DECL PaperRandomPolicy::PaperRandomPolicy(std::uint64_t seed) : TracePolicy(seed), rng_{seed ^ 0x5DEECE66DULL} {}
 
-inline void PaperRandomPolicy::attach(const ClusterState& state) {
+GPUSCHED_DECL void PaperRandomPolicy::attach(const ClusterState& state) {
   TracePolicy::attach(state);
   rng_ = SplitMix64{seed() ^ 0x5DEECE66DULL};
 }
 
-inline NodeId PaperRandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId PaperRandomPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   return pick_random_fitting(state, request, rng_);
 }
 
-inline bool PaperRandomPolicy::Picker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
+GPUSCHED_DECL bool PaperRandomPolicy::Picker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
                                      TaskAssignment& out) const {
   out = make_assignment(node, request);
   const TaskShape& shape = request.shape;
@@ -69,7 +74,7 @@ inline bool PaperRandomPolicy::Picker::pick(const ClusterState& state, NodeId no
 
 // --- DotProd ----------------------------------------------------------------------------------------
 
-inline NodeId DotProdPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId DotProdPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   const double c = static_cast<double>(request.shape.cpu) / detail::kTraceMaxSpecCpu;
   const double g = static_cast<double>(request.shape.total_gpu_milli()) / detail::kTraceMaxSpecGpu;
   return select_max(state, request, [&](NodeId n) {
@@ -83,7 +88,7 @@ inline NodeId DotProdPolicy::select(const ClusterState& state, const TaskRequest
 
 // --- GpuClustering ----------------------------------------------------------------------------------
 
-inline std::uint8_t GpuClusteringPolicy::kind_bit(const TaskShape& shape) {
+GPUSCHED_DECL std::uint8_t GpuClusteringPolicy::kind_bit(const TaskShape& shape) {
   if (!shape.needs_gpu()) return 0;
   if (shape.shares_gpu()) return 1;
   switch (shape.gpus) {
@@ -95,18 +100,18 @@ inline std::uint8_t GpuClusteringPolicy::kind_bit(const TaskShape& shape) {
   }
 }
 
-inline void GpuClusteringPolicy::attach(const ClusterState& state) {
+GPUSCHED_DECL void GpuClusteringPolicy::attach(const ClusterState& state) {
   TracePolicy::attach(state);
   kinds_.assign(state.node_count(), 0);
 }
 
-inline void GpuClusteringPolicy::observe(const ClusterState& state, const TaskRequest& request, const TaskAssignment& a) {
+GPUSCHED_DECL void GpuClusteringPolicy::observe(const ClusterState& state, const TaskRequest& request, const TaskAssignment& a) {
   // Nodes added since attach start with no history; the history of the others stays.
   if (kinds_.size() < state.node_count()) kinds_.resize(state.node_count(), 0);
   if (a.node < kinds_.size()) kinds_[a.node] |= kind_bit(request.shape);
 }
 
-inline NodeId GpuClusteringPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId GpuClusteringPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   const std::uint8_t kind = kind_bit(request.shape);
   return select_max(state, request, [&](NodeId n) -> std::int64_t {
     if (kind == 0) return 0;
@@ -124,7 +129,7 @@ inline NodeId GpuClusteringPolicy::select(const ClusterState& state, const TaskR
 
 // --- GpuPacking -------------------------------------------------------------------------------------
 
-inline std::int64_t GpuPackingPolicy::score(const ClusterState& state, NodeId n, const TaskRequest& request) {
+GPUSCHED_DECL std::int64_t GpuPackingPolicy::score(const ClusterState& state, NodeId n, const TaskRequest& request) {
   const TaskShape& shape = request.shape;
   if (!shape.needs_gpu()) return 0;
   const auto idle = static_cast<std::int64_t>(state.idle_gpus(n));
@@ -146,13 +151,13 @@ inline std::int64_t GpuPackingPolicy::score(const ClusterState& state, NodeId n,
   return std::max<std::int64_t>(detail::kTraceMaxNodeScore - free_pct / 10, detail::kTraceMaxNodeScore / 2);
 }
 
-inline NodeId GpuPackingPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId GpuPackingPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   return select_max(state, request, [&](NodeId n) { return score(state, n, request); });
 }
 
 // --- BestFit ----------------------------------------------------------------------------------------
 
-inline NodeId PaperBestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+GPUSCHED_DECL NodeId PaperBestFitPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   struct Scored {
     NodeId node;
     std::int64_t raw;
@@ -189,7 +194,7 @@ inline NodeId PaperBestFitPolicy::select(const ClusterState& state, const TaskRe
   return best;
 }
 
-inline std::vector<std::string_view> trace_policy_names() {
+GPUSCHED_DECL std::vector<std::string_view> trace_policy_names() {
   return {"Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD", "FGD-OC"};
 }
 

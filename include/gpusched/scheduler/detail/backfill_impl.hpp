@@ -1,5 +1,9 @@
-// Implementation of gpusched/scheduler/backfill.hpp (included at its end).
+// Implementation of gpusched/scheduler/backfill.hpp (included at its end,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/scheduler/backfill.hpp"
 
 #include <array>
 #include <memory>
@@ -7,14 +11,14 @@
 namespace gpusched::scheduler {
 namespace detail {
 
-inline Seconds saturating_add_time(Seconds a, Seconds b) {
+GPUSCHED_DECL Seconds saturating_add_time(Seconds a, Seconds b) {
   Seconds out = 0;
   return __builtin_add_overflow(a, b, &out) ? kForever : out;
 }
 
 // `t` rounded up to the grid now + k * resolution (k >= 1: nothing is expected to end at `now`
 // itself, it is running). kForever stays kForever.
-inline Seconds grid_up(Seconds t, Seconds now, Seconds resolution) {
+GPUSCHED_DECL Seconds grid_up(Seconds t, Seconds now, Seconds resolution) {
   if (t == kForever) return kForever;
   if (t <= now) return saturating_add_time(now, resolution);
   const Seconds delta = t - now;
@@ -25,7 +29,7 @@ inline Seconds grid_up(Seconds t, Seconds now, Seconds resolution) {
 }
 
 // A duration rounded up to whole resolution steps (unknown: kForever).
-inline Seconds grid_duration(Seconds estimate, Seconds resolution) {
+GPUSCHED_DECL Seconds grid_duration(Seconds estimate, Seconds resolution) {
   if (estimate <= 0) return kForever;
   const Seconds steps = estimate / resolution + (estimate % resolution != 0 ? 1 : 0);
   Seconds out = 0;
@@ -40,7 +44,7 @@ struct ReleaseEntry {
 
 // Stable by end. A prefix already in order (the scheduling cycle keeps its running jobs' releases
 // sorted and appends its starts) is merged with the sorted rest instead of sorted again.
-inline void sort_by_end(std::vector<ReleaseEntry>& releases) {
+GPUSCHED_DECL void sort_by_end(std::vector<ReleaseEntry>& releases) {
   auto by_end = [](const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; };
   const auto tail = std::is_sorted_until(releases.begin(), releases.end(), by_end);
   if (tail == releases.end()) return;
@@ -426,7 +430,7 @@ struct FitTest {
 
 // Claims are the plan's jobs: started ones (start == now; on the state of now already, overlaid only
 // on later states) and reserved ones.
-inline FitTest test_fit(Profile& profile, std::span<const Claim> claims, const GangSpec& spec, Seconds now, Seconds t,
+GPUSCHED_DECL FitTest test_fit(Profile& profile, std::span<const Claim> claims, const GangSpec& spec, Seconds now, Seconds t,
                         Seconds end, std::int64_t needed, const GangOptions& options, bool skip_reserved,
                         std::uint64_t& placements_tried, std::uint64_t& overlaid) {
   FitTest out;
@@ -460,24 +464,24 @@ inline FitTest test_fit(Profile& profile, std::span<const Claim> claims, const G
 }
 
 // Every task of a job expected to end at `end`, as the plan releases them.
-inline void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std::span<const RunningTask> tasks) {
+GPUSCHED_DECL void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std::span<const RunningTask> tasks) {
   for (const RunningTask& t : tasks) out.push_back({end, &t.assignment});
 }
 
 // `not_before`: a start time before which none of the blocked jobs can start (the scheduling cycle
 // knows one from an earlier plan of the same shape); times before it are not tested.
-inline Result<BackfillPlan> plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
+GPUSCHED_DECL Result<BackfillPlan> plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
                                              std::span<const BlockedJob> blocked, Seconds now,
                                              const BackfillOptions& options, Seconds not_before = 0);
 
-inline void insert_time(std::vector<Seconds>& times, Seconds t) {
+GPUSCHED_DECL void insert_time(std::vector<Seconds>& times, Seconds t) {
   const auto at = std::lower_bound(times.begin(), times.end(), t);
   if (at == times.end() || *at != t) times.insert(at, t);
 }
 
 }  // namespace detail
 
-inline std::string_view backfill_mode_name(BackfillMode mode) {
+GPUSCHED_DECL std::string_view backfill_mode_name(BackfillMode mode) {
   switch (mode) {
     case BackfillMode::kNone: return "none";
     case BackfillMode::kEasy: return "easy";
@@ -486,7 +490,7 @@ inline std::string_view backfill_mode_name(BackfillMode mode) {
   return "?";
 }
 
-inline std::vector<NodeId> Reservation::nodes() const {
+GPUSCHED_DECL std::vector<NodeId> Reservation::nodes() const {
   std::vector<NodeId> out;
   for (const TaskPlacement& t : placement) out.push_back(t.assignment.node);
   std::sort(out.begin(), out.end());
@@ -494,13 +498,13 @@ inline std::vector<NodeId> Reservation::nodes() const {
   return out;
 }
 
-inline Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution) {
+GPUSCHED_DECL Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution) {
   if (resolution <= 0) resolution = 1;
   if (job.runtime_estimate <= 0) return kForever;
   return detail::grid_up(detail::saturating_add_time(job.start_time, job.runtime_estimate), now, resolution);
 }
 
-inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJob> running,
+GPUSCHED_DECL Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJob> running,
                                           std::span<const BlockedJob> blocked, Seconds now,
                                           const BackfillOptions& options) {
   std::vector<detail::ReleaseEntry> releases;
@@ -510,7 +514,7 @@ inline Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const R
 
 // The plan on running work given as its tasks' releases (each task with its job's expected end):
 // the scheduling cycle keeps these for its running jobs instead of copying the jobs for every plan.
-inline Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
+GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::vector<ReleaseEntry> releases,
                                                      std::span<const BlockedJob> blocked, Seconds now,
                                                      const BackfillOptions& options, Seconds not_before) {
   if (options.resolution <= 0)

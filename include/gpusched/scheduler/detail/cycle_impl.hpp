@@ -1,5 +1,9 @@
-// Implementation of gpusched/scheduler/cycle.hpp (included at its end).
+// Implementation of gpusched/scheduler/cycle.hpp (included at its end,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/scheduler/cycle.hpp"
 
 #include <algorithm>
 #include <map>
@@ -9,7 +13,7 @@
 
 namespace gpusched::scheduler {
 
-inline std::string_view eviction_reason_name(EvictionReason r) {
+GPUSCHED_DECL std::string_view eviction_reason_name(EvictionReason r) {
   switch (r) {
     case EvictionReason::kPriority: return "priority";
     case EvictionReason::kCohortReclaim: return "cohort reclaim";
@@ -19,13 +23,13 @@ inline std::string_view eviction_reason_name(EvictionReason r) {
   return "?";
 }
 
-inline const Start* CycleDecisions::find_start(std::string_view job) const {
+GPUSCHED_DECL const Start* CycleDecisions::find_start(std::string_view job) const {
   for (const Start& s : starts)
     if (s.job == job) return &s;
   return nullptr;
 }
 
-inline const Waiting* CycleDecisions::find_waiting(std::string_view job) const {
+GPUSCHED_DECL const Waiting* CycleDecisions::find_waiting(std::string_view job) const {
   for (const Waiting& w : waiting)
     if (w.job == job) return &w;
   return nullptr;
@@ -37,7 +41,7 @@ using fairness::Amounts;
 
 // The fairness dimension of the GPUs an assignment holds (2 + index of the model in the space),
 // -1 for a task without GPUs.
-inline Eigen::Index gpu_dim_of(const ClusterState& state, const fairness::ResourceSpace& space,
+GPUSCHED_DECL Eigen::Index gpu_dim_of(const ClusterState& state, const fairness::ResourceSpace& space,
                                std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a) {
   if (a.gpus.empty() || a.node >= state.node_count()) return -1;
   const GpuModelId model = state.gpu_model(a.node, a.gpus.front());
@@ -47,7 +51,7 @@ inline Eigen::Index gpu_dim_of(const ClusterState& state, const fairness::Resour
 }
 
 // What an assignment takes, in fairness dimensions.
-inline void add_assignment(Amounts& out, const ClusterState& state, const fairness::ResourceSpace& space,
+GPUSCHED_DECL void add_assignment(Amounts& out, const ClusterState& state, const fairness::ResourceSpace& space,
                            std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a, int sign) {
   out[fairness::ResourceSpace::kCpu] += sign * a.cpu;
   out[fairness::ResourceSpace::kMemory] += sign * a.memory;
@@ -70,7 +74,7 @@ struct ShapeKey {
   }
 };
 
-inline std::optional<ShapeKey> shape_key(const GangSpec& spec) {
+GPUSCHED_DECL std::optional<ShapeKey> shape_key(const GangSpec& spec) {
   if (spec.groups.size() != 1 || !spec.topology.level.empty() || !spec.spread.empty() || !spec.anti_affinity.empty())
     return std::nullopt;
   const GangGroup& g = spec.groups.front();
@@ -85,7 +89,7 @@ struct FailedShape {
 };
 
 // The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas.
-inline Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+GPUSCHED_DECL Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
   Amounts out = Amounts::Zero(dims);
   for (const GangGroup& g : spec.groups) {
     const std::int64_t n = at_min ? g.min_replicas : g.replicas;
@@ -96,20 +100,20 @@ inline Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index
   return out;
 }
 
-inline bool needs_gpu(const GangSpec& spec) {
+GPUSCHED_DECL bool needs_gpu(const GangSpec& spec) {
   for (const GangGroup& g : spec.groups)
     if (g.request.shape.needs_gpu() || g.request.mig.any()) return true;
   return false;
 }
 
-inline GangSpec restrict_to_model(const GangSpec& spec, GpuModelId model) {
+GPUSCHED_DECL GangSpec restrict_to_model(const GangSpec& spec, GpuModelId model) {
   GangSpec out = spec;
   for (GangGroup& g : out.groups)
     if (g.request.shape.needs_gpu() || g.request.mig.any()) g.request.models &= model_bit(model);
   return out;
 }
 
-inline Reason quota_reason(const fairness::QuotaCheck& c) {
+GPUSCHED_DECL Reason quota_reason(const fairness::QuotaCheck& c) {
   Unit unit = Unit::kMilliGpu;
   if (c.dimension == fairness::ResourceSpace::kCpu) unit = Unit::kMilliCpu;
   if (c.dimension == fairness::ResourceSpace::kMemory) unit = Unit::kMemoryBytes;
@@ -999,7 +1003,7 @@ struct CycleRun {
 
 }  // namespace detail
 
-inline Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
+GPUSCHED_DECL Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
                                         std::span<const PendingJob> pending,
                                         std::span<const fairness::QueueConfig> queues, Seconds now,
                                         const CycleOptions& options, std::span<const Nomination> held) {
@@ -1013,7 +1017,7 @@ inline Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const Run
   return std::move(run.out);
 }
 
-inline Status apply(ClusterState& state, const CycleDecisions& decisions) {
+GPUSCHED_DECL Status apply(ClusterState& state, const CycleDecisions& decisions) {
   const ClusterState::Checkpoint base = state.checkpoint();
   auto fail = [&](const Status& s, const std::string& what) -> Status {
     state.rollback(base);
@@ -1032,7 +1036,7 @@ inline Status apply(ClusterState& state, const CycleDecisions& decisions) {
   return {};
 }
 
-inline RunningJob running_from_start(const PendingJob& p, const Start& start, Seconds now) {
+GPUSCHED_DECL RunningJob running_from_start(const PendingJob& p, const Start& start, Seconds now) {
   RunningJob r;
   r.name = p.job.name;
   r.queue = p.job.queue;
@@ -1077,7 +1081,7 @@ inline RunningJob running_from_start(const PendingJob& p, const Start& start, Se
   return r;
 }
 
-inline void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& pending, const CycleDecisions& decisions,
+GPUSCHED_DECL void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& pending, const CycleDecisions& decisions,
                     std::span<const PendingJob> requeue_of) {
   std::vector<char> drop_running(running.size(), 0), drop_pending(pending.size(), 0);
   std::vector<PendingJob> requeued;
@@ -1123,7 +1127,7 @@ inline void advance(std::vector<RunningJob>& running, std::vector<PendingJob>& p
 
 // --- failures ------------------------------------------------------------------------------------
 
-inline Result<FailureResponse> on_failure(ClusterState& state, std::span<const RunningJob> running, NodeId node, int gpu,
+GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<const RunningJob> running, NodeId node, int gpu,
                                           Seconds now, FailureHistory& history, const FailureOptions& options) {
   if (node >= state.node_count() || state.removed(node))
     return Error{"node: unknown node id " + std::to_string(node), ErrorCode::kUnknownName, "node"};
@@ -1203,7 +1207,7 @@ inline Result<FailureResponse> on_failure(ClusterState& state, std::span<const R
   return out;
 }
 
-inline void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJob>& pending,
+GPUSCHED_DECL void apply_failure(std::vector<RunningJob>& running, std::vector<PendingJob>& pending,
                           const FailureResponse& response, std::span<const PendingJob> requeue_of) {
   std::vector<char> drop(running.size(), 0);
   for (const Eviction& e : response.shrinks) {

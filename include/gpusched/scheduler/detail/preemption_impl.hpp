@@ -1,21 +1,25 @@
-// Implementation of gpusched/scheduler/preemption.hpp (included at its end).
+// Implementation of gpusched/scheduler/preemption.hpp (included at its end,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
 #pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/scheduler/preemption.hpp"
 
 namespace gpusched::scheduler {
 namespace detail {
 
-inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+GPUSCHED_DECL std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
   std::int64_t out = 0;
   return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<std::int64_t>::max() : out;
 }
 
-inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+GPUSCHED_DECL std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
   std::int64_t out = 0;
   return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<std::int64_t>::max() : out;
 }
 
 // Milli-GPUs a task holds: whole GPUs count 1000 each, a share its milli.
-inline std::int64_t held_milli(const TaskAssignment& a) {
+GPUSCHED_DECL std::int64_t held_milli(const TaskAssignment& a) {
   return static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
 }
 
@@ -31,7 +35,7 @@ struct CandidateUnit {
 
 // Could a task of `request` ever run on node n (capacity, not free amounts)? The nodes where no group
 // of the preemptor could ever run do not make victims useful.
-inline bool could_ever_host(const ClusterState& state, NodeId n, const TaskRequest& request) {
+GPUSCHED_DECL bool could_ever_host(const ClusterState& state, NodeId n, const TaskRequest& request) {
   if (!state.eligible(n)) return false;
   const TaskShape& shape = request.shape;
   if (state.cpu_capacity(n) < shape.cpu || state.memory_capacity(n) < shape.memory) return false;
@@ -48,14 +52,14 @@ inline bool could_ever_host(const ClusterState& state, NodeId n, const TaskReque
   return allowed >= shape.gpus;
 }
 
-inline std::int64_t needed_milli(const GangSpec& spec) {
+GPUSCHED_DECL std::int64_t needed_milli(const GangSpec& spec) {
   std::int64_t total = 0;
   for (const GangGroup& g : spec.groups)
     total = saturating_add(total, saturating_mul(g.min_replicas, g.request.shape.total_gpu_milli()));
   return total;
 }
 
-inline bool preemptor_fits(ClusterState& state, const GangSpec& spec, GangOptions options,
+GPUSCHED_DECL bool preemptor_fits(ClusterState& state, const GangSpec& spec, GangOptions options,
                            std::vector<TaskPlacement>* placement, std::uint64_t& tried) {
   options.dry_run = true;
   ++tried;
@@ -67,7 +71,7 @@ inline bool preemptor_fits(ClusterState& state, const GangSpec& spec, GangOption
 
 // Releases (journaled) the tasks the chosen units take: per job, all tasks if its whole-job unit is
 // chosen, else the shed tasks of its shrink unit.
-inline void release_units(ClusterState& state, std::span<const RunningJob> running,
+GPUSCHED_DECL void release_units(ClusterState& state, std::span<const RunningJob> running,
                           std::span<const CandidateUnit> units, std::span<const std::size_t> chosen) {
   std::vector<std::size_t> picked(chosen.begin(), chosen.end());
   // Whole-job units first, so a shrink of the same job is skipped.
@@ -110,15 +114,15 @@ struct RunningFacts {
   }
 };
 
-inline RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime);
+GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime);
 
 }  // namespace detail
 
-inline std::int64_t Victim::cost() const {
+GPUSCHED_DECL std::int64_t Victim::cost() const {
   return detail::saturating_add(lost_milli_gpu_seconds, restart_milli_gpu_seconds);
 }
 
-inline std::int64_t lost_work(const RunningJob& job, std::size_t first, std::size_t count, Seconds now) {
+GPUSCHED_DECL std::int64_t lost_work(const RunningJob& job, std::size_t first, std::size_t count, Seconds now) {
   const Seconds since = job.checkpoint_at(now);
   const Seconds elapsed = std::max<Seconds>(0, now - since);
   std::int64_t total = 0;
@@ -127,7 +131,7 @@ inline std::int64_t lost_work(const RunningJob& job, std::size_t first, std::siz
   return total;
 }
 
-inline std::int64_t restart_work(const RunningJob& job, std::size_t first, std::size_t count) {
+GPUSCHED_DECL std::int64_t restart_work(const RunningJob& job, std::size_t first, std::size_t count) {
   std::int64_t total = 0;
   for (std::size_t t = first; t < first + count && t < job.tasks.size(); ++t)
     total = detail::saturating_add(
@@ -138,12 +142,12 @@ inline std::int64_t restart_work(const RunningJob& job, std::size_t first, std::
 namespace detail {
 
 // May `job` be a victim at all: preemptible, running tasks, and run for at least `min_runtime`.
-inline bool runnable_victim(const RunningJob& job, Seconds now, Seconds min_runtime) {
+GPUSCHED_DECL bool runnable_victim(const RunningJob& job, Seconds now, Seconds min_runtime) {
   return job.preemptible && !job.tasks.empty() && now - job.start_time >= min_runtime;
 }
 
 // The queue rules for a job that may be a victim at all (runnable_victim).
-inline bool eligible_by_rules(bool same_queue, std::int32_t priority, Seconds queued_since, const Preemptor& preemptor,
+GPUSCHED_DECL bool eligible_by_rules(bool same_queue, std::int32_t priority, Seconds queued_since, const Preemptor& preemptor,
                               const PreemptionOptions& options, bool reclaimable) {
   if (!same_queue) return reclaimable;
   switch (options.within_queue) {
@@ -156,7 +160,7 @@ inline bool eligible_by_rules(bool same_queue, std::int32_t priority, Seconds qu
   return false;
 }
 
-inline RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime) {
+GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime) {
   RunningFacts out;
   out.jobs.resize(running.size());
   for (std::size_t j = 0; j < running.size(); ++j) {
@@ -184,20 +188,20 @@ inline RunningFacts running_facts(std::span<const RunningJob> running, Seconds n
   return out;
 }
 
-inline PreemptionPlan find_victims_with(ClusterState& state, const Preemptor& preemptor,
+GPUSCHED_DECL PreemptionPlan find_victims_with(ClusterState& state, const Preemptor& preemptor,
                                         std::span<const RunningJob> running, const RunningFacts& facts,
                                         const PreemptionOptions& options, std::span<const std::uint8_t> reclaimable);
 
 }  // namespace detail
 
-inline bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, Seconds now,
+GPUSCHED_DECL bool eligible_victim(const RunningJob& job, const Preemptor& preemptor, Seconds now,
                             const PreemptionOptions& options, bool reclaimable) {
   if (!detail::runnable_victim(job, now, options.min_runtime)) return false;
   return detail::eligible_by_rules(job.queue == preemptor.queue, job.priority, job.queued_since(), preemptor, options,
                                    reclaimable);
 }
 
-inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor,
+GPUSCHED_DECL PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor,
                                    std::span<const RunningJob> running, Seconds now,
                                    const PreemptionOptions& options, std::span<const std::uint8_t> reclaimable) {
   return detail::find_victims_with(state, preemptor, running, detail::running_facts(running, now, options.min_runtime),
@@ -205,7 +209,7 @@ inline PreemptionPlan find_victims(ClusterState& state, const Preemptor& preempt
 }
 
 // `facts` is running_facts(running, now, options.min_runtime).
-inline PreemptionPlan detail::find_victims_with(ClusterState& state, const Preemptor& preemptor,
+GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, const Preemptor& preemptor,
                                                 std::span<const RunningJob> running, const RunningFacts& facts,
                                                 const PreemptionOptions& options,
                                                 std::span<const std::uint8_t> reclaimable) {

@@ -1,6 +1,9 @@
-// Implementation of gpusched/topology/cluster_graph.hpp (header-only: included at its end). Helpers live in
-// gpusched::topology::detail.
+// Implementation of gpusched/topology/cluster_graph.hpp (header-only: included at its end;
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
+// Helpers live in gpusched::topology::detail.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include "gpusched/topology/cluster_graph.hpp"
 // The cluster fabric graph and the ring all-reduce estimate over it (model in cluster_graph.hpp).
@@ -16,7 +19,7 @@
 namespace gpusched::topology {
 namespace detail {
 
-inline bool is_nvlink_kind(LinkKind k) {
+GPUSCHED_DECL bool is_nvlink_kind(LinkKind k) {
   return k == LinkKind::kNvLink1 || k == LinkKind::kNvLink2 || k == LinkKind::kNvLink3 || k == LinkKind::kNvLink4 ||
          k == LinkKind::kNvLink5;
 }
@@ -26,7 +29,7 @@ inline constexpr double kMinRingHopUs = 0.5;
 
 }  // namespace detail
 
-inline ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
+GPUSCHED_DECL ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
   ClusterGraph g;
   const std::size_t L = topo.level_count();
   auto add = [&](VertexKind kind, std::string name, Vertex parent, std::int32_t depth) {
@@ -109,7 +112,7 @@ inline ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const Clust
   return g;
 }
 
-inline NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
+GPUSCHED_DECL NodeSetEstimate ClusterGraph::allreduce(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
                                         double intra_node_gbps) const {
   NodeSetEstimate e;
   const double inf = std::numeric_limits<double>::infinity();

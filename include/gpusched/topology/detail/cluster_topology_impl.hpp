@@ -1,6 +1,9 @@
-// Implementation of gpusched/topology/cluster_topology.hpp (header-only: included at its end). Helpers live in
-// gpusched::topology::detail.
+// Implementation of gpusched/topology/cluster_topology.hpp (header-only: included at its end;
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
+// Helpers live in gpusched::topology::detail.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include "gpusched/topology/cluster_topology.hpp"
 
@@ -28,7 +31,7 @@ struct ChildCapacity {
 
 }  // namespace detail
 
-inline Result<ClusterTopology> ClusterTopology::from_labels(const ClusterState& state, std::vector<TopologyLevel> levels) {
+GPUSCHED_DECL Result<ClusterTopology> ClusterTopology::from_labels(const ClusterState& state, std::vector<TopologyLevel> levels) {
   if (Status ok = check_levels(levels); !ok) return ok.error();
   std::vector<std::string> keys;
   for (const TopologyLevel& lv : levels) keys.push_back(lv.label_key);
@@ -38,7 +41,7 @@ inline Result<ClusterTopology> ClusterTopology::from_labels(const ClusterState& 
   return t;
 }
 
-inline Result<ClusterTopology> ClusterTopology::from_paths(const ClusterState& state, std::vector<TopologyLevel> levels,
+GPUSCHED_DECL Result<ClusterTopology> ClusterTopology::from_paths(const ClusterState& state, std::vector<TopologyLevel> levels,
                                                     const std::vector<std::vector<std::string>>& paths) {
   if (Status ok = check_levels(levels); !ok) return ok.error();
   if (paths.size() != state.node_count())
@@ -56,7 +59,7 @@ inline Result<ClusterTopology> ClusterTopology::from_paths(const ClusterState& s
   return build(std::move(levels), paths);
 }
 
-inline Status ClusterTopology::check_levels(const std::vector<TopologyLevel>& levels) {
+GPUSCHED_DECL Status ClusterTopology::check_levels(const std::vector<TopologyLevel>& levels) {
   if (levels.empty()) return Error{"levels: at least one topology level is required", ErrorCode::kMissingField, "levels"};
   // The distribution and span walks recurse once per level: bound the depth (real fabrics have at
   // most 4-5 levels: NVLink domain, leaf, spine, super-spine, zone) so that no input overflows the stack.
@@ -82,7 +85,7 @@ inline Status ClusterTopology::check_levels(const std::vector<TopologyLevel>& le
   return {};
 }
 
-inline Result<ClusterTopology> ClusterTopology::build(std::vector<TopologyLevel> levels,
+GPUSCHED_DECL Result<ClusterTopology> ClusterTopology::build(std::vector<TopologyLevel> levels,
                                                const std::vector<std::vector<std::string>>& paths) {
   if (Status ok = check_levels(levels); !ok) return ok.error();
   std::vector<std::string> keys;
@@ -93,7 +96,7 @@ inline Result<ClusterTopology> ClusterTopology::build(std::vector<TopologyLevel>
   return t;
 }
 
-inline Result<LevelConstraint> ClusterTopology::constraint(LevelMode mode, std::string_view level_name) const {
+GPUSCHED_DECL Result<LevelConstraint> ClusterTopology::constraint(LevelMode mode, std::string_view level_name) const {
   if (mode == LevelMode::kNone) return LevelConstraint{};
   auto l = tree_.find_level(level_name);
   if (!l) {
@@ -105,7 +108,7 @@ inline Result<LevelConstraint> ClusterTopology::constraint(LevelMode mode, std::
   return LevelConstraint{mode, *l};
 }
 
-inline NodeSpan ClusterTopology::span(std::span<const NodeId> nodes) const {
+GPUSCHED_DECL NodeSpan ClusterTopology::span(std::span<const NodeId> nodes) const {
   NodeSpan s;
   if (nodes.empty()) return s;
   if (std::all_of(nodes.begin(), nodes.end(), [&](NodeId n) { return n == nodes[0]; })) {
@@ -124,13 +127,13 @@ inline NodeSpan ClusterTopology::span(std::span<const NodeId> nodes) const {
   return s;
 }
 
-inline double ClusterTopology::span_bandwidth_gbps(const NodeSpan& s) const {
+GPUSCHED_DECL double ClusterTopology::span_bandwidth_gbps(const NodeSpan& s) const {
   if (s.level == NodeSpan::kSingleNode) return 0.0;
   const TopologyLevel& lv = levels_[s.level == NodeSpan::kClusterWide ? 0 : s.level];
   return link_spec(lv.link).gbytes_per_s * lv.links_per_node;
 }
 
-inline double ClusterTopology::span_latency_us(const NodeSpan& s) const {
+GPUSCHED_DECL double ClusterTopology::span_latency_us(const NodeSpan& s) const {
   if (s.level == NodeSpan::kSingleNode) return 0.0;
   // Up from the node to the switch of the spanning level and down again: one cable hop per level
   // below it, each way.
@@ -139,7 +142,7 @@ inline double ClusterTopology::span_latency_us(const NodeSpan& s) const {
   return 2.0 * static_cast<double>(below) * link_spec(lv.link).latency_us;
 }
 
-inline double ClusterTopology::allreduce_us(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
+GPUSCHED_DECL double ClusterTopology::allreduce_us(std::span<const NodeId> nodes, std::int32_t gpus_per_node, double bytes,
                                      double intra_node_gbps) const {
   if (nodes.empty() || gpus_per_node < 1 || bytes < 0) return 0.0;
   const double ranks = static_cast<double>(nodes.size()) * gpus_per_node;
@@ -159,7 +162,7 @@ namespace detail {
 // Tasks of `request` that fit on node n now, or (all_free) if everything on the node were freed:
 // the node's capacities instead of its free amounts; an ineligible (cordoned, failed) node or a
 // selector mismatch holds none either way.
-inline std::int64_t node_task_slots(const ClusterState& state, NodeId n, const TaskRequest& request, bool all_free) {
+GPUSCHED_DECL std::int64_t node_task_slots(const ClusterState& state, NodeId n, const TaskRequest& request, bool all_free) {
   if (all_free) {
     if (!state.eligible(n)) return 0;
     for (const auto& req : request.selector)
@@ -196,11 +199,11 @@ inline std::int64_t node_task_slots(const ClusterState& state, NodeId n, const T
 
 }  // namespace detail
 
-inline std::int32_t ClusterTopology::task_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
+GPUSCHED_DECL std::int32_t ClusterTopology::task_capacity(const ClusterState& state, NodeId n, const TaskRequest& request) {
   return static_cast<std::int32_t>(detail::node_task_slots(state, n, request, false));
 }
 
-inline NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state, const TaskRequest& request, std::int32_t tasks,
+GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state, const TaskRequest& request, std::int32_t tasks,
                                         const LevelConstraint& constraint) const {
   std::vector<std::int32_t> cap(state.node_count(), 0);
   if (state.node_count() == node_count())
@@ -216,7 +219,7 @@ inline NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state, const 
   return pick;
 }
 
-inline NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, std::int32_t tasks,
+GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, std::int32_t tasks,
                                         const LevelConstraint& constraint) const {
   NodeSetPick out;
   const std::size_t L = levels_.size();

@@ -1,6 +1,9 @@
-// Implementation of gpusched/topology/graph.hpp (header-only: included at its end). Helpers live in
-// gpusched::topology::detail.
+// Implementation of gpusched/topology/graph.hpp (header-only: included at its end;
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
+// Helpers live in gpusched::topology::detail.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include "gpusched/topology/graph.hpp"
 
@@ -15,7 +18,7 @@
 
 namespace gpusched::topology {
 
-inline std::string_view vertex_kind_name(VertexKind kind) {
+GPUSCHED_DECL std::string_view vertex_kind_name(VertexKind kind) {
   switch (kind) {
     case VertexKind::kGpu: return "gpu";
     case VertexKind::kNic: return "nic";
@@ -31,16 +34,16 @@ inline std::string_view vertex_kind_name(VertexKind kind) {
   return "?";
 }
 
-inline TopologyGraph::Vertex TopologyGraph::add_vertex(VertexKind kind, std::string name, std::int32_t device) {
+GPUSCHED_DECL TopologyGraph::Vertex TopologyGraph::add_vertex(VertexKind kind, std::string name, std::int32_t device) {
   return boost::add_vertex(VertexInfo{kind, std::move(name), device}, g_);
 }
 
-inline void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links) {
+GPUSCHED_DECL void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links) {
   const LinkSpec& spec = link_spec(kind);
   add_link(a, b, kind, links, spec.gbytes_per_s * links, spec.latency_us);
 }
 
-inline void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links, double gbytes_per_s,
+GPUSCHED_DECL void TopologyGraph::add_link(Vertex a, Vertex b, LinkKind kind, std::int32_t links, double gbytes_per_s,
                              double latency_us) {
   boost::add_edge(a, b, EdgeInfo{kind, links, gbytes_per_s, latency_us}, g_);
 }
@@ -86,19 +89,19 @@ std::vector<double> best_path_labels(const Graph& g, typename Graph::vertex_desc
 
 }  // namespace detail
 
-inline std::vector<double> TopologyGraph::widest_from(Vertex source) const {
+GPUSCHED_DECL std::vector<double> TopologyGraph::widest_from(Vertex source) const {
   return detail::best_path_labels(
       g_, source, 0.0, std::numeric_limits<double>::infinity(), [&](Vertex v) { return is_endpoint(v); },
       [](double bw, const EdgeInfo& e) { return std::min(bw, e.gbytes_per_s); }, std::greater<>{});
 }
 
-inline std::vector<double> TopologyGraph::latency_from(Vertex source) const {
+GPUSCHED_DECL std::vector<double> TopologyGraph::latency_from(Vertex source) const {
   return detail::best_path_labels(
       g_, source, std::numeric_limits<double>::infinity(), 0.0, [&](Vertex v) { return is_endpoint(v); },
       [](double d, const EdgeInfo& e) { return d + e.latency_us; }, std::less<>{});
 }
 
-inline double TopologyGraph::max_flow(std::span<const Vertex> sources, std::span<const Vertex> sinks,
+GPUSCHED_DECL double TopologyGraph::max_flow(std::span<const Vertex> sources, std::span<const Vertex> sinks,
                                std::span<const Vertex> transit) const {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<

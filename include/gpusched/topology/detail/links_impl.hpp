@@ -1,6 +1,9 @@
-// Implementation of gpusched/topology/links.hpp (header-only: included at its end). Helpers live in
-// gpusched::topology::detail.
+// Implementation of gpusched/topology/links.hpp (header-only: included at its end;
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
+// Helpers live in gpusched::topology::detail.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include "gpusched/topology/links.hpp"
 // The link table. Bandwidths are per direction for one link/port; see links.hpp for the units.
@@ -68,7 +71,7 @@ inline constexpr std::array<LinkSpec, kLinkKindCount> kLinkTable{{
 }};
 
 // Lower-cased, without '-', '_' and spaces: "NVLink-4" -> "nvlink4".
-inline std::string squash_link_name(std::string_view s) {
+GPUSCHED_DECL std::string squash_link_name(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c == '-' || c == '_' || c == ' ') continue;
@@ -79,23 +82,23 @@ inline std::string squash_link_name(std::string_view s) {
 
 }  // namespace detail
 
-inline std::span<const LinkSpec> link_table() { return detail::kLinkTable; }
+GPUSCHED_DECL std::span<const LinkSpec> link_table() { return detail::kLinkTable; }
 
-inline const LinkSpec& link_spec(LinkKind kind) { return detail::kLinkTable[static_cast<std::size_t>(kind)]; }
+GPUSCHED_DECL const LinkSpec& link_spec(LinkKind kind) { return detail::kLinkTable[static_cast<std::size_t>(kind)]; }
 
-inline std::optional<LinkKind> find_link_kind(std::string_view name) {
+GPUSCHED_DECL std::optional<LinkKind> find_link_kind(std::string_view name) {
   const std::string key = detail::squash_link_name(name);
   for (const LinkSpec& row : detail::kLinkTable)
     if (detail::squash_link_name(row.name) == key) return row.kind;
   return std::nullopt;
 }
 
-inline std::optional<LinkKind> nvlink_of_generation(int generation) {
+GPUSCHED_DECL std::optional<LinkKind> nvlink_of_generation(int generation) {
   if (generation < 1 || generation > 5) return std::nullopt;
   return static_cast<LinkKind>(static_cast<int>(LinkKind::kNvLink1) + generation - 1);
 }
 
-inline std::optional<LinkKind> pcie_of_generation(int generation) {
+GPUSCHED_DECL std::optional<LinkKind> pcie_of_generation(int generation) {
   if (generation < 3 || generation > 5) return std::nullopt;
   return static_cast<LinkKind>(static_cast<int>(LinkKind::kPcieGen3) + generation - 3);
 }

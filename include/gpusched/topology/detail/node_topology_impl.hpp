@@ -1,6 +1,9 @@
-// Implementation of gpusched/topology/node_topology.hpp (header-only: included at its end). Helpers live in
-// gpusched::topology::detail.
+// Implementation of gpusched/topology/node_topology.hpp (header-only: included at its end;
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
+// Helpers live in gpusched::topology::detail.
 #pragma once
+
+#include "gpusched/core/config.hpp"
 
 #include "gpusched/topology/node_topology.hpp"
 
@@ -74,7 +77,7 @@ struct NodeTopology::Impl {
   SetScore score_of(std::span<const std::uint16_t> set, double bytes) const;
 };
 
-inline std::string pair_link_name(PairLink link) {
+GPUSCHED_DECL std::string pair_link_name(PairLink link) {
   switch (link.cls) {
     case PairClass::kSelf: return "X";
     case PairClass::kNvLink: return fmt::format("NV{}", link.nvlinks);
@@ -87,7 +90,7 @@ inline std::string pair_link_name(PairLink link) {
   return "?";
 }
 
-inline int pair_link_rank(PairLink link) {
+GPUSCHED_DECL int pair_link_rank(PairLink link) {
   switch (link.cls) {
     case PairClass::kSelf: return 0;
     case PairClass::kNvLink: return 1 + (255 - link.nvlinks);  // 1..256, more links = lower
@@ -102,7 +105,7 @@ inline int pair_link_rank(PairLink link) {
 
 // --- building ------------------------------------------------------------------------------------
 
-inline void NodeTopology::Impl::finish() {
+GPUSCHED_DECL void NodeTopology::Impl::finish() {
   const std::size_t G = groups.size();
   group_children.assign(G, {});
   group_gpus_direct.assign(G, {});
@@ -163,7 +166,7 @@ inline void NodeTopology::Impl::finish() {
     }
 }
 
-inline Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vector<PairLink> matrix,
+GPUSCHED_DECL Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vector<PairLink> matrix,
                                          NodeTopologyOptions options) {
   const std::size_t n = devices.size();
   if (n == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
@@ -306,7 +309,7 @@ inline Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std
   return t;
 }
 
-inline NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::size_t gpus_per_host, LinkKind nvlink,
+GPUSCHED_DECL NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::size_t gpus_per_host, LinkKind nvlink,
                                          std::int32_t links_per_gpu, LinkKind pcie) {
   hosts = std::max<std::size_t>(hosts, 1);
   gpus_per_host = std::max<std::size_t>(gpus_per_host, 1);
@@ -349,39 +352,39 @@ inline NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::size_t g
   return t;
 }
 
-inline NodeTopology::NodeTopology() : impl_(std::make_unique<Impl>()) {}
-inline NodeTopology::~NodeTopology() = default;
-inline NodeTopology::NodeTopology(const NodeTopology& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
-inline NodeTopology& NodeTopology::operator=(const NodeTopology& o) {
+GPUSCHED_DECL NodeTopology::NodeTopology() : impl_(std::make_unique<Impl>()) {}
+GPUSCHED_DECL NodeTopology::~NodeTopology() = default;
+GPUSCHED_DECL NodeTopology::NodeTopology(const NodeTopology& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
+GPUSCHED_DECL NodeTopology& NodeTopology::operator=(const NodeTopology& o) {
   if (this != &o) impl_ = std::make_unique<Impl>(*o.impl_);
   return *this;
 }
-inline NodeTopology::NodeTopology(NodeTopology&&) noexcept = default;
-inline NodeTopology& NodeTopology::operator=(NodeTopology&&) noexcept = default;
+GPUSCHED_DECL NodeTopology::NodeTopology(NodeTopology&&) noexcept = default;
+GPUSCHED_DECL NodeTopology& NodeTopology::operator=(NodeTopology&&) noexcept = default;
 
-inline std::size_t NodeTopology::gpu_count() const { return impl_->n_gpu; }
-inline std::size_t NodeTopology::nic_count() const { return impl_->n_dev - impl_->n_gpu; }
-inline std::size_t NodeTopology::device_count() const { return impl_->n_dev; }
-inline const Device& NodeTopology::device(std::size_t d) const { return impl_->devices[d]; }
-inline PairLink NodeTopology::link(std::size_t a, std::size_t b) const { return impl_->matrix[a * impl_->n_dev + b]; }
-inline LinkKind NodeTopology::nvlink_kind() const { return impl_->nvlink; }
-inline LinkKind NodeTopology::pcie_kind() const { return impl_->pcie; }
-inline bool NodeTopology::has_nvswitch() const { return impl_->nvswitch; }
-inline const TopologyGraph& NodeTopology::graph() const { return impl_->graph; }
-inline std::size_t NodeTopology::device_vertex(std::size_t d) const { return impl_->dev_vertex[d]; }
-inline double NodeTopology::path_bandwidth_gbps(std::size_t a, std::size_t b) const {
+GPUSCHED_DECL std::size_t NodeTopology::gpu_count() const { return impl_->n_gpu; }
+GPUSCHED_DECL std::size_t NodeTopology::nic_count() const { return impl_->n_dev - impl_->n_gpu; }
+GPUSCHED_DECL std::size_t NodeTopology::device_count() const { return impl_->n_dev; }
+GPUSCHED_DECL const Device& NodeTopology::device(std::size_t d) const { return impl_->devices[d]; }
+GPUSCHED_DECL PairLink NodeTopology::link(std::size_t a, std::size_t b) const { return impl_->matrix[a * impl_->n_dev + b]; }
+GPUSCHED_DECL LinkKind NodeTopology::nvlink_kind() const { return impl_->nvlink; }
+GPUSCHED_DECL LinkKind NodeTopology::pcie_kind() const { return impl_->pcie; }
+GPUSCHED_DECL bool NodeTopology::has_nvswitch() const { return impl_->nvswitch; }
+GPUSCHED_DECL const TopologyGraph& NodeTopology::graph() const { return impl_->graph; }
+GPUSCHED_DECL std::size_t NodeTopology::device_vertex(std::size_t d) const { return impl_->dev_vertex[d]; }
+GPUSCHED_DECL double NodeTopology::path_bandwidth_gbps(std::size_t a, std::size_t b) const {
   return impl_->path_bw[a * impl_->n_dev + b];
 }
-inline double NodeTopology::path_latency_us(std::size_t a, std::size_t b) const {
+GPUSCHED_DECL double NodeTopology::path_latency_us(std::size_t a, std::size_t b) const {
   return impl_->path_lat[a * impl_->n_dev + b];
 }
-inline double NodeTopology::pair_bus_bandwidth_gbps(std::size_t a, std::size_t b) const {
+GPUSCHED_DECL double NodeTopology::pair_bus_bandwidth_gbps(std::size_t a, std::size_t b) const {
   return impl_->pair_bus[a * impl_->n_gpu + b];
 }
 
 // --- scoring -------------------------------------------------------------------------------------
 
-inline double NodeTopology::Impl::bus_bandwidth(std::span<const std::uint16_t> set) const {
+GPUSCHED_DECL double NodeTopology::Impl::bus_bandwidth(std::span<const std::uint16_t> set) const {
   if (set.size() < 2) return detail::kNodeTopoInf;
   std::vector<char> in(n_gpu, 0), side(n_gpu, 0);
   for (auto g : set) in[g] = 1;
@@ -414,7 +417,7 @@ namespace detail {
 
 // Minimax spanning latency: the slowest link Prim's algorithm needs to connect the set.
 template <class Lat>
-inline double minimax_spanning_latency(std::size_t k, Lat&& lat) {
+GPUSCHED_DECL double minimax_spanning_latency(std::size_t k, Lat&& lat) {
   if (k < 2) return 0.0;
   std::vector<double> key(k, kNodeTopoInf);
   std::vector<char> done(k, 0);
@@ -433,7 +436,7 @@ inline double minimax_spanning_latency(std::size_t k, Lat&& lat) {
 }
 
 // The one all-reduce model (allreduce.hpp) over the set's B and alpha.
-inline void fill_allreduce_times(SetScore& s, double bytes) {
+GPUSCHED_DECL void fill_allreduce_times(SetScore& s, double bytes) {
   const AllReduceTime t = allreduce_time(static_cast<double>(s.gpus), bytes, s.bus_bandwidth_gbps, s.latency_us);
   s.ring_us = t.ring_us;
   s.tree_us = t.tree_us;
@@ -442,7 +445,7 @@ inline void fill_allreduce_times(SetScore& s, double bytes) {
 
 }  // namespace detail
 
-inline SetScore NodeTopology::Impl::score_of(std::span<const std::uint16_t> set, double bytes) const {
+GPUSCHED_DECL SetScore NodeTopology::Impl::score_of(std::span<const std::uint16_t> set, double bytes) const {
   SetScore s;
   s.gpus = set.size();
   s.bus_bandwidth_gbps = bus_bandwidth(set);
@@ -458,7 +461,7 @@ inline SetScore NodeTopology::Impl::score_of(std::span<const std::uint16_t> set,
   return s;
 }
 
-inline Result<SetScore> NodeTopology::score(std::span<const std::uint16_t> gpus, double message_bytes) const {
+GPUSCHED_DECL Result<SetScore> NodeTopology::score(std::span<const std::uint16_t> gpus, double message_bytes) const {
   if (!(message_bytes >= 0) || std::isinf(message_bytes))
     return Error{fmt::format("message_bytes: expected a non-negative size, got {}", message_bytes), ErrorCode::kInvalidValue, "message_bytes"};
   std::vector<char> seen(impl_->n_gpu, 0);
@@ -533,14 +536,14 @@ struct GpuSetSearch {
   }
 };
 
-inline bool nearly_equal_times(double a, double b) {
+GPUSCHED_DECL bool nearly_equal_times(double a, double b) {
   if (a == b) return true;
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
 
 }  // namespace detail
 
-inline GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t k, const PickOptions& options) const {
+GPUSCHED_DECL GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t k, const PickOptions& options) const {
   const Impl& im = *impl_;
   GpuPick out;
   if (!(options.message_bytes >= 0) || std::isinf(options.message_bytes)) {
