@@ -17,12 +17,17 @@
 // plain declarations and link to them, while the compiler still inlines within the compiled unit as it
 // does header-only (GCC allows a function declared `inline` 200 instructions at -O3, any other 30;
 // without the keyword the simulator ran 15 % slower, its cluster-state updates no longer inlined).
+// Constructors and destructors are GPUSCHED_CTOR_DECL instead, plain definitions in that mode: for a
+// used inline constructor clang emits only the base-object variant, not the complete-object one
+// other units call.
 #pragma once
 
 #if defined(GPUSCHED_SEPARATE_COMPILATION)
 #define GPUSCHED_DECL [[gnu::used]] inline
+#define GPUSCHED_CTOR_DECL
 #define GPUSCHED_HEADER_ONLY 0
 #else
 #define GPUSCHED_DECL inline
+#define GPUSCHED_CTOR_DECL inline
 #define GPUSCHED_HEADER_ONLY 1
 #endif

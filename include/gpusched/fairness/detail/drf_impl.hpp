@@ -138,13 +138,13 @@ GPUSCHED_DECL Result<FractionalAllocation> progressive_filling(const Vector& cap
 
 // --- DrfSorter ------------------------------------------------------------------------------------------
 
-GPUSCHED_DECL DrfSorter::DrfSorter(Amounts total) : total_(std::move(total)), heap_(Less{&share_, &exact_}) {}
+GPUSCHED_CTOR_DECL DrfSorter::DrfSorter(Amounts total) : total_(std::move(total)), heap_(Less{&share_, &exact_}) {}
 
-GPUSCHED_DECL DrfSorter::DrfSorter(const DrfSorter& o)
+GPUSCHED_CTOR_DECL DrfSorter::DrfSorter(const DrfSorter& o)
     : total_(o.total_), alloc_(o.alloc_), weight_(o.weight_), share_(o.share_), exact_(o.exact_), heap_(o.heap_) {
   heap_.less() = Less{&share_, &exact_};
 }
-GPUSCHED_DECL DrfSorter::DrfSorter(DrfSorter&& o) noexcept
+GPUSCHED_CTOR_DECL DrfSorter::DrfSorter(DrfSorter&& o) noexcept
     : total_(std::move(o.total_)),
       alloc_(std::move(o.alloc_)),
       weight_(std::move(o.weight_)),

@@ -376,7 +376,7 @@ struct HdrfScheduler::Impl {
   }
 };
 
-GPUSCHED_DECL HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
+GPUSCHED_CTOR_DECL HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_threshold) : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
   s.m = static_cast<std::size_t>(capacity.size());
   s.capacity = std::move(capacity);
@@ -389,9 +389,9 @@ GPUSCHED_DECL HdrfScheduler::HdrfScheduler(Amounts capacity, Amounts saturation_
   s.update_saturation();
   s.add(kRoot, 1.0);
 }
-GPUSCHED_DECL HdrfScheduler::HdrfScheduler(HdrfScheduler&&) noexcept = default;
+GPUSCHED_CTOR_DECL HdrfScheduler::HdrfScheduler(HdrfScheduler&&) noexcept = default;
 GPUSCHED_DECL HdrfScheduler& HdrfScheduler::operator=(HdrfScheduler&&) noexcept = default;
-GPUSCHED_DECL HdrfScheduler::~HdrfScheduler() = default;
+GPUSCHED_CTOR_DECL HdrfScheduler::~HdrfScheduler() = default;
 
 GPUSCHED_DECL Result<HdrfScheduler::NodeId> HdrfScheduler::add_node(NodeId parent_id, double weight) {
   auto& s = *impl_;

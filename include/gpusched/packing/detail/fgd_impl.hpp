@@ -585,7 +585,7 @@ struct FgdPolicy::Index {
   }
 };
 
-GPUSCHED_DECL FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
+GPUSCHED_CTOR_DECL FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, FgdOptions options)
     : TracePolicy(seed), workload_(std::move(workload)), options_(std::move(options)),
       picker_(std::make_unique<detail::FgdGpuPicker>(*this)) {
   double cpu = 0, gpu = 0;
@@ -599,7 +599,7 @@ GPUSCHED_DECL FgdPolicy::FgdPolicy(TargetWorkload workload, std::uint64_t seed, 
     costs_ = std::make_unique<detail::FgdCosts>(options_, workload_, cpu_per_gpu_milli_);
 }
 
-GPUSCHED_DECL FgdPolicy::~FgdPolicy() = default;
+GPUSCHED_CTOR_DECL FgdPolicy::~FgdPolicy() = default;
 
 GPUSCHED_DECL double FgdPolicy::packing_loss(MilliGpu free, MilliGpu share) const {
   return costs_ ? costs_->loss(static_cast<std::int32_t>(free), share) : 0.0;

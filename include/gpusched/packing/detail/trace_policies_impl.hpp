@@ -41,7 +41,7 @@ GPUSCHED_DECL void TieBreak::reset(std::size_t node_count) {
 
 // --- Random -----------------------------------------------------------------------------------------
 
-GPUSCHED_DECL PaperRandomPolicy::PaperRandomPolicy(std::uint64_t seed) : TracePolicy(seed), rng_{seed ^ 0x5DEECE66DULL} {}
+GPUSCHED_CTOR_DECL PaperRandomPolicy::PaperRandomPolicy(std::uint64_t seed) : TracePolicy(seed), rng_{seed ^ 0x5DEECE66DULL} {}
 
 GPUSCHED_DECL void PaperRandomPolicy::attach(const ClusterState& state) {
   TracePolicy::attach(state);

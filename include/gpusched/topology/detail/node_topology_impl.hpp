@@ -352,14 +352,14 @@ GPUSCHED_DECL NodeTopology NodeTopology::nvlink_domain(std::size_t hosts, std::s
   return t;
 }
 
-GPUSCHED_DECL NodeTopology::NodeTopology() : impl_(std::make_unique<Impl>()) {}
-GPUSCHED_DECL NodeTopology::~NodeTopology() = default;
-GPUSCHED_DECL NodeTopology::NodeTopology(const NodeTopology& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
+GPUSCHED_CTOR_DECL NodeTopology::NodeTopology() : impl_(std::make_unique<Impl>()) {}
+GPUSCHED_CTOR_DECL NodeTopology::~NodeTopology() = default;
+GPUSCHED_CTOR_DECL NodeTopology::NodeTopology(const NodeTopology& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
 GPUSCHED_DECL NodeTopology& NodeTopology::operator=(const NodeTopology& o) {
   if (this != &o) impl_ = std::make_unique<Impl>(*o.impl_);
   return *this;
 }
-GPUSCHED_DECL NodeTopology::NodeTopology(NodeTopology&&) noexcept = default;
+GPUSCHED_CTOR_DECL NodeTopology::NodeTopology(NodeTopology&&) noexcept = default;
 GPUSCHED_DECL NodeTopology& NodeTopology::operator=(NodeTopology&&) noexcept = default;
 
 GPUSCHED_DECL std::size_t NodeTopology::gpu_count() const { return impl_->n_gpu; }
