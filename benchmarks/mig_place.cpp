@@ -16,47 +16,15 @@
 
 #include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/packer.hpp"
+#include "instances/mig.hpp"
 
 using namespace gpusched::mig;
 using gpusched::ClusterState;
 
 namespace {
 
+namespace bench = gpusched::bench;
 using gpusched::bench::SplitMix;
-
-const MigCatalog& cat() { return MigCatalog::builtin(); }
-MigModelId a100() { return *cat().find("A100-SXM4-40GB"); }
-
-// The request mix (per mille): small inference slices dominate, whole GPUs are rare.
-struct MixEntry {
-  const char* name;
-  int permille;
-};
-constexpr MixEntry kMix[] = {{"1g.5gb", 350}, {"1g.10gb", 100}, {"2g.10gb", 200},
-                             {"3g.20gb", 200}, {"4g.20gb", 80},  {"7g.40gb", 70}};
-
-std::vector<MigRequest> mix_requests() {
-  std::vector<MigRequest> out;
-  for (const auto& e : kMix) out.push_back(MigRequest::from_name(cat(), e.name).value());
-  return out;
-}
-
-std::size_t draw(SplitMix& rng) {
-  std::uint64_t x = rng.below(1000);
-  for (std::size_t i = 0; i < std::size(kMix); ++i) {
-    if (x < static_cast<std::uint64_t>(kMix[i].permille)) return i;
-    x -= static_cast<std::uint64_t>(kMix[i].permille);
-  }
-  return 0;
-}
-
-// The demand the packer is told: the mix itself (FGD assumes the workload distribution is known).
-MigDemand mix_demand() {
-  auto reqs = mix_requests();
-  std::vector<std::int64_t> counts;
-  for (const auto& e : kMix) counts.push_back(e.permille);
-  return MigDemand::from_requests(cat(), reqs, counts);
-}
 
 // The one cluster state (MIG GPUs of gpusched/cluster/mig_gpus.hpp); a decision is applied as a
 // ClusterState reservation and a departure as a release, as an orchestrator would.
@@ -64,7 +32,7 @@ ClusterState empty_cluster(int nodes, int gpus_per_node) {
   MigClusterBuilder b;
   for (int n = 0; n < nodes; ++n) {
     const auto node = b.add_node("node-" + std::to_string(n));
-    for (int g = 0; g < gpus_per_node; ++g) b.add_gpu(node, a100());
+    for (int g = 0; g < gpus_per_node; ++g) b.add_gpu(node, bench::mig_a100());
   }
   return b.build().value();
 }
@@ -92,8 +60,8 @@ struct StreamResult {
 StreamResult run_stream(ClusterState& st, const MigPlacer& placer, std::int64_t arrivals, std::uint64_t mean_life,
                         std::uint64_t seed) {
   SplitMix rng{seed};
-  const auto reqs = mix_requests();
-  const MigGpuSpec& spec = cat().spec(a100());
+  const auto reqs = bench::mig_mix_requests();
+  const MigGpuSpec& spec = bench::mig_catalog().spec(bench::mig_a100());
   std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
   StreamResult r;
   for (std::int64_t t = 0; t < arrivals; ++t) {
@@ -101,8 +69,8 @@ StreamResult run_stream(ClusterState& st, const MigPlacer& placer, std::int64_t 
       depart(st, running.top().gpu, running.top().start);
       running.pop();
     }
-    const std::size_t k = draw(rng);
-    const int slices = spec.profiles[static_cast<std::size_t>(reqs[k].profile[a100()])].compute_slices;
+    const std::size_t k = bench::draw_mig_request(rng);
+    const int slices = spec.profiles[static_cast<std::size_t>(reqs[k].profile[bench::mig_a100()])].compute_slices;
     r.offered_slices += slices;
     const MigDecision d = placer.decide(st, reqs[k]);
     const std::uint64_t life = 1 + rng.below(2 * mean_life);
@@ -126,14 +94,14 @@ ClusterState warm_cluster(const MigPlacer& placer) {
 }
 
 void BM_MigDecide(benchmark::State& state, bool frag) {
-  FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
+  FragAwarePlacer packer(MigMode::kDynamic, bench::mig_mix_demand());
   FirstFitPlacer ff(MigMode::kDynamic);
   const MigPlacer& placer = frag ? static_cast<const MigPlacer&>(packer) : ff;
   ClusterState st = warm_cluster(placer);
-  const auto reqs = mix_requests();
+  const auto reqs = bench::mig_mix_requests();
   SplitMix rng{99};
   std::vector<std::size_t> seq(4096);
-  for (auto& k : seq) k = draw(rng);
+  for (auto& k : seq) k = bench::draw_mig_request(rng);
   std::size_t i = 0;
   for (auto _ : state) {
     MigDecision d = placer.decide(st, reqs[seq[i++ & 4095]]);
@@ -147,13 +115,13 @@ BENCHMARK_CAPTURE(BM_MigDecide, first_fit, false)->Unit(benchmark::kMicrosecond)
 
 // Decide + apply + a departure: one arrival of the stream in steady state (memo misses included).
 void BM_MigDecideApplyRelease(benchmark::State& state) {
-  FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
+  FragAwarePlacer packer(MigMode::kDynamic, bench::mig_mix_demand());
   ClusterState st = warm_cluster(packer);
-  const auto reqs = mix_requests();
+  const auto reqs = bench::mig_mix_requests();
   SplitMix rng{123};
   std::vector<std::pair<MigGpuId, int>> placed;
   for (auto _ : state) {
-    MigDecision d = packer.decide(st, reqs[draw(rng)]);
+    MigDecision d = packer.decide(st, reqs[bench::draw_mig_request(rng)]);
     if (d.placed()) {
       apply_now(st, d);
       placed.emplace_back(d.gpu, d.start);
@@ -173,7 +141,7 @@ BENCHMARK(BM_MigDecideApplyRelease)->Unit(benchmark::kMicrosecond);
 void BM_MigStreamQuality(benchmark::State& state, bool frag) {
   StreamResult r;
   for (auto _ : state) {
-    FragAwarePlacer packer(MigMode::kDynamic, mix_demand());
+    FragAwarePlacer packer(MigMode::kDynamic, bench::mig_mix_demand());
     FirstFitPlacer ff(MigMode::kDynamic);
     ClusterState st = empty_cluster(1000, 8);
     r = run_stream(st, frag ? static_cast<const MigPlacer&>(packer) : ff, 200'000, 24'000, 2024);
@@ -206,9 +174,9 @@ std::vector<std::array<std::uint8_t, kMaxProfiles>> all_layout_counts(const MigG
 }
 
 void BM_MigSmallVsExhaustive(benchmark::State& state) {
-  const MigGpuSpec& spec = cat().spec(a100());
+  const MigGpuSpec& spec = bench::mig_catalog().spec(bench::mig_a100());
   const auto counts = all_layout_counts(spec);
-  const auto reqs = mix_requests();
+  const auto reqs = bench::mig_mix_requests();
   std::int64_t best_total = 0, frag_total = 0, ff_total = 0, frag_opt = 0, ff_opt = 0;
   std::int64_t best_slices = 0, frag_slices = 0, ff_slices = 0;
   constexpr int kTrials = 300;
@@ -220,8 +188,8 @@ void BM_MigSmallVsExhaustive(benchmark::State& state) {
       std::vector<std::size_t> seq(10);
       std::array<int, kMaxProfiles> want{};
       for (auto& k : seq) {
-        k = draw(rng);
-        ++want[static_cast<std::size_t>(reqs[k].profile[a100()])];
+        k = bench::draw_mig_request(rng);
+        ++want[static_cast<std::size_t>(reqs[k].profile[bench::mig_a100()])];
       }
       // Two optima: most requests, and most compute slices (they differ: big profiles).
       std::int64_t best = 0, best_sl = 0;
@@ -249,7 +217,7 @@ void BM_MigSmallVsExhaustive(benchmark::State& state) {
         }
         return s;
       };
-      const std::int64_t f = served_by(FragAwarePlacer(MigMode::kDynamic, mix_demand()), frag_slices);
+      const std::int64_t f = served_by(FragAwarePlacer(MigMode::kDynamic, bench::mig_mix_demand()), frag_slices);
       const std::int64_t g = served_by(FirstFitPlacer(MigMode::kDynamic), ff_slices);
       best_slices += best_sl;
       best_total += best;

@@ -16,52 +16,23 @@
 
 #include "gpusched/mig/cluster_builder.hpp"
 #include "gpusched/mig/planner.hpp"
+#include "instances/mig.hpp"
 
 using namespace gpusched::mig;
 using gpusched::ClusterState;
 
 namespace {
 
+namespace bench = gpusched::bench;
 using gpusched::bench::SplitMix;
 
-const MigCatalog& cat() { return MigCatalog::builtin(); }
-MigModelId a100() { return *cat().find("A100-SXM4-40GB"); }
 constexpr const char* kNames[] = {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"};
-
-// A cluster where a third of the GPUs are empty and the rest carry 1-3 random instances, busy with
-// probability `busy_pct` (the rest idle: left over from finished work).
-ClusterState random_cluster(int gpus, int busy_pct, std::uint64_t seed) {
-  SplitMix rng{seed};
-  MigClusterBuilder b;
-  const MigGpuSpec& spec = cat().spec(a100());
-  std::size_t node = 0;
-  for (int g = 0; g < gpus; ++g) {
-    if (g % 8 == 0) node = b.add_node("node-" + std::to_string(g / 8));
-    Occupancy occ;
-    std::vector<MigInstance> instances;
-    bool busy[kMaxInstances] = {};
-    if (rng.below(3) != 0) {
-      for (int k = 1 + static_cast<int>(rng.below(3)); k > 0; --k) {
-        const int p = static_cast<int>(rng.below(spec.profiles.size()));
-        const SlotMask s = feasible_starts(spec, occ, p);
-        if (!s) continue;
-        const int start =
-            nth_slot(s, static_cast<int>(rng.below(static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(s))))));
-        add_instance(spec, occ, p, start);
-        busy[instances.size()] = static_cast<int>(rng.below(100)) < busy_pct;
-        instances.push_back({spec.profiles[static_cast<std::size_t>(p)].id, static_cast<std::uint8_t>(start)});
-      }
-    }
-    b.add_gpu(node, a100(), instances, std::span<const bool>(busy, instances.size()));
-  }
-  return b.build().value();
-}
 
 std::vector<MigDemandItem> random_demand(std::int64_t max_per_profile, std::uint64_t seed) {
   SplitMix rng{seed};
   std::vector<MigDemandItem> d;
   for (const char* n : kNames)
-    d.push_back({n, MigRequest::from_name(cat(), n).value(), static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(max_per_profile) + 1))});
+    d.push_back({n, MigRequest::from_name(bench::mig_catalog(), n).value(), static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(max_per_profile) + 1))});
   return d;
 }
 
@@ -70,7 +41,7 @@ struct Outcome {
 };
 
 std::int64_t slices_of(const MigDemandItem& d) {
-  return cat().spec(a100()).profiles[static_cast<std::size_t>(d.request.profile[a100()])].compute_slices;
+  return bench::mig_catalog().spec(bench::mig_a100()).profiles[static_cast<std::size_t>(d.request.profile[bench::mig_a100()])].compute_slices;
 }
 
 Outcome of_plan(const MigPlan& plan, std::span<const MigDemandItem> demand) {
@@ -107,7 +78,7 @@ Outcome sequential(const ClusterState& start, std::span<const MigDemandItem> dem
 
 void BM_MigPlan(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
-  const ClusterState st = random_cluster(gpus, 70, 42);
+  const ClusterState st = bench::mig_random_cluster(gpus, 70, 42);
   const auto demand = random_demand(gpus / 3, 7);
   MigPlan plan;
   for (auto _ : state) {
@@ -125,7 +96,7 @@ void BM_MigPlan(benchmark::State& state) {
 BENCHMARK(BM_MigPlan)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 void BM_MigPlanOverload(benchmark::State& state) {
-  const ClusterState st = random_cluster(1000, 70, 42);
+  const ClusterState st = bench::mig_random_cluster(1000, 70, 42);
   const auto demand = random_demand(1000, 7);
   MigPlan plan;
   for (auto _ : state) {
@@ -140,13 +111,13 @@ BENCHMARK(BM_MigPlanOverload)->Unit(benchmark::kMillisecond);
 // The same cluster and demand, keeping idle instances (what the sequential baselines can do).
 // `max_per_profile` 333: the demand fits (about 860 instances); 1000: it does not (about 2,600).
 void BM_MigPlanQuality(benchmark::State& state, int which, std::int64_t max_per_profile) {
-  const ClusterState st = random_cluster(1000, 70, 42);
+  const ClusterState st = bench::mig_random_cluster(1000, 70, 42);
   const auto demand = random_demand(max_per_profile, 7);
   Outcome o;
   for (auto _ : state) {
     if (which == 0) o = of_plan(plan_repartition(st, demand, MigPlanOptions{.destroy_idle = false}), demand);
     if (which == 1) o = sequential(st, demand, FirstFitPlacer(MigMode::kDynamic));
-    if (which == 2) o = sequential(st, demand, FragAwarePlacer(MigMode::kDynamic, MigDemand::uniform(cat())));
+    if (which == 2) o = sequential(st, demand, FragAwarePlacer(MigMode::kDynamic, MigDemand::uniform(bench::mig_catalog())));
   }
   state.counters["served"] = static_cast<double>(o.served);
   state.counters["served_slices"] = static_cast<double>(o.slices);
@@ -163,10 +134,10 @@ BENCHMARK_CAPTURE(BM_MigPlanQuality, overload_frag_aware_sequential, 2, 1000)->I
 // most compute slices served, then fewest GPUs touched, by dynamic programming over the GPUs with
 // the served vector (capped by the demand) as state and every possible fill of each GPU as move.
 Outcome exhaustive(const ClusterState& state, std::span<const MigDemandItem> demand) {
-  const MigGpuSpec& spec = cat().spec(a100());
+  const MigGpuSpec& spec = bench::mig_catalog().spec(bench::mig_a100());
   const std::size_t np = spec.profiles.size();
   std::array<int, kMaxProfiles> cap{};
-  for (const auto& d : demand) cap[static_cast<std::size_t>(d.request.profile[a100()])] += static_cast<int>(d.count);
+  for (const auto& d : demand) cap[static_cast<std::size_t>(d.request.profile[bench::mig_a100()])] += static_cast<int>(d.count);
   auto encode = [&](const std::array<int, kMaxProfiles>& v) {
     std::uint64_t k = 0;
     for (std::size_t p = 0; p < np; ++p) k = k * 8 + static_cast<std::uint64_t>(v[p]);
@@ -234,7 +205,7 @@ void BM_MigPlanSmallVsExhaustive(benchmark::State& state) {
     ex = pl = ff = Outcome{};
     plan_optimal = 0;
     for (int t = 0; t < kTrials; ++t) {
-      const ClusterState st = random_cluster(6, 100, 1000 + static_cast<std::uint64_t>(t));
+      const ClusterState st = bench::mig_random_cluster(6, 100, 1000 + static_cast<std::uint64_t>(t));
       const auto demand = random_demand(3, 5000 + static_cast<std::uint64_t>(t));
       const Outcome e = exhaustive(st, demand);
       const Outcome p = of_plan(plan_repartition(st, demand), demand);

@@ -4,38 +4,16 @@
 #include <benchmark/benchmark.h>
 
 #include "gpusched/gpusched.hpp"
+#include "instances/placement.hpp"
 
 namespace {
 
 using namespace gpusched;
 
-// Each GPU is in use with probability 0.7; each node's CPU and memory are used in proportion.
-Cluster make_cluster(std::size_t nodes) {
-  SplitMix64 rng{42};
-  std::vector<NodeSpec> specs(nodes);
-  for (std::size_t i = 0; i < nodes; ++i) {
-    NodeSpec& n = specs[i];
-    n.name = "node-" + std::to_string(i);
-    n.cpu = 96000;
-    n.memory = 1024 * kGiB;
-    n.gpus.assign(8, GpuSpec{"H100-80GB"});
-    int used = 0;
-    for (auto& g : n.gpus)
-      if (rng.next() % 10 < 7) {
-        g.used_milli = 1000;
-        ++used;
-      }
-    n.cpu_used = used * 11000;
-    n.memory_used = used * 120 * kGiB;
-    n.labels = {{"topology.kubernetes.io/rack", "rack-" + std::to_string(i / 32)}};
-  }
-  return Cluster(std::move(specs));
-}
-
 const Cluster& cluster(std::size_t nodes) {
   static std::map<std::size_t, Cluster> cache;
   auto it = cache.find(nodes);
-  if (it == cache.end()) it = cache.emplace(nodes, make_cluster(nodes)).first;
+  if (it == cache.end()) it = cache.emplace(nodes, bench::occupied_cluster(nodes, false)).first;
   return it->second;
 }
 

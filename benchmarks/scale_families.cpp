@@ -30,6 +30,7 @@
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/gpusched.hpp"
 #include "gpusched/packing/fgd.hpp"
+#include "instances/placement.hpp"
 
 namespace {
 
@@ -37,34 +38,11 @@ using namespace gpusched;
 
 std::size_t heap_in_use() { return mallinfo2().uordblks; }
 
-Cluster scale_cluster(std::size_t nodes) {
-  SplitMix64 rng{42};
-  std::vector<NodeSpec> specs(nodes);
-  for (std::size_t i = 0; i < nodes; ++i) {
-    NodeSpec& n = specs[i];
-    n.name = "node-" + std::to_string(i);
-    n.cpu = 96000;
-    n.memory = 1024 * kGiB;
-    n.gpus.assign(8, GpuSpec{"H100-80GB"});
-    int used = 0;
-    for (auto& g : n.gpus)
-      if (rng.next() % 10 < 7) {
-        g.used_milli = 1000;
-        ++used;
-      }
-    n.cpu_used = used * 11000;
-    n.memory_used = used * 120 * kGiB;
-    n.labels = {{"topology.kubernetes.io/block", "block-" + std::to_string(i / 1024)},
-                {"topology.kubernetes.io/rack", "rack-" + std::to_string(i / 32)}};
-  }
-  return Cluster(std::move(specs));
-}
-
 // One state per size, built once and kept (building 100,000 nodes takes a while on this machine).
 ClusterState& scale_state(std::size_t nodes) {
   static std::map<std::size_t, ClusterState> cache;
   auto it = cache.find(nodes);
-  if (it == cache.end()) it = cache.emplace(nodes, *ClusterState::build(scale_cluster(nodes), GpuModelRegistry::builtin())).first;
+  if (it == cache.end()) it = cache.emplace(nodes, *ClusterState::build(bench::occupied_cluster(nodes, true), GpuModelRegistry::builtin())).first;
   return it->second;
 }
 
@@ -76,7 +54,7 @@ std::vector<TaskRequest> scale_requests(const ClusterState& s) {
 
 void BM_ScaleBuildState(benchmark::State& st) {
   const auto nodes = static_cast<std::size_t>(st.range(0));
-  const Cluster c = scale_cluster(nodes);
+  const Cluster c = bench::occupied_cluster(nodes, true);
   const auto registry = GpuModelRegistry::builtin();
   std::size_t bytes = 0, heap = 0;
   for (auto _ : st) {

@@ -14,87 +14,19 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/scheduler/backfill.hpp"
+#include "instances/scheduler.hpp"
 
 namespace {
 
 using namespace gpusched;
 using namespace gpusched::scheduler;
 
-constexpr Seconds kNow = 100'000;
-
-struct Instance {
-  ClusterState state;
-  std::vector<RunningJob> running;
-  std::vector<GangSpec> specs;
-  std::vector<BlockedJob> blocked;
-};
-
-TaskRequest whole(const ClusterState& state, GpuCount gpus) {
-  TaskShape s;
-  s.cpu = 4000;
-  s.memory = 16 * kGiB;
-  s.gpus = gpus;
-  s.gpu_milli = kMilliPerGpu;
-  return state.compile(s).value();
-}
-
-Instance make_instance(std::size_t nodes, std::size_t tasks, std::size_t blocked, std::uint64_t seed) {
-  SplitMix64 rng{seed};
-  std::vector<NodeSpec> specs(nodes);
-  for (std::size_t i = 0; i < nodes; ++i) {
-    specs[i].name = "n" + std::to_string(i);
-    specs[i].cpu = 128 * kMilliPerCpu;
-    specs[i].memory = 2048 * kGiB;
-    specs[i].gpus.assign(8, GpuSpec{"H100-80GB"});
-  }
-  Instance in{ClusterState::build(Cluster(std::move(specs)), GpuModelRegistry::builtin()).value(), {}, {}, {}};
-  // Tasks of 1 or 2 GPUs dealt over the nodes in a random order, lowest free GPUs first; with
-  // 50,000 tasks on 80,000 GPUs about 94 % of the GPUs are taken, the rest scattered.
-  std::vector<int> used(nodes, 0);
-  in.running.reserve(tasks);
-  for (std::size_t k = 0; k < tasks; ++k) {
-    const GpuCount g = rng.chance(40) ? 2 : 1;
-    NodeId n = static_cast<NodeId>(rng.below(nodes));
-    for (std::size_t probe = 0; used[n] + g > 8 && probe < nodes; ++probe) n = static_cast<NodeId>((n + 1) % nodes);
-    if (used[n] + g > 8) break;
-    RunningJob job;
-    job.name = "r" + std::to_string(k);
-    job.queue = "q";
-    job.start_time = kNow - static_cast<Seconds>(rng.uniform(0, 36'000));
-    // Expected end uniform over the next day; 2 % already past their estimate.
-    const Seconds end = rng.chance(2) ? kNow - rng.uniform(1, 600) : kNow + rng.uniform(1, 86'400);
-    job.runtime_estimate = std::max<Seconds>(1, end - job.start_time);
-    RunningTask t{whole(in.state, g), {}};
-    t.assignment = make_assignment(n, t.request);
-    for (int i = 0; i < g; ++i) t.assignment.gpus.push_back(static_cast<GpuIndex>(used[n] + i));
-    used[n] += g;
-    (void)in.state.reserve(t.request, t.assignment);
-    job.tasks.push_back(std::move(t));
-    in.running.push_back(std::move(job));
-  }
-  in.state.commit();
-  in.specs.reserve(blocked);
-  for (std::size_t b = 0; b < blocked; ++b) {
-    GangSpec spec;
-    spec.name = "b" + std::to_string(b);
-    const auto kind = rng.uniform(0, 99);
-    if (kind < 70)
-      spec.groups.push_back({"w", 1, 1, whole(in.state, static_cast<GpuCount>(rng.uniform(1, 2)))});
-    else if (kind < 90)
-      spec.groups.push_back({"w", 1, 1, whole(in.state, 8)});
-    else {
-      const auto n = static_cast<std::int32_t>(rng.uniform(2, 8));
-      spec.groups.push_back({"w", n, n, whole(in.state, 8)});
-    }
-    in.specs.push_back(std::move(spec));
-  }
-  for (const GangSpec& spec : in.specs) in.blocked.push_back({&spec, rng.uniform(600, 8 * 3600)});
-  return in;
-}
+constexpr Seconds kNow = bench::kBackfillNow;
+using Instance = bench::BackfillInstance;
 
 Instance& instance() {
-  static Instance in = make_instance(10'000, 50'000, 500, 42);
-  return in;
+  static const auto in = bench::backfill_instance(10'000, 50'000, 500, 42);
+  return *in;
 }
 
 void report(benchmark::State& st, const BackfillPlan& plan) {

@@ -9,14 +9,12 @@
 //   BM_CycleRebuild    the naive baseline measured in the same run: rebuild the state from the cluster
 //                      description and re-reserve every running task each cycle, then the same cycle
 #include <benchmark/benchmark.h>
-#include <fmt/format.h>
 
 #include <string>
 #include <vector>
 
-#include "bench_rng.hpp"
-#include "gpusched/cluster/cluster.hpp"
 #include "gpusched/scheduler/cycle.hpp"
+#include "instances/scheduler.hpp"
 
 namespace {
 
@@ -25,99 +23,16 @@ using namespace gpusched::scheduler;
 
 constexpr std::size_t kNodes = 10'000;
 
-struct Instance {
-  Cluster cluster;
-  ClusterState state;
-  std::vector<RunningJob> running;
-  std::vector<PendingJob> pending;
-  std::vector<fairness::QueueConfig> queues;
-};
+using Instance = bench::CycleInstance;
 
-TaskRequest whole(const ClusterState& state, GpuCount gpus) {
-  TaskShape s;
-  s.cpu = 1000;
-  s.memory = kGiB;
-  s.gpus = gpus;
-  s.gpu_milli = kMilliPerGpu;
-  return state.compile(s).value();
-}
-
-Cluster make_cluster() {
-  std::vector<NodeSpec> specs(kNodes);
-  for (std::size_t i = 0; i < kNodes; ++i) {
-    specs[i].name = fmt::format("n{}", i);  // (std::to_string trips GCC 12's -Wrestrict false positive at -O3)
-    specs[i].cpu = 128 * kMilliPerCpu;
-    specs[i].memory = 1024 * kGiB;
-    specs[i].gpus.assign(8, GpuSpec{"H100-80GB"});
-  }
-  return Cluster(std::move(specs));
-}
-
-// Running tasks reserved on `state`: GPU g of node n is busy for the first 5 of every 8 GPUs, so
-// every node has 3 idle GPUs (50,000 busy, 30,000 idle).
+// The running tasks of the instance reserved on `state` (the baseline's rebuild).
 void reserve_running(ClusterState& state, const std::vector<RunningJob>& running) {
   for (const RunningJob& r : running)
     for (const RunningTask& t : r.tasks) (void)state.reserve(t.request, t.assignment);
 }
 
-Instance make_instance() {
-  bench::SplitMix rng{2024};
-  Cluster cluster = make_cluster();
-  ClusterState state = ClusterState::build(cluster, GpuModelRegistry::builtin()).value();
-  Instance in{std::move(cluster), std::move(state), {}, {}, {}};
-  const char* queue_names[] = {"a", "b", "c", "d"};
-  const TaskRequest one = whole(in.state, 1);
-  // 50,000 one-GPU tasks: node n, GPUs 0..4. Gangs first (625 x 8 tasks on 8 consecutive GPU slots),
-  // then 45,000 single-task jobs.
-  std::size_t slot = 0;
-  auto next_slot = [&]() {
-    const NodeId n = static_cast<NodeId>(slot / 5);
-    const GpuIndex g = static_cast<GpuIndex>(slot % 5);
-    ++slot;
-    TaskAssignment a = make_assignment(n, one);
-    a.gpus.push_back(g);
-    return a;
-  };
-  for (std::size_t j = 0; j < 625 + 45'000; ++j) {
-    RunningJob r;
-    r.name = fmt::format("r{}", j);
-    r.queue = queue_names[rng.below(4)];
-    r.priority = static_cast<std::int32_t>(rng.below(2));
-    r.start_time = static_cast<Seconds>(rng.below(3600));
-    r.submit_time = r.start_time;
-    r.checkpoint_interval = 600;
-    r.restart_cost = 30;
-    r.runtime_estimate = 3600 + static_cast<Seconds>(rng.below(7200));
-    const std::size_t tasks = j < 625 ? 8 : 1;
-    for (std::size_t t = 0; t < tasks; ++t) r.tasks.push_back({one, next_slot()});
-    in.running.push_back(std::move(r));
-  }
-  reserve_running(in.state, in.running);
-  for (std::size_t j = 0; j < 10'000; ++j) {
-    PendingJob p;
-    p.job.name = fmt::format("p{}", j);
-    p.job.queue = queue_names[rng.below(4)];
-    p.job.priority = static_cast<std::int32_t>(rng.below(3));
-    p.job.submit_time = 3600 + static_cast<std::int64_t>(j % 400);
-    p.runtime_estimate = 600 + static_cast<Seconds>(rng.below(3600));
-    if (j % 10 == 0) p.job.groups.push_back({"worker", 4, 4, whole(in.state, 8), {}});
-    else p.job.groups.push_back({"task", 1, 1, whole(in.state, GpuCount{1} << rng.below(3)), {}});
-    in.pending.push_back(std::move(p));
-  }
-  auto space = fairness::fairness_cluster(in.state).value().space;
-  for (const char* name : queue_names) {
-    fairness::QueueConfig q;
-    q.name = name;
-    q.cohort = "all";
-    q.nominal = fairness::Amounts::Constant(space.size(), fairness::kNoLimit);
-    q.nominal[2] = 20'000 * kMilliPerGpu;
-    in.queues.push_back(std::move(q));
-  }
-  return in;
-}
-
 Instance& instance() {
-  static Instance in = make_instance();
+  static Instance in = bench::cycle_instance(kNodes);
   return in;
 }
 

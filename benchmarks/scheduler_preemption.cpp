@@ -10,87 +10,17 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/core/random.hpp"
 #include "gpusched/scheduler/preemption.hpp"
+#include "instances/scheduler.hpp"
 
 namespace {
 
 using namespace gpusched;
 using namespace gpusched::scheduler;
 
-struct Instance {
-  ClusterState state;
-  std::vector<RunningJob> running;
-  GangSpec preemptor;
-};
-
-TaskRequest whole(const ClusterState& state, GpuCount gpus) {
-  TaskShape s;
-  s.cpu = 1000;
-  s.memory = kGiB;
-  s.gpus = gpus;
-  s.gpu_milli = kMilliPerGpu;
-  return state.compile(s).value();
-}
-
-Instance make_instance(std::size_t jobs, std::uint64_t seed) {
-  SplitMix64 rng{seed};
-  const GpuCount sizes[] = {1, 2, 4, 8};
-  std::vector<GpuCount> job_gpus(jobs);
-  std::size_t total = 0;
-  for (auto& g : job_gpus) total += static_cast<std::size_t>(g = sizes[rng.next() % 4]);
-  const std::size_t nodes = (total + 7) / 8 + 1;
-  std::vector<NodeSpec> specs(nodes);
-  for (std::size_t i = 0; i < nodes; ++i) {
-    specs[i].name = "n" + std::to_string(i);
-    specs[i].cpu = 128 * kMilliPerCpu;
-    specs[i].memory = 1024 * kGiB;
-    specs[i].gpus.assign(8, GpuSpec{"H100-80GB"});
-  }
-  Instance in{ClusterState::build(Cluster(std::move(specs)), GpuModelRegistry::builtin()).value(), {}, {}};
-  // First fit in job order: node by node, lowest GPUs first.
-  std::vector<int> used(nodes, 0);
-  NodeId cursor = 0;
-  for (std::size_t j = 0; j < jobs; ++j) {
-    const GpuCount g = job_gpus[j];
-    NodeId n = cursor;
-    while (used[n] + g > 8) ++n;
-    RunningJob job;
-    job.name = "j" + std::to_string(j);
-    job.queue = "q";
-    job.priority = static_cast<std::int32_t>(rng.next() % 10);
-    job.start_time = static_cast<Seconds>(rng.next() % 3600);
-    job.last_checkpoint = job.start_time + static_cast<Seconds>(rng.next() % 3600);
-    job.restart_cost = static_cast<Seconds>(rng.next() % 300);
-    RunningTask t{whole(in.state, g), {}};
-    t.assignment = make_assignment(n, t.request);
-    for (int k = 0; k < g; ++k) t.assignment.gpus.push_back(static_cast<GpuIndex>(used[n] + k));
-    used[n] += g;
-    (void)in.state.reserve(t.request, t.assignment);
-    job.tasks.push_back(std::move(t));
-    in.running.push_back(std::move(job));
-    while (cursor < nodes && used[cursor] == 8) ++cursor;
-  }
-  // Fill the spare GPUs of the last nodes with one more high-priority job each, so nothing is free.
-  for (NodeId n = 0; n < nodes; ++n)
-    if (used[n] < 8) {
-      RunningJob job;
-      job.name = "fill" + std::to_string(n);
-      job.queue = "q";
-      job.priority = 100;
-      RunningTask t{whole(in.state, 8 - used[n]), {}};
-      t.assignment = make_assignment(n, t.request);
-      for (int k = used[n]; k < 8; ++k) t.assignment.gpus.push_back(static_cast<GpuIndex>(k));
-      (void)in.state.reserve(t.request, t.assignment);
-      job.tasks.push_back(std::move(t));
-      in.running.push_back(std::move(job));
-    }
-  in.state.commit();
-  in.preemptor.name = "big";
-  in.preemptor.groups.push_back({"worker", 8, 8, whole(in.state, 8)});
-  return in;
-}
+using Instance = bench::PreemptInstance;
 
 void BM_FindVictims64GpuGang(benchmark::State& st) {
-  Instance in = make_instance(static_cast<std::size_t>(st.range(0)), 42);
+  Instance in = bench::preempt_instance(static_cast<std::size_t>(st.range(0)), 42);
   const Preemptor p{&in.preemptor, "q", 5, 7200};
   std::size_t victims = 0;
   for (auto _ : st) {
@@ -105,7 +35,7 @@ BENCHMARK(BM_FindVictims64GpuGang)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 // Baseline: victims one by one, cheapest first, the placement simulated after each, no trimming.
 void BM_NaiveOneByOne64GpuGang(benchmark::State& st) {
-  Instance in = make_instance(static_cast<std::size_t>(st.range(0)), 42);
+  Instance in = bench::preempt_instance(static_cast<std::size_t>(st.range(0)), 42);
   const Preemptor p{&in.preemptor, "q", 5, 7200};
   std::vector<std::size_t> order;
   for (std::size_t j = 0; j < in.running.size(); ++j)

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/topology/cluster_graph.hpp"
@@ -15,6 +14,7 @@
 #include "gpusched/topology/gpu_picker.hpp"
 #include "gpusched/io/topology_json.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
+#include "instances/topology.hpp"
 
 using namespace gpusched;
 using namespace gpusched::topology;
@@ -62,23 +62,8 @@ struct FatTree {
 };
 
 FatTree make_fat_tree() {
-  std::vector<NodeSpec> nodes;
-  for (int i = 0; i < 4096; ++i) {
-    NodeSpec n;
-    n.name = fmt::format("n{:04d}", i);
-    n.cpu = 128000;
-    n.memory = 1024 * kGiB;
-    const int used = (i * 2654435761u) % 5 == 0 ? 8 : 0;
-    for (int g = 0; g < 8; ++g) n.gpus.push_back({"H100-SXM5-80GB", g < used ? kMilliPerGpu : 0, 0, true});
-    n.labels = {{"topology.kubernetes.io/block", fmt::format("b{}", i / 512)},
-                {"topology.kubernetes.io/rack", fmt::format("leaf{}", i / 32)}};
-    nodes.push_back(std::move(n));
-  }
-  Cluster c(std::move(nodes));
-  auto state = ClusterState::build(c, GpuModelRegistry::builtin()).value();
-  auto topo = ClusterTopology::from_labels(state, {{"topology.kubernetes.io/block", LinkKind::kIbNdr, 8},
-                                                   {"topology.kubernetes.io/rack", LinkKind::kIbNdr, 8}})
-                  .value();
+  auto state = bench::fat_tree(4096);
+  auto topo = ClusterTopology::from_labels(state, bench::fat_tree_levels()).value();
   TaskShape shape;
   shape.gpus = 8;
   shape.gpu_milli = kMilliPerGpu;
