@@ -41,9 +41,7 @@ int run_place_k8s(const PlaceOptions& opt) {
   for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
   io::k8s::Options kopt;
   kopt.scheduler_name = opt.scheduler_name;
-  for (const auto& l : opt.topology_levels)
-    if (std::find(kopt.topology_levels.begin(), kopt.topology_levels.end(), l) == kopt.topology_levels.end())
-      kopt.topology_levels.push_back(l);
+  kopt.add_topology_levels(opt.topology_levels);
   auto input = io::k8s::read(sources, kopt);
   if (!input) throw InputError(input.error().message);
   auto state = ClusterState::build(input->cluster, input->registry);

@@ -185,3 +185,12 @@ TEST_CASE("k8s nodes: taints, PreferNoSchedule reported, topology labels checked
   auto quiet = k8s_test::read_ok({text}, opt);
   CHECK_FALSE(k8s_test::has_warning(quiet, "topology.kubernetes.io/zone"));
 }
+
+TEST_CASE("k8s options: extra topology levels follow the defaults, each key once") {
+  io::k8s::Options opt;
+  const std::vector<std::string> extra = {"example.com/block", "topology.kubernetes.io/zone", "example.com/rack",
+                                          "example.com/block"};
+  opt.add_topology_levels(extra);
+  CHECK(opt.topology_levels ==
+        std::vector<std::string>{"topology.kubernetes.io/zone", "example.com/block", "example.com/rack"});
+}

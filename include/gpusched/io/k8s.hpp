@@ -29,6 +29,7 @@
 // (docs/queues). No nlohmann or yaml-cpp type appears here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -50,6 +51,13 @@ struct Options {
   // site-specific: add yours, e.g. {"topology.kubernetes.io/zone", "example.com/block",
   // "example.com/rack"}). Kueue Topology objects in the input add their levels after these.
   std::vector<std::string> topology_levels = {"topology.kubernetes.io/zone"};
+  // Appends the keys not listed yet, in their order (the tool's --topology-level, Python's
+  // topology_levels: the defaults stay outermost).
+  void add_topology_levels(std::span<const std::string> keys) {
+    for (const std::string& key : keys)
+      if (std::find(topology_levels.begin(), topology_levels.end(), key) == topology_levels.end())
+        topology_levels.push_back(key);
+  }
   // Read only pending pods (and Volcano Jobs) whose spec.schedulerName is this; empty = every pod.
   // Bound pods of any scheduler always count as running work.
   std::string scheduler_name;
