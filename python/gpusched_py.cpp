@@ -460,9 +460,7 @@ K8sRead read_k8s(const std::vector<std::pair<std::string, std::string>>& sources
   for (const auto& [text, name] : sources) in.push_back({text, name});
   io::k8s::Options o;
   o.scheduler_name = scheduler_name;
-  for (const std::string& l : topology_levels)
-    if (std::find(o.topology_levels.begin(), o.topology_levels.end(), l) == o.topology_levels.end())
-      o.topology_levels.push_back(l);
+  o.add_topology_levels(topology_levels);
   auto input = io::k8s::read(in, o);
   if (!input) raise(input.error());
   auto state = ClusterState::build(input->cluster, input->registry);
@@ -613,6 +611,80 @@ void install_place_fast(py::class_<PyCluster>& cls, py::class_<PyJobs>& jobs) {
   cls.attr("place") = descr;
 }
 
+// ---- cluster events (ClusterState's, docs/python.md) ----
+
+// A node by index or name; raises IndexError / KeyError (a removed node is refused by the event).
+NodeId node_arg(const PyCluster& c, const py::handle& node) {
+  if (py::isinstance<py::str>(node)) {
+    const std::string name = node.cast<std::string>();
+    const NodeId n = c.state.find_node(name);
+    if (n == kNoNode) throw py::key_error(fmt::format("node: no node named \"{}\"", name));
+    return n;
+  }
+  const auto i = node.cast<std::int64_t>();
+  if (i < 0 || static_cast<std::uint64_t>(i) >= c.state.node_count())
+    throw py::index_error(fmt::format("node: {} is out of range ({} nodes)", i, c.state.node_count()));
+  return static_cast<NodeId>(i);
+}
+
+void check(const Status& s) {
+  if (!s) raise(s.error());
+}
+
+// What a failed node holds: events never release work (ClusterState's rule), the caller does.
+py::dict usage_dict(const NodeUsage& u) {
+  py::dict d;
+  d["cpu_milli"] = u.cpu;
+  d["memory"] = u.memory;
+  d["gpu_milli"] = u.gpu_milli;
+  d["busy_gpus"] = u.busy_gpus;
+  return d;
+}
+
+void install_events(py::class_<PyCluster>& cls) {
+  cls.def_property_readonly("generation", [](const PyCluster& c) { return c.state.generation(); },
+                            "Grows with every change of the state (placements and events).")
+      .def("cordon", [](PyCluster& c, const py::handle& node) { check(c.state.cordon(node_arg(c, node))); },
+           py::arg("node"), "Marks a node unschedulable; its running work stays.")
+      .def("uncordon", [](PyCluster& c, const py::handle& node) { check(c.state.uncordon(node_arg(c, node))); },
+           py::arg("node"))
+      .def("fail_node",
+           [](PyCluster& c, const py::handle& node) {
+             auto u = c.state.fail_node(node_arg(c, node));
+             if (!u) raise(u.error());
+             return usage_dict(*u);
+           },
+           py::arg("node"),
+           "A node failure: it takes no new work; what runs on it stays reserved, as Kubernetes keeps a "
+           "NotReady node's pods (returned: what it holds).")
+      .def("recover_node", [](PyCluster& c, const py::handle& node) { check(c.state.recover_node(node_arg(c, node))); },
+           py::arg("node"))
+      .def("set_gpu_health",
+           [](PyCluster& c, const py::handle& node, std::size_t gpu, bool healthy) {
+             check(c.state.set_gpu_health(node_arg(c, node), gpu, healthy));
+           },
+           py::arg("node"), py::arg("gpu"), py::arg("healthy"))
+      .def("set_mig_mode",
+           [](PyCluster& c, const py::handle& node, std::size_t gpu, bool enabled) {
+             const NodeId n = node_arg(c, node);
+             if (gpu >= c.state.gpu_count(n))
+               throw py::index_error(fmt::format("gpu: {} is out of range ({} GPUs)", gpu, c.state.gpu_count(n)));
+             check(c.state.set_mig_mode(n, static_cast<GpuIndex>(gpu), enabled));
+           },
+           py::arg("node"), py::arg("gpu"), py::arg("enabled"),
+           "Turns MIG mode on (no instances yet) or off on an idle GPU, as `nvidia-smi -mig 1|0` does.")
+      .def("set_label",
+           [](PyCluster& c, const py::handle& node, const std::string& key, const std::string& value) {
+             check(c.state.set_label(node_arg(c, node), key, value));
+           },
+           py::arg("node"), py::arg("key"), py::arg("value"))
+      .def("remove_label",
+           [](PyCluster& c, const py::handle& node, const std::string& key) {
+             check(c.state.remove_label(node_arg(c, node), key));
+           },
+           py::arg("node"), py::arg("key"));
+}
+
 }  // namespace
 }  // namespace gpusched::python
 
@@ -697,11 +769,18 @@ PYBIND11_MODULE(_core, m) {
               d["gpu_models"] = models;
               d["schedulable"] = c.state.schedulable(n);
               d["healthy"] = c.state.healthy(n);
+              std::vector<bool> gpu_healthy, mig_mode;
+              for (std::size_t g = 0; g < c.state.gpu_count(n); ++g) {
+                gpu_healthy.push_back(c.state.gpu_healthy(n, static_cast<GpuIndex>(g)));
+                mig_mode.push_back(c.state.mig_gpu(n, static_cast<GpuIndex>(g)) != mig::kNoGpu);
+              }
+              d["gpu_healthy"] = gpu_healthy;
+              d["mig_mode"] = mig_mode;
               out.append(std::move(d));
             }
             return out;
           },
-          "One dict per node: capacity and free CPU, memory, GPUs, GPU models, flags.")
+          "One dict per node: capacity and free CPU, memory, GPUs, GPU models, flags, per-GPU health and MIG mode.")
       .def("place", &place, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit", py::arg("seed") = 42,
            py::arg("dry_run") = false, py::arg("gpu_picker") = "default",
            "Places one job (index or name) with a placement policy, all replicas or none, and keeps it on the "
@@ -727,6 +806,7 @@ PYBIND11_MODULE(_core, m) {
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
   install_place_fast(cluster_class, jobs_class);
+  install_events(cluster_class);
 
   m.def("policy_names", [] {
     std::vector<std::string> out;

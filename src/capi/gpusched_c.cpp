@@ -413,6 +413,29 @@ Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t i
   return prepared;
 }
 
+bool has_node(const gpusched_state* state, size_t node) { return state && node < state->state.node_count(); }
+bool has_gpu(const gpusched_state* state, size_t node, uint32_t gpu) {
+  return has_node(state, node) && gpu < state->state.gpu_count(static_cast<gpusched::NodeId>(node));
+}
+
+// The state and node of an event; GPUSCHED_ERROR_INVALID_ARGUMENT for NULL or out of range.
+gpusched::NodeId event_node(const gpusched_state* state, size_t node) {
+  need(state, "state");
+  if (node >= state->state.node_count())
+    fail(GPUSCHED_ERROR_INVALID_ARGUMENT,
+         fmt::format("node: {} is out of range ({} nodes)", node, state->state.node_count()));
+  return static_cast<gpusched::NodeId>(node);
+}
+gpusched::GpuIndex event_gpu(const gpusched_state* state, gpusched::NodeId n, uint32_t gpu) {
+  if (gpu >= state->state.gpu_count(n))
+    fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("gpu: {} is out of range ({} GPUs on {})", gpu,
+                                                      state->state.gpu_count(n), state->state.node_name(n)));
+  return static_cast<gpusched::GpuIndex>(gpu);
+}
+void check(const gpusched::Status& s) {
+  if (!s) fail(s.error());
+}
+
 }  // namespace
 
 extern "C" {
@@ -519,6 +542,78 @@ int64_t gpusched_state_free_gpu_milli(const gpusched_state* state, size_t node) 
 
 int64_t gpusched_state_free_cpu_milli(const gpusched_state* state, size_t node) {
   return state && node < state->state.node_count() ? state->state.cpu_free(static_cast<gpusched::NodeId>(node)) : 0;
+}
+
+int gpusched_state_schedulable(const gpusched_state* state, size_t node) {
+  return has_node(state, node) && state->state.schedulable(static_cast<gpusched::NodeId>(node)) ? 1 : 0;
+}
+
+int gpusched_state_healthy(const gpusched_state* state, size_t node) {
+  return has_node(state, node) && state->state.healthy(static_cast<gpusched::NodeId>(node)) ? 1 : 0;
+}
+
+int gpusched_state_gpu_healthy(const gpusched_state* state, size_t node, uint32_t gpu) {
+  return has_gpu(state, node, gpu) &&
+                 state->state.gpu_healthy(static_cast<gpusched::NodeId>(node), static_cast<gpusched::GpuIndex>(gpu))
+             ? 1
+             : 0;
+}
+
+int gpusched_state_mig_mode(const gpusched_state* state, size_t node, uint32_t gpu) {
+  return has_gpu(state, node, gpu) && state->state.mig_gpu(static_cast<gpusched::NodeId>(node),
+                                                           static_cast<gpusched::GpuIndex>(gpu)) != gpusched::mig::kNoGpu
+             ? 1
+             : 0;
+}
+
+uint64_t gpusched_state_generation(const gpusched_state* state) { return state ? state->state.generation() : 0; }
+
+// ---- cluster events ----
+
+gpusched_status gpusched_state_cordon(gpusched_state* state, size_t node, int cordoned, gpusched_error* err) {
+  return guarded(err, [&] {
+    const gpusched::NodeId n = event_node(state, node);
+    check(cordoned ? state->state.cordon(n) : state->state.uncordon(n));
+  });
+}
+
+gpusched_status gpusched_state_set_node_health(gpusched_state* state, size_t node, int healthy,
+                                               int64_t* held_gpu_milli, gpusched_error* err) {
+  return guarded(err, [&] {
+    const gpusched::NodeId n = event_node(state, node);
+    if (healthy) {
+      check(state->state.recover_node(n));
+    } else {
+      auto held = state->state.fail_node(n);
+      if (!held) fail(held.error());
+      if (held_gpu_milli) *held_gpu_milli = held->gpu_milli;
+    }
+  });
+}
+
+gpusched_status gpusched_state_set_gpu_health(gpusched_state* state, size_t node, uint32_t gpu, int healthy,
+                                              gpusched_error* err) {
+  return guarded(err, [&] {
+    const gpusched::NodeId n = event_node(state, node);
+    check(state->state.set_gpu_health(n, event_gpu(state, n, gpu), healthy != 0));
+  });
+}
+
+gpusched_status gpusched_state_set_mig_mode(gpusched_state* state, size_t node, uint32_t gpu, int enabled,
+                                            gpusched_error* err) {
+  return guarded(err, [&] {
+    const gpusched::NodeId n = event_node(state, node);
+    check(state->state.set_mig_mode(n, event_gpu(state, n, gpu), enabled != 0));
+  });
+}
+
+gpusched_status gpusched_state_set_label(gpusched_state* state, size_t node, const char* key, const char* value,
+                                         gpusched_error* err) {
+  return guarded(err, [&] {
+    const gpusched::NodeId n = event_node(state, node);
+    need(key, "key");
+    check(value ? state->state.set_label(n, key, value) : state->state.remove_label(n, key));
+  });
 }
 
 // ---- jobs ----

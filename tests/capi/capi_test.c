@@ -460,6 +460,77 @@ static void test_cycle(void) {
   gpusched_state_free(s);
 }
 
+/* Cluster events change the state in place (API version 3), hand-worked with best fit:
+ *   cordon n0, then a (3 GPUs) -> n1 GPUs 0,1,2 (n0 would leave fewer idle GPUs, but takes no work);
+ *   uncordon n0, fail n1 (it holds 3000 milli-GPU, kept: events never release work);
+ *   b (4 GPUs) -> n0 (n1 is down), then f (4 GPUs) is not now; n1 recovers: f -> n1 GPUs 3..6;
+ *   GPU 7 of n1 unhealthy; MIG mode on GPU 0 of n0 is refused (b holds it), on GPU 7 of n1 accepted. */
+static void test_events(void) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs* jobs = NULL;
+  gpusched_result* r = NULL;
+  gpusched_task task;
+  gpusched_error err;
+  int64_t held = -1;
+  uint64_t generation = gpusched_state_generation(s);
+  CHECK(gpusched_jobs_new(&jobs, &err) == GPUSCHED_OK);
+  add(jobs, "a", 1, 4000, 3, 0);
+  add(jobs, "b", 1, 4000, 4, 0);
+  add(jobs, "f", 1, 2000, 4, 0);
+
+  CHECK(gpusched_state_cordon(s, 0, 1, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_schedulable(s, 0) == 0 && gpusched_state_schedulable(s, 1) == 1);
+  CHECK(gpusched_state_generation(s) > generation);
+  CHECK(gpusched_state_cordon(s, 0, 1, &err) == GPUSCHED_OK); /* repeated: no change */
+  CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 1 && task.gpu_count == 3 && task.gpus[0] == 0 && task.gpus[2] == 2);
+  gpusched_result_free(r);
+  CHECK(gpusched_state_cordon(s, 0, 0, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_schedulable(s, 0) == 1);
+
+  CHECK(gpusched_state_set_node_health(s, 1, 0, &held, &err) == GPUSCHED_OK);
+  CHECK(held == 3000 && gpusched_state_healthy(s, 1) == 0 && gpusched_state_healthy(s, 0) == 1);
+  CHECK(gpusched_place(s, jobs, 1, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 0 && task.gpu_count == 4);
+  gpusched_result_free(r);
+  CHECK(gpusched_place(s, jobs, 2, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(r) == GPUSCHED_NOT_NOW);
+  gpusched_result_free(r);
+  CHECK(gpusched_state_set_node_health(s, 1, 1, NULL, &err) == GPUSCHED_OK);
+  CHECK(gpusched_place(s, jobs, 2, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_task(r, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 1 && task.gpu_count == 4 && task.gpus[0] == 3 && task.gpus[3] == 6);
+  gpusched_result_free(r);
+
+  CHECK(gpusched_state_set_gpu_health(s, 1, 7, 0, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_gpu_healthy(s, 1, 7) == 0 && gpusched_state_gpu_healthy(s, 1, 6) == 1);
+  CHECK(gpusched_state_idle_gpus(s, 1) == 0);
+  CHECK(gpusched_state_set_gpu_health(s, 1, 7, 1, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_idle_gpus(s, 1) == 1);
+
+  CHECK(gpusched_state_set_mig_mode(s, 0, 0, 1, &err) == GPUSCHED_ERROR_STATE);
+  CHECK_HAS(err.message, "set_mig_mode on n0 GPU 0: the GPU is in use");
+  CHECK(gpusched_state_mig_mode(s, 0, 0) == 0);
+  CHECK(gpusched_state_set_mig_mode(s, 1, 7, 1, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_mig_mode(s, 1, 7) == 1 && gpusched_state_idle_gpus(s, 1) == 0);
+  CHECK(gpusched_state_set_mig_mode(s, 1, 7, 0, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_mig_mode(s, 1, 7) == 0 && gpusched_state_idle_gpus(s, 1) == 1);
+
+  CHECK(gpusched_state_set_label(s, 2, "example.com/rack", "r1", &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_set_label(s, 2, "example.com/rack", NULL, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_set_label(s, 2, NULL, "r1", &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_state_cordon(s, 3, 1, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_HAS(err.message, "node: 3 is out of range (3 nodes)");
+  CHECK(gpusched_state_set_gpu_health(s, 2, 0, 0, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK_HAS(err.message, "gpu: 0 is out of range (0 GPUs on n2)");
+  CHECK(gpusched_state_cordon(NULL, 0, 1, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_state_schedulable(NULL, 0) == 0 && gpusched_state_mig_mode(s, 1, 8) == 0);
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
@@ -472,6 +543,7 @@ int main(int argc, char** argv) {
   test_gang();
   test_fairshare(argv[1]);
   test_cycle();
+  test_events();
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -48,6 +48,44 @@ def test_cluster_from_dict_and_nodes():
     assert nodes[2]["gpus"] == 0 and nodes[2]["schedulable"] and nodes[2]["healthy"]
 
 
+def test_cluster_events_change_the_state_in_place():
+    # The same cluster as above, changed by events instead of rebuilt; best fit as hand-worked there.
+    cluster = gpusched.load_cluster(THREE_NODES)
+    jobs = gpusched.load_jobs(JOBS)
+    g0 = cluster.generation
+    cluster.cordon("n0")  # by name or index
+    assert cluster.generation > g0 and not cluster.nodes()[0]["schedulable"]
+    a = cluster.place(jobs, "a")  # n0 would fit best, but it is cordoned
+    assert a.tasks[0]["node"] == "n1" and a.tasks[0]["gpus"] == [0, 1, 2]
+    cluster.uncordon(0)
+    held = cluster.fail_node("n1")  # what runs there stays reserved until the caller releases it
+    assert held == {"cpu_milli": 4000, "memory": 4 * 2**30, "gpu_milli": 3000, "busy_gpus": 3}
+    assert not cluster.nodes()[1]["healthy"]
+    assert cluster.place(jobs, "b").tasks[0]["node"] == "n0"  # n1 has more idle GPUs, but it is down
+    assert cluster.place(jobs, "half", dry_run=True).verdict == "not now"  # n0 is full now, n1 down
+    cluster.recover_node("n1")
+    assert cluster.place(jobs, "half", dry_run=True).tasks[0]["node"] == "n1"
+
+    fresh = gpusched.load_cluster(THREE_NODES)
+    fresh.set_gpu_health("n0", 0, False)
+    assert fresh.nodes()[0]["gpu_healthy"] == [False, True, True, True] and fresh.nodes()[0]["idle_gpus"] == 3
+    assert fresh.place(jobs, "a").tasks[0]["gpus"] == [1, 2, 3]
+    fresh.set_mig_mode("n1", 0, True)  # nvidia-smi -mig 1 on an idle GPU: MIG work only, no instance yet
+    assert fresh.nodes()[1]["mig_mode"] == [True] + [False] * 7 and fresh.nodes()[1]["idle_gpus"] == 7
+    d = fresh.mig_pick("7g.80gb")
+    assert d["placed"] and (d["node"], d["gpu"]) == ("n1", 0)
+    with pytest.raises(ValueError, match="set_mig_mode on n1 GPU 0: instance at start 0 is busy"):
+        fresh.set_mig_mode(1, 0, False)
+    fresh.set_label("n2", "example.com/rack", "r1")
+    fresh.remove_label("n2", "example.com/rack")
+    with pytest.raises(KeyError, match="no node named"):
+        fresh.cordon("nope")
+    with pytest.raises(IndexError, match="out of range"):
+        fresh.set_mig_mode("n1", 8, True)
+    with pytest.raises(IndexError, match="out of range"):
+        fresh.fail_node(3)
+
+
 def test_place_hand_worked_best_fit():
     # Best fit (fewest idle GPUs left; CPU-only tasks on the node with the fewest GPUs):
     # a (3 GPUs) -> n0 [0,1,2]; b (4) -> n1 [0..3]; c (8): no node has 8 idle now -> not now;

@@ -53,8 +53,9 @@ extern "C" {
 #endif
 
 /* The C API's own version: 1 for the first release; grows by one with every addition.
- * 2: the scheduling cycle (gpusched_cycle and the gpusched_cycle_result accessors). */
-#define GPUSCHED_C_API_VERSION 2
+ * 2: the scheduling cycle (gpusched_cycle and the gpusched_cycle_result accessors).
+ * 3: cluster events (gpusched_state_cordon ... gpusched_state_set_label) and the state's flags. */
+#define GPUSCHED_C_API_VERSION 3
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -122,6 +123,42 @@ GPUSCHED_C_EXPORT uint32_t gpusched_state_gpu_count(const gpusched_state* state,
 GPUSCHED_C_EXPORT uint32_t gpusched_state_idle_gpus(const gpusched_state* state, size_t node);
 GPUSCHED_C_EXPORT int64_t gpusched_state_free_gpu_milli(const gpusched_state* state, size_t node);
 GPUSCHED_C_EXPORT int64_t gpusched_state_free_cpu_milli(const gpusched_state* state, size_t node);
+/* Since API version 3. 1 when the node takes new work (not cordoned), is up (not failed), the GPU is
+ * healthy, the GPU is in MIG mode; 0 otherwise (and for a NULL state or an index out of range). */
+GPUSCHED_C_EXPORT int gpusched_state_schedulable(const gpusched_state* state, size_t node);
+GPUSCHED_C_EXPORT int gpusched_state_healthy(const gpusched_state* state, size_t node);
+GPUSCHED_C_EXPORT int gpusched_state_gpu_healthy(const gpusched_state* state, size_t node, uint32_t gpu);
+GPUSCHED_C_EXPORT int gpusched_state_mig_mode(const gpusched_state* state, size_t node, uint32_t gpu);
+/* Grows with every change of the state (placements, cycles, events); 0 for NULL. */
+GPUSCHED_C_EXPORT uint64_t gpusched_state_generation(const gpusched_state* state);
+
+/* ---- cluster events (API version 3) ------------------------------------------------------- */
+
+/* The cluster changed: update the state in place instead of building it again (the C++ ClusterState's
+ * events, docs/c-api.md). `node` is an index below gpusched_state_node_count. An event the state
+ * refuses changes nothing and returns GPUSCHED_ERROR_STATE with the reason (MIG mode on a GPU that
+ * holds work ...); an index out of range is GPUSCHED_ERROR_INVALID_ARGUMENT. An event repeated (a
+ * cordoned node cordoned again) changes nothing. */
+
+/* Cordon (schedulable 0: the node takes no new work, its running work stays) or uncordon (1). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_cordon(gpusched_state* state, size_t node, int cordoned,
+                                                         gpusched_error* err);
+/* A node failure (healthy 0: it takes no new work) or its recovery (1). Events never release work:
+ * what ran on the node stays reserved, as Kubernetes keeps a NotReady node's pods until they are
+ * evicted; the GPU share it holds (milli-GPU) is written to `*held_gpu_milli` when that is not NULL,
+ * and a later gpusched_cycle's running list says what still runs. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_set_node_health(gpusched_state* state, size_t node, int healthy,
+                                                                  int64_t* held_gpu_milli, gpusched_error* err);
+/* One GPU unhealthy (0: no new work on it) or healthy again (1). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_set_gpu_health(gpusched_state* state, size_t node, uint32_t gpu,
+                                                                 int healthy, gpusched_error* err);
+/* MIG mode on (1: the GPU then takes MIG instances only, none yet) or off (0), on an idle GPU, as
+ * `nvidia-smi -i <gpu> -mig 1|0` needs. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_set_mig_mode(gpusched_state* state, size_t node, uint32_t gpu,
+                                                               int enabled, gpusched_error* err);
+/* Sets one node label (`value` NULL removes it): node selectors and topology levels read labels. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_set_label(gpusched_state* state, size_t node, const char* key,
+                                                            const char* value, gpusched_error* err);
 
 /* ---- jobs -------------------------------------------------------------------------------- */
 
