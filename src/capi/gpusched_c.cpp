@@ -525,23 +525,19 @@ const char* gpusched_state_node_name(const gpusched_state* state, size_t node) {
 }
 
 uint32_t gpusched_state_gpu_count(const gpusched_state* state, size_t node) {
-  return state && node < state->state.node_count()
-             ? static_cast<uint32_t>(state->state.gpu_count(static_cast<gpusched::NodeId>(node)))
-             : 0;
+  return has_node(state, node) ? static_cast<uint32_t>(state->state.gpu_count(static_cast<gpusched::NodeId>(node))) : 0;
 }
 
 uint32_t gpusched_state_idle_gpus(const gpusched_state* state, size_t node) {
-  return state && node < state->state.node_count()
-             ? static_cast<uint32_t>(state->state.idle_gpus(static_cast<gpusched::NodeId>(node)))
-             : 0;
+  return has_node(state, node) ? static_cast<uint32_t>(state->state.idle_gpus(static_cast<gpusched::NodeId>(node))) : 0;
 }
 
 int64_t gpusched_state_free_gpu_milli(const gpusched_state* state, size_t node) {
-  return state && node < state->state.node_count() ? state->state.free_gpu_milli(static_cast<gpusched::NodeId>(node)) : 0;
+  return has_node(state, node) ? state->state.free_gpu_milli(static_cast<gpusched::NodeId>(node)) : 0;
 }
 
 int64_t gpusched_state_free_cpu_milli(const gpusched_state* state, size_t node) {
-  return state && node < state->state.node_count() ? state->state.cpu_free(static_cast<gpusched::NodeId>(node)) : 0;
+  return has_node(state, node) ? state->state.cpu_free(static_cast<gpusched::NodeId>(node)) : 0;
 }
 
 int gpusched_state_schedulable(const gpusched_state* state, size_t node) {
