@@ -627,6 +627,13 @@ NodeId node_arg(const PyCluster& c, const py::handle& node) {
   return static_cast<NodeId>(i);
 }
 
+// A GPU index of node `n`; raises IndexError (checked here: GpuIndex is narrower than a Python int).
+GpuIndex gpu_arg(const PyCluster& c, NodeId n, std::size_t gpu) {
+  if (gpu >= c.state.gpu_count(n))
+    throw py::index_error(fmt::format("gpu: {} is out of range ({} GPUs)", gpu, c.state.gpu_count(n)));
+  return static_cast<GpuIndex>(gpu);
+}
+
 void check(const Status& s) {
   if (!s) raise(s.error());
 }
@@ -661,15 +668,14 @@ void install_events(py::class_<PyCluster>& cls) {
            py::arg("node"))
       .def("set_gpu_health",
            [](PyCluster& c, const py::handle& node, std::size_t gpu, bool healthy) {
-             check(c.state.set_gpu_health(node_arg(c, node), gpu, healthy));
+             const NodeId n = node_arg(c, node);
+             check(c.state.set_gpu_health(n, gpu_arg(c, n, gpu), healthy));
            },
            py::arg("node"), py::arg("gpu"), py::arg("healthy"))
       .def("set_mig_mode",
            [](PyCluster& c, const py::handle& node, std::size_t gpu, bool enabled) {
              const NodeId n = node_arg(c, node);
-             if (gpu >= c.state.gpu_count(n))
-               throw py::index_error(fmt::format("gpu: {} is out of range ({} GPUs)", gpu, c.state.gpu_count(n)));
-             check(c.state.set_mig_mode(n, static_cast<GpuIndex>(gpu), enabled));
+             check(c.state.set_mig_mode(n, gpu_arg(c, n, gpu), enabled));
            },
            py::arg("node"), py::arg("gpu"), py::arg("enabled"),
            "Turns MIG mode on (no instances yet) or off on an idle GPU, as `nvidia-smi -mig 1|0` does.")

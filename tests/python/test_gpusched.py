@@ -83,6 +83,8 @@ def test_cluster_events_change_the_state_in_place():
     with pytest.raises(IndexError, match="out of range"):
         fresh.set_mig_mode("n1", 8, True)
     with pytest.raises(IndexError, match="out of range"):
+        fresh.set_gpu_health("n0", 4, False)
+    with pytest.raises(IndexError, match="out of range"):
         fresh.fail_node(3)
 
 
