@@ -49,7 +49,7 @@ BENCHMARK_CAPTURE(BM_ItpCluster04, fifo, std::string("fifo"))->Unit(benchmark::k
 BENCHMARK_CAPTURE(BM_ItpCluster04, easy, std::string("easy"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ItpCluster04, las_ckpt, std::string("las+ckpt"))->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_Synthetic(benchmark::State& state) {
+void BM_Synthetic(benchmark::State& state, std::string policy) {
   SyntheticSpec s;
   s.jobs = static_cast<std::size_t>(state.range(0));
   const auto nodes = static_cast<std::size_t>(state.range(1));
@@ -59,7 +59,7 @@ void BM_Synthetic(benchmark::State& state) {
   const auto jobs = synthetic_jobs(s);
   const SimCluster cluster = make_uniform_cluster(nodes, 8, "V100M32");
   SimConfig cfg;
-  cfg.policy = *parse_policy("fifo");
+  cfg.policy = *parse_policy(policy);
   SimResult last;
   for (auto _ : state) {
     auto r = simulate(cluster, jobs, cfg);
@@ -71,8 +71,22 @@ void BM_Synthetic(benchmark::State& state) {
   }
   report(state, last);
 }
-BENCHMARK(BM_Synthetic)->Args({10'000, 100})->Args({100'000, 1'000})->Args({1'000'000, 10'000})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+// One run per policy family: strict FIFO, EASY and conservative backfill (the availability profile
+// over every running job), DRF queues with fair-share reclaim, LAS with preemption.
+#define GPUSCHED_SYNTHETIC(name, policy)                                                                   \
+  BENCHMARK_CAPTURE(BM_Synthetic, name, std::string(policy))                                               \
+      ->Args({10'000, 100})                                                                                \
+      ->Args({100'000, 1'000})                                                                             \
+      ->Args({1'000'000, 10'000})                                                                          \
+      ->Unit(benchmark::kMillisecond)                                                                      \
+      ->UseRealTime()                                                                                      \
+      ->Iterations(1)
+GPUSCHED_SYNTHETIC(fifo, "fifo");
+GPUSCHED_SYNTHETIC(easy, "easy");
+GPUSCHED_SYNTHETIC(conservative, "conservative");
+GPUSCHED_SYNTHETIC(drf, "drf");
+GPUSCHED_SYNTHETIC(las, "las+ckpt");
+#undef GPUSCHED_SYNTHETIC
 
 }  // namespace
 

@@ -443,9 +443,26 @@ Result<K8sCycle> read_cycle_inputs_k8s_impl(std::span<const k8s::Source> sources
       auto compiled = compile_job(st, r.job);
       if (!compiled) reject(compiled.error(), what);
       const TaskRequest& request = compiled->groups[0].request;
-      if (request.mig.any()) reject(fmt::format("{}: running MIG pods are not supported by the cycle yet", what));
       TaskAssignment a = make_assignment(n, request);
-      if (request.shape.gpus > 0) {
+      if (request.mig.any()) {
+        // The device plugin hands a bound pod one existing MIG device of its profile and the Pod
+        // object does not say which: the node's first idle instance of the profile (GPU order, then
+        // the instance's start slice), as `place --k8s` marks them busy.
+        for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.empty(); ++g) {
+          const mig::MigGpuId id = st.mig_gpu(n, g);
+          if (id == mig::kNoGpu) continue;
+          const int profile = request.mig.profile[st.mig().model_of(id)];
+          const int start = profile < 0 ? -1 : st.mig().idle_start(id, profile);
+          if (start < 0) continue;
+          a.gpus.push_back(g);
+          a.mig_profile = static_cast<std::int8_t>(profile);
+          a.mig_start = static_cast<std::int8_t>(start);
+          a.mig_create = false;
+        }
+        if (a.gpus.empty())
+          reject(fmt::format("{}: spec.nodeName: node {} has no idle MIG device of the pod's profile left", what, r.node),
+                 ErrorCode::kState, "spec.nodeName");
+      } else if (request.shape.gpus > 0) {
         for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
           if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
       }

@@ -81,3 +81,69 @@ TEST_CASE("cycle --k8s: bound pods are running jobs, pending pods start") {
   const Run both = run_tool("cycle --k8s " + kK8s + "nodes.yaml --cluster x.json --now 0", true);
   CHECK(both.status == 2);
 }
+
+namespace {
+
+// `bound` pods bound to mig-single-0 (A100-40GB, MIG single strategy 1g.5gb: 14 devices on two GPUs),
+// each asking nvidia.com/gpu: 1 (one MIG device there), and one pending pod asking the same through
+// the product's nodeSelector.
+std::string single_strategy_pods(int bound) {
+  std::string out;
+  for (int i = 0; i < bound; ++i)
+    out += "apiVersion: v1\nkind: Pod\nmetadata: {name: s" + std::to_string(i) +
+           ", namespace: team-b}\nspec:\n  nodeName: mig-single-0\n  containers:\n  - name: c\n"
+           "    resources: {limits: {nvidia.com/gpu: \"1\"}}\nstatus: {phase: Running}\n---\n";
+  out += "apiVersion: v1\nkind: Pod\nmetadata: {name: wait, namespace: team-b}\nspec:\n"
+         "  nodeSelector: {nvidia.com/gpu.product: A100-SXM4-40GB-MIG-1g.5gb}\n  containers:\n  - name: c\n"
+         "    resources: {limits: {nvidia.com/gpu: \"1\"}}\nstatus: {phase: Pending}\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cycle --k8s and place --k8s: bound MIG pods hold their devices") {
+  // Mixed strategy: infer-a and infer-b hold the two 3g.20gb devices the layout puts on GPU 0
+  // (slices 0 and 4); GPU 1 holds the two 1g.5gb devices at slices 0 and 1. The pending 3g.20gb
+  // pod therefore needs a new instance: GPU 1 at slice 4, the only 3g start left free.
+  std::string mixed;
+  for (const char* name : {"infer-a", "infer-b"})
+    mixed += std::string("apiVersion: v1\nkind: Pod\nmetadata: {name: ") + name +
+             ", namespace: team-b}\nspec:\n  nodeName: mig-mixed-0\n  containers:\n  - name: c\n"
+             "    resources: {limits: {nvidia.com/mig-3g.20gb: \"1\"}}\nstatus: {phase: Running}\n---\n";
+  mixed += "apiVersion: v1\nkind: Pod\nmetadata: {name: infer-c, namespace: team-b}\nspec:\n  containers:\n"
+           "  - name: c\n    resources: {limits: {nvidia.com/mig-3g.20gb: \"1\"}}\nstatus: {phase: Pending}\n";
+  const std::string mixed_file = temp_file("mig-mixed-pods.yaml", mixed);
+  const Run r = run_tool("cycle --k8s " + kK8s + "nodes.yaml " + mixed_file + " --now 1714560000 --format json");
+  REQUIRE(r.status == 0);
+  const auto out = nlohmann::json::parse(r.out);
+  REQUIRE(out["starts"].size() == 1);
+  const auto& task = out["starts"][0]["tasks"][0];
+  CHECK(task["node"] == "mig-mixed-0");
+  CHECK(task["gpus"] == nlohmann::json::array({1}));
+  CHECK(task["mig"]["start"] == 4);
+  CHECK(task["mig"]["create"] == true);
+
+  // Single strategy: with all 14 devices bound the pending pod waits, in the cycle and in place;
+  // with 13 bound it takes the last one.
+  for (const std::string cmd : {"cycle", "place"}) {
+    const std::string now = cmd == "cycle" ? " --now 1714560000" : "";
+    const Run full = run_tool(cmd + " --k8s " + kK8s + "nodes.yaml " + temp_file("single-14.yaml", single_strategy_pods(14)) +
+                              now + " --format json");
+    REQUIRE(full.status == 0);
+    const auto f = nlohmann::json::parse(full.out);
+    CHECK(f[cmd == "cycle" ? "starts" : "bindings"].empty());
+    CHECK(f.value("warnings", nlohmann::json::array()).empty());
+    const Run room = run_tool(cmd + " --k8s " + kK8s + "nodes.yaml " + temp_file("single-13.yaml", single_strategy_pods(13)) +
+                              now + " --format json");
+    REQUIRE(room.status == 0);
+    const auto s = nlohmann::json::parse(room.out);
+    const auto& started = s[cmd == "cycle" ? "starts" : "bindings"];
+    REQUIRE(started.size() == 1);
+    if (cmd == "cycle") {
+      CHECK(started[0]["tasks"][0]["node"] == "mig-single-0");
+      CHECK(started[0]["tasks"][0]["mig"]["create"] == false);
+    } else {
+      CHECK(started[0]["node"] == "mig-single-0");
+    }
+  }
+}

@@ -273,7 +273,8 @@ struct PodSpecRead {
 
 struct NodeRec {
   std::uint64_t taint_mask = 0;
-  std::string model;  // "" = no GPUs
+  std::string model;        // "" = no GPUs
+  std::string mig_profile;  // MIG single strategy: the profile whose devices nvidia.com/gpu counts
 };
 
 class Reader {
@@ -525,6 +526,7 @@ void Reader::read_node(const Obj& o) {
         o.fail(field, fmt::format("a MIG product \"{}\" with nvidia.com/mig.strategy \"{}\" (expected single)", *product, *strategy));
       if (!mig.empty()) o.fail(field, "MIG single-strategy product and nvidia.com/mig-* resources together");
       build_mig(o, node, rec.model, 0, {{p.mig_profile, whole}}, -1);
+      rec.mig_profile = p.mig_profile;
     } else {
       node.gpus.assign(static_cast<std::size_t>(whole), GpuSpec{rec.model});
       if (!mig.empty()) build_mig(o, node, rec.model, whole, mig, physical);
@@ -1454,7 +1456,20 @@ void Reader::apply_running() {
       continue;
     }
     NodeSpec& node = nodes_[it->second];
-    const TaskGroupSpec& g = r.job.groups[0];
+    TaskGroupSpec& g = r.job.groups[0];
+    if (const std::string& single = node_recs_[it->second].mig_profile; !single.empty() && g.shape.gpus > 0) {
+      // MIG single strategy: the pod's nvidia.com/gpu are MIG devices of the node's profile (a
+      // pending pod says so by its nodeSelector; a bound one by its node).
+      if (g.shape.gpus == 1) {
+        g.mig_profile = single;
+        g.shape.gpus = 0;
+        g.shape.gpu_milli = 0;
+      } else {
+        warn_.add(o, "spec.nodeName", fmt::format("bound to a MIG single-strategy node with {} nvidia.com/gpu: the job model gives a task one MIG device; its GPU usage is not counted", g.shape.gpus));
+        g.shape.gpus = 0;
+        g.shape.gpu_milli = 0;
+      }
+    }
     if (g.shape.gpus > 0 || !g.mig_profile.empty()) r.gpu_model = node_recs_[it->second].model;
     if (!opt_.subtract_running) continue;
     node.cpu_used += g.shape.cpu;
