@@ -1,7 +1,7 @@
 // The time-based simulator (gpusched/sim/simulator.hpp): a whole run per iteration.
 //   BM_ItpCluster04/<policy>   ITP cluster 04 (15,802 jobs, 128 x 8 GPUs, 60 days) — issue 13: <= 2 s
-//   BM_Synthetic/<jobs>/<nodes> synthetic jobs on nodes x 8 GPUs at ~70 % offered load — 1,000,000 jobs on
-//                              10,000 nodes: <= 60 s
+//   BM_Synthetic/<policy>/<jobs>/<nodes>/<min cycle interval s>  synthetic jobs on nodes x 8 GPUs at ~70 %
+//                              offered load — 1,000,000 jobs on 10,000 nodes: <= 60 s
 // Counters: sim_s_per_s (simulated seconds per wall second), events, cycles.
 #include <benchmark/benchmark.h>
 
@@ -60,6 +60,7 @@ void BM_Synthetic(benchmark::State& state, std::string policy) {
   const SimCluster cluster = make_uniform_cluster(nodes, 8, "V100M32");
   SimConfig cfg;
   cfg.policy = *parse_policy(policy);
+  cfg.min_cycle_interval = state.range(2);
   SimResult last;
   for (auto _ : state) {
     auto r = simulate(cluster, jobs, cfg);
@@ -75,9 +76,10 @@ void BM_Synthetic(benchmark::State& state, std::string policy) {
 // over every running job), DRF queues with fair-share reclaim, LAS with preemption.
 #define GPUSCHED_SYNTHETIC(name, policy)                                                                   \
   BENCHMARK_CAPTURE(BM_Synthetic, name, std::string(policy))                                               \
-      ->Args({10'000, 100})                                                                                \
-      ->Args({100'000, 1'000})                                                                             \
-      ->Args({1'000'000, 10'000})                                                                          \
+      ->Args({10'000, 100, 0})                                                                             \
+      ->Args({100'000, 1'000, 0})                                                                          \
+      ->Args({1'000'000, 10'000, 0})                                                                       \
+      ->Args({1'000'000, 10'000, 10})                                                                      \
       ->Unit(benchmark::kMillisecond)                                                                      \
       ->UseRealTime()                                                                                      \
       ->Iterations(1)

@@ -41,6 +41,7 @@ struct SimOptions {
   double mtbf_hours = 0, mttr_hours = 2;
   std::string failures_file;
   std::int64_t cycle_period = 60;
+  std::int64_t min_cycle_interval = 0;
   std::string queue_weights, queue_quotas;
   std::string shard;
   std::string out = "simulate-out";
@@ -130,6 +131,7 @@ int run_simulate(const SimOptions& o) {
   sw.mtbf_hours = o.mtbf_hours;
   sw.mttr_hours = o.mttr_hours;
   sw.cycle_period = o.cycle_period;
+  sw.min_cycle_interval = o.min_cycle_interval;
   auto weights = sim::parse_queue_values(o.queue_weights, "--queue-weights");
   if (!weights) throw InputError(weights.error().message);
   sw.queue_weights = std::move(*weights);
@@ -215,6 +217,9 @@ void setup(CLI::App& app) {
   sub->add_option("--mttr-hours", opt->mttr_hours, "mean time to repair")->capture_default_str();
   sub->add_option("--failures", opt->failures_file, "CSV time,node,duration of node failures");
   sub->add_option("--cycle-period", opt->cycle_period, "seconds")->capture_default_str();
+  sub->add_option("--min-cycle-interval", opt->min_cycle_interval,
+                  "seconds: at most one cycle per interval (0 = after every batch of events)")
+      ->capture_default_str();
   sub->add_option("--queue-weights", opt->queue_weights, "drf: queue weights, e.g. q0=2,q1=1 (others 1)");
   sub->add_option("--queue-quotas", opt->queue_quotas, "drf: GPU quotas, e.g. q0=64,q1=32 (no borrowing; others uncapped)");
   sub->add_option("--shard", opt->shard, "i/n: run only the runs with index % n == i, write a shard file");

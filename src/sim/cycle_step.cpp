@@ -46,7 +46,9 @@ class CycleStep {
   scheduler::CycleOptions options_;
   std::vector<fairness::QueueConfig> queues_;
   bool queues_built_ = false;
-  std::vector<scheduler::RunningJob> running_;
+  std::vector<scheduler::RunningJob> running_, next_;
+  std::vector<std::uint32_t> running_ids_, next_ids_;                // running_'s job ids (ascending)
+  std::vector<std::uint64_t> running_versions_, next_versions_;      // their segments' versions
   std::vector<scheduler::PendingJob> pending_;
   std::vector<std::uint32_t> pending_ids_;
   bool elastic_known_ = false, any_elastic_ = false;
@@ -98,26 +100,43 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     for (const SimJob& j : v.jobs) any_elastic_ = any_elastic_ || (j.min_tasks >= 0 && j.min_tasks < j.tasks);
   }
   const bool needs_running = p_.preempt || drf || any_elastic_ || p_.backfill != BackfillMode::kNone;
-  running_.clear();
+  // The list is kept between cycles in v.running's order (ascending job id): an entry is moved to its
+  // new position, and its segment's facts (tasks, start) are copied again only when the job's segment
+  // changed (JobState::version); what changes with time alone is refreshed every cycle. Rebuilding
+  // every entry every cycle was most of a run's time on a thousand nodes (benchmarks/README.md).
+  next_.clear();
+  next_ids_.clear();
+  next_versions_.clear();
+  std::size_t old = 0;
   for (std::uint32_t r : needs_running ? v.running : std::span<const std::uint32_t>{}) {
     const JobState& s = v.state[r];
     const SimJob& job = v.jobs[r];
-    scheduler::RunningJob rj;
-    rj.name = job.name;
-    rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
+    while (old < running_ids_.size() && running_ids_[old] < r) ++old;
+    const bool kept = old < running_ids_.size() && running_ids_[old] == r;
+    next_.push_back(kept ? std::move(running_[old]) : scheduler::RunningJob{});
+    scheduler::RunningJob& rj = next_.back();
+    if (!kept || running_versions_[old] != s.version) {
+      rj.name = job.name;
+      rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
+      rj.start_time = s.seg_start;
+      rj.restart_cost = job.restart_cost;
+      rj.preemptible = job.preemptible;
+      const std::int32_t min = s.spec.groups[0].min_replicas;
+      rj.min_tasks = min < job.tasks ? min : -1;
+      rj.max_tasks = job.tasks;
+      rj.submit_time = job.submit;
+      rj.tasks.clear();
+      for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
+    }
     rj.priority = order_key(p_, v, r);
-    rj.start_time = s.seg_start;
     rj.last_checkpoint = v.last_checkpoint(r);
-    rj.restart_cost = job.restart_cost;
-    rj.preemptible = job.preemptible;
-    const std::int32_t min = s.spec.groups[0].min_replicas;
-    rj.min_tasks = min < job.tasks ? min : -1;
-    rj.max_tasks = job.tasks;
-    rj.submit_time = job.submit;
     rj.runtime_estimate = std::max<Seconds>(1, v.estimated_end(r) - s.seg_start);
-    for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
-    running_.push_back(std::move(rj));
+    next_ids_.push_back(r);
+    next_versions_.push_back(s.version);
   }
+  running_.swap(next_);
+  running_ids_.swap(next_ids_);
+  running_versions_.swap(next_versions_);
   pending_.clear();
   pending_ids_.clear();
   for (std::uint32_t j : v.pending) {

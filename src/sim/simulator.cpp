@@ -147,7 +147,9 @@ class Engine {
   std::vector<std::uint32_t> pending_;   // sorted by (submit, id)
   std::vector<std::uint32_t> running_;   // sorted by id
   std::size_t done_ = 0;
-  bool tick_scheduled_ = false;
+  bool tick_scheduled_ = false;      // the periodic cycle's tick (id 0) is in the queue
+  bool deferred_scheduled_ = false;  // a cycle deferred by min_cycle_interval (tick id 1) is
+  Seconds last_cycle_ = -1;
 
   // time integrals
   Seconds now_ = 0, first_time_ = 0;
@@ -556,22 +558,32 @@ Result<SimResult> Engine::run() {
           break;
         }
         case EventKind::kTick:
-          tick_scheduled_ = false;
+          (e.id == 0 ? tick_scheduled_ : deferred_scheduled_) = false;
           tick = true;
           break;
       }
     }
     check_instant();
     if ((changed || tick) && !pending_.empty()) {
-      if (Status ok = run_cycle(t); !ok) return ok.error();
-      check_instant();
+      if (config_.min_cycle_interval > 0 && last_cycle_ >= 0 && t < last_cycle_ + config_.min_cycle_interval) {
+        // Too soon after the last cycle: it runs when the interval has passed (one deferred tick).
+        if (!deferred_scheduled_) {
+          push(last_cycle_ + config_.min_cycle_interval, EventKind::kTick, 1);
+          deferred_scheduled_ = true;
+        }
+      } else {
+        if (Status ok = run_cycle(t); !ok) return ok.error();
+        last_cycle_ = t;
+        check_instant();
+      }
     }
     // Nothing runs, nothing will happen and nothing waits for a backoff: what is pending can never start
     // (its model's nodes are gone, say). Stop rather than tick forever; those jobs count as not completed.
     // (Failures may go on for ever: with every node up and no arrival to come, a cycle that starts
     // nothing on an idle cluster is the same proof.)
     if (!pending_.empty() && running_.empty() &&
-        (events_.size() == (tick_scheduled_ ? 1u : 0u) || (arrivals_left_ == 0 && failed_nodes_ == 0))) {
+        (events_.size() == (tick_scheduled_ ? 1u : 0u) + (deferred_scheduled_ ? 1u : 0u) ||
+         (arrivals_left_ == 0 && failed_nodes_ == 0))) {
       bool backoff = false;
       for (std::uint32_t j : pending_) backoff = backoff || js_[j].not_before > t;
       if (!backoff) break;
@@ -680,6 +692,9 @@ Result<SimResult> simulate(const SimCluster& cluster, const std::vector<SimJob>&
   if (!state) return state.error();
   if (!cluster.energy.empty() && cluster.energy.size() != cluster.nodes.node_count())
     return Error{"energy: one entry per node expected", ErrorCode::kInconsistent, "energy"};
+  for (const auto& [field, value] : {std::pair{"cycle_period", config.cycle_period}, std::pair{"min_cycle_interval", config.min_cycle_interval}})
+    if (value < 0)
+      return Error{fmt::format("{}: expected seconds >= 0, got {}", field, value), ErrorCode::kInvalidValue, field};
   Engine engine(cluster, jobs, config, std::move(state.value()));
   return engine.run();
 }

@@ -128,7 +128,8 @@ nlohmann::ordered_json sweep_description(const SweepOptions& o) {
                          {"checkpoint_interval_s", o.checkpoint_interval}, {"restart_cost_s", o.restart_cost},
                          {"queues", o.queues}, {"priorities", o.priorities}, {"estimate_error", o.estimate_error},
                          {"elastic_fraction", o.elastic}, {"mtbf_hours", o.mtbf_hours}, {"mttr_hours", o.mttr_hours},
-                         {"failures_file", o.failures_name}, {"cycle_period_s", o.cycle_period}};
+                         {"failures_file", o.failures_name}, {"cycle_period_s", o.cycle_period},
+                         {"min_cycle_interval_s", o.min_cycle_interval}};
   if (!o.queue_weights.empty()) sweep["parameters"]["queue_weights"] = o.queue_weights;
   if (!o.queue_quota_gpus.empty()) sweep["parameters"]["queue_quota_gpus"] = o.queue_quota_gpus;
   return sweep;
@@ -189,6 +190,7 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
         cfg.policy = configs[p];
         cfg.seed = o.seeds[s];
         cfg.cycle_period = o.cycle_period;
+        cfg.min_cycle_interval = o.min_cycle_interval;
         cfg.failures.list = o.failures;
         cfg.failures.mtbf_hours = o.mtbf_hours;
         cfg.failures.mttr_hours = o.mttr_hours;

@@ -22,8 +22,8 @@
 //     node's gangs are restarted (elastic gangs above their minimum shrink instead).
 //
 // Events (arrival, completion, failure, repair, sample) are processed in time order, ties by kind
-// then sequence; after each batch of events at one instant, and every `cycle_period` seconds while
-// jobs wait, the scheduling step runs. The state is updated incrementally (reserve and release of the
+// then sequence; after each batch of events at one instant (or, with `min_cycle_interval`, at most once
+// per interval), and every `cycle_period` seconds while jobs wait, the scheduling step runs. The state is updated incrementally (reserve and release of the
 // one ClusterState, fail_node/recover_node); it is never rebuilt. Everything is integer seconds and
 // milli-GPU-seconds, so a seed gives the same decisions and the same figures on every platform.
 //
@@ -144,6 +144,11 @@ std::vector<std::string> policy_names();
 struct SimConfig {
   PolicyConfig policy;
   Seconds cycle_period = 60;       // the cycle also runs every period while jobs wait
+  // At most one cycle per this many seconds (0: after every batch of events): an event sooner after
+  // the last cycle defers the next one to the interval's end, as Slurm's sched_min_interval and a
+  // Volcano/KAI session period batch the work of many events into one cycle. Large clusters need it:
+  // every cycle reads every running job (scheduler/cycle.hpp).
+  Seconds min_cycle_interval = 0;
   Seconds sample_period = 0;       // utilisation samples; 0 = span / 200 (at least 60 s)
   FailureModel failures;
   Seconds failure_backoff = 60;

@@ -43,6 +43,7 @@ struct SweepOptions {
   std::vector<NodeFailure> failures;  // explicit failures
   std::string failures_name;          // their file's name, for the report ("" = none)
   Seconds cycle_period = 60;
+  Seconds min_cycle_interval = 0;  // SimConfig::min_cycle_interval
   // DRF queues (the "drf" policies): weights, and GPU quotas (nominal on every GPU model, no
   // borrowing), by queue name (the added queues are q0, q1, ...); a queue not named: weight 1, no cap.
   std::vector<std::pair<std::string, double>> queue_weights;
