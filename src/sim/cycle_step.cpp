@@ -104,6 +104,8 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   // new position, and its segment's facts (tasks, start) are copied again only when the job's segment
   // changed (JobState::version); what changes with time alone is refreshed every cycle. Rebuilding
   // every entry every cycle was most of a run's time on a thousand nodes (benchmarks/README.md).
+  const bool refresh_priority = p_.preempt || any_elastic_;
+  const bool refresh_estimate = p_.backfill != BackfillMode::kNone;
   next_.clear();
   next_ids_.clear();
   next_versions_.clear();
@@ -128,9 +130,11 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
       rj.tasks.clear();
       for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
     }
-    rj.priority = order_key(p_, v, r);
-    rj.last_checkpoint = v.last_checkpoint(r);
-    rj.runtime_estimate = std::max<Seconds>(1, v.estimated_end(r) - s.seg_start);
+    // The cycle reads a running job's priority only to choose victims and the order of elastic
+    // grows, its last checkpoint only to price a victim, and its estimate only for backfill.
+    if (!kept || refresh_priority) rj.priority = order_key(p_, v, r);
+    if (!kept || p_.preempt) rj.last_checkpoint = v.last_checkpoint(r);
+    if (!kept || refresh_estimate) rj.runtime_estimate = std::max<Seconds>(1, v.estimated_end(r) - s.seg_start);
     next_ids_.push_back(r);
     next_versions_.push_back(s.version);
   }
