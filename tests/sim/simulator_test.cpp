@@ -234,6 +234,30 @@ TEST_CASE("deterministic: the same inputs and seed give the same record") {
   CHECK(jobs_to_csv(synthetic_jobs(s)) == jobs_to_csv(jobs));
 }
 
+TEST_CASE("min_cycle_interval: events sooner than the interval after a cycle wait for one deferred cycle") {
+  // The EASY example under greedy, a cycle at most every 10 s (periodic ticks every 60 s). J0 starts
+  // at 0 (the first cycle); J1, J2, J3 arrive at 1, 2, 3 and are seen by one cycle at 10, which
+  // starts J3 (10..260); J1 starts when J0 ends (100..200; the last cycle, a periodic one, was at 61);
+  // J2 needs all 4 GPUs and starts when J3 ends (260..360; last cycle at 241). JCTs 100 199 358 257
+  // (without the interval: 100 199 351 250, J3 starting at its arrival).
+  const SimCluster c = make_uniform_cluster(1, 4, "V100M32");
+  SimConfig cfg;
+  cfg.min_cycle_interval = 10;
+  const SimResult batched = run(c, easy_example(), "greedy", cfg);
+  CHECK(jcts(batched) == std::vector<Seconds>{100, 199, 358, 257});
+  const SimResult every = run(c, easy_example(), "greedy");
+  CHECK(jcts(every) == std::vector<Seconds>{100, 199, 351, 250});
+  CHECK(batched.metrics.cycles < every.metrics.cycles);
+  // An interval of 1 s changes nothing: events are integer seconds, one cycle per instant already.
+  cfg.min_cycle_interval = 1;
+  CHECK(jcts(run(c, easy_example(), "greedy", cfg)) == jcts(every));
+  cfg.min_cycle_interval = -5;
+  const auto bad = simulate(c, easy_example(), cfg);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().field == "min_cycle_interval");
+  CHECK(bad.error().message.find("-5") != std::string::npos);
+}
+
 TEST_CASE("a job larger than the cluster is rejected, not waited for forever") {
   const SimCluster c = make_uniform_cluster(1, 4, "V100M32");
   const SimResult r = run(c, {job("big", 0, 8, 10), job("ok", 0, 1, 10)}, "fifo");
