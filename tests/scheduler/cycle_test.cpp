@@ -219,6 +219,49 @@ TEST_CASE("fair-share reclaim: an idle queue takes back from the queue above its
   CHECK(d.find_waiting("a2") != nullptr);
 }
 
+TEST_CASE("fair-share reclaim compares the queues' subtrees where their paths part (H-DRF), not the leaves") {
+  // 1 node x 8 GPUs, every GPU held by 2-GPU jobs. Queue tree: A (weight 1) with leaves A1 and A2,
+  // and leaf B (weight 1), all under the root; no quotas.
+  auto state = cluster(1);
+  auto tree = [&](double w_a1, double w_a2) {
+    std::vector<fairness::QueueConfig> qs{queue(state, "A", fairness::kNoLimit), queue(state, "A1", fairness::kNoLimit),
+                                          queue(state, "A2", fairness::kNoLimit), queue(state, "B", fairness::kNoLimit)};
+    for (auto& q : qs) q.nominal = fairness::Amounts();
+    qs[1].parent = qs[2].parent = "A";
+    qs[1].weight = w_a1;
+    qs[2].weight = w_a2;
+    return qs;
+  };
+  SUBCASE("leaf weights count only among siblings") {
+    // A1 (weight 3 within A) holds 6 GPUs, B holds 2; B's 2-GPU job. At the root A holds 6, B 2:
+    // (2 + 2) / 1 <= (6 - 2) / 1, so B takes a job of A1's. (Comparing the leaves with their own
+    // weights, 4 / 1 against 4 / 3, refused it: A1's weight says nothing about A against B.)
+    std::vector<RunningJob> running{run(state, "a1", "A1", 0, 0, 1, 2, 0, 0), run(state, "a2", "A1", 0, 2, 1, 2, 0, 10),
+                                    run(state, "a3", "A1", 0, 4, 1, 2, 0, 20), run(state, "b1", "B", 0, 6, 1, 2, 0, 30)};
+    std::vector<PendingJob> pending{job(state, "bp", "B", 1, 2, 0, 50), job(state, "bq", "B", 1, 2, 0, 60)};
+    auto d = run_cycle(state, running, pending, tree(3, 1), 100).value();
+    REQUIRE(d.evictions.size() == 1);
+    CHECK(d.evictions[0].reason == EvictionReason::kFairShare);
+    CHECK(running[d.evictions[0].running].queue == "A1");
+    CHECK(names(d.starts) == std::vector<std::string>{"bp"});
+    // bq next: A 4, B 4 after the swap; (4 + 2) / 1 > (4 - 2) / 1: it waits.
+    CHECK(d.find_waiting("bq") != nullptr);
+  }
+  SUBCASE("a queue takes back from its sibling, not from a subtree at its share") {
+    // A2 holds 4, B holds 4, A1 nothing; A1's 2-GPU job. At the root A and B hold 4 each:
+    // (4 + 2) / 1 > (4 - 2) / 1, B is not taken from. Within A: (0 + 2) / 1 <= (4 - 2) / 1, A2 is.
+    // (Leaf against leaf, B's job was as reclaimable as A2's: 2 / 1 <= 2 / 1.)
+    std::vector<RunningJob> running{run(state, "b1", "B", 0, 0, 1, 2, 0, 0), run(state, "b2", "B", 0, 2, 1, 2, 0, 0),
+                                    run(state, "x1", "A2", 0, 4, 1, 2, 0, 0), run(state, "x2", "A2", 0, 6, 1, 2, 0, 0)};
+    std::vector<PendingJob> pending{job(state, "p", "A1", 1, 2, 0, 50)};
+    auto d = run_cycle(state, running, pending, tree(1, 1), 100).value();
+    REQUIRE(d.evictions.size() == 1);
+    CHECK(d.evictions[0].reason == EvictionReason::kFairShare);
+    CHECK(running[d.evictions[0].running].queue == "A2");
+    CHECK(names(d.starts) == std::vector<std::string>{"p"});
+  }
+}
+
 TEST_CASE("nomination: freed capacity is held for the preemptor and honoured first next cycle") {
   // 1 node x 8 GPUs; low runs 8 GPUs; high (priority 10) preempts it, but evictions take a cycle:
   // high is nominated, not started. Next cycle, low is pending again (requeued) and listed first,

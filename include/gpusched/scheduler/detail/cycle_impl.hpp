@@ -141,6 +141,7 @@ struct CycleRun {
   std::vector<fairness::HdrfScheduler::NodeId> node_of_queue;
   std::vector<std::size_t> queue_of_node;
   std::vector<char> leaf;
+  std::vector<std::int64_t> queue_parent;  // index of each queue's parent queue (-1: under the root)
   std::vector<std::size_t> running_queue;  // queue index of each running job (0 without queues)
   std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
@@ -238,7 +239,8 @@ struct CycleRun {
         queue_gpu_used[it->second] += gpu_total(a);
       }
       leaf.assign(nq, 1);
-      std::vector<std::int64_t> parent(nq, -1);
+      std::vector<std::int64_t>& parent = queue_parent;
+      parent.assign(nq, -1);
       for (std::size_t q = 0; q < nq; ++q)
         if (!queues[q].parent.empty()) {
           parent[q] = static_cast<std::int64_t>(index.at(queues[q].parent));
@@ -519,13 +521,42 @@ struct CycleRun {
     if (!victim_facts) victim_facts = running_facts(running, now, options.preemption.min_runtime);
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
-    const double wq = fair ? queues[q].weight : 1.0;
     for (const std::string& by : pending[p].evicted_by)
       for (std::size_t j = 0; j < running.size(); ++j)
         if (running[j].name == by) mark[j] = kExcludedVictim;
     // What the rules below ask of a victim's queue, once per queue, not once per running job.
     const std::size_t nq = fair ? queues.size() : 0;
     std::vector<std::uint8_t> borrows_in_cohort(nq, 0), above_nominal(nq, 0);
+    // Fair-share reclaim compares the queues as H-DRF does: where their paths from the root part, the
+    // two sibling subtrees holding the preemptor's queue (side_q) and the victim's (side_v), each by
+    // the GPUs its leaves hold over its weight (Bhattacharya et al., H-DRF, SoCC 2013). Under one
+    // parent that is the leaves themselves.
+    std::vector<std::int64_t> subtree_gpu;
+    std::vector<std::size_t> side_q(nq, 0), side_v(nq, 0);
+    if (options.fair_share_reclaim && nq > 0) {
+      // Only leaves hold work: each climbs once (a deep chain of queues has one leaf).
+      subtree_gpu.assign(nq, 0);
+      for (std::size_t v = 0; v < nq; ++v)
+        if (leaf[v] && queue_gpu_used[v] != 0)
+          for (std::int64_t a = static_cast<std::int64_t>(v); a >= 0; a = queue_parent[static_cast<std::size_t>(a)])
+            subtree_gpu[static_cast<std::size_t>(a)] += queue_gpu_used[v];
+      // below_on_path[a]: for a queue on q's path from the root, its child on that path (q: itself).
+      std::vector<std::size_t> below_on_path(nq, SIZE_MAX);
+      std::size_t top_q = q;
+      for (std::int64_t a = static_cast<std::int64_t>(q), below = a; a >= 0; below = a, a = queue_parent[static_cast<std::size_t>(a)]) {
+        below_on_path[static_cast<std::size_t>(a)] = static_cast<std::size_t>(below);
+        top_q = static_cast<std::size_t>(a);
+      }
+      for (std::size_t v = 0; v < nq; ++v) {
+        if (!leaf[v] || v == q) continue;
+        // Climb from v until its parent is on q's path: that parent is where the paths part.
+        std::size_t cv = v;
+        while (queue_parent[cv] >= 0 && below_on_path[static_cast<std::size_t>(queue_parent[cv])] == SIZE_MAX)
+          cv = static_cast<std::size_t>(queue_parent[cv]);
+        side_v[v] = cv;
+        side_q[v] = queue_parent[cv] < 0 ? top_q : below_on_path[static_cast<std::size_t>(queue_parent[cv])];
+      }
+    }
     for (std::size_t v = 0; v < nq; ++v) {
       if (v == q) continue;
       if (options.reclaim_within_cohort != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
@@ -550,10 +581,12 @@ struct CycleRun {
       }
       if (above_nominal[v]) {
         const std::int64_t held = r.whole.freed_milli;
-        // (used_q + need) / w_q <= (used_v - held) / w_v: after the swap the preemptor's queue is
-        // still no further above its share than the victim's, so the reverse swap is never allowed.
-        const double after_q = static_cast<double>(queue_gpu_used[q] + need_gpu) / wq;
-        const double after_v = static_cast<double>(queue_gpu_used[v] - held) / queues[v].weight;
+        // (used_Q + need) / w_Q <= (used_V - held) / w_V for the sibling subtrees Q and V above:
+        // after the swap the preemptor's side is still no further above its share than the
+        // victim's, so the reverse swap is never allowed. Cross-multiplied (no division rounding).
+        const std::size_t cq = side_q[v], cv = side_v[v];
+        const double after_q = static_cast<double>(subtree_gpu[cq] + need_gpu) * queues[cv].weight;
+        const double after_v = static_cast<double>(subtree_gpu[cv] - held) * queues[cq].weight;
         if (held > 0 && after_q <= after_v) {
           mark[j] = kReclaimableVictim;
           why[j] = EvictionReason::kFairShare;
