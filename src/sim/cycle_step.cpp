@@ -49,6 +49,7 @@ class CycleStep {
   std::vector<scheduler::RunningJob> running_, next_;
   std::vector<std::uint32_t> running_ids_, next_ids_;                // running_'s job ids (ascending)
   std::vector<std::uint64_t> running_versions_, next_versions_;      // their segments' versions
+  std::vector<SegmentClock> clocks_, next_clocks_;                   // and clocks
   std::vector<scheduler::PendingJob> pending_;
   std::vector<std::uint32_t> pending_ids_;
   bool elastic_known_ = false, any_elastic_ = false;
@@ -109,15 +110,23 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   next_.clear();
   next_ids_.clear();
   next_versions_.clear();
+  next_clocks_.clear();
   std::size_t old = 0;
-  for (std::uint32_t r : needs_running ? v.running : std::span<const std::uint32_t>{}) {
-    const JobState& s = v.state[r];
-    const SimJob& job = v.jobs[r];
+  const std::size_t n_running = needs_running ? v.running.size() : 0;
+  for (std::size_t i = 0; i < n_running; ++i) {
+    // Only a job whose segment changed (or, for preempting and elastic policies, a priority) is read
+    // from the engine's job table, random access into every job of the trace; the rest comes from
+    // this list, in order.
+    const std::uint32_t r = v.running[i];
     while (old < running_ids_.size() && running_ids_[old] < r) ++old;
-    const bool kept = old < running_ids_.size() && running_ids_[old] == r;
+    const bool kept = old < running_ids_.size() && running_ids_[old] == r && running_versions_[old] == v.running_versions[i];
     next_.push_back(kept ? std::move(running_[old]) : scheduler::RunningJob{});
+    next_clocks_.push_back(kept ? clocks_[old] : SegmentClock::of(v.jobs[r], v.state[r]));
     scheduler::RunningJob& rj = next_.back();
-    if (!kept || running_versions_[old] != s.version) {
+    const SegmentClock& clock = next_clocks_.back();
+    if (!kept) {
+      const JobState& s = v.state[r];
+      const SimJob& job = v.jobs[r];
       rj.name = job.name;
       rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
       rj.start_time = s.seg_start;
@@ -133,14 +142,15 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     // The cycle reads a running job's priority only to choose victims and the order of elastic
     // grows, its last checkpoint only to price a victim, and its estimate only for backfill.
     if (!kept || refresh_priority) rj.priority = order_key(p_, v, r);
-    if (!kept || p_.preempt) rj.last_checkpoint = v.last_checkpoint(r);
-    if (!kept || refresh_estimate) rj.runtime_estimate = std::max<Seconds>(1, v.estimated_end(r) - s.seg_start);
+    if (!kept || p_.preempt) rj.last_checkpoint = clock.last_checkpoint(v.now);
+    if (!kept || refresh_estimate) rj.runtime_estimate = std::max<Seconds>(1, clock.expected_end(v.now) - clock.seg_start);
     next_ids_.push_back(r);
-    next_versions_.push_back(s.version);
+    next_versions_.push_back(v.running_versions[i]);
   }
   running_.swap(next_);
   running_ids_.swap(next_ids_);
   running_versions_.swap(next_versions_);
+  clocks_.swap(next_clocks_);
   pending_.clear();
   pending_ids_.clear();
   for (std::uint32_t j : v.pending) {

@@ -129,6 +129,8 @@ class Engine {
   void evict(std::uint32_t j, Seconds now, bool failure);
   Seconds last_checkpoint(std::uint32_t j, Seconds now) const;
   std::int64_t progress(std::uint32_t j, Seconds now) const;
+  void add_running(std::uint32_t j);
+  void remove_running(std::uint32_t j);
 
   Status run_cycle(Seconds now);
   void push(Seconds t, EventKind k, std::uint32_t id, std::uint64_t v = 0) {
@@ -146,6 +148,7 @@ class Engine {
 
   std::vector<std::uint32_t> pending_;   // sorted by (submit, id)
   std::vector<std::uint32_t> running_;   // sorted by id
+  std::vector<std::uint64_t> running_versions_;  // their JobState::version (the step's view of segments)
   std::size_t done_ = 0;
   bool tick_scheduled_ = false;      // the periodic cycle's tick (id 0) is in the queue
   bool deferred_scheduled_ = false;  // a cycle deferred by min_cycle_interval (tick id 1) is
@@ -193,16 +196,23 @@ Status Engine::compile(std::uint32_t j) {
 }
 
 std::int64_t Engine::progress(std::uint32_t j, Seconds now) const {
-  const JobState& s = js_[j];
-  return s.rate * std::max<Seconds>(0, now - s.seg_start - jobs_[j].restart_cost);
+  return detail::SegmentClock::of(jobs_[j], js_[j]).progress(now);
 }
 
 Seconds Engine::last_checkpoint(std::uint32_t j, Seconds now) const {
-  const JobState& s = js_[j];
-  const SimJob& job = jobs_[j];
-  const Seconds work_from = s.seg_start + job.restart_cost;
-  if (job.checkpoint_interval <= 0 || now < work_from) return s.seg_start;
-  return work_from + (now - work_from) / job.checkpoint_interval * job.checkpoint_interval;
+  return detail::SegmentClock::of(jobs_[j], js_[j]).last_checkpoint(now);
+}
+
+void Engine::add_running(std::uint32_t j) {
+  const auto at = std::lower_bound(running_.begin(), running_.end(), j);
+  running_versions_.insert(running_versions_.begin() + (at - running_.begin()), js_[j].version);
+  running_.insert(at, j);
+}
+
+void Engine::remove_running(std::uint32_t j) {
+  const auto at = std::lower_bound(running_.begin(), running_.end(), j);
+  running_versions_.erase(running_versions_.begin() + (at - running_.begin()));
+  running_.erase(at);
 }
 
 void Engine::advance(Seconds t) {
@@ -270,6 +280,8 @@ void Engine::start_segment(std::uint32_t j, Seconds now) {
   if (s.first_start < 0) s.first_start = now;
   s.phase = Phase::kRunning;
   schedule_completion(j);
+  const auto at = std::lower_bound(running_.begin(), running_.end(), j);
+  if (at != running_.end() && *at == j) running_versions_[static_cast<std::size_t>(at - running_.begin())] = s.version;
 }
 
 void Engine::schedule_completion(std::uint32_t j) {
@@ -332,7 +344,7 @@ void Engine::make_pending(std::uint32_t j, Seconds now) {
 void Engine::evict(std::uint32_t j, Seconds now, bool failure) {
   end_segment(j, now, failure ? 3 : 2);
   release_tasks(j, 0);
-  running_.erase(std::lower_bound(running_.begin(), running_.end(), j));
+  remove_running(j);
   JobState& s = js_[j];
   if (failure) {
     ++s.failures;
@@ -348,31 +360,13 @@ void Engine::evict(std::uint32_t j, Seconds now, bool failure) {
 
 Status Engine::run_cycle(Seconds now) {
   ++m_.cycles;
-  detail::StepView view{now, jobs_, js_, pending_, running_, {}, {}, {}};
+  detail::StepView view{now, jobs_, js_, pending_, running_, {}, {}, {}, 0, running_versions_};
   view.remaining_now = [this, now](std::uint32_t j) {
     const JobState& s = js_[j];
     if (s.phase != Phase::kRunning) return s.remaining;
     return std::max<std::int64_t>(0, s.remaining - progress(j, now));
   };
-  view.estimated_end = [this, now](std::uint32_t j) {
-    // The job's own estimate scaled to the work left: a job past its estimate is expected to end now+1.
-    const SimJob& job = jobs_[j];
-    const JobState& s = js_[j];
-    const std::int64_t left = std::max<std::int64_t>(0, s.remaining - progress(j, now));
-    const Seconds work_start = std::max(now, s.seg_start + job.restart_cost);
-    // ceil(estimate / duration * left / rate), exactly, in integers: the same on every platform (a
-    // long double is 64, 80 or 128 bits depending on it) and cheap (this runs for every running job
-    // in every cycle; in x87 long doubles it was an eighth of a conservative-backfill replay).
-    using gpusched::detail::QuantityWide;
-    const QuantityWide num = static_cast<QuantityWide>(job.runtime_estimate()) * left;
-    const QuantityWide den = static_cast<QuantityWide>(std::max<Seconds>(1, job.duration)) * std::max<std::int64_t>(1, s.rate);
-    const QuantityWide quotient = (num + den - 1) / den;
-    const Seconds need = quotient > std::numeric_limits<Seconds>::max() / 2 ? std::numeric_limits<Seconds>::max() / 2
-                                                                             : static_cast<Seconds>(quotient);
-    const Seconds est = work_start + need;
-    // Against the estimate of the whole run: never before now + 1.
-    return std::max(now + 1, est);
-  };
+  view.estimated_end = [this, now](std::uint32_t j) { return detail::SegmentClock::of(jobs_[j], js_[j]).expected_end(now); };
   view.last_checkpoint = [this, now](std::uint32_t j) { return last_checkpoint(j, now); };
   view.unusable_free = unusable_free();
   detail::StepDecision d = step_(state_, view);
@@ -412,7 +406,7 @@ Status Engine::run_cycle(Seconds now) {
     state_.commit();
     if (s.tasks.empty()) continue;
     pending_.erase(std::find(pending_.begin(), pending_.end(), st.job));
-    running_.insert(std::lower_bound(running_.begin(), running_.end(), st.job), st.job);
+    add_running(st.job);
     start_segment(st.job, now);
   }
   for (detail::Start& g : d.grows) {
@@ -490,7 +484,7 @@ Result<SimResult> Engine::run() {
           if (s.phase != Phase::kRunning || s.version != e.version) break;
           end_segment(e.id, t, 0);
           release_tasks(e.id, 0);
-          running_.erase(std::lower_bound(running_.begin(), running_.end(), e.id));
+          remove_running(e.id);
           s.phase = Phase::kDone;
           s.end = t;
           s.spec = GangSpec{};

@@ -8,13 +8,16 @@
 // every eviction first only frees more).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "gpusched/core/quantity.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/sim/simulator.hpp"
 
@@ -41,6 +44,41 @@ struct JobState {
   GangSpec spec;                // compiled when it first arrives; cleared when done
 };
 
+// What a running job's progress, expected end and last checkpoint depend on: fixed for a segment
+// (JobState::version changes with it), so a step can keep it beside its own copy of the job.
+struct SegmentClock {
+  Seconds seg_start = 0, restart_cost = 0, estimate = 0, duration = 0, checkpoint_interval = 0;
+  std::int64_t remaining = 0, rate = 0;
+
+  static SegmentClock of(const SimJob& job, const JobState& s) {
+    return {s.seg_start, job.restart_cost, job.runtime_estimate(), job.duration, job.checkpoint_interval, s.remaining, s.rate};
+  }
+  // Work units done in this segment by `now` (none while the restart cost is paid).
+  std::int64_t progress(Seconds now) const { return rate * std::max<Seconds>(0, now - seg_start - restart_cost); }
+  // The job's own estimate scaled to the work left: a job past its estimate is expected to end now+1.
+  Seconds expected_end(Seconds now) const {
+    const std::int64_t left = std::max<std::int64_t>(0, remaining - progress(now));
+    const Seconds work_start = std::max(now, seg_start + restart_cost);
+    // ceil(estimate / duration * left / rate), exactly, in integers: the same on every platform (a
+    // long double is 64, 80 or 128 bits depending on it) and cheap (this runs for every running job
+    // in every cycle; in x87 long doubles it was an eighth of a conservative-backfill replay).
+    using gpusched::detail::QuantityWide;
+    const QuantityWide num = static_cast<QuantityWide>(estimate) * left;
+    const QuantityWide den = static_cast<QuantityWide>(std::max<Seconds>(1, duration)) * std::max<std::int64_t>(1, rate);
+    const QuantityWide quotient = (num + den - 1) / den;
+    const Seconds need = quotient > std::numeric_limits<Seconds>::max() / 2 ? std::numeric_limits<Seconds>::max() / 2
+                                                                             : static_cast<Seconds>(quotient);
+    // Against the estimate of the whole run: never before now + 1.
+    return std::max(now + 1, work_start + need);
+  }
+  // The last checkpoint at or before `now` (the segment's start when none was taken yet).
+  Seconds last_checkpoint(Seconds now) const {
+    const Seconds work_from = seg_start + restart_cost;
+    if (checkpoint_interval <= 0 || now < work_from) return seg_start;
+    return work_from + (now - work_from) / checkpoint_interval * checkpoint_interval;
+  }
+};
+
 struct StepView {
   Seconds now = 0;
   const std::vector<SimJob>& jobs;
@@ -53,6 +91,7 @@ struct StepView {
   std::function<Seconds(std::uint32_t)> estimated_end;
   std::function<Seconds(std::uint32_t)> last_checkpoint;
   std::int64_t unusable_free = 0;  // free GPU share on failed or cordoned nodes (not usable now)
+  std::span<const std::uint64_t> running_versions;  // JobState::version of each running job, as `running`
 };
 
 struct Start {
