@@ -778,7 +778,7 @@ PYBIND11_MODULE(_core, m) {
               std::vector<bool> gpu_healthy, mig_mode;
               for (std::size_t g = 0; g < c.state.gpu_count(n); ++g) {
                 gpu_healthy.push_back(c.state.gpu_healthy(n, static_cast<GpuIndex>(g)));
-                mig_mode.push_back(c.state.mig_gpu(n, static_cast<GpuIndex>(g)) != mig::kNoGpu);
+                mig_mode.push_back(c.state.mig_mode(n, static_cast<GpuIndex>(g)));
               }
               d["gpu_healthy"] = gpu_healthy;
               d["mig_mode"] = mig_mode;

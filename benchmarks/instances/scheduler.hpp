@@ -199,7 +199,7 @@ inline PreemptInstance preempt_instance(std::size_t jobs, std::uint64_t seed) {
     while (used[n] + job_gpus[j] > 8) ++n;
     RunningJob job;
     job.name = fmt::format("j{}", j);
-    job.queue = "q";
+    job.queue = std::string("q");  // (assigning the literal trips GCC 12's bogus -Wrestrict, PR 105329)
     job.priority = static_cast<std::int32_t>(rng.next() % 10);
     job.start_time = static_cast<Seconds>(rng.next() % 3600);
     job.last_checkpoint = job.start_time + static_cast<Seconds>(rng.next() % 3600);

@@ -556,8 +556,8 @@ int gpusched_state_gpu_healthy(const gpusched_state* state, size_t node, uint32_
 }
 
 int gpusched_state_mig_mode(const gpusched_state* state, size_t node, uint32_t gpu) {
-  return has_gpu(state, node, gpu) && state->state.mig_gpu(static_cast<gpusched::NodeId>(node),
-                                                           static_cast<gpusched::GpuIndex>(gpu)) != gpusched::mig::kNoGpu
+  return has_gpu(state, node, gpu) &&
+                 state->state.mig_mode(static_cast<gpusched::NodeId>(node), static_cast<gpusched::GpuIndex>(gpu))
              ? 1
              : 0;
 }

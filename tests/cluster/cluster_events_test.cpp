@@ -544,12 +544,13 @@ TEST_CASE("property: after random events and reservations the state answers like
           changed = false;
           if (!s.removed(n) && s.gpu_count(n) > 0) {
             const auto g = static_cast<GpuIndex>(rng.below(s.gpu_count(n)));
-            const bool mig_before = s.mig_gpu(n, g) != mig::kNoGpu;
+            const bool mig_before = s.mig_mode(n, g);
             const bool capable = s.registry().model(s.gpu_model(n, g)).name == "A100-80GB";
             const bool idle = mig_before || s.gpu_free_milli_if_healthy(n, g) == kMilliPerGpu;
             const Status st = s.set_mig_mode(n, g, !mig_before);
             REQUIRE(st.ok() == (capable && idle));
-            REQUIRE((s.mig_gpu(n, g) != mig::kNoGpu) == (st.ok() ? !mig_before : mig_before));
+            REQUIRE(s.mig_mode(n, g) == (st.ok() ? !mig_before : mig_before));
+            REQUIRE((s.mig_gpu(n, g) != mig::kNoGpu) == s.mig_mode(n, g));
             changed = st.ok();
           }
           break;

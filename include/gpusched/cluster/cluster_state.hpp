@@ -295,6 +295,8 @@ class ClusterState {
   const mig::MigGpuTable& mig() const { return mig_; }
   // The MIG id of GPU g of node n, mig::kNoGpu when it is not in MIG mode.
   mig::MigGpuId mig_gpu(NodeId n, GpuIndex g) const { return mig_.find(gpu_begin_[n] + g); }
+  // Whether GPU g of node n is in MIG mode (set_mig_mode below).
+  bool mig_mode(NodeId n, GpuIndex g) const { return mig_gpu(n, g) != mig::kNoGpu; }
   // Fills the MIG part of `out` (GPU, profile, start, create) for a MIG request on node n: an idle
   // instance on the lowest GPU first, else the lowest free valid start. False when none can serve.
   bool pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const;

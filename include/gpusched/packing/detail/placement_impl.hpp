@@ -53,7 +53,7 @@ GPUSCHED_DECL FitReason placement_capacity_fit(const ClusterState& state, NodeId
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     // A GPU in MIG mode takes no whole-GPU or shared task until an event turns MIG off.
-    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.mig_gpu(n, gi) != mig::kNoGpu) continue;
+    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.mig_mode(n, gi)) continue;
     ++usable;
     with_memory += state.gpu_memory_capacity(n, gi) >= shape.gpu_memory;
   }
@@ -91,7 +91,7 @@ GPUSCHED_DECL std::int64_t placement_tasks_at_capacity(const ClusterState& state
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.gpu_memory_capacity(n, gi) < shape.gpu_memory ||
-        state.mig_gpu(n, gi) != mig::kNoGpu)
+        state.mig_mode(n, gi))
       continue;
     std::int64_t k = 1;
     if (shape.shares_gpu()) {

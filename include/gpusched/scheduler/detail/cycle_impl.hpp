@@ -143,7 +143,7 @@ struct CycleRun {
   std::vector<char> leaf;
   std::vector<std::int64_t> queue_parent;  // index of each queue's parent queue (-1: under the root)
   std::vector<std::size_t> running_queue;  // queue index of each running job (0 without queues)
-  std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension
+  std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension (with queues only)
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
   std::vector<ReleaseEntry> running_releases;  // profile_releases()' running part, as of
@@ -285,12 +285,9 @@ struct CycleRun {
       for (std::size_t q = 0; q < nq; ++q)
         if (leaf[q] && !usage[q].isZero()) hdrf->allocate(node_of_queue[q], usage[q]);
     } else {
+      // One implicit queue: its GPU usage is read only by fair-share reclaim between queues, so it
+      // is not summed over every running job (a cycle on a large cluster would pay for it).
       leaf.assign(1, 1);
-      for (std::size_t j = 0; j < running.size(); ++j) {
-        std::int64_t g = 0;
-        for (const RunningTask& t : running[j].tasks) g += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
-        queue_gpu_used[0] += g;
-      }
     }
     return {};
   }
