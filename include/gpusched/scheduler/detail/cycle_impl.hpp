@@ -182,9 +182,12 @@ struct CycleRun {
 
   std::size_t queue_count() const { return fair ? queues.size() : 1; }
 
+  void add_amounts(Amounts& a, std::span<const RunningTask> tasks) const {
+    for (const RunningTask& t : tasks) add_assignment(a, state, space, dim_of_model, t.assignment, 1);
+  }
   Amounts assignment_amounts(std::span<const RunningTask> tasks) const {
     Amounts a = Amounts::Zero(dims);
-    for (const RunningTask& t : tasks) add_assignment(a, state, space, dim_of_model, t.assignment, 1);
+    add_amounts(a, tasks);
     return a;
   }
   std::int64_t gpu_total(const Amounts& a) const {
@@ -228,13 +231,15 @@ struct CycleRun {
     if (fair) {
       std::unordered_map<std::string_view, std::size_t> index;
       for (std::size_t q = 0; q < queues.size(); ++q) index.emplace(queues[q].name, q);
+      Amounts a = Amounts::Zero(dims);  // one job's amounts: allocated once, not once per running job
       for (std::size_t j = 0; j < running.size(); ++j) {
         auto it = index.find(running[j].queue);
         if (it == index.end())
           return Error{"running[" + std::to_string(j) + "].queue: no queue named \"" + running[j].queue + "\"",
                        ErrorCode::kUnknownName, "running[" + std::to_string(j) + "].queue"};
         running_queue[j] = it->second;
-        const Amounts a = assignment_amounts(running[j].tasks);
+        a.setZero();
+        add_amounts(a, running[j].tasks);
         usage[it->second] += a;
         queue_gpu_used[it->second] += gpu_total(a);
       }
