@@ -22,9 +22,10 @@
 //     node's gangs are restarted (elastic gangs above their minimum shrink instead).
 //
 // Events (arrival, completion, failure, repair, sample) are processed in time order, ties by kind
-// then sequence; after each batch of events at one instant (or, with `min_cycle_interval`, at most once
-// per interval), and every `cycle_period` seconds while jobs wait, the scheduling step runs. The state is updated incrementally (reserve and release of the
-// one ClusterState, fail_node/recover_node); it is never rebuilt. Everything is integer seconds and
+// then sequence; after each batch of events at one instant (or, with `min_cycle_interval`, at most
+// once per interval), and every `cycle_period` seconds while jobs wait, the scheduling step runs. The
+// state is updated incrementally (reserve and release of the one ClusterState,
+// fail_node/recover_node); it is never rebuilt. Everything is integer seconds and
 // milli-GPU-seconds, so a seed gives the same decisions and the same figures on every platform.
 //
 // Conservation (checked on every run, reported in SimResult::conservation):
