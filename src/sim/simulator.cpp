@@ -151,7 +151,7 @@ class Engine {
   std::vector<std::uint64_t> running_versions_;  // their JobState::version (the step's view of segments)
   std::size_t done_ = 0;
   bool tick_scheduled_ = false;      // the periodic cycle's tick (id 0) is in the queue
-  bool deferred_scheduled_ = false;  // a cycle deferred by min_cycle_interval (tick id 1) is
+  bool deferred_scheduled_ = false;  // a cycle deferred by min_cycle_interval (tick id 1) is in it
   Seconds last_cycle_ = -1;
 
   // time integrals
@@ -559,10 +559,12 @@ Result<SimResult> Engine::run() {
     }
     check_instant();
     if ((changed || tick) && !pending_.empty()) {
-      if (config_.min_cycle_interval > 0 && last_cycle_ >= 0 && t < last_cycle_ + config_.min_cycle_interval) {
-        // Too soon after the last cycle: it runs when the interval has passed (one deferred tick).
+      if (config_.min_cycle_interval > 0 && last_cycle_ >= 0 && t - last_cycle_ < config_.min_cycle_interval) {
+        // Too soon after the last cycle: it runs when the interval has passed (one deferred tick;
+        // an interval beyond the end of time defers it to the end of time, without overflow).
         if (!deferred_scheduled_) {
-          push(last_cycle_ + config_.min_cycle_interval, EventKind::kTick, 1);
+          const Seconds room = std::numeric_limits<Seconds>::max() - last_cycle_;
+          push(last_cycle_ + std::min(config_.min_cycle_interval, room), EventKind::kTick, 1);
           deferred_scheduled_ = true;
         }
       } else {
