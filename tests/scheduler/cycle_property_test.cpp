@@ -1,5 +1,6 @@
 // Properties of the scheduling cycle over long random runs (fixed seeds): random arrivals of rigid
-// and elastic gangs in two queues of one cohort, priorities, jobs finishing, node and GPU failures
+// and elastic gangs in two queues of one cohort (or in a queue tree without quotas, where fair-share
+// reclaim compares subtrees), priorities, jobs finishing, node and GPU failures
 // with recovery, cycle after cycle. After every cycle:
 //   - no job is evicted unless its preemptor starts in that cycle (or, when nominated, the next);
 //   - no pair of jobs preempts each other back and forth (A evicts B, later B evicts A);
@@ -26,15 +27,30 @@ struct World {
   std::set<std::string> finished;
 };
 
-void run_world(std::uint64_t seed, bool nominate, bool use_queues, int arrival_cycles, int max_cycles) {
+enum class Queues { kNone, kCohort, kTree };
+
+// Returns the number of fair-share evictions (so that a run can show the rule was exercised).
+int run_world(std::uint64_t seed, bool nominate, Queues queues, int arrival_cycles, int max_cycles) {
   CAPTURE(seed);
   CAPTURE(nominate);
-  CAPTURE(use_queues);
+  CAPTURE(static_cast<int>(queues));
   SplitMix64 rng(seed);
   World w{ClusterState::build(make_cluster(6, 4), GpuModelRegistry::builtin()).value(), {}, {}, {}, {}, {}, {}};
-  if (use_queues) {
+  std::vector<std::string> leaves;
+  if (queues == Queues::kCohort) {
     w.queues.push_back(queue(w.state, "a", 12, "c"));
     w.queues.push_back(queue(w.state, "b", 12, "c"));
+    leaves = {"a", "b"};
+  } else if (queues == Queues::kTree) {
+    // org (weight 1) over a (2) and b (1), beside x (1): no quotas, so every queue is open to
+    // fair-share reclaim, decided where the paths part (org against x, or a against b).
+    for (const char* name : {"org", "a", "b", "x"}) {
+      w.queues.push_back(queue(w.state, name, fairness::kNoLimit));
+      w.queues.back().nominal = fairness::Amounts();
+    }
+    w.queues[1].parent = w.queues[2].parent = "org";
+    w.queues[1].weight = 2;
+    leaves = {"a", "b", "x"};
   }
   CycleOptions options;
   options.preemptor_starts_next_cycle = nominate;
@@ -48,6 +64,7 @@ void run_world(std::uint64_t seed, bool nominate, bool use_queues, int arrival_c
   std::set<std::pair<std::string, std::string>> preempted;  // (preemptor, victim)
   std::vector<std::pair<NodeId, int>> down;                 // failed nodes and when they recover
   int next_job = 0;
+  int fair_share_evictions = 0;
   bool event_since_cycle = false;
 
   for (int cycle = 0; cycle < max_cycles; ++cycle) {
@@ -96,7 +113,7 @@ void run_world(std::uint64_t seed, bool nominate, bool use_queues, int arrival_c
         const std::int32_t tasks = 1 + static_cast<std::int32_t>(rng.next() % 3);
         const GpuCount gpus = GpuCount{1} << (rng.next() % 3);  // 1, 2 or 4
         const bool elastic = rng.next() % 5 == 0;
-        PendingJob p = job(w.state, name, use_queues ? (rng.next() % 2 ? "a" : "b") : "", tasks + (elastic ? 2 : 0), gpus,
+        PendingJob p = job(w.state, name, leaves.empty() ? "" : leaves[rng.next() % leaves.size()], tasks + (elastic ? 2 : 0), gpus,
                            static_cast<std::int32_t>(rng.next() % 4), now, elastic ? tasks : -1);
         p.preemptible = rng.next() % 10 != 0;
         p.restart_cost = static_cast<Seconds>(rng.next() % 20);
@@ -144,6 +161,7 @@ void run_world(std::uint64_t seed, bool nominate, bool use_queues, int arrival_c
                     e.for_job << " evicts " << e.job << " after " << e.job << " evicted " << e.for_job << " ("
                                                 << eviction_reason_name(e.reason) << ")");
       preempted.insert({e.for_job, e.job});
+      fair_share_evictions += e.reason == EvictionReason::kFairShare;
       if (e.whole) {
         const RunningJob& r = w.running.at(e.running);
         CHECK(e.tasks.size() == r.tasks.size());  // whole gangs only
@@ -162,16 +180,21 @@ void run_world(std::uint64_t seed, bool nominate, bool use_queues, int arrival_c
   CHECK(w.pending.empty());
   CHECK(w.running.empty());
   CHECK(w.finished.size() == static_cast<std::size_t>(next_job));
+  return fair_share_evictions;
 }
 
 }  // namespace
 
 TEST_CASE("random runs: no eviction without its preemptor, no back-and-forth, whole gangs, no over-commit, no starvation") {
   for (std::uint64_t seed = 1; seed <= 24; ++seed)
-    run_world(seed, seed % 2 == 0, seed % 3 != 0, 60, 400);
+    run_world(seed, seed % 2 == 0, seed % 3 != 0 ? Queues::kCohort : Queues::kNone, 60, 400);
+  int fair_share = 0;
+  for (std::uint64_t seed = 101; seed <= 112; ++seed) fair_share += run_world(seed, seed % 2 == 0, Queues::kTree, 60, 400);
+  CHECK(fair_share > 0);  // the tree runs do reclaim between subtrees
 }
 
 TEST_CASE("long random run with failures and nominations") {
-  run_world(4242, true, true, 300, 1200);
-  run_world(4243, false, true, 300, 1200);
+  run_world(4242, true, Queues::kCohort, 300, 1200);
+  run_world(4243, false, Queues::kCohort, 300, 1200);
+  run_world(4244, true, Queues::kTree, 300, 1200);
 }
