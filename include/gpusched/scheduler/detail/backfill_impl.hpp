@@ -395,13 +395,23 @@ class Profile {
     f.rollback(marks.back().checkpoint);
     if (marks.back().time == t) return f;
     Mark m = marks.back();
-    for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running)
+    for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running) {
+      prefetch_ahead(m.running);
       (void)f.release_journaled(*running_[m.running].assignment);
+    }
     cursor_steps_ += m.running - marks.back().running;
     m.time = t;
     m.checkpoint = f.checkpoint();
     marks.push_back(m);
     return f;
+  }
+
+  // The walk is bound by memory latency: each release reads a task assignment somewhere in the
+  // caller's running jobs, then its GPU list (perf: half of ClusterState::release's samples were the
+  // load of the assignment's node). Fetching them a few releases ahead hides most of it.
+  void prefetch_ahead(std::size_t i) const {
+    if (i + 8 < running_.size()) __builtin_prefetch(running_[i + 8].assignment);
+    if (i + 4 < running_.size()) __builtin_prefetch(running_[i + 4].assignment->gpus.data());
   }
 
   ClusterState& state_;
