@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/core/random.hpp"
 #include "cluster_test_util.hpp"
 #include "test_util.hpp"
 
@@ -170,6 +171,59 @@ TEST_CASE("reserve refuses invalid assignments and changes nothing; rollback res
   REQUIRE(s.release(TaskAssignment{1, {0, 1}, 1000, 0, 1000, kGiB}).ok());
   CHECK(s.same_allocation_as(before));
   CHECK_FALSE(s.release(TaskAssignment{1, {0, 1}, 1000, 0, 1000, kGiB}).ok());
+}
+
+TEST_CASE("try_reserve accepts exactly what reserve accepts, over random assignments") {
+  // Two models, partly used and unhealthy GPUs, a cordoned node, a node with a label; requests of
+  // whole GPUs, shares and GPU memory, some restricted to one model or to the label; assignments
+  // right, wrong in one field, or anywhere (duplicates, out of range). reserve and try_reserve run on
+  // two copies and must agree, and leave the copies equal.
+  NodeSpec labelled = make_node("d", 16000, 64 * kGiB, 4, "H100-80GB");
+  labelled.labels = {{"pool", "x"}};
+  Cluster c({make_node("a", 8000, 8 * kGiB, 4, "A100-80GB", {0, 300, 1000}),
+             make_node("b", 8000, 16 * kGiB, 8, "H100-80GB", {500}), make_node("c", 4000, 8 * kGiB, 2, "A100-80GB"),
+             labelled});
+  ClusterState base = build(c);
+  REQUIRE(base.cordon(2).ok());
+  REQUIRE(base.set_gpu_health(1, 3, false).ok());
+  SplitMix64 rng(2026);
+  ClusterState quiet = base, loud = base;
+  int accepted = 0, refused = 0;
+  for (int step = 0; step < 4000; ++step) {
+    TaskShape shape;
+    shape.cpu = static_cast<MilliCpu>(rng.below(3) * 1000);
+    shape.memory = static_cast<Bytes>(rng.below(3)) * kGiB;
+    shape.gpus = static_cast<GpuCount>(rng.below(4));
+    shape.gpu_milli = shape.gpus == 1 && rng.below(2) ? static_cast<MilliGpu>(100 * (1 + rng.below(9))) : kMilliPerGpu;
+    shape.gpu_memory = rng.below(4) == 0 ? static_cast<Bytes>(10 + rng.below(80)) * kGiB : 0;
+    if (shape.gpus == 0) shape.gpu_milli = shape.gpu_memory = 0;
+    std::vector<std::string_view> models;
+    if (rng.below(4) == 0) models.push_back(rng.below(2) ? "A100-80GB" : "H100-80GB");
+    std::vector<Label> selector;
+    if (rng.below(6) == 0) selector.push_back({"pool", "x"});
+    auto compiled = quiet.compile(shape, models, selector);
+    REQUIRE(compiled.ok());
+    const TaskRequest& r = compiled.value();
+    TaskAssignment a;
+    a.node = static_cast<NodeId>(rng.below(5));  // node 4 does not exist
+    const std::size_t n_gpus = rng.below(5) == 0 ? rng.below(4) : static_cast<std::size_t>(shape.gpus);
+    for (std::size_t i = 0; i < n_gpus; ++i) a.gpus.push_back(static_cast<GpuIndex>(rng.below(9)));
+    a.gpu_milli = rng.below(10) == 0 ? 700 : shape.gpu_milli;
+    a.gpu_memory = shape.gpu_memory;
+    a.cpu = rng.below(10) == 0 ? 1 : shape.cpu;
+    a.memory = shape.memory;
+    const bool loud_ok = loud.reserve(r, a).ok();
+    CAPTURE(step);
+    CHECK(quiet.try_reserve(r, a) == loud_ok);
+    (loud_ok ? accepted : refused) += 1;
+    if (rng.below(8) == 0) {  // undo a few, so that the cluster does not just fill up
+      quiet.rollback(quiet.checkpoint() > 3 ? quiet.checkpoint() - 3 : 0);
+      loud.rollback(loud.checkpoint() > 3 ? loud.checkpoint() - 3 : 0);
+    }
+    REQUIRE(quiet.same_allocation_as(loud));
+  }
+  CHECK(accepted > 200);  // both kinds were exercised
+  CHECK(refused > 200);
 }
 
 TEST_CASE("NodeBitset iterates members in order across word and summary boundaries") {

@@ -397,6 +397,9 @@ class ClusterState {
   // Applies an assignment built by a GPU picker (see gpusched/packing). Refused with an error if
   // invalid; then nothing changes.
   Status reserve(const TaskRequest& request, const TaskAssignment& assignment);
+  // reserve() for what-if searches that expect refusals: false, nothing changed and no message
+  // built, where reserve() would refuse (a refusal's message cost a third of a backfill plan).
+  bool try_reserve(const TaskRequest& request, const TaskAssignment& assignment);
   // Gives back what an earlier reservation took (a task finishing, in the simulator). Refused if it
   // would free more than is used. On a removed node: accepted, nothing changes.
   Status release(const TaskAssignment& assignment);
@@ -496,6 +499,8 @@ class ClusterState {
   void sync_mig_availability(NodeId n);
   Status parse_mig_gpu(const ClusterView& view, std::size_t n, std::size_t g, GpuModelId model, ParsedNode& out);
   Status validate_mig(const TaskRequest& request, const TaskAssignment& a) const;
+  // validate() without messages: whether it would accept (MIG tasks: by validate itself).
+  bool acceptable(const TaskRequest& request, const TaskAssignment& a) const;
   bool node_can_serve_mig(NodeId n, const TaskRequest& request) const;
   void apply_mig(const TaskAssignment& a, int sign);
   void reindex(NodeId n, std::int32_t old_idle, bool old_partial);

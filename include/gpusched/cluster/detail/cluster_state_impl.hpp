@@ -700,6 +700,36 @@ GPUSCHED_DECL Status ClusterState::validate(const TaskRequest& request, const Ta
   return {};
 }
 
+GPUSCHED_DECL bool ClusterState::acceptable(const TaskRequest& request, const TaskAssignment& a) const {
+  if (a.node >= node_count()) return false;
+  if (request.mig.any() || a.is_mig()) return validate(request, a).ok();
+  if (check_fit(a.node, request) != FitReason::kFits) return false;
+  const TaskShape& shape = request.shape;
+  if (a.cpu != shape.cpu || a.memory != shape.memory || a.gpu_memory != shape.gpu_memory || a.gpu_milli != shape.gpu_milli)
+    return false;
+  const std::size_t want = shape.needs_gpu() ? static_cast<std::size_t>(shape.gpus) : 0;
+  if (a.gpus.size() != want) return false;
+  if (a.gpus.size() > 32) return validate(request, a).ok();  // the sorting duplicate check
+  for (std::size_t i = 0; i < a.gpus.size(); ++i) {
+    const GpuIndex g = a.gpus[i];
+    if (g >= gpu_count(a.node)) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (a.gpus[j] == g) return false;
+    const std::uint32_t gi = gpu_begin_[a.node] + g;
+    if (!(request.models & model_bit(gpu_model_[gi])) || gpu_free_milli_[gi] < shape.gpu_milli ||
+        gpu_free_memory_[gi] < shape.gpu_memory)
+      return false;
+  }
+  return true;
+}
+
+GPUSCHED_DECL bool ClusterState::try_reserve(const TaskRequest& request, const TaskAssignment& assignment) {
+  if (!acceptable(request, assignment)) return false;
+  apply(assignment, -1);
+  journal(assignment, false);
+  return true;
+}
+
 GPUSCHED_DECL Status ClusterState::reserve(const TaskRequest& request, const TaskAssignment& assignment) {
   if (auto st = validate(request, assignment); !st) return st;
   apply(assignment, -1);

@@ -331,23 +331,10 @@ class Profile {
 
   // Takes again, on top of `state`, what a claim holds. What is no longer free (another claim or
   // running work holds it during the tested interval) is taken as far as it is free.
-  // Whether a whole-GPU or shared task's assignment still has its node's CPU and memory and its GPUs'
-  // free share: when not, reserve() would refuse it too, but only after building an error message,
-  // which was a third of a conservative plan's time (perf, docs/simulate.md).
-  static bool host_and_gpus_free(const ClusterState& state, const TaskAssignment& a) {
-    const NodeId n = a.node;
-    if (n >= state.node_count() || !state.eligible(n) || state.cpu_free(n) < a.cpu || state.memory_free(n) < a.memory)
-      return false;
-    for (const GpuIndex g : a.gpus)
-      if (g >= state.gpu_count(n) || state.gpu_free_milli(n, g) < a.gpu_milli || state.gpu_free_memory(n, g) < a.gpu_memory)
-        return false;
-    return true;
-  }
-
   static void overlay(ClusterState& state, const Claim& claim) {
     for (const TaskPlacement& t : *claim.placement) {
       const TaskAssignment& a = t.assignment;
-      if ((a.is_mig() || host_and_gpus_free(state, a)) && state.reserve(claim.spec->groups[t.group].request, a).ok()) continue;
+      if (state.try_reserve(claim.spec->groups[t.group].request, a)) continue;
       if (a.is_mig() || a.node >= state.node_count() || !state.eligible(a.node)) continue;
       const NodeId n = a.node;
       TaskRequest host;
@@ -395,6 +382,8 @@ class Profile {
     f.rollback(marks.back().checkpoint);
     if (marks.back().time == t) return f;
     Mark m = marks.back();
+    for (std::size_t i = m.running; i < m.running + 8 && i < running_.size() && running_[i].end <= t; ++i)
+      __builtin_prefetch(running_[i].assignment);
     for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running) {
       prefetch_ahead(m.running);
       (void)f.release_journaled(*running_[m.running].assignment);
