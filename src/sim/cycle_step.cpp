@@ -46,10 +46,23 @@ class CycleStep {
   scheduler::CycleOptions options_;
   std::vector<fairness::QueueConfig> queues_;
   bool queues_built_ = false;
-  std::vector<scheduler::RunningJob> running_, next_;
-  std::vector<std::uint32_t> running_ids_, next_ids_;                // running_'s job ids (ascending)
-  std::vector<std::uint64_t> running_versions_, next_versions_;      // their segments' versions
-  std::vector<SegmentClock> clocks_, next_clocks_;                   // and clocks
+  // The running jobs as the cycle sees them, kept between cycles in slots: a job keeps its slot while
+  // it runs, a new one takes a slot at the end, and a job that stopped gives its slot to the last
+  // one. Maintaining the list costs O(changes) moves per cycle, not a move of every running job.
+  struct Slot {
+    std::uint32_t job = 0;
+    SegmentClock clock;
+    std::int64_t las_base = 0;  // LAS: service attained before this segment, less the promotion discount
+  };
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+  std::vector<scheduler::RunningJob> running_;  // by slot
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> slot_of_job_;  // job id -> slot, kNoSlot when not running
+  // With queues: their usage by the slots' jobs, kept as slots change (the cycle then reads the sums
+  // instead of summing every running job: CycleOptions::usage).
+  scheduler::RunningUsage usage_;
+  std::vector<std::uint32_t> seen_ids_;      // the last cycle's running jobs (ascending id)
+  std::vector<std::uint64_t> seen_versions_;  // and their segments' versions
   std::vector<scheduler::PendingJob> pending_;
   std::vector<std::uint32_t> pending_ids_;
   bool elastic_known_ = false, any_elastic_ = false;
@@ -99,58 +112,97 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   if (!elastic_known_) {
     elastic_known_ = true;
     for (const SimJob& j : v.jobs) any_elastic_ = any_elastic_ || (j.min_tasks >= 0 && j.min_tasks < j.tasks);
+    // Without elastic jobs no running job can grow: the cycle's stage 4 would scan them for nothing.
+    options_.grow_elastic = any_elastic_;
   }
   const bool needs_running = p_.preempt || drf || any_elastic_ || p_.backfill != BackfillMode::kNone;
-  // The list is kept between cycles in v.running's order (ascending job id): an entry is moved to its
-  // new position, and its segment's facts (tasks, start) are copied again only when the job's segment
-  // changed (JobState::version); what changes with time alone is refreshed every cycle. Rebuilding
-  // every entry every cycle was most of a run's time on a thousand nodes (benchmarks/README.md).
-  const bool refresh_priority = p_.preempt || any_elastic_;
+  // A slot's segment facts (tasks, start) are copied again only when the job's segment changed
+  // (JobState::version); what changes with time alone is refreshed every cycle, from the slot (a
+  // read of the engine's job table is random access into every job of the trace).
+  // Only LAS and SRTF priorities change with time (the others are the job's own, set when filled).
+  const bool refresh_priority =
+      (p_.preempt || any_elastic_) && (p_.order == QueueOrder::kLas || p_.order == QueueOrder::kSrtf);
   const bool refresh_estimate = p_.backfill != BackfillMode::kNone;
-  next_.clear();
-  next_ids_.clear();
-  next_versions_.clear();
-  next_clocks_.clear();
-  std::size_t old = 0;
+  const bool las = p_.order == QueueOrder::kLas;
+  const bool track_usage = !queues_.empty();
+  options_.usage = track_usage ? &usage_ : nullptr;
+  if (slot_of_job_.size() != v.jobs.size()) slot_of_job_.assign(v.jobs.size(), kNoSlot);
+  // What changed since the last cycle, from a walk of this cycle's (job, version) lists beside the
+  // last cycle's, both in ascending job id: sequential reads, and the slots are touched only for
+  // the jobs that started, stopped or changed segment.
   const std::size_t n_running = needs_running ? v.running.size() : 0;
-  for (std::size_t i = 0; i < n_running; ++i) {
-    // Only a job whose segment changed (or, for preempting and elastic policies, a priority) is read
-    // from the engine's job table, random access into every job of the trace; the rest comes from
-    // this list, in order.
-    const std::uint32_t r = v.running[i];
-    while (old < running_ids_.size() && running_ids_[old] < r) ++old;
-    const bool kept = old < running_ids_.size() && running_ids_[old] == r && running_versions_[old] == v.running_versions[i];
-    next_.push_back(kept ? std::move(running_[old]) : scheduler::RunningJob{});
-    next_clocks_.push_back(kept ? clocks_[old] : SegmentClock::of(v.jobs[r], v.state[r]));
-    scheduler::RunningJob& rj = next_.back();
-    const SegmentClock& clock = next_clocks_.back();
-    if (!kept) {
-      const JobState& s = v.state[r];
-      const SimJob& job = v.jobs[r];
-      rj.name = job.name;
-      rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
-      rj.start_time = s.seg_start;
-      rj.restart_cost = job.restart_cost;
-      rj.preemptible = job.preemptible;
-      const std::int32_t min = s.spec.groups[0].min_replicas;
-      rj.min_tasks = min < job.tasks ? min : -1;
-      rj.max_tasks = job.tasks;
-      rj.submit_time = job.submit;
-      rj.tasks.clear();
-      for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
+  std::size_t old = 0;
+  const auto vacate = [&](std::uint32_t job) {
+    const std::uint32_t at = slot_of_job_[job];
+    slot_of_job_[job] = kNoSlot;
+    if (track_usage) usage_.add(state, running_[at], -1);
+    if (at + 1 != slots_.size()) {
+      slots_[at] = slots_.back();
+      running_[at] = std::move(running_.back());
+      slot_of_job_[slots_[at].job] = at;
     }
-    // The cycle reads a running job's priority only to choose victims and the order of elastic
-    // grows, its last checkpoint only to price a victim, and its estimate only for backfill.
-    if (!kept || refresh_priority) rj.priority = order_key(p_, v, r);
-    if (!kept || p_.preempt) rj.last_checkpoint = clock.last_checkpoint(v.now);
-    if (!kept || refresh_estimate) rj.runtime_estimate = std::max<Seconds>(1, clock.expected_end(v.now) - clock.seg_start);
-    next_ids_.push_back(r);
-    next_versions_.push_back(v.running_versions[i]);
+    slots_.pop_back();
+    running_.pop_back();
+  };
+  for (std::size_t i = 0; i < n_running; ++i) {
+    const std::uint32_t r = v.running[i];
+    for (; old < seen_ids_.size() && seen_ids_[old] < r; ++old) vacate(seen_ids_[old]);
+    const bool known = old < seen_ids_.size() && seen_ids_[old] == r;
+    if (known && seen_versions_[old++] == v.running_versions[i]) continue;
+    std::uint32_t at = slot_of_job_[r];
+    if (at == kNoSlot) {
+      at = static_cast<std::uint32_t>(slots_.size());
+      slot_of_job_[r] = at;
+      slots_.emplace_back();
+      running_.emplace_back();
+    } else if (track_usage) {
+      usage_.add(state, running_[at], -1);
+    }
+    const JobState& s = v.state[r];
+    const SimJob& job = v.jobs[r];
+    slots_[at] = {r, SegmentClock::of(job, s), s.attained - s.las_discount};
+    scheduler::RunningJob& rj = running_[at];
+    rj.name = job.name;
+    rj.queue = named_queues ? (job.queue.empty() ? kDefaultQueue : job.queue) : one_queue;
+    rj.start_time = s.seg_start;
+    rj.restart_cost = job.restart_cost;
+    rj.preemptible = job.preemptible;
+    const std::int32_t min = s.spec.groups[0].min_replicas;
+    rj.min_tasks = min < job.tasks ? min : -1;
+    rj.max_tasks = job.tasks;
+    rj.submit_time = job.submit;
+    rj.tasks.clear();
+    for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
+    rj.priority = order_key(p_, v, r);
+    rj.last_checkpoint = slots_[at].clock.last_checkpoint(v.now);
+    rj.runtime_estimate = std::max<Seconds>(1, slots_[at].clock.expected_end(v.now) - slots_[at].clock.seg_start);
+    if (track_usage) usage_.add(state, rj);
   }
-  running_.swap(next_);
-  running_ids_.swap(next_ids_);
-  running_versions_.swap(next_versions_);
-  clocks_.swap(next_clocks_);
+  for (; old < seen_ids_.size(); ++old) vacate(seen_ids_[old]);
+  seen_ids_.assign(v.running.begin(), v.running.begin() + static_cast<std::ptrdiff_t>(n_running));
+  seen_versions_.assign(v.running_versions.begin(), v.running_versions.begin() + static_cast<std::ptrdiff_t>(n_running));
+  // The cycle reads a running job's priority only to choose victims and the order of elastic grows,
+  // its last checkpoint only to price a victim, and its estimate only for backfill.
+  const bool refresh = refresh_priority || p_.preempt || refresh_estimate;
+  for (std::size_t at = 0; refresh && at < slots_.size(); ++at) {
+    const Slot& slot = slots_[at];
+    scheduler::RunningJob& rj = running_[at];
+    if (refresh_priority) {
+      if (las) {
+        // order_key's LAS queue of a running job, from the slot: attained service grows at the
+        // segment's rate (a running job is never starving).
+        const std::int64_t attained = slot.las_base + slot.clock.rate * (v.now - slot.clock.seg_start);
+        std::int32_t q = 0;
+        for (std::int64_t t : p_.las_thresholds)
+          if (attained >= t) ++q;
+        rj.priority = -q;
+      } else {
+        rj.priority = order_key(p_, v, slot.job);
+      }
+    }
+    if (p_.preempt) rj.last_checkpoint = slot.clock.last_checkpoint(v.now);
+    if (refresh_estimate) rj.runtime_estimate = std::max<Seconds>(1, slot.clock.expected_end(v.now) - slot.clock.seg_start);
+  }
   pending_.clear();
   pending_ids_.clear();
   for (std::uint32_t j : v.pending) {
@@ -179,7 +231,7 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     return d;
   }
   for (const scheduler::Eviction& e : decisions->evictions) {
-    const std::uint32_t job = v.running[e.running];  // running_ is v.running in order when not empty
+    const std::uint32_t job = slots_[e.running].job;
     if (e.whole) d.evict.push_back(job);
     else d.shrink.push_back({job, e.tasks});
   }
@@ -190,7 +242,7 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     d.starts.push_back(std::move(s));
   }
   for (const scheduler::Grow& g : decisions->grows) {
-    Start s{v.running[g.running], {}};
+    Start s{slots_[g.running].job, {}};
     std::uint32_t replica = 0;
     for (const scheduler::RunningTask& t : g.tasks) s.tasks.push_back({0, replica++, t.assignment});
     d.grows.push_back(std::move(s));

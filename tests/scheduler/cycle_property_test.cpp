@@ -65,6 +65,7 @@ int run_world(std::uint64_t seed, bool nominate, Queues queues, int arrival_cycl
   std::vector<std::pair<NodeId, int>> down;                 // failed nodes and when they recover
   int next_job = 0;
   int fair_share_evictions = 0;
+  int usage_checks = 0;
   bool event_since_cycle = false;
 
   for (int cycle = 0; cycle < max_cycles; ++cycle) {
@@ -128,9 +129,38 @@ int run_world(std::uint64_t seed, bool nominate, Queues queues, int arrival_cycl
     // what the state holds.
     check_no_overcommit(w.state, w.running);
 
+    // Every third cycle with queues: the same cycle given the queues' usage as a caller keeps it
+    // (RunningUsage) decides the same (a dry run, before the real one).
+    std::optional<CycleDecisions> with_usage;
+    if (!w.queues.empty() && cycle % 3 == 0) {
+      RunningUsage usage;
+      for (const RunningJob& r : w.running) usage.add(w.state, r);
+      CycleOptions kept = options;
+      kept.dry_run = true;
+      kept.usage = &usage;
+      auto r = run_cycle(w.state, w.running, w.pending, w.queues, now, kept, held);
+      REQUIRE(r.ok());
+      with_usage = std::move(*r);
+    }
     auto result = run_cycle(w.state, w.running, w.pending, w.queues, now, options, held);
     REQUIRE(result.ok());
     const CycleDecisions& d = *result;
+    if (with_usage) {
+      REQUIRE(with_usage->starts.size() == d.starts.size());
+      for (std::size_t i = 0; i < d.starts.size(); ++i) {
+        CHECK(with_usage->starts[i].job == d.starts[i].job);
+        REQUIRE(with_usage->starts[i].tasks.size() == d.starts[i].tasks.size());
+        for (std::size_t t = 0; t < d.starts[i].tasks.size(); ++t) {
+          CHECK(with_usage->starts[i].tasks[t].assignment.node == d.starts[i].tasks[t].assignment.node);
+          CHECK(with_usage->starts[i].tasks[t].assignment.gpus == d.starts[i].tasks[t].assignment.gpus);
+        }
+      }
+      REQUIRE(with_usage->evictions.size() == d.evictions.size());
+      for (std::size_t i = 0; i < d.evictions.size(); ++i) CHECK(with_usage->evictions[i].job == d.evictions[i].job);
+      CHECK(with_usage->waiting.size() == d.waiting.size());
+      CHECK(with_usage->grows.size() == d.grows.size());
+      ++usage_checks;
+    }
     std::set<std::string> started;
     for (const Start& s : d.starts) {
       started.insert(s.job);
@@ -180,6 +210,7 @@ int run_world(std::uint64_t seed, bool nominate, Queues queues, int arrival_cycl
   CHECK(w.pending.empty());
   CHECK(w.running.empty());
   CHECK(w.finished.size() == static_cast<std::size_t>(next_job));
+  CHECK((w.queues.empty() || usage_checks > 0));  // the kept-usage comparison ran
   return fair_share_evictions;
 }
 

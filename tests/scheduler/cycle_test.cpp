@@ -487,3 +487,67 @@ TEST_CASE("backfill: the first blocked job's reservation is protected; a short j
     CHECK(d2.reservations.empty());
   }
 }
+
+TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions without summing the running jobs") {
+  // The fair-share reclaim case above (b holds 16 GPUs in two jobs, a's 8-GPU job takes one back),
+  // with the usage kept by the caller: the same eviction and start.
+  auto state = cluster(2);
+  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit)};
+  for (auto& q : queues) q.nominal = fairness::Amounts();
+  std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
+  std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
+  RunningUsage usage;
+  for (const RunningJob& r : running) usage.add(state, r);
+  REQUIRE(usage.queues().size() == 1);
+  CHECK(usage.queues()[0].name == "b");
+  CHECK(usage.queues()[0].jobs == 2);
+  const GpuModelId model = state.gpu_model(0, 0);
+  CHECK(usage.queues()[0].gpu_milli.at(model) == 16'000);
+
+  CycleOptions o;
+  o.dry_run = true;
+  const auto plain = run_cycle(state, running, pending, queues, 100, o).value();
+  o.usage = &usage;
+  const auto kept = run_cycle(state, running, pending, queues, 100, o).value();
+  REQUIRE(kept.evictions.size() == 1);
+  CHECK(kept.evictions[0].job == plain.evictions.at(0).job);
+  CHECK(kept.evictions[0].reason == EvictionReason::kFairShare);
+  CHECK(names(kept.starts) == names(plain.starts));
+  CHECK(names(kept.starts) == std::vector<std::string>{"a1"});
+
+  SUBCASE("an elastic job's shed tasks, then the job itself: nothing left") {
+    auto s2 = cluster(1);
+    const RunningJob e = run(s2, "e", "b", 0, 0, 2, 4);
+    RunningUsage u;
+    u.add(s2, e);
+    CHECK(u.queues()[0].gpu_milli.at(model) == 8'000);
+    u.add(s2, "b", std::span<const RunningTask>(e.tasks).subspan(1), -1, false);  // sheds its second task
+    CHECK(u.queues()[0].jobs == 1);
+    CHECK(u.queues()[0].gpu_milli.at(model) == 4'000);
+    u.add(s2, "b", std::span<const RunningTask>(e.tasks).first(1), -1);  // ends
+    CHECK(u.queues()[0].jobs == 0);
+    CHECK(u.queues()[0].cpu == 0);
+    CHECK(u.queues()[0].memory == 0);
+    CHECK(u.queues()[0].gpu_milli.at(model) == 0);
+  }
+  SUBCASE("sums naming a queue that is not a leaf: the cycle sums the jobs and names the one to blame") {
+    std::vector<fairness::QueueConfig> tree = queues;
+    tree.push_back(queue(state, "leaf", fairness::kNoLimit));
+    tree.back().nominal = fairness::Amounts();
+    tree.back().parent = "b";
+    auto r = run_cycle(state, running, pending, tree, 100, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().field == "running[0].queue");
+  }
+#ifndef NDEBUG
+  SUBCASE("sums that differ from the running jobs are refused where assertions are on") {
+    RunningUsage wrong;
+    wrong.add(state, running[0]);
+    o.usage = &wrong;
+    auto r = run_cycle(state, running, pending, queues, 100, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == ErrorCode::kInconsistent);
+    CHECK(r.error().field == "options.usage");
+  }
+#endif
+}

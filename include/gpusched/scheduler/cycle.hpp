@@ -115,7 +115,37 @@ struct PendingJob {
 // Kueue's reclaimWithinCohort.
 enum class CohortReclaim : std::uint8_t { kNever, kLowerPriority, kAny };
 
+// The running jobs' usage per queue, kept by a caller between cycles (optional: CycleOptions::usage).
+// Without it every cycle with queues sums the tasks of every running job, O(running tasks) per
+// cycle: most of a cycle's time where few jobs change between cycles (a simulator on 10,000 nodes
+// with ~20,000 running jobs, benchmarks/README.md). With it a cycle reads the sums, O(queues x GPU
+// models). The caller adds a job's tasks when it starts or grows and subtracts them when it ends, is
+// evicted or shrinks, against the state the cycle runs on (GPU models by its registry). The sums must
+// be those of the `running` given to the cycle: builds with assertions (no NDEBUG) check it and
+// refuse the cycle (kInconsistent) when they differ.
+class RunningUsage {
+ public:
+  struct Queue {
+    std::string name;
+    std::int64_t jobs = 0;  // jobs added less jobs subtracted
+    std::int64_t cpu = 0, memory = 0;
+    std::vector<std::int64_t> gpu_milli;  // by GpuModelId: of each task's first GPU, as the cycle counts
+  };
+  // Adds (sign +1) or subtracts (sign -1) the tasks a running job of queue `queue` holds (a job's
+  // count changes with `count_job`: false for tasks a job gains or sheds while it keeps running).
+  void add(const ClusterState& state, std::string_view queue, std::span<const RunningTask> tasks, int sign = 1,
+           bool count_job = true);
+  void add(const ClusterState& state, const RunningJob& job, int sign = 1) { add(state, job.queue, job.tasks, sign); }
+  std::span<const Queue> queues() const { return queues_; }
+  void clear() { queues_.clear(); }
+
+ private:
+  std::vector<Queue> queues_;  // in order of first use (a few queues: found by a linear scan)
+};
+
 struct CycleOptions {
+  // The running jobs' usage per queue, when the caller keeps it (see RunningUsage); null: summed.
+  const RunningUsage* usage = nullptr;
   GangOptions placement;           // how gangs are placed (policy, effort); dry_run is managed here
   PreemptionOptions preemption;    // within-queue rule, min runtime, checkpoint-aware cost
   bool preempt = true;             // stage 2 at all

@@ -35,6 +35,27 @@ GPUSCHED_DECL const Waiting* CycleDecisions::find_waiting(std::string_view job) 
   return nullptr;
 }
 
+GPUSCHED_DECL void RunningUsage::add(const ClusterState& state, std::string_view queue, std::span<const RunningTask> tasks,
+                                     int sign, bool count_job) {
+  auto it = std::find_if(queues_.begin(), queues_.end(), [&](const Queue& q) { return q.name == queue; });
+  if (it == queues_.end()) {
+    queues_.push_back({std::string(queue), 0, 0, 0, {}});
+    it = queues_.end() - 1;
+  }
+  Queue& q = *it;
+  if (count_job) q.jobs += sign;
+  for (const RunningTask& t : tasks) {
+    const TaskAssignment& a = t.assignment;
+    q.cpu += sign * a.cpu;
+    q.memory += sign * a.memory;
+    // The cycle's rule (detail::gpu_dim_of): a task's GPUs count on the model of its first GPU.
+    if (a.gpus.empty() || a.node >= state.node_count()) continue;
+    const GpuModelId model = state.gpu_model(a.node, a.gpus.front());
+    if (q.gpu_milli.size() <= model) q.gpu_milli.resize(static_cast<std::size_t>(model) + 1, 0);
+    q.gpu_milli[model] += sign * static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
+  }
+}
+
 namespace detail {
 
 using fairness::Amounts;
@@ -142,7 +163,9 @@ struct CycleRun {
   std::vector<std::size_t> queue_of_node;
   std::vector<char> leaf;
   std::vector<std::int64_t> queue_parent;  // index of each queue's parent queue (-1: under the root)
-  std::vector<std::size_t> running_queue;  // queue index of each running job (0 without queues)
+  std::unordered_map<std::string_view, std::size_t> queue_index;  // by name (with queues)
+  std::vector<std::size_t> running_queue;  // queue index of each running job: read through queue_of()
+  bool running_queue_known = false;
   std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension (with queues only)
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
@@ -224,37 +247,36 @@ struct CycleRun {
     }
 
     const std::size_t nq = queue_count();
-    running_queue.assign(running.size(), 0);
     queue_gpu_used.assign(nq, 0);
     victim_mark.assign(running.size(), kRulesOnly);
     std::vector<Amounts> usage(nq, Amounts::Zero(dims));
     if (fair) {
-      std::unordered_map<std::string_view, std::size_t> index;
-      for (std::size_t q = 0; q < queues.size(); ++q) index.emplace(queues[q].name, q);
-      Amounts a = Amounts::Zero(dims);  // one job's amounts: allocated once, not once per running job
-      for (std::size_t j = 0; j < running.size(); ++j) {
-        auto it = index.find(running[j].queue);
-        if (it == index.end())
-          return Error{"running[" + std::to_string(j) + "].queue: no queue named \"" + running[j].queue + "\"",
-                       ErrorCode::kUnknownName, "running[" + std::to_string(j) + "].queue"};
-        running_queue[j] = it->second;
-        a.setZero();
-        add_amounts(a, running[j].tasks);
-        usage[it->second] += a;
-        queue_gpu_used[it->second] += gpu_total(a);
-      }
+      for (std::size_t q = 0; q < queues.size(); ++q) queue_index.emplace(queues[q].name, q);
       leaf.assign(nq, 1);
       std::vector<std::int64_t>& parent = queue_parent;
       parent.assign(nq, -1);
       for (std::size_t q = 0; q < nq; ++q)
         if (!queues[q].parent.empty()) {
-          parent[q] = static_cast<std::int64_t>(index.at(queues[q].parent));
+          parent[q] = static_cast<std::int64_t>(queue_index.at(queues[q].parent));
           leaf[static_cast<std::size_t>(parent[q])] = 0;
         }
-      for (std::size_t j = 0; j < running.size(); ++j)
-        if (!leaf[running_queue[j]])
-          return Error{"running[" + std::to_string(j) + "].queue: \"" + running[j].queue + "\" has child queues",
-                       ErrorCode::kInconsistent, "running[" + std::to_string(j) + "].queue"};
+      // The caller's sums when it keeps them and they name only leaf queues (otherwise the sum over
+      // the running jobs finds the job to blame).
+      bool summed = options.usage != nullptr && usage_from_tally(*options.usage, usage);
+#ifndef NDEBUG
+      if (summed) {
+        std::vector<Amounts> check(nq, Amounts::Zero(dims));
+        std::vector<std::int64_t> check_gpu = queue_gpu_used;
+        queue_gpu_used.assign(nq, 0);
+        if (Status st = sum_running(check); !st) return st;
+        for (std::size_t q = 0; q < nq; ++q)
+          if (check[q] != usage[q] || check_gpu[q] != queue_gpu_used[q])
+            return Error{"options.usage: queue \"" + queues[q].name + "\" differs from the sum of its running jobs",
+                         ErrorCode::kInconsistent, "options.usage"};
+      }
+#endif
+      if (!summed)
+        if (Status st = sum_running(usage); !st) return st;
       std::vector<fairness::QueueQuota> quotas;
       for (const auto& c : queues) quotas.push_back({c.name, c.cohort, c.nominal, c.borrowing_limit, c.lending_limit});
       auto b = fairness::QuotaBook::build(static_cast<std::size_t>(dims), std::move(quotas));
@@ -295,6 +317,77 @@ struct CycleRun {
       leaf.assign(1, 1);
     }
     return {};
+  }
+
+  // Sums the running jobs' usage per queue (and learns each one's queue): O(running tasks).
+  Status sum_running(std::vector<Amounts>& usage) {
+    running_queue.assign(running.size(), 0);
+    // A run of jobs of one queue is looked up once; the sums go straight into the queue's usage.
+    std::size_t last = SIZE_MAX;
+    for (std::size_t j = 0; j < running.size(); ++j) {
+      const std::string& name = running[j].queue;
+      if (last == SIZE_MAX || name != queues[last].name) {
+        auto it = queue_index.find(name);
+        if (it == queue_index.end())
+          return Error{"running[" + std::to_string(j) + "].queue: no queue named \"" + name + "\"",
+                       ErrorCode::kUnknownName, "running[" + std::to_string(j) + "].queue"};
+        last = it->second;
+        if (!leaf[last])
+          return Error{"running[" + std::to_string(j) + "].queue: \"" + name + "\" has child queues",
+                       ErrorCode::kInconsistent, "running[" + std::to_string(j) + "].queue"};
+      }
+      running_queue[j] = last;
+      Amounts& u = usage[last];
+      for (const RunningTask& t : running[j].tasks) {
+        const TaskAssignment& a = t.assignment;
+        u[fairness::ResourceSpace::kCpu] += a.cpu;
+        u[fairness::ResourceSpace::kMemory] += a.memory;
+        const Eigen::Index d = gpu_dim_of(state, space, dim_of_model, a);
+        if (d < 0) continue;
+        const std::int64_t gpu = static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
+        u[d] += gpu;
+        queue_gpu_used[last] += gpu;
+      }
+    }
+    running_queue_known = true;
+    return {};
+  }
+
+  // The caller's per-queue sums as usage, when every queue they name with running jobs is a leaf.
+  bool usage_from_tally(const RunningUsage& tally, std::vector<Amounts>& usage) {
+    for (const RunningUsage::Queue& t : tally.queues()) {
+      auto it = queue_index.find(t.name);
+      const bool empty = t.jobs == 0 && t.cpu == 0 && t.memory == 0 &&
+                         std::all_of(t.gpu_milli.begin(), t.gpu_milli.end(), [](std::int64_t g) { return g == 0; });
+      if (empty) continue;
+      if (it == queue_index.end() || !leaf[it->second]) return false;
+    }
+    for (const RunningUsage::Queue& t : tally.queues()) {
+      auto it = queue_index.find(t.name);
+      if (it == queue_index.end()) continue;
+      Amounts& u = usage[it->second];
+      u[fairness::ResourceSpace::kCpu] += t.cpu;
+      u[fairness::ResourceSpace::kMemory] += t.memory;
+      for (std::size_t m = 0; m < t.gpu_milli.size(); ++m) {
+        const Eigen::Index d = m < dim_of_model.size() ? dim_of_model[m] : -1;
+        if (d < 0) continue;
+        u[d] += t.gpu_milli[m];
+        queue_gpu_used[it->second] += t.gpu_milli[m];
+      }
+    }
+    return true;
+  }
+
+  // The queue index of running job j (0 without queues), learnt at the first question when the
+  // cycle took the caller's sums.
+  std::size_t queue_of(std::size_t j) {
+    if (!fair) return 0;
+    if (!running_queue_known) {
+      running_queue.assign(running.size(), 0);
+      for (std::size_t r = 0; r < running.size(); ++r) running_queue[r] = queue_index.at(running[r].queue);
+      running_queue_known = true;
+    }
+    return running_queue[j];
   }
 
   Amounts cluster_free() const {
@@ -571,7 +664,7 @@ struct CycleRun {
     }
     for (std::size_t j = 0; j < running.size(); ++j) {
       if (mark[j] == kExcludedVictim) continue;
-      const std::size_t v = running_queue[j];
+      const std::size_t v = queue_of(j);
       if (!fair || v == q) continue;
       const RunningFacts::Job& r = victim_facts->jobs[j];
       // Kueue's reclaim within a cohort: the victim's queue borrows, the preemptor's is within its nominal quota.
@@ -622,8 +715,8 @@ struct CycleRun {
       const RunningJob& r = running[v.job];
       const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.min_tasks);
       Amounts a = assignment_amounts(std::span<const RunningTask>(r.tasks).subspan(first));
-      returned.emplace_back(running_queue[v.job], a);
-      refund(running_queue[v.job], a);
+      returned.emplace_back(queue_of(v.job), a);
+      refund(queue_of(v.job), a);
     }
     bool borrows = false;
     if (fair) {
@@ -642,14 +735,14 @@ struct CycleRun {
       e.running = v.job;
       e.job = r.name;
       e.for_job = job.name;
-      e.reason = running_queue[v.job] == q ? EvictionReason::kPriority : why[v.job];
+      e.reason = queue_of(v.job) == q ? EvictionReason::kPriority : why[v.job];
       e.whole = v.whole;
       const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.min_tasks);
       for (std::uint32_t t = first; t < r.tasks.size(); ++t) {
         e.tasks.push_back(t);
         e.released.push_back(r.tasks[t].assignment);
         (void)state.release_journaled(r.tasks[t].assignment);
-        queue_gpu_used[running_queue[v.job]] -=
+        queue_gpu_used[queue_of(v.job)] -=
             static_cast<std::int64_t>(r.tasks[t].assignment.gpus.size()) * r.tasks[t].assignment.gpu_milli;
       }
       e.lost_milli_gpu_seconds = v.lost_milli_gpu_seconds;
@@ -904,7 +997,7 @@ struct CycleRun {
         one[fairness::ResourceSpace::kCpu] = request.shape.cpu;
         one[fairness::ResourceSpace::kMemory] = request.shape.memory;
         if (d >= 0) one[d] = request.shape.total_gpu_milli();
-        while (want > 0 && !book->check(running_queue[j], (one * want).eval()).admitted()) --want;
+        while (want > 0 && !book->check(queue_of(j), (one * want).eval()).admitted()) --want;
       }
       if (want <= 0) continue;
       GangSpec spec;
@@ -915,8 +1008,8 @@ struct CycleRun {
       Grow gr{j, r.name, {}};
       for (const TaskPlacement& t : g.tasks) gr.tasks.push_back({request, t.assignment});
       const Amounts a = assignment_amounts(gr.tasks);
-      charge(running_queue[j], a);
-      queue_gpu_used[running_queue[j]] += gpu_total(a);
+      charge(queue_of(j), a);
+      queue_gpu_used[queue_of(j)] += gpu_total(a);
       out.grows.push_back(std::move(gr));
     }
   }
@@ -931,9 +1024,6 @@ struct CycleRun {
 
     // Queue membership; jobs that cannot be queued wait with their reason now.
     const std::size_t nq = queue_count();
-    std::unordered_map<std::string_view, std::size_t> qindex;
-    if (fair)
-      for (std::size_t q = 0; q < queues.size(); ++q) qindex.emplace(queues[q].name, q);
     std::vector<std::vector<std::size_t>> members(nq);
     specs.reserve(np);
     queue_of_pending.assign(np, 0);
@@ -947,8 +1037,8 @@ struct CycleRun {
       }
       std::size_t q = 0;
       if (fair) {
-        auto it = qindex.find(job.job.queue);
-        if (it == qindex.end()) {
+        auto it = queue_index.find(job.job.queue);
+        if (it == queue_index.end()) {
           wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kNoSuchQueue}));
           continue;
         }
