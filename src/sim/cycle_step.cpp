@@ -132,10 +132,16 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   // the jobs that started, stopped or changed segment.
   const std::size_t n_running = needs_running ? v.running.size() : 0;
   std::size_t old = 0;
+  // The queues' usage follows the slots (a sum beyond 64 bits stops the run with the error).
+  Status usage_status;
+  const auto count = [&](const scheduler::RunningJob& rj, int sign) {
+    if (!track_usage || !usage_status) return;
+    usage_status = usage_.add(state, rj, sign);
+  };
   const auto vacate = [&](std::uint32_t job) {
     const std::uint32_t at = slot_of_job_[job];
     slot_of_job_[job] = kNoSlot;
-    if (track_usage) usage_.add(state, running_[at], -1);
+    count(running_[at], -1);
     if (at + 1 != slots_.size()) {
       slots_[at] = slots_.back();
       running_[at] = std::move(running_.back());
@@ -155,8 +161,8 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
       slot_of_job_[r] = at;
       slots_.emplace_back();
       running_.emplace_back();
-    } else if (track_usage) {
-      usage_.add(state, running_[at], -1);
+    } else {
+      count(running_[at], -1);
     }
     const JobState& s = v.state[r];
     const SimJob& job = v.jobs[r];
@@ -176,9 +182,14 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     rj.priority = order_key(p_, v, r);
     rj.last_checkpoint = slots_[at].clock.last_checkpoint(v.now);
     rj.runtime_estimate = std::max<Seconds>(1, slots_[at].clock.expected_end(v.now) - slots_[at].clock.seg_start);
-    if (track_usage) usage_.add(state, rj);
+    count(rj, 1);
   }
   for (; old < seen_ids_.size(); ++old) vacate(seen_ids_[old]);
+  if (!usage_status) {
+    StepDecision d;
+    d.error = Error{"scheduling cycle: " + usage_status.error().message, usage_status.error().code, usage_status.error().field};
+    return d;
+  }
   seen_ids_.assign(v.running.begin(), v.running.begin() + static_cast<std::ptrdiff_t>(n_running));
   seen_versions_.assign(v.running_versions.begin(), v.running_versions.begin() + static_cast<std::ptrdiff_t>(n_running));
   // The cycle reads a running job's priority only to choose victims and the order of elastic grows,

@@ -134,7 +134,7 @@ int run_world(std::uint64_t seed, bool nominate, Queues queues, int arrival_cycl
     std::optional<CycleDecisions> with_usage;
     if (!w.queues.empty() && cycle % 3 == 0) {
       RunningUsage usage;
-      for (const RunningJob& r : w.running) usage.add(w.state, r);
+      for (const RunningJob& r : w.running) REQUIRE(usage.add(w.state, r).ok());
       CycleOptions kept = options;
       kept.dry_run = true;
       kept.usage = &usage;

@@ -3,6 +3,7 @@
 // Kueue's reclaim within a cohort, fair-share reclaim, nominations held for the next cycle, elastic
 // shrink before eviction and grow into idle capacity, backoff, dry run and apply, failures.
 #include <algorithm>
+#include <limits>
 
 #include "cycle_util.hpp"
 
@@ -497,7 +498,7 @@ TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions 
   std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
   std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
   RunningUsage usage;
-  for (const RunningJob& r : running) usage.add(state, r);
+  for (const RunningJob& r : running) REQUIRE(usage.add(state, r).ok());
   REQUIRE(usage.queues().size() == 1);
   CHECK(usage.queues()[0].name == "b");
   CHECK(usage.queues()[0].jobs == 2);
@@ -519,16 +520,31 @@ TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions 
     auto s2 = cluster(1);
     const RunningJob e = run(s2, "e", "b", 0, 0, 2, 4);
     RunningUsage u;
-    u.add(s2, e);
+    REQUIRE(u.add(s2, e).ok());
     CHECK(u.queues()[0].gpu_milli.at(model) == 8'000);
-    u.add(s2, "b", std::span<const RunningTask>(e.tasks).subspan(1), -1, false);  // sheds its second task
+    REQUIRE(u.add(s2, "b", std::span<const RunningTask>(e.tasks).subspan(1), -1, false).ok());  // sheds its second task
     CHECK(u.queues()[0].jobs == 1);
     CHECK(u.queues()[0].gpu_milli.at(model) == 4'000);
-    u.add(s2, "b", std::span<const RunningTask>(e.tasks).first(1), -1);  // ends
+    REQUIRE(u.add(s2, "b", std::span<const RunningTask>(e.tasks).first(1), -1).ok());  // ends
     CHECK(u.queues()[0].jobs == 0);
     CHECK(u.queues()[0].cpu == 0);
     CHECK(u.queues()[0].memory == 0);
     CHECK(u.queues()[0].gpu_milli.at(model) == 0);
+  }
+  SUBCASE("a sum beyond 64 bits or a sign other than +-1 is refused and changes nothing") {
+    RunningUsage u;
+    RunningJob huge = running[0];
+    huge.tasks[0].assignment.cpu = std::numeric_limits<std::int64_t>::max() / 2 + 1;
+    REQUIRE(u.add(state, huge).ok());
+    const auto before = u.queues()[0].cpu;
+    const Status st = u.add(state, huge);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == ErrorCode::kOverflow);
+    CHECK(st.error().field == "usage.cpu");
+    CHECK(u.queues()[0].cpu == before);
+    CHECK(u.queues()[0].jobs == 1);
+    CHECK(u.add(state, running[0], 2).error().field == "sign");
+    CHECK(u.queues()[0].jobs == 1);
   }
   SUBCASE("sums naming a queue that is not a leaf: the cycle sums the jobs and names the one to blame") {
     std::vector<fairness::QueueConfig> tree = queues;

@@ -133,9 +133,10 @@ class RunningUsage {
   };
   // Adds (sign +1) or subtracts (sign -1) the tasks a running job of queue `queue` holds (a job's
   // count changes with `count_job`: false for tasks a job gains or sheds while it keeps running).
-  void add(const ClusterState& state, std::string_view queue, std::span<const RunningTask> tasks, int sign = 1,
-           bool count_job = true);
-  void add(const ClusterState& state, const RunningJob& job, int sign = 1) { add(state, job.queue, job.tasks, sign); }
+  // Refused, changing nothing, for another sign or a sum beyond 64 bits (kOverflow).
+  Status add(const ClusterState& state, std::string_view queue, std::span<const RunningTask> tasks, int sign = 1,
+             bool count_job = true);
+  Status add(const ClusterState& state, const RunningJob& job, int sign = 1) { return add(state, job.queue, job.tasks, sign); }
   std::span<const Queue> queues() const { return queues_; }
   void clear() { queues_.clear(); }
 

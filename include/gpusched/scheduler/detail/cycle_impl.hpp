@@ -35,25 +35,34 @@ GPUSCHED_DECL const Waiting* CycleDecisions::find_waiting(std::string_view job) 
   return nullptr;
 }
 
-GPUSCHED_DECL void RunningUsage::add(const ClusterState& state, std::string_view queue, std::span<const RunningTask> tasks,
-                                     int sign, bool count_job) {
+GPUSCHED_DECL Status RunningUsage::add(const ClusterState& state, std::string_view queue,
+                                       std::span<const RunningTask> tasks, int sign, bool count_job) {
+  if (sign != 1 && sign != -1)
+    return Error{"sign: expected +1 or -1, got " + std::to_string(sign), ErrorCode::kInvalidValue, "sign"};
   auto it = std::find_if(queues_.begin(), queues_.end(), [&](const Queue& q) { return q.name == queue; });
-  if (it == queues_.end()) {
-    queues_.push_back({std::string(queue), 0, 0, 0, {}});
-    it = queues_.end() - 1;
-  }
-  Queue& q = *it;
-  if (count_job) q.jobs += sign;
+  // Summed into a copy, kept only when no sum leaves the 64-bit range (then nothing changed).
+  Queue next = it == queues_.end() ? Queue{std::string(queue), 0, 0, 0, {}} : *it;
+  const auto overflow = [&](const char* what) -> Status {
+    return Error{"usage of queue \"" + next.name + "\": " + what + " beyond the 64-bit range", ErrorCode::kOverflow,
+                 std::string("usage.") + what};
+  };
+  if (count_job) next.jobs += sign;
   for (const RunningTask& t : tasks) {
     const TaskAssignment& a = t.assignment;
-    q.cpu += sign * a.cpu;
-    q.memory += sign * a.memory;
+    if (__builtin_add_overflow(next.cpu, sign * a.cpu, &next.cpu)) return overflow("cpu");
+    if (__builtin_add_overflow(next.memory, sign * a.memory, &next.memory)) return overflow("memory");
     // The cycle's rule (detail::gpu_dim_of): a task's GPUs count on the model of its first GPU.
     if (a.gpus.empty() || a.node >= state.node_count()) continue;
     const GpuModelId model = state.gpu_model(a.node, a.gpus.front());
-    if (q.gpu_milli.size() <= model) q.gpu_milli.resize(static_cast<std::size_t>(model) + 1, 0);
-    q.gpu_milli[model] += sign * static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
+    if (next.gpu_milli.size() <= model) next.gpu_milli.resize(static_cast<std::size_t>(model) + 1, 0);
+    std::int64_t gpu = 0;
+    if (__builtin_mul_overflow(static_cast<std::int64_t>(a.gpus.size()), static_cast<std::int64_t>(a.gpu_milli), &gpu) ||
+        __builtin_add_overflow(next.gpu_milli[model], sign * gpu, &next.gpu_milli[model]))
+      return overflow("gpu_milli");
   }
+  if (it == queues_.end()) queues_.push_back(std::move(next));
+  else *it = std::move(next);
+  return {};
 }
 
 namespace detail {
