@@ -105,6 +105,8 @@ struct PyPlacement {
   std::vector<std::string> mig_profiles;  // per task when some task is a MIG task, else empty
   std::vector<Reason> reasons;            // why not placed
   json extra;  // gang: method, placed per group, domain
+  // The cluster its tasks stay reserved on (placed, not a dry run) until Cluster.release.
+  std::uint64_t held_by = 0;  // the cluster's ClusterState::instance_id (never reused; 0: holds nothing)
 
   const std::string& job_name() const { return job->name; }
 
@@ -237,7 +239,10 @@ std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::h
   std::string message = p.placed() ? std::string() : describe(*compiled, p);
   const bool keep = p.placed() && !dry_run;
   auto out = make_placement(c.state, std::move(compiled), p.verdict, std::move(p.tasks), std::move(message), std::move(p.reasons));
-  if (keep) undo.keep();
+  if (keep) {
+    undo.keep();
+    out->held_by = c.state.instance_id();
+  }
   return out;
 }
 
@@ -263,8 +268,25 @@ std::unique_ptr<PyPlacement> place_gang_job(PyCluster& c, const PyJobs& jobs, co
   const bool keep = g.placed() && !dry_run;
   auto out = make_placement(c.state, std::move(compiled), g.verdict, std::move(g.tasks), std::move(message), std::move(g.reasons));
   out->extra = std::move(extra);
-  if (keep) undo.keep();
+  if (keep) {
+    undo.keep();
+    out->held_by = c.state.instance_id();
+  }
   return out;
+}
+
+// The job a placement placed finished: its tasks go back to the cluster, all or none, once.
+void release(PyCluster& c, PyPlacement& p) {
+  if (p.held_by != c.state.instance_id())
+    throw py::value_error(fmt::format("placement: job \"{}\" holds nothing on this cluster (not placed, a dry run, "
+                                      "already released, or placed on another cluster)",
+                                      p.job->name));
+  Undo undo(c.state);
+  for (std::size_t i = 0; i < p.tasks.size(); ++i)
+    if (Status st = c.state.release_journaled(p.tasks[i].assignment); !st)
+      raise(st.error(), fmt::format("placement: job \"{}\" task {}", p.job->name, i));
+  undo.keep();
+  p.held_by = 0;
 }
 
 py::dict mig_pick(PyCluster& c, const std::string& profile, const std::string& policy, const std::string& mode,
@@ -794,6 +816,9 @@ PYBIND11_MODULE(_core, m) {
       .def("place_gang", &place_gang_job, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit",
            py::arg("seed") = 42, py::arg("dry_run") = false,
            "Decides one job as a gang (docs/gang.md): minimum members, topology, spread, anti-affinity.")
+      .def("release", &release, py::arg("placement"),
+           "The job of a placement (from place or place_gang on this cluster, not a dry run) finished: gives "
+           "its tasks back, all or none. Once; otherwise ValueError, nothing changed.")
       .def("mig_pick", &mig_pick, py::arg("profile"), py::arg("policy") = "frag-aware", py::arg("mode") = "dynamic",
            py::arg("apply") = true,
            "Picks a GPU and slot for one MIG instance of `profile` (e.g. '1g.10gb'), docs/mig.md; kept unless "

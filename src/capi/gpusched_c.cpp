@@ -76,6 +76,9 @@ struct gpusched_result {
     std::int32_t mig_start = -1;
   };
   std::vector<Task> tasks;
+  // What the placement keeps reserved on `held_by` (placed, not a dry run) until gpusched_release.
+  std::vector<gpusched::TaskAssignment> held;
+  std::uint64_t held_by = 0;  // the state's ClusterState::instance_id (never reused; 0: holds nothing)
   mutable std::string message;  // when placed, written on first request ("placed: N tasks")
   mutable std::once_flag message_once;
   // The JSON entry is written on first request (a decision should cost little more than the C++
@@ -327,6 +330,13 @@ std::unique_ptr<gpusched_result> make_result(const gpusched::ClusterState& state
   }
   r->extra = std::move(extra);
   return r;
+}
+
+// The placement's tasks stay reserved on `state` until gpusched_release gives them back.
+void hold(gpusched_result& r, const gpusched_state& state, const std::vector<gpusched::TaskPlacement>& tasks) {
+  r.held.clear();
+  for (const gpusched::TaskPlacement& t : tasks) r.held.push_back(t.assignment);
+  r.held_by = state.state.instance_id();
 }
 
 std::string result_json(const gpusched_result& r) {
@@ -703,7 +713,10 @@ gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs,
     auto result = make_result(s, p.job(), placement.verdict, placement.tasks,
                               placement.placed() ? std::string() : gpusched::describe(p.job(), placement),
                               placement.reasons, json());
-    if (placement.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
+    if (placement.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) {
+      undo.keep();
+      hold(*result, *state, placement.tasks);
+    }
     *out = result.release();
   });
 }
@@ -726,8 +739,32 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
     if (g.undecided()) extra["undecided"] = true;
     if (!g.domain.empty()) extra["domain"] = g.domain;
     auto result = make_result(s, p.job(), g.verdict, g.tasks, gpusched::gang_message(*spec, g, s), g.reasons, std::move(extra));
-    if (g.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) undo.keep();
+    if (g.placed() && !(flags & GPUSCHED_PLACE_DRY_RUN)) {
+      undo.keep();
+      hold(*result, *state, g.tasks);
+    }
     *out = result.release();
+  });
+}
+
+gpusched_status gpusched_release(gpusched_state* state, gpusched_result* result, gpusched_error* err) {
+  return guarded(err, [&] {
+    if (!state) fail(GPUSCHED_ERROR_INVALID_ARGUMENT, "state: NULL");
+    if (!result) fail(GPUSCHED_ERROR_INVALID_ARGUMENT, "result: NULL");
+    if (result->held_by != state->state.instance_id())
+      fail(GPUSCHED_ERROR_STATE,
+           fmt::format("result: job \"{}\" holds nothing on this state (not placed, a dry run, already released, "
+                       "or placed on another state)",
+                       result->job));
+    // All tasks or none: a refused release rolls the earlier ones back.
+    gpusched::ClusterState& s = state->state;
+    Undo undo(s);
+    for (std::size_t i = 0; i < result->held.size(); ++i)
+      if (gpusched::Status st = s.release_journaled(result->held[i]); !st)
+        fail(st.error(), fmt::format("result: job \"{}\" task {}", result->job, i));
+    undo.keep();
+    result->held.clear();
+    result->held_by = 0;
   });
 }
 

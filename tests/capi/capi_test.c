@@ -531,6 +531,49 @@ static void test_events(void) {
   gpusched_state_free(s);
 }
 
+/* A placed job finishes: gpusched_release gives its tasks back, once, and only on the state it was
+ * placed on. n0 has 4 GPUs and 16 cores: "a" (3 GPUs, 4 cores) leaves 1 idle GPU and 12 cores; its
+ * release restores 4 and 16. */
+static void test_release(void) {
+  gpusched_state* s = three_nodes();
+  gpusched_state* other = three_nodes();
+  gpusched_jobs* jobs = NULL;
+  gpusched_result* r = NULL;
+  gpusched_result* dry = NULL;
+  gpusched_result* none = NULL;
+  gpusched_error err;
+  CHECK(gpusched_jobs_new(&jobs, &err) == GPUSCHED_OK);
+  add(jobs, "a", 1, 4000, 3, 0);
+  add(jobs, "huge", 1, 4000, 64, 0);
+  CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 1);
+  CHECK(gpusched_release(other, r, &err) == GPUSCHED_ERROR_STATE); /* not placed there */
+  CHECK_HAS(err.message, "holds nothing on this state");
+  CHECK(gpusched_state_idle_gpus(s, 0) == 1);
+  CHECK(gpusched_release(s, r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4);
+  CHECK(gpusched_state_free_cpu_milli(s, 0) == 16000);
+  CHECK(gpusched_result_task_count(r) == 1); /* still readable */
+  CHECK(gpusched_release(s, r, &err) == GPUSCHED_ERROR_STATE); /* once */
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4);
+  CHECK(gpusched_release(NULL, r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_release(s, NULL, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  /* A dry run and a job that did not place hold nothing. */
+  CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, GPUSCHED_PLACE_DRY_RUN, &dry, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(dry) == GPUSCHED_PLACED);
+  CHECK(gpusched_release(s, dry, &err) == GPUSCHED_ERROR_STATE);
+  CHECK(gpusched_place_gang(s, jobs, 1, "best-fit", 0, 0, &none, &err) == GPUSCHED_OK);
+  CHECK(gpusched_result_verdict(none) != GPUSCHED_PLACED);
+  CHECK(gpusched_release(s, none, &err) == GPUSCHED_ERROR_STATE);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8);
+  gpusched_result_free(r);
+  gpusched_result_free(dry);
+  gpusched_result_free(none);
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+  gpusched_state_free(other);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
@@ -544,6 +587,7 @@ int main(int argc, char** argv) {
   test_fairshare(argv[1]);
   test_cycle();
   test_events();
+  test_release();
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

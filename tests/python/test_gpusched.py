@@ -130,6 +130,31 @@ def test_place_dry_run_and_policies():
     assert "placed" in repr(p) or "tasks" in repr(p)
 
 
+def test_release_gives_a_finished_job_back_once():
+    # a (3 GPUs, 4 cores) on n0 leaves 1 idle GPU and 12 cores; its release restores 4 and 16.
+    cluster = gpusched.load_cluster(THREE_NODES)
+    other = gpusched.load_cluster(THREE_NODES)
+    jobs = gpusched.load_jobs(JOBS)
+    a = cluster.place(jobs, "a")
+    assert cluster.nodes()[0]["idle_gpus"] == 1
+    with pytest.raises(ValueError, match="holds nothing on this cluster"):
+        other.release(a)  # placed on another cluster
+    cluster.release(a)
+    n0 = cluster.nodes()[0]
+    assert n0["idle_gpus"] == 4 and n0["cpu_free_milli"] == 16000
+    assert a.tasks[0]["node"] == "n0"  # still readable
+    with pytest.raises(ValueError, match="holds nothing"):
+        cluster.release(a)  # once
+    with pytest.raises(ValueError, match="holds nothing"):
+        cluster.release(cluster.place(jobs, "a", dry_run=True))
+    with pytest.raises(ValueError, match="holds nothing"):
+        cluster.release(cluster.place(jobs, "d"))  # infeasible: nothing placed
+    g = cluster.place_gang(jobs, "b")
+    assert cluster.nodes()[0]["idle_gpus"] == 0
+    cluster.release(g)
+    assert cluster.nodes()[0]["idle_gpus"] == 4 and cluster.nodes()[1]["idle_gpus"] == 8
+
+
 def test_place_errors():
     cluster = gpusched.load_cluster(THREE_NODES)
     jobs = gpusched.load_jobs(JOBS)

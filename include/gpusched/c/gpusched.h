@@ -54,8 +54,9 @@ extern "C" {
 
 /* The C API's own version: 1 for the first release; grows by one with every addition.
  * 2: the scheduling cycle (gpusched_cycle and the gpusched_cycle_result accessors).
- * 3: cluster events (gpusched_state_cordon ... gpusched_state_set_label) and the state's flags. */
-#define GPUSCHED_C_API_VERSION 3
+ * 3: cluster events (gpusched_state_cordon ... gpusched_state_set_label) and the state's flags.
+ * 4: gpusched_release (a placed job's tasks given back when it finishes). */
+#define GPUSCHED_C_API_VERSION 4
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -247,6 +248,13 @@ GPUSCHED_C_EXPORT const char* gpusched_result_message(const gpusched_result* res
  * when memory runs out. */
 GPUSCHED_C_EXPORT const char* gpusched_result_json(const gpusched_result* result);
 GPUSCHED_C_EXPORT void gpusched_result_free(gpusched_result* result);
+
+/* Since API version 4. The job `result` placed finished (or was stopped): gives its tasks back to `state`, the state it
+ * was placed on without GPUSCHED_PLACE_DRY_RUN. All tasks or none. Once: a second call, a dry run,
+ * a job that was not placed or another state is GPUSCHED_ERROR_STATE, changing nothing. The result
+ * stays readable (its tasks are where the job ran); free it as before. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_release(gpusched_state* state, gpusched_result* result,
+                                                    gpusched_error* err);
 
 /* ---- fair share -------------------------------------------------------------------------- */
 
