@@ -1,6 +1,7 @@
 // The simulator's scheduler step over the library's scheduling cycle (scheduler/cycle.hpp): every
 // policy but backfill is a configuration of `run_cycle` (see step.hpp for the mapping).
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "gpusched/scheduler/cycle.hpp"
@@ -53,7 +54,32 @@ class CycleStep {
     std::uint32_t job = 0;
     SegmentClock clock;
     std::int64_t las_base = 0;  // LAS: service attained before this segment, less the promotion discount
+    // The first times the job's LAS priority and its last checkpoint can change: before them the
+    // refresh leaves the RunningJob as it is (no division per running job per cycle).
+    Seconds next_priority = 0, next_checkpoint = 0;
   };
+  // The LAS priority of a slot's job at `now`, and when it changes next.
+  std::int32_t las_priority(Slot& slot, Seconds now) const {
+    const std::int64_t attained = slot.las_base + slot.clock.rate * (now - slot.clock.seg_start);
+    std::int32_t q = 0;
+    std::int64_t next = std::numeric_limits<std::int64_t>::max();
+    for (std::int64_t t : p_.las_thresholds) {
+      if (attained >= t) ++q;
+      else next = std::min(next, t);
+    }
+    slot.next_priority = std::numeric_limits<Seconds>::max();
+    if (next != std::numeric_limits<std::int64_t>::max() && slot.clock.rate > 0)
+      slot.next_priority = slot.clock.seg_start + (next - slot.las_base + slot.clock.rate - 1) / slot.clock.rate;
+    return -q;
+  }
+  // The job's last checkpoint at `now`, and when the next one falls.
+  Seconds last_checkpoint(Slot& slot, Seconds now) const {
+    const Seconds last = slot.clock.last_checkpoint(now);
+    const Seconds work_from = slot.clock.seg_start + slot.clock.restart_cost;
+    const Seconds interval = slot.clock.checkpoint_interval;
+    slot.next_checkpoint = interval <= 0 ? std::numeric_limits<Seconds>::max() : now < work_from ? work_from : last + interval;
+    return last;
+  }
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<scheduler::RunningJob> running_;  // by slot
   std::vector<Slot> slots_;
@@ -179,8 +205,8 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
     rj.submit_time = job.submit;
     rj.tasks.clear();
     for (const TaskPlacement& t : s.tasks) rj.tasks.push_back({s.spec.groups[0].request, t.assignment});
-    rj.priority = order_key(p_, v, r);
-    rj.last_checkpoint = slots_[at].clock.last_checkpoint(v.now);
+    rj.priority = las && refresh_priority ? las_priority(slots_[at], v.now) : order_key(p_, v, r);
+    rj.last_checkpoint = last_checkpoint(slots_[at], v.now);
     rj.runtime_estimate = std::max<Seconds>(1, slots_[at].clock.expected_end(v.now) - slots_[at].clock.seg_start);
     count(rj, 1);
   }
@@ -196,22 +222,15 @@ StepDecision CycleStep::operator()(ClusterState& state, const StepView& v) {
   // its last checkpoint only to price a victim, and its estimate only for backfill.
   const bool refresh = refresh_priority || p_.preempt || refresh_estimate;
   for (std::size_t at = 0; refresh && at < slots_.size(); ++at) {
-    const Slot& slot = slots_[at];
+    Slot& slot = slots_[at];
     scheduler::RunningJob& rj = running_[at];
     if (refresh_priority) {
-      if (las) {
-        // order_key's LAS queue of a running job, from the slot: attained service grows at the
-        // segment's rate (a running job is never starving).
-        const std::int64_t attained = slot.las_base + slot.clock.rate * (v.now - slot.clock.seg_start);
-        std::int32_t q = 0;
-        for (std::int64_t t : p_.las_thresholds)
-          if (attained >= t) ++q;
-        rj.priority = -q;
-      } else {
-        rj.priority = order_key(p_, v, slot.job);
-      }
+      // order_key's LAS queue of a running job, from the slot: attained service grows at the
+      // segment's rate (a running job is never starving).
+      if (!las) rj.priority = order_key(p_, v, slot.job);
+      else if (v.now >= slot.next_priority) rj.priority = las_priority(slot, v.now);
     }
-    if (p_.preempt) rj.last_checkpoint = slot.clock.last_checkpoint(v.now);
+    if (p_.preempt && v.now >= slot.next_checkpoint) rj.last_checkpoint = last_checkpoint(slot, v.now);
     if (refresh_estimate) rj.runtime_estimate = std::max<Seconds>(1, slot.clock.expected_end(v.now) - slot.clock.seg_start);
   }
   pending_.clear();
