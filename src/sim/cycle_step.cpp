@@ -60,17 +60,12 @@ class CycleStep {
   };
   // The LAS priority of a slot's job at `now`, and when it changes next.
   std::int32_t las_priority(Slot& slot, Seconds now) const {
-    const std::int64_t attained = slot.las_base + slot.clock.rate * (now - slot.clock.seg_start);
-    std::int32_t q = 0;
-    std::int64_t next = std::numeric_limits<std::int64_t>::max();
-    for (std::int64_t t : p_.las_thresholds) {
-      if (attained >= t) ++q;
-      else next = std::min(next, t);
-    }
+    const LasLevel level = las_level(p_, slot.las_base + slot.clock.rate * (now - slot.clock.seg_start));
     slot.next_priority = std::numeric_limits<Seconds>::max();
-    if (next != std::numeric_limits<std::int64_t>::max() && slot.clock.rate > 0)
-      slot.next_priority = slot.clock.seg_start + (next - slot.las_base + slot.clock.rate - 1) / slot.clock.rate;
-    return -q;
+    if (level.next_threshold != std::numeric_limits<std::int64_t>::max() && slot.clock.rate > 0)
+      slot.next_priority =
+          slot.clock.seg_start + (level.next_threshold - slot.las_base + slot.clock.rate - 1) / slot.clock.rate;
+    return -level.queue;
   }
   // The job's last checkpoint at `now`, and when the next one falls.
   Seconds last_checkpoint(Slot& slot, Seconds now) const {

@@ -375,10 +375,7 @@ std::int32_t order_key(const PolicyConfig& p, const StepView& v, std::uint32_t j
       if (las_starving(p, s, v.now)) return 0;
       const std::int64_t a =
           s.attained - s.las_discount + (s.phase == Phase::kRunning ? s.rate * (v.now - s.seg_start) : 0);
-      std::int32_t q = 0;
-      for (std::int64_t t : p.las_thresholds)
-        if (a >= t) ++q;
-      return -q;
+      return -las_level(p, a).queue;
     }
     case QueueOrder::kSrtf: {
       const std::int64_t left = v.remaining_now(j) / std::max<std::int64_t>(1, v.jobs[j].full_rate());
@@ -387,6 +384,15 @@ std::int32_t order_key(const PolicyConfig& p, const StepView& v, std::uint32_t j
     default:
       return v.jobs[j].priority;
   }
+}
+
+LasLevel las_level(const PolicyConfig& p, std::int64_t attained) {
+  LasLevel out;
+  for (std::int64_t t : p.las_thresholds) {
+    if (attained >= t) ++out.queue;
+    else out.next_threshold = std::min(out.next_threshold, t);
+  }
+  return out;
 }
 
 bool las_starving(const PolicyConfig& p, const JobState& s, Seconds now) {

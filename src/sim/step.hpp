@@ -125,6 +125,13 @@ std::unique_ptr<PlacementPolicy> make_cost_aware_policy(const SimCluster& cluste
 // The priority a policy gives a job now (LAS: minus its attained-service queue; SRTF: minus its
 // remaining seconds at full size; otherwise the job's priority).
 std::int32_t order_key(const PolicyConfig& policy, const StepView& v, std::uint32_t job);
+// LAS: the queue of a job that attained `attained` milli-GPU-seconds (0 = top; the priority is its
+// negation), and the next threshold it crosses (INT64_MAX: none).
+struct LasLevel {
+  std::int32_t queue = 0;
+  std::int64_t next_threshold = std::numeric_limits<std::int64_t>::max();
+};
+LasLevel las_level(const PolicyConfig& policy, std::int64_t attained);
 // Tiresias' starvation rule: a pending job that has waited at least promote_knob x its executed time
 // (and has run at all: a job that never ran is in the top queue anyway) is promoted to the top queue.
 bool las_starving(const PolicyConfig& policy, const JobState& s, Seconds now);
