@@ -21,6 +21,19 @@ std::vector<std::string> names(const std::vector<Start>& starts) {
   return out;
 }
 
+// 2 nodes x 8 GPUs, queues a and b of weight 1 without quotas; b runs two 8-GPU jobs (b1 since t=0,
+// b2 since t=10), a waits with two 8-GPU jobs (a1 submitted at 50, a2 at 60).
+struct FairShareCase {
+  ClusterState state = cluster(2);
+  std::vector<fairness::QueueConfig> queues = [this] {
+    std::vector<fairness::QueueConfig> qs{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit)};
+    for (auto& q : qs) q.nominal = fairness::Amounts();
+    return qs;
+  }();
+  std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
+  std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
+};
+
 }  // namespace
 
 TEST_CASE("admission places: a job starts only where its gang places; BestEffortFIFO moves on") {
@@ -208,11 +221,8 @@ TEST_CASE("fair-share reclaim: an idle queue takes back from the queue above its
   // 2 nodes x 8 GPUs, queues a and b of weight 1, no quotas. b holds all 16 GPUs (two 8-GPU jobs).
   // a's 8-GPU job: after the swap a holds 8, b 8: 8 <= 8, allowed. A second a-job (8 GPUs) would
   // leave a at 16 vs b at 0: refused, it waits.
-  auto state = cluster(2);
-  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit)};
-  for (auto& q : queues) q.nominal = fairness::Amounts();
-  std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
-  std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
+  FairShareCase c;
+  auto& [state, queues, running, pending] = c;
   auto d = run_cycle(state, running, pending, queues, 100).value();
   REQUIRE(d.evictions.size() == 1);
   CHECK(d.evictions[0].reason == EvictionReason::kFairShare);
@@ -492,11 +502,8 @@ TEST_CASE("backfill: the first blocked job's reservation is protected; a short j
 TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions without summing the running jobs") {
   // The fair-share reclaim case above (b holds 16 GPUs in two jobs, a's 8-GPU job takes one back),
   // with the usage kept by the caller: the same eviction and start.
-  auto state = cluster(2);
-  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit)};
-  for (auto& q : queues) q.nominal = fairness::Amounts();
-  std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
-  std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
+  FairShareCase c;
+  auto& [state, queues, running, pending] = c;
   RunningUsage usage;
   for (const RunningJob& r : running) REQUIRE(usage.add(state, r).ok());
   REQUIRE(usage.queues().size() == 1);
