@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <new>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gpusched/cluster/state_view.hpp"
 #include "gpusched/core/mig_profiles.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
 
@@ -499,21 +502,245 @@ Result<ClusterDocument> detail::cluster_from_json(const json& doc, std::string_v
   }, source);
 }
 
+namespace {
+
+// A GPU's "mig" object, for write_mig_json (the state's instances) and write_cluster_json (a view's),
+// so both write the one form read_mig reads: each instance by profile name (from `spec`, the
+// model's MIG table, when it has that ID) and NVML ID, its start slice and busy flag.
+template <class Json, class InstanceAt>
+Json mig_object(const mig::MigGpuSpec* spec, std::size_t count, InstanceAt&& instance_at) {
+  Json instances = Json::array();
+  for (std::size_t i = 0; i < count; ++i) {
+    const MigInstanceInfo inst = instance_at(i);
+    Json v = Json::object();
+    const int p = spec ? spec->find_id(inst.profile_id) : -1;
+    if (p >= 0) v["profile"] = spec->profiles[static_cast<std::size_t>(p)].name;
+    v["profile_id"] = inst.profile_id;
+    v["start"] = inst.start;
+    v["busy"] = inst.busy;
+    instances.push_back(std::move(v));
+  }
+  Json out = Json::object();
+  out["instances"] = std::move(instances);
+  return out;
+}
+
+}  // namespace
+
 json detail::mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   const mig::MigGpuId id = state.mig_gpu(node, gpu);
   if (id == mig::kNoGpu) return json();
   const mig::MigGpuSpec& spec = state.mig().spec_of(id);
-  json instances = json::array();
-  for (const mig::MigSlot& s : state.mig().instances(id))
-    instances.push_back(json{{"profile", spec.profiles[s.profile].name},
-                             {"profile_id", spec.profiles[s.profile].id},
-                             {"start", s.start},
-                             {"busy", s.busy}});
-  return json{{"instances", instances}};
+  const auto slots = state.mig().instances(id);
+  return mig_object<json>(&spec, slots.size(), [&](std::size_t i) {
+    return MigInstanceInfo{spec.profiles[slots[i].profile].id, slots[i].start, slots[i].busy};
+  });
 }
 
 std::string write_mig_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   return detail::mig_to_json(state, node, gpu).dump();
+}
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+// A quantity of milli-CPU as the reader reads it back exactly: whole cores as an integer (as people
+// write them), else the Kubernetes string "1500m".
+ordered_json cpu_quantity(MilliCpu milli) {
+  if (milli % kMilliPerCpu == 0) return milli / kMilliPerCpu;
+  return fmt::format("{}m", milli);
+}
+
+// A node's interconnect as `nvidia-smi topo -m` prints it, one string per line: the header, a row
+// per device (GPUs first), the affinity columns any device fills ("N/A" where a device has none,
+// since the reader takes the values in column order and skips empty ones), and a NIC Legend for
+// the NICs whose name differs from their matrix name. Columns are padded with spaces like the
+// captures pasted into tickets (easier to read in JSON than tabs); tabs only when a device name has
+// a blank inside, which spaces could not delimit.
+std::vector<std::string> topo_lines(const NodeInterconnect& ic) {
+  const std::size_t n = ic.devices.size();
+  bool cpu = false, numa = false, gpu_numa = false, legend = false, tabs = false;
+  for (const NodeDevice& d : ic.devices) {
+    cpu |= !d.cpu_affinity.empty();
+    numa |= !d.numa_affinity.empty();
+    gpu_numa |= d.gpu_numa_id >= 0;
+    legend |= d.kind == DeviceKind::kNic && d.nic_name != d.name;
+    tabs |= std::any_of(d.name.begin(), d.name.end(), [](char c) { return c == ' '; });
+  }
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(n + 1);
+  std::vector<std::string> header{""};
+  for (const NodeDevice& d : ic.devices) header.push_back(d.name);
+  if (cpu) header.emplace_back("CPU Affinity");
+  if (numa) header.emplace_back("NUMA Affinity");
+  if (gpu_numa) header.emplace_back("GPU NUMA ID");
+  rows.push_back(std::move(header));
+  for (std::size_t a = 0; a < n; ++a) {
+    const NodeDevice& d = ic.devices[a];
+    std::vector<std::string> row{d.name};
+    for (std::size_t b = 0; b < n; ++b) row.push_back(topology::pair_link_name(ic.link(a, b)));
+    auto value = [](const std::string& v) { return v.empty() ? std::string("N/A") : v; };
+    if (cpu) row.push_back(value(d.cpu_affinity));
+    if (numa) row.push_back(value(d.numa_affinity));
+    if (gpu_numa) row.push_back(d.gpu_numa_id >= 0 ? std::to_string(d.gpu_numa_id) : std::string("N/A"));
+    // Missing trailing values read as empty: a NIC row ends with its matrix, as nvidia-smi prints it.
+    while (row.size() > n + 1 && row.back() == "N/A") row.pop_back();
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::size_t> width;
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  std::vector<std::string> lines;
+  lines.reserve(rows.size() + 3 + n);
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (tabs) {
+        line += c == 0 ? "" : "\t";
+        line += row[c];
+      } else {
+        line += row[c];
+        if (c + 1 < row.size()) line.append(width[c] + 2 - row[c].size(), ' ');
+      }
+    }
+    lines.push_back(std::move(line));
+  }
+  if (legend) {
+    lines.insert(lines.end(), {"", "NIC Legend:", ""});
+    for (const NodeDevice& d : ic.devices)
+      if (d.kind == DeviceKind::kNic && d.nic_name != d.name) lines.push_back(fmt::format("  {}: {}", d.name, d.nic_name));
+  }
+  return lines;
+}
+
+// The "nvidia_smi_topo" field of an interconnect, or null when its text would not read back to the
+// same matrix (see write_cluster_json). Nodes share few shapes (a cluster of DGX nodes has one), so
+// each distinct shape is written and checked once; shapes are compared by content, not address,
+// since a view may hand out one buffer for every node.
+class TopoWriter {
+ public:
+  const ordered_json& field(const NodeInterconnect& ic) {
+    for (const auto& [shape, text] : done_)
+      if (shape == ic) return text;
+    std::vector<std::string> lines = topo_lines(ic);
+    std::string text;
+    for (const std::string& l : lines) text += l + '\n';
+    auto back = read_nvidia_smi_interconnect(text, ic.options);
+    ordered_json out = back && *back == ic ? ordered_json(std::move(lines)) : ordered_json();
+    done_.emplace_back(ic, std::move(out));
+    return done_.back().second;
+  }
+
+ private:
+  std::vector<std::pair<NodeInterconnect, ordered_json>> done_;
+};
+
+// Whether two model names of a view are one model: by the registry (spellings and aliases), else
+// as text (a name the registry does not know, which the reader will report).
+bool same_model(const GpuModelRegistry& registry, std::string_view a, std::string_view b) {
+  if (a == b) return true;
+  const auto ia = registry.find(a), ib = registry.find(b);
+  return ia && ib && *ia == *ib;
+}
+
+ordered_json node_to_json(const ClusterView& view, std::size_t n, const GpuModelRegistry& registry, TopoWriter& topo) {
+  ordered_json node = ordered_json::object();
+  node["name"] = std::string(view.node_name(n));
+  const NodeResources r = view.node_resources(n);
+  node["cpu"] = cpu_quantity(r.cpu_capacity);
+  node["memory"] = r.memory_capacity;
+  if (r.cpu_capacity != r.cpu_free) node["cpu_used"] = cpu_quantity(r.cpu_capacity - r.cpu_free);
+  if (r.memory_capacity != r.memory_free) node["memory_used"] = r.memory_capacity - r.memory_free;
+
+  const std::size_t gpus = view.gpu_count(n);
+  if (gpus > 0) {
+    const std::string model(view.gpu(n, 0).model);
+    node["gpu_model"] = model;
+    bool plain = true;
+    for (std::size_t g = 0; g < gpus && plain; ++g) {
+      const GpuInfo info = view.gpu(n, g);
+      plain = same_model(registry, info.model, model) && info.free_milli == kMilliPerGpu && info.used_memory == 0 &&
+              info.healthy && !info.mig_mode;
+    }
+    if (plain) {
+      node["gpus"] = gpus;
+    } else {
+      ordered_json list = ordered_json::array();
+      for (std::size_t g = 0; g < gpus; ++g) {
+        const GpuInfo info = view.gpu(n, g);
+        ordered_json gpu = ordered_json::object();
+        if (!same_model(registry, info.model, model)) gpu["model"] = std::string(info.model);
+        // A MIG GPU has no shared use: the reader rejects used_milli/used_memory beside "mig".
+        if (!info.mig_mode && info.free_milli != kMilliPerGpu) gpu["used_milli"] = kMilliPerGpu - info.free_milli;
+        if (!info.mig_mode && info.used_memory != 0) gpu["used_memory"] = info.used_memory;
+        if (!info.healthy) gpu["healthy"] = false;
+        if (info.mig_mode) {
+          const auto id = registry.find(info.model);
+          const auto mig_model = id ? mig::MigCatalog::builtin().find(registry.model(*id).name) : std::nullopt;
+          const mig::MigGpuSpec* spec = mig_model ? &mig::MigCatalog::builtin().spec(*mig_model) : nullptr;
+          gpu["mig"] = mig_object<ordered_json>(spec, view.mig_instance_count(n, g),
+                                                [&](std::size_t k) { return view.mig_instance(n, g, k); });
+        }
+        list.push_back(std::move(gpu));
+      }
+      node["gpus"] = std::move(list);
+    }
+  }
+
+  if (const std::size_t count = view.label_count(n); count > 0) {
+    std::vector<Label> labels;
+    labels.reserve(count);
+    for (std::size_t l = 0; l < count; ++l) labels.push_back(view.label(n, l));
+    std::stable_sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.first < b.first; });
+    ordered_json obj = ordered_json::object();
+    for (const auto& [key, value] : labels) obj[std::string(key)] = std::string(value);
+    node["labels"] = std::move(obj);
+  }
+  if (!view.schedulable(n)) node["schedulable"] = false;
+  if (!view.healthy(n)) node["healthy"] = false;
+  if (const NodeInterconnect* ic = view.node_interconnect(n)) {
+    if (const ordered_json& text = topo.field(*ic); !text.is_null()) node["nvidia_smi_topo"] = text;
+  }
+  return node;
+}
+
+}  // namespace
+
+std::string write_cluster_json(const ClusterView& view, const GpuModelRegistry& registry, int indent) {
+  try {
+    ordered_json doc = ordered_json::object();
+    const GpuModelRegistry builtin = GpuModelRegistry::builtin();
+    ordered_json models = ordered_json::array();
+    for (std::size_t m = 0; m < registry.size(); ++m) {
+      const GpuModel& model = registry.model(static_cast<GpuModelId>(m));
+      if (builtin.find(model.name)) continue;
+      ordered_json v = ordered_json::object();
+      v["name"] = model.name;
+      if (!model.aliases.empty()) v["aliases"] = model.aliases;
+      v["memory"] = model.memory;
+      v["mig"] = model.mig_capable;
+      if (!model.source.empty()) v["source"] = model.source;
+      models.push_back(std::move(v));
+    }
+    if (!models.empty()) doc["gpu_models"] = std::move(models);
+    ordered_json nodes = ordered_json::array();
+    TopoWriter topo;
+    for (std::size_t n = 0; n < view.node_count(); ++n) nodes.push_back(node_to_json(view, n, registry, topo));
+    doc["nodes"] = std::move(nodes);
+    return doc.dump(indent, ' ', false, ordered_json::error_handler_t::replace);
+  } catch (const ordered_json::exception&) {
+    return {};  // not expected: strings are replaced, not refused; kept so that nothing escapes
+  } catch (const std::bad_alloc&) {
+    return {};
+  }
+}
+
+std::string write_cluster_json(const ClusterState& state, int indent) {
+  return write_cluster_json(ClusterStateView(state), state.registry(), indent);
 }
 
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source) {

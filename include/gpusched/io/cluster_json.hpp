@@ -35,6 +35,31 @@ struct ClusterDocument {
 // Parses a cluster document. `source` names the input in messages (a file name).
 Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_view source = "cluster");
 
+// The cluster document of `view` (docs/formats.md, "Cluster"): a state saved after its events, to
+// diff, to hand to `gpusched place` or another process, or to rebuild later. read_cluster_json
+// gives back a cluster that builds to a state with the same nodes, amounts, health, labels, MIG
+// instances and interconnects, and writing that state again gives the same text. `registry`
+// resolves the view's model names; its models that GpuModelRegistry::builtin() does not know by
+// name (or alias) go into "gpu_models", since the reader starts from the built-in ones (a built-in
+// name redefined with other figures comes back with the built-in's). Each node is written in the
+// shortest form that reads back exactly: "gpus": N when its GPUs are idle, healthy, not in MIG mode
+// and of one model, else a list; CPU as whole cores or "1500m"; what is used as capacity - free.
+// Labels are sorted by key (the order the reader gives them), so the text is canonical.
+// What the format cannot say is not written:
+//   * InterconnectOptions (NVLink/PCIe generation, UPI links): `nvidia-smi topo -m` text has no place
+//     for them, so a written interconnect comes back with the defaults;
+//   * the model's default interconnect (node_interconnect() nullptr): the reader assigns it again;
+//   * an interconnect the text cannot carry as it is, e.g. device names nvidia-smi would not print
+//     (a GPU not named GPU<n>, a NIC named like one, blanks at either end), a numa_node that is not
+//     the one of numa_affinity, a GPU with a nic_name. The text is read back to check; such a node
+//     is written without "nvidia_smi_topo" (its model's default on reading) rather than with a
+//     matrix the reader would refuse or change.
+// Text that is not UTF-8 is written with U+FFFD in its place. `indent` as in nlohmann::json::dump:
+// -1 one line, N >= 0 pretty with N spaces. Never throws: an empty string only when memory runs out.
+std::string write_cluster_json(const ClusterView& view, const GpuModelRegistry& registry, int indent = -1);
+// The state's live nodes in id order (ClusterStateView: removed nodes are left out), its registry.
+std::string write_cluster_json(const ClusterState& state, int indent = -1);
+
 // The scheduling cycle's facts of a pending job (docs/cycle.md), as the job gives them (else these
 // defaults). `running_fields`: it gives start_time or placement, which only a running job has.
 struct JobCycleFields {
