@@ -73,6 +73,11 @@
 // running and pending lists the same way (the simulator and the tests use it).
 //
 // Deterministic: the same inputs give the same decisions (no clock, no random choice, ties by index).
+//
+// Threads: run_cycle, apply, on_failure change the state (a dry run too: it reserves as it decides,
+// then rolls back), so one thread per state at a time (copy the state per thread for what-ifs side by
+// side); the spans they take are only read. A RunningUsage belongs to its caller like the running
+// list it sums. advance and apply_failure change only the caller's lists.
 #pragma once
 
 #include "gpusched/core/config.hpp"
