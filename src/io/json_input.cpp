@@ -10,6 +10,13 @@ namespace {
 
 struct TooDeep {};
 
+// nlohmann's messages quote the token read so far ("last read: '...'"), which for an unterminated
+// string is the rest of the line, or of the file: cut to a readable length.
+std::string cut(std::string_view what, std::size_t max_chars = 300) {
+  if (what.size() <= max_chars) return std::string(what);
+  return fmt::format("{}... ({} chars)", what.substr(0, max_chars), what.size());
+}
+
 }  // namespace
 
 Result<nlohmann::json> parse_json(std::string_view text, std::string_view source, JsonLimits limits) {
@@ -44,11 +51,11 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
     return Error{fmt::format("{}: JSON nested deeper than {} levels", source, limits.max_depth), ErrorCode::kLimit};
   } catch (const json::out_of_range& e) {
     // 406: a number literal beyond a double's range, such as 1e400.
-    return Error{fmt::format("{}: number out of range ({})", source, e.what()), ErrorCode::kOverflow};
+    return Error{fmt::format("{}: number out of range ({})", source, cut(e.what())), ErrorCode::kOverflow};
   } catch (const json::parse_error& e) {
-    return Error{fmt::format("{}: malformed JSON: {}", source, e.what()), ErrorCode::kParse};
+    return Error{fmt::format("{}: malformed JSON: {}", source, cut(e.what())), ErrorCode::kParse};
   } catch (const json::exception& e) {
-    return Error{fmt::format("{}: malformed JSON: {}", source, e.what()), ErrorCode::kParse};
+    return Error{fmt::format("{}: malformed JSON: {}", source, cut(e.what())), ErrorCode::kParse};
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: out of memory reading {} bytes of JSON", source, text.size()), ErrorCode::kLimit};
   }

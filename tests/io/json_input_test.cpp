@@ -47,6 +47,18 @@ TEST_CASE("parse_json: syntax errors name the source and position; size limit") 
   CHECK(big.error().code == ErrorCode::kLimit);
 }
 
+TEST_CASE("parse_json: a syntax error in a long token gives a short message") {
+  // nlohmann quotes the token read so far: an unterminated string of 20,000 characters was quoted
+  // whole (found by fuzz_cluster_json; fuzz/regressions/cluster_json/long-token.json).
+  const std::string text = "{\"nodes\": [\"" + std::string(20000, '[') + "\n\"]}";
+  auto r = parse_json(text, "cluster.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::kParse);
+  CHECK(r.error().message.rfind("cluster.json: malformed JSON", 0) == 0);
+  CHECK(r.error().message.size() < 400);
+  CHECK(r.error().message.find("chars)") != std::string::npos);
+}
+
 TEST_CASE("shown: short, escaped, cut") {
   CHECK(shown(std::string_view("a\"b\\c\n")) == "\"a\\\"b\\\\c\\x0a\"");
   CHECK(shown(std::string_view(std::string(1000, 'x')), 10) == "\"xxxxxxxxxx\"... (1000 bytes)");
