@@ -565,7 +565,7 @@ TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions 
 #ifndef NDEBUG
   SUBCASE("sums that differ from the running jobs are refused where assertions are on") {
     RunningUsage wrong;
-    wrong.add(state, running[0]);
+    REQUIRE(wrong.add(state, running[0]).ok());
     o.usage = &wrong;
     auto r = run_cycle(state, running, pending, queues, 100, o);
     REQUIRE_FALSE(r.ok());
