@@ -816,6 +816,16 @@ PYBIND11_MODULE(_core, m) {
       .def("place_gang", &place_gang_job, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit",
            py::arg("seed") = 42, py::arg("dry_run") = false,
            "Decides one job as a gang (docs/gang.md): minimum members, topology, spread, anti-affinity.")
+      .def(
+          "to_json",
+          [](const PyCluster& c, int indent) {
+            std::string text = io::write_cluster_json(c.state, indent);
+            if (text.empty()) throw std::bad_alloc();
+            return text;
+          },
+          py::arg("indent") = -1,
+          "The cluster document of the state as it is now (docs/formats.md, 'Cluster'): placements, events and "
+          "MIG instances included; Cluster.from_json reads it back to the same state.")
       .def("release", &release, py::arg("placement"),
            "The job of a placement (from place or place_gang on this cluster, not a dry run) finished: gives "
            "its tasks back, all or none. Once; otherwise ValueError, nothing changed.")

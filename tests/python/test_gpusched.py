@@ -155,6 +155,22 @@ def test_release_gives_a_finished_job_back_once():
     assert cluster.nodes()[0]["idle_gpus"] == 4 and cluster.nodes()[1]["idle_gpus"] == 8
 
 
+def test_to_json_reads_back_to_the_same_state():
+    cluster = gpusched.load_cluster(THREE_NODES)
+    jobs = gpusched.load_jobs(JOBS)
+    cluster.place(jobs, "a")
+    cluster.place(jobs, "half")
+    cluster.cordon("n2")
+    text = cluster.to_json()
+    doc = json.loads(text)
+    assert [n["name"] for n in doc["nodes"]] == ["n0", "n1", "n2"]
+    assert doc["nodes"][2]["schedulable"] is False
+    copy = gpusched.Cluster.from_json(text)
+    assert copy.nodes() == cluster.nodes()
+    assert copy.to_json() == text
+    assert "\n  " in cluster.to_json(indent=2)
+
+
 def test_place_errors():
     cluster = gpusched.load_cluster(THREE_NODES)
     jobs = gpusched.load_jobs(JOBS)
