@@ -72,9 +72,6 @@
 //
 // Thread safety: plan_backfill changes `state` while it plans and restores it before returning (its
 // journal ends where it found it; copies made for later times are dropped): one thread per state.
-//
-// Threads: plan_backfill overlays the future on the state it is given and rolls it back: one thread
-// per state at a time (copy the state per thread); the running and blocked jobs are only read.
 #pragma once
 
 #include "gpusched/core/config.hpp"

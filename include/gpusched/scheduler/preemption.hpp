@@ -36,9 +36,6 @@
 //
 // Thread safety: find_victims changes `state` while it searches and restores it before returning:
 // one thread per state.
-//
-// Threads: find_victims searches by journaled releases and rollback on the state it is given: one
-// thread per state at a time (copy the state per thread); the running jobs are only read.
 #pragma once
 
 #include "gpusched/core/config.hpp"

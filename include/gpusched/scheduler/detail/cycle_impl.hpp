@@ -35,6 +35,17 @@ GPUSCHED_DECL const Waiting* CycleDecisions::find_waiting(std::string_view job) 
   return nullptr;
 }
 
+namespace detail {
+
+// The GPU model a task's GPUs are counted on, by the cycle's sums and by RunningUsage alike: the
+// model of its first GPU (none for a task without GPUs or on a node the state does not have).
+GPUSCHED_DECL std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a) {
+  if (a.gpus.empty() || a.node >= state.node_count()) return std::nullopt;
+  return state.gpu_model(a.node, a.gpus.front());
+}
+
+}  // namespace detail
+
 GPUSCHED_DECL Status RunningUsage::add(const ClusterState& state, std::string_view queue,
                                        std::span<const RunningTask> tasks, int sign, bool count_job) {
   if (sign != 1 && sign != -1)
@@ -51,9 +62,9 @@ GPUSCHED_DECL Status RunningUsage::add(const ClusterState& state, std::string_vi
     const TaskAssignment& a = t.assignment;
     if (__builtin_add_overflow(next.cpu, sign * a.cpu, &next.cpu)) return overflow("cpu");
     if (__builtin_add_overflow(next.memory, sign * a.memory, &next.memory)) return overflow("memory");
-    // The cycle's rule (detail::gpu_dim_of): a task's GPUs count on the model of its first GPU.
-    if (a.gpus.empty() || a.node >= state.node_count()) continue;
-    const GpuModelId model = state.gpu_model(a.node, a.gpus.front());
+    const std::optional<GpuModelId> counted = detail::counted_gpu_model(state, a);
+    if (!counted) continue;
+    const GpuModelId model = *counted;
     if (next.gpu_milli.size() <= model) next.gpu_milli.resize(static_cast<std::size_t>(model) + 1, 0);
     std::int64_t gpu = 0;
     if (__builtin_mul_overflow(static_cast<std::int64_t>(a.gpus.size()), static_cast<std::int64_t>(a.gpu_milli), &gpu) ||
@@ -73,9 +84,8 @@ using fairness::Amounts;
 // -1 for a task without GPUs.
 GPUSCHED_DECL Eigen::Index gpu_dim_of(const ClusterState& state, const fairness::ResourceSpace& space,
                                std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a) {
-  if (a.gpus.empty() || a.node >= state.node_count()) return -1;
-  const GpuModelId model = state.gpu_model(a.node, a.gpus.front());
-  if (model < dim_of_model.size()) return dim_of_model[model];
+  const std::optional<GpuModelId> model = counted_gpu_model(state, a);
+  if (model && *model < dim_of_model.size()) return dim_of_model[*model];
   (void)space;
   return -1;
 }
