@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/random.hpp"
@@ -241,4 +243,70 @@ TEST_CASE("NodeBitset iterates members in order across word and summary boundari
   b.erase(4096);
   CHECK(b.count() == 5);
   CHECK(b.next(4096) == 70000);
+}
+
+TEST_CASE("NodeBitset takes storage only while it has members; big sets give it back when they empty") {
+  NodeBitset big(100000);
+  CHECK(big.storage_bytes() == 0);  // the id range alone
+  CHECK(big.next(0) == NodeBitset::kEnd);
+  CHECK(big.prev(99999) == NodeBitset::kEnd);
+  CHECK_FALSE(big.contains(12345));
+  big.erase(12345);  // absent, no storage: nothing happens
+  CHECK(big.empty());
+  big.grow(200000);  // no storage to grow
+  CHECK(big.storage_bytes() == 0);
+  big.insert(150000);
+  CHECK(big.storage_bytes() >= 200000 / 8);
+  CHECK(big.first() == 150000);
+  CHECK(big.prev(199999) == 150000);
+  big.erase(150000);
+  CHECK(big.storage_bytes() == 0);  // more than kKeptWords words: given back
+  CHECK(big == NodeBitset(200000));
+  big.insert(7);  // taken again, zeroed: nothing of the old member is left
+  CHECK(big.count() == 1);
+  CHECK(big.next(8) == NodeBitset::kEnd);
+  CHECK_FALSE(big.contains(150000));
+
+  // A small set keeps its words; an emptied one equals a never-used one of the same range.
+  NodeBitset small(1000);
+  small.insert(999);
+  small.erase(999);
+  CHECK(small.storage_bytes() > 0);
+  CHECK(small.next(0) == NodeBitset::kEnd);
+  CHECK(small.prev(999) == NodeBitset::kEnd);
+  CHECK(small == NodeBitset(1000));
+  CHECK_FALSE(small == NodeBitset(1001));
+}
+
+// Issue 15, part 8: the index keeps one node set per (GPU model, idle count) over every node id. One
+// node of 8,192 GPUs among 20,000 8-GPU nodes made 8,193 sets of 20,000 bits each (about 20 MB,
+// almost all empty); only the buckets in use take storage now, also after the big node has passed
+// through every idle count.
+TEST_CASE("the index of many nodes and one huge node costs the buckets in use, not nodes x GPUs") {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 20000; ++i) nodes.push_back(make_node("n" + std::to_string(i), 64000, 512 * kGiB, 8, "H100-80GB"));
+  const std::size_t without = build(Cluster(nodes)).memory_usage();
+  NodeSpec huge = make_node("huge", 8192 * 1000, Bytes{8192} * kGiB, 0, "");
+  huge.gpus.assign(8192, GpuSpec{"H100-80GB"});
+  nodes.push_back(huge);
+  ClusterState s = build(Cluster(nodes));
+  const NodeId h = s.find_node("huge");
+  REQUIRE(h != kNoNode);
+  const std::size_t per_gpu = s.memory_usage() - without;
+  // The huge node's own arrays (a few dozen bytes a GPU) and 8,193 empty bucket objects; the dense
+  // index took 8,193 x 2.5 KB.
+  CHECK(per_gpu < std::size_t{8192} * 200);
+  const TaskRequest one = request(s, TaskShape{1000, kGiB, 1, 1000, 0});  // 1 core, 1 GiB, 1 GPU
+  std::vector<TaskAssignment> held;
+  for (GpuIndex g = 0; g < 8192; ++g) {
+    TaskAssignment a{h, {g}, 1000, 0, 1000, kGiB};
+    REQUIRE(s.reserve(one, a).ok());
+    held.push_back(a);
+  }
+  CHECK(s.idle_gpus(h) == 0);
+  CHECK(s.idle_bucket(*s.registry().find("H100-80GB"), 0)->contains(h));
+  CHECK(s.memory_usage() - without < std::size_t{8192} * 200);
+  for (const TaskAssignment& a : held) REQUIRE(s.release(a).ok());
+  CHECK(s.idle_bucket(*s.registry().find("H100-80GB"), 8192)->contains(h));
+  CHECK(s.memory_usage() - without < std::size_t{8192} * 200);
 }

@@ -107,8 +107,12 @@ struct RefTree {
     return k;
   }
 
-  // Walks from the root to the lowest (tier, share, id) non-blocked child at every level.
+  // Walks from the root to the lowest (tier, share, id) non-blocked child at every level. Shares
+  // within rounding of each other (relative 1e-12) are a tie, decided by id: hdrf.hpp's tie rule
+  // (equal rational shares whose doubles differ in the last bits go to the node created first).
   std::optional<std::size_t> pick(const Keys& k) const {
+    const auto less = [](double a, double b) { return b - a > 1e-12 * std::max(a, b); };
+    const auto tied = [&](double a, double b) { return !less(a, b) && !less(b, a); };
     if (children[0].empty() || k.blocked[0]) return std::nullopt;
     std::size_t at = 0;
     while (!children[at].empty()) {
@@ -116,7 +120,7 @@ struct RefTree {
       for (std::size_t c : children[at]) {
         if (k.blocked[c]) continue;
         if (best == SIZE_MAX || k.tier[c] < k.tier[best] ||
-            (k.tier[c] == k.tier[best] && (k.share[c] < k.share[best] || (k.share[c] == k.share[best] && c < best))))
+            (k.tier[c] == k.tier[best] && (less(k.share[c], k.share[best]) || (tied(k.share[c], k.share[best]) && c < best))))
           best = c;
       }
       at = best;

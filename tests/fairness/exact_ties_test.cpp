@@ -76,6 +76,58 @@ TEST_CASE("exact ties: H-DRF picks the leaf created first on an exact tie") {
   CHECK(*s.pick() == gpu);
 }
 
+// The same two shares one level down: teams (internal nodes) of weights 2 and 3, each with one
+// leaf. An internal node's share is its rescaled consumption (here the leaf's own vector) over the
+// capacity and its weight: 0.1 and 0.09999999999999999 in doubles, exactly 1/10 both. The team
+// created first is served first; the order flips as soon as the shares really differ.
+TEST_CASE("exact ties: H-DRF serves the internal node created first on an exact tie") {
+  HdrfScheduler s(amounts({30, 20}));
+  const auto gpu_team = s.add_node(HdrfScheduler::kRoot, 2.0).value();
+  const auto cpu_team = s.add_node(HdrfScheduler::kRoot, 3.0).value();
+  const auto gpu = s.add_node(gpu_team, 1.0).value();
+  const auto cpu = s.add_node(cpu_team, 1.0).value();
+  s.allocate(gpu, amounts({0, 4}));
+  s.allocate(cpu, amounts({9, 0}));
+  CHECK(s.share(cpu_team) < s.share(gpu_team));  // the doubles disagree ...
+  REQUIRE(s.pick().has_value());
+  CHECK(*s.pick() == gpu);                        // ... the tie goes to the team created first
+  s.allocate(gpu, amounts({0, 1}));               // gpu-team 5/20/2 = 1/8 > 1/10
+  CHECK(*s.pick() == cpu);
+  s.allocate(cpu, amounts({3, 0}));               // cpu-team 12/30/3 = 2/15 > 1/8
+  CHECK(*s.pick() == gpu);
+}
+
+TEST_CASE("exact ties: the admission planner admits the team listed first on an exact tie") {
+  ResourceSpace space;
+  space.gpu_models = {"A100"};
+  const Amounts capacity = amounts({30000, std::int64_t{1} << 40, 20000});
+  std::vector<QueueConfig> queues(4);
+  queues[0].name = "gpu-team";
+  queues[0].weight = 2.0;
+  queues[1].name = "cpu-team";
+  queues[1].weight = 3.0;
+  queues[2].name = "gpu";
+  queues[2].parent = "gpu-team";
+  queues[2].usage = amounts({0, 0, 4000});
+  queues[3].name = "cpu";
+  queues[3].parent = "cpu-team";
+  queues[3].usage = amounts({9000, 0, 0});
+  const Amounts free = capacity - queues[2].usage - queues[3].usage;
+  auto planner = FairSharePlanner::build(space, capacity, free, queues);
+  REQUIRE(planner.ok());
+  std::vector<PendingJob> jobs(2);
+  jobs[0].name = "from-cpu";
+  jobs[0].queue = "cpu";
+  jobs[0].base = amounts({1000, 0, 0});
+  jobs[1].name = "from-gpu";
+  jobs[1].queue = "gpu";
+  jobs[1].base = amounts({1000, 0, 0});
+  const AdmissionPlan plan = planner->plan(jobs);
+  REQUIRE(plan.admitted.size() == 2);
+  CHECK(jobs[plan.admitted[0].job].name == "from-gpu");
+  CHECK(jobs[plan.admitted[1].job].name == "from-cpu");
+}
+
 TEST_CASE("exact ties: the admission planner admits the queue listed first on an exact tie") {
   ResourceSpace space;
   space.gpu_models = {"A100"};

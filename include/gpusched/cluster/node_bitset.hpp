@@ -5,9 +5,17 @@
 // nodes touches a few dozen words. This is what lets the cluster index answer "first node with k
 // idle GPUs" deterministically. The state also keeps one over idle counts (which buckets are
 // non-empty) and one over GPU slots (which GPUs are idle).
+//
+// Storage is taken only while the set has members: an empty set is its id range and nothing else,
+// and a set of more than kKeptWords words gives its storage back when it empties. The cluster index
+// keeps one set per (GPU model, idle count) over the whole node range, so without this one node of
+// 65,535 GPUs among 100,000 nodes made 65,536 x 12.7 KB (about 830 MB) of sets that are almost all
+// empty; now the index costs the buckets in use (issue 15, part 8). Small sets keep their words
+// (clearing and re-taking one word would cost more than it saves).
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -17,24 +25,33 @@ class NodeBitset {
  public:
   static constexpr std::uint32_t kEnd = ~std::uint32_t{0};
 
+  // Sets of more words than this give their storage back when they empty (4,096 ids, 520 bytes).
+  static constexpr std::size_t kKeptWords = 64;
+
   NodeBitset() = default;
-  explicit NodeBitset(std::uint32_t size)
-      : size_(size), words_((size + 63) / 64, 0), summary_((words_.size() + 63) / 64, 0) {}
+  explicit NodeBitset(std::uint32_t size) : size_(size) {}
 
   std::uint32_t capacity() const { return size_; }
   // Grows the id range to `size` (never shrinks); members stay. Amortised O(1) per id when the
-  // caller grows geometrically (ClusterState::add_node doubles).
+  // caller grows geometrically (ClusterState::add_node doubles); O(1) for a set without storage.
   void grow(std::uint32_t size) {
     if (size <= size_) return;
     size_ = size;
-    words_.resize((size + 63) / 64, 0);
-    summary_.resize((words_.size() + 63) / 64, 0);
+    if (words_.empty()) return;
+    words_.resize(word_count(size), 0);
+    summary_.resize(summary_count(size), 0);
   }
   std::uint32_t count() const { return count_; }
   bool empty() const { return count_ == 0; }
+  // The bytes this set holds beyond the object itself.
+  std::size_t storage_bytes() const { return (words_.capacity() + summary_.capacity()) * sizeof(std::uint64_t); }
 
-  bool contains(std::uint32_t id) const { return (words_[id >> 6] >> (id & 63)) & 1U; }
+  bool contains(std::uint32_t id) const { return !words_.empty() && ((words_[id >> 6] >> (id & 63)) & 1U); }
   void insert(std::uint32_t id) {
+    if (words_.empty()) {
+      words_.assign(word_count(size_), 0);
+      summary_.assign(summary_count(size_), 0);
+    }
     std::uint64_t& w = words_[id >> 6];
     const std::uint64_t bit = std::uint64_t{1} << (id & 63);
     if (w & bit) return;
@@ -43,17 +60,21 @@ class NodeBitset {
     ++count_;
   }
   void erase(std::uint32_t id) {
+    if (words_.empty()) return;
     std::uint64_t& w = words_[id >> 6];
     const std::uint64_t bit = std::uint64_t{1} << (id & 63);
     if (!(w & bit)) return;
     w &= ~bit;
     if (w == 0) summary_[id >> 12] &= ~(std::uint64_t{1} << ((id >> 6) & 63));
-    --count_;
+    if (--count_ == 0 && words_.size() > kKeptWords) {
+      std::vector<std::uint64_t>().swap(words_);
+      std::vector<std::uint64_t>().swap(summary_);
+    }
   }
 
   // The smallest member >= from, or kEnd.
   std::uint32_t next(std::uint32_t from) const {
-    if (from >= size_) return kEnd;
+    if (from >= size_ || count_ == 0) return kEnd;
     std::uint32_t wi = from >> 6;
     std::uint64_t w = words_[wi] & (~std::uint64_t{0} << (from & 63));
     if (w) return (wi << 6) + static_cast<std::uint32_t>(std::countr_zero(w));
@@ -75,7 +96,7 @@ class NodeBitset {
 
   // The largest member <= from (from may be beyond the range), or kEnd.
   std::uint32_t prev(std::uint32_t from) const {
-    if (size_ == 0) return kEnd;
+    if (size_ == 0 || count_ == 0) return kEnd;
     if (from >= size_) from = size_ - 1;
     const std::uint32_t wi = from >> 6;
     const std::uint64_t w = words_[wi] & (~std::uint64_t{0} >> (63 - (from & 63)));
@@ -99,9 +120,15 @@ class NodeBitset {
     for (std::uint32_t i = first(); i != kEnd; i = next(i + 1)) f(i);
   }
 
-  friend bool operator==(const NodeBitset&, const NodeBitset&) = default;
+  // Equal id ranges and members (whether an empty set holds storage does not matter).
+  friend bool operator==(const NodeBitset& a, const NodeBitset& b) {
+    return a.size_ == b.size_ && a.count_ == b.count_ && (a.count_ == 0 || a.words_ == b.words_);
+  }
 
  private:
+  static std::size_t word_count(std::uint32_t size) { return (std::size_t{size} + 63) / 64; }
+  static std::size_t summary_count(std::uint32_t size) { return (word_count(size) + 63) / 64; }
+
   std::uint32_t size_ = 0;
   std::uint32_t count_ = 0;
   std::vector<std::uint64_t> words_;

@@ -19,7 +19,9 @@
 // is (tier, weighted dominant share, node id): lower is served first. Tiers let a caller put one
 // class of work first everywhere (the admission planner puts heads that fit within nominal quota in
 // tier 0 and borrowers in tier 1); with every tier 0 it is plain H-DRF. Node ids are given in
-// creation order, so the tie-break is "created first".
+// creation order, so the tie-break is "created first". Ties are exact: leaves' shares compare as
+// exact fractions, and internal nodes' shares (sums of rescaled doubles) that agree to within
+// rounding (relative 1e-12) are a tie, so a rounding error never decides between equal shares.
 //
 // Each allocation updates only the path from the leaf to the root. An internal node with at most 16
 // children re-sums its children on every update (exact: the result does not depend on the order of

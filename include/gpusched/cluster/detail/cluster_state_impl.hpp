@@ -1202,15 +1202,17 @@ GPUSCHED_DECL std::size_t ClusterState::memory_usage() const {
   total += node_by_name_.size() * (sizeof(std::string) + sizeof(NodeId) + 2 * sizeof(void*)) +
            node_by_name_.bucket_count() * sizeof(void*);
   total += withheld_.size() * (sizeof(std::uint32_t) + sizeof(WithheldGpu) + 2 * sizeof(void*));
-  // Each index bitset: one bit per node plus a summary bit per 64 nodes.
-  const std::size_t bitset_bytes = (index_capacity_ + 63) / 64 * 8 + (index_capacity_ + 4095) / 4096 * 8;
-  for (const auto& row : buckets_) total += row.size() * bitset_bytes;
-  total += bitset_bytes;
+  // Each index bitset: the object, and one bit per node plus a summary bit per 64 nodes while it
+  // holds storage (a bucket does only while it has held a node; node_bitset.hpp).
+  for (const auto& row : buckets_) {
+    total += row.capacity() * sizeof(NodeBitset);
+    for (const NodeBitset& bucket : row) total += bucket.storage_bytes();
+  }
+  total += partial_nodes_.storage_bytes();
   // The non-empty levels of each row and the idle-GPU set: one bit per idle count and per GPU slot.
-  auto bits_bytes = [](std::size_t bits) { return (bits + 63) / 64 * 8 + (bits + 4095) / 4096 * 8; };
-  for (const auto& levels : levels_) total += bits_bytes(levels.capacity());
+  for (const auto& levels : levels_) total += sizeof(NodeBitset) + levels.storage_bytes();
   total += partial_shares_.size() * (sizeof(std::uint64_t) + 4 * sizeof(void*));
-  total += bits_bytes(idle_gpu_slots_.capacity());
+  total += idle_gpu_slots_.storage_bytes();
   return total + mig_.memory_usage();  // 0 without MIG GPUs
 }
 

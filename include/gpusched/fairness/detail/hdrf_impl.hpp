@@ -34,8 +34,11 @@ struct HdrfKey {
 // Share order between siblings: a leaf's share is also kept as an exact fraction (HdrfKey::exact), and two
 // leaves whose doubles are within rounding of each other are ordered by the exact fractions
 // (detail/exact_share.hpp), so equal rational shares tie and the tie goes to the lower id (created
-// first). Internal nodes' shares are sums of rescaled doubles (no exact value) and compare
-// as doubles.
+// first). An internal node's share is a sum of rescaled doubles with no exact value kept (H-DRF's
+// rescaling by M / s_c makes its exact value a rational of unbounded size), so when either side is
+// an internal node, shares within the rounding margin are a tie and go to the lower id: two teams
+// holding exactly 4/20 GPUs at weight 2 and 9/30 cores at weight 3 (0.1 and 0.09999999999999999 in
+// doubles) are served in creation order, as documented, and never by the last bit of a rounding.
 GPUSCHED_DECL bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::vector<ExactShare>& exact, std::uint32_t a,
                             std::uint32_t b) {
   const HdrfKey& ka = keys[a];
@@ -50,7 +53,7 @@ GPUSCHED_DECL bool hdrf_share_less(const std::vector<HdrfKey>& keys, const std::
     const auto order = compare_exact_shares(exact[a], exact[b]);
     return order < 0 || (order == 0 && a < b);
   }
-  return sa < sb || (sa == sb && a < b);
+  return a < b;
 }
 
 struct HdrfPickLess {
