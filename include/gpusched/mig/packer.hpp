@@ -144,7 +144,10 @@ class FragAwarePlacer final : public MigPlacer {
     std::uint16_t done = 0;  // bit p: profile p evaluated
     std::array<Move, kMaxProfiles> take{}, create{};
   };
+  // The class's memo with profile `profile` evaluated (memo_ must cover the class ids: decide
+  // sizes it once per call).
   const Memo& memo(const ClusterState& state, MigClassId c, int profile) const;
+  [[gnu::noinline]] const Memo& evaluate_memo(const ClusterState& state, MigClassId c, int profile) const;
 
   MigMode mode_;
   MigDemand demand_;
@@ -376,13 +379,19 @@ inline void mig_finish_decision(const ClusterState& state, const MigRequest& req
 }  // namespace detail
 
 inline const FragAwarePlacer::Memo& FragAwarePlacer::memo(const ClusterState& state, MigClassId c, int p) const {
-  if (memo_.size() < state.mig().class_count()) memo_.resize(state.mig().class_count());
+  const Memo& m = memo_[c];
+  // The hit (almost every class of almost every decision) stays inline in decide's loop; the
+  // evaluation is out of line.
+  if (m.key == state.mig().class_key(c) && ((m.done >> p) & 1U)) return m;
+  return evaluate_memo(state, c, p);
+}
+
+inline const FragAwarePlacer::Memo& FragAwarePlacer::evaluate_memo(const ClusterState& state, MigClassId c, int p) const {
   Memo& m = memo_[c];
   if (m.key != state.mig().class_key(c)) {
     m.key = state.mig().class_key(c);
     m.done = 0;
   }
-  if ((m.done >> p) & 1U) return m;
   m.done = static_cast<std::uint16_t>(m.done | (1U << p));
   const MigGpuId g = state.mig().class_first(c);
   const MigGpuSpec& spec = state.mig().spec_of(g);
@@ -425,6 +434,7 @@ inline const FragAwarePlacer::Memo& FragAwarePlacer::memo(const ClusterState& st
 
 inline MigDecision FragAwarePlacer::decide(const ClusterState& state, const MigRequest& request) const {
   MigDecision best;
+  if (memo_.size() < state.mig().class_count()) memo_.resize(state.mig().class_count());
   auto consider = [&](bool take) {
     std::int32_t best_left = 0;
     for (MigClassId c : state.mig().live_classes()) {
@@ -433,6 +443,8 @@ inline MigDecision FragAwarePlacer::decide(const ClusterState& state, const MigR
       const Memo& m = memo(state, c, p);
       const Move& mv = take ? m.take[static_cast<std::size_t>(p)] : m.create[static_cast<std::size_t>(p)];
       if (mv.start < 0) continue;
+      // The class's GPU (a std::set lookup) is read only when (delta, left) does not already decide.
+      if (best.placed() && std::tie(mv.delta, mv.left) > std::tie(best.score, best_left)) continue;
       const MigGpuId g = state.mig().class_first(c);
       if (best.placed() && std::tie(mv.delta, mv.left, g) >= std::tie(best.score, best_left, best.gpu)) continue;
       best.action = take ? MigAction::kUseIdle : MigAction::kCreate;
