@@ -5,6 +5,7 @@
 //
 //   BM_ScaleBuildState/N       ClusterState::build; counters: state_bytes_per_node (memory_usage()),
 //                              heap_bytes_per_node (mallinfo2 before/after, whatever the state allocated)
+//   BM_ScaleBuildStateHugeNode/N  the same plus one node of 65,535 GPUs; counter huge_node_bytes
 //   BM_ScaleDecision/P/N       one decision of policy P (best-fit, spread, dot-product), requests of 1,
 //                              2, 4, 8 GPUs in turn, on the const state
 //   BM_ScaleFgdDecision/N      FGD: select + GPU pick + reserve + observe, then release + observe (the
@@ -68,6 +69,33 @@ void BM_ScaleBuildState(benchmark::State& st) {
   st.counters["heap_bytes_per_node"] = static_cast<double>(heap) / static_cast<double>(nodes);
 }
 BENCHMARK(BM_ScaleBuildState)->Arg(25000)->Arg(50000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// The same N nodes plus one node of 65,535 GPUs: the index has one node set per idle count (65,536
+// of them), of which only the buckets in use hold storage (node_bitset.hpp). Counter state_bytes
+// (memory_usage()) and huge_node_bytes, what the big node added over BM_ScaleBuildState's state.
+void BM_ScaleBuildStateHugeNode(benchmark::State& st) {
+  const auto nodes = static_cast<std::size_t>(st.range(0));
+  Cluster c = bench::occupied_cluster(nodes, true);
+  const std::size_t without = ClusterState::build(c, GpuModelRegistry::builtin())->memory_usage();
+  NodeSpec huge;
+  huge.name = "huge";
+  huge.cpu = 65535 * 2000;
+  huge.memory = Bytes{65535} * 2 * kGiB;
+  huge.gpus.assign(65535, GpuSpec{"H100-80GB"});
+  std::vector<NodeSpec> specs(c.nodes().begin(), c.nodes().end());
+  specs.push_back(std::move(huge));
+  const Cluster with(std::move(specs));
+  const auto registry = GpuModelRegistry::builtin();
+  std::size_t bytes = 0;
+  for (auto _ : st) {
+    auto s = ClusterState::build(with, registry);
+    bytes = s->memory_usage();
+    benchmark::DoNotOptimize(s);
+  }
+  st.counters["state_bytes"] = static_cast<double>(bytes);
+  st.counters["huge_node_bytes"] = static_cast<double>(bytes - without);
+}
+BENCHMARK(BM_ScaleBuildStateHugeNode)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_ScaleDecision(benchmark::State& st, const char* name) {
   const ClusterState& s = scale_state(static_cast<std::size_t>(st.range(0)));

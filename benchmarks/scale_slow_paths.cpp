@@ -10,6 +10,8 @@
 //   BM_HugeNodeFillShared/G/P  the node filled with shared tasks of 0.5, 0.25, 0.3 GPU, then released
 //                              (best-fit, spread, FGD; G = 4,096 / 16,384 / 65,535, two doublings a
 //                              step: before the share index it was O(G) per decision)
+//   BM_HugeNodeFillSharedMixed/G/P  the same on a node of two models (every other GPU an A100), the
+//                              0.3 task allowing H100s only (best-fit, spread)
 //   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
 //                              FairSharePlanner::build
 //   BM_DeepQueuePlan/D         its admission plan of 1,000 jobs
@@ -39,20 +41,23 @@ using namespace gpusched;
 
 // --- one node with G GPUs ---------------------------------------------------------------------------
 
-Cluster huge_node_cluster(std::size_t gpus) {
+// `mixed`: every other GPU an A100 (two models on one node).
+Cluster huge_node_cluster(std::size_t gpus, bool mixed = false) {
   NodeSpec n;
   n.name = "huge";
   n.cpu = static_cast<MilliCpu>(gpus) * 2000;
   n.memory = static_cast<Bytes>(gpus) * 2 * kGiB;
   n.gpus.assign(gpus, GpuSpec{"H100-80GB"});
+  if (mixed)
+    for (std::size_t g = 1; g < gpus; g += 2) n.gpus[g] = GpuSpec{"A100-80GB"};
   return Cluster({n});
 }
 
-const ClusterState& huge_node_state(std::size_t gpus) {
-  static std::map<std::size_t, ClusterState> cache;
-  auto it = cache.find(gpus);
+const ClusterState& huge_node_state(std::size_t gpus, bool mixed = false) {
+  static std::map<std::pair<std::size_t, bool>, ClusterState> cache;
+  auto it = cache.find({gpus, mixed});
   if (it == cache.end())
-    it = cache.emplace(gpus, *ClusterState::build(huge_node_cluster(gpus), GpuModelRegistry::builtin())).first;
+    it = cache.emplace(std::pair{gpus, mixed}, *ClusterState::build(huge_node_cluster(gpus, mixed), GpuModelRegistry::builtin())).first;
   return it->second;
 }
 
@@ -119,6 +124,17 @@ void huge_node_fill_shared(benchmark::State& st, const char* name) {
   st.counters["tasks"] = static_cast<double>(fill_and_release(st, s, reqs, name));
 }
 
+// The same on a node of two models (every other GPU an A100), with a task allowing only H100s in
+// the cycle: the share index orders each model's GPUs apart, so this is O(log G) per decision too.
+void huge_node_fill_shared_mixed(benchmark::State& st, const char* name) {
+  ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)), true);
+  std::vector<TaskRequest> reqs;
+  const std::string_view h100[] = {"H100-80GB"};
+  for (MilliGpu m : {500, 250}) reqs.push_back(*s.compile(TaskShape{1000, kGiB, 1, m, 0}));
+  reqs.push_back(*s.compile(TaskShape{1000, kGiB, 1, 300, 0}, h100));
+  st.counters["tasks"] = static_cast<double>(fill_and_release(st, s, reqs, name));
+}
+
 void register_huge_node() {
   // FGD and FGD-OC keep a node as its distinct (free share, model) levels and change a big node's
   // levels by the GPUs of each observed reservation, so they run at the full sizes too.
@@ -131,6 +147,12 @@ void register_huge_node() {
         ->Unit(benchmark::kMillisecond);
   for (const char* name : {"best-fit", "worst-fit", "FGD"})
     benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillShared/") + name).c_str(), huge_node_fill_shared, name)
+        ->Arg(4096)
+        ->Arg(16384)
+        ->Arg(65535)
+        ->Unit(benchmark::kMillisecond);
+  for (const char* name : {"best-fit", "worst-fit"})
+    benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillSharedMixed/") + name).c_str(), huge_node_fill_shared_mixed, name)
         ->Arg(4096)
         ->Arg(16384)
         ->Arg(65535)

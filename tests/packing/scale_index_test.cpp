@@ -20,7 +20,10 @@ using namespace gpusched;
 
 // Nodes of very different sizes (1 to 300 GPUs, one of 2,000) and two models, so the buckets are
 // sparse over a wide range of idle counts.
-Cluster scale_index_cluster(SplitMix64& rng) {
+// With `mixed`, node 7 (2,000 GPUs) and every node i with i % 6 == 0 (up to 300) also have A100s
+// among their H100s (every third GPU, and a run of them when it has many: both layouts the index
+// must order by model).
+Cluster scale_index_cluster(SplitMix64& rng, bool mixed = false) {
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < 40; ++i) {
     NodeSpec n;
@@ -29,6 +32,9 @@ Cluster scale_index_cluster(SplitMix64& rng) {
     n.cpu = static_cast<MilliCpu>(gpus) * 4000;
     n.memory = static_cast<Bytes>(gpus) * 8 * kGiB;
     n.gpus.assign(gpus, GpuSpec{i % 4 == 1 ? "A100-80GB" : "H100-80GB"});
+    if (mixed && (i % 6 == 0 || i == 7))
+      for (std::size_t g = 0; g < gpus; ++g)
+        if (g % 3 == 1 || (g >= 100 && g < 180)) n.gpus[g] = GpuSpec{"A100-80GB"};
     nodes.push_back(std::move(n));
   }
   return Cluster(std::move(nodes));
@@ -232,27 +238,33 @@ bool host_fits(const ClusterState& s, NodeId n, const TaskRequest& r) {
          s.memory_free(n) >= r.shape.memory;
 }
 
-std::int32_t scan_most_free_share(const ClusterState& s, NodeId n) {
+std::int32_t scan_most_free_share(const ClusterState& s, NodeId n, GpuModelMask models = ~GpuModelMask{0}) {
   std::int32_t most = 0;
-  for (const std::int32_t f : s.gpu_free_milli(n)) most = std::max(most, f);
+  for (std::size_t g = 0; g < s.gpu_count(n); ++g)
+    if (models & model_bit(s.gpu_model(n, static_cast<GpuIndex>(g))))
+      most = std::max(most, static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(g))));
   return most;
 }
 
 }  // namespace
 
-TEST_CASE("scale index: shared tasks on nodes of many GPUs: fit, tightest share, most free share and the shared pick "
-          "equal a scan of the node's GPUs") {
+namespace {
+
+void check_shared_index_against_scans(bool mixed) {
   SplitMix64 rng(16);
-  ClusterState s = *ClusterState::build(scale_index_cluster(rng), GpuModelRegistry::builtin());
+  ClusterState s = *ClusterState::build(scale_index_cluster(rng, mixed), GpuModelRegistry::builtin());
   std::vector<TaskRequest> requests;
   for (MilliGpu m : {100, 250, 300, 500, 700, 1000}) requests.push_back(*s.compile(TaskShape{500, kGiB, 1, m, 0}));
   const std::string_view a100[] = {"A100-80GB"};
+  const std::string_view h100[] = {"H100-80GB"};
   requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 400, 0}, a100));
+  requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 600, 0}, h100));
   requests.push_back(*s.compile(TaskShape{2000, 2 * kGiB, 2, 1000, 0}));
   std::vector<std::pair<TaskRequest, TaskAssignment>> held;
-  std::size_t indexed_checks = 0, placed = 0;
+  std::size_t indexed_checks = 0, mixed_checks = 0, placed = 0;
   auto check_node = [&](NodeId n, const TaskRequest& r) {
     CHECK(s.most_free_share(n) == scan_most_free_share(s, n));
+    CHECK(s.most_free_share(n, r.models) == scan_most_free_share(s, n, r.models));
     if (!r.shape.shares_gpu()) return;
     const std::int32_t want = scan_least_share_gpu(s, n, r);
     const std::int32_t tight = want < 0 ? kMilliPerGpu + 1
@@ -262,7 +274,8 @@ TEST_CASE("scale index: shared tasks on nodes of many GPUs: fit, tightest share,
     CHECK((s.check_fit(n, r) == FitReason::kFits) == (host && want >= 0));
     if (s.share_indexed(n)) {
       ++indexed_checks;
-      if (std::has_single_bit(s.node_models(n)) && (s.node_models(n) & r.models)) CHECK(s.least_share_gpu(n, r.shape.gpu_milli) == want);
+      CHECK(s.least_share_gpu(n, r.shape.gpu_milli, r.models) == want);
+      if (!std::has_single_bit(s.node_models(n))) ++mixed_checks;
     }
     if (host && want >= 0) {
       TaskAssignment a;
@@ -298,6 +311,7 @@ TEST_CASE("scale index: shared tasks on nodes of many GPUs: fit, tightest share,
   }
   CHECK(placed > 1000);
   CHECK(indexed_checks > 1000);
+  CHECK((mixed_checks > 300) == mixed);
   // Best-fit and spread choose as their definitions over every node's GPUs (a scan with the same keys).
   for (const TaskRequest& r : requests) {
     if (!r.shape.shares_gpu()) continue;
@@ -327,4 +341,17 @@ TEST_CASE("scale index: shared tasks on nodes of many GPUs: fit, tightest share,
   for (const auto& held_task : held) REQUIRE(s.release_journaled(held_task.second).ok());
   s.rollback(mark);
   CHECK(s.same_allocation_as(before));
+}
+
+}  // namespace
+
+TEST_CASE("scale index: shared tasks on nodes of many GPUs of one model: fit, tightest share, most free share and the "
+          "shared pick equal a scan of the node's GPUs") {
+  check_shared_index_against_scans(false);
+}
+
+// Mixed models used to fall back to a scan of every GPU (quadratic when filling such a node); the
+// index now orders each model's GPUs apart, and a request allowing some of them asks each one.
+TEST_CASE("scale index: the same on nodes of many GPUs of two models, with requests allowing one or both") {
+  check_shared_index_against_scans(true);
 }

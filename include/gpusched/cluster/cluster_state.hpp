@@ -371,17 +371,19 @@ class ClusterState {
   // The lowest GPU index >= `from` of node n that is idle (free share 1000: healthy, not MIG), or
   // -1 when none. O(1) per idle GPU skipped to, not per busy GPU passed.
   std::int32_t next_idle_gpu(NodeId n, std::size_t from) const;
-  // Nodes of more than kShareIndexGpus GPUs keep their partly used GPUs ordered by free share, so a
-  // shared task's questions cost O(log G) there instead of a scan of every GPU (issue 15: filling one
-  // node of thousands of GPUs with shared tasks was quadratic).
+  // Nodes of more than kShareIndexGpus GPUs keep their GPUs that have free share ordered by (model,
+  // free share, index), so a shared task's questions cost O(models x log G) there instead of a scan
+  // of every GPU, with one GPU model or several (issue 15: filling one node of thousands of GPUs with
+  // shared tasks was quadratic).
   static constexpr std::size_t kShareIndexGpus = 64;
   bool share_indexed(NodeId n) const { return gpu_end_[n] - gpu_begin_[n] > kShareIndexGpus; }
-  // The most free share on one GPU of node n (1000 with an idle GPU, 0 without GPUs), any model.
-  std::int32_t most_free_share(NodeId n) const;
-  // A share-indexed node (share_indexed): the GPU with the least free share >= `share` (a partly used
-  // GPU first, by share, then the lowest idle one; the lowest index among equal shares), any model and
-  // GPU memory; -1 when none.
-  std::int32_t least_share_gpu(NodeId n, MilliGpu share) const;
+  // The most free share on one GPU of node n of the `models` given (1000 with such an idle GPU, 0
+  // without), any GPU memory.
+  std::int32_t most_free_share(NodeId n, GpuModelMask models = ~GpuModelMask{0}) const;
+  // A share-indexed node (share_indexed): the GPU of the `models` given with the least free share >=
+  // `share` (a partly used GPU first, by share, then the lowest idle one; the lowest index among equal
+  // shares), any GPU memory; -1 when none.
+  std::int32_t least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models = ~GpuModelMask{0}) const;
   // At least the most GPUs of any node (after removals it may stay larger: buckets are never dropped).
   std::int32_t max_gpus_per_node() const { return max_gpus_per_node_; }
   // The index model keys present in this state, ascending (a key whose nodes were all removed stays).
@@ -524,12 +526,15 @@ class ClusterState {
   std::vector<std::int32_t> idle_gpus_;
   std::vector<MilliGpu> free_gpu_milli_;
   std::vector<std::uint32_t> partial_gpus_;  // GPUs with 0 < free < 1000 (kept, not recounted: O(1) per change)
-  // Share-indexed nodes' partly used GPUs: (node << 32 | free << 16 | local index), kept by
-  // note_gpu_free_change.
+  // Share-indexed nodes' GPUs with free share (partly used or idle): (node << 32 | model << 26 |
+  // free << 16 | local index), kept by note_gpu_free_change. Model ids are below 64 and free shares
+  // at most 1000, so the fields do not overlap.
   std::set<std::uint64_t> partial_shares_;
-  static std::uint64_t share_key(NodeId n, std::int32_t free, std::uint32_t local) {
-    return (std::uint64_t{n} << 32) | (static_cast<std::uint64_t>(free) << 16) | local;
+  static std::uint64_t share_key(NodeId n, GpuModelId model, std::int32_t free, std::uint32_t local) {
+    return (std::uint64_t{n} << 32) | (std::uint64_t{model} << 26) | (static_cast<std::uint64_t>(free) << 16) | local;
   }
+  // The least (free, local index) >= `share` among node n's GPUs of one model; {-1, -1} when none.
+  std::pair<std::int32_t, std::int32_t> least_share_of_model(NodeId n, GpuModelId model, std::int32_t share) const;
   std::vector<std::uint64_t> node_version_;
   std::size_t live_nodes_ = 0;
 

@@ -217,8 +217,8 @@ GPUSCHED_DECL NodeId ClusterState::append_node(const ParsedNode& p) {
   gpu_end_.push_back(static_cast<std::uint32_t>(gpu_free_milli_.size()));
   if (gpu_end_.back() - gpu_begin_.back() > kShareIndexGpus)
     for (std::uint32_t gi = gpu_begin_.back(); gi < gpu_end_.back(); ++gi)
-      if (gpu_free_milli_[gi] > 0 && gpu_free_milli_[gi] < kMilliPerGpu)
-        partial_shares_.insert(share_key(n, gpu_free_milli_[gi], gi - gpu_begin_.back()));
+      if (gpu_free_milli_[gi] > 0)
+        partial_shares_.insert(share_key(n, gpu_model_[gi], gpu_free_milli_[gi], gi - gpu_begin_.back()));
   node_models_.push_back(models);
   std::uint8_t key = kNoGpuKey;
   if (models != 0)
@@ -412,8 +412,8 @@ GPUSCHED_DECL void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi
   if (after == kMilliPerGpu && before != kMilliPerGpu) idle_gpu_slots_.insert(gi);
   if (before != after && share_indexed(n)) {
     const std::uint32_t local = gi - gpu_begin_[n];
-    if (was_partial) partial_shares_.erase(share_key(n, before, local));
-    if (is_partial) partial_shares_.insert(share_key(n, after, local));
+    if (before > 0) partial_shares_.erase(share_key(n, gpu_model_[gi], before, local));
+    if (after > 0) partial_shares_.insert(share_key(n, gpu_model_[gi], after, local));
   }
 }
 
@@ -430,25 +430,44 @@ GPUSCHED_DECL void ClusterState::set_visible_free(NodeId n, std::uint32_t gi, st
   idle_gpus_[n] += (milli == kMilliPerGpu) - (before == kMilliPerGpu);
 }
 
-GPUSCHED_DECL std::int32_t ClusterState::most_free_share(NodeId n) const {
-  if (idle_gpus_[n] > 0) return kMilliPerGpu;
+GPUSCHED_DECL std::int32_t ClusterState::most_free_share(NodeId n, GpuModelMask models) const {
+  const GpuModelMask present = node_models_[n] & models;
+  if (present == 0) return 0;
+  if (idle_gpus_[n] > 0 && present == node_models_[n]) return kMilliPerGpu;
   if (!share_indexed(n)) {
     std::int32_t most = 0;
-    for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) most = std::max(most, gpu_free_milli_[gi]);
+    for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi)
+      if (present & model_bit(gpu_model_[gi])) most = std::max(most, gpu_free_milli_[gi]);
     return most;
   }
-  auto it = partial_shares_.lower_bound(share_key(n + 1, 0, 0));
-  if (it == partial_shares_.begin()) return 0;
-  --it;
-  return (*it >> 32) == n ? static_cast<std::int32_t>((*it >> 16) & 0xFFFF) : 0;
+  // Per model present: the last key of (n, model), its largest free share.
+  std::int32_t most = 0;
+  for (GpuModelMask left = present; left != 0; left &= left - 1) {
+    const auto model = static_cast<GpuModelId>(std::countr_zero(left));
+    auto it = partial_shares_.lower_bound(share_key(n, model, kMilliPerGpu + 1, 0));
+    if (it == partial_shares_.begin()) continue;
+    --it;
+    if ((*it >> 26) == ((std::uint64_t{n} << 6) | model)) most = std::max(most, static_cast<std::int32_t>((*it >> 16) & 0x3FF));
+  }
+  return most;
 }
 
-GPUSCHED_DECL std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share) const {
-  if (share <= kMilliPerGpu) {
-    const auto it = partial_shares_.lower_bound(share_key(n, static_cast<std::int32_t>(std::max<MilliGpu>(share, 0)), 0));
-    if (it != partial_shares_.end() && (*it >> 32) == n) return static_cast<std::int32_t>(*it & 0xFFFF);
+GPUSCHED_DECL std::pair<std::int32_t, std::int32_t> ClusterState::least_share_of_model(NodeId n, GpuModelId model,
+                                                                                        std::int32_t share) const {
+  const auto it = partial_shares_.lower_bound(share_key(n, model, share, 0));
+  if (it == partial_shares_.end() || (*it >> 26) != ((std::uint64_t{n} << 6) | model)) return {-1, -1};
+  return {static_cast<std::int32_t>((*it >> 16) & 0x3FF), static_cast<std::int32_t>(*it & 0xFFFF)};
+}
+
+GPUSCHED_DECL std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models) const {
+  if (share > kMilliPerGpu) return -1;
+  const auto wanted = static_cast<std::int32_t>(std::max<MilliGpu>(share, 1));
+  std::pair<std::int32_t, std::int32_t> best{-1, -1};
+  for (GpuModelMask left = node_models_[n] & models; left != 0; left &= left - 1) {
+    const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(left)), wanted);
+    if (found.first >= 0 && (best.first < 0 || found < best)) best = found;
   }
-  return share <= kMilliPerGpu ? next_idle_gpu(n, 0) : -1;
+  return best.second;
 }
 
 GPUSCHED_DECL std::int32_t ClusterState::next_idle_level(std::uint8_t model_key, std::int32_t from) const {
@@ -629,9 +648,10 @@ GPUSCHED_DECL FitReason ClusterState::check_fit(NodeId n, const TaskRequest& req
     if (idle < shape.gpus) return FitReason::kInsufficientGpus;
     return idle_mem >= shape.gpus ? FitReason::kFits : FitReason::kInsufficientGpuMemory;
   }
-  // A node of many GPUs of one model, no GPU memory asked: its most free share answers (O(log G)).
-  if (homogeneous && shape.gpu_memory == 0 && share_indexed(n))
-    return most_free_share(n) >= shape.gpu_milli ? FitReason::kFits : FitReason::kInsufficientGpuShare;
+  // A node of many GPUs, no GPU memory asked: its most free share of the allowed models answers
+  // (O(models x log G)).
+  if (shape.gpu_memory == 0 && share_indexed(n))
+    return most_free_share(n, request.models) >= shape.gpu_milli ? FitReason::kFits : FitReason::kInsufficientGpuShare;
   bool share_ok = false;
   for (std::uint32_t g = b; g < e; ++g) {
     if (gpu_free_milli_[g] < shape.gpu_milli || !(request.models & model_bit(gpu_model_[g]))) continue;

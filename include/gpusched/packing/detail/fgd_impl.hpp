@@ -712,7 +712,8 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
   // model makes the levels distinct shares, so this is the first best GPU of the scan below.
   if (request.shape.shares_gpu() && index_ && attached_instance_ == state.instance_id() &&
       index_->seen_generation == state.generation() && node < index_->node_class.size() &&
-      index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request)) {
+      index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request) &&
+      std::has_single_bit(state.node_models(node))) {
     Index& ix = *index_;
     const Index::Class& cl = ix.classes[ix.node_class[node]];
     const detail::FgdEvaluation e =
