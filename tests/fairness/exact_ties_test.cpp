@@ -97,22 +97,16 @@ TEST_CASE("exact ties: H-DRF serves the internal node created first on an exact 
   CHECK(*s.pick() == gpu);
 }
 
-TEST_CASE("exact ties: the admission planner admits the team listed first on an exact tie") {
+// The instance's queues (capacity 30 cores, 1 TiB of memory untouched, 20 GPUs) planned with one small
+// CPU job per leaf, listed "cpu" first so that input order cannot explain the answer: the "gpu" leaf's
+// job must be admitted first.
+void check_gpu_leaf_admitted_first(const std::vector<QueueConfig>& queues) {
   ResourceSpace space;
   space.gpu_models = {"A100"};
   const Amounts capacity = amounts({30000, std::int64_t{1} << 40, 20000});
-  std::vector<QueueConfig> queues(4);
-  queues[0].name = "gpu-team";
-  queues[0].weight = 2.0;
-  queues[1].name = "cpu-team";
-  queues[1].weight = 3.0;
-  queues[2].name = "gpu";
-  queues[2].parent = "gpu-team";
-  queues[2].usage = amounts({0, 0, 4000});
-  queues[3].name = "cpu";
-  queues[3].parent = "cpu-team";
-  queues[3].usage = amounts({9000, 0, 0});
-  const Amounts free = capacity - queues[2].usage - queues[3].usage;
+  Amounts free = capacity;
+  for (const QueueConfig& q : queues)
+    if (q.usage.size() > 0) free -= q.usage;
   auto planner = FairSharePlanner::build(space, capacity, free, queues);
   REQUIRE(planner.ok());
   std::vector<PendingJob> jobs(2);
@@ -128,11 +122,22 @@ TEST_CASE("exact ties: the admission planner admits the team listed first on an 
   CHECK(jobs[plan.admitted[1].job].name == "from-cpu");
 }
 
+TEST_CASE("exact ties: the admission planner admits the team listed first on an exact tie") {
+  std::vector<QueueConfig> queues(4);
+  queues[0].name = "gpu-team";
+  queues[0].weight = 2.0;
+  queues[1].name = "cpu-team";
+  queues[1].weight = 3.0;
+  queues[2].name = "gpu";
+  queues[2].parent = "gpu-team";
+  queues[2].usage = amounts({0, 0, 4000});
+  queues[3].name = "cpu";
+  queues[3].parent = "cpu-team";
+  queues[3].usage = amounts({9000, 0, 0});
+  check_gpu_leaf_admitted_first(queues);
+}
+
 TEST_CASE("exact ties: the admission planner admits the queue listed first on an exact tie") {
-  ResourceSpace space;
-  space.gpu_models = {"A100"};
-  // cpu 30 cores, memory 1 TiB (untouched), 20 GPUs.
-  const Amounts capacity = amounts({30000, std::int64_t{1} << 40, 20000});
   std::vector<QueueConfig> queues(2);
   queues[0].name = "gpu";
   queues[0].weight = 2.0;
@@ -140,21 +145,7 @@ TEST_CASE("exact ties: the admission planner admits the queue listed first on an
   queues[1].name = "cpu";
   queues[1].weight = 3.0;
   queues[1].usage = amounts({9000, 0, 0});
-  const Amounts free = capacity - queues[0].usage - queues[1].usage;
-  auto planner = FairSharePlanner::build(space, capacity, free, queues);
-  REQUIRE(planner.ok());
-  // One small CPU job per queue, listed "cpu" first so that input order cannot explain the answer.
-  std::vector<PendingJob> jobs(2);
-  jobs[0].name = "from-cpu";
-  jobs[0].queue = "cpu";
-  jobs[0].base = amounts({1000, 0, 0});
-  jobs[1].name = "from-gpu";
-  jobs[1].queue = "gpu";
-  jobs[1].base = amounts({1000, 0, 0});
-  const AdmissionPlan plan = planner->plan(jobs);
-  REQUIRE(plan.admitted.size() == 2);
-  CHECK(jobs[plan.admitted[0].job].name == "from-gpu");
-  CHECK(jobs[plan.admitted[1].job].name == "from-cpu");
+  check_gpu_leaf_admitted_first(queues);
 }
 
 }  // namespace

@@ -6,12 +6,12 @@
 // idle GPUs" deterministically. The state also keeps one over idle counts (which buckets are
 // non-empty) and one over GPU slots (which GPUs are idle).
 //
-// Storage is taken only while the set has members: an empty set is its id range and nothing else,
-// and a set of more than kKeptWords words gives its storage back when it empties. The cluster index
-// keeps one set per (GPU model, idle count) over the whole node range, so without this one node of
-// 65,535 GPUs among 100,000 nodes made 65,536 x 12.7 KB (about 830 MB) of sets that are almost all
-// empty; now the index costs the buckets in use (issue 15, part 8). Small sets keep their words
-// (clearing and re-taking one word would cost more than it saves).
+// Storage is taken on the first insert: an empty set is its id range and nothing else, and
+// `trim()` gives an empty set's storage back. The cluster index keeps one set per (GPU model, idle
+// count) over the whole node range and trims a bucket when it empties, so one node of 65,535 GPUs
+// among 100,000 nodes no longer makes 65,536 x 12.7 KB (about 830 MB) of sets that are almost all
+// empty: the index costs the buckets in use (issue 15, part 8). Sets that empty and fill again on
+// every change (the index's set of non-empty idle counts, one node's idle GPUs) are not trimmed.
 #pragma once
 
 #include <bit>
@@ -25,7 +25,8 @@ class NodeBitset {
  public:
   static constexpr std::uint32_t kEnd = ~std::uint32_t{0};
 
-  // Sets of more words than this give their storage back when they empty (4,096 ids, 520 bytes).
+  // trim() keeps the storage of sets of at most this many words (4,096 ids, 520 bytes): re-taking it
+  // would cost more than it saves.
   static constexpr std::size_t kKeptWords = 64;
 
   NodeBitset() = default;
@@ -66,10 +67,13 @@ class NodeBitset {
     if (!(w & bit)) return;
     w &= ~bit;
     if (w == 0) summary_[id >> 12] &= ~(std::uint64_t{1} << ((id >> 6) & 63));
-    if (--count_ == 0 && words_.size() > kKeptWords) {
-      std::vector<std::uint64_t>().swap(words_);
-      std::vector<std::uint64_t>().swap(summary_);
-    }
+    --count_;
+  }
+  // An empty set of more than kKeptWords words gives its storage back (the next insert takes it again).
+  void trim() {
+    if (count_ != 0 || words_.size() <= kKeptWords) return;
+    std::vector<std::uint64_t>().swap(words_);
+    std::vector<std::uint64_t>().swap(summary_);
   }
 
   // The smallest member >= from, or kEnd.

@@ -217,7 +217,7 @@ GPUSCHED_DECL NodeId ClusterState::append_node(const ParsedNode& p) {
   gpu_end_.push_back(static_cast<std::uint32_t>(gpu_free_milli_.size()));
   if (gpu_end_.back() - gpu_begin_.back() > kShareIndexGpus)
     for (std::uint32_t gi = gpu_begin_.back(); gi < gpu_end_.back(); ++gi)
-      if (gpu_free_milli_[gi] > 0)
+      if (share_keyed(gpu_free_milli_[gi], !std::has_single_bit(models)))
         partial_shares_.insert(share_key(n, gpu_model_[gi], gpu_free_milli_[gi], gi - gpu_begin_.back()));
   node_models_.push_back(models);
   std::uint8_t key = kNoGpuKey;
@@ -375,7 +375,10 @@ GPUSCHED_DECL void ClusterState::bucket_insert(std::size_t slot, std::int32_t id
 GPUSCHED_DECL void ClusterState::bucket_erase(std::size_t slot, std::int32_t idle, NodeId n) {
   NodeBitset& bucket = buckets_[slot][static_cast<std::size_t>(idle)];
   bucket.erase(n);
-  if (bucket.empty()) levels_[slot].erase(static_cast<std::uint32_t>(idle));
+  if (bucket.empty()) {
+    levels_[slot].erase(static_cast<std::uint32_t>(idle));
+    bucket.trim();  // an empty bucket of a big cluster holds no storage (node_bitset.hpp)
+  }
 }
 
 GPUSCHED_DECL void ClusterState::eligible_add(NodeId n, int sign) {
@@ -412,8 +415,9 @@ GPUSCHED_DECL void ClusterState::note_gpu_free_change(NodeId n, std::uint32_t gi
   if (after == kMilliPerGpu && before != kMilliPerGpu) idle_gpu_slots_.insert(gi);
   if (before != after && share_indexed(n)) {
     const std::uint32_t local = gi - gpu_begin_[n];
-    if (before > 0) partial_shares_.erase(share_key(n, gpu_model_[gi], before, local));
-    if (after > 0) partial_shares_.insert(share_key(n, gpu_model_[gi], after, local));
+    const bool mixed = !std::has_single_bit(node_models_[n]);
+    if (share_keyed(before, mixed)) partial_shares_.erase(share_key(n, gpu_model_[gi], before, local));
+    if (share_keyed(after, mixed)) partial_shares_.insert(share_key(n, gpu_model_[gi], after, local));
   }
 }
 
@@ -462,6 +466,12 @@ GPUSCHED_DECL std::pair<std::int32_t, std::int32_t> ClusterState::least_share_of
 GPUSCHED_DECL std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models) const {
   if (share > kMilliPerGpu) return -1;
   const auto wanted = static_cast<std::int32_t>(std::max<MilliGpu>(share, 1));
+  if (std::has_single_bit(node_models_[n])) {
+    // One model: its partly used GPUs are keyed, its idle ones are the idle-GPU set's.
+    if ((node_models_[n] & models) == 0) return -1;
+    const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(node_models_[n])), wanted);
+    return found.first >= 0 ? found.second : next_idle_gpu(n, 0);
+  }
   std::pair<std::int32_t, std::int32_t> best{-1, -1};
   for (GpuModelMask left = node_models_[n] & models; left != 0; left &= left - 1) {
     const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(left)), wanted);
