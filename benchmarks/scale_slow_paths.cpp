@@ -12,6 +12,7 @@
 //                              step: before the share index it was O(G) per decision)
 //   BM_HugeNodeFillSharedMixed/G/P  the same on a node of two models (every other GPU an A100), the
 //                              0.3 task allowing H100s only (best-fit, spread)
+//   BM_HugeNodeFillSharedMemory/G/P  the same on one model with GPU memory asked (40, 20, 30 GiB)
 //   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
 //                              FairSharePlanner::build
 //   BM_DeepQueuePlan/D         its admission plan of 1,000 jobs
@@ -135,6 +136,16 @@ void huge_node_fill_shared_mixed(benchmark::State& st, const char* name) {
   st.counters["tasks"] = static_cast<double>(fill_and_release(st, s, reqs, name));
 }
 
+// Shared tasks asking GPU memory too (0.5 GPU and 40 GiB, 0.25 and 20 GiB, 0.3 and 30 GiB of an
+// H100's 80): the share index steps over GPUs whose memory is short, in share order.
+void huge_node_fill_shared_memory(benchmark::State& st, const char* name) {
+  ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
+  std::vector<TaskRequest> reqs;
+  for (const auto& [milli, gib] : {std::pair<MilliGpu, Bytes>{500, 40}, {250, 20}, {300, 30}})
+    reqs.push_back(*s.compile(TaskShape{1000, kGiB, 1, milli, gib * kGiB}));
+  st.counters["tasks"] = static_cast<double>(fill_and_release(st, s, reqs, name));
+}
+
 void register_huge_node() {
   // FGD and FGD-OC keep a node as its distinct (free share, model) levels and change a big node's
   // levels by the GPUs of each observed reservation, so they run at the full sizes too.
@@ -147,6 +158,12 @@ void register_huge_node() {
         ->Unit(benchmark::kMillisecond);
   for (const char* name : {"best-fit", "worst-fit", "FGD"})
     benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillShared/") + name).c_str(), huge_node_fill_shared, name)
+        ->Arg(4096)
+        ->Arg(16384)
+        ->Arg(65535)
+        ->Unit(benchmark::kMillisecond);
+  for (const char* name : {"best-fit", "worst-fit"})
+    benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillSharedMemory/") + name).c_str(), huge_node_fill_shared_memory, name)
         ->Arg(4096)
         ->Arg(16384)
         ->Arg(65535)

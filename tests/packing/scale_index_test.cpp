@@ -220,13 +220,15 @@ TEST_CASE("scale index: a task of every GPU of a 65,535-GPU node is validated in
 namespace {
 
 // What the share index answers, by scanning every GPU of the node: the least free share >= s (ties
-// to the lowest index) among GPUs of an allowed model, and the most free share of any GPU.
+// to the lowest index) among GPUs of an allowed model with the GPU memory asked, and the most free
+// share of any GPU.
 std::int32_t scan_least_share_gpu(const ClusterState& s, NodeId n, const TaskRequest& r) {
   std::int32_t best = -1;
   for (std::size_t g = 0; g < s.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     const std::int32_t f = s.gpu_free_milli(n, gi);
-    if (f < r.shape.gpu_milli || !(r.models & model_bit(s.gpu_model(n, gi)))) continue;
+    if (f < r.shape.gpu_milli || !(r.models & model_bit(s.gpu_model(n, gi))) || s.gpu_free_memory(n, gi) < r.shape.gpu_memory)
+      continue;
     if (best < 0 || f < s.gpu_free_milli(n, static_cast<GpuIndex>(best))) best = static_cast<std::int32_t>(g);
   }
   return best;
@@ -259,9 +261,12 @@ void check_shared_index_against_scans(bool mixed) {
   const std::string_view h100[] = {"H100-80GB"};
   requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 400, 0}, a100));
   requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 600, 0}, h100));
+  // GPU memory asked: 30 and 50 GiB of a GPU's 80, so GPUs with share left run short of memory.
+  requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 300, 30 * kGiB}));
+  requests.push_back(*s.compile(TaskShape{500, kGiB, 1, 200, 50 * kGiB}, h100));
   requests.push_back(*s.compile(TaskShape{2000, 2 * kGiB, 2, 1000, 0}));
   std::vector<std::pair<TaskRequest, TaskAssignment>> held;
-  std::size_t indexed_checks = 0, mixed_checks = 0, placed = 0;
+  std::size_t indexed_checks = 0, mixed_checks = 0, memory_checks = 0, placed = 0;
   auto check_node = [&](NodeId n, const TaskRequest& r) {
     CHECK(s.most_free_share(n) == scan_most_free_share(s, n));
     CHECK(s.most_free_share(n, r.models) == scan_most_free_share(s, n, r.models));
@@ -272,9 +277,13 @@ void check_shared_index_against_scans(bool mixed) {
     CHECK(tightest_share_left(s, n, r) == tight);
     const bool host = host_fits(s, n, r);
     CHECK((s.check_fit(n, r) == FitReason::kFits) == (host && want >= 0));
+    if (host && want < 0)
+      CHECK(s.check_fit(n, r) == (scan_most_free_share(s, n, r.models) >= r.shape.gpu_milli ? FitReason::kInsufficientGpuMemory
+                                                                                                : FitReason::kInsufficientGpuShare));
     if (s.share_indexed(n)) {
       ++indexed_checks;
-      CHECK(s.least_share_gpu(n, r.shape.gpu_milli, r.models) == want);
+      CHECK(s.least_share_gpu(n, r.shape.gpu_milli, r.models, r.shape.gpu_memory) == want);
+      if (r.shape.gpu_memory > 0) ++memory_checks;
       if (!std::has_single_bit(s.node_models(n))) ++mixed_checks;
     }
     if (host && want >= 0) {
@@ -312,6 +321,7 @@ void check_shared_index_against_scans(bool mixed) {
   CHECK(placed > 1000);
   CHECK(indexed_checks > 1000);
   CHECK((mixed_checks > 300) == mixed);
+  CHECK(memory_checks > 300);
   // Best-fit and spread choose as their definitions over every node's GPUs (a scan with the same keys).
   for (const TaskRequest& r : requests) {
     if (!r.shape.shares_gpu()) continue;

@@ -381,9 +381,11 @@ class ClusterState {
   // without), any GPU memory.
   std::int32_t most_free_share(NodeId n, GpuModelMask models = ~GpuModelMask{0}) const;
   // A share-indexed node (share_indexed): the GPU of the `models` given with the least free share >=
-  // `share` (a partly used GPU first, by share, then the lowest idle one; the lowest index among equal
-  // shares), any GPU memory; -1 when none.
-  std::int32_t least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models = ~GpuModelMask{0}) const;
+  // `share` and at least `memory` free GPU memory (a partly used GPU first, by share, then the lowest
+  // idle one; the lowest index among equal shares); -1 when none. Without memory asked O(models x
+  // log G); with it, GPUs whose memory is short are stepped over in that order (a scan only when
+  // most of them are short).
+  std::int32_t least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models = ~GpuModelMask{0}, Bytes memory = 0) const;
   // At least the most GPUs of any node (after removals it may stay larger: buckets are never dropped).
   std::int32_t max_gpus_per_node() const { return max_gpus_per_node_; }
   // The index model keys present in this state, ascending (a key whose nodes were all removed stays).
@@ -538,8 +540,10 @@ class ClusterState {
   static std::uint64_t share_key(NodeId n, GpuModelId model, std::int32_t free, std::uint32_t local) {
     return (std::uint64_t{n} << 32) | (std::uint64_t{model} << 26) | (static_cast<std::uint64_t>(free) << 16) | local;
   }
-  // The least (free, local index) >= `share` among node n's GPUs of one model; {-1, -1} when none.
-  std::pair<std::int32_t, std::int32_t> least_share_of_model(NodeId n, GpuModelId model, std::int32_t share) const;
+  // The least (free, local index) >= `share` with `memory` free among node n's keyed GPUs of one
+  // model; {-1, -1} when none.
+  std::pair<std::int32_t, std::int32_t> least_share_of_model(NodeId n, GpuModelId model, std::int32_t share,
+                                                             Bytes memory) const;
   std::vector<std::uint64_t> node_version_;
   std::size_t live_nodes_ = 0;
 

@@ -457,24 +457,34 @@ GPUSCHED_DECL std::int32_t ClusterState::most_free_share(NodeId n, GpuModelMask 
 }
 
 GPUSCHED_DECL std::pair<std::int32_t, std::int32_t> ClusterState::least_share_of_model(NodeId n, GpuModelId model,
-                                                                                        std::int32_t share) const {
-  const auto it = partial_shares_.lower_bound(share_key(n, model, share, 0));
-  if (it == partial_shares_.end() || (*it >> 26) != ((std::uint64_t{n} << 6) | model)) return {-1, -1};
-  return {static_cast<std::int32_t>((*it >> 16) & 0x3FF), static_cast<std::int32_t>(*it & 0xFFFF)};
+                                                                                        std::int32_t share,
+                                                                                        Bytes memory) const {
+  const std::uint64_t prefix = (std::uint64_t{n} << 6) | model;
+  for (auto it = partial_shares_.lower_bound(share_key(n, model, share, 0));
+       it != partial_shares_.end() && (*it >> 26) == prefix; ++it) {
+    const auto local = static_cast<std::uint32_t>(*it & 0xFFFF);
+    if (memory > 0 && gpu_free_memory_[gpu_begin_[n] + local] < memory) continue;
+    return {static_cast<std::int32_t>((*it >> 16) & 0x3FF), static_cast<std::int32_t>(local)};
+  }
+  return {-1, -1};
 }
 
-GPUSCHED_DECL std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models) const {
+GPUSCHED_DECL std::int32_t ClusterState::least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models, Bytes memory) const {
   if (share > kMilliPerGpu) return -1;
   const auto wanted = static_cast<std::int32_t>(std::max<MilliGpu>(share, 1));
   if (std::has_single_bit(node_models_[n])) {
     // One model: its partly used GPUs are keyed, its idle ones are the idle-GPU set's.
     if ((node_models_[n] & models) == 0) return -1;
-    const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(node_models_[n])), wanted);
-    return found.first >= 0 ? found.second : next_idle_gpu(n, 0);
+    const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(node_models_[n])), wanted, memory);
+    if (found.first >= 0) return found.second;
+    std::int32_t g = next_idle_gpu(n, 0);
+    while (g >= 0 && memory > 0 && gpu_free_memory_[gpu_begin_[n] + static_cast<std::uint32_t>(g)] < memory)
+      g = next_idle_gpu(n, static_cast<std::size_t>(g) + 1);
+    return g;
   }
   std::pair<std::int32_t, std::int32_t> best{-1, -1};
   for (GpuModelMask left = node_models_[n] & models; left != 0; left &= left - 1) {
-    const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(left)), wanted);
+    const auto found = least_share_of_model(n, static_cast<GpuModelId>(std::countr_zero(left)), wanted, memory);
     if (found.first >= 0 && (best.first < 0 || found < best)) best = found;
   }
   return best.second;
@@ -658,10 +668,14 @@ GPUSCHED_DECL FitReason ClusterState::check_fit(NodeId n, const TaskRequest& req
     if (idle < shape.gpus) return FitReason::kInsufficientGpus;
     return idle_mem >= shape.gpus ? FitReason::kFits : FitReason::kInsufficientGpuMemory;
   }
-  // A node of many GPUs, no GPU memory asked: its most free share of the allowed models answers
-  // (O(models x log G)).
-  if (shape.gpu_memory == 0 && share_indexed(n))
-    return most_free_share(n, request.models) >= shape.gpu_milli ? FitReason::kFits : FitReason::kInsufficientGpuShare;
+  // A node of many GPUs: its most free share of the allowed models answers (O(models x log G)), and
+  // with GPU memory asked the least share that also has the memory (ClusterState::least_share_gpu).
+  if (share_indexed(n)) {
+    if (most_free_share(n, request.models) < shape.gpu_milli) return FitReason::kInsufficientGpuShare;
+    if (shape.gpu_memory == 0 || least_share_gpu(n, shape.gpu_milli, request.models, shape.gpu_memory) >= 0)
+      return FitReason::kFits;
+    return FitReason::kInsufficientGpuMemory;
+  }
   bool share_ok = false;
   for (std::uint32_t g = b; g < e; ++g) {
     if (gpu_free_milli_[g] < shape.gpu_milli || !(request.models & model_bit(gpu_model_[g]))) continue;

@@ -713,7 +713,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
   if (request.shape.shares_gpu() && index_ && attached_instance_ == state.instance_id() &&
       index_->seen_generation == state.generation() && node < index_->node_class.size() &&
       index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request) &&
-      std::has_single_bit(state.node_models(node))) {
+      request.shape.gpu_memory == 0 && std::has_single_bit(state.node_models(node))) {
     Index& ix = *index_;
     const Index::Class& cl = ix.classes[ix.node_class[node]];
     const detail::FgdEvaluation e =

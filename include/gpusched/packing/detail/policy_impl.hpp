@@ -170,16 +170,16 @@ GPUSCHED_DECL TaskRequest policy_request_for(const ClusterState& from, const Clu
 // --- GPU pickers ---------------------------------------------------------------------------------
 
 namespace detail {
-// A node whose GPUs by free share the state keeps (ClusterState::least_share_gpu) and where that
-// answers for this request: no GPU memory asked (the index orders by share only).
-GPUSCHED_DECL bool policy_share_index_answers(const ClusterState& state, NodeId node, const TaskRequest& request) {
-  return state.share_indexed(node) && request.shape.gpu_memory == 0;
+// A node whose GPUs by free share the state keeps (ClusterState::least_share_gpu, which also
+// answers for the allowed models and the GPU memory asked).
+GPUSCHED_DECL bool policy_share_index_answers(const ClusterState& state, NodeId node, const TaskRequest& /*request*/) {
+  return state.share_indexed(node);
 }
 }  // namespace detail
 
 GPUSCHED_DECL std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
   if (detail::policy_share_index_answers(state, node, request)) {
-    const std::int32_t g = state.least_share_gpu(node, request.shape.gpu_milli, request.models);
+    const std::int32_t g = state.least_share_gpu(node, request.shape.gpu_milli, request.models, request.shape.gpu_memory);
     return g < 0 ? kMilliPerGpu + 1
                  : static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g)) - request.shape.gpu_milli);
   }
@@ -219,7 +219,7 @@ GPUSCHED_DECL bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId 
   };
   if (shape.shares_gpu()) {
     if (detail::policy_share_index_answers(state, node, request)) {
-      const std::int32_t g = state.least_share_gpu(node, shape.gpu_milli, request.models);
+      const std::int32_t g = state.least_share_gpu(node, shape.gpu_milli, request.models, shape.gpu_memory);
       if (g < 0) return false;
       out.gpus.push_back(static_cast<GpuIndex>(g));
       return true;
