@@ -5,8 +5,10 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numbers>
+#include <span>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -16,26 +18,6 @@
 
 namespace gpusched::sim {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = line.find(',', start);
-    if (comma == std::string_view::npos) {
-      out.push_back(trim(line.substr(start)));
-      return out;
-    }
-    out.push_back(trim(line.substr(start, comma - start)));
-    start = comma + 1;
-  }
-}
 
 bool parse_i64(std::string_view s, std::int64_t& out) {
   if (s.empty()) return false;
@@ -51,18 +33,40 @@ Result<std::string> read_text(const std::string& path) {
   return s.str();
 }
 
-// One CSV table: header columns by name, rows with located errors.
+// One CSV table (RFC 4180): header columns by name, rows with located errors. Fields may be quoted
+// ("a,b", "say ""hi""", a quoted field may span lines); unquoted fields are trimmed of spaces and
+// tabs. \n, \r\n and a lone \r end a record; blank lines are skipped; a UTF-8 byte order mark before
+// the header is ignored. The header must name each column once and only the columns the format
+// knows (docs/formats.md: unknown fields are errors, never silently dropped).
 class Csv {
  public:
-  Csv(std::string_view text, std::string_view file) : text_(text), file_(file) {}
+  Csv(std::string_view text, std::string_view file) : text_(text), file_(file) {
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+  }
 
-  Status header(std::initializer_list<std::string_view> required) {
-    std::string_view line;
-    if (!next(line)) return Error{fmt::format("{}: empty file (expected a header line)", file_), ErrorCode::kMissingField};
-    names_ = split(line);
+  Status header(std::initializer_list<std::string_view> required, std::span<const std::string_view> known) {
+    Status status;
+    if (!row(names_, status, false)) {
+      if (!status) return status;
+      return Error{fmt::format("{}: empty file (expected a header line)", file_), ErrorCode::kMissingField};
+    }
+    header_line_ = record_line_;
+    for (std::size_t c = 0; c < names_.size(); ++c) {
+      const std::string& name = names_[c];
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        return Error{fmt::format("{}:{}: unknown column {} (known: {})", file_, header_line_, io::detail::shown(name), list),
+                     ErrorCode::kUnknownField, name};
+      }
+      for (std::size_t d = 0; d < c; ++d)
+        if (names_[d] == name)
+          return Error{fmt::format("{}:{}: column '{}' appears twice (columns {} and {})", file_, header_line_, name, d + 1, c + 1),
+                       ErrorCode::kInvalidValue, name};
+    }
     for (std::string_view r : required)
       if (column(r) < 0)
-        return Error{fmt::format("{}:1: missing column '{}'", file_, r), ErrorCode::kMissingField, std::string(r)};
+        return Error{fmt::format("{}:{}: missing column '{}'", file_, header_line_, r), ErrorCode::kMissingField, std::string(r)};
     return {};
   }
   int column(std::string_view name) const {
@@ -70,14 +74,16 @@ class Csv {
       if (names_[i] == name) return static_cast<int>(i);
     return -1;
   }
-  // Next non-empty row; false at the end.
-  bool row(std::vector<std::string_view>& fields, Status& status) {
-    std::string_view line;
-    while (next(line)) {
-      if (trim(line).empty()) continue;
-      fields = split(line);
-      if (fields.size() != names_.size()) {
-        status = Error{fmt::format("{}:{}: expected {} columns, got {}", file_, line_, names_.size(), fields.size()),
+  // Next non-blank record; false at the end or on an error (then `status` says which).
+  bool row(std::vector<std::string>& fields, Status& status, bool check_width = true) {
+    while (pos_ < text_.size()) {
+      if (Status s = record(fields); !s) {
+        status = s;
+        return false;
+      }
+      if (fields.size() == 1 && fields[0].empty() && !quoted_) continue;  // a blank line
+      if (check_width && fields.size() != names_.size()) {
+        status = Error{fmt::format("{}:{}: expected {} columns, got {}", file_, record_line_, names_.size(), fields.size()),
                        ErrorCode::kParse};
         return false;
       }
@@ -86,27 +92,114 @@ class Csv {
     return false;
   }
   Error bad(int col, std::string_view what, std::string_view value) const {
-    return Error{fmt::format("{}:{}: column {} ({}): expected {}, got {}", file_, line_, col + 1,
+    return Error{fmt::format("{}:{}: column {} ({}): expected {}, got {}", file_, record_line_, col + 1,
                              names_[static_cast<std::size_t>(col)], what, io::detail::shown(value)),
-                 ErrorCode::kInvalidValue, std::string(names_[static_cast<std::size_t>(col)])};
+                 ErrorCode::kInvalidValue, names_[static_cast<std::size_t>(col)]};
   }
-  std::size_t line() const { return line_; }
   std::string_view name(int col) const { return names_[static_cast<std::size_t>(col)]; }
 
  private:
-  bool next(std::string_view& line) {
-    if (pos_ >= text_.size()) return false;
-    const std::size_t nl = text_.find('\n', pos_);
-    const std::size_t end = nl == std::string_view::npos ? text_.size() : nl;
-    line = text_.substr(pos_, end - pos_);
-    pos_ = end + 1;
+  static bool blank(char c) { return c == ' ' || c == '\t'; }
+  // Consumes a line break at pos_ (\n, \r\n or \r); false when there is none.
+  bool line_break() {
+    if (pos_ >= text_.size() || (text_[pos_] != '\n' && text_[pos_] != '\r')) return false;
+    if (text_[pos_] == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') ++pos_;
+    ++pos_;
     ++line_;
     return true;
   }
+  // One record from pos_ (which is before the end of the text).
+  Status record(std::vector<std::string>& fields) {
+    fields.clear();
+    record_line_ = line_;
+    quoted_ = false;
+    if (fields.capacity() == 0) fields.reserve(16);
+    while (true) {
+      std::size_t at = pos_;
+      while (at < text_.size() && blank(text_[at])) ++at;
+      std::string cell;
+      if (at < text_.size() && text_[at] == '"') {
+        quoted_ = true;
+        pos_ = at + 1;
+        while (true) {
+          const std::size_t quote = text_.find('"', pos_);
+          if (quote == std::string_view::npos)
+            return Error{fmt::format("{}:{}: a quoted field is not closed", file_, record_line_), ErrorCode::kParse};
+          for (std::size_t k = pos_; k < quote; ++k)  // line breaks inside the field, for later line numbers
+            if (text_[k] == '\n' || (text_[k] == '\r' && (k + 1 >= quote || text_[k + 1] != '\n'))) ++line_;
+          cell.append(text_.substr(pos_, quote - pos_));
+          pos_ = quote + 1;
+          if (pos_ < text_.size() && text_[pos_] == '"') {  // "" is one quote
+            cell += '"';
+            ++pos_;
+            continue;
+          }
+          break;
+        }
+        while (pos_ < text_.size() && blank(text_[pos_])) ++pos_;
+        if (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '\n' && text_[pos_] != '\r')
+          return Error{fmt::format("{}:{}: column {}: text after a closing quote (write a quote inside a quoted field as \"\")",
+                                   file_, line_, fields.size() + 1),
+                       ErrorCode::kParse};
+      } else {
+        std::size_t end = pos_;
+        while (end < text_.size() && text_[end] != ',' && text_[end] != '\n' && text_[end] != '\r') ++end;
+        std::string_view raw = text_.substr(pos_, end - pos_);
+        while (!raw.empty() && blank(raw.front())) raw.remove_prefix(1);
+        while (!raw.empty() && blank(raw.back())) raw.remove_suffix(1);
+        cell.assign(raw);
+        pos_ = end;
+      }
+      fields.push_back(std::move(cell));
+      if (pos_ < text_.size() && text_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      line_break();
+      return {};
+    }
+  }
+
   std::string_view text_, file_;
-  std::vector<std::string_view> names_;
-  std::size_t pos_ = 0, line_ = 0;
+  std::vector<std::string> names_;
+  std::size_t pos_ = 0, line_ = 1, record_line_ = 0, header_line_ = 1;
+  bool quoted_ = false;
 };
+
+// A CSV cell as jobs_to_csv writes it: quoted when the reader would otherwise split, trim or
+// unquote it.
+std::string csv_cell(std::string_view value) {
+  const bool plain = value.find_first_of(",\"\r\n") == std::string_view::npos &&
+                     (value.empty() || (value.front() != ' ' && value.front() != '\t' && value.back() != ' ' &&
+                                        value.back() != '\t'));
+  if (plain) return std::string(value);
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Names (job, queue, GPU model) must not hold control characters: a NUL byte cuts a table row and a
+// newline forges one (docs/formats.md). The expectation text when one does, else "".
+std::string name_problem(std::string_view value) {
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return fmt::format("a name without control characters (0x{:02x})", u);
+  }
+  return "";
+}
+
+constexpr std::string_view kGenericColumns[] = {
+    "name", "submit", "duration", "gpus", "tasks", "gpu_milli", "min_tasks", "cpu_milli", "memory_mib", "queue",
+    "priority", "estimate", "checkpoint_interval", "restart_cost", "preemptible", "gpu_model"};
+
+// A trace of no jobs is an error, not an empty run (docs/formats.md: empty input is never an empty
+// success).
+Error no_jobs(std::string_view file) {
+  return Error{fmt::format("{}: no jobs (the file has no job rows)", file), ErrorCode::kMissingField, "jobs"};
+}
 
 void sort_by_submit(std::vector<SimJob>& jobs) {
   std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.submit < b.submit; });
@@ -126,6 +219,8 @@ std::string apply_field(FieldSink& f, std::string_view key, std::string_view val
     return "";
   };
   SimJob& j = f.job;
+  if (key == "name" || key == "queue" || key == "gpu_model")
+    if (std::string e = name_problem(value); !e.empty()) return e;
   if (key == "name") {
     if (value.empty()) return "a non-empty name";
     j.name = value;
@@ -171,7 +266,10 @@ std::string apply_field(FieldSink& f, std::string_view key, std::string_view val
     }
     if (key == "min_tasks") j.min_tasks = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000));
     if (key == "cpu_milli") j.shape.cpu = v;
-    if (key == "memory_mib") j.shape.memory = v << 20;
+    if (key == "memory_mib") {
+      if (v > (std::numeric_limits<Bytes>::max() >> 20)) return "a non-negative integer below 2^43 (MiB)";
+      j.shape.memory = v << 20;
+    }
     if (key == "priority") j.priority = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000'000));
     if (key == "estimate") j.estimate = v;
     if (key == "checkpoint_interval") j.checkpoint_interval = v;
@@ -193,15 +291,18 @@ void finish_shape(SimJob& j) {
 Result<std::vector<SimJob>> parse_itp_trace(std::string_view text, std::string_view file_name,
                                             std::int32_t gpus_per_node) {
   Csv csv(text, file_name);
-  if (Status s = csv.header({"job_id", "submission_time", "duration", "num_gpu"}); !s) return s.error();
+  static constexpr std::string_view kColumns[] = {"job_id", "submission_time", "duration", "num_gpu"};
+  if (Status s = csv.header({"job_id", "submission_time", "duration", "num_gpu"}, kColumns); !s) return s.error();
   const int c_id = csv.column("job_id"), c_sub = csv.column("submission_time"), c_dur = csv.column("duration"),
             c_gpu = csv.column("num_gpu");
   std::vector<SimJob> jobs;
-  std::vector<std::string_view> f;
+  std::vector<std::string> f;
   Status status;
   while (csv.row(f, status)) {
     SimJob j;
     j.name = f[static_cast<std::size_t>(c_id)];
+    if (j.name.empty()) return csv.bad(c_id, "a non-empty job id", j.name);
+    if (std::string e = name_problem(j.name); !e.empty()) return csv.bad(c_id, e, j.name);
     std::int64_t sub = 0, dur = 0, gpus = 0;
     if (!parse_i64(f[static_cast<std::size_t>(c_sub)], sub) || sub < 0)
       return csv.bad(c_sub, "a non-negative integer", f[static_cast<std::size_t>(c_sub)]);
@@ -223,6 +324,7 @@ Result<std::vector<SimJob>> parse_itp_trace(std::string_view text, std::string_v
     jobs.push_back(std::move(j));
   }
   if (!status) return status.error();
+  if (jobs.empty()) return no_jobs(file_name);
   sort_by_submit(jobs);
   return jobs;
 }
@@ -264,15 +366,14 @@ std::vector<SimJob> alibaba_jobs(const std::vector<io::TracePod>& pods) {
 
 Result<std::vector<SimJob>> parse_jobs_csv(std::string_view text, std::string_view file_name) {
   Csv csv(text, file_name);
-  if (Status s = csv.header({"name", "submit", "duration", "gpus"}); !s) return s.error();
-  std::vector<std::string_view> f;
-  std::vector<std::string> names;
+  if (Status s = csv.header({"name", "submit", "duration", "gpus"}, kGenericColumns); !s) return s.error();
+  std::vector<std::string> f;
   std::vector<SimJob> jobs;
   Status status;
   while (csv.row(f, status)) {
     FieldSink sink;
     for (std::size_t c = 0; c < f.size(); ++c) {
-      // Unknown columns are ignored (as the Alibaba reader does); empty optional fields keep the default.
+      // Empty optional fields keep the default.
       const int col = static_cast<int>(c);
       if (f[c].empty() && csv.name(col) != "name" && csv.name(col) != "submit" && csv.name(col) != "duration" &&
           csv.name(col) != "gpus")
@@ -288,6 +389,7 @@ Result<std::vector<SimJob>> parse_jobs_csv(std::string_view text, std::string_vi
     jobs.push_back(std::move(sink.job));
   }
   if (!status) return status.error();
+  if (jobs.empty()) return no_jobs(file_name);
   sort_by_submit(jobs);
   return jobs;
 }
@@ -334,6 +436,7 @@ Result<std::vector<SimJob>> parse_jobs_json(std::string_view text, std::string_v
                    ErrorCode::kInconsistent, where + ".min_tasks"};
     jobs.push_back(std::move(sink.job));
   }
+  if (jobs.empty()) return no_jobs(file_name);
   sort_by_submit(jobs);
   return jobs;
 }
@@ -349,11 +452,14 @@ std::string jobs_to_csv(const std::vector<SimJob>& jobs) {
   std::string out =
       "name,submit,duration,gpus,tasks,gpu_milli,min_tasks,cpu_milli,memory_mib,queue,priority,estimate,"
       "checkpoint_interval,restart_cost,preemptible,gpu_model\n";
-  for (const SimJob& j : jobs)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", j.name, j.submit, j.duration, j.shape.gpus,
-                       j.tasks, j.shape.gpu_milli, j.min_tasks, j.shape.cpu, j.shape.memory >> 20, j.queue,
-                       j.priority, j.estimate, j.checkpoint_interval, j.restart_cost, j.preemptible ? 1 : 0,
-                       j.gpu_model);
+  for (const SimJob& j : jobs) {
+    // A CPU-only job's share is 0, which the column refuses (1..1000): left empty, it reads back as 0.
+    const std::string gpu_milli = j.shape.gpus == 0 ? std::string() : std::to_string(j.shape.gpu_milli);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_cell(j.name), j.submit, j.duration,
+                       j.shape.gpus, j.tasks, gpu_milli, j.min_tasks, j.shape.cpu, j.shape.memory >> 20,
+                       csv_cell(j.queue), j.priority, j.estimate, j.checkpoint_interval, j.restart_cost,
+                       j.preemptible ? 1 : 0, csv_cell(j.gpu_model));
+  }
   return out;
 }
 

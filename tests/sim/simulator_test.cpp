@@ -319,6 +319,104 @@ TEST_CASE("trace readers: ITP rows, the generic CSV/JSON formats and their error
   CHECK(jobs_to_csv(*back) == jobs_to_csv(gen));
 }
 
+// docs/formats.md's rules for every reader, on the simulator's trace formats (issue 15, part 1).
+TEST_CASE("trace readers: quoted CSV fields, every line ending, unknown and repeated columns, control characters, no rows") {
+  const std::string header = "name,submit,duration,gpus,queue\n";
+  // RFC 4180 quoting: a comma and a doubled quote inside quoted fields, spaces kept inside quotes.
+  auto quoted = parse_jobs_csv(header + "\"a,b\",0,60,1,\"q \"\"x\"\"\"\n \" y \" ,1,60,1,q\n", "q.csv");
+  REQUIRE(quoted);
+  REQUIRE(quoted->size() == 2);
+  CHECK((*quoted)[0].name == "a,b");
+  CHECK((*quoted)[0].queue == "q \"x\"");
+  CHECK((*quoted)[1].name == " y ");
+  // A quoted field may span lines, but no name may hold a line break: refused at the record's line,
+  // and a later error names its own line (the quoted field took two).
+  auto two_lines = parse_jobs_csv(header + "x,1,60,1,q\n\"two\nlines\",1,60,1,q\n", "q.csv");
+  REQUIRE_FALSE(two_lines);
+  CHECK(two_lines.error().message == "q.csv:3: column 1 (name): expected a name without control characters (0x0a), got \"two\\x0alines\"");
+  auto after = parse_jobs_csv("name,submit,duration,gpus,estimate\nx,1,60,1,\"1\n\"\nz,1,-5,1,0\n", "q.csv");
+  REQUIRE_FALSE(after);
+  CHECK(after.error().message == "q.csv:2: column 5 (estimate): expected a non-negative integer (seconds), got \"1\\x0a\"");
+  auto later = parse_jobs_csv("name,submit,duration,gpus,queue\nx,1,60,1,\"q\"\nz,1,-5,1,\"r\"\n", "q.csv");
+  REQUIRE_FALSE(later);
+  CHECK(later.error().message == "q.csv:3: column 3 (duration): expected a positive integer (seconds), got \"-5\"");
+  // \r\n, a lone \r and a byte order mark read like \n.
+  for (const std::string& text : {std::string("name,submit,duration,gpus\r\nx,0,60,1\r\ny,1,60,2\r\n"),
+                                  std::string("name,submit,duration,gpus\rx,0,60,1\ry,1,60,2"),
+                                  std::string("\xEF\xBB\xBFname,submit,duration,gpus\nx,0,60,1\n\ny,1,60,2\n")}) {
+    auto jobs = parse_jobs_csv(text, "e.csv");
+    REQUIRE(jobs);
+    REQUIRE(jobs->size() == 2);
+    CHECK((*jobs)[1].name == "y");
+    CHECK((*jobs)[1].shape.gpus == 2);
+  }
+  auto itp_cr = parse_itp_trace("job_id,submission_time,duration,num_gpu\ra,5,100,16\rb,7,50,2", "c.csv");
+  REQUIRE(itp_cr);
+  CHECK(itp_cr->size() == 2);
+  // Unknown and repeated columns are errors (a typo must not drop a field silently).
+  auto typo = parse_jobs_csv("name,submit,duration,gpus,prioirty\nx,0,60,1,5\n", "t.csv");
+  REQUIRE_FALSE(typo);
+  CHECK(typo.error().code == ErrorCode::kUnknownField);
+  CHECK(typo.error().field == "prioirty");
+  CHECK(typo.error().message.rfind("t.csv:1: unknown column \"prioirty\" (known: name, submit, duration, gpus, tasks,", 0) == 0);
+  auto twice = parse_jobs_csv("name,submit,duration,gpus,gpus\nx,0,60,1,2\n", "t.csv");
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message == "t.csv:1: column 'gpus' appears twice (columns 4 and 5)");
+  auto itp_extra = parse_itp_trace("job_id,submission_time,duration,num_gpu,user\na,5,100,16,u\n", "c.csv");
+  REQUIRE_FALSE(itp_extra);
+  CHECK(itp_extra.error().code == ErrorCode::kUnknownField);
+  // Malformed quoting.
+  auto open_quote = parse_jobs_csv(header + "\"x,0,60,1,q\n", "o.csv");
+  REQUIRE_FALSE(open_quote);
+  CHECK(open_quote.error().message == "o.csv:2: a quoted field is not closed");
+  auto trailing = parse_jobs_csv(header + "\"x\"y,0,60,1,q\n", "o.csv");
+  REQUIRE_FALSE(trailing);
+  CHECK(trailing.error().code == ErrorCode::kParse);
+  // Control characters in names are refused, in every format.
+  auto nul = parse_jobs_csv(header + std::string("a\0b,0,60,1,q\n", 13), "n.csv");
+  REQUIRE_FALSE(nul);
+  CHECK(nul.error().message == "n.csv:2: column 1 (name): expected a name without control characters (0x00), got \"a\\x00b\"");
+  auto tab_queue = parse_jobs_json(R"({"jobs":[{"name":"a","submit":0,"duration":5,"gpus":1,"queue":"q\u0007"}]})", "j.json");
+  REQUIRE_FALSE(tab_queue);
+  CHECK(tab_queue.error().field == "jobs[0].queue");
+  auto itp_ctl = parse_itp_trace("job_id,submission_time,duration,num_gpu\n\"a\x1b[2J\",5,100,1\n", "c.csv");
+  REQUIRE_FALSE(itp_ctl);
+  CHECK(itp_ctl.error().field == "job_id");
+  // Sizes beyond 64 bits are errors, not wrapped amounts.
+  auto mib = parse_jobs_csv("name,submit,duration,gpus,memory_mib\nx,0,60,1,9000000000000000\n", "m.csv");
+  REQUIRE_FALSE(mib);
+  CHECK(mib.error().field == "memory_mib");
+  // No job rows is an error, never an empty run.
+  for (const auto& r : {parse_jobs_csv(header, "h.csv"), parse_jobs_csv(header + "\n\n", "h.csv"),
+                        parse_itp_trace("job_id,submission_time,duration,num_gpu\n", "h.csv"),
+                        parse_jobs_json(R"({"jobs": []})", "h.csv")}) {
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == "h.csv: no jobs (the file has no job rows)");
+  }
+  auto empty = parse_jobs_csv("", "h.csv");
+  REQUIRE_FALSE(empty);
+  CHECK(empty.error().message == "h.csv: empty file (expected a header line)");
+
+  // jobs_to_csv quotes what needs it, and the reader gives the same jobs back.
+  std::vector<SimJob> odd(3);
+  odd[0].name = "a,b";
+  odd[1].name = " padded ";
+  odd[1].queue = "say \"hi\"";
+  odd[2].name = "\"quoted\", then not";
+  odd[2].gpu_model = "H100-80GB";
+  for (SimJob& j : odd) j.shape = TaskShape{0, 0, 1, 1000, 0};
+  odd[1].shape = TaskShape{4000, 0, 0, 0, 0};  // CPU-only: its share 0 is written as an empty field
+  auto odd_back = parse_jobs_csv(jobs_to_csv(odd), "odd.csv");
+  REQUIRE(odd_back);
+  REQUIRE(odd_back->size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK((*odd_back)[i].name == odd[i].name);
+    CHECK((*odd_back)[i].queue == odd[i].queue);
+    CHECK((*odd_back)[i].gpu_model == odd[i].gpu_model);
+    CHECK((*odd_back)[i].shape == odd[i].shape);
+  }
+}
+
 TEST_CASE("policy names: modifiers, and an unknown name or modifier is an error naming it") {
   auto p = parse_policy("las+ckpt+topo");
   REQUIRE(p);
