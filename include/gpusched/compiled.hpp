@@ -28,6 +28,8 @@
 #include "gpusched/fairness/detail/drf_impl.hpp"
 #include "gpusched/fairness/detail/hdrf_impl.hpp"
 #include "gpusched/fairness/detail/admission_impl.hpp"
+#include "gpusched/mig/detail/packer_impl.hpp"
+#include "gpusched/mig/detail/planner_impl.hpp"
 #include "gpusched/scheduler/detail/preemption_impl.hpp"
 #include "gpusched/scheduler/detail/backfill_impl.hpp"
 #include "gpusched/scheduler/detail/cycle_impl.hpp"
