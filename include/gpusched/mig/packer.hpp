@@ -130,7 +130,9 @@ class MigPlacer {
 
 class FragAwarePlacer final : public MigPlacer {
  public:
-  FragAwarePlacer(MigMode mode, MigDemand demand) : mode_(mode), demand_(std::move(demand)) {}
+  // Constructors are defined with the rest (detail/packer_impl.hpp): under separate compilation that
+  // is where the vtable is emitted (clang emits it only where a constructor is).
+  FragAwarePlacer(MigMode mode, MigDemand demand);
   std::string_view name() const override { return mode_ == MigMode::kDynamic ? "frag-aware" : "frag-aware-static"; }
   MigDecision decide(const ClusterState& state, const MigRequest& request) const override;
   const MigDemand& demand() const { return demand_; }
@@ -159,7 +161,7 @@ class FragAwarePlacer final : public MigPlacer {
 
 class FirstFitPlacer final : public MigPlacer {
  public:
-  explicit FirstFitPlacer(MigMode mode) : mode_(mode) {}
+  explicit FirstFitPlacer(MigMode mode);
   std::string_view name() const override { return mode_ == MigMode::kDynamic ? "first-fit" : "first-fit-static"; }
   MigDecision decide(const ClusterState& state, const MigRequest& request) const override;
 

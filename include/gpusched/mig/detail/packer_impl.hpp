@@ -8,7 +8,12 @@
 #include "gpusched/core/config.hpp"
 #include "gpusched/mig/packer.hpp"
 
+#include <utility>
+
 namespace gpusched::mig {
+
+GPUSCHED_CTOR_DECL FragAwarePlacer::FragAwarePlacer(MigMode mode, MigDemand demand) : mode_(mode), demand_(std::move(demand)) {}
+GPUSCHED_CTOR_DECL FirstFitPlacer::FirstFitPlacer(MigMode mode) : mode_(mode) {}
 
 GPUSCHED_DECL MigDemand MigDemand::uniform(const MigCatalog& catalog) {
   MigDemand d;
