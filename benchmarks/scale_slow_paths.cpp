@@ -11,7 +11,7 @@
 //                              (best-fit, spread, FGD; G = 4,096 / 16,384 / 65,535, two doublings a
 //                              step: before the share index it was O(G) per decision)
 //   BM_HugeNodeFillSharedMixed/G/P  the same on a node of two models (every other GPU an A100), the
-//                              0.3 task allowing H100s only (best-fit, spread)
+//                              0.3 task allowing H100s only (best-fit, spread, FGD)
 //   BM_HugeNodeFillSharedMemory/G/P  the same on one model with GPU memory asked (40, 20, 30 GiB)
 //   BM_DeepQueueBuild/D        a chain of D queues (each the parent of the next; the jobs in the leaf),
 //                              FairSharePlanner::build
@@ -168,7 +168,7 @@ void register_huge_node() {
         ->Arg(16384)
         ->Arg(65535)
         ->Unit(benchmark::kMillisecond);
-  for (const char* name : {"best-fit", "worst-fit"})
+  for (const char* name : {"best-fit", "worst-fit", "FGD"})
     benchmark::RegisterBenchmark((std::string("BM_HugeNodeFillSharedMixed/") + name).c_str(), huge_node_fill_shared_mixed, name)
         ->Arg(4096)
         ->Arg(16384)

@@ -707,18 +707,39 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
   if (costs_ && !costs_->prepared_for(state)) costs_->prepare(state, workload_);
-  // A shared task on a node of many GPUs of one model, the index current: the node's class levels
-  // give the best free share, and the state's share index its lowest GPU (no read of every GPU). One
-  // model makes the levels distinct shares, so this is the first best GPU of the scan below.
+  // A shared task on a node of many GPUs, no GPU memory asked, the index current: the node's class
+  // levels give the best (free share, model), and the state's share index the lowest GPU of a level
+  // (no read of every GPU). One model makes the levels distinct shares, so the best level's lowest GPU
+  // is the first best GPU of the scan below. With several models, levels of equal share can tie: each
+  // candidate level is given its lowest GPU and the candidates go in that order, as the scan meets
+  // them, so the tie goes to the same GPU.
   if (request.shape.shares_gpu() && index_ && attached_instance_ == state.instance_id() &&
       index_->seen_generation == state.generation() && node < index_->node_class.size() &&
       index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request) &&
-      request.shape.gpu_memory == 0 && std::has_single_bit(state.node_models(node))) {
+      request.shape.gpu_memory == 0) {
     Index& ix = *index_;
     const Index::Class& cl = ix.classes[ix.node_class[node]];
-    const detail::FgdEvaluation e =
-        detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
-    const std::int32_t gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
+    detail::FgdEvaluation e;
+    std::int32_t gpu = -1;
+    if (std::has_single_bit(state.node_models(node))) {
+      e = detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
+      gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
+    } else {
+      detail::fgd_sums_of(cl.levels, workload_, ix.sums);
+      ix.shared.clear();
+      ix.taken.clear();
+      for (std::size_t i = 0; i < cl.levels.size(); ++i) {
+        const detail::FgdLevel& lv = cl.levels[i];
+        if (lv.free < request.shape.gpu_milli || !(request.models & model_bit(lv.model))) continue;
+        const std::int32_t lowest = state.least_share_gpu(node, lv.free, model_bit(lv.model));
+        if (lowest >= 0) ix.shared.push_back({i, lowest});
+      }
+      std::sort(ix.shared.begin(), ix.shared.end(),
+                [](const detail::FgdCandidate& a, const detail::FgdCandidate& b) { return a.slot < b.slot; });
+      e = detail::fgd_evaluate_levels(cl.cpu, cl.levels, ix.sums, request, workload_, costs_.get(), ix.shared, ix.taken,
+                                      false);
+      gpu = e.fits ? e.slot : -1;
+    }
     if (gpu < 0) return c;
     c.fits = true;
     c.frag_before = e.before;
