@@ -568,5 +568,47 @@ TEST_CASE("property: after random events and reservations the state answers like
         require_same_answers(s, fresh, rng);
       }
     }
+    // compact() drops the tombstones: the same answers, every live id mapped to its new id, and the
+    // work that runs released on the new ids (so its allocations came along).
+    s.commit();
+    auto compacted = compact(s);
+    REQUIRE(compacted.ok());
+    require_same_answers(s, compacted->state, rng);
+    REQUIRE(compacted->new_id.size() == s.node_count());
+    for (NodeId n = 0; n < s.node_count(); ++n) {
+      if (s.removed(n)) {
+        REQUIRE(compacted->new_id[n] == kNoNode);
+        continue;
+      }
+      REQUIRE(compacted->state.node_name(compacted->new_id[n]) == s.node_name(n));
+    }
+    for (TaskAssignment a : running) {
+      if (s.removed(a.node)) continue;
+      a.node = compacted->new_id[a.node];
+      REQUIRE(compacted->state.release(a).ok());
+    }
   }
+}
+
+TEST_CASE("compact refuses uncommitted reservations and drops tombstones otherwise") {
+  Cluster c({make_node("a", 8000, 16 * kGiB, 2, "T4"), make_node("b", 8000, 16 * kGiB, 2, "T4"),
+             make_node("c", 8000, 16 * kGiB, 2, "T4")});
+  ClusterState s = build_state(c);
+  const TaskRequest one = compile_shape(s, 1000, 1, kMilliPerGpu);
+  TaskAssignment a;
+  REQUIRE(pick_lowest(s, 2, one, a));
+  REQUIRE(s.reserve(one, a).ok());
+  auto refused = compact(s);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kState);
+  CHECK(refused.error().field == "state");
+  s.commit();
+  REQUIRE(s.remove_node(1).ok());
+  auto done = compact(s);
+  REQUIRE(done.ok());
+  CHECK(done->state.node_count() == 2);
+  CHECK(done->new_id == std::vector<NodeId>{0, kNoNode, 1});
+  CHECK(done->state.idle_gpus(1) == 1);  // c's reservation came along
+  CHECK(done->state.find_node("b") == kNoNode);
+  CHECK(done->state.instance_id() != s.instance_id());
 }

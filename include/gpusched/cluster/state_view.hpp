@@ -6,9 +6,17 @@
 // written out or handed to code that takes a view. Built from a list of node ids it shows only those
 // nodes, in that order: the snapshot on which packing's default select_among runs a policy's own
 // select over a candidate set.
+//
+// `compact(state)` is the same read-back used to drop tombstones: node ids stay stable through
+// `remove_node`, so a long-running orchestrator whose nodes come and go keeps one tombstone per node
+// ever removed (its arrays, about 450 bytes a node of 8 GPUs). Now and then it can compact: a new state
+// of the live nodes, ids renumbered in id order, and each old id's new id to translate what it keeps
+// (running assignments, its own per-node arrays). Policies attached to the old state attach again (the
+// new state is another instance).
 #pragma once
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
@@ -70,5 +78,26 @@ class ClusterStateView final : public ClusterView {
   const ClusterState& state_;
   std::vector<NodeId> live_;
 };
+
+struct CompactedState {
+  ClusterState state;
+  std::vector<NodeId> new_id;  // by old id: the node's id in `state`; kNoNode for a removed node
+};
+
+// A state without the tombstones of removed nodes, equal to `state` in every answer (allocations,
+// health, cordons, labels, MIG instances, interconnects, GPU models). Refused (kState, field "state")
+// while reservations are uncommitted: the new state has no journal to roll them back with.
+inline Result<CompactedState> compact(const ClusterState& state) {
+  if (state.checkpoint() != 0)
+    return Error{"compact: " + std::to_string(state.checkpoint()) +
+                     " uncommitted reservations or releases (commit or roll back first)",
+                 ErrorCode::kState, "state"};
+  const ClusterStateView view(state);
+  auto built = ClusterState::build(view, state.registry(), state.mig().catalog(), state.mig().rules());
+  if (!built) return built.error();  // cannot happen for a valid state: every node passed build or add_node
+  CompactedState out{std::move(*built), std::vector<NodeId>(state.node_count(), kNoNode)};
+  for (std::size_t i = 0; i < view.node_count(); ++i) out.new_id[view.node_id(i)] = static_cast<NodeId>(i);
+  return out;
+}
 
 }  // namespace gpusched
