@@ -78,12 +78,9 @@ class Table {
         }
         // A control character (a NUL byte, an escape) in a name would cut or garble every table and
         // file the name is written to later: refuse it here, where the line is known.
-        for (char c : fields_[i]) {
-          const auto u = static_cast<unsigned char>(c);
-          if (u < 0x20 || u == 0x7f) {
-            status = error(i, fmt::format("control character 0x{:02x} in {}", u, shown(fields_[i])));
-            return false;
-          }
+        if (const int u = detail::first_control_character(fields_[i]); u >= 0) {
+          status = error(i, fmt::format("control character 0x{:02x} in {}", u, shown(fields_[i])));
+          return false;
         }
       }
       return true;

@@ -93,13 +93,18 @@ std::string shown_key(std::string_view key) {
   return plain ? std::string(key) : shown(key, 40);
 }
 
-Status check_name(std::string_view name, std::string_view field) {
+int first_control_character(std::string_view name) {
   for (char c : name) {
     const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f)
-      return Error{fmt::format("{}: control character 0x{:02x} in name {}", field, u, shown(name)),
-                   ErrorCode::kInvalidValue, std::string(field)};
+    if (u < 0x20 || u == 0x7f) return u;
   }
+  return -1;
+}
+
+Status check_name(std::string_view name, std::string_view field) {
+  if (const int u = first_control_character(name); u >= 0)
+    return Error{fmt::format("{}: control character 0x{:02x} in name {}", field, u, shown(name)),
+                 ErrorCode::kInvalidValue, std::string(field)};
   return {};
 }
 

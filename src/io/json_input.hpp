@@ -51,7 +51,10 @@ inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
 std::string shown_key(std::string_view key);
 
 // Names (nodes, jobs, queues, groups, labels) must not contain control characters: a NUL byte cuts
-// a table row, a newline forges one. Fails naming `field` and the escaped value.
+// a table row, a newline forges one. The first such byte of `name` (below 0x20, or 0x7f), or -1:
+// the one rule every reader applies (check_name, the CSV readers).
+int first_control_character(std::string_view name);
+// Fails naming `field` and the escaped value when `name` has a control character.
 Status check_name(std::string_view name, std::string_view field);
 
 }  // namespace gpusched::io::detail

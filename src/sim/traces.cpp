@@ -44,29 +44,29 @@ class Csv {
     if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
   }
 
-  Status header(std::initializer_list<std::string_view> required, std::span<const std::string_view> known) {
+  Status header(std::span<const std::string_view> required, std::span<const std::string_view> known) {
     Status status;
     if (!row(names_, status, false)) {
       if (!status) return status;
       return Error{fmt::format("{}: empty file (expected a header line)", file_), ErrorCode::kMissingField};
     }
-    header_line_ = record_line_;
+    const std::size_t header_line = record_line_;
     for (std::size_t c = 0; c < names_.size(); ++c) {
       const std::string& name = names_[c];
       if (std::find(known.begin(), known.end(), name) == known.end()) {
         std::string list;
         for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        return Error{fmt::format("{}:{}: unknown column {} (known: {})", file_, header_line_, io::detail::shown(name), list),
+        return Error{fmt::format("{}:{}: unknown column {} (known: {})", file_, header_line, io::detail::shown(name), list),
                      ErrorCode::kUnknownField, name};
       }
       for (std::size_t d = 0; d < c; ++d)
         if (names_[d] == name)
-          return Error{fmt::format("{}:{}: column '{}' appears twice (columns {} and {})", file_, header_line_, name, d + 1, c + 1),
+          return Error{fmt::format("{}:{}: column '{}' appears twice (columns {} and {})", file_, header_line, name, d + 1, c + 1),
                        ErrorCode::kInvalidValue, name};
     }
     for (std::string_view r : required)
       if (column(r) < 0)
-        return Error{fmt::format("{}:{}: missing column '{}'", file_, header_line_, r), ErrorCode::kMissingField, std::string(r)};
+        return Error{fmt::format("{}:{}: missing column '{}'", file_, header_line, r), ErrorCode::kMissingField, std::string(r)};
     return {};
   }
   int column(std::string_view name) const {
@@ -162,7 +162,7 @@ class Csv {
 
   std::string_view text_, file_;
   std::vector<std::string> names_;
-  std::size_t pos_ = 0, line_ = 1, record_line_ = 0, header_line_ = 1;
+  std::size_t pos_ = 0, line_ = 1, record_line_ = 0;
   bool quoted_ = false;
 };
 
@@ -181,14 +181,11 @@ std::string csv_cell(std::string_view value) {
   return out + "\"";
 }
 
-// Names (job, queue, GPU model) must not hold control characters: a NUL byte cuts a table row and a
-// newline forges one (docs/formats.md). The expectation text when one does, else "".
+// Names (job, queue, GPU model) must not hold control characters (io::detail::first_control_character,
+// docs/formats.md). The expectation text when one does, else "".
 std::string name_problem(std::string_view value) {
-  for (char c : value) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) return fmt::format("a name without control characters (0x{:02x})", u);
-  }
-  return "";
+  const int u = io::detail::first_control_character(value);
+  return u < 0 ? std::string() : fmt::format("a name without control characters (0x{:02x})", u);
 }
 
 constexpr std::string_view kGenericColumns[] = {
@@ -292,7 +289,7 @@ Result<std::vector<SimJob>> parse_itp_trace(std::string_view text, std::string_v
                                             std::int32_t gpus_per_node) {
   Csv csv(text, file_name);
   static constexpr std::string_view kColumns[] = {"job_id", "submission_time", "duration", "num_gpu"};
-  if (Status s = csv.header({"job_id", "submission_time", "duration", "num_gpu"}, kColumns); !s) return s.error();
+  if (Status s = csv.header(kColumns, kColumns); !s) return s.error();  // all four required, nothing else
   const int c_id = csv.column("job_id"), c_sub = csv.column("submission_time"), c_dur = csv.column("duration"),
             c_gpu = csv.column("num_gpu");
   std::vector<SimJob> jobs;
@@ -366,7 +363,8 @@ std::vector<SimJob> alibaba_jobs(const std::vector<io::TracePod>& pods) {
 
 Result<std::vector<SimJob>> parse_jobs_csv(std::string_view text, std::string_view file_name) {
   Csv csv(text, file_name);
-  if (Status s = csv.header({"name", "submit", "duration", "gpus"}, kGenericColumns); !s) return s.error();
+  static constexpr std::string_view kRequired[] = {"name", "submit", "duration", "gpus"};
+  if (Status s = csv.header(kRequired, kGenericColumns); !s) return s.error();
   std::vector<std::string> f;
   std::vector<SimJob> jobs;
   Status status;

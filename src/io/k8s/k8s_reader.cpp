@@ -149,8 +149,7 @@ std::vector<std::pair<std::string, std::string>> get_string_map(const Obj& o, co
     // The field's name is formatted only for a message: this runs for every label of every pod.
     auto f = [&] { return fmt::format("{}[\"{}\"]", field.str(), key); };
     if (!value.is_string()) o.fail(f(), fmt::format("expected a string, got {}", shown(value)));
-    for (char c : key)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) o.fail(f(), io::detail::check_name(key, f()).error().message);
+    if (io::detail::first_control_character(key) >= 0) o.fail(f(), io::detail::check_name(key, f()).error().message);
     out.emplace_back(key, value.get_ref<const std::string&>());
   }
   return out;
