@@ -33,3 +33,4 @@
 #include "gpusched/scheduler/detail/preemption_impl.hpp"
 #include "gpusched/scheduler/detail/backfill_impl.hpp"
 #include "gpusched/scheduler/detail/cycle_impl.hpp"
+#include "gpusched/scheduler/detail/session_impl.hpp"

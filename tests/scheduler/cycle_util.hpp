@@ -91,7 +91,7 @@ inline fairness::QueueConfig queue(const ClusterState& state, std::string name, 
 
 // Every GPU's share used by the running jobs never exceeds the GPU, and the state agrees with them
 // (what the running jobs hold is exactly what the state has taken).
-inline void check_no_overcommit(const ClusterState& state, const std::vector<RunningJob>& running) {
+inline void check_no_overcommit(const ClusterState& state, std::span<const RunningJob> running) {
   std::vector<std::vector<std::int64_t>> used(state.node_count());
   for (NodeId n = 0; n < state.node_count(); ++n) used[n].assign(state.gpu_count(n), 0);
   for (const RunningJob& r : running)

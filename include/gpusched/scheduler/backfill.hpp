@@ -102,6 +102,9 @@ struct BackfillOptions {
   Seconds resolution = 60;   // bf_resolution, > 0
   std::size_t depth = 500;   // bf_max_job_test
   GangOptions placement;     // how gangs are placed (policy, effort); dry_run is forced
+  // Reasons for the jobs that wait. false: their BackfillWait records carry no reasons, which saves
+  // the placements that only explain (the starts and reservations are the same).
+  bool explain = true;
 };
 
 // A job that waits, in priority order, with its expected run time.

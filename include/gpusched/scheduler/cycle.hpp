@@ -262,6 +262,32 @@ Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob
                                  Seconds now, const CycleOptions& options = {},
                                  std::span<const Nomination> held = {});
 
+// How much a cycle says. kFull: every pending job left waiting has a record with its reasons (the
+// tool's tables, explain). kDecisions: starts, evictions, shrinks, grows, reservations and
+// nominations only, plus records for the jobs that can never start as they are (kInfeasible,
+// kInvalid); the decisions are the same, without the work of explaining the kNotNow ones (a
+// simulator's or an orchestrator's hot path).
+enum class CycleDetail : std::uint8_t { kFull, kDecisions };
+
+namespace detail {
+// What a scheduler session (scheduler/session.hpp) keeps between cycles and hands to the cycle
+// instead of letting it recompute them: per pending job its gang spec; per queue its members in
+// policy order (priority, submit time, pending index); the pending jobs in no queue (a bad spec,
+// an unknown or non-leaf queue: they wait kInvalid), ascending; per running job its queue index.
+struct CycleKept {
+  std::span<const Result<GangSpec>> specs;
+  std::span<const std::vector<std::size_t>> members;
+  std::span<const std::size_t> unqueued;
+  std::span<const std::size_t> running_queue;
+};
+
+// run_cycle with what a session keeps (null: computed) and how much to say.
+Result<CycleDecisions> run_cycle_with(ClusterState& state, std::span<const RunningJob> running,
+                                      std::span<const PendingJob> pending, std::span<const fairness::QueueConfig> queues,
+                                      Seconds now, const CycleOptions& options, std::span<const Nomination> held,
+                                      const CycleKept* kept, CycleDetail detail);
+}  // namespace detail
+
 // Applies decisions made with dry_run: releases what the evictions release, reserves the starts and
 // grows (a nominated placement is not reserved: the next cycle reserves it first). Refused, changing
 // nothing, when a reservation no longer fits.

@@ -580,6 +580,10 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     };
     // The reasons it cannot start now (placed on the state of now, with the reservations that overlap).
     auto now_reasons = [&](detail::FitTest& test) -> detail::FitTest& {
+      if (!test.tried && !options.explain) {
+        test.result.verdict = Verdict::kNotNow;  // unexplained: no placement only to say why
+        return test;
+      }
       if (!test.tried)
         test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
                                 plan.placements_tried, plan.overlaid_tasks);
@@ -614,7 +618,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       // EASY, behind the head: it may only start now. Say whether a reservation is what stops it.
       const detail::FitTest& why = now_reasons(now_test);
       BackfillWait wait{i, why.result.verdict, why.result.reasons};
-      if (why.result.verdict == Verdict::kNotNow)
+      if (why.result.verdict == Verdict::kNotNow && options.explain)
         for (const detail::Claim& c : claims)
           if (c.start > now && c.start < end_at(now)) {
             const detail::FitTest free_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed,

@@ -200,9 +200,26 @@ struct CycleRun {
     ShapeKey key;
   };
   std::vector<FailedPreemption> failed_preemptions;
-  std::vector<std::size_t> blocked;        // pending jobs that did not start, in cycle order
-  std::vector<Result<GangSpec>> specs;     // per pending job
+  // Pending jobs that did not start, in cycle order; `candidate`: waiting kNotNow on its own account
+  // (not behind a StrictFIFO head), so the backfill stage may plan it.
+  struct Blocked {
+    std::size_t pending;
+    bool candidate;
+  };
+  std::vector<Blocked> blocked;
+  // Per pending job: its gang spec (the session's, kept from submit, or compiled here) and queue.
+  std::span<const Result<GangSpec>> specs;
+  std::vector<Result<GangSpec>> own_specs;
   std::vector<std::size_t> queue_of_pending;
+  // Each queue's members in policy order (the session's, or sorted here); jobs that cannot be
+  // queued (bad spec, unknown or non-leaf queue) wait kInvalid and are in no queue.
+  std::span<const std::vector<std::size_t>> members;
+  std::vector<std::vector<std::size_t>> own_members;
+  const CycleKept* kept = nullptr;
+  // Decisions only (CycleDetail::kDecisions): no kNotNow waiting records and no reasons, which the
+  // decisions do not depend on (a session's hot path: the simulator throws them away).
+  bool explain = true;
+  std::vector<std::size_t> nominated;  // pending indices honoured in stage 0 (ascending)
   // Stage 3's protected reservations, their nodes cordoned until stage 4 is done: EASY protects the
   // first blocked job's, conservative every blocked job's up to the depth.
   std::size_t guards = 0;
@@ -219,8 +236,9 @@ struct CycleRun {
   std::vector<GuardMemo> guard_memo;
 
   CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
-           std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o)
-      : state(s), running(r), pending(p), queues(q), now(n), options(o) {}
+           std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o, const CycleKept* k = nullptr,
+           bool e = true)
+      : state(s), running(r), pending(p), queues(q), now(n), options(o), kept(k), explain(e) {}
 
   std::size_t queue_count() const { return fair ? queues.size() : 1; }
 
@@ -401,6 +419,10 @@ struct CycleRun {
   // cycle took the caller's sums.
   std::size_t queue_of(std::size_t j) {
     if (!fair) return 0;
+    if (!running_queue_known && kept != nullptr && kept->running_queue.size() == running.size()) {
+      running_queue.assign(kept->running_queue.begin(), kept->running_queue.end());
+      running_queue_known = true;
+    }
     if (!running_queue_known) {
       running_queue.assign(running.size(), 0);
       for (std::size_t r = 0; r < running.size(); ++r) running_queue[r] = queue_index.at(running[r].queue);
@@ -796,6 +818,7 @@ struct CycleRun {
   }
 
   void wait(std::size_t p, Outcome o, const Attempt* at = nullptr, std::size_t behind = SIZE_MAX) {
+    if (!explain && o.verdict == Verdict::kNotNow) return;
     Waiting w;
     w.pending = p;
     w.job = pending[p].job.name;
@@ -809,11 +832,15 @@ struct CycleRun {
   }
 
   // ---- stage 0 ----------------------------------------------------------------------------------
-  void honour(std::span<const Nomination> held, std::vector<char>& done,
-              const std::unordered_map<std::string_view, std::size_t>& by_name) {
+  bool is_nominated(std::size_t p) const { return std::binary_search(nominated.begin(), nominated.end(), p); }
+
+  void honour(std::span<const Nomination> held) {
+    if (held.empty()) return;
+    std::unordered_map<std::string_view, std::size_t> by_name;
+    for (std::size_t p = 0; p < pending.size(); ++p) by_name.emplace(pending[p].job.name, p);
     for (const Nomination& n : held) {
       auto it = by_name.find(n.job);
-      if (it == by_name.end() || done[it->second]) continue;
+      if (it == by_name.end() || is_nominated(it->second)) continue;
       const std::size_t p = it->second;
       const ClusterState::Checkpoint mark = state.checkpoint();
       bool ok = true;
@@ -845,7 +872,7 @@ struct CycleRun {
         }
       }
       out.starts.push_back(std::move(s));
-      done[p] = 1;
+      nominated.insert(std::lower_bound(nominated.begin(), nominated.end(), p), p);
     }
   }
 
@@ -878,6 +905,7 @@ struct CycleRun {
   BackfillOptions backfill_options() const {
     BackfillOptions bo = options.backfill;
     bo.placement = options.placement;
+    bo.explain = explain;
     return bo;
   }
 
@@ -928,15 +956,10 @@ struct CycleRun {
     if (!backfill_on() || blocked.empty()) return;
     std::vector<std::size_t> cand;
     std::vector<BlockedJob> jobs;
-    std::vector<std::size_t> waiting_of(pending.size(), SIZE_MAX);
-    for (std::size_t k = 0; k < out.waiting.size(); ++k) waiting_of[out.waiting[k].pending] = k;
-    for (std::size_t p : blocked) {
-      const std::size_t k = waiting_of[p];
-      if (k == SIZE_MAX) continue;
-      const Waiting& w = out.waiting[k];
-      if (w.outcome.verdict != Verdict::kNotNow || w.behind != SIZE_MAX) continue;  // StrictFIFO keeps its meaning
-      cand.push_back(p);
-      jobs.push_back({&*specs[p], pending[p].runtime_estimate});
+    for (const Blocked& b : blocked) {
+      if (!b.candidate) continue;  // StrictFIFO keeps its meaning; infeasible and invalid jobs wait
+      cand.push_back(b.pending);
+      jobs.push_back({&*specs[b.pending], pending[b.pending].runtime_estimate});
     }
     if (cand.empty()) return;
     auto plan = plan_backfill_on(state, profile_releases(), jobs, now, backfill_options());
@@ -945,7 +968,7 @@ struct CycleRun {
     out.reservations.clear();
     for (const Reservation& r : plan->reservations)
       out.reservations.push_back({cand[r.job], pending[cand[r.job]].job.name, r.start, r.end, r.nodes()});
-    std::vector<char> started(pending.size(), 0);
+    std::vector<std::size_t> started;  // pending indices, ascending
     for (const BackfillStart& b : plan->startable) {
       const std::size_t p = cand[b.job];
       const std::size_t q = queue_of_pending[p];
@@ -973,20 +996,23 @@ struct CycleRun {
       charge(q, a);
       queue_gpu_used[q] += gpu_total(a);
       out.starts.push_back(std::move(s));
-      started[p] = 1;
+      started.insert(std::lower_bound(started.begin(), started.end(), p), p);
     }
+    if (!explain) return;  // no waiting records to amend
+    std::unordered_map<std::size_t, std::size_t> waiting_of;  // pending index -> its waiting record
+    for (std::size_t k = 0; k < out.waiting.size(); ++k) waiting_of.emplace(out.waiting[k].pending, k);
     for (const BackfillWait& w : plan->waiting) {
-      const std::size_t k = waiting_of[cand[w.job]];
-      if (k == SIZE_MAX) continue;
+      const auto k = waiting_of.find(cand[w.job]);
+      if (k == waiting_of.end()) continue;
       for (const Reason& r : w.reasons)
         if (r.kind == ReasonKind::kReservedForOther || r.kind == ReasonKind::kBeyondWindow || r.kind == ReasonKind::kBeyondDepth) {
           Reason copy = r;
           if (copy.kind == ReasonKind::kReservedForOther && copy.subject >= 0 && static_cast<std::size_t>(copy.subject) < cand.size())
             copy.subject = static_cast<std::int32_t>(cand[static_cast<std::size_t>(copy.subject)]);  // a pending index
-          out.waiting[k].outcome.reasons.push_back(copy);
+          out.waiting[k->second].outcome.reasons.push_back(copy);
         }
     }
-    std::erase_if(out.waiting, [&](const Waiting& w) { return started[w.pending] != 0; });
+    std::erase_if(out.waiting, [&](const Waiting& w) { return std::binary_search(started.begin(), started.end(), w.pending); });
   }
 
   // ---- stage 4 ----------------------------------------------------------------------------------
@@ -1034,54 +1060,74 @@ struct CycleRun {
   }
 
   // ---- the cycle --------------------------------------------------------------------------------
-  void run(std::span<const Nomination> held) {
-    const std::size_t np = pending.size();
-    std::vector<char> done(np, 0);
-    std::unordered_map<std::string_view, std::size_t> by_name;
-    for (std::size_t p = 0; p < np; ++p) by_name.emplace(pending[p].job.name, p);
-    honour(held, done, by_name);
+  // Why pending job p cannot be queued (kOther: its gang spec; kNoSuchQueue, kNotLeafQueue), or its
+  // queue index.
+  struct Queuing {
+    bool queued = true;
+    ReasonKind invalid = ReasonKind::kOther;  // when not queued
+    std::size_t queue = 0;
+  };
+  Queuing queuing(std::size_t p) const {
+    if (!specs[p]) return {false, ReasonKind::kOther};
+    if (!fair) return {};
+    auto it = queue_index.find(pending[p].job.queue);
+    if (it == queue_index.end()) return {false, ReasonKind::kNoSuchQueue};
+    if (!leaf[it->second]) return {false, ReasonKind::kNotLeafQueue};
+    return {true, ReasonKind::kOther, it->second};
+  }
+  bool backing_off(std::size_t p) const { return pending[p].not_before > now; }
 
-    // Queue membership; jobs that cannot be queued wait with their reason now.
-    const std::size_t nq = queue_count();
-    std::vector<std::vector<std::size_t>> members(nq);
-    specs.reserve(np);
+  // Specs, queue membership in policy order, and the records of the jobs that wait before any is
+  // served (invalid; and, with reasons, those backing off), in pending order.
+  void queue_up() {
+    const std::size_t np = pending.size();
     queue_of_pending.assign(np, 0);
-    for (std::size_t p = 0; p < np; ++p) {
-      specs.push_back(make_gang_spec(pending[p].job));
-      if (done[p]) continue;
-      const PendingJob& job = pending[p];
-      if (!specs[p]) {
-        wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kOther}));
-        continue;
-      }
-      std::size_t q = 0;
-      if (fair) {
-        auto it = queue_index.find(job.job.queue);
-        if (it == queue_index.end()) {
-          wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kNoSuchQueue}));
-          continue;
-        }
-        if (!leaf[it->second]) {
-          wait(p, Outcome::with(Verdict::kInvalid, {ReasonKind::kNotLeafQueue}));
-          continue;
-        }
-        q = it->second;
-      }
-      queue_of_pending[p] = q;
-      if (job.not_before > now) {
-        wait(p, Outcome::with(Verdict::kNotNow, {ReasonKind::kBackoff, Unit::kNone, job.not_before, now}));
-        continue;
-      }
-      members[q].push_back(p);
+    if (kept != nullptr) {
+      specs = kept->specs;
+      members = kept->members;
+    } else {
+      own_specs.reserve(np);
+      for (std::size_t p = 0; p < np; ++p) own_specs.push_back(make_gang_spec(pending[p].job));
+      specs = own_specs;
+      own_members.assign(queue_count(), {});
+      for (std::size_t p = 0; p < np; ++p)
+        if (const Queuing qu = queuing(p); qu.queued) own_members[qu.queue].push_back(p);
+      for (auto& m : own_members)
+        std::sort(m.begin(), m.end(), [&](std::size_t a, std::size_t b) {
+          const CompiledJob& x = pending[a].job;
+          const CompiledJob& y = pending[b].job;
+          if (x.priority != y.priority) return x.priority > y.priority;
+          if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
+          return a < b;
+        });
+      members = own_members;
     }
-    for (auto& m : members)
-      std::sort(m.begin(), m.end(), [&](std::size_t a, std::size_t b) {
-        const CompiledJob& x = pending[a].job;
-        const CompiledJob& y = pending[b].job;
-        if (x.priority != y.priority) return x.priority > y.priority;
-        if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
-        return a < b;
-      });
+    for (std::size_t q = 0; q < members.size(); ++q)
+      for (std::size_t p : members[q]) queue_of_pending[p] = q;
+    const auto record = [&](std::size_t p) {
+      if (is_nominated(p)) return;
+      const Queuing qu = queuing(p);
+      if (!qu.queued) wait(p, Outcome::with(Verdict::kInvalid, {qu.invalid}));
+      else if (backing_off(p))
+        wait(p, Outcome::with(Verdict::kNotNow, {ReasonKind::kBackoff, Unit::kNone, pending[p].not_before, now}));
+    };
+    if (explain || kept == nullptr) {
+      for (std::size_t p = 0; p < np; ++p) record(p);
+    } else {
+      for (std::size_t p : kept->unqueued) record(p);  // without reasons only the invalid ones wait on record
+    }
+  }
+
+  // Steps queue q's head past the jobs that are not served this cycle (nominated, backing off).
+  void skip_unserved(std::size_t q, std::vector<std::size_t>& head) const {
+    const std::vector<std::size_t>& m = members[q];
+    while (head[q] < m.size() && (backing_off(m[head[q]]) || is_nominated(m[head[q]]))) ++head[q];
+  }
+
+  void run(std::span<const Nomination> held) {
+    honour(held);
+    queue_up();
+    const std::size_t nq = queue_count();
     std::vector<std::size_t> head(nq, 0);
 
     auto tier_of = [&](std::size_t q) -> std::uint8_t {
@@ -1092,6 +1138,7 @@ struct CycleRun {
     };
     auto refresh = [&](std::size_t q) {
       if (!fair) return;
+      skip_unserved(q, head);
       fairness::HdrfScheduler::LeafChange change;
       if (head[q] >= members[q].size()) change.blocked = true;
       else change.tier = tier_of(q);
@@ -1105,15 +1152,17 @@ struct CycleRun {
       Attempt at = admit(p, q, *specs[p]);
       if (!at.started) {
         wait(p, at.outcome, &at);
-        blocked.push_back(p);
+        blocked.push_back({p, at.outcome.verdict == Verdict::kNotNow});
         if (at.outcome.verdict == Verdict::kNotNow) guard(p);
         if (fair && queues[q].strict_fifo) {
-          for (; head[q] < members[q].size(); ++head[q]) {
+          // Everyone behind the head waits for it (only on record: they are not planned either).
+          for (; explain && head[q] < members[q].size(); ++head[q]) {
             const std::size_t b = members[q][head[q]];
+            if (backing_off(b) || is_nominated(b)) continue;
             wait(b, Outcome::with(Verdict::kNotNow, {ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
                                                      static_cast<std::int32_t>(p)}), nullptr, p);
-            blocked.push_back(b);
           }
+          head[q] = members[q].size();
         }
       }
       refresh(q);
@@ -1121,6 +1170,7 @@ struct CycleRun {
     if (fair) {
       while (auto node = hdrf->pick()) {
         const std::size_t q = queue_of_node[*node];
+        if (q != SIZE_MAX) skip_unserved(q, head);
         if (q == SIZE_MAX || head[q] >= members[q].size()) {
           hdrf->block(*node);
           continue;
@@ -1128,7 +1178,7 @@ struct CycleRun {
         serve(q);
       }
     } else {
-      while (head[0] < members[0].size()) serve(0);
+      for (skip_unserved(0, head); head[0] < members[0].size(); skip_unserved(0, head)) serve(0);
     }
 
     // Stage 4 on the nodes the protected reservation leaves open, then stage 3's plan over every
@@ -1147,18 +1197,26 @@ struct CycleRun {
 
 }  // namespace detail
 
-GPUSCHED_DECL Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
-                                        std::span<const PendingJob> pending,
-                                        std::span<const fairness::QueueConfig> queues, Seconds now,
-                                        const CycleOptions& options, std::span<const Nomination> held) {
+GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state, std::span<const RunningJob> running,
+                                                       std::span<const PendingJob> pending,
+                                                       std::span<const fairness::QueueConfig> queues, Seconds now,
+                                                       const CycleOptions& options, std::span<const Nomination> held,
+                                                       const CycleKept* kept, CycleDetail detail) {
   const ClusterState::Checkpoint base = state.checkpoint();
-  detail::CycleRun run(state, running, pending, queues, now, options);
+  detail::CycleRun run(state, running, pending, queues, now, options, kept, detail == CycleDetail::kFull);
   if (Status s = run.setup(); !s) return s.error();
   run.out.now = now;
   run.run(held);
   if (options.dry_run) state.rollback(base);
   else if (base == 0) state.commit();
   return std::move(run.out);
+}
+
+GPUSCHED_DECL Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
+                                        std::span<const PendingJob> pending,
+                                        std::span<const fairness::QueueConfig> queues, Seconds now,
+                                        const CycleOptions& options, std::span<const Nomination> held) {
+  return detail::run_cycle_with(state, running, pending, queues, now, options, held, nullptr, CycleDetail::kFull);
 }
 
 GPUSCHED_DECL Status apply(ClusterState& state, const CycleDecisions& decisions) {

@@ -1,0 +1,401 @@
+// Implementation of gpusched/scheduler/session.hpp (included at its end,
+// or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
+#pragma once
+
+#include "gpusched/core/config.hpp"
+#include "gpusched/scheduler/session.hpp"
+
+#include <algorithm>
+
+namespace gpusched::scheduler {
+
+GPUSCHED_CTOR_DECL Session::Session(ClusterState& state, std::vector<fairness::QueueConfig> queues, CycleOptions options)
+    : state_(&state), queues_(std::move(queues)), options_(std::move(options)) {
+  fair_ = !queues_.empty();
+  options_.usage = nullptr;
+  options_.dry_run = false;
+  std::vector<char> leaf(queues_.size(), 1);
+  for (const fairness::QueueConfig& q : queues_)
+    for (std::size_t p = 0; p < queues_.size(); ++p)
+      if (queues_[p].name == q.parent) leaf[p] = 0;
+  for (std::size_t q = 0; q < queues_.size(); ++q)
+    if (leaf[q]) queue_index_.emplace(queues_[q].name, q);
+  members_.assign(fair_ ? queues_.size() : 1, {});
+}
+
+GPUSCHED_DECL Result<Session> Session::open(ClusterState& state, std::vector<fairness::QueueConfig> queues,
+                                            CycleOptions options) {
+  // The queues are checked once, by the cycle itself on an empty world (the fairness family's
+  // rules and messages); a cycle of nothing changes nothing.
+  options.usage = nullptr;
+  options.dry_run = true;
+  auto check = run_cycle(state, {}, {}, queues, 0, options);
+  if (!check) return check.error();
+  return Session(state, std::move(queues), std::move(options));
+}
+
+// ---- lookups ----------------------------------------------------------------------------------------
+
+GPUSCHED_DECL std::size_t Session::pending_index(std::string_view job) const {
+  auto it = pending_seq_.find(std::string(job));
+  if (it == pending_seq_.end()) return kNone;
+  return static_cast<std::size_t>(std::lower_bound(seq_.begin(), seq_.end(), it->second) - seq_.begin());
+}
+
+GPUSCHED_DECL std::size_t Session::running_index(std::string_view job) const {
+  auto it = running_slot_.find(std::string(job));
+  return it == running_slot_.end() ? kNone : it->second;
+}
+
+GPUSCHED_DECL std::size_t Session::queue_of_name(std::string_view queue) const {
+  if (!fair_) return 0;
+  auto it = queue_index_.find(std::string(queue));
+  return it == queue_index_.end() ? kNone : it->second;
+}
+
+GPUSCHED_DECL const PendingJob* Session::find_pending(std::string_view job) const {
+  const std::size_t p = pending_index(job);
+  return p == kNone ? nullptr : &pending_[p];
+}
+
+GPUSCHED_DECL const RunningJob* Session::find_running(std::string_view job) const {
+  const std::size_t j = running_index(job);
+  return j == kNone ? nullptr : &running_[j];
+}
+
+GPUSCHED_DECL Error Session::unknown(std::string_view job, const char* what) const {
+  return Error{"job \"" + std::string(job.substr(0, 200)) + "\": not " + what, ErrorCode::kUnknownName, "job"};
+}
+
+GPUSCHED_DECL Status Session::check_name_free(std::string_view job) const {
+  if (pending_seq_.contains(std::string(job)) || running_slot_.contains(std::string(job)))
+    return Error{"job \"" + std::string(job.substr(0, 200)) + "\": already pending or running", ErrorCode::kDuplicate,
+                 "job"};
+  return {};
+}
+
+// ---- the pending side -------------------------------------------------------------------------------
+
+// Policy order within a queue, as the cycle sorts it: priority (higher first), submit time, index.
+GPUSCHED_DECL void Session::enqueue(std::size_t p) {
+  const std::size_t q = specs_[p] ? queue_of_name(pending_[p].job.queue) : kNone;
+  if (q == kNone) {
+    unqueued_.insert(std::lower_bound(unqueued_.begin(), unqueued_.end(), p), p);
+    return;
+  }
+  std::vector<std::size_t>& m = members_[q];
+  const CompiledJob& x = pending_[p].job;
+  const auto before = [&](std::size_t a) {  // does a go before p?
+    const CompiledJob& y = pending_[a].job;
+    if (y.priority != x.priority) return y.priority > x.priority;
+    if (y.submit_time != x.submit_time) return y.submit_time < x.submit_time;
+    return a < p;
+  };
+  const auto at = std::partition_point(m.begin(), m.end(), before);
+  m.insert(at, p);
+}
+
+GPUSCHED_DECL void Session::dequeue(std::size_t p) {
+  auto drop = [p](std::vector<std::size_t>& v) {
+    auto it = std::find(v.begin(), v.end(), p);
+    if (it == v.end()) return false;
+    v.erase(it);
+    return true;
+  };
+  if (drop(unqueued_)) return;
+  const std::size_t q = queue_of_name(pending_[p].job.queue);
+  if (q != kNone && drop(members_[q])) return;
+  for (auto& m : members_)
+    if (drop(m)) return;
+}
+
+GPUSCHED_DECL void Session::append_pending(PendingJob job) {
+  const std::uint64_t seq = next_seq_++;
+  pending_seq_[job.job.name] = seq;
+  specs_.push_back(make_gang_spec(job.job));
+  pending_.push_back(std::move(job));
+  seq_.push_back(seq);
+  enqueue(pending_.size() - 1);
+}
+
+// Removes pending jobs (ascending indices) and renumbers the kept ones in every queue: O(pending).
+GPUSCHED_DECL void Session::remove_pending(std::span<const std::size_t> gone) {
+  if (gone.empty()) return;
+  const std::size_t n = pending_.size();
+  std::vector<std::size_t> renumber(n, kNone);
+  std::size_t kept = 0;
+  for (std::size_t p = 0, g = 0; p < n; ++p) {
+    if (g < gone.size() && gone[g] == p) {
+      ++g;
+      pending_seq_.erase(pending_[p].job.name);
+      continue;
+    }
+    renumber[p] = kept;
+    if (kept != p) {
+      pending_[kept] = std::move(pending_[p]);
+      specs_[kept] = std::move(specs_[p]);
+      seq_[kept] = seq_[p];
+    }
+    ++kept;
+  }
+  pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(kept), pending_.end());
+  specs_.erase(specs_.begin() + static_cast<std::ptrdiff_t>(kept), specs_.end());
+  seq_.resize(kept);
+  const auto apply = [&](std::vector<std::size_t>& v) {
+    std::size_t out = 0;
+    for (std::size_t p : v)
+      if (renumber[p] != kNone) v[out++] = renumber[p];
+    v.resize(out);
+  };
+  for (auto& m : members_) apply(m);
+  apply(unqueued_);
+}
+
+GPUSCHED_DECL Status Session::submit(PendingJob job) {
+  if (Status s = check_name_free(job.job.name); !s) return s;
+  append_pending(std::move(job));
+  return {};
+}
+
+// ---- the running side -------------------------------------------------------------------------------
+
+GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<PendingJob> origin) {
+  std::size_t q = 0;
+  if (fair_) {
+    q = queue_of_name(job.queue);
+    if (q == kNone)
+      return Error{"job \"" + job.name.substr(0, 200) + "\": queue \"" + job.queue.substr(0, 200) +
+                       "\" is not a leaf queue of the session",
+                   ErrorCode::kUnknownName, "queue"};
+    if (Status s = usage_.add(*state_, job); !s) return s;
+  }
+  running_slot_[job.name] = running_.size();
+  running_queue_.push_back(q);
+  running_.push_back(std::move(job));
+  origin_.push_back(std::move(origin));
+  return {};
+}
+
+GPUSCHED_DECL Status Session::add_running(RunningJob job, std::optional<PendingJob> requeue_as) {
+  if (Status s = check_name_free(job.name); !s) return s;
+  return append_running(std::move(job), std::move(requeue_as));
+}
+
+GPUSCHED_DECL void Session::remove_running(std::size_t j) {
+  if (fair_) (void)usage_.add(*state_, running_[j], -1);  // (a subtraction of what was added cannot overflow)
+  running_slot_.erase(running_[j].name);
+  const std::size_t last = running_.size() - 1;
+  if (j != last) {
+    running_[j] = std::move(running_[last]);
+    origin_[j] = std::move(origin_[last]);
+    running_queue_[j] = running_queue_[last];
+    running_slot_[running_[j].name] = j;
+  }
+  running_.pop_back();
+  origin_.pop_back();
+  running_queue_.pop_back();
+}
+
+GPUSCHED_DECL Status Session::release_running(std::size_t j) {
+  for (const RunningTask& t : running_[j].tasks)
+    if (Status s = state_->release(t.assignment); !s) return s;
+  return {};
+}
+
+GPUSCHED_DECL Status Session::finish(std::string_view job) {
+  const std::size_t j = running_index(job);
+  if (j == kNone) return unknown(job, "running");
+  Status released = release_running(j);
+  remove_running(j);
+  return released;
+}
+
+GPUSCHED_DECL Status Session::cancel(std::string_view job) {
+  if (running_index(job) != kNone) return finish(job);
+  const std::size_t p = pending_index(job);
+  if (p == kNone) return unknown(job, "pending or running");
+  std::erase_if(held_, [&](const Nomination& n) { return n.job == job; });
+  const std::size_t gone[] = {p};
+  remove_pending(gone);
+  return {};
+}
+
+// The running job j goes back to pending as the job it started from (dropped when unknown), with
+// what its running life taught: who evicted it, its restarts, its backoff. Nothing released here.
+GPUSCHED_DECL void Session::requeue_running(std::size_t j, const std::string& evicted_for,
+                                            std::optional<Seconds> not_before, std::optional<std::int32_t> restarts) {
+  std::optional<PendingJob> back = std::move(origin_[j]);
+  if (back) {
+    back->evicted_by = running_[j].evicted_by;
+    back->restarts = restarts ? *restarts : running_[j].restarts;
+    if (!evicted_for.empty()) back->evicted_by.push_back(evicted_for);
+    if (not_before) back->not_before = *not_before;
+  }
+  remove_running(j);
+  if (back) append_pending(std::move(*back));
+}
+
+GPUSCHED_DECL Status Session::requeue(std::string_view job, Seconds not_before, std::int32_t restarts) {
+  const std::size_t j = running_index(job);
+  if (j == kNone) return unknown(job, "running");
+  if (!origin_[j])
+    return Error{"job \"" + std::string(job.substr(0, 200)) + "\": the session does not know it as a pending job",
+                 ErrorCode::kState, "job"};
+  if (Status s = release_running(j); !s) return s;
+  requeue_running(j, {}, not_before, restarts);
+  return {};
+}
+
+// Drops tasks (indices into job j's tasks) from its list and its queue's usage; nothing released.
+GPUSCHED_DECL void Session::drop_tasks(std::size_t j, std::span<const std::uint32_t> tasks) {
+  RunningJob& r = running_[j];
+  std::vector<std::uint32_t> idx(tasks.begin(), tasks.end());
+  std::sort(idx.rbegin(), idx.rend());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  std::vector<RunningTask> shed;
+  for (std::uint32_t t : idx)
+    if (t < r.tasks.size()) {
+      shed.push_back(r.tasks[t]);
+      r.tasks.erase(r.tasks.begin() + t);
+    }
+  if (fair_) (void)usage_.add(*state_, r.queue, shed, -1, false);
+}
+
+GPUSCHED_DECL Status Session::shrink(std::string_view job, std::span<const std::uint32_t> tasks) {
+  const std::size_t j = running_index(job);
+  if (j == kNone) return unknown(job, "running");
+  const RunningJob& r = running_[j];
+  std::vector<std::uint32_t> idx(tasks.begin(), tasks.end());
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  if (!idx.empty() && idx.back() >= r.tasks.size())
+    return Error{"tasks: index " + std::to_string(idx.back()) + " of job \"" + r.name.substr(0, 200) + "\" with " +
+                     std::to_string(r.tasks.size()) + " tasks",
+                 ErrorCode::kInvalidValue, "tasks"};
+  if (r.min_tasks < 0 || r.tasks.size() - idx.size() < static_cast<std::size_t>(r.min_tasks))
+    return Error{"tasks: job \"" + r.name.substr(0, 200) + "\" may not go below its minimum of " +
+                     std::to_string(std::max(r.min_tasks, 0)) + " tasks",
+                 ErrorCode::kInvalidValue, "tasks"};
+  for (std::uint32_t t : idx)
+    if (Status s = state_->release(r.tasks[t].assignment); !s) return s;
+  drop_tasks(j, idx);
+  return {};
+}
+
+// ---- facts ------------------------------------------------------------------------------------------
+
+GPUSCHED_DECL Status Session::set_priority(std::string_view job, std::int32_t priority) {
+  if (const std::size_t j = running_index(job); j != kNone) {
+    running_[j].priority = priority;
+    return {};
+  }
+  const std::size_t p = pending_index(job);
+  if (p == kNone) return unknown(job, "pending or running");
+  if (pending_[p].job.priority == priority) return {};
+  dequeue(p);
+  pending_[p].job.priority = priority;
+  enqueue(p);
+  return {};
+}
+
+GPUSCHED_DECL Status Session::set_runtime_estimate(std::string_view job, Seconds estimate) {
+  if (const std::size_t j = running_index(job); j != kNone) {
+    running_[j].runtime_estimate = estimate;
+    return {};
+  }
+  const std::size_t p = pending_index(job);
+  if (p == kNone) return unknown(job, "pending or running");
+  pending_[p].runtime_estimate = estimate;
+  return {};
+}
+
+GPUSCHED_DECL Status Session::set_last_checkpoint(std::string_view job, Seconds t) {
+  const std::size_t j = running_index(job);
+  if (j == kNone) return unknown(job, "running");
+  running_[j].last_checkpoint = t;
+  return {};
+}
+
+GPUSCHED_DECL Status Session::set_not_before(std::string_view job, Seconds t) {
+  const std::size_t p = pending_index(job);
+  if (p == kNone) return unknown(job, "pending");
+  pending_[p].not_before = t;
+  return {};
+}
+
+// ---- nodes ------------------------------------------------------------------------------------------
+
+GPUSCHED_DECL Result<FailureResponse> Session::fail(NodeId node, int gpu, Seconds now, const FailureOptions& options) {
+  auto response = on_failure(*state_, running_, node, gpu, now, history_, options);
+  if (!response) return response.error();
+  for (const Eviction& e : response->shrinks) drop_tasks(e.running, e.tasks);
+  // Restarted jobs leave by descending index (a slot is refilled from the end, which is gone first).
+  std::vector<const Restart*> restarts;
+  for (const Restart& r : response->restarts) restarts.push_back(&r);
+  std::sort(restarts.begin(), restarts.end(), [](const Restart* a, const Restart* b) { return a->running > b->running; });
+  for (const Restart* r : restarts) requeue_running(r->running, {}, r->not_before, r->restarts);
+  return response;
+}
+
+// ---- cycles -----------------------------------------------------------------------------------------
+
+// Applies committed decisions to the lists (the cycle has applied them to the state already).
+GPUSCHED_DECL void Session::commit(const CycleDecisions& d) {
+  // Shrinks and grows first, while the running indices are those of the decisions.
+  for (const Eviction& e : d.evictions)
+    if (!e.whole) drop_tasks(e.running, e.tasks);
+  for (const Grow& g : d.grows) {
+    RunningJob& r = running_[g.running];
+    r.tasks.insert(r.tasks.end(), g.tasks.begin(), g.tasks.end());
+    if (fair_) (void)usage_.add(*state_, r.queue, g.tasks, 1, false);
+  }
+  // Starts leave pending in one pass; they run in the order started.
+  std::vector<std::size_t> started;
+  std::vector<RunningJob> runs;
+  std::vector<PendingJob> origins;
+  for (const Start& s : d.starts) {
+    started.push_back(s.pending);
+    runs.push_back(running_from_start(pending_[s.pending], s, d.now));
+    origins.push_back(pending_[s.pending]);
+  }
+  // Whole evictions by descending index, requeued in the order evicted (after the starts leave).
+  std::vector<const Eviction*> whole;
+  for (const Eviction& e : d.evictions)
+    if (e.whole) whole.push_back(&e);
+  std::vector<std::optional<PendingJob>> requeued(whole.size());
+  {
+    std::vector<std::size_t> order(whole.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return whole[a]->running > whole[b]->running; });
+    for (std::size_t k : order) {
+      const std::size_t j = whole[k]->running;
+      std::optional<PendingJob> back = std::move(origin_[j]);
+      if (back) {
+        back->evicted_by = running_[j].evicted_by;
+        back->restarts = running_[j].restarts;
+        if (!whole[k]->for_job.empty()) back->evicted_by.push_back(whole[k]->for_job);
+      }
+      requeued[k] = std::move(back);
+      remove_running(j);
+    }
+  }
+  std::sort(started.begin(), started.end());
+  remove_pending(started);
+  for (std::size_t k = 0; k < runs.size(); ++k) (void)append_running(std::move(runs[k]), std::move(origins[k]));
+  for (std::optional<PendingJob>& back : requeued)
+    if (back) append_pending(std::move(*back));
+  held_ = d.nominations;
+}
+
+GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply apply, CycleDetail detail) {
+  CycleOptions o = options_;
+  o.usage = fair_ ? &usage_ : nullptr;
+  o.dry_run = apply == CycleApply::kPlan;
+  const detail::CycleKept kept{specs_, members_, unqueued_, running_queue_};
+  auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
+  if (!d) return d.error();
+  if (apply == CycleApply::kCommit) commit(*d);
+  return d;
+}
+
+}  // namespace gpusched::scheduler

@@ -1,0 +1,173 @@
+// gpusched/scheduler/session.hpp — the scheduler that lives across cycles.
+//
+// What it is for. An orchestrator runs a scheduling cycle every second; a simulator runs one at
+// every event. Between two cycles little changes: a job arrives, one ends, a node fails. `run_cycle`
+// (cycle.hpp) is handed the whole world each time and rebuilds what it needs from it: every pending
+// job's gang spec compiled and checked again, every queue sorted again, the running jobs' queues and
+// usage summed again, a waiting record with reasons written for every job that stays pending. A
+// `Session` keeps those between cycles and is told what changes:
+//
+//   auto session = Session::open(state, queues, options).value();    // the state is borrowed
+//   session.submit(job);                  // compiled and checked once, placed in its queue's order
+//   session.finish("train-7");            // its tasks released, its queue's usage reduced
+//   auto d = session.cycle(now);          // decide and commit: starts reserved, jobs moved
+//   auto p = session.cycle(now, CycleApply::kPlan);   // decide only: nothing changes at all
+//
+// What it keeps: the pending jobs in submission order (requeued ones go to the end), each with its
+// gang spec and its place in its queue's policy order (priority, then submit time, then that
+// order); the running jobs (a finished job's place is taken by the last one), each with its queue,
+// the queues' usage (RunningUsage) and, for requeueing after an eviction, the PendingJob it
+// started from; the nominations of the last committed cycle; the failure history of the nodes.
+//
+// The same decisions as run_cycle. A cycle is the one cycle engine of cycle.hpp run on the kept
+// lists: `cycle(now)` decides exactly what `run_cycle(state, running(), pending(), queues, now,
+// options, held())` decides on the same state (tests/scheduler/session_property_test.cpp checks it
+// byte for byte over long random event sequences, every policy and modifier); what the session
+// saves is the rebuilding. With `CycleDetail::kDecisions` it also skips explaining: no waiting
+// record for a job that merely waits (kNotNow), no placement made only to say why (docs/cycle.md,
+// "Sessions").
+//
+// Commit or plan. `kCommit` applies the decisions: the state keeps the starts' and grows'
+// reservations and the evictions' releases (as run_cycle does), started jobs move to running,
+// evicted ones back to pending (with the preemptor in `evicted_by`), shrunk and grown jobs change
+// their tasks, and the cycle's nominations are held for the next one. `kPlan` (a dry run) changes
+// nothing — not the state, not the lists, not the held nominations — whether jobs run or not.
+//
+// Events. Jobs: submit, add_running (a job already running when the session opens: its tasks are
+// held on the state by the caller), finish, cancel, requeue (a running job stopped by its caller,
+// a failure say, to wait again), shrink, and the facts the policies read: priority, runtime
+// estimate, last checkpoint. Nodes: `fail` (on_failure on the session's lists); every other
+// cluster event (cordon, recovery, a node added or removed, GPU health, MIG layouts) goes to the
+// ClusterState itself, which the session reads at every cycle. An event that cannot be honoured is
+// an Error naming the job (kUnknownName, kDuplicate) and changes nothing.
+//
+// Threads: a session and its state belong to one thread at a time (like run_cycle); const members
+// may be read from many threads while none changes it.
+#pragma once
+
+#include "gpusched/core/config.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gpusched/scheduler/cycle.hpp"
+
+namespace gpusched::scheduler {
+
+// Whether a cycle's decisions are applied (to the state and the session's lists) or only returned.
+enum class CycleApply : std::uint8_t { kCommit, kPlan };
+
+class Session {
+ public:
+  // A session over `state` (borrowed: it must outlive the session), with the queue tree and quotas
+  // of the fairness family (validated here, naming the queue and field) and the cycle's options
+  // (`options.usage` and `options.dry_run` are the session's own: ignored).
+  static Result<Session> open(ClusterState& state, std::vector<fairness::QueueConfig> queues = {},
+                              CycleOptions options = {});
+
+  // ---- events: jobs --------------------------------------------------------------------------------
+  // A job joins its queue. A bad request is not an error: like run_cycle, the job waits kInvalid.
+  // Refused (kDuplicate) when a job of that name is pending or running.
+  Status submit(PendingJob job);
+  // A job that already runs: its tasks are held on the state (the caller reserved them). With
+  // `requeue_as`, an eviction sends it back to pending as that job; without, an evicted job is gone.
+  Status add_running(RunningJob job, std::optional<PendingJob> requeue_as = std::nullopt);
+  // A running job ended: its tasks are released on the state.
+  Status finish(std::string_view job);
+  // A pending job leaves its queue, or a running job stops and leaves (its tasks released).
+  Status cancel(std::string_view job);
+  // A running job stopped by its caller (a failure) waits again from `not_before` after `restarts`
+  // restarts: its tasks are released and it is requeued (kState when it has nothing to requeue as).
+  Status requeue(std::string_view job, Seconds not_before, std::int32_t restarts);
+  // A running elastic job loses the tasks with these indices (released on the state); it may not
+  // go below its minimum (kInvalidValue).
+  Status shrink(std::string_view job, std::span<const std::uint32_t> tasks);
+  // The facts the cycle reads that change while a job waits or runs: its order (priority), its
+  // expected run time (backfill: pending, or from its start when running), its last checkpoint
+  // (running: what an eviction loses), when it may start (pending: a backoff).
+  Status set_priority(std::string_view job, std::int32_t priority);
+  Status set_runtime_estimate(std::string_view job, Seconds estimate);
+  Status set_last_checkpoint(std::string_view job, Seconds t);
+  Status set_not_before(std::string_view job, Seconds t);
+
+  // ---- events: nodes -------------------------------------------------------------------------------
+  // A node (gpu < 0) or one GPU failed: on_failure over the running jobs, then its answer applied
+  // to the lists: shed tasks dropped, restarted jobs requeued with their backoff (or gone when the
+  // session has nothing to requeue them as).
+  Result<FailureResponse> fail(NodeId node, int gpu, Seconds now, const FailureOptions& options = {});
+
+  // ---- cycles --------------------------------------------------------------------------------------
+  // One scheduling cycle at `now` over what the session holds (cycle.hpp: the same decisions as
+  // run_cycle on these lists), committed or planned, with reasons or decisions only. Indices in the
+  // decisions refer to pending() and running() as they were before the cycle.
+  Result<CycleDecisions> cycle(Seconds now, CycleApply apply = CycleApply::kCommit,
+                               CycleDetail detail = CycleDetail::kFull);
+
+  // ---- what it holds -------------------------------------------------------------------------------
+  std::span<const PendingJob> pending() const { return pending_; }
+  std::span<const RunningJob> running() const { return running_; }
+  std::span<const Nomination> held() const { return held_; }
+  std::span<const fairness::QueueConfig> queues() const { return queues_; }
+  const CycleOptions& options() const { return options_; }
+  const RunningUsage& usage() const { return usage_; }
+  ClusterState& state() const { return *state_; }
+  const PendingJob* find_pending(std::string_view job) const;
+  const RunningJob* find_running(std::string_view job) const;
+
+ private:
+  Session(ClusterState& state, std::vector<fairness::QueueConfig> queues, CycleOptions options);
+  static constexpr std::size_t kNone = SIZE_MAX;
+
+  std::size_t pending_index(std::string_view job) const;  // kNone when not pending
+  std::size_t running_index(std::string_view job) const;  // kNone when not running
+  std::size_t queue_of_name(std::string_view queue) const;  // kNone: unknown or not a leaf
+  void enqueue(std::size_t p);                 // into its queue's order (or unqueued)
+  void dequeue(std::size_t p);
+  void remove_pending(std::span<const std::size_t> sorted_indices);
+  void append_pending(PendingJob job);
+  Status append_running(RunningJob job, std::optional<PendingJob> origin);
+  void remove_running(std::size_t j);          // its place taken by the last one; nothing released
+  Status release_running(std::size_t j);       // its tasks given back to the state
+  void requeue_running(std::size_t j, const std::string& evicted_for, std::optional<Seconds> not_before,
+                       std::optional<std::int32_t> restarts);
+  void drop_tasks(std::size_t j, std::span<const std::uint32_t> tasks);
+  void commit(const CycleDecisions& d);
+  Status check_name_free(std::string_view job) const;
+  Error unknown(std::string_view job, const char* what) const;
+
+  ClusterState* state_;
+  std::vector<fairness::QueueConfig> queues_;
+  CycleOptions options_;
+  std::unordered_map<std::string, std::size_t> queue_index_;  // leaf queues only
+  bool fair_ = false;
+
+  // Pending jobs in submission order; seq_ their submission numbers (ascending), by which names map.
+  std::vector<PendingJob> pending_;
+  std::vector<std::uint64_t> seq_;
+  std::vector<Result<GangSpec>> specs_;
+  std::vector<std::vector<std::size_t>> members_;  // per queue: pending indices in policy order
+  std::vector<std::size_t> unqueued_;              // pending indices that wait kInvalid, ascending
+  std::unordered_map<std::string, std::uint64_t> pending_seq_;
+  std::uint64_t next_seq_ = 0;
+
+  // Running jobs (slots: a removed job's slot is taken by the last one).
+  std::vector<RunningJob> running_;
+  std::vector<std::optional<PendingJob>> origin_;  // what each is requeued as
+  std::vector<std::size_t> running_queue_;         // queue index (0 without queues)
+  std::unordered_map<std::string, std::size_t> running_slot_;
+  RunningUsage usage_;
+
+  std::vector<Nomination> held_;
+  FailureHistory history_;
+};
+
+}  // namespace gpusched::scheduler
+
+#if GPUSCHED_HEADER_ONLY
+#include "gpusched/scheduler/detail/session_impl.hpp"
+#endif
