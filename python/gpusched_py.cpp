@@ -431,7 +431,7 @@ std::string simulate_json(std::vector<std::string> traces, std::vector<std::stri
   positive(gpus_per_node, "gpus_per_node");
   positive(queues, "queues");
   positive(priorities, "priorities");
-  positive(cycle_period, "cycle_period");
+  non_negative(static_cast<double>(cycle_period), "cycle_period");
   non_negative(static_cast<double>(checkpoint_interval), "checkpoint_interval");
   non_negative(static_cast<double>(restart_cost), "restart_cost");
   non_negative(estimate_error, "estimate_error");

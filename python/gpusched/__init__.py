@@ -114,7 +114,7 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
              seeds: Iterable[int] = (42,), *, jobs: Optional[Source] = None, nodes: int = 0, gpus_per_node: int = 8,
              model: str = "V100M32", checkpoint_interval: int = 1800, restart_cost: int = 60, queues: int = 4,
              priorities: int = 1, estimate_error: float = 1.0, elastic: float = 0.0, mtbf_hours: float = 0.0,
-             mttr_hours: float = 2.0, cycle_period: int = 60) -> dict:
+             mttr_hours: float = 2.0, cycle_period: int = 0) -> dict:
     """Replays job traces through time under scheduling policies (docs/simulate.md).
 
     ``trace`` is a spec or a list of them: "itp:01" .. "itp:10" (Microsoft ITP, the shipped
@@ -123,7 +123,7 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
     that format directly (a dict ``{"jobs": [{"name", "submit", "duration", "gpus", ...}]}``, a list,
     or a path); it is the trace named "jobs" (the default trace when given, else "itp:10").
     ``policies`` are names like "fifo", "greedy", "easy", "conservative", "priority", "drf", "las",
-    "srtf" with modifiers ("+ckpt", "+topo", "+energy", "+preempt", "+simbf"); ``seeds`` seed what
+    "srtf" with modifiers ("+ckpt", "+topo", "+energy", "+preempt"); ``seeds`` seed what
     the trace lacks (queues, priorities, estimates: docs/simulate.md) and failures. ``nodes`` = 0
     takes the trace's own cluster (ITP: the paper's; a jobs document or file: 16 nodes of
     ``gpus_per_node`` ``model`` GPUs).

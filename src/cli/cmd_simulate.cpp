@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -40,8 +42,10 @@ struct SimOptions {
   double elastic = 0;
   double mtbf_hours = 0, mttr_hours = 2;
   std::string failures_file;
-  std::int64_t cycle_period = 60;
+  std::int64_t cycle_period = 0;
   std::int64_t min_cycle_interval = 0;
+  bool rebuild_cycles = false;
+  double arrival_rate = 0;
   std::string queue_weights, queue_quotas;
   std::string shard;
   std::string out = "simulate-out";
@@ -132,6 +136,10 @@ int run_simulate(const SimOptions& o) {
   sw.mttr_hours = o.mttr_hours;
   sw.cycle_period = o.cycle_period;
   sw.min_cycle_interval = o.min_cycle_interval;
+  sw.rebuild_cycles = o.rebuild_cycles;
+  if (o.arrival_rate < 0 || !(o.arrival_rate <= 1e9))
+    throw InputError(fmt::format("--arrival-rate: expected jobs per hour in (0, 1e9], got {}", o.arrival_rate));
+  sw.arrival_rate = o.arrival_rate;
   auto weights = sim::parse_queue_values(o.queue_weights, "--queue-weights");
   if (!weights) throw InputError(weights.error().message);
   sw.queue_weights = std::move(*weights);
@@ -139,21 +147,46 @@ int run_simulate(const SimOptions& o) {
   if (!quotas) throw InputError(quotas.error().message);
   for (const auto& [name, gpus] : *quotas) sw.queue_quota_gpus.emplace_back(name, static_cast<std::int64_t>(gpus));
   sw.data_dir = data_dir();
-  std::size_t shown_run = SIZE_MAX;  // the run whose progress bar is on the line
-  if (!o.quiet) {
-    sw.progress = [&shown_run](std::size_t run, std::size_t total, const std::string& label, const std::string& policy,
-                               std::uint64_t seed, double f) {
-      if (shown_run != SIZE_MAX && shown_run != run) std::fprintf(stderr, "\n");
-      shown_run = run;
-      const std::string what = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, label, policy, seed);
+  // Progress on stderr: a bar redrawn in place on a terminal; in a log (stderr not a terminal) at most
+  // one line per 10 % of each run. Either way a run's progress ends at 100 % (rejected jobs and a
+  // horizon end a run before all its jobs are done).
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  std::size_t shown_run = SIZE_MAX;  // the run being reported
+  std::string what;
+  int shown_tenths = -1;
+  const auto draw = [&](double f) {
+    if (terminal) {
       const int w = 30, filled = static_cast<int>(f * w);
       std::fprintf(stderr, "\r%s [%s%s] %3.0f%%", what.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
                    std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
-      std::fflush(stderr);
+    } else {
+      const int tenths = static_cast<int>(f * 10 + 1e-9);
+      if (tenths <= shown_tenths) return;
+      shown_tenths = tenths;
+      std::fprintf(stderr, "%s %d%%\n", what.c_str(), tenths * 10);
+    }
+    std::fflush(stderr);
+  };
+  const auto finish_run = [&] {
+    if (shown_run == SIZE_MAX) return;
+    draw(1.0);
+    if (terminal) std::fprintf(stderr, "\n");
+    shown_run = SIZE_MAX;
+  };
+  if (!o.quiet) {
+    sw.progress = [&](std::size_t run, std::size_t total, const std::string& label, const std::string& policy,
+                      std::uint64_t seed, double f) {
+      if (shown_run != run) {
+        finish_run();
+        shown_run = run;
+        shown_tenths = -1;
+        what = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, label, policy, seed);
+      }
+      draw(f);
     };
   }
   auto runs = sim::run_sweep(sw);
-  if (shown_run != SIZE_MAX) std::fprintf(stderr, "\n");
+  finish_run();
   if (!runs) throw InputError(runs.error().message);
   for (const auto& f : runs->conservation_failures)
     std::fprintf(stderr, "gpusched: conservation check FAILED for %s\n", f.c_str());
@@ -216,7 +249,12 @@ void setup(CLI::App& app) {
   sub->add_option("--mtbf-hours", opt->mtbf_hours, "per-node mean time between failures (0 = none)");
   sub->add_option("--mttr-hours", opt->mttr_hours, "mean time to repair")->capture_default_str();
   sub->add_option("--failures", opt->failures_file, "CSV time,node,duration of node failures");
-  sub->add_option("--cycle-period", opt->cycle_period, "seconds")->capture_default_str();
+  sub->add_option("--cycle-period", opt->cycle_period,
+                  "seconds: also a cycle every period while jobs wait (0 = at wake-ups only; it changes no decision)")
+      ->capture_default_str();
+  sub->add_flag("--rebuild-cycles", opt->rebuild_cycles,
+                "rebuild the scheduler from scratch at every cycle (the same results, slower: a check of the kept one)");
+  sub->add_option("--arrival-rate", opt->arrival_rate, "synthetic traces: jobs per hour (default 60)");
   sub->add_option("--min-cycle-interval", opt->min_cycle_interval,
                   "seconds: at most one cycle per interval (0 = after every batch of events)")
       ->capture_default_str();

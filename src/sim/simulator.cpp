@@ -3,6 +3,7 @@
 #include "gpusched/sim/simulator.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -13,7 +14,7 @@
 
 #include "gpusched/core/random.hpp"
 #include "sim/numbers.hpp"
-#include "sim/step.hpp"
+#include "sim/job_clock.hpp"
 
 namespace gpusched::sim {
 
@@ -68,7 +69,7 @@ namespace {
 using detail::JobState;
 using detail::Phase;
 
-enum class EventKind : std::uint8_t { kCompletion = 0, kFailure = 1, kRepair = 2, kArrival = 3, kTick = 4 };
+enum class EventKind : std::uint8_t { kCompletion = 0, kFailure = 1, kRepair = 2, kArrival = 3, kWake = 4, kTick = 5 };
 
 struct Event {
   Seconds time;
@@ -105,16 +106,12 @@ class Engine {
 
  private:
   // --- accounting ---
-  std::int64_t unusable_free() const {
-    std::int64_t f = 0;
-    for (NodeId n : down_) f += state_.free_gpu_milli(n);
-    return f;
-  }
   std::int64_t allocated() const { return state_.total_gpu_milli_capacity() - state_.total_gpu_milli_free(); }
   bool gpu_job(std::uint32_t j) const { return jobs_[j].shape.needs_gpu(); }
   std::int64_t task_rate(std::uint32_t j) const { return jobs_[j].full_rate() / jobs_[j].tasks; }
   void advance(Seconds t);
   void node_energy_update(NodeId n);
+  void nodes_energy_update(const std::vector<TaskPlacement>& tasks);
   void check_instant();
 
   // --- job life ---
@@ -123,17 +120,28 @@ class Engine {
   // Ends the running segment at `now`: kind 0 = completion, 1 = checkpoint (resize/horizon), 2 = eviction
   // (preemption), 3 = eviction (failure). Returns nothing; updates remaining, attained and accounting.
   void end_segment(std::uint32_t j, Seconds now, int kind);
-  void release_tasks(std::uint32_t j, std::size_t first);
   void schedule_completion(std::uint32_t j);
-  void make_pending(std::uint32_t j, Seconds now);
-  void evict(std::uint32_t j, Seconds now, bool failure);
-  Seconds last_checkpoint(std::uint32_t j, Seconds now) const;
-  std::int64_t progress(std::uint32_t j, Seconds now) const;
   void add_running(std::uint32_t j);
   void remove_running(std::uint32_t j);
+  void drop_tasks(std::uint32_t j, std::span<const std::uint32_t> tasks);
 
-  Status run_cycle(Seconds now);
+  // --- the scheduler (the library's session) and what it reads of the jobs ---
+  static std::string name_of(std::uint32_t j) { return std::to_string(j); }
+  static std::uint32_t id_of(std::string_view name);
+  Status arrive(std::uint32_t j, Seconds now);
+  Status became_pending(std::uint32_t j, Seconds now);  // the session has it pending: its facts, wake-ups
+  Status segment_started(std::uint32_t j, Seconds now);  // the session runs it: its facts, wake-ups
+  Status stop(std::uint32_t j, Seconds now, bool failure);   // evicted (the session requeued it) or failed
+  Status on_node_failure(NodeId n, Seconds now);
+  Status refresh_facts(Seconds now);
+  // One cycle; `again`: whether another at the same instant can decide more.
+  Status run_cycle(Seconds now, bool& again);
+  static constexpr int kMaxCyclesPerInstant = 64;
+  void wake(Seconds t, std::uint32_t j) {
+    if (t > now_) push(t, EventKind::kWake, j, js_[j].version);
+  }
   void push(Seconds t, EventKind k, std::uint32_t id, std::uint64_t v = 0) {
+    if (k == EventKind::kWake || k == EventKind::kTick) ++wake_events_;
     events_.push(Event{t, k, seq_++, id, v});
   }
 
@@ -142,13 +150,19 @@ class Engine {
   const SimConfig& config_;
   ClusterState state_;
   std::vector<JobState> js_;
-  detail::SchedulerStep step_;
+  std::unique_ptr<PlacementPolicy> placement_;
+  std::optional<scheduler::Session> session_;
+  bool las_running_ = false;    // LAS: running jobs' priorities follow their service (preemption, grow order)
+  bool srtf_running_ = false;   // SRTF: likewise, every second
+  bool backfill_ = false;       // the profile reads expected ends: an overrun is a wake-up
+  // Preemption prices victims by their last checkpoint: (time, job, version) of the next one due.
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> checkpoints_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t seq_ = 0;
+  std::size_t wake_events_ = 0;  // kWake and kTick events in the queue
 
-  std::vector<std::uint32_t> pending_;   // sorted by (submit, id)
+  std::size_t pending_jobs_ = 0;
   std::vector<std::uint32_t> running_;   // sorted by id
-  std::vector<std::uint64_t> running_versions_;  // their JobState::version (the step's view of segments)
   std::size_t done_ = 0;
   bool tick_scheduled_ = false;      // the periodic cycle's tick (id 0) is in the queue
   bool deferred_scheduled_ = false;  // a cycle deferred by min_cycle_interval (tick id 1) is in it
@@ -165,7 +179,6 @@ class Engine {
   std::vector<Sample> samples_;
   Seconds next_sample_ = 0, sample_period_ = 60;
   std::int64_t failed_nodes_ = 0;
-  std::vector<NodeId> down_;  // failed nodes now
   std::size_t rejected_ = 0;
   std::size_t arrivals_left_ = 0;
   SimMetrics m_;
@@ -195,24 +208,14 @@ Status Engine::compile(std::uint32_t j) {
   return {};
 }
 
-std::int64_t Engine::progress(std::uint32_t j, Seconds now) const {
-  return detail::SegmentClock::of(jobs_[j], js_[j]).progress(now);
-}
+void Engine::add_running(std::uint32_t j) { running_.insert(std::lower_bound(running_.begin(), running_.end(), j), j); }
 
-Seconds Engine::last_checkpoint(std::uint32_t j, Seconds now) const {
-  return detail::SegmentClock::of(jobs_[j], js_[j]).last_checkpoint(now);
-}
+void Engine::remove_running(std::uint32_t j) { running_.erase(std::lower_bound(running_.begin(), running_.end(), j)); }
 
-void Engine::add_running(std::uint32_t j) {
-  const auto at = std::lower_bound(running_.begin(), running_.end(), j);
-  running_versions_.insert(running_versions_.begin() + (at - running_.begin()), js_[j].version);
-  running_.insert(at, j);
-}
-
-void Engine::remove_running(std::uint32_t j) {
-  const auto at = std::lower_bound(running_.begin(), running_.end(), j);
-  running_versions_.erase(running_versions_.begin() + (at - running_.begin()));
-  running_.erase(at);
+std::uint32_t Engine::id_of(std::string_view name) {
+  std::uint32_t j = 0;
+  std::from_chars(name.data(), name.data() + name.size(), j);
+  return j;
 }
 
 void Engine::advance(Seconds t) {
@@ -224,7 +227,7 @@ void Engine::advance(Seconds t) {
       s.time = next_sample_;
       const std::int64_t cap = state_.total_gpu_milli_capacity();
       s.utilisation = cap > 0 ? static_cast<double>(allocated()) / static_cast<double>(cap) : 0;
-      s.queue_length = static_cast<std::int64_t>(pending_.size());
+      s.queue_length = static_cast<std::int64_t>(pending_jobs_);
       s.running = static_cast<std::int64_t>(running_.size());
       std::int64_t idle = 0, idle_on_empty = 0;
       for (NodeId n = 0; n < state_.node_count(); ++n) {
@@ -280,8 +283,6 @@ void Engine::start_segment(std::uint32_t j, Seconds now) {
   if (s.first_start < 0) s.first_start = now;
   s.phase = Phase::kRunning;
   schedule_completion(j);
-  const auto at = std::lower_bound(running_.begin(), running_.end(), j);
-  if (at != running_.end() && *at == j) running_versions_[static_cast<std::size_t>(at - running_.begin())] = s.version;
 }
 
 void Engine::schedule_completion(std::uint32_t j) {
@@ -296,13 +297,14 @@ void Engine::end_segment(std::uint32_t j, Seconds now, int kind) {
   const SimJob& job = jobs_[j];
   const Seconds elapsed = now - s.seg_start;
   const std::int64_t restart = s.rate * std::min(elapsed, job.restart_cost);
-  std::int64_t prog = progress(j, now);
+  const detail::SegmentClock clock = detail::SegmentClock::of(job, s);
+  std::int64_t prog = clock.progress(now);
   std::int64_t saved = prog, lost = 0, rounding = 0;
   if (kind == 0) {
     rounding = prog - s.remaining;
     saved = s.remaining;
   } else if (kind >= 2) {
-    saved = s.rate * std::max<Seconds>(0, last_checkpoint(j, now) - s.seg_start - job.restart_cost);
+    saved = s.rate * std::max<Seconds>(0, clock.last_checkpoint(now) - s.seg_start - job.restart_cost);
     saved = std::min(saved, prog);
     lost = prog - saved;
   }
@@ -321,107 +323,222 @@ void Engine::end_segment(std::uint32_t j, Seconds now, int kind) {
   ++s.version;  // any queued completion is stale
 }
 
-void Engine::release_tasks(std::uint32_t j, std::size_t first) {
+void Engine::nodes_energy_update(const std::vector<TaskPlacement>& tasks) {
+  for (const TaskPlacement& t : tasks) node_energy_update(t.assignment.node);
+}
+
+// Drops tasks (indices) from the engine's copy of a job's tasks, as the session drops them from its own.
+void Engine::drop_tasks(std::uint32_t j, std::span<const std::uint32_t> tasks) {
   JobState& s = js_[j];
-  for (std::size_t t = first; t < s.tasks.size(); ++t) {
-    const NodeId n = s.tasks[t].assignment.node;
-    if (Status st = state_.release(s.tasks[t].assignment); !st) ++cons_.max_overcommit;  // never expected
-    node_energy_update(n);
+  std::vector<TaskPlacement> keep, drop;
+  for (std::uint32_t t = 0; t < s.tasks.size(); ++t)
+    (std::find(tasks.begin(), tasks.end(), t) != tasks.end() ? drop : keep).push_back(s.tasks[t]);
+  s.tasks = std::move(keep);
+  s.held = static_cast<std::int32_t>(s.tasks.size());
+  nodes_energy_update(drop);
+}
+
+// A job arrives: compiled once, submitted to the session as a pending job.
+Status Engine::arrive(std::uint32_t j, Seconds now) {
+  if (Status ok = compile(j); !ok) return ok;
+  JobState& s = js_[j];
+  const SimJob& job = jobs_[j];
+  s.phase = Phase::kPending;
+  s.waiting_since = now;
+  scheduler::PendingJob p;
+  p.job.name = name_of(j);
+  const bool named = config_.policy.order == QueueOrder::kDrf;
+  const bool strict_fifo = !session_->queues().empty() && !named;
+  p.job.queue = named ? (job.queue.empty() ? "default" : job.queue) : strict_fifo ? "default" : "";
+  p.job.priority = detail::order_key(config_.policy, job, s, now);
+  p.job.submit_time = job.submit;
+  const GangGroup& g = s.spec.groups[0];
+  p.job.groups.push_back(CompiledGroup{g.name, g.replicas, g.min_replicas, g.request, {}});
+  p.job.topology = s.spec.topology;
+  p.runtime_estimate = detail::SegmentClock::of(job, s).pending_estimate(job.full_rate());
+  p.preemptible = job.preemptible;
+  p.restart_cost = job.restart_cost;
+  ++pending_jobs_;
+  return session_->submit(std::move(p));
+}
+
+// The session holds job j pending again (evicted or restarted): what it reads of it now (its
+// estimate of the work left, its LAS queue), and the instants that can change a decision about it.
+Status Engine::became_pending(std::uint32_t j, Seconds now) {
+  JobState& s = js_[j];
+  const SimJob& job = jobs_[j];
+  s.phase = Phase::kPending;
+  s.waiting_since = now;
+  ++pending_jobs_;
+  const std::string name = name_of(j);
+  if (Status st = session_->set_runtime_estimate(name, detail::SegmentClock::of(job, s).pending_estimate(job.full_rate())); !st)
+    return st;
+  if (config_.policy.order == QueueOrder::kLas || config_.policy.order == QueueOrder::kSrtf)
+    if (Status st = session_->set_priority(name, detail::order_key(config_.policy, job, s, now)); !st) return st;
+  if (s.not_before > now) wake(s.not_before, j);  // its backoff ends
+  if (const auto t = detail::las_promotion_time(config_.policy, s)) wake(*t, j);  // it starves: promoted
+  return {};
+}
+
+// Job j began a segment (a start, a resize): the session's running job counts from now, with the
+// segment's expected run time; the instants that can change a decision about it.
+Status Engine::segment_started(std::uint32_t j, Seconds now) {
+  JobState& s = js_[j];
+  const SimJob& job = jobs_[j];
+  const detail::SegmentClock clock = detail::SegmentClock::of(job, s);
+  const std::string name = name_of(j);
+  if (Status st = session_->set_start_time(name, now); !st) return st;
+  if (Status st = session_->set_runtime_estimate(name, clock.segment_estimate()); !st) return st;
+  if (las_running_ || srtf_running_)
+    if (Status st = session_->set_priority(name, detail::order_key(config_.policy, job, s, now)); !st) return st;
+  if (las_running_) {
+    // Its LAS queue drops when its service crosses the next threshold.
+    const detail::LasLevel level = detail::las_level(config_.policy, s.attained - s.las_discount);
+    if (level.next_threshold != std::numeric_limits<std::int64_t>::max() && s.rate > 0) {
+      const std::int64_t left = level.next_threshold - (s.attained - s.las_discount);
+      wake(s.seg_start + (left + s.rate - 1) / s.rate, j);
+    }
   }
-  s.tasks.resize(first);
-  s.held = static_cast<std::int32_t>(first);
+  if (config_.policy.preempt) {
+    wake(s.seg_start + config_.policy.min_runtime, j);  // it may become a victim
+    if (job.checkpoint_interval > 0) checkpoints_.push(Event{s.seg_start + job.restart_cost, EventKind::kWake, 0, j, s.version});
+  }
+  if (backfill_) wake(s.seg_start + clock.segment_estimate(), j);  // it overruns its estimate
+  return {};
 }
 
-void Engine::make_pending(std::uint32_t j, Seconds now) {
-  js_[j].phase = Phase::kPending;
-  js_[j].waiting_since = now;
-  const auto key = [this](std::uint32_t a, std::uint32_t b) {
-    return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit : a < b;
-  };
-  pending_.insert(std::upper_bound(pending_.begin(), pending_.end(), j, key), j);
-}
-
-void Engine::evict(std::uint32_t j, Seconds now, bool failure) {
-  end_segment(j, now, failure ? 3 : 2);
-  release_tasks(j, 0);
-  remove_running(j);
+// Job j stops running: evicted by the cycle (the session has requeued it and released its tasks) or
+// by a failure (the session is told here).
+Status Engine::stop(std::uint32_t j, Seconds now, bool failure) {
   JobState& s = js_[j];
+  end_segment(j, now, failure ? 3 : 2);
   if (failure) {
     ++s.failures;
     ++m_.failure_restarts;
     const int shift = std::min(s.failures - 1, 20);
     s.not_before = now + (config_.failure_backoff << shift);
+    if (Status st = session_->requeue(name_of(j), s.not_before, s.failures); !st) return st;
   } else {
     ++s.preemptions;
     ++m_.preemptions;
   }
-  make_pending(j, now);
+  const std::vector<TaskPlacement> tasks = std::move(s.tasks);
+  s.tasks.clear();
+  s.held = 0;
+  nodes_energy_update(tasks);
+  remove_running(j);
+  return became_pending(j, now);
 }
 
-Status Engine::run_cycle(Seconds now) {
+// The gangs with a task on the failed node: an elastic gang above its minimum sheds those tasks
+// (restarting from its checkpoint at the smaller size); any other is restarted whole.
+Status Engine::on_node_failure(NodeId n, Seconds now) {
+  std::vector<std::uint32_t> hit;
+  for (std::uint32_t j : running_)
+    for (const TaskPlacement& tp : js_[j].tasks)
+      if (tp.assignment.node == n) {
+        hit.push_back(j);
+        break;
+      }
+  for (std::uint32_t j : hit) {
+    JobState& s = js_[j];
+    std::vector<std::uint32_t> on_node;
+    for (std::uint32_t t = 0; t < s.tasks.size(); ++t)
+      if (s.tasks[t].assignment.node == n) on_node.push_back(t);
+    const std::int32_t min = s.spec.groups[0].min_replicas;
+    const auto keep = static_cast<std::int32_t>(s.tasks.size() - on_node.size());
+    if (keep >= min && min < jobs_[j].tasks && keep > 0) {
+      end_segment(j, now, 3);
+      if (Status st = session_->shrink(name_of(j), on_node); !st) return st;
+      drop_tasks(j, on_node);
+      ++s.failures;
+      start_segment(j, now);
+      if (Status st = segment_started(j, now); !st) return st;
+    } else if (Status st = stop(j, now, true); !st) {
+      return st;
+    }
+  }
+  return {};
+}
+
+// What the cycle reads that changes with time alone, brought up to now: SRTF's running priorities
+// (every second), the running jobs' last checkpoints (preemption prices victims by them).
+Status Engine::refresh_facts(Seconds now) {
+  if (srtf_running_)
+    for (std::uint32_t j : running_)
+      if (Status st = session_->set_priority(name_of(j), detail::order_key(config_.policy, jobs_[j], js_[j], now)); !st)
+        return st;
+  while (!checkpoints_.empty() && checkpoints_.top().time <= now) {
+    const Event e = checkpoints_.top();
+    checkpoints_.pop();
+    const JobState& s = js_[e.id];
+    if (s.phase != Phase::kRunning || s.version != e.version) continue;
+    const detail::SegmentClock clock = detail::SegmentClock::of(jobs_[e.id], s);
+    const Seconds last = clock.last_checkpoint(now);
+    if (Status st = session_->set_last_checkpoint(name_of(e.id), last); !st) return st;
+    checkpoints_.push(Event{last + jobs_[e.id].checkpoint_interval, EventKind::kWake, 0, e.id, e.version});
+  }
+  return {};
+}
+
+Status Engine::run_cycle(Seconds now, bool& again) {
   ++m_.cycles;
-  detail::StepView view{now, jobs_, js_, pending_, running_, {}, {}, {}, 0, running_versions_};
-  view.remaining_now = [this, now](std::uint32_t j) {
-    const JobState& s = js_[j];
-    if (s.phase != Phase::kRunning) return s.remaining;
-    return std::max<std::int64_t>(0, s.remaining - progress(j, now));
-  };
-  view.estimated_end = [this, now](std::uint32_t j) { return detail::SegmentClock::of(jobs_[j], js_[j]).expected_end(now); };
-  view.last_checkpoint = [this, now](std::uint32_t j) { return last_checkpoint(j, now); };
-  view.unusable_free = unusable_free();
-  detail::StepDecision d = step_(state_, view);
-  if (d.error) return *d.error;
-  for (std::uint32_t j : d.reject) {
-    pending_.erase(std::find(pending_.begin(), pending_.end(), j));
+  if (Status st = refresh_facts(now); !st) return st;
+  if (config_.rebuild_cycles) {
+    // The same simulation with nothing kept: a session rebuilt from the lists at every cycle.
+    auto fresh = session_->rebuilt();
+    if (!fresh) return fresh.error();
+    session_.emplace(std::move(*fresh));
+  }
+  auto d = session_->cycle(now, scheduler::CycleApply::kCommit, scheduler::CycleDetail::kDecisions);
+  if (!d) return Error{"scheduling cycle: " + d.error().message, d.error().code, d.error().field};
+  again = !d->evictions.empty() || (config_.policy.preempt && (!d->starts.empty() || !d->grows.empty()));
+  for (const scheduler::Waiting& w : d->waiting) {
+    if (w.outcome.verdict != Verdict::kInfeasible) continue;
+    const std::uint32_t j = id_of(w.job);  // it can never run here
+    if (Status st = session_->cancel(w.job); !st) return st;
     js_[j].phase = Phase::kDone;  // never ran: end stays -1, counted as rejected
     js_[j].spec = GangSpec{};
+    --pending_jobs_;
     ++rejected_;
     ++done_;
   }
-  for (std::uint32_t j : d.evict) evict(j, now, false);
-  for (const detail::Shrink& sh : d.shrink) {
-    JobState& s = js_[sh.job];
-    end_segment(sh.job, now, 2);
+  for (const scheduler::Eviction& e : d->evictions) {
+    const std::uint32_t j = id_of(e.job);
+    if (e.whole) {
+      if (Status st = stop(j, now, false); !st) return st;
+      continue;
+    }
+    JobState& s = js_[j];
+    end_segment(j, now, 2);
     ++s.preemptions;
     ++m_.preemptions;
-    // The shed tasks go to the end of the list, then are released.
-    std::vector<TaskPlacement> keep, drop;
-    for (std::uint32_t t = 0; t < s.tasks.size(); ++t)
-      (std::find(sh.tasks.begin(), sh.tasks.end(), t) != sh.tasks.end() ? drop : keep).push_back(s.tasks[t]);
-    s.tasks = std::move(keep);
-    s.tasks.insert(s.tasks.end(), drop.begin(), drop.end());
-    release_tasks(sh.job, s.tasks.size() - drop.size());
-    start_segment(sh.job, now);
+    drop_tasks(j, e.tasks);
+    start_segment(j, now);
+    if (Status st = segment_started(j, now); !st) return st;
   }
-  for (detail::Start& st : d.starts) {
-    JobState& s = js_[st.job];
-    for (const TaskPlacement& t : st.tasks) {
-      if (Status ok = state_.reserve(s.spec.groups[0].request, t.assignment); !ok) {
-        ++cons_.max_overcommit;  // a decision the state refused: reported as a failed check
-        continue;
-      }
-      node_energy_update(t.assignment.node);
-      s.tasks.push_back(t);
-    }
-    state_.commit();
-    if (s.tasks.empty()) continue;
-    pending_.erase(std::find(pending_.begin(), pending_.end(), st.job));
-    add_running(st.job);
-    start_segment(st.job, now);
+  for (const scheduler::Start& st : d->starts) {
+    const std::uint32_t j = id_of(st.job);
+    JobState& s = js_[j];
+    std::uint32_t replica = 0;
+    for (const scheduler::RunningTask& t : st.tasks) s.tasks.push_back({0, replica++, t.assignment});
+    nodes_energy_update(s.tasks);
+    --pending_jobs_;
+    add_running(j);
+    start_segment(j, now);
+    if (Status ok = segment_started(j, now); !ok) return ok;
   }
-  for (detail::Start& g : d.grows) {
-    JobState& s = js_[g.job];
-    end_segment(g.job, now, 1);
-    for (const TaskPlacement& t : g.tasks) {
-      if (Status ok = state_.reserve(s.spec.groups[0].request, t.assignment); !ok) {
-        ++cons_.max_overcommit;
-        continue;
-      }
+  for (const scheduler::Grow& g : d->grows) {
+    const std::uint32_t j = id_of(g.job);
+    JobState& s = js_[j];
+    end_segment(j, now, 1);
+    std::uint32_t replica = static_cast<std::uint32_t>(s.tasks.size());
+    for (const scheduler::RunningTask& t : g.tasks) {
+      s.tasks.push_back({0, replica++, t.assignment});
       node_energy_update(t.assignment.node);
-      s.tasks.push_back(t);
     }
-    state_.commit();
-    start_segment(g.job, now);
+    start_segment(j, now);
+    if (Status ok = segment_started(j, now); !ok) return ok;
   }
   return {};
 }
@@ -431,9 +548,16 @@ Result<SimResult> Engine::run() {
   node_watts_.assign(state_.node_count(), 0);
   node_price_.assign(state_.node_count(), 0);
   for (NodeId n = 0; n < state_.node_count(); ++n) node_energy_update(n);
-  // The library's cycle; "+simbf" keeps the simulator's own aggregate-profile backfill for comparison.
-  step_ = config_.policy.simulator_backfill ? detail::make_library_step(config_.policy, cluster_, state_, config_.seed)
-                                            : detail::make_cycle_step(config_.policy, cluster_, state_);
+  // The scheduler: the library's session, configured by the policy (policy_session.cpp).
+  if (config_.policy.energy_aware && !cluster_.energy.empty()) placement_ = detail::make_cost_aware_policy(cluster_);
+  else placement_ = std::make_unique<BestFitPolicy>();
+  auto session = detail::open_policy_session(config_.policy, jobs_, state_, *placement_);
+  if (!session) return session.error();
+  session_.emplace(std::move(*session));
+  const bool grows = session_->options().grow_elastic;
+  las_running_ = config_.policy.order == QueueOrder::kLas && (config_.policy.preempt || grows);
+  srtf_running_ = config_.policy.order == QueueOrder::kSrtf && (config_.policy.preempt || grows);
+  backfill_ = config_.policy.backfill != BackfillMode::kNone;
 
   Seconds first = 0, last = 0;
   for (std::uint32_t j = 0; j < n_jobs; ++j) {
@@ -473,17 +597,21 @@ Result<SimResult> Engine::run() {
     const Seconds t = events_.top().time;
     if (config_.horizon > 0 && t > config_.horizon) break;
     advance(t);
-    bool changed = false, tick = false;
+    bool changed = false;
     while (!events_.empty() && events_.top().time == t) {
       const Event e = events_.top();
       events_.pop();
       ++m_.events;
+      if (e.kind == EventKind::kWake || e.kind == EventKind::kTick) --wake_events_;
       switch (e.kind) {
         case EventKind::kCompletion: {
           JobState& s = js_[e.id];
           if (s.phase != Phase::kRunning || s.version != e.version) break;
           end_segment(e.id, t, 0);
-          release_tasks(e.id, 0);
+          if (Status st = session_->finish(name_of(e.id)); !st) return st.error();
+          nodes_energy_update(s.tasks);
+          s.tasks.clear();
+          s.held = 0;
           remove_running(e.id);
           s.phase = Phase::kDone;
           s.end = t;
@@ -496,34 +624,9 @@ Result<SimResult> Engine::run() {
           const NodeId n = e.id;
           if (!state_.healthy(n)) break;  // already down
           ++m_.node_failures;
-          // The gangs with a task on the node: an elastic gang above its minimum sheds those tasks
-          // (restarting from its checkpoint at the smaller size); any other is restarted whole.
-          std::vector<std::uint32_t> hit;
-          for (std::uint32_t j : running_)
-            for (const TaskPlacement& tp : js_[j].tasks)
-              if (tp.assignment.node == n) {
-                hit.push_back(j);
-                break;
-              }
-          for (std::uint32_t j : hit) {
-            JobState& s = js_[j];
-            std::vector<TaskPlacement> keep, drop;
-            for (TaskPlacement& tp : s.tasks) (tp.assignment.node == n ? drop : keep).push_back(tp);
-            const std::int32_t min = s.spec.groups[0].min_replicas;
-            if (static_cast<std::int32_t>(keep.size()) >= min && min < jobs_[j].tasks) {
-              end_segment(j, t, 3);
-              s.tasks = std::move(keep);
-              s.tasks.insert(s.tasks.end(), drop.begin(), drop.end());
-              release_tasks(j, s.tasks.size() - drop.size());
-              ++s.failures;
-              start_segment(j, t);
-            } else {
-              evict(j, t, true);
-            }
-          }
+          if (Status st = on_node_failure(n, t); !st) return st.error();
           (void)state_.fail_node(n);
           ++failed_nodes_;
-          down_.push_back(n);
           node_energy_update(n);
           push(t + static_cast<Seconds>(e.version), EventKind::kRepair, n);
           changed = true;
@@ -533,7 +636,6 @@ Result<SimResult> Engine::run() {
           const NodeId n = e.id;
           (void)state_.recover_node(n);
           --failed_nodes_;
-          down_.erase(std::find(down_.begin(), down_.end(), n));
           node_energy_update(n);
           if (config_.failures.mtbf_hours > 0 && n < node_rng_.size()) {
             SplitMix64& rng = node_rng_[n];
@@ -544,21 +646,39 @@ Result<SimResult> Engine::run() {
           changed = true;
           break;
         }
-        case EventKind::kArrival: {
+        case EventKind::kArrival:
           --arrivals_left_;
-          if (Status ok = compile(e.id); !ok) return ok.error();
-          make_pending(e.id, t);
+          if (Status ok = arrive(e.id, t); !ok) return ok.error();
+          changed = true;
+          break;
+        case EventKind::kWake: {
+          // An instant at which a decision about job e.id can change (wake(): a backoff ends, a LAS
+          // queue changes, a promotion, a minimum runtime reached, an estimate overrun).
+          JobState& s = js_[e.id];
+          if (s.version != e.version || s.phase == Phase::kDone) break;
+          if (s.phase == Phase::kRunning && las_running_) {
+            if (Status st = session_->set_priority(name_of(e.id), detail::order_key(config_.policy, jobs_[e.id], s, t)); !st)
+              return st.error();
+            const detail::LasLevel level =
+                detail::las_level(config_.policy, s.attained - s.las_discount + s.rate * (t - s.seg_start));
+            if (level.next_threshold != std::numeric_limits<std::int64_t>::max() && s.rate > 0) {
+              const std::int64_t left = level.next_threshold - (s.attained - s.las_discount);
+              wake(s.seg_start + (left + s.rate - 1) / s.rate, e.id);
+            }
+          } else if (s.phase == Phase::kPending && detail::las_starving(config_.policy, s, t)) {
+            if (Status st = session_->set_priority(name_of(e.id), 0); !st) return st.error();
+          }
           changed = true;
           break;
         }
         case EventKind::kTick:
           (e.id == 0 ? tick_scheduled_ : deferred_scheduled_) = false;
-          tick = true;
+          changed = true;
           break;
       }
     }
     check_instant();
-    if ((changed || tick) && !pending_.empty()) {
+    if (changed && pending_jobs_ > 0) {
       if (config_.min_cycle_interval > 0 && last_cycle_ >= 0 && t - last_cycle_ < config_.min_cycle_interval) {
         // Too soon after the last cycle: it runs when the interval has passed (one deferred tick;
         // an interval beyond the end of time defers it to the end of time, without overflow).
@@ -568,24 +688,30 @@ Result<SimResult> Engine::run() {
           deferred_scheduled_ = true;
         }
       } else {
-        if (Status ok = run_cycle(t); !ok) return ok.error();
+        // A cycle that evicted a job, or under a preempting policy started or grew one, is followed
+        // by another at the same instant: the capacity its victims left over and the requeued jobs,
+        // the queues' new usage (fair-share reclaim) and the new possible victims are considered at
+        // once, as a scheduler's next pass would. (Without preemption a cycle that only starts jobs
+        // leaves nothing for a second one: what failed still fails with less capacity.)
+        bool again = true;
+        for (int pass = 0; again && pass < kMaxCyclesPerInstant; ++pass)
+          if (Status ok = run_cycle(t, again); !ok) return ok.error();
         last_cycle_ = t;
         check_instant();
       }
     }
     // Nothing runs, nothing will happen and nothing waits for a backoff: what is pending can never start
-    // (its model's nodes are gone, say). Stop rather than tick forever; those jobs count as not completed.
-    // (Failures may go on for ever: with every node up and no arrival to come, a cycle that starts
-    // nothing on an idle cluster is the same proof.)
-    if (!pending_.empty() && running_.empty() &&
-        (events_.size() == (tick_scheduled_ ? 1u : 0u) + (deferred_scheduled_ ? 1u : 0u) ||
-         (arrivals_left_ == 0 && failed_nodes_ == 0))) {
+    // (its model's nodes are gone, say). Stop rather than wait forever; those jobs count as not
+    // completed. (Failures may go on for ever: with every node up and no arrival to come, a cycle that
+    // starts nothing on an idle cluster is the same proof.)
+    if (pending_jobs_ > 0 && running_.empty() && last_cycle_ == t &&
+        (events_.size() == wake_events_ || (arrivals_left_ == 0 && failed_nodes_ == 0))) {
       bool backoff = false;
-      for (std::uint32_t j : pending_) backoff = backoff || js_[j].not_before > t;
+      for (const scheduler::PendingJob& p : session_->pending()) backoff = backoff || p.not_before > t;
       if (!backoff) break;
     }
-    // The periodic cycle, while jobs wait (LAS queues, backoffs and estimates change with time).
-    if (!pending_.empty() && !tick_scheduled_ && config_.cycle_period > 0) {
+    // Periodic cycles on top of the wake-ups, when asked for (they cannot change a decision: tested).
+    if (pending_jobs_ > 0 && !tick_scheduled_ && config_.cycle_period > 0) {
       push(t + config_.cycle_period, EventKind::kTick, 0);
       tick_scheduled_ = true;
     }
@@ -738,7 +864,6 @@ Result<PolicyConfig> parse_policy(std::string_view spec) {
     else if (mod == "topo") p.topology_aware = true;
     else if (mod == "energy") p.energy_aware = true;
     else if (mod == "preempt") p.preempt = true;
-    else if (mod == "simbf") p.simulator_backfill = true;
     else if (mod.starts_with("promote") && p.order == QueueOrder::kLas) {
       const std::string_view knob = mod.substr(7);
       const std::optional<double> k = detail::parse_positive(knob, 1e6);
@@ -747,7 +872,7 @@ Result<PolicyConfig> parse_policy(std::string_view spec) {
                      ErrorCode::kInvalidValue, "policy"};
       p.las_promote_knob = *k;
     } else
-      return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt, simbf, promoteK for las)", spec, mod),
+      return Error{fmt::format("policy '{}': unknown modifier '{}' (known: ckpt, topo, energy, preempt, promoteK for las)", spec, mod),
                    ErrorCode::kUnknownName, "policy"};
     plus = next;
   }

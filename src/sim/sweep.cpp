@@ -99,6 +99,7 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
     }
     s.seed = seed;
     s.gpus_per_node = o.gpus_per_node;
+    if (o.arrival_rate > 0) s.arrivals_per_hour = o.arrival_rate;
     s.extra = aug;
     l.jobs = synthetic_jobs(s);
     if (nodes == 0) nodes = 64;
@@ -130,6 +131,7 @@ nlohmann::ordered_json sweep_description(const SweepOptions& o) {
                          {"elastic_fraction", o.elastic}, {"mtbf_hours", o.mtbf_hours}, {"mttr_hours", o.mttr_hours},
                          {"failures_file", o.failures_name}, {"cycle_period_s", o.cycle_period},
                          {"min_cycle_interval_s", o.min_cycle_interval}};
+  if (o.arrival_rate > 0) sweep["parameters"]["arrival_rate_per_hour"] = o.arrival_rate;
   if (!o.queue_weights.empty()) sweep["parameters"]["queue_weights"] = o.queue_weights;
   if (!o.queue_quota_gpus.empty()) sweep["parameters"]["queue_quota_gpus"] = o.queue_quota_gpus;
   return sweep;
@@ -191,6 +193,7 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
         cfg.seed = o.seeds[s];
         cfg.cycle_period = o.cycle_period;
         cfg.min_cycle_interval = o.min_cycle_interval;
+        cfg.rebuild_cycles = o.rebuild_cycles;
         cfg.failures.list = o.failures;
         cfg.failures.mtbf_hours = o.mtbf_hours;
         cfg.failures.mttr_hours = o.mttr_hours;

@@ -62,9 +62,9 @@ TEST_CASE("FIFO, EASY and conservative backfill: hand-computed schedules") {
   const auto jobs = easy_example();
   CHECK(jcts(run(c, jobs, "fifo")) == std::vector<Seconds>{100, 199, 298, 547});
   CHECK(jcts(run(c, jobs, "easy")) == std::vector<Seconds>{100, 199, 351, 250});
-  // Conservative through the library's cycle and through the simulator's own step alike.
   CHECK(jcts(run(c, jobs, "conservative")) == std::vector<Seconds>{100, 199, 298, 547});
-  CHECK(jcts(run(c, jobs, "conservative+simbf")) == std::vector<Seconds>{100, 199, 298, 547});
+  // The simulator's own backfill step is gone: the modifier is refused.
+  CHECK_FALSE(parse_policy("conservative+simbf"));
   const SimResult f = run(c, jobs, "fifo");
   CHECK(f.metrics.makespan == 550);
   CHECK(f.metrics.jct_mean == doctest::Approx((100 + 199 + 298 + 547) / 4.0));
@@ -78,20 +78,18 @@ TEST_CASE("FIFO, EASY and conservative backfill: hand-computed schedules") {
 
 TEST_CASE("LAS (Tiresias): a job past the first threshold is preempted; lost work since its checkpoint") {
   // One GPU. J0 (300 s) starts at 0; J1 (50 s) arrives at 10. Threshold 100 GPU-seconds: at 10 both
-  // are in the top queue (J0 attained 10), so nothing moves; the periodic cycle (60 s after the last
-  // event: 70, then 130) finds J0 at 130 GPU-seconds, in the second queue: J1 preempts it at 130.
-  //   checkpoint every 60 s: J0's last checkpoint is 120 -> 10 GPU-seconds lost; J1 130..180; J0
-  //   resumes at 180 with 180 s left: ends 360. JCTs 360 and 170.
-  //   no checkpoints: all 130 GPU-seconds lost; J0 restarts from scratch at 180, ends 480.
+  // are in the top queue (J0 attained 10), so nothing moves; J0 crosses the threshold at 100, a
+  // wake-up (no periodic tick needed), and J1 preempts it then.
+  //   checkpoint every 60 s: J0's last checkpoint is 60 -> 40 GPU-seconds lost; J1 100..150; J0
+  //   resumes at 150 with 240 s left: ends 390. JCTs 390 and 140.
+  //   no checkpoints: all 100 GPU-seconds lost; J0 restarts from scratch at 150, ends 450.
   const SimCluster c = make_uniform_cluster(1, 1, "V100M32");
   std::vector<SimJob> jobs = {job("J0", 0, 1, 300), job("J1", 10, 1, 50)};
-  SimConfig cfg;
-  cfg.cycle_period = 60;
   auto p = parse_policy("las");
   REQUIRE(p);
   for (Seconds interval : {Seconds{60}, Seconds{0}}) {
     jobs[0].checkpoint_interval = interval;
-    SimConfig c2 = cfg;
+    SimConfig c2;
     c2.policy = *p;
     c2.policy.min_runtime = 0;
     c2.policy.las_thresholds = {100 * 1000};
@@ -100,33 +98,40 @@ TEST_CASE("LAS (Tiresias): a job past the first threshold is preempted; lost wor
     CHECK(r->conservation.holds());
     CHECK(r->metrics.preemptions == 1);
     if (interval == 60) {
-      CHECK(jcts(*r) == std::vector<Seconds>{360, 170});
-      CHECK(r->conservation.lost_preemption == 10'000);
+      CHECK(jcts(*r) == std::vector<Seconds>{390, 140});
+      CHECK(r->conservation.lost_preemption == 40'000);
     } else {
-      CHECK(jcts(*r) == std::vector<Seconds>{480, 170});
-      CHECK(r->conservation.lost_preemption == 130'000);
+      CHECK(jcts(*r) == std::vector<Seconds>{450, 140});
+      CHECK(r->conservation.lost_preemption == 100'000);
     }
     CHECK(r->jobs[0].preemptions == 1);
+    // A cycle every 7 s besides the wake-ups changes nothing: the wake-ups are every instant at
+    // which a decision can change.
+    c2.cycle_period = 7;
+    auto ticked = simulate(c, jobs, c2);
+    REQUIRE(ticked);
+    CHECK(jcts(*ticked) == jcts(*r));
+    CHECK(ticked->metrics.cycles > r->metrics.cycles);
   }
 }
 
 TEST_CASE("LAS starvation (Tiresias' promote knob): a job that waited K times its run goes to the top queue") {
-  // One GPU, threshold 100 GPU-seconds, checkpoints every 60 s, the periodic cycle every 60 s. J0
-  // (300 s) starts at 0; J1 (1000 s) arrives at 10 and preempts J0 at 130 (J0 attained 130, second
-  // queue; J0's checkpoint at 120: 10 GPU-seconds lost, 180 s left). J1 passes 100 GPU-seconds at 230
-  // and joins J0's queue: nothing moves any more.
-  //   las:          J1 130..1130, J0 1130..1310. JCTs 1310 and 1120.
-  //   las+promote2: J0 waits from 130 with 130 s run: starving from 390, promoted at the cycle at 430
-  //                 (370 was early), preempts J1 (its checkpoint at 430: nothing lost) and runs 430..610
-  //                 with its attained service counted from 0 (so J1, back in the second queue, does
-  //                 not take the GPU back at 530); J1 resumes 610..1310. JCTs 610 and 1300.
+  // One GPU, threshold 100 GPU-seconds, checkpoints every 60 s. J0 (300 s) starts at 0; J1 (1000 s)
+  // arrives at 10 and preempts J0 at 100, when J0 crosses the threshold (J0's checkpoint at 60: 40
+  // GPU-seconds lost, 240 s left). J1 passes 100 GPU-seconds at 200 and joins J0's queue: nothing
+  // moves any more.
+  //   las:          J1 100..1100, J0 1100..1340. JCTs 1340 and 1090.
+  //   las+promote2: J0 waits from 100 with 100 s run: starving at 300, a wake-up, promoted; it
+  //                 preempts J1 (its checkpoint at 280: 20 GPU-seconds lost) and runs 300..540 with
+  //                 its attained service counted from 0 (so J1, in the second queue, does not take
+  //                 the GPU back when J0 passes the threshold at 400); J1 resumes 540..1360 (820 s
+  //                 left). JCTs 540 and 1350.
   const SimCluster c = make_uniform_cluster(1, 1, "V100M32");
   std::vector<SimJob> jobs = {job("J0", 0, 1, 300), job("J1", 10, 1, 1000)};
   for (SimJob& j : jobs) j.checkpoint_interval = 60;
   for (const char* policy : {"las", "las+promote2"}) {
     CAPTURE(policy);
     SimConfig cfg;
-    cfg.cycle_period = 60;
     auto p = parse_policy(policy);
     REQUIRE(p);
     cfg.policy = *p;
@@ -135,15 +140,20 @@ TEST_CASE("LAS starvation (Tiresias' promote knob): a job that waited K times it
     auto r = simulate(c, jobs, cfg);
     REQUIRE(r);
     CHECK(r->conservation.holds());
-    CHECK(r->conservation.lost_preemption == 10'000);
     if (cfg.policy.las_promote_knob == 0) {
-      CHECK(jcts(*r) == std::vector<Seconds>{1310, 1120});
+      CHECK(r->conservation.lost_preemption == 40'000);
+      CHECK(jcts(*r) == std::vector<Seconds>{1340, 1090});
       CHECK(r->metrics.preemptions == 1);
     } else {
       CHECK(cfg.policy.las_promote_knob == 2.0);
-      CHECK(jcts(*r) == std::vector<Seconds>{610, 1300});
+      CHECK(r->conservation.lost_preemption == 60'000);
+      CHECK(jcts(*r) == std::vector<Seconds>{540, 1350});
       CHECK(r->metrics.preemptions == 2);
     }
+    cfg.cycle_period = 13;
+    auto ticked = simulate(c, jobs, cfg);
+    REQUIRE(ticked);
+    CHECK(jcts(*ticked) == jcts(*r));
   }
   for (const char* bad : {"las+promote", "las+promote0", "las+promote-1", "las+promotex", "fifo+promote2",
                           "las+promote2.5x", "las+promote 2", "las+promote1e7", "las+promoteinf", "las+promotenan"})
@@ -192,7 +202,7 @@ TEST_CASE("conservation and completion over random workloads, every policy, with
     const auto jobs = synthetic_jobs(s);
     const SimCluster c = make_uniform_cluster(8, 8, "V100M32", 4);
     for (const std::string policy : {"fifo", "greedy", "easy", "conservative", "priority", "drf", "las", "srtf",
-                                     "las+ckpt+topo", "drf+preempt", "easy+energy"}) {
+                                     "las+ckpt+topo", "las+promote2", "drf+preempt", "easy+energy", "conservative+ckpt"}) {
       SimConfig cfg;
       cfg.seed = seed;
       cfg.failures.mtbf_hours = 100;
@@ -211,6 +221,26 @@ TEST_CASE("conservation and completion over random workloads, every policy, with
       std::int64_t demand = 0;
       for (const SimJob& j : jobs) demand += j.demand();
       CHECK(r->conservation.demand_done == demand);
+      // The kept scheduler decides what one rebuilt from scratch at every cycle decides: the same record.
+      SimConfig rebuilt = cfg;
+      rebuilt.rebuild_cycles = true;
+      auto rb = simulate(c, jobs, rebuilt);
+      REQUIRE(rb);
+      CHECK(run_record(*rb, 0, "t").dump() == run_record(*r, 0, "t").dump());
+      // The wake-ups are every instant at which a decision can change: a cycle every 37 s besides
+      // them changes no job's start, end, preemptions or failures.
+      SimConfig ticked = cfg;
+      ticked.cycle_period = 37;
+      auto tk = simulate(c, jobs, ticked);
+      REQUIRE(tk);
+      CHECK(tk->metrics.cycles > r->metrics.cycles);
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        CAPTURE(j);
+        CHECK(tk->jobs[j].first_start == r->jobs[j].first_start);
+        CHECK(tk->jobs[j].end == r->jobs[j].end);
+        CHECK(tk->jobs[j].preemptions == r->jobs[j].preemptions);
+        CHECK(tk->jobs[j].failures == r->jobs[j].failures);
+      }
     }
   }
 }

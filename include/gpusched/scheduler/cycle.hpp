@@ -157,6 +157,11 @@ struct CycleOptions {
   bool preempt = true;             // stage 2 at all
   CohortReclaim reclaim_within_cohort = CohortReclaim::kAny;
   bool fair_share_reclaim = true;  // reclaim between queues by weighted GPU share
+  // A requeued job never evicts the jobs that evicted it (PendingJob::evicted_by): the last guard
+  // against a pair preempting each other back and forth (see "Why there are no loops"). false: it
+  // may, for policies whose priorities move on purpose (Tiresias' LAS, where a promoted job takes
+  // its GPUs back; the simulator's policies).
+  bool never_evict_back = true;
   // At most this many preemption searches per cycle (each is a few simulated placements).
   std::size_t max_preemption_attempts = 32;
   bool preemptor_starts_next_cycle = false;  // evictions take time: the preemptor is nominated

@@ -94,6 +94,9 @@ class Session {
   Status set_runtime_estimate(std::string_view job, Seconds estimate);
   Status set_last_checkpoint(std::string_view job, Seconds t);
   Status set_not_before(std::string_view job, Seconds t);
+  // A running job restarted in place (a resize that restarts it, in the simulator): its run counts
+  // from `t` (the minimum runtime, the work an eviction loses, its expected end).
+  Status set_start_time(std::string_view job, Seconds t);
 
   // ---- events: nodes -------------------------------------------------------------------------------
   // A node (gpu < 0) or one GPU failed: on_failure over the running jobs, then its answer applied
@@ -107,6 +110,11 @@ class Session {
   // decisions refer to pending() and running() as they were before the cycle.
   Result<CycleDecisions> cycle(Seconds now, CycleApply apply = CycleApply::kCommit,
                                CycleDetail detail = CycleDetail::kFull);
+
+  // A fresh session over the same state, queues and options, given the same jobs in the same order
+  // and the same held nominations: what a caller that keeps nothing would build. Its cycles decide
+  // what this one's do (`simulate --rebuild-cycles` checks a whole simulation that way).
+  Result<Session> rebuilt() const;
 
   // ---- what it holds -------------------------------------------------------------------------------
   std::span<const PendingJob> pending() const { return pending_; }

@@ -120,9 +120,6 @@ struct PolicyConfig {
   bool checkpoint_aware = false;  // victim choice by lost work + restart cost (else Kueue's order)
   bool topology_aware = false;    // multi-node gangs prefer one rack (Kueue TAS preferred level)
   bool energy_aware = false;      // place on powered, cheaper nodes first
-  // The simulator's own step (aggregate GPU profile backfill, src/sim/step.cpp) instead of the
-  // library's cycle: for comparison with the cycle's backfill on concrete nodes ("+simbf").
-  bool simulator_backfill = false;
   std::size_t backfill_depth = 100;    // jobs examined past the first blocked one (Slurm bf_max_job_test)
   Seconds min_runtime = 300;           // no preemption of a job younger than this (anti-thrashing)
   std::vector<std::int64_t> las_thresholds = {3600LL * 1000, 36000LL * 1000};  // milli-GPU-seconds
@@ -144,7 +141,14 @@ std::vector<std::string> policy_names();
 
 struct SimConfig {
   PolicyConfig policy;
-  Seconds cycle_period = 60;       // the cycle also runs every period while jobs wait
+  // Cycles run at wake-ups: after every instant with an event that can change a decision (an
+  // arrival, an end, a failure or repair, a backoff ending, a LAS queue change or promotion, a
+  // running job reaching the minimum runtime, an estimate overrun). A period > 0 adds a cycle every
+  // period while jobs wait, which by those rules changes nothing (a check anyone can run).
+  Seconds cycle_period = 0;
+  // Rebuild the scheduler from scratch at every cycle (a fresh session from the lists) instead of
+  // keeping it: the same decisions, at the cost of rebuilding (`simulate --rebuild-cycles`).
+  bool rebuild_cycles = false;
   // At most one cycle per this many seconds (0: after every batch of events): an event sooner after
   // the last cycle defers the next one to the interval's end, as Slurm's sched_min_interval and a
   // Volcano/KAI session period batch the work of many events into one cycle. Large clusters need it:

@@ -42,8 +42,10 @@ struct SweepOptions {
   double mtbf_hours = 0, mttr_hours = 2;
   std::vector<NodeFailure> failures;  // explicit failures
   std::string failures_name;          // their file's name, for the report ("" = none)
-  Seconds cycle_period = 60;
+  Seconds cycle_period = 0;        // SimConfig::cycle_period (0: wake-ups only)
   Seconds min_cycle_interval = 0;  // SimConfig::min_cycle_interval
+  bool rebuild_cycles = false;     // SimConfig::rebuild_cycles (not in the report: it changes no figure)
+  double arrival_rate = 0;         // synthetic traces: jobs per hour (0: SyntheticSpec's default)
   // DRF queues (the "drf" policies): weights, and GPU quotas (nominal on every GPU model, no
   // borrowing), by queue name (the added queues are q0, q1, ...); a queue not named: weight 1, no cap.
   std::vector<std::pair<std::string, double>> queue_weights;

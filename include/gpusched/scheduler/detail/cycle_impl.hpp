@@ -609,7 +609,7 @@ struct CycleRun {
       if (preempt_dim == -2) preempt_dim = fl.front();
       const auto key = shape_key(preempt_dim >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(preempt_dim)]) : spec);
       const std::int32_t prio = pending[p].job.priority;
-      const bool hopeless = key && pending[p].evicted_by.empty() &&
+      const bool hopeless = key && (pending[p].evicted_by.empty() || !options.never_evict_back) &&
                             std::any_of(failed_preemptions.begin(), failed_preemptions.end(), [&](const FailedPreemption& f) {
                               return f.queue == q && f.priority >= prio && key->dominated_by(f.key);
                             });
@@ -657,9 +657,10 @@ struct CycleRun {
     if (!victim_facts) victim_facts = running_facts(running, now, options.preemption.min_runtime);
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
-    for (const std::string& by : pending[p].evicted_by)
-      for (std::size_t j = 0; j < running.size(); ++j)
-        if (running[j].name == by) mark[j] = kExcludedVictim;
+    if (options.never_evict_back)
+      for (const std::string& by : pending[p].evicted_by)
+        for (std::size_t j = 0; j < running.size(); ++j)
+          if (running[j].name == by) mark[j] = kExcludedVictim;
     // What the rules below ask of a victim's queue, once per queue, not once per running job.
     const std::size_t nq = fair ? queues.size() : 0;
     std::vector<std::uint8_t> borrows_in_cohort(nq, 0), above_nominal(nq, 0);

@@ -323,6 +323,13 @@ GPUSCHED_DECL Status Session::set_not_before(std::string_view job, Seconds t) {
   return {};
 }
 
+GPUSCHED_DECL Status Session::set_start_time(std::string_view job, Seconds t) {
+  const std::size_t j = running_index(job);
+  if (j == kNone) return unknown(job, "running");
+  running_[j].start_time = t;
+  return {};
+}
+
 // ---- nodes ------------------------------------------------------------------------------------------
 
 GPUSCHED_DECL Result<FailureResponse> Session::fail(NodeId node, int gpu, Seconds now, const FailureOptions& options) {
@@ -335,6 +342,17 @@ GPUSCHED_DECL Result<FailureResponse> Session::fail(NodeId node, int gpu, Second
   std::sort(restarts.begin(), restarts.end(), [](const Restart* a, const Restart* b) { return a->running > b->running; });
   for (const Restart* r : restarts) requeue_running(r->running, {}, r->not_before, r->restarts);
   return response;
+}
+
+GPUSCHED_DECL Result<Session> Session::rebuilt() const {
+  auto fresh = open(*state_, queues_, options_);
+  if (!fresh) return fresh.error();
+  for (std::size_t j = 0; j < running_.size(); ++j)
+    if (Status s = fresh->append_running(running_[j], origin_[j]); !s) return s.error();
+  for (const PendingJob& p : pending_) fresh->append_pending(p);
+  fresh->held_ = held_;
+  fresh->history_ = history_;
+  return fresh;
 }
 
 // ---- cycles -----------------------------------------------------------------------------------------
