@@ -87,6 +87,7 @@
 #include "gpusched/core/result.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/scheduler/preemption.hpp"
+#include "gpusched/scheduler/detail/shape_key.hpp"
 
 namespace gpusched::scheduler {
 

@@ -276,11 +276,12 @@ enum class CycleDetail : std::uint8_t { kFull, kDecisions };
 
 namespace detail {
 // What a scheduler session (scheduler/session.hpp) keeps between cycles and hands to the cycle
-// instead of letting it recompute them: per pending job its gang spec; per queue its members in
+// instead of letting it recompute them: per pending job its gang spec and its shape; per queue its members in
 // policy order (priority, submit time, pending index); the pending jobs in no queue (a bad spec,
 // an unknown or non-leaf queue: they wait kInvalid), ascending; per running job its queue index.
 struct CycleKept {
   std::span<const Result<GangSpec>> specs;
+  std::span<const std::optional<ShapeKey>> keys;  // shape_key of each spec
   std::span<const std::vector<std::size_t>> members;
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;

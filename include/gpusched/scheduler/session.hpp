@@ -158,6 +158,7 @@ class Session {
   std::vector<PendingJob> pending_;
   std::vector<std::uint64_t> seq_;
   std::vector<Result<GangSpec>> specs_;
+  std::vector<std::optional<detail::ShapeKey>> keys_;
   std::vector<std::vector<std::size_t>> members_;  // per queue: pending indices in policy order
   std::vector<std::size_t> unqueued_;              // pending indices that wait kInvalid, ascending
   std::unordered_map<std::string, std::uint64_t> pending_seq_;

@@ -548,6 +548,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   std::vector<detail::Claim> claims;
   std::size_t fcfs_head = blocked.size();  // kNone: the first job that did not start
   std::vector<std::size_t> next_bad;
+  std::vector<std::pair<detail::ShapeKey, Seconds>> failed_now;  // EASY: shapes that could not start now, for so long
 
   for (std::size_t i = 0; i < blocked.size(); ++i) {
     const GangSpec& spec = *blocked[i].spec;
@@ -563,6 +564,15 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       continue;
     }
     const Seconds duration = detail::grid_duration(blocked[i].runtime_estimate, res);
+    // EASY behind the head, without reasons: a job of a shape that could not start now for no longer
+    // cannot start now either (the plan only adds claims as it goes), so it is not tested again.
+    const bool behind_head = options.mode == BackfillMode::kEasy && !plan.reservations.empty();
+    const std::optional<detail::ShapeKey> key = behind_head && !options.explain ? detail::shape_key(spec) : std::nullopt;
+    if (key && std::any_of(failed_now.begin(), failed_now.end(),
+                           [&](const auto& f) { return f.first == *key && f.second <= duration; })) {
+      plan.waiting.push_back({i, Verdict::kNotNow, {}});
+      continue;
+    }
     const std::int64_t needed = detail::needed_milli(spec);
     auto end_at = [&](Seconds t) { return duration == kForever ? kForever : detail::saturating_add_time(t, duration); };
     bound.bad_slots(spec, next_bad);
@@ -615,6 +625,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
 
     const bool protect = options.mode == BackfillMode::kConservative || plan.reservations.empty();
     if (!protect) {
+      if (key) failed_now.emplace_back(*key, duration);
       // EASY, behind the head: it may only start now. Say whether a reservation is what stops it.
       const detail::FitTest& why = now_reasons(now_test);
       BackfillWait wait{i, why.result.verdict, why.result.reasons};

@@ -99,30 +99,6 @@ GPUSCHED_DECL void add_assignment(Amounts& out, const ClusterState& state, const
   if (d >= 0) out[d] += sign * static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
 }
 
-// A single-group job without constraints: its failure to place now implies the failure of every job
-// asking for at least as much of everything (while the state only loses free capacity). Kubernetes
-// keeps the same "unschedulable" memo per pod shape. The cycle reuses a failed placement's outcome
-// for the same shape only (a larger shape's reasons carry its own numbers, and it may be infeasible
-// where the smaller one was not now); a failed preemption search rules out every dominated shape.
-struct ShapeKey {
-  GpuModelMask models = 0;
-  std::int64_t gpus = 0, gpu_milli = 0, gpu_memory = 0, cpu = 0, memory = 0, tasks = 0;
-  bool operator==(const ShapeKey&) const = default;
-  bool dominated_by(const ShapeKey& failed) const {
-    return models == failed.models && gpus >= failed.gpus && gpu_milli >= failed.gpu_milli &&
-           gpu_memory >= failed.gpu_memory && cpu >= failed.cpu && memory >= failed.memory && tasks >= failed.tasks;
-  }
-};
-
-GPUSCHED_DECL std::optional<ShapeKey> shape_key(const GangSpec& spec) {
-  if (spec.groups.size() != 1 || !spec.topology.level.empty() || !spec.spread.empty() || !spec.anti_affinity.empty())
-    return std::nullopt;
-  const GangGroup& g = spec.groups.front();
-  if (!g.request.selector.empty() || g.request.mig.any()) return std::nullopt;
-  const TaskShape& s = g.request.shape;
-  return ShapeKey{g.request.models, s.gpus, s.gpu_milli, s.gpu_memory, s.cpu, s.memory, g.min_replicas};
-}
-
 struct FailedShape {
   ShapeKey key;
   Outcome outcome;
@@ -540,17 +516,26 @@ struct CycleRun {
     // Flavors within nominal quota first, then those that borrow (Kueue; FairSharePlanner's rule).
     for (int pass = 0; pass < 2 && !at.started; ++pass) {
       for (Eigen::Index d : fl) {
-        GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
-        Amounts req = job_amounts(flavored, dims, d, false);
+        // The spec as charged on flavor d (a copy only when it differs from the job's own).
+        GangSpec restricted;
+        const GangSpec* chosen = &spec;
+        if (d >= 0) {
+          restricted = restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]);
+          chosen = &restricted;
+        }
         bool borrows = false;
         if (fair) {
+          Amounts req = job_amounts(*chosen, dims, d, false);
           auto c = book->check(q, req);
-          if (!c.admitted() && elastic(flavored)) {
+          if (!c.admitted() && elastic(*chosen)) {
             // The quota holds its minimum only: place the minimum (it may grow later, stage 4).
-            req = job_amounts(flavored, dims, d, true);
+            req = job_amounts(*chosen, dims, d, true);
             c = book->check(q, req);
-            if (c.admitted())
-              for (GangGroup& g : flavored.groups) g.replicas = g.min_replicas;
+            if (c.admitted()) {
+              if (chosen == &spec) restricted = spec;
+              for (GangGroup& g : restricted.groups) g.replicas = g.min_replicas;
+              chosen = &restricted;
+            }
           }
           if (!c.admitted()) {
             if (pass == 0) {
@@ -566,7 +551,7 @@ struct CycleRun {
           continue;
         }
         if (preempt_dim == -2) preempt_dim = d;
-        const auto key = shape_key(flavored);
+        const auto key = shape_key(*chosen);
         if (key) {
           // Only the same shape reuses the outcome: a larger one fails too, but its own reasons
           // (its numbers; and infeasible where it fits no node at all) are its placement's to say.
@@ -583,9 +568,9 @@ struct CycleRun {
             continue;
           }
         }
-        GangResult r = place(flavored);
+        GangResult r = place(*chosen);
         if (r.placed()) {
-          const Start s = make_start(p, flavored, r.tasks, r.placed_per_group, d, borrows);
+          const Start s = make_start(p, *chosen, r.tasks, r.placed_per_group, d, borrows);
           charge(q, assignment_amounts(s.tasks));
           out.starts.push_back(s);
           at.started = true;
@@ -609,11 +594,7 @@ struct CycleRun {
       if (preempt_dim == -2) preempt_dim = fl.front();
       const auto key = shape_key(preempt_dim >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(preempt_dim)]) : spec);
       const std::int32_t prio = pending[p].job.priority;
-      const bool hopeless = key && (pending[p].evicted_by.empty() || !options.never_evict_back) &&
-                            std::any_of(failed_preemptions.begin(), failed_preemptions.end(), [&](const FailedPreemption& f) {
-                              return f.queue == q && f.priority >= prio && key->dominated_by(f.key);
-                            });
-      if (hopeless) {
+      if (key && hopeless_search(p, q, *key)) {
         ++out.stats.cache_hits;
       } else {
         at.preemption_tried = true;
@@ -623,6 +604,49 @@ struct CycleRun {
       }
     }
     return at;
+  }
+
+  // Decisions only: a job that cannot start in this cycle for a reason the cycle has found already
+  // waits without being tried. Every flavor it may be charged on is a shape whose placement failed
+  // in this cycle (kNotNow; the state has only lost capacity since, or `failed` was cleared), and
+  // no preemption search is due for it (off, used up, or ruled out by a failed search of no more
+  // priority and no larger shape). admit() would reach the same answer from the same memos (a
+  // placement skipped for the cached failure, the search skipped as hopeless); what this saves is
+  // the bookkeeping of saying why (copies, quota sums, reasons), per job of a long queue.
+  bool known_to_wait(std::size_t p, std::size_t q, const GangSpec& spec) {
+    const std::optional<ShapeKey> key = kept != nullptr && p < kept->keys.size() ? kept->keys[p] : shape_key(spec);
+    if (!key) return false;
+    const auto failed_shape = [&](const ShapeKey& k) {
+      return std::any_of(failed.begin(), failed.end(), [&](const FailedShape& f) { return f.key == k; });
+    };
+    if (!fair || !needs_gpu(spec)) {
+      if (!failed_shape(*key)) return false;
+    } else {
+      const std::vector<Eigen::Index> fl = flavors(q, spec);
+      if (fl.empty()) return false;  // kInfeasible: admit says so
+      for (Eigen::Index d : fl) {
+        ShapeKey k = *key;
+        k.models &= model_bit(model_of_dim[static_cast<std::size_t>(d)]);
+        if (!failed_shape(k)) return false;
+      }
+    }
+    if (!options.preempt || out.stats.preemption_attempts >= options.max_preemption_attempts) return true;
+    if (fair) return false;  // which flavor a search would use depends on the quotas: admit decides
+    if (!hopeless_search(p, q, *key)) return false;
+    ++out.stats.cache_hits;
+    return true;
+  }
+
+  // A preemption search for pending job p (of this shape, in queue q) that cannot find victims: one
+  // of no more priority asking for no more failed in this cycle (evictions and starts only take
+  // candidates away). A job that must not evict its evictors back is searched anyway (its own
+  // exclusions differ).
+  bool hopeless_search(std::size_t p, std::size_t q, const ShapeKey& key) const {
+    if (!pending[p].evicted_by.empty() && options.never_evict_back) return false;
+    const std::int32_t prio = pending[p].job.priority;
+    return std::any_of(failed_preemptions.begin(), failed_preemptions.end(), [&](const FailedPreemption& f) {
+      return f.queue == q && f.priority >= prio && key.dominated_by(f.key);
+    });
   }
 
   // A queue whose usage is within its nominal quota on every GPU dimension that has one, and that
@@ -959,6 +983,9 @@ struct CycleRun {
     std::vector<BlockedJob> jobs;
     for (const Blocked& b : blocked) {
       if (!b.candidate) continue;  // StrictFIFO keeps its meaning; infeasible and invalid jobs wait
+      // Without reasons the jobs past the plan's depth are not given to it: it would only record
+      // that they were not tested (kBeyondDepth).
+      if (!explain && cand.size() >= options.backfill.depth) break;
       cand.push_back(b.pending);
       jobs.push_back({&*specs[b.pending], pending[b.pending].runtime_estimate});
     }
@@ -1150,7 +1177,9 @@ struct CycleRun {
 
     auto serve = [&](std::size_t q) {
       const std::size_t p = members[q][head[q]++];
-      Attempt at = admit(p, q, *specs[p]);
+      Attempt at;
+      if (!explain && known_to_wait(p, q, *specs[p])) at.outcome.verdict = Verdict::kNotNow;
+      else at = admit(p, q, *specs[p]);
       if (!at.started) {
         wait(p, at.outcome, &at);
         blocked.push_back({p, at.outcome.verdict == Verdict::kNotNow});

@@ -113,6 +113,7 @@ GPUSCHED_DECL void Session::append_pending(PendingJob job) {
   const std::uint64_t seq = next_seq_++;
   pending_seq_[job.job.name] = seq;
   specs_.push_back(make_gang_spec(job.job));
+  keys_.push_back(specs_.back() ? detail::shape_key(*specs_.back()) : std::nullopt);
   pending_.push_back(std::move(job));
   seq_.push_back(seq);
   enqueue(pending_.size() - 1);
@@ -134,12 +135,14 @@ GPUSCHED_DECL void Session::remove_pending(std::span<const std::size_t> gone) {
     if (kept != p) {
       pending_[kept] = std::move(pending_[p]);
       specs_[kept] = std::move(specs_[p]);
+      keys_[kept] = keys_[p];
       seq_[kept] = seq_[p];
     }
     ++kept;
   }
   pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(kept), pending_.end());
   specs_.erase(specs_.begin() + static_cast<std::ptrdiff_t>(kept), specs_.end());
+  keys_.resize(kept);
   seq_.resize(kept);
   const auto apply = [&](std::vector<std::size_t>& v) {
     std::size_t out = 0;
@@ -409,7 +412,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   CycleOptions o = options_;
   o.usage = fair_ ? &usage_ : nullptr;
   o.dry_run = apply == CycleApply::kPlan;
-  const detail::CycleKept kept{specs_, members_, unqueued_, running_queue_};
+  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   if (apply == CycleApply::kCommit) commit(*d);
