@@ -137,6 +137,9 @@ struct JobPlacementOptions {
   // Which GPUs each task takes on the chosen node; nullptr = the policy's gpu_picker(). A
   // topology-aware picker (topology family) goes here.
   const GpuPicker* gpu_picker = nullptr;
+  // Reasons for a job not placed. false: only its verdict (kNotNow or kInfeasible), without the
+  // node-by-node diagnosis behind the reasons (a caller that acts on the verdict alone).
+  bool explain = true;
 };
 
 // Places all replicas of all groups. On success the reservations stay on `state` (not committed:

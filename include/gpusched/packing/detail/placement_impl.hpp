@@ -325,7 +325,7 @@ GPUSCHED_DECL JobPlacement place_job(ClusterState& state, const CompiledJob& job
         state.rollback(mark);
         return result;
       }
-      result.diagnosis = diagnose(state, group.request);
+      if (options.explain) result.diagnosis = diagnose(state, group.request);
       state.rollback(mark);
       for (std::uint32_t k = 0; k < job.groups.size(); ++k) {
         std::int64_t fit = 0;
@@ -338,6 +338,7 @@ GPUSCHED_DECL JobPlacement place_job(ClusterState& state, const CompiledJob& job
         }
       }
       if (result.verdict != Verdict::kInfeasible) result.verdict = Verdict::kNotNow;
+      if (!options.explain) return result;
       const auto now = fit_reasons(result.diagnosis, group.request, static_cast<std::int32_t>(g));
       result.reasons.insert(result.reasons.end(), now.begin(), now.end());
       return result;

@@ -6,6 +6,7 @@
 #include "gpusched/scheduler/cycle.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <string_view>
@@ -210,6 +211,12 @@ struct CycleRun {
     Seconds duration = 0, earliest = 0;
   };
   std::vector<GuardMemo> guard_memo;
+  struct FlavorList {
+    std::size_t queue;
+    GpuModelMask allowed;
+    std::vector<Eigen::Index> dims;
+  };
+  std::deque<FlavorList> flavor_lists;  // flavors() of each (queue, allowed models) seen (stable addresses)
 
   CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
            std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o, const CycleKept* k = nullptr,
@@ -413,11 +420,15 @@ struct CycleRun {
   }
 
   // The flavors a job may be charged on, in the order tried: -1 alone for a job without GPUs.
-  std::vector<Eigen::Index> flavors(std::size_t q, const GangSpec& spec) const {
-    if (!fair || !needs_gpu(spec)) return {-1};
+  const std::vector<Eigen::Index>& flavors(std::size_t q, const GangSpec& spec) {
+    static const std::vector<Eigen::Index> kNoFlavor{-1};
+    if (!fair || !needs_gpu(spec)) return kNoFlavor;
     GpuModelMask allowed = kAnyGpuModel;
     for (const GangGroup& g : spec.groups)
       if (g.request.shape.needs_gpu() || g.request.mig.any()) allowed &= g.request.models;
+    // A few (queue, allowed models) pairs recur for every job of a long queue: each list is made once.
+    for (const FlavorList& f : flavor_lists)
+      if (f.queue == q && f.allowed == allowed) return f.dims;
     std::vector<Eigen::Index> order;
     if (!queues[q].flavor_order.empty()) {
       for (const auto& m : queues[q].flavor_order)
@@ -425,10 +436,10 @@ struct CycleRun {
     } else {
       for (Eigen::Index d = 2; d < dims; ++d) order.push_back(d);
     }
-    std::vector<Eigen::Index> out;
+    FlavorList& f = flavor_lists.emplace_back(FlavorList{q, allowed, {}});
     for (Eigen::Index d : order)
-      if (allowed & model_bit(model_of_dim[static_cast<std::size_t>(d)])) out.push_back(d);
-    return out;
+      if (allowed & model_bit(model_of_dim[static_cast<std::size_t>(d)])) f.dims.push_back(d);
+    return f.dims;
   }
 
   // ---- pieces of stage 1 and 2 ----------------------------------------------------------------
@@ -488,6 +499,7 @@ struct CycleRun {
                             spec.groups[0].request, {}});
       JobPlacementOptions jo;
       jo.gpu_picker = options.placement.gpu_picker;
+      jo.explain = explain;
       JobPlacement jp = place_job(state, job, policy, jo);
       GangResult r;
       r.verdict = jp.verdict;
@@ -503,7 +515,7 @@ struct CycleRun {
 
   Attempt admit(std::size_t p, std::size_t q, const GangSpec& spec) {
     Attempt at;
-    const std::vector<Eigen::Index> fl = flavors(q, spec);
+    const std::vector<Eigen::Index>& fl = flavors(q, spec);
     if (fl.empty()) {
       at.outcome = Outcome::with(Verdict::kInfeasible, {ReasonKind::kNoFlavorOffered});
       return at;
@@ -622,7 +634,7 @@ struct CycleRun {
     if (!fair || !needs_gpu(spec)) {
       if (!failed_shape(*key)) return false;
     } else {
-      const std::vector<Eigen::Index> fl = flavors(q, spec);
+      const std::vector<Eigen::Index>& fl = flavors(q, spec);
       if (fl.empty()) return false;  // kInfeasible: admit says so
       for (Eigen::Index d : fl) {
         ShapeKey k = *key;

@@ -168,7 +168,10 @@ GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Se
     RunningFacts::Job& f = out.jobs[j];
     f.runnable_victim = runnable_victim(job, now, min_runtime);
     f.priority = job.priority;
-    f.queue = out.queues.try_emplace(job.queue, static_cast<std::uint32_t>(out.queues.size())).first->second;
+    // (A run of jobs of one queue is looked up once.)
+    f.queue = j > 0 && job.queue == running[j - 1].queue
+                  ? out.jobs[j - 1].queue
+                  : out.queues.try_emplace(job.queue, static_cast<std::uint32_t>(out.queues.size())).first->second;
     f.queued_since = job.queued_since();
     f.start_time = job.start_time;
     f.first_node = static_cast<std::uint32_t>(out.task_nodes.size());
