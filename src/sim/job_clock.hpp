@@ -82,8 +82,9 @@ struct SegmentClock {
 };
 
 // The scheduling session a policy is: the library's session (scheduler/session.hpp) with the queues
-// and options the PolicyConfig names. FIFO: one StrictFIFO queue; greedy, priority, LAS, SRTF, EASY
-// and conservative: no queues (one implicit BestEffortFIFO queue; backfill per the policy); DRF: one
+// and options the PolicyConfig names. FIFO: no queues, the implicit queue StrictFIFO; greedy, priority,
+// LAS, SRTF, EASY and conservative: no queues (one implicit BestEffortFIFO queue; backfill per the
+// policy); DRF: one
 // queue per trace queue (weights, GPU quotas as nominal quota on every GPU model). `placement` must
 // outlive the session.
 Result<scheduler::Session> open_policy_session(const PolicyConfig& policy, const std::vector<SimJob>& jobs,

@@ -70,12 +70,8 @@ Result<scheduler::Session> open_policy_session(const PolicyConfig& p, const std:
         }
       queues.push_back(std::move(q));
     }
-  } else if (p.strict && p.order == QueueOrder::kFifo && p.backfill == BackfillMode::kNone) {
-    fairness::QueueConfig q;
-    q.name = kDefaultQueue;
-    q.strict_fifo = true;
-    queues.push_back(std::move(q));
   }
+  o.strict_fifo = p.strict && p.order == QueueOrder::kFifo && p.backfill == BackfillMode::kNone;
   return scheduler::Session::open(state, std::move(queues), std::move(o));
 }
 

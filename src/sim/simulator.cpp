@@ -348,8 +348,7 @@ Status Engine::arrive(std::uint32_t j, Seconds now) {
   scheduler::PendingJob p;
   p.job.name = name_of(j);
   const bool named = config_.policy.order == QueueOrder::kDrf;
-  const bool strict_fifo = !session_->queues().empty() && !named;
-  p.job.queue = named ? (job.queue.empty() ? "default" : job.queue) : strict_fifo ? "default" : "";
+  p.job.queue = named ? (job.queue.empty() ? "default" : job.queue) : "";
   p.job.priority = detail::order_key(config_.policy, job, s, now);
   p.job.submit_time = job.submit;
   const GangGroup& g = s.spec.groups[0];

@@ -115,6 +115,7 @@ Setup random_setup(SplitMix64& rng) {
   o.backfill.depth = 2 + rng.next() % 6;
   o.max_preemption_attempts = 1 + rng.next() % 4;
   o.never_evict_back = rng.next() % 4 != 0;
+  o.strict_fifo = rng.next() % 3 == 0;
   return s;
 }
 

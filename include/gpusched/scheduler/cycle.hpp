@@ -157,6 +157,9 @@ struct CycleOptions {
   bool preempt = true;             // stage 2 at all
   CohortReclaim reclaim_within_cohort = CohortReclaim::kAny;
   bool fair_share_reclaim = true;  // reclaim between queues by weighted GPU share
+  // Without queues, the one implicit queue is StrictFIFO (its first job that does not start blocks
+  // the rest, Kueue's StrictFIFO); otherwise BestEffortFIFO. With queues each queue says so itself.
+  bool strict_fifo = false;
   // A requeued job never evicts the jobs that evicted it (PendingJob::evicted_by): the last guard
   // against a pair preempting each other back and forth (see "Why there are no loops"). false: it
   // may, for policies whose priorities move on purpose (Tiresias' LAS, where a promoted job takes
@@ -285,6 +288,7 @@ struct CycleKept {
   std::span<const std::vector<std::size_t>> members;
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;
+  bool validate_queues = true;  // false: the queues were validated against this cluster layout
 };
 
 // run_cycle with what a session keeps (null: computed) and how much to say.

@@ -173,6 +173,7 @@ class Session {
 
   std::vector<Nomination> held_;
   FailureHistory history_;
+  std::uint64_t validated_layout_ = UINT64_MAX;  // the layout the queues were last validated against
 };
 
 }  // namespace gpusched::scheduler

@@ -242,17 +242,22 @@ struct CycleRun {
   Status setup() {
     fair = !queues.empty();
     const GpuModelRegistry& registry = state.registry();
+    Amounts free;
     if (fair) {
       auto cluster = fairness::fairness_cluster(state);
       if (!cluster) return cluster.error();
-      space = cluster->space;
-      capacity = cluster->capacity;
+      space = std::move(cluster->space);
+      capacity = std::move(cluster->capacity);
+      free = std::move(cluster->free);
       dims = space.size();
-      // Validation of the queue tree and quotas, exactly as the fairness family does it.
-      std::vector<fairness::QueueConfig> configs(queues.begin(), queues.end());
-      for (auto& c : configs) c.usage = Amounts();
-      auto planner = fairness::FairSharePlanner::build(space, capacity, cluster->free, configs);
-      if (!planner) return planner.error();
+      // Validation of the queue tree and quotas, exactly as the fairness family does it (a session
+      // skips it while the cluster's layout is the one it last validated against).
+      if (kept == nullptr || kept->validate_queues) {
+        std::vector<fairness::QueueConfig> configs(queues.begin(), queues.end());
+        for (auto& c : configs) c.usage = Amounts();
+        auto planner = fairness::FairSharePlanner::build(space, capacity, free, configs);
+        if (!planner) return planner.error();
+      }
     } else {
       capacity = Amounts::Zero(dims);
     }
@@ -325,7 +330,7 @@ struct CycleRun {
       // Usage no queue accounts for (work outside the queues) sits in a blocked leaf.
       Amounts attributed = Amounts::Zero(dims);
       for (std::size_t q = 0; q < nq; ++q) attributed += usage[q];
-      const Amounts other = (capacity - cluster_free() - attributed).cwiseMax(0);
+      const Amounts other = (capacity - free - attributed).cwiseMax(0);
       const auto hidden = hdrf->add_node(fairness::HdrfScheduler::kRoot, 1.0).value();
       hdrf->block(hidden);
       if (!other.isZero()) hdrf->allocate(hidden, other);
@@ -412,11 +417,6 @@ struct CycleRun {
       running_queue_known = true;
     }
     return running_queue[j];
-  }
-
-  Amounts cluster_free() const {
-    auto c = fairness::fairness_cluster(state);
-    return c ? c->free : Amounts::Zero(dims);
   }
 
   // The flavors a job may be charged on, in the order tried: -1 alone for a job without GPUs.
@@ -1196,7 +1196,7 @@ struct CycleRun {
         wait(p, at.outcome, &at);
         blocked.push_back({p, at.outcome.verdict == Verdict::kNotNow});
         if (at.outcome.verdict == Verdict::kNotNow) guard(p);
-        if (fair && queues[q].strict_fifo) {
+        if (fair ? queues[q].strict_fifo : options.strict_fifo) {
           // Everyone behind the head waits for it (only on record: they are not planned either).
           for (; explain && head[q] < members[q].size(); ++head[q]) {
             const std::size_t b = members[q][head[q]];

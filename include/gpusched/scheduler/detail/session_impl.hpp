@@ -412,9 +412,11 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   CycleOptions o = options_;
   o.usage = fair_ ? &usage_ : nullptr;
   o.dry_run = apply == CycleApply::kPlan;
-  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_};
+  const std::uint64_t layout = state_->layout_generation();
+  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
+  validated_layout_ = layout;
   if (apply == CycleApply::kCommit) commit(*d);
   return d;
 }
