@@ -8,12 +8,22 @@
 //   BM_Cycle           the cycle on the one state, changed incrementally and rolled back (dry run)
 //   BM_CycleRebuild    the naive baseline measured in the same run: rebuild the state from the cluster
 //                      description and re-reserve every running task each cycle, then the same cycle
+//   BM_SessionAfterSubmit/Finish   a scheduler session (scheduler/session.hpp) kept across cycles on
+//                      that instance: after a first committed cycle, each iteration is one event (a
+//                      one-GPU job submitted; one running job finished) and one committed cycle,
+//                      decisions only (the simulator's and an orchestrator's loop). Issue 30: <= 1 ms.
+//                      Counter bytes_per_pending: the session's memory per pending job.
 #include <benchmark/benchmark.h>
 
+#include <malloc.h>
+
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpusched/scheduler/cycle.hpp"
+#include "gpusched/scheduler/session.hpp"
 #include "instances/scheduler.hpp"
 
 namespace {
@@ -72,8 +82,85 @@ void BM_CycleRebuild(benchmark::State& st) {
   report(st, last);
 }
 
+// A session over a copy of the instance, its first cycle committed.
+struct KeptSession {
+  ClusterState state;
+  std::optional<Session> session;
+  int next = 0;
+};
+
+// preempt: the cycle's preemption on (victims must have run 600 s, so what a cycle starts is not
+// evicted by the next), else off.
+std::unique_ptr<KeptSession> kept_session(bool preempt) {
+  Instance& in = instance();
+  auto k = std::make_unique<KeptSession>(KeptSession{in.state, std::nullopt, 0});
+  CycleOptions o;
+  o.preempt = preempt;
+  o.preemption.min_runtime = 600;
+  k->session.emplace(Session::open(k->state, in.queues, o).value());
+  for (const RunningJob& r : in.running) (void)k->session->add_running(r);
+  for (const PendingJob& p : in.pending) (void)k->session->submit(p);
+  (void)k->session->cycle(4000, CycleApply::kCommit, CycleDetail::kDecisions);
+  return k;
+}
+
+void BM_SessionAfterSubmit(benchmark::State& st) {
+  auto k = kept_session(st.range(0) != 0);
+  Seconds now = 4001;
+  const PendingJob& model = instance().pending.front();
+  std::size_t starts = 0, evictions = 0, searches = 0;
+  for (auto _ : st) {
+    PendingJob p = model;
+    p.job.name = "new-" + std::to_string(k->next++);
+    p.job.submit_time = now;
+    (void)k->session->submit(std::move(p));
+    auto d = k->session->cycle(now++, CycleApply::kCommit, CycleDetail::kDecisions);
+    if (d) {
+      starts += d->starts.size();
+      evictions += d->evictions.size();
+      searches += d->stats.preemption_attempts;
+    }
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["starts_per_cycle"] = static_cast<double>(starts) / static_cast<double>(st.iterations());
+  st.counters["evictions_per_cycle"] = static_cast<double>(evictions) / static_cast<double>(st.iterations());
+  st.counters["searches_per_cycle"] = static_cast<double>(searches) / static_cast<double>(st.iterations());
+  st.counters["pending"] = static_cast<double>(k->session->pending().size());
+  st.counters["running"] = static_cast<double>(k->session->running().size());
+}
+
+void BM_SessionAfterFinish(benchmark::State& st) {
+  auto k = kept_session(st.range(0) != 0);
+  Seconds now = 4001;
+  std::size_t starts = 0;
+  for (auto _ : st) {
+    const std::string name = k->session->running()[static_cast<std::size_t>(k->next++) % k->session->running().size()].name;
+    (void)k->session->finish(name);
+    auto d = k->session->cycle(now++, CycleApply::kCommit, CycleDetail::kDecisions);
+    starts += d ? d->starts.size() : 0;
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["starts_per_cycle"] = static_cast<double>(starts) / static_cast<double>(st.iterations());
+}
+
+// The session's memory per pending job: what 10,000 more submitted jobs take (glibc's mallinfo2).
+void BM_SessionMemoryPerPending(benchmark::State& st) {
+  for (auto _ : st) {
+    ClusterState state = instance().state;
+    Session s = Session::open(state, instance().queues).value();
+    const std::size_t before = mallinfo2().uordblks;
+    for (const PendingJob& p : instance().pending) (void)s.submit(p);
+    const std::size_t after = mallinfo2().uordblks;
+    st.counters["bytes_per_pending"] =
+        static_cast<double>(after - before) / static_cast<double>(instance().pending.size());
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_SessionAfterSubmit)->ArgName("preempt")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200)->Repetitions(3);
+BENCHMARK(BM_SessionAfterFinish)->ArgName("preempt")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200)->Repetitions(3);
+BENCHMARK(BM_SessionMemoryPerPending)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Cycle)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(5)->Repetitions(3);
 BENCHMARK(BM_CycleRebuild)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(3)->Repetitions(3);
 
