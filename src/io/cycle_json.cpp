@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -547,11 +548,116 @@ Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, s
   return cycle_json_impl::read_cycle_options_impl(text, source);
 }
 
+// ---- the session every front end uses -----------------------------------------------------------
+
+namespace {
+Error in_context(const Error& e, std::string_view context) {
+  return context.empty() ? e : Error(fmt::format("{}: {}", context, e.message), e.code, e.field);
+}
+}  // namespace
+
+Result<CycleSession> CycleSession::open(ClusterState& state, QueuesDocument queues, const scheduler::CycleOptions& options,
+                                        std::string_view context) {
+  auto s = scheduler::Session::open(state, queues.queues, options);
+  if (!s) return in_context(s.error(), context);
+  CycleSession out;
+  out.state_ = &state;
+  out.queues_ = std::move(queues);
+  out.session_.emplace(std::move(*s));
+  return out;
+}
+
+Status CycleSession::submit(std::vector<scheduler::PendingJob> jobs, std::string_view source) {
+  // All or nothing: a name taken (pending or running, or twice in `jobs`) refuses the whole call.
+  std::set<std::string_view> seen;
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const std::string& name = jobs[k].job.name;
+    if (!seen.insert(name).second || session_->find_pending(name) || session_->find_running(name))
+      return Error(fmt::format("{}: jobs[{}].name: {} is already pending or running", source, k, detail::shown(name)),
+                   ErrorCode::kDuplicate, fmt::format("jobs[{}].name", k));
+  }
+  for (scheduler::PendingJob& j : jobs) (void)session_->submit(std::move(j));
+  return {};
+}
+
+Status CycleSession::add_running(CycleInputs running, std::string_view source) {
+  std::set<std::string_view> seen;
+  for (std::size_t k = 0; k < running.running.size(); ++k) {
+    const std::string& name = running.running[k].name;
+    if (!seen.insert(name).second || session_->find_pending(name) || session_->find_running(name))
+      return Error(fmt::format("{}: jobs[{}].name: {} is already pending or running", source, k, detail::shown(name)),
+                   ErrorCode::kDuplicate, fmt::format("jobs[{}].name", k));
+  }
+  for (std::size_t k = 0; k < running.running.size(); ++k) {
+    const auto& groups = running.running_groups[k];
+    grow_group_[running.running[k].name] = groups.empty() ? std::string() : groups.back();
+    if (Status st = session_->add_running(std::move(running.running[k])); !st) {
+      const Error e = st.error();
+      return Error(fmt::format("{}: jobs[{}]: {}", source, k, e.message), e.code, fmt::format("jobs[{}].{}", k, e.field));
+    }
+  }
+  return {};
+}
+
+Status CycleSession::add_running_json(std::string_view text, std::string_view source) {
+  CycleInputs in;
+  in.queues = queues_;
+  const ClusterState::Checkpoint mark = state_->checkpoint();
+  if (Status st = read_running_jobs_json(*state_, text, source, in); !st) return st;
+  if (Status st = add_running(std::move(in), source); !st) {
+    state_->rollback(mark);  // the reservations read_running_jobs_json made
+    return st;
+  }
+  return {};
+}
+
+Result<CycleRun> CycleSession::cycle(std::int64_t now, bool dry_run, scheduler::CycleDetail detail, std::string_view context) {
+  CycleRun run;
+  // What the writers read of the lists as they were: the pending jobs, each running job's group.
+  run.inputs.queues = queues_;
+  run.inputs.pending.assign(session_->pending().begin(), session_->pending().end());
+  for (const scheduler::RunningJob& r : session_->running()) {
+    const auto g = grow_group_.find(r.name);
+    run.inputs.running_groups.push_back({g == grow_group_.end() ? std::string() : g->second});
+  }
+  auto d = session_->cycle(now, dry_run ? scheduler::CycleApply::kPlan : scheduler::CycleApply::kCommit, detail);
+  if (!d) return in_context(d.error(), context);
+  if (!dry_run)
+    for (const scheduler::Start& s : d->starts) {
+      const auto& groups = run.inputs.pending[s.pending].job.groups;
+      grow_group_[s.job] = groups.empty() ? std::string() : groups.back().name;
+    }
+  run.decisions = std::move(*d);
+  return run;
+}
+
+Status CycleSession::finish(std::string_view job) {
+  Status st = session_->finish(job);
+  if (st) grow_group_.erase(std::string(job));
+  return st;
+}
+
+Status CycleSession::cancel(std::string_view job) {
+  Status st = session_->cancel(job);
+  if (st) grow_group_.erase(std::string(job));
+  return st;
+}
+
 Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleInputs& inputs, std::int64_t now,
-                                               const scheduler::CycleOptions& options, std::string_view context) {
-  auto d = scheduler::run_cycle(state, inputs.running, inputs.pending, inputs.queues.queues, now, options);
-  if (!d && !context.empty()) return Error(fmt::format("{}: {}", context, d.error().message), d.error().code, d.error().field);
-  return d;
+                                               const scheduler::CycleOptions& options, std::string_view context,
+                                               std::string_view pending_source) {
+  // A fresh session, one cycle: the one-shot form (its running jobs are already reserved on the state).
+  auto session = CycleSession::open(state, inputs.queues, options, context);
+  if (!session) return session.error();
+  CycleInputs running;
+  running.running = inputs.running;
+  running.running_groups = inputs.running_groups;
+  running.running_groups.resize(running.running.size());
+  if (Status st = session->add_running(std::move(running), "running"); !st) return st.error();
+  if (Status st = session->submit(inputs.pending, pending_source); !st) return st.error();
+  auto run = session->cycle(now, options.dry_run, scheduler::CycleDetail::kFull, context);
+  if (!run) return run.error();
+  return std::move(run->decisions);
 }
 
 Result<CycleRun> cycle_run(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
@@ -562,9 +668,9 @@ Result<CycleRun> cycle_run(ClusterState& state, const JobsDocument& jobs, std::s
   if (!inputs) return inputs.error();
   CycleRun run;
   run.inputs = std::move(*inputs);
-  scheduler::CycleOptions o = options;
-  o.dry_run = false;  // the whole call is rolled back below (the running jobs' reservations too)
-  auto d = run_cycle_on(state, run.inputs, now, o, queues_text.empty() ? sources.running : sources.queues);
+  // A plan with options.dry_run (it changes nothing); then the running jobs' reservations go too.
+  auto d = run_cycle_on(state, run.inputs, now, options, queues_text.empty() ? sources.running : sources.queues,
+                        sources.pending);
   if (!d || options.dry_run) state.rollback(mark);
   else if (mark == 0) state.commit();
   if (!d) return d.error();

@@ -117,3 +117,13 @@ TEST_CASE("cycle: bad input is exit status 2 with the field named, nothing on st
   CHECK(missing.status == 2);
   CHECK(missing.out.find("no pending job named \"nobody\"") != std::string::npos);
 }
+
+TEST_CASE("cycle: a job both running and pending is refused, naming it (it would be evicted and queued twice)") {
+  const std::string pending = temp_file("dup_pending.json",
+                                        R"({"jobs": [{"name": "prod-batch", "queue": "product", "cpu": 1, "gpus": 1}]})");
+  const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + kExample + "running.json --pending " +
+                             pending + " --queues " + kExample + "queues.json --now 3700",
+                         true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("dup_pending.json: jobs[0].name: \"prod-batch\" is already pending or running") != std::string::npos);
+}

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +38,7 @@
 #include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/io/k8s.hpp"
 #include "gpusched/scheduler/cycle.hpp"
+#include "gpusched/scheduler/session.hpp"
 
 namespace gpusched::io {
 
@@ -104,10 +106,45 @@ Result<CycleRun> cycle_run(ClusterState& state, const JobsDocument& jobs, std::s
                            std::string_view running_text, std::int64_t now, const scheduler::CycleOptions& options = {},
                            const CycleSources& sources = {});
 
-// Runs one cycle on inputs already read (their running tasks reserved on `state`). `context` prefixes
-// an error of the cycle (the queues' or running jobs' source).
+// The scheduler session (scheduler/session.hpp) every front end sits on — `gpusched cycle`, the C
+// API's gpusched_session and gpusched_cycle, Python's Session and Cluster.cycle — with the documents
+// as its inputs: pending jobs as read by pending_jobs(), running jobs from their document (their
+// tasks reserved on the state), and what the JSON and table writers need of them. A caller that
+// keeps one across calls pays for what changed; gpusched_cycle and cycle_run open a fresh one.
+class CycleSession {
+ public:
+  // Errors (the queues the fairness family refuses) are prefixed with `context` (their source).
+  static Result<CycleSession> open(ClusterState& state, QueuesDocument queues, const scheduler::CycleOptions& options,
+                                   std::string_view context = {});
+  // Pending jobs join their queues; refused whole (kDuplicate, naming `source` and the job) when a
+  // name is pending or running already, or twice among them.
+  Status submit(std::vector<scheduler::PendingJob> jobs, std::string_view source = "jobs");
+  // Running jobs whose tasks are reserved on the state already (read_running_jobs_json), or their
+  // document, read and reserved here; refused whole like submit.
+  Status add_running(CycleInputs running, std::string_view source = "running");
+  Status add_running_json(std::string_view text, std::string_view source = "running");
+  Status finish(std::string_view job);  // a running job ended: its tasks released
+  Status cancel(std::string_view job);  // a pending job withdrawn, or a running one stopped
+  // One cycle at `now` (a plan with dry_run: nothing changes), as the writers take it.
+  Result<CycleRun> cycle(std::int64_t now, bool dry_run, scheduler::CycleDetail detail = scheduler::CycleDetail::kFull,
+                         std::string_view context = {});
+  const QueuesDocument& queues() const { return queues_; }
+  scheduler::Session& session() { return *session_; }
+  const scheduler::Session& session() const { return *session_; }
+
+ private:
+  ClusterState* state_ = nullptr;
+  QueuesDocument queues_;
+  std::optional<scheduler::Session> session_;
+  std::map<std::string, std::string, std::less<>> grow_group_;  // running job -> the group its grows join
+};
+
+// Runs one cycle on inputs already read (their running tasks reserved on `state`): a fresh session
+// (CycleSession), one cycle, with every waiting job's reasons. `context` prefixes an error of the
+// cycle (the queues' or running jobs' source).
 Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleInputs& inputs, std::int64_t now,
-                                               const scheduler::CycleOptions& options, std::string_view context = {});
+                                               const scheduler::CycleOptions& options, std::string_view context = {},
+                                               std::string_view pending_source = "jobs");
 
 // "not now: behind big (the head of its StrictFIFO queue)", "not now: backing off after a failure
 // until t=3900", else the outcome's words.
