@@ -91,6 +91,11 @@ struct gpusched_result {
   mutable std::string json;
 };
 
+struct gpusched_session {
+  gpusched_state* state = nullptr;  // borrowed: it must outlive the session
+  std::optional<gpusched::io::CycleSession> session;
+};
+
 struct gpusched_cycle_result {
   struct Start {
     std::string job;
@@ -866,7 +871,7 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
     auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
     if (!options) fail(options.error());
     const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) || options->dry_run;
-    options->dry_run = false;  // the whole call is undone below unless kept
+    options->dry_run = dry_run;  // a plan changes nothing; the running jobs' reservations are undone below
     const std::string_view queues = queues_json ? queues_json : "", running = running_json ? running_json : "";
     gpusched::ClusterState& s = state->state;
     Undo undo(s);  // the running jobs' reservations and the decisions, kept only when all went well
@@ -880,6 +885,91 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
     *out = result.release();
   });
 }
+
+// ---- the scheduler session ----
+
+gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_json, const char* options_json,
+                                      gpusched_session** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(state, "state");
+    auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
+    if (!options) fail(options.error());
+    gpusched::io::QueuesDocument queues;
+    if (queues_json && *queues_json) {
+      auto q = gpusched::io::read_cycle_queues(state->state, queues_json, "queues");
+      if (!q) fail(q.error());
+      queues = std::move(*q);
+    }
+    auto session = gpusched::io::CycleSession::open(state->state, std::move(queues), *options, "queues");
+    if (!session) fail(session.error());
+    auto s = std::make_unique<gpusched_session>();
+    s->state = state;
+    s->session.emplace(std::move(*session));
+    *out = s.release();
+  });
+}
+
+gpusched_status gpusched_session_submit(gpusched_session* session, const gpusched_jobs* jobs, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(session, "session");
+    need(jobs, "jobs");
+    auto pending = gpusched::io::pending_jobs(session->state->state, jobs->doc, session->session->queues(), "jobs");
+    if (!pending) fail(pending.error());
+    if (gpusched::Status st = session->session->submit(std::move(*pending), "jobs"); !st) fail(st.error());
+  });
+}
+
+gpusched_status gpusched_session_add_running(gpusched_session* session, const char* running_json, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(session, "session");
+    need(running_json, "running_json");
+    if (gpusched::Status st = session->session->add_running_json(running_json, "running"); !st) fail(st.error());
+    session->state->state.commit();
+  });
+}
+
+gpusched_status gpusched_session_finish(gpusched_session* session, const char* job, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(session, "session");
+    need(job, "job");
+    if (gpusched::Status st = session->session->finish(job); !st) fail(st.error());
+  });
+}
+
+gpusched_status gpusched_session_cancel(gpusched_session* session, const char* job, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(session, "session");
+    need(job, "job");
+    if (gpusched::Status st = session->session->cancel(job); !st) fail(st.error());
+  });
+}
+
+gpusched_status gpusched_session_cycle(gpusched_session* session, int64_t now, unsigned flags, gpusched_cycle_result** out,
+                                       gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    need(session, "session");
+    const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) != 0;
+    const auto detail = (flags & GPUSCHED_CYCLE_DECISIONS_ONLY) ? gpusched::scheduler::CycleDetail::kDecisions
+                                                                : gpusched::scheduler::CycleDetail::kFull;
+    auto run = session->session->cycle(now, dry_run, detail);
+    if (!run) fail(run.error());
+    auto result = make_cycle_result(session->state->state, *run);
+    if (!dry_run) session->state->state.commit();
+    *out = result.release();
+  });
+}
+
+size_t gpusched_session_pending_count(const gpusched_session* session) {
+  return session ? session->session->session().pending().size() : 0;
+}
+size_t gpusched_session_running_count(const gpusched_session* session) {
+  return session ? session->session->session().running().size() : 0;
+}
+void gpusched_session_free(gpusched_session* session) { delete session; }
 
 size_t gpusched_cycle_start_count(const gpusched_cycle_result* r) { return r ? r->starts.size() : 0; }
 const char* gpusched_cycle_start_job(const gpusched_cycle_result* r, size_t k) {

@@ -544,6 +544,10 @@ Result<K8sCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
   return cycle_json_impl::read_cycle_inputs_k8s_impl(sources);
 }
 
+Result<QueuesDocument> read_cycle_queues(const ClusterState& state, std::string_view text, std::string_view source) {
+  return cycle_json_impl::guarded<QueuesDocument>(source, [&] { return cycle_json_impl::read_queues(state, text, source, "cluster"); });
+}
+
 Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, std::string_view source) {
   return cycle_json_impl::read_cycle_options_impl(text, source);
 }

@@ -460,6 +460,85 @@ static void test_cycle(void) {
   gpusched_state_free(s);
 }
 
+/* The session (API version 5): the same example kept across cycles. A dry run with no running jobs
+ * changes nothing (it used to keep the starts); committed, small starts on n0 and huge waits
+ * (infeasible); low finishes; high arrives late and starts on n1 (GPUs 0..7) at the next cycle. */
+static void test_session(void) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs* jobs = NULL;
+  gpusched_jobs* late = NULL;
+  gpusched_session* ses = NULL;
+  gpusched_cycle_result* r = NULL;
+  gpusched_task task;
+  gpusched_error err;
+  CHECK(gpusched_jobs_from_json("{\"jobs\": [{\"name\": \"small\", \"gpus\": 2, \"cpu\": 4, \"submit_time\": 600},"
+                                " {\"name\": \"huge\", \"gpus\": 16, \"cpu\": 4, \"submit_time\": 700}]}",
+                                &jobs, &err) == GPUSCHED_OK);
+  CHECK(gpusched_jobs_from_json("{\"jobs\": [{\"name\": \"high\", \"gpus\": 8, \"cpu\": 4, \"priority\": 10}]}", &late,
+                                &err) == GPUSCHED_OK);
+  CHECK(gpusched_session_open(s, NULL, "{\"preempt\": false}", &ses, &err) == GPUSCHED_OK);
+  if (s == NULL || jobs == NULL || late == NULL || ses == NULL) {
+    gpusched_session_free(ses);
+    gpusched_jobs_free(jobs);
+    gpusched_jobs_free(late);
+    gpusched_state_free(s);
+    return;
+  }
+  CHECK(gpusched_session_submit(ses, jobs, &err) == GPUSCHED_OK);
+  CHECK(gpusched_session_pending_count(ses) == 2);
+  /* The same jobs again: refused whole, naming the job. */
+  CHECK(gpusched_session_submit(ses, jobs, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs: jobs[0].name: \"small\" is already pending or running");
+  CHECK(gpusched_session_pending_count(ses) == 2);
+  /* A plan: the decisions, nothing changed (no running jobs at all). */
+  CHECK(gpusched_session_cycle(ses, 1000, GPUSCHED_CYCLE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) == 1);
+  CHECK_STR(gpusched_cycle_start_job(r, 0), "small");
+  gpusched_cycle_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_session_running_count(ses) == 0);
+  /* Committed. */
+  r = NULL;
+  CHECK(gpusched_session_cycle(ses, 1000, 0, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) == 1);
+  CHECK(gpusched_cycle_start_task(r, 0, 0, &task, &err) == GPUSCHED_OK);
+  CHECK_STR(task.node_name, "n0");
+  CHECK(gpusched_cycle_waiting_count(r) == 1);
+  CHECK(gpusched_cycle_waiting_verdict(r, 0) == GPUSCHED_INFEASIBLE);
+  gpusched_cycle_result_free(r);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 2);
+  CHECK(gpusched_session_running_count(ses) == 1 && gpusched_session_pending_count(ses) == 1);
+  /* Decisions only: the infeasible job is still listed. */
+  r = NULL;
+  CHECK(gpusched_session_submit(ses, late, &err) == GPUSCHED_OK);
+  CHECK(gpusched_session_cycle(ses, 1100, GPUSCHED_CYCLE_DECISIONS_ONLY, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) == 1);
+  CHECK_STR(gpusched_cycle_start_job(r, 0), "high");
+  CHECK(gpusched_cycle_start_task(r, 0, 0, &task, &err) == GPUSCHED_OK);
+  CHECK_STR(task.node_name, "n1");
+  CHECK(task.gpu_count == 8);
+  CHECK(gpusched_cycle_waiting_count(r) == 1);
+  gpusched_cycle_result_free(r);
+  /* small finishes: n0 has its 4 GPUs back; unknown names are errors. */
+  CHECK(gpusched_session_finish(ses, "small", &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4);
+  CHECK(gpusched_session_finish(ses, "small", &err) == GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK_HAS(err.message, "\"small\": not running");
+  CHECK(gpusched_session_cancel(ses, "huge", &err) == GPUSCHED_OK);
+  CHECK(gpusched_session_pending_count(ses) == 0);
+  CHECK(gpusched_session_cycle(NULL, 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(r == NULL);
+  gpusched_session_free(ses);
+  gpusched_session_free(NULL);
+  /* A session's queues the fairness family refuses. */
+  ses = NULL;
+  CHECK(gpusched_session_open(s, "{\"queues\": [{\"name\": \"a\", \"parent\": \"nope\"}]}", NULL, &ses, &err) != GPUSCHED_OK);
+  CHECK(ses == NULL);
+  CHECK_HAS(err.message, "nope");
+  gpusched_jobs_free(jobs);
+  gpusched_jobs_free(late);
+  gpusched_state_free(s);
+}
+
 /* Cluster events change the state in place (API version 3), hand-worked with best fit:
  *   cordon n0, then a (3 GPUs) -> n1 GPUs 0,1,2 (n0 would leave fewer idle GPUs, but takes no work);
  *   uncordon n0, fail n1 (it holds 3000 milli-GPU, kept: events never release work);
@@ -586,6 +665,7 @@ int main(int argc, char** argv) {
   test_gang();
   test_fairshare(argv[1]);
   test_cycle();
+  test_session();
   test_events();
   test_release();
   printf("%d checks, %d failed\n", checks, failures);

@@ -55,8 +55,10 @@ extern "C" {
 /* The C API's own version: 1 for the first release; grows by one with every addition.
  * 2: the scheduling cycle (gpusched_cycle and the gpusched_cycle_result accessors).
  * 3: cluster events (gpusched_state_cordon ... gpusched_state_set_label) and the state's flags.
- * 4: gpusched_release (a placed job's tasks given back when it finishes). */
-#define GPUSCHED_C_API_VERSION 4
+ * 4: gpusched_release (a placed job's tasks given back when it finishes).
+ * 5: the scheduler session (gpusched_session_*: a scheduler kept across cycles) and
+ *    GPUSCHED_CYCLE_DECISIONS_ONLY. */
+#define GPUSCHED_C_API_VERSION 5
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -282,8 +284,11 @@ GPUSCHED_C_EXPORT void gpusched_order_free(gpusched_order* order);
 
 typedef struct gpusched_cycle_result gpusched_cycle_result;
 
-/* Flags of gpusched_cycle. */
+/* Flags of gpusched_cycle and gpusched_session_cycle. */
 #define GPUSCHED_CYCLE_DRY_RUN 1u /* decide, then leave the state exactly as it was */
+/* (version 5) The decisions only: jobs that merely wait (not now) have no waiting record and no
+ * reasons are worked out for them; infeasible and invalid jobs are still listed. */
+#define GPUSCHED_CYCLE_DECISIONS_ONLY 2u
 
 /* One scheduling cycle at time `now` (docs/cycle.md): admission in fair-share order that places,
  * preemption, backfill reservations, elastic grow; the same cycle as `gpusched cycle`.
@@ -336,6 +341,51 @@ GPUSCHED_C_EXPORT const char* gpusched_cycle_waiting_message(const gpusched_cycl
  * evictions, shrinks, grows, reservations, nominations, pending with structured reasons. */
 GPUSCHED_C_EXPORT const char* gpusched_cycle_json(const gpusched_cycle_result* result);
 GPUSCHED_C_EXPORT void gpusched_cycle_result_free(gpusched_cycle_result* result);
+
+/* ---- the scheduler session (C API version 5) -------------------------------------------- */
+
+/* A scheduler kept across cycles (docs/cycle.md, "Sessions"): the pending jobs compiled once and
+ * kept in their queues' order, the running jobs and their queues' usage, told what changes between
+ * cycles. An orchestrator's loop: submit what arrives, finish what ends, cycle every second; each
+ * cycle costs what changed, not the length of the queue, and decides exactly what gpusched_cycle
+ * decides on the same lists. gpusched_cycle itself is a fresh session for one cycle.
+ *
+ *   gpusched_session* s = NULL;
+ *   gpusched_session_open(state, queues_json, NULL, &s, &err);
+ *   gpusched_session_submit(s, jobs, &err);                       // pending jobs join their queues
+ *   gpusched_session_cycle(s, now, 0, &result, &err);             // starts reserved on the state
+ *   gpusched_session_finish(s, "train-7", &err);                  // its tasks given back
+ *   gpusched_session_free(s);
+ *
+ * The session borrows `state`: the state must outlive it, and cluster events (cordon, failure, ...)
+ * go to the state directly. Job names are unique within a session: a name already pending or running
+ * is refused (GPUSCHED_ERROR_INVALID_INPUT naming it), and so is an unknown one. */
+typedef struct gpusched_session gpusched_session;
+
+/* Opens a session on `state` with the queues (NULL / "": none) and the cycle options (as
+ * gpusched_cycle's `options_json`; "dry_run" there is ignored: each cycle says). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_json,
+                                                         const char* options_json, gpusched_session** out,
+                                                         gpusched_error* err);
+/* Every job of `jobs` joins its queue (all or none). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_session_submit(gpusched_session* session, const gpusched_jobs* jobs,
+                                                           gpusched_error* err);
+/* Jobs that run already (gpusched_cycle's running document); their tasks are reserved on the state. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_session_add_running(gpusched_session* session, const char* running_json,
+                                                                gpusched_error* err);
+/* A running job ended: its tasks are given back to the state. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_session_finish(gpusched_session* session, const char* job, gpusched_error* err);
+/* A pending job withdrawn, or a running job stopped (its tasks given back). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_session_cancel(gpusched_session* session, const char* job, gpusched_error* err);
+/* One cycle at `now`. Without GPUSCHED_CYCLE_DRY_RUN it is committed: the state keeps the decisions
+ * and the session moves started jobs to running and evicted ones back to pending. With it nothing
+ * changes. GPUSCHED_CYCLE_DECISIONS_ONLY: see above. Indices in the result refer to the session's
+ * pending jobs in the order submitted (evicted jobs join the end). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_session_cycle(gpusched_session* session, int64_t now, unsigned flags,
+                                                          gpusched_cycle_result** out, gpusched_error* err);
+GPUSCHED_C_EXPORT size_t gpusched_session_pending_count(const gpusched_session* session);
+GPUSCHED_C_EXPORT size_t gpusched_session_running_count(const gpusched_session* session);
+GPUSCHED_C_EXPORT void gpusched_session_free(gpusched_session* session);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,9 @@ Result<std::vector<scheduler::PendingJob>> pending_jobs(const ClusterState& stat
 Result<CycleInputs> read_cycle_inputs(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                                       std::string_view running_text, const CycleSources& sources = {});
 
+// The queues document (read_queues_json) against the state's resource space.
+Result<QueuesDocument> read_cycle_queues(const ClusterState& state, std::string_view text, std::string_view source = "queues");
+
 // Kubernetes objects (docs/kubernetes.md) as the cycle's inputs: Nodes whole, bound Pods as running
 // jobs (one task each, on the lowest free GPUs of their node: the Pod does not say which), pending
 // Pods and gangs as pending jobs, Kueue/KAI/Volcano queues and PriorityClasses.
