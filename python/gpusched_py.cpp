@@ -410,6 +410,43 @@ std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queu
   return io::write_cycle_json(c.state, *run);
 }
 
+// A scheduler session (io::CycleSession, scheduler/session.hpp) over a cluster, kept across cycles:
+// the Python object holds its cluster alive (py::keep_alive). Keeps the GIL like cycle_json.
+struct PySession {
+  PyCluster* cluster = nullptr;
+  std::optional<io::CycleSession> session;
+};
+
+PySession open_session(PyCluster& c, const std::string& queues, const std::string& options) {
+  auto o = io::read_cycle_options_json(options, "options");
+  if (!o) raise(o.error());
+  io::QueuesDocument q;
+  if (!queues.empty()) {
+    auto read = io::read_cycle_queues(c.state, queues, "queues");
+    if (!read) raise(read.error());
+    q = std::move(*read);
+  }
+  auto session = io::CycleSession::open(c.state, std::move(q), *o, "queues");
+  if (!session) raise(session.error());
+  PySession out;
+  out.cluster = &c;
+  out.session.emplace(std::move(*session));
+  return out;
+}
+
+void session_submit(PySession& s, const PyJobs& jobs) {
+  auto pending = io::pending_jobs(s.cluster->state, jobs.doc, s.session->queues(), "jobs");
+  if (!pending) raise(pending.error());
+  if (Status st = s.session->submit(std::move(*pending), "jobs"); !st) raise(st.error());
+}
+
+std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, bool decisions_only) {
+  auto run = s.session->cycle(now, dry_run, decisions_only ? scheduler::CycleDetail::kDecisions : scheduler::CycleDetail::kFull);
+  if (!run) raise(run.error());
+  if (!dry_run) s.cluster->state.commit();
+  return io::write_cycle_json(s.cluster->state, *run);
+}
+
 std::string default_data_dir();
 
 // A simulation sweep (sim::run_sweep) and its report's JSON ({"sweep", "runs"}); the GIL is released
@@ -846,6 +883,39 @@ PYBIND11_MODULE(_core, m) {
            py::arg("options") = "", py::arg("dry_run") = false,
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
+  py::class_<PySession>(m, "_Session", "A scheduler session (docs/cycle.md, 'Sessions'); use gpusched.Session.")
+      .def(py::init(&open_session), py::arg("cluster"), py::arg("queues"), py::arg("options"), py::keep_alive<1, 2>())
+      .def("submit", &session_submit, py::arg("jobs"))
+      .def(
+          "add_running",
+          [](PySession& s, const std::string& text) {
+            if (Status st = s.session->add_running_json(text, "running"); !st) raise(st.error());
+            s.cluster->state.commit();
+          },
+          py::arg("running"))
+      .def(
+          "finish",
+          [](PySession& s, const std::string& job) {
+            if (Status st = s.session->finish(job); !st) raise(st.error());
+          },
+          py::arg("job"))
+      .def(
+          "cancel",
+          [](PySession& s, const std::string& job) {
+            if (Status st = s.session->cancel(job); !st) raise(st.error());
+          },
+          py::arg("job"))
+      .def("cycle_json", &session_cycle, py::arg("now"), py::arg("dry_run"), py::arg("decisions_only"))
+      .def_property_readonly("pending", [](const PySession& s) {
+        std::vector<std::string> out;
+        for (const auto& p : s.session->session().pending()) out.push_back(p.job.name);
+        return out;
+      })
+      .def_property_readonly("running", [](const PySession& s) {
+        std::vector<std::string> out;
+        for (const auto& r : s.session->session().running()) out.push_back(r.name);
+        return out;
+      });
   install_place_fast(cluster_class, jobs_class);
   install_events(cluster_class);
 

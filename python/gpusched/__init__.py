@@ -26,7 +26,7 @@ from . import _core
 __all__ = [
     "Cluster", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
-    "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s",
+    "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "Session",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -108,6 +108,62 @@ def _cluster_cycle(self: Cluster, jobs: Union[Jobs, Source], queues: Optional[So
 _cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, **options): " \
                          "gpusched.cycle on this cluster.\n\n" + (cycle.__doc__ or "")
 Cluster.cycle = _cluster_cycle
+
+
+class Session:
+    """A scheduler kept across cycles (docs/cycle.md, "Sessions"): an orchestrator's loop.
+
+    Pending jobs are compiled once and kept in their queues' order, running jobs with their queues'
+    usage; between cycles the session is told what changed (``submit``, ``finish``, ``cancel``), and
+    each ``cycle`` costs what changed, not the length of the queue. It decides exactly what
+    ``gpusched.cycle`` decides on the same jobs (which is a fresh session for one cycle).
+
+        s = gpusched.Session(cluster, queues=queues_doc, backfill="easy")
+        s.submit({"jobs": [...]})                 # a dict, list, path or Jobs
+        d = s.cycle(now=60)                       # the dict of ``gpusched cycle --format json``
+        s.finish("train-7")                       # its tasks go back to the cluster
+
+    The session changes ``cluster`` (started jobs reserved, finished ones released) and keeps it
+    alive. ``cycle(now, dry_run=True)`` decides and changes nothing; ``decisions_only=True`` leaves
+    out the jobs that merely wait (infeasible and invalid ones are still listed) and the work of
+    explaining them. ``options`` are ``gpusched.cycle``'s knobs. Bad input raises ValueError naming
+    the field; a name already pending or running, or unknown to ``finish``, is a ValueError too.
+    """
+
+    def __init__(self, cluster: Cluster, queues: Optional[Source] = None, **options: Any) -> None:
+        self._core = _core._Session(cluster, _optional_text(queues, "queues"), json.dumps(options) if options else "")
+
+    def submit(self, jobs: Union[Jobs, Source]) -> None:
+        """The jobs join their queues (all or none)."""
+        if not isinstance(jobs, Jobs):
+            jobs = load_jobs(jobs)
+        self._core.submit(jobs)
+
+    def add_running(self, running: Source) -> None:
+        """Jobs that already run (``gpusched.cycle``'s ``running`` format): their tasks are reserved."""
+        self._core.add_running(_text(running, "running")[0])
+
+    def finish(self, job: str) -> None:
+        """A running job ended: its tasks go back to the cluster."""
+        self._core.finish(job)
+
+    def cancel(self, job: str) -> None:
+        """A pending job withdrawn, or a running one stopped."""
+        self._core.cancel(job)
+
+    def cycle(self, now: int, dry_run: bool = False, decisions_only: bool = False) -> dict:
+        """One scheduling cycle at ``now``, committed unless ``dry_run``."""
+        return json.loads(self._core.cycle_json(int(now), bool(dry_run), bool(decisions_only)))
+
+    @property
+    def pending(self) -> list[str]:
+        """The pending jobs' names, in the session's order (submission; evicted jobs at the end)."""
+        return self._core.pending
+
+    @property
+    def running(self) -> list[str]:
+        """The running jobs' names."""
+        return self._core.running
 
 
 def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[str] = ("fifo", "easy"),

@@ -402,6 +402,45 @@ def test_cycle_hand_worked():
     assert len(gpusched.to_frame(d["starts"])) == 2
 
 
+def test_cycle_dry_run_without_running_jobs_changes_nothing():
+    # It used to keep the starts when no job was running (the cycle committed an empty journal).
+    cluster = gpusched.load_cluster(THREE_NODES)
+    d = cluster.cycle(CYCLE_PENDING, now=1000, dry_run=True)
+    assert [s["job"] for s in d["starts"]] == ["high", "small"]
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [4, 8, 0]
+
+
+def test_session_kept_across_cycles():
+    # The hand-worked example as an orchestrator's loop: low runs on n1; high, small and huge are
+    # submitted; the first cycle evicts low for high (priority) and starts small on n0; low is back
+    # in the queue (evicted jobs join the end); huge never fits (infeasible). Then small finishes and
+    # a late job takes its GPUs at the next cycle.
+    cluster = gpusched.load_cluster(THREE_NODES)
+    s = gpusched.Session(cluster, backfill="none")
+    s.add_running(CYCLE_RUNNING)
+    assert s.running == ["low"]
+    s.submit(CYCLE_PENDING)
+    plan = s.cycle(now=1000, dry_run=True)
+    assert [x["job"] for x in plan["starts"]] == ["high", "small"]
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [4, 0, 0] and s.running == ["low"]
+    d = s.cycle(now=1000)
+    assert d == plan
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [2, 0, 0]
+    assert sorted(s.running) == ["high", "small"] and s.pending == ["huge"]
+    with pytest.raises(ValueError, match=r'jobs\[0\]\.name: "huge" is already pending or running'):
+        s.submit({"jobs": [{"name": "huge", "gpus": 1}]})
+    s.finish("small")
+    assert [n["idle_gpus"] for n in cluster.nodes()] == [4, 0, 0]
+    s.submit({"jobs": [{"name": "late", "gpus": 4, "cpu": 2, "submit_time": 1100}]})
+    d = s.cycle(now=1100, decisions_only=True)
+    assert [x["job"] for x in d["starts"]] == ["late"]
+    assert [p["job"] for p in d["pending"]] == ["huge"]  # infeasible: still listed
+    with pytest.raises(ValueError, match='"small": not running'):
+        s.finish("small")
+    s.cancel("huge")
+    assert s.pending == []
+
+
 def test_cycle_the_shipped_example():
     # docs/cycle.md's worked example: res-train evicts prod-batch (cohort reclaim) and starts on
     # node-2, res-small starts, prod-retry backs off until t=3900, res-big waits (cohort exhausted).
