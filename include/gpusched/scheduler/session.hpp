@@ -146,6 +146,14 @@ class Session {
   void drop_tasks(std::size_t j, std::span<const std::uint32_t> tasks);
   void commit(const CycleDecisions& d);
   Status check_name_free(std::string_view job) const;
+  // Changes a fact of running job `job` (kUnknownName when it is not running).
+  template <typename Change>
+  Status change_running(std::string_view job, Change&& change) {
+    const std::size_t j = running_index(job);
+    if (j == kNone) return unknown(job, "running");
+    change(running_[j]);
+    return {};
+  }
   Error unknown(std::string_view job, const char* what) const;
 
   ClusterState* state_;

@@ -21,12 +21,16 @@
 //   * Node failures come from a given list or from seeded exponential MTBF/MTTR per node; a failed
 //     node's gangs are restarted (elastic gangs above their minimum shrink instead).
 //
-// Events (arrival, completion, failure, repair, sample) are processed in time order, ties by kind
-// then sequence; after each batch of events at one instant (or, with `min_cycle_interval`, at most
-// once per interval), and every `cycle_period` seconds while jobs wait, the scheduling step runs. The
-// state is updated incrementally (reserve and release of the one ClusterState,
-// fail_node/recover_node); it is never rebuilt. Everything is integer seconds and
-// milli-GPU-seconds, so a seed gives the same decisions and the same figures on every platform.
+// Events (arrival, completion, failure, repair, wake-up, sample) are processed in time order, ties
+// by kind then sequence. The scheduler is the library's session (scheduler/session.hpp), kept for
+// the whole run and told what happens; after each instant at which a decision can change (a
+// wake-up: an arrival, an end, a failure or repair, a backoff ending, a LAS threshold or promotion,
+// a job reaching the minimum runtime, an estimate overrun; docs/simulate.md) one cycle runs, and
+// another at the same instant after one that evicted (or, preempting, started) a job. With
+// `min_cycle_interval`, at most one cycle per interval. The state is updated incrementally (reserve
+// and release of the one ClusterState, fail_node/recover_node); it is never rebuilt. Everything is
+// integer seconds and milli-GPU-seconds, so a seed gives the same decisions and the same figures on
+// every platform.
 //
 // Conservation (checked on every run, reported in SimResult::conservation):
 //   GPU-seconds delivered (integrated from the state's allocated share, independently of the jobs)

@@ -313,10 +313,7 @@ GPUSCHED_DECL Status Session::set_runtime_estimate(std::string_view job, Seconds
 }
 
 GPUSCHED_DECL Status Session::set_last_checkpoint(std::string_view job, Seconds t) {
-  const std::size_t j = running_index(job);
-  if (j == kNone) return unknown(job, "running");
-  running_[j].last_checkpoint = t;
-  return {};
+  return change_running(job, [t](RunningJob& r) { r.last_checkpoint = t; });
 }
 
 GPUSCHED_DECL Status Session::set_not_before(std::string_view job, Seconds t) {
@@ -327,10 +324,7 @@ GPUSCHED_DECL Status Session::set_not_before(std::string_view job, Seconds t) {
 }
 
 GPUSCHED_DECL Status Session::set_start_time(std::string_view job, Seconds t) {
-  const std::size_t j = running_index(job);
-  if (j == kNone) return unknown(job, "running");
-  running_[j].start_time = t;
-  return {};
+  return change_running(job, [t](RunningJob& r) { r.start_time = t; });
 }
 
 // ---- nodes ------------------------------------------------------------------------------------------
