@@ -21,6 +21,8 @@
 
 #include "gpusched/core/result.hpp"
 
+#include "io/text_input.hpp"
+
 namespace gpusched::io::detail {
 
 struct JsonLimits {
@@ -39,11 +41,7 @@ Result<nlohmann::json> parse_json_fast(std::string_view text, std::string_view s
 // A JSON value as an error message shows it: compact, at most `max_chars` characters (then
 // "... (N chars)"), never recursing deeper than the limits allow.
 std::string shown(const nlohmann::json& value, std::size_t max_chars = 80);
-// A string as an error message shows it: quoted, control characters and quotes escaped, cut.
-std::string shown(std::string_view text, std::size_t max_chars = 80);
-inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
-  return shown(std::string_view(text), max_chars);
-}
+// (shown(std::string_view): io/text_input.hpp.)
 
 // A JSON object key as an error message's field path shows it: as it is when short (at most 40
 // chars) and printable, else quoted and cut like `shown`, so that an unknown-field error for a

@@ -9,10 +9,18 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace gpusched::io::detail {
+
+// A string as an error message shows it: quoted, control characters and quotes escaped, cut to
+// `max_chars` (then "... (N bytes)"). Defined in json_input.cpp; every reader's messages use it.
+std::string shown(std::string_view text, std::size_t max_chars = 80);
+inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
+  return shown(std::string_view(text), max_chars);
+}
 
 // The text's lines without their terminators; "\n", "\r\n" and a lone "\r" each end a line. A
 // final terminator does not start another (empty) line; empty text is no lines.

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "gpusched/core/random.hpp"
+#include "io/text_input.hpp"
 #include "sim/numbers.hpp"
 #include "sim/job_clock.hpp"
 
@@ -160,6 +161,7 @@ class Engine {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::uint64_t seq_ = 0;
   std::size_t wake_events_ = 0;  // kWake and kTick events in the queue
+  bool overflow_ = false;        // a GPU-second integral left 64 bits: the run is refused
 
   std::size_t pending_jobs_ = 0;
   std::vector<std::uint32_t> running_;   // sorted by id
@@ -185,6 +187,34 @@ class Engine {
   std::vector<SplitMix64> node_rng_;
   double next_progress_ = 0.01;
 };
+
+// A job's numbers in their ranges (times up to kMaxSimSeconds, its demand within 64 bits), or an error
+// naming the job and the field: never a run whose sums wrap.
+Status check_job(const SimJob& job, std::size_t j) {
+  const auto bad = [&](const char* field, std::string_view expected, auto value) -> Status {
+    return Error{fmt::format("job {} ({}): {}: expected {}, got {}", j, io::detail::shown(job.name), field, expected, value),
+                 ErrorCode::kInvalidValue, fmt::format("jobs[{}].{}", j, field)};
+  };
+  const std::string seconds = fmt::format("seconds in [0, {}]", kMaxSimSeconds);
+  if (job.tasks < 1 || job.tasks > 1'000'000) return bad("tasks", "1 to 1000000", job.tasks);
+  if (job.min_tasks < -1 || job.min_tasks > job.tasks) return bad("min_tasks", "-1 (rigid) or 0 to tasks", job.min_tasks);
+  if (job.submit < 0 || job.submit > kMaxSimSeconds) return bad("submit", seconds, job.submit);
+  if (job.duration < 1 || job.duration > kMaxSimSeconds)
+    return bad("duration", fmt::format("seconds in [1, {}]", kMaxSimSeconds), job.duration);
+  if (job.estimate < 0 || job.estimate > kMaxSimSeconds) return bad("estimate", seconds, job.estimate);
+  if (job.restart_cost < 0 || job.restart_cost > kMaxSimSeconds) return bad("restart_cost", seconds, job.restart_cost);
+  if (job.checkpoint_interval < 0 || job.checkpoint_interval > kMaxSimSeconds)
+    return bad("checkpoint_interval", seconds, job.checkpoint_interval);
+  if (job.shape.gpus < 0 || job.shape.gpus > 65'535) return bad("gpus", "0 to 65535", job.shape.gpus);
+  if (job.shape.gpu_milli < 0 || job.shape.gpu_milli > kMilliPerGpu) return bad("gpu_milli", "0 to 1000", job.shape.gpu_milli);
+  // Its demand in milli-GPU-seconds (the conservation check's unit) must be a 64-bit number.
+  const std::int64_t per_task = job.shape.needs_gpu() ? job.shape.total_gpu_milli() : kMilliPerGpu;
+  std::int64_t rate = 0, demand = 0;
+  if (__builtin_mul_overflow(per_task, static_cast<std::int64_t>(job.tasks), &rate) ||
+      __builtin_mul_overflow(rate, job.duration, &demand))
+    return bad("duration", "a demand (duration x tasks x milli-GPUs) within 64 bits", job.duration);
+  return {};
+}
 
 Status Engine::compile(std::uint32_t j) {
   const SimJob& job = jobs_[j];
@@ -244,7 +274,9 @@ void Engine::advance(Seconds t) {
   }
   const Seconds dt = t - now_;
   const std::int64_t a = allocated();
-  cons_.delivered += a * dt;
+  std::int64_t delivered = 0;
+  if (__builtin_mul_overflow(a, dt, &delivered) || __builtin_add_overflow(cons_.delivered, delivered, &cons_.delivered))
+    overflow_ = true;  // the run stops with an error (Engine::run)
   const std::int64_t cap = state_.total_gpu_milli_capacity();
   if (cap > 0) util_integral_ += static_cast<long double>(a) / static_cast<long double>(cap) * dt;
   energy_joules_ += static_cast<long double>(power_watts_) * dt;
@@ -501,6 +533,7 @@ Status Engine::run_cycle(Seconds now, bool& again) {
     --pending_jobs_;
     ++rejected_;
     ++done_;
+    again = true;  // the jobs it held up (behind a StrictFIFO head) are tried at once
   }
   for (const scheduler::Eviction& e : d->evictions) {
     const std::uint32_t j = id_of(e.job);
@@ -561,9 +594,7 @@ Result<SimResult> Engine::run() {
   Seconds first = 0, last = 0;
   for (std::uint32_t j = 0; j < n_jobs; ++j) {
     const SimJob& job = jobs_[j];
-    if (job.tasks < 1 || job.duration < 1 || job.submit < 0)
-      return Error{fmt::format("job {} ({}): tasks, duration must be >= 1 and submit >= 0", j, job.name),
-                   ErrorCode::kInvalidValue, "jobs[" + std::to_string(j) + "]"};
+    if (Status ok = check_job(job, j); !ok) return ok.error();
     js_[j].remaining = job.demand() / job.duration * job.duration;  // == full_rate x duration
     first = j == 0 ? job.submit : std::min(first, job.submit);
     last = std::max(last, job.submit + job.duration);
@@ -596,6 +627,11 @@ Result<SimResult> Engine::run() {
     const Seconds t = events_.top().time;
     if (config_.horizon > 0 && t > config_.horizon) break;
     advance(t);
+    if (overflow_)
+      return Error{fmt::format("the GPU-seconds delivered by t={} exceed 64 bits of milli-GPU-seconds: a cluster this large "
+                               "over this long a span cannot be accounted exactly",
+                               t),
+                   ErrorCode::kOverflow, "jobs"};
     bool changed = false;
     while (!events_.empty() && events_.top().time == t) {
       const Event e = events_.top();
@@ -743,7 +779,8 @@ Result<SimResult> Engine::run() {
     JobOutcome o{jobs_[j].submit, s.first_start, s.end, s.preemptions, s.failures, jobs_[j].queue};
     r.jobs.push_back(o);
     m.max_preemptions_of_a_job = std::max(m.max_preemptions_of_a_job, s.preemptions);
-    if (s.phase != Phase::kDone) continue;
+    // Completed jobs only: a rejected job (it never fits: done, never started) has no JCT or wait.
+    if (s.phase != Phase::kDone || s.end < 0) continue;
     ++m.completed;
     const double c = static_cast<double>(s.end - jobs_[j].submit);
     jct.push_back(c);

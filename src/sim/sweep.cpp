@@ -2,6 +2,7 @@
 // (moved here from the `gpusched simulate` command for the Python module).
 #include "gpusched/sim/sweep.hpp"
 
+#include <charconv>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -92,11 +93,10 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
     }
   } else if (kind == "synthetic") {
     SyntheticSpec s;
-    try {
-      s.jobs = std::stoull(arg);
-    } catch (const std::exception&) {
-      return Error(fmt::format("trace {}: expected synthetic:N (jobs)", spec));
-    }
+    const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), s.jobs);
+    if (arg.empty() || ec != std::errc() || end != arg.data() + arg.size() || s.jobs < 1 || s.jobs > kMaxSimJobs)
+      return Error(fmt::format("trace {}: expected synthetic:N with N jobs in 1..{}", io::detail::shown(spec), kMaxSimJobs),
+                   ErrorCode::kInvalidValue, "trace");
     s.seed = seed;
     s.gpus_per_node = o.gpus_per_node;
     if (o.arrival_rate > 0) s.arrivals_per_hour = o.arrival_rate;
@@ -163,7 +163,43 @@ Result<std::vector<std::pair<std::string, double>>> parse_queue_values(std::stri
   return out;
 }
 
+namespace {
+
+// The options a sweep runs with, each in its range, or an error naming the option (its SweepOptions
+// field and the tool's flag) and the value: never a meaningless run recorded as if it were one.
+Status check_options(const SweepOptions& o) {
+  const auto bad = [](std::string_view field, std::string_view flag, std::string_view expected, auto value) -> Status {
+    return Error(fmt::format("{} (--{}): expected {}, got {}", field, flag, expected, value), ErrorCode::kInvalidValue,
+                 std::string(field));
+  };
+  if (o.nodes > kMaxSimNodes) return bad("nodes", "nodes", fmt::format("at most {}", kMaxSimNodes), o.nodes);
+  if (o.gpus_per_node < 1 || o.gpus_per_node > 64) return bad("gpus_per_node", "gpus-per-node", "1 to 64", o.gpus_per_node);
+  if (o.checkpoint_interval < 0) return bad("checkpoint_interval", "checkpoint-interval", "seconds >= 0", o.checkpoint_interval);
+  if (o.restart_cost < 0 || o.restart_cost > kMaxSimSeconds)
+    return bad("restart_cost", "restart-cost", fmt::format("seconds in [0, {}]", kMaxSimSeconds), o.restart_cost);
+  if (o.queues < 1 || o.queues > 10'000) return bad("queues", "queues", "1 to 10000", o.queues);
+  if (o.priorities < 1 || o.priorities > 10'000) return bad("priorities", "priorities", "1 to 10000", o.priorities);
+  if (!(o.estimate_error >= 0 && o.estimate_error <= 1000))
+    return bad("estimate_error", "estimate-error", "a number in [0, 1000]", o.estimate_error);
+  if (!(o.elastic >= 0 && o.elastic <= 1)) return bad("elastic", "elastic", "a share in [0, 1]", o.elastic);
+  if (!(o.mtbf_hours >= 0 && o.mtbf_hours <= 1e9)) return bad("mtbf_hours", "mtbf-hours", "hours in [0, 1e9] (0: none)", o.mtbf_hours);
+  // A failure at least every 6 minutes per node leaves no job able to finish: the run would not end.
+  if (o.mtbf_hours > 0 && o.mtbf_hours < 0.1) return bad("mtbf_hours", "mtbf-hours", "0 or at least 0.1 hours", o.mtbf_hours);
+  if (!(o.mttr_hours > 0 && o.mttr_hours <= 1e6)) return bad("mttr_hours", "mttr-hours", "hours in (0, 1e6]", o.mttr_hours);
+  if (o.cycle_period < 0) return bad("cycle_period", "cycle-period", "seconds >= 0", o.cycle_period);
+  if (o.min_cycle_interval < 0) return bad("min_cycle_interval", "min-cycle-interval", "seconds >= 0", o.min_cycle_interval);
+  if (!(o.arrival_rate >= 0 && o.arrival_rate <= 1e9))
+    return bad("arrival_rate", "arrival-rate", "jobs per hour in (0, 1e9] (0: the default)", o.arrival_rate);
+  if (o.shards == 0 || o.shard >= o.shards || o.shards > 1'000'000)
+    return Error(fmt::format("shard (--shard): expected i/n with 0 <= i < n <= 1000000, got {}/{}", o.shard, o.shards),
+                 ErrorCode::kInvalidValue, "shard");
+  return {};
+}
+
+}  // namespace
+
 Result<SweepRuns> run_sweep(const SweepOptions& o) {
+  if (Status st = check_options(o); !st) return st.error();
   std::vector<PolicyConfig> configs;
   for (const auto& p : o.policies) {
     auto cfg = parse_policy(p);
@@ -172,8 +208,6 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
     cfg->queue_quota_gpus = o.queue_quota_gpus;
     configs.push_back(*cfg);
   }
-  if (o.shards == 0 || o.shard >= o.shards)
-    return Error(fmt::format("shard: expected i/n with 0 <= i < n, got {}/{}", o.shard, o.shards));
   SweepRuns out;
   const std::size_t total = o.traces.size() * o.policies.size() * o.seeds.size();
   for (std::size_t t = 0; t < o.traces.size(); ++t)

@@ -2,11 +2,14 @@
 // preemption and of a failure, conservation over random instances, determinism, bad trace rows.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "gpusched/sim/sim_report.hpp"
 #include "gpusched/sim/simulator.hpp"
+#include "gpusched/sim/sweep.hpp"
 #include "gpusched/sim/traces.hpp"
 #include "test_util.hpp"
 
@@ -296,6 +299,93 @@ TEST_CASE("a job larger than the cluster is rejected, not waited for forever") {
   const SimResult r = run(c, {job("big", 0, 8, 10), job("ok", 0, 1, 10)}, "fifo");
   CHECK(r.metrics.rejected == 1);
   CHECK(r.metrics.completed == 1);
+  // The jobs it held up behind it (StrictFIFO) run at once, and its rejection is no JCT or wait of -1:
+  // a 17-GPU job on 16 GPUs used to make the two 1-GPU jobs submitted with it vanish.
+  const SimCluster two = make_uniform_cluster(2, 8, "V100M32");
+  for (const char* policy : {"fifo", "greedy", "easy", "conservative", "drf", "las"}) {
+    CAPTURE(policy);
+    const SimResult v = run(two, {job("big", 0, 17, 100), job("a", 0, 1, 100), job("b", 0, 1, 100)}, policy);
+    CHECK(v.metrics.rejected == 1);
+    CHECK(v.metrics.completed == 2);
+    CHECK(v.metrics.jct_mean == 100.0);
+    CHECK(v.metrics.wait_mean == 0.0);
+    CHECK(v.metrics.jct_p99 == 100.0);
+    CHECK(v.jobs[0].end == -1);
+    CHECK(v.metrics.makespan == 100);
+  }
+}
+
+TEST_CASE("jobs whose numbers a run cannot account for are refused, naming the job and field") {
+  const SimCluster c = make_uniform_cluster(2, 8, "V100M32");
+  const auto refused = [&](SimJob bad, const std::string& field) {
+    SimConfig cfg;
+    cfg.policy = *parse_policy("fifo");
+    auto r = simulate(c, {job("ok", 0, 1, 10), bad}, cfg);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().field == "jobs[1]." + field);
+    CHECK(r.error().message.find("job 1 (\"bad\"): " + field) != std::string::npos);
+    CHECK(r.error().message.size() < 300);
+  };
+  constexpr Seconds kHuge = std::numeric_limits<Seconds>::max();
+  SimJob b = job("bad", 0, 1, kHuge);  // it "completed" with makespan 0 and JCT 0
+  refused(b, "duration");
+  b = job("bad", kHuge, 1, 10);  // beside a job at 0: the run ran away
+  refused(b, "submit");
+  b = job("bad", 0, 1, 10);
+  b.restart_cost = kHuge;  // a mean JCT of -9.2e18
+  refused(b, "restart_cost");
+  b.restart_cost = 0;
+  b.checkpoint_interval = -1;
+  refused(b, "checkpoint_interval");
+  b.checkpoint_interval = 0;
+  b.tasks = 1'000'000;
+  b.shape.gpus = 65'535;
+  b.duration = kMaxSimSeconds;  // 1e6 tasks x 65,535,000 milli x 2^40 s: beyond 64 bits
+  refused(b, "duration");
+}
+
+TEST_CASE("sweep options out of range are refused naming the option, before anything runs") {
+  const auto refused = [](SweepOptions o, const std::string& part) {
+    o.traces = {"synthetic:10"};
+    o.policies = {"fifo"};
+    auto r = run_sweep(o);
+    REQUIRE_FALSE(r);
+    CHECK_MESSAGE(r.error().message.find(part) != std::string::npos, r.error().message);
+  };
+  SweepOptions o;
+  o.gpus_per_node = -1;  // "internal error: cannot create std::vector larger than max_size()"
+  refused(o, "gpus_per_node (--gpus-per-node): expected 1 to 64, got -1");
+  o = {};
+  o.nodes = 100'000'000;
+  refused(o, "nodes (--nodes): expected at most 1000000");
+  o = {};
+  o.restart_cost = -1;
+  refused(o, "restart_cost (--restart-cost)");
+  o = {};
+  o.checkpoint_interval = -1;
+  refused(o, "checkpoint_interval (--checkpoint-interval)");
+  o = {};
+  o.estimate_error = std::nan("");
+  refused(o, "estimate_error (--estimate-error)");
+  o = {};
+  o.mtbf_hours = -1;
+  refused(o, "mtbf_hours (--mtbf-hours)");
+  o = {};
+  o.mtbf_hours = 0.001;  // no job outlives a failure: the run never ended
+  refused(o, "0 or at least 0.1 hours");
+  o = {};
+  o.elastic = 2;
+  refused(o, "elastic (--elastic): expected a share in [0, 1], got 2");
+  o = {};
+  o.shard = 1;
+  o.shards = 99'999'999;
+  refused(o, "shard (--shard)");
+  o = {};
+  o.traces = {"synthetic:-1"};
+  o.policies = {"fifo"};
+  auto r = run_sweep(o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("synthetic:N with N jobs in 1..") != std::string::npos);
 }
 
 TEST_CASE("trace readers: ITP rows, the generic CSV/JSON formats and their errors per row") {

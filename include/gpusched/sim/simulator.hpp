@@ -55,6 +55,12 @@ namespace gpusched::sim {
 
 using Seconds = std::int64_t;
 
+// Bounds of a simulation's inputs (refused beyond, naming the field): times and durations up to 2^40 s
+// (34,800 years; sums of a few stay far inside 64 bits), generated clusters and traces of sane size.
+inline constexpr Seconds kMaxSimSeconds = Seconds{1} << 40;
+inline constexpr std::size_t kMaxSimNodes = 1'000'000;
+inline constexpr std::size_t kMaxSimJobs = 100'000'000;
+
 // One job of a trace.
 struct SimJob {
   std::string name;
