@@ -118,7 +118,8 @@ std::string gpu_seconds(std::int64_t milli) { return fmt::format("{:.1f}", stati
 int run_cycle_command(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, cycle_options(opt),
-                            opt.queues_file.empty() ? opt.running_file : opt.queues_file, opt.pending_file);
+                            opt.queues_file.empty() ? opt.running_file : opt.queues_file, opt.pending_file,
+                            opt.running_file.empty() ? std::string("running") : opt.running_file);
   if (!d) throw InputError(d.error().message);
   const io::CycleRun run{std::move(in.cycle), std::move(*d)};
   if (opt.format == "json") std::fputs((io::write_cycle_json(*in.state, run, 2) + "\n").c_str(), stdout);
@@ -135,7 +136,7 @@ int run_explain(const CycleCliOptions& opt) {
   CycleOptions o = cycle_options(opt);
   o.dry_run = true;
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
-                            opt.pending_file);
+                            opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
   if (!d) throw InputError(d.error().message);
   json out{{"job", job.job.name}, {"queue", job.job.queue}, {"priority", job.job.priority}, {"submit_time", job.job.submit_time}};
   std::string text = fmt::format("job {} (queue {}, priority {}, submitted t={})\n", job.job.name,

@@ -161,7 +161,7 @@ int run_simulate(const SimOptions& o) {
                    std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
     } else {
       const int tenths = static_cast<int>(f * 10 + 1e-9);
-      if (tenths <= shown_tenths) return;
+      if (tenths <= shown_tenths || tenths == 0) return;
       shown_tenths = tenths;
       std::fprintf(stderr, "%s %d%%\n", what.c_str(), tenths * 10);
     }

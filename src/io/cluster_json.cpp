@@ -409,10 +409,11 @@ Job read_job(const json& v, const std::string& path, std::set<std::string>& name
 
 // The cycle's fields of a job (kCycleJobKeys; read_job accepted the keys).
 JobCycleFields read_cycle_fields(const json& v, const std::string& path) {
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  // Times and durations the cycle can do arithmetic with: scheduler::kMaxCycleTime, 2^62 s.
+  constexpr std::int64_t kMax = std::int64_t{1} << 62;
   JobCycleFields f;
   if (const json* x = find(v, "runtime_estimate")) f.runtime_estimate = read_int(*x, path + ".runtime_estimate", 0, kMax);
-  if (const json* x = find(v, "not_before")) f.not_before = read_int(*x, path + ".not_before", std::numeric_limits<std::int64_t>::min(), kMax);
+  if (const json* x = find(v, "not_before")) f.not_before = read_int(*x, path + ".not_before", -kMax, kMax);
   if (const json* x = find(v, "checkpoint_interval")) f.checkpoint_interval = read_int(*x, path + ".checkpoint_interval", 0, kMax);
   if (const json* x = find(v, "restart_cost")) f.restart_cost = read_int(*x, path + ".restart_cost", 0, kMax);
   if (const json* x = find(v, "restarts"))

@@ -58,14 +58,21 @@ void check_keys(const json& obj, const std::string& path, std::initializer_list<
              ErrorCode::kUnknownField, path + "." + key);
 }
 
-std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min()) {
+std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
+                      std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
   if (!v.is_number_integer()) reject(fmt::format("{}: expected an integer, got {}", path, shown(v)), ErrorCode::kInvalidValue, path);
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
     reject(fmt::format("{}: out of range, got {}", path, shown(v)), ErrorCode::kOverflow, path);
   const auto x = v.get<std::int64_t>();
   if (x < lo) reject(fmt::format("{}: expected at least {}, got {}", path, lo, x), ErrorCode::kInvalidValue, path);
+  if (x > hi) reject(fmt::format("{}: expected at most {}, got {}", path, hi, x), ErrorCode::kInvalidValue, path);
   return x;
 }
+
+// Times and durations a cycle can do arithmetic with (scheduler::kMaxCycleTime: a restart cost of
+// INT64_MAX made 9.2e15 GPU-seconds of restart; a start of INT64_MIN an unevictable job).
+constexpr std::int64_t kMaxTime = scheduler::kMaxCycleTime;
+std::int64_t read_time(const json& v, const std::string& path, std::int64_t lo = 0) { return read_int(v, path, lo, kMaxTime); }
 
 std::string read_string(const json& v, const std::string& path) {
   if (!v.is_string() || v.get<std::string>().empty())
@@ -157,13 +164,13 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
   r.queue = job.queue_name;
   r.priority = priority_of(job, explicit_priority, queues, path);
   r.submit_time = raw.contains("submit_time") ? job.job_submit_time : -1;
-  if (auto it = raw.find("start_time"); it != raw.end()) r.start_time = read_int(*it, path + ".start_time");
+  if (auto it = raw.find("start_time"); it != raw.end()) r.start_time = read_time(*it, path + ".start_time");
   else reject(fmt::format("{}.start_time: missing (a running job's start, seconds)", path), ErrorCode::kMissingField, path + ".start_time");
-  if (auto it = raw.find("last_checkpoint"); it != raw.end()) r.last_checkpoint = read_int(*it, path + ".last_checkpoint");
-  if (auto it = raw.find("checkpoint_interval"); it != raw.end()) r.checkpoint_interval = read_int(*it, path + ".checkpoint_interval", 0);
-  if (auto it = raw.find("restart_cost"); it != raw.end()) r.restart_cost = read_int(*it, path + ".restart_cost", 0);
-  if (auto it = raw.find("runtime_estimate"); it != raw.end()) r.runtime_estimate = read_int(*it, path + ".runtime_estimate", 0);
-  if (auto it = raw.find("restarts"); it != raw.end()) r.restarts = static_cast<std::int32_t>(read_int(*it, path + ".restarts", 0));
+  if (auto it = raw.find("last_checkpoint"); it != raw.end()) r.last_checkpoint = read_time(*it, path + ".last_checkpoint", -1);
+  if (auto it = raw.find("checkpoint_interval"); it != raw.end()) r.checkpoint_interval = read_time(*it, path + ".checkpoint_interval");
+  if (auto it = raw.find("restart_cost"); it != raw.end()) r.restart_cost = read_time(*it, path + ".restart_cost");
+  if (auto it = raw.find("runtime_estimate"); it != raw.end()) r.runtime_estimate = read_time(*it, path + ".runtime_estimate");
+  if (auto it = raw.find("restarts"); it != raw.end()) r.restarts = static_cast<std::int32_t>(read_int(*it, path + ".restarts", 0, 1'000'000));
   if (auto it = raw.find("preemptible"); it != raw.end()) r.preemptible = read_bool(*it, path + ".preemptible");
   auto pl = raw.find("placement");
   if (pl == raw.end() || !pl->is_array() || pl->empty())
@@ -226,6 +233,26 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
       extra.push_back({request, std::move(a)});
       extra_groups.push_back(compiled->groups[g].name);
     }
+  }
+  // Every group holds what it may hold: replicas (rigid), min..replicas (elastic). (A one-replica job
+  // with two tasks placed was accepted.)
+  std::vector<std::int32_t> placed(compiled->groups.size(), 0);
+  for (std::size_t k = 0; k < pl->size(); ++k) {
+    std::size_t g = 0;
+    if (auto it = (*pl)[k].find("group"); it != (*pl)[k].end()) {
+      const std::string name = it->get<std::string>();
+      for (std::size_t x = 0; x < compiled->groups.size(); ++x)
+        if (compiled->groups[x].name == name) g = x;
+    }
+    ++placed[g];
+  }
+  for (std::size_t g = 0; g < compiled->groups.size(); ++g) {
+    const CompiledGroup& cg = compiled->groups[g];
+    if (placed[g] < cg.min_replicas || placed[g] > cg.replicas)
+      reject(fmt::format("{}.placement: group {} has {} task(s) placed, expected {}", path, shown(cg.name), placed[g],
+                         cg.min_replicas == cg.replicas ? fmt::format("{} (its replicas)", cg.replicas)
+                                                        : fmt::format("{} to {} (min_replicas to replicas)", cg.min_replicas, cg.replicas)),
+             ErrorCode::kInconsistent, path + ".placement");
   }
   r.tasks = std::move(core);
   if (elastic) {
@@ -649,7 +676,13 @@ Status CycleSession::cancel(std::string_view job) {
 
 Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleInputs& inputs, std::int64_t now,
                                                const scheduler::CycleOptions& options, std::string_view context,
-                                               std::string_view pending_source) {
+                                               std::string_view pending_source, std::string_view running_source) {
+  if (Status st = scheduler::check_cycle_time(now); !st) return in_context(st.error(), context);
+  // A running job that starts after `now` would never have run long enough to be a victim, nor end.
+  for (std::size_t j = 0; j < inputs.running.size(); ++j)
+    if (inputs.running[j].start_time > now)
+      return Error(fmt::format("{}: jobs[{}].start_time: {} is after now ({})", running_source, j, inputs.running[j].start_time, now),
+                   ErrorCode::kInconsistent, fmt::format("jobs[{}].start_time", j));
   // A fresh session, one cycle: the one-shot form (its running jobs are already reserved on the state).
   auto session = CycleSession::open(state, inputs.queues, options, context);
   if (!session) return session.error();
@@ -657,7 +690,7 @@ Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleI
   running.running = inputs.running;
   running.running_groups = inputs.running_groups;
   running.running_groups.resize(running.running.size());
-  if (Status st = session->add_running(std::move(running), "running"); !st) return st.error();
+  if (Status st = session->add_running(std::move(running), running_source); !st) return st.error();
   if (Status st = session->submit(inputs.pending, pending_source); !st) return st.error();
   auto run = session->cycle(now, options.dry_run, scheduler::CycleDetail::kFull, context);
   if (!run) return run.error();
@@ -674,7 +707,7 @@ Result<CycleRun> cycle_run(ClusterState& state, const JobsDocument& jobs, std::s
   run.inputs = std::move(*inputs);
   // A plan with options.dry_run (it changes nothing); then the running jobs' reservations go too.
   auto d = run_cycle_on(state, run.inputs, now, options, queues_text.empty() ? sources.running : sources.queues,
-                        sources.pending);
+                        sources.pending, sources.running);
   if (!d || options.dry_run) state.rollback(mark);
   else if (mark == 0) state.commit();
   if (!d) return d.error();

@@ -127,3 +127,42 @@ TEST_CASE("cycle: a job both running and pending is refused, naming it (it would
   CHECK(r.status == 2);
   CHECK(r.out.find("dup_pending.json: jobs[0].name: \"prod-batch\" is already pending or running") != std::string::npos);
 }
+
+TEST_CASE("cycle: times at the int64 ends and placements that contradict the job are refused, naming the field") {
+  // --now INT64_MAX crashed the backfill stage; --now -1 reported every job "backing off".
+  for (const char* now : {"9223372036854775807", "9223372036854775000", "-1"}) {
+    CAPTURE(now);
+    const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + kExample + "running.json --pending " +
+                               kExample + "pending.json --queues " + kExample + "queues.json --now " + now,
+                           true);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("now: expected seconds in [0, 4611686018427387904]") != std::string::npos);
+  }
+  const auto refused = [](const std::string& running_json, const std::string& message) {
+    const std::string running = temp_file("edge_running.json", running_json);
+    const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + running + " --pending " + kExample +
+                               "pending.json --now 100",
+                           true);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+  };
+  refused(R"({"jobs": [{"name": "x", "gpus": 1, "start_time": 0, "restart_cost": 9223372036854775807,
+              "placement": [{"node": "node-0", "gpus": [0]}]}]})",
+          "jobs[0].restart_cost: expected an integer in 0..4611686018427387904");
+  refused(R"({"jobs": [{"name": "x", "gpus": 1, "start_time": -9223372036854775808,
+              "placement": [{"node": "node-0", "gpus": [0]}]}]})",
+          "jobs[0].start_time: expected at least 0");
+  refused(R"({"jobs": [{"name": "x", "gpus": 1, "start_time": 0,
+              "placement": [{"node": "node-0", "gpus": [0]}, {"node": "node-0", "gpus": [1]}]}]})",
+          "jobs[0].placement: group \"task\" has 2 task(s) placed, expected 1 (its replicas)");
+}
+
+TEST_CASE("cycle: a running job that starts after now is refused (it became unevictable without a reason)") {
+  const std::string running = temp_file("future_running.json", R"({"jobs": [{"name": "x", "gpus": 1, "start_time": 500,
+                                            "placement": [{"node": "node-0", "gpus": [0]}]}]})");
+  const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + running + " --pending " + kExample +
+                             "pending.json --now 100",
+                         true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("future_running.json: jobs[0].start_time: 500 is after now (100)") != std::string::npos);
+}

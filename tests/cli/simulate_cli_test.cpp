@@ -116,3 +116,27 @@ TEST_CASE("simulate: DRF queue quotas from the command line cap a queue") {
   CHECK(report["runs"][0]["metrics"]["wait_mean_s"] == 25.0);
   CHECK(report["sweep"]["parameters"]["queue_quota_gpus"] == nlohmann::json::array({nlohmann::json::array({"q0", 4})}));
 }
+
+TEST_CASE("simulate: progress in a log is at most one line per 10 % of each run, ending at 100 %") {
+  const std::string out = (std::filesystem::temp_directory_path() / ("gpusched-progress-" + std::to_string(getpid()))).string();
+  // stderr is a pipe here, not a terminal: lines, not a bar redrawn with carriage returns.
+  const Run r = run_tool("simulate --trace itp:01 --policies fifo,easy --out " + out + " --format json 2>&1 >/dev/null | cat");
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.ends_with("%")) lines.push_back(line);  // (the last line says what was written)
+  CHECK(r.out.find('\r') == std::string::npos);
+  CHECK(lines.size() <= 2 * 10);
+  std::size_t hundreds = 0;
+  for (const std::string& line : lines) {
+    CHECK(line.find("] itp01 ") != std::string::npos);
+    hundreds += line.ends_with(" 100%");
+  }
+  CHECK(hundreds == 2);  // each run ends at 100 %
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.back().find("[2/2] itp01 easy seed 42 100%") != std::string::npos);
+  // And the simulator's own bad options (issue 33) are refused naming the flag.
+  const Run bad = run_tool("simulate --quiet --gpus-per-node -1", true);
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("gpus_per_node (--gpus-per-node): expected 1 to 64, got -1") != std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -572,4 +573,31 @@ TEST_CASE("property: with estimates that hold, reserved gangs find their resourc
   MESSAGE("reservations ", reservations_seen, ", starts ", starts_seen);
   CHECK(reservations_seen > 100);
   CHECK(starts_seen > 100);
+}
+
+TEST_CASE("times at the end of int64: work that never ends is no time point, and the cycle refuses such a now") {
+  // A running job whose expected end saturates to kForever, with a window reaching the end of time:
+  // its release was a time point at kForever, a slot past the idle-GPU bound's arrays (valgrind: an
+  // invalid read; `cycle --now 9223372036854775807`: SIGSEGV).
+  ClusterState state = ClusterState::build(make_cluster(2, 8), GpuModelRegistry::builtin()).value();
+  constexpr Seconds kEnd = std::numeric_limits<Seconds>::max();
+  const RunningJob r = running_job(state, "old", {0}, kEnd - 100, 1000);
+  const GangSpec big = gang(state, "big", 2, 8);
+  const BlockedJob b{&big, 50};
+  for (const BackfillMode mode : {BackfillMode::kEasy, BackfillMode::kConservative}) {
+    BackfillOptions o;
+    o.mode = mode;
+    auto plan = plan_backfill(state, std::span<const RunningJob>(&r, 1), std::span<const BlockedJob>(&b, 1), kEnd - 50, o);
+    REQUIRE(plan.ok());
+    CHECK(plan->startable.empty());
+    CHECK(plan->reservations.empty());  // node 0 is held for ever
+  }
+  // The cycle takes times in [0, 2^62] only, naming the field.
+  for (const Seconds now : {kEnd, kEnd - 1, Seconds{-1}, kMaxCycleTime + 1}) {
+    auto d = run_cycle(state, std::span<const RunningJob>(&r, 1), {}, {}, now);
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.error().field == "now");
+    CHECK(d.error().code == ErrorCode::kInvalidValue);
+  }
+  CHECK(run_cycle(state, std::span<const RunningJob>(&r, 1), {}, {}, kMaxCycleTime).ok());
 }

@@ -147,7 +147,8 @@ class CycleSession {
 // cycle (the queues' or running jobs' source).
 Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleInputs& inputs, std::int64_t now,
                                                const scheduler::CycleOptions& options, std::string_view context = {},
-                                               std::string_view pending_source = "jobs");
+                                               std::string_view pending_source = "jobs",
+                                               std::string_view running_source = "running");
 
 // "not now: behind big (the head of its StrictFIFO queue)", "not now: backing off after a failure
 // until t=3900", else the outcome's words.

@@ -262,7 +262,14 @@ struct CycleDecisions {
   const Waiting* find_waiting(std::string_view job) const;
 };
 
-// Runs one cycle. Errors (never exceptions) for inputs that cannot be used: queues the fairness
+// The times a cycle runs at: seconds from the caller's epoch, 0 to 2^62 (times a little past it, now
+// plus a window or an estimate, then stay far inside 64 bits).
+inline constexpr Seconds kMaxCycleTime = Seconds{1} << 62;
+// `now` in that range, or the error naming it (kInvalidValue, field "now").
+Status check_cycle_time(Seconds now);
+
+// Runs one cycle. Errors (never exceptions) for inputs that cannot be used: `now` outside
+// [0, kMaxCycleTime] (kInvalidValue, field "now"), queues the fairness
 // family refuses (naming the queue and field), a running job on an unknown queue when queues are
 // given. A pending job with a bad request is not an error: it waits with a kInvalid outcome.
 Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,

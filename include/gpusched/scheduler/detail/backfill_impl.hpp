@@ -535,8 +535,10 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   gang_options.dry_run = true;
 
   // Candidate start times: now and every expected end within the window. Work ending past the
-  // window holds its resources past every start this plan tests.
-  std::erase_if(releases, [&](const detail::ReleaseEntry& e) { return e.end > horizon; });
+  // window holds its resources past every start this plan tests; so does work that never ends
+  // (kForever), even when the window reaches the end of time (a `now` near INT64_MAX: a time point
+  // at kForever was a slot past the bound's arrays).
+  std::erase_if(releases, [&](const detail::ReleaseEntry& e) { return e.end > horizon || e.end == kForever; });
   detail::Profile profile(state, std::move(releases), now);  // (sorts the releases by end)
   std::vector<Seconds> times{now};
   for (const detail::ReleaseEntry& e : profile.releases())

@@ -1239,11 +1239,18 @@ struct CycleRun {
 
 }  // namespace detail
 
+GPUSCHED_DECL Status check_cycle_time(Seconds now) {
+  if (now >= 0 && now <= kMaxCycleTime) return {};
+  return Error{"now: expected seconds in [0, " + std::to_string(kMaxCycleTime) + "], got " + std::to_string(now),
+               ErrorCode::kInvalidValue, "now"};
+}
+
 GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state, std::span<const RunningJob> running,
                                                        std::span<const PendingJob> pending,
                                                        std::span<const fairness::QueueConfig> queues, Seconds now,
                                                        const CycleOptions& options, std::span<const Nomination> held,
                                                        const CycleKept* kept, CycleDetail detail) {
+  if (Status st = check_cycle_time(now); !st) return st.error();
   const ClusterState::Checkpoint base = state.checkpoint();
   detail::CycleRun run(state, running, pending, queues, now, options, kept, detail == CycleDetail::kFull);
   if (Status s = run.setup(); !s) return s.error();
