@@ -40,9 +40,7 @@ Result<scheduler::Session> open_policy_session(const PolicyConfig& p, const std:
   o.reclaim_within_cohort = scheduler::CohortReclaim::kNever;
   o.max_preemption_attempts = SIZE_MAX;
   o.never_evict_back = false;  // LAS promotes on purpose; priority order is the policy's own
-  o.backfill.mode = p.backfill == BackfillMode::kEasy           ? scheduler::BackfillMode::kEasy
-                    : p.backfill == BackfillMode::kConservative ? scheduler::BackfillMode::kConservative
-                                                                : scheduler::BackfillMode::kNone;
+  o.backfill.mode = p.backfill;
   o.backfill.resolution = 1;
   o.backfill.depth = p.backfill_depth;
   o.backfill.placement = o.placement;

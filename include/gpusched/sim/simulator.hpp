@@ -50,6 +50,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/packing/placement.hpp"
+#include "gpusched/scheduler/backfill.hpp"
 
 namespace gpusched::sim {
 
@@ -117,7 +118,8 @@ enum class QueueOrder : std::uint8_t {
   kSrtf,      // shortest remaining time first (known durations: an oracle bound)
   kDrf,       // queues by weighted dominant share (DRF), FIFO inside a queue; quotas cap a queue
 };
-enum class BackfillMode : std::uint8_t { kNone, kEasy, kConservative };
+// The cycle's backfill modes (scheduler/backfill.hpp): one vocabulary, not a copy.
+using scheduler::BackfillMode;
 
 struct PolicyConfig {
   std::string name = "fifo";
