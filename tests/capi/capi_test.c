@@ -460,9 +460,11 @@ static void test_cycle(void) {
   gpusched_state_free(s);
 }
 
-/* The session (API version 5): the same example kept across cycles. A dry run with no running jobs
- * changes nothing (it used to keep the starts); committed, small starts on n0 and huge waits
- * (infeasible); low finishes; high arrives late and starts on n1 (GPUs 0..7) at the next cycle. */
+/* The session (API version 5), kept across cycles on three_nodes() without preemption. A plan with no
+ * running jobs changes nothing (gpusched_cycle's dry run used to keep the starts then); committed,
+ * small (2 GPUs) starts on n0 by best fit and huge (16 GPUs) waits, infeasible; high (8 GPUs)
+ * arrives and starts on n1 at the next cycle (decisions only: huge is still listed); small finishes
+ * and n0 has its 4 GPUs back. */
 static void test_session(void) {
   gpusched_state* s = three_nodes();
   gpusched_jobs* jobs = NULL;
