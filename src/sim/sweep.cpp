@@ -111,7 +111,8 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
     if (nodes == 0) nodes = 16;
     l.label = fs::path(spec).stem().string();
   }
-  if (kind == "itp" || kind == "alibaba") augment(l.jobs, aug);
+  // What a trace lacks comes from the options (a file's columns are its own: SimJob::given).
+  if (kind != "synthetic") augment(l.jobs, aug);
   if (l.cluster.nodes.node_count() == 0) {
     l.cluster = make_uniform_cluster(nodes, o.gpus_per_node, o.model);
     l.cluster.name = l.label;

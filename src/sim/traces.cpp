@@ -224,7 +224,7 @@ std::string apply_field(FieldSink& f, std::string_view key, std::string_view val
     f.has_name = true;
     return "";
   }
-  if (key == "queue") return j.queue = value, "";
+  if (key == "queue") return j.queue = value, j.given |= SimJob::kGivenQueue, "";
   if (key == "gpu_model") return j.gpu_model = value, "";
   if (key == "preemptible") {
     if (value == "true" || value == "1" || value.empty()) return j.preemptible = true, "";
@@ -261,16 +261,19 @@ std::string apply_field(FieldSink& f, std::string_view key, std::string_view val
       if (v > 1000) return "an integer in 1..1000";
       j.shape.gpu_milli = static_cast<MilliGpu>(v);
     }
-    if (key == "min_tasks") j.min_tasks = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000));
+    if (key == "min_tasks") {
+      j.min_tasks = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000));
+      j.given |= SimJob::kGivenMinTasks;
+    }
     if (key == "cpu_milli") j.shape.cpu = v;
     if (key == "memory_mib") {
       if (v > (std::numeric_limits<Bytes>::max() >> 20)) return "a non-negative integer below 2^43 (MiB)";
       j.shape.memory = v << 20;
     }
-    if (key == "priority") j.priority = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000'000));
-    if (key == "estimate") j.estimate = v;
-    if (key == "checkpoint_interval") j.checkpoint_interval = v;
-    if (key == "restart_cost") j.restart_cost = v;
+    if (key == "priority") j.priority = static_cast<std::int32_t>(std::min<std::int64_t>(v, 1'000'000'000)), j.given |= SimJob::kGivenPriority;
+    if (key == "estimate") j.estimate = v, j.given |= SimJob::kGivenEstimate;
+    if (key == "checkpoint_interval") j.checkpoint_interval = v, j.given |= SimJob::kGivenCheckpoint;
+    if (key == "restart_cost") j.restart_cost = v, j.given |= SimJob::kGivenRestart;
     return "";
   }
   return "?";
@@ -472,16 +475,28 @@ void augment(std::vector<SimJob>& jobs, const Augment& a) {
     // One stream per job (seed and index), so adding jobs never changes the earlier ones' draws.
     SplitMix64 rng(a.seed ^ (0xA0761D6478BD642FULL * (i + 1)));
     SimJob& j = jobs[i];
-    if (a.queues > 1) j.queue = "q" + std::to_string(rng.below(static_cast<std::uint64_t>(a.queues)));
-    else (void)rng.next();
-    if (a.priorities > 1) j.priority = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(a.priorities)));
-    else (void)rng.next();
-    if (a.checkpoint_interval > 0) j.checkpoint_interval = a.checkpoint_interval;
-    if (a.restart_cost > 0) j.restart_cost = a.restart_cost;
+    // Only what the trace lacks (SimJob::given); the draws are made either way, so a job's draws do
+    // not depend on which fields its trace gave.
+    const auto lacks = [&](std::uint8_t field) { return (j.given & field) == 0; };
+    if (a.queues > 1) {
+      const std::uint64_t q = rng.below(static_cast<std::uint64_t>(a.queues));
+      if (lacks(SimJob::kGivenQueue)) j.queue = "q" + std::to_string(q);
+    } else {
+      (void)rng.next();
+    }
+    if (a.priorities > 1) {
+      const auto p = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(a.priorities)));
+      if (lacks(SimJob::kGivenPriority)) j.priority = p;
+    } else {
+      (void)rng.next();
+    }
+    if (a.checkpoint_interval > 0 && lacks(SimJob::kGivenCheckpoint)) j.checkpoint_interval = a.checkpoint_interval;
+    if (a.restart_cost > 0 && lacks(SimJob::kGivenRestart)) j.restart_cost = a.restart_cost;
     const double u = unit(rng);
-    if (a.estimate_error > 0)
+    if (a.estimate_error > 0 && lacks(SimJob::kGivenEstimate))
       j.estimate = std::max<Seconds>(j.duration, static_cast<Seconds>(std::ceil(j.duration * (1 + a.estimate_error * u))));
-    if (a.elastic_fraction > 0 && j.tasks > 1 && unit(rng) < a.elastic_fraction) j.min_tasks = j.tasks / 2;
+    if (a.elastic_fraction > 0 && j.tasks > 1 && unit(rng) < a.elastic_fraction && lacks(SimJob::kGivenMinTasks))
+      j.min_tasks = j.tasks / 2;
   }
 }
 

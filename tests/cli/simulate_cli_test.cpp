@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.hpp"
@@ -105,7 +106,10 @@ TEST_CASE("simulate: DRF queue quotas from the command line cap a queue") {
   const std::string csv = temp_file("drf_quota.csv", "name,submit,duration,gpus,queue\na0,0,100,2,q0\na1,0,100,2,q0\n"
                                                      "a2,0,100,2,q0\nb0,0,100,2,q1\n");
   const std::string out = (std::filesystem::temp_directory_path() / "gpusched_drf_quota").string();
-  const std::string base = "simulate --quiet --trace " + csv + " --nodes 1 --gpus-per-node 8 --policies drf --format json --out " + out;
+  // No restart cost or estimate error: the file has no such columns, and the options' defaults would
+  // add them (what a trace lacks comes from the options).
+  const std::string base = "simulate --quiet --trace " + csv +
+                           " --nodes 1 --gpus-per-node 8 --policies drf --restart-cost 0 --estimate-error 0 --format json --out " + out;
   auto free_run = run_tool(base, true);
   REQUIRE(free_run.status == 0);
   CHECK(nlohmann::json::parse(free_run.out)["runs"][0]["metrics"]["makespan_s"] == 100);
@@ -115,6 +119,28 @@ TEST_CASE("simulate: DRF queue quotas from the command line cap a queue") {
   CHECK(report["runs"][0]["metrics"]["makespan_s"] == 200);
   CHECK(report["runs"][0]["metrics"]["wait_mean_s"] == 25.0);
   CHECK(report["sweep"]["parameters"]["queue_quota_gpus"] == nlohmann::json::array({nlohmann::json::array({"q0", 4})}));
+}
+
+TEST_CASE("simulate: the options add what a file trace lacks, never what it gives") {
+  // 160 one-GPU jobs of 10 minutes without checkpoint or restart columns on 4 GPUs: the options'
+  // 60 s checkpoints and 30 s restart cost apply (they were ignored while the report stated them);
+  // a column the file has is the file's.
+  std::string lacking = "name,submit,duration,gpus\n", giving = "name,submit,duration,gpus,checkpoint_interval,restart_cost\n";
+  for (int k = 0; k < 40; ++k) {
+    lacking += fmt::format("j{},{},600,1\n", k, k * 10);
+    giving += fmt::format("j{},{},600,1,0,0\n", k, k * 10);
+  }
+  const auto run = [](const std::string& name, const std::string& csv) {
+    const std::string file = temp_file(name, csv);
+    const std::string out = (std::filesystem::temp_directory_path() / ("gpusched_lacks_" + name)).string();
+    const Run r = run_tool("simulate --quiet --trace " + file + " --nodes 1 --gpus-per-node 4 --policies fifo "
+                           "--checkpoint-interval 60 --restart-cost 30 --format json --out " + out, true);
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out)["runs"][0]["conservation"];
+  };
+  const auto lacks = run("lacks.csv", lacking), gives = run("gives.csv", giving);
+  CHECK(lacks["restart_overhead"] == 40 * 30 * 1000);  // 40 starts x 30 s x 1 GPU
+  CHECK(gives["restart_overhead"] == 0);
 }
 
 TEST_CASE("simulate: progress in a log is at most one line per 10 % of each run, ending at 100 %") {

@@ -489,7 +489,8 @@ SIM_JOBS = {"jobs": [
 
 
 def test_simulate_hand_worked():
-    report = gpusched.simulate(jobs=SIM_JOBS, policies=["fifo", "easy"], nodes=2)
+    # No restart cost or estimate error (the jobs give neither; the options' defaults would add them).
+    report = gpusched.simulate(jobs=SIM_JOBS, policies=["fifo", "easy"], nodes=2, restart_cost=0, estimate_error=0)
     assert report["sweep"]["runs"] == 2 and report["sweep"]["traces"] == ["jobs"]
     runs = {r["policy"]: r for r in report["runs"]}
     for r in runs.values():

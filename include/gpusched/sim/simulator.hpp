@@ -77,6 +77,12 @@ struct SimJob {
   Seconds checkpoint_interval = 0;  // 0 = never checkpoints (an eviction loses the whole segment)
   Seconds restart_cost = 0;
   bool preemptible = true;
+  // The fields its trace gave (bits of SimJob::Given): what the sweep's options must not override
+  // (sim::augment adds only what a trace lacks). A generated job gives none.
+  enum Given : std::uint8_t {
+    kGivenQueue = 1, kGivenPriority = 2, kGivenEstimate = 4, kGivenCheckpoint = 8, kGivenRestart = 16, kGivenMinTasks = 32
+  };
+  std::uint8_t given = 0;
 
   std::int64_t demand() const;   // milli-GPU-seconds (CPU-only: task-seconds x 1000)
   std::int64_t full_rate() const;  // milli-GPU per second at full size (CPU-only: 1000 x tasks)
