@@ -197,7 +197,7 @@ TEST_CASE("restart cost is paid at every (re)start and counted apart from lost w
 TEST_CASE("conservation and completion over random workloads, every policy, with failures and elastic jobs") {
   for (std::uint64_t seed = 1; seed <= testing::trials<std::uint64_t>(3); ++seed) {
     SyntheticSpec s;
-    s.jobs = testing::sanitized ? 100 : 150;  // the sanitized run checks the same code on fewer jobs
+    s.jobs = testing::sanitized ? 60 : 150;  // the sanitized run checks the same code on fewer jobs
     s.seed = seed;
     s.arrivals_per_hour = 40;
     s.duration_median = 1800;
