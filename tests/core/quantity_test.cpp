@@ -43,6 +43,48 @@ TEST_CASE("parse_quantity rejects bad input with the text in the message") {
   CHECK(parse_quantity("5x", QuantityUnit::kCount).error().code == ErrorCode::kInvalidValue);
 }
 
+TEST_CASE("parse_quantity follows resource.Quantity's grammar: exponents, E and Ei, bare points") {
+  // k8s.io/apimachinery/pkg/api/resource: <number>(<binarySI>|<decimalSI>|e<signedNumber>|E<signedNumber>)
+  CHECK(*parse_quantity("1e3", QuantityUnit::kCount) == 1000);
+  CHECK(*parse_quantity("8e0", QuantityUnit::kCount) == 8);
+  CHECK(*parse_quantity("1E3", QuantityUnit::kCount) == 1000);  // E followed by digits: an exponent
+  CHECK(*parse_quantity("1e+3", QuantityUnit::kCount) == 1000);
+  CHECK(*parse_quantity("5e-1", QuantityUnit::kMilli) == 500);
+  CHECK(*parse_quantity("1e-3", QuantityUnit::kMilli) == 1);
+  CHECK(*parse_quantity("1.5e3", QuantityUnit::kBytes) == 1500);
+  CHECK(*parse_quantity("0e999", QuantityUnit::kCount) == 0);
+  CHECK(*parse_quantity("1E", QuantityUnit::kBytes) == 1000000000000000000LL);  // a lone E is exa
+  CHECK(*parse_quantity("1Ei", QuantityUnit::kBytes) == (std::int64_t{1} << 60));
+  CHECK(*parse_quantity("7Ei", QuantityUnit::kBytes) == 7 * (std::int64_t{1} << 60));
+  CHECK(*parse_quantity(".5", QuantityUnit::kMilli) == 500);
+  CHECK(*parse_quantity("+2", QuantityUnit::kCount) == 2);
+  CHECK(*parse_quantity("0.5Ki", QuantityUnit::kBytes) == 512);
+  CHECK(*parse_quantity("0.0009765625Ki", QuantityUnit::kBytes) == 1);  // 2^-10 Ki: fives from the digits, twos from Ki
+  CHECK(*parse_quantity("1.000000000000000000000000000000Ei", QuantityUnit::kBytes) == (std::int64_t{1} << 60));
+  CHECK(*parse_quantity("0.000000000000000000001e24", QuantityUnit::kCount) == 1000);
+  CHECK(*parse_quantity("0.00000000000000000000000000000000000001e41", QuantityUnit::kCount) == 1000);
+  CHECK(*parse_quantity("9.223372036854775807e18", QuantityUnit::kCount) == 9223372036854775807LL);
+  CHECK(*parse_quantity("9223372036854775.807k", QuantityUnit::kCount) == 9223372036854775807LL);
+  CHECK(*parse_quantity("9223372036854775807m", QuantityUnit::kMilli) == 9223372036854775807LL);
+  // Refused: past int64, finer than the unit, malformed exponents.
+  for (const char* over : {"8Ei", "9.3e18", "1e19", "1e999", "9223372036854775808", "10E", "9223372036854775.808k"}) {
+    CAPTURE(over);
+    const auto r = parse_quantity(over, QuantityUnit::kCount);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == ErrorCode::kOverflow);
+  }
+  for (const char* bad : {"1e-1", "1e-999", "1.5", "3e-1Ki", "1e", "1e+", "1e3k", "1E3i", "1ei", "e3", ".", "1Eii"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_quantity(bad, QuantityUnit::kCount).ok());
+  }
+  CHECK_FALSE(parse_quantity("1e-4", QuantityUnit::kMilli).ok());
+  // A long value is cut in the message.
+  const std::string long_text(5000, '9');
+  const auto r = parse_quantity(long_text, QuantityUnit::kCount);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.size() < 200);
+}
+
 TEST_CASE("format_bytes prints the exact Kubernetes spelling") {
   CHECK(format_bytes(64 * kGiB) == "64Gi");
   CHECK(format_bytes(512 * kMiB) == "512Mi");

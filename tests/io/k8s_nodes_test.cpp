@@ -120,7 +120,7 @@ TEST_CASE("k8s nodes: errors name the object, the field and the value") {
   CHECK(no_cpu.find("Node c: status.allocatable.cpu: missing") != std::string::npos);
 
   const std::string dup = k8s_test::read_error({node_yaml("d", "{}", "{cpu: 1, memory: 1Gi}"), node_yaml("d", "{}", "{cpu: 1, memory: 1Gi}")});
-  CHECK(dup.find("duplicate node \"d\"") != std::string::npos);
+  CHECK(dup.find("duplicate Node \"d\"") != std::string::npos);
 
   const std::string taint = k8s_test::read_error(
       {node_yaml("t", "{}", "{cpu: 1, memory: 1Gi}", "spec:\n  taints: [{key: k, effect: Sometimes}]\n")});

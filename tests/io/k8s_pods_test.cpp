@@ -228,3 +228,51 @@ TEST_CASE("k8s pods: bad pods name the pod, the field and the value") {
   CHECK(ts.find("metadata.creationTimestamp") != std::string::npos);
   CHECK(ts.find("yesterday") != std::string::npos);
 }
+
+TEST_CASE("k8s pods: sums that pass int64, duplicate objects and names a path cannot hold are refused") {
+  // Two containers of 2^63-1 bytes wrapped to a tiny request, and 65,538 x 65,535 GPUs to 2 GPUs.
+  const std::string huge = k8s_test::read_error({kNodes, pod("big", R"(  containers:
+  - {name: a, resources: {requests: {memory: "9223372036854775807"}}}
+  - {name: b, resources: {requests: {memory: "9223372036854775807"}}}
+)")});
+  CHECK(huge.find("Pod ns/big") != std::string::npos);
+  CHECK(huge.find("memory requests add up past 2^63") != std::string::npos);
+  const std::string gpus = k8s_test::read_error({kNodes, pod("wide", R"(  containers:
+  - {name: a, resources: {limits: {nvidia.com/gpu: "65535"}}}
+  - {name: b, resources: {limits: {nvidia.com/gpu: "65535"}}}
+)")});
+  CHECK(gpus.find("asks for 131070 GPUs; at most 65535") != std::string::npos);
+  const std::string overhead = k8s_test::read_error({kNodes, pod("oh", R"(  overhead: {cpu: "9223372036854775"}
+  containers: [{name: a, resources: {requests: {cpu: "1"}}}]
+)")});
+  CHECK(overhead.find("cpu requests add up past 2^63") != std::string::npos);
+
+  // The API server keeps one object per kind, namespace and name.
+  const std::string twice = k8s_test::read_error({kNodes, pod("p", "  containers: [{name: c}]\n"), pod("p", "  containers: [{name: c}]\n")});
+  CHECK(twice.find("2.yaml: Pod ns/p: metadata.name: duplicate Pod \"ns/p\" (the first is in 1.yaml)") != std::string::npos);
+  // ...but the same name in another namespace or of another kind is another object.
+  auto other = k8s_test::read_ok({kNodes, pod("p", "  containers: [{name: c}]\n"),
+                                  "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns2}\nspec: {containers: [{name: c}]}\n"});
+  CHECK(other.jobs.size() == 2);
+  // "a/b" in "c" and "b" in "c/a" were both "c/a/b": names are path segments.
+  const std::string slash = k8s_test::read_error({kNodes, pod("a/b", "  containers: [{name: c}]\n")});
+  CHECK(slash.find("metadata.name: \"a/b\" is not a valid Kubernetes name") != std::string::npos);
+  const std::string ns = k8s_test::read_error(
+      {kNodes, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: c/a}\nspec: {containers: [{name: c}]}\n"});
+  CHECK(ns.find("metadata.namespace: \"c/a\" is not a valid Kubernetes name") != std::string::npos);
+}
+
+TEST_CASE("k8s pods: quantities with exponents and exa suffixes, as resource.Quantity reads them") {
+  auto in = k8s_test::read_ok({kNodes, pod("e", R"(  containers:
+  - {name: a, resources: {requests: {cpu: 1e0, memory: 2e9}, limits: {nvidia.com/gpu: 8e0}}}
+)"), pod("f", R"(  containers:
+  - {name: a, resources: {requests: {cpu: "5e-1", memory: 0.5Ki}}}
+)")});
+  const auto& e = job(in, "ns/e").groups.at(0).shape;
+  CHECK(e.cpu == 1000);
+  CHECK(e.memory == 2000000000);
+  CHECK(e.gpus == 8);
+  const auto& f = job(in, "ns/f").groups.at(0).shape;
+  CHECK(f.cpu == 500);
+  CHECK(f.memory == 512);
+}

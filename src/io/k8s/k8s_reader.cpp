@@ -242,11 +242,14 @@ std::optional<std::string> model_of(const GpuModelRegistry& reg, std::string_vie
 struct Req {
   std::int64_t cpu = 0, memory = 0, gpu = 0;
   std::map<std::string, std::int64_t> mig;  // profile -> devices
-  void add(const Req& r) {
-    cpu += r.cpu;
-    memory += r.memory;
-    gpu += r.gpu;
-    for (const auto& [p, n] : r.mig) mig[p] += n;
+  // Adds r's requests; the name of the first resource whose sum passes int64, or nullptr.
+  [[nodiscard]] const char* add(const Req& r) {
+    if (__builtin_add_overflow(cpu, r.cpu, &cpu)) return "cpu";
+    if (__builtin_add_overflow(memory, r.memory, &memory)) return "memory";
+    if (__builtin_add_overflow(gpu, r.gpu, &gpu)) return "nvidia.com/gpu";
+    for (const auto& [p, n] : r.mig)
+      if (__builtin_add_overflow(mig[p], n, &mig[p])) return "nvidia.com/mig-*";
+    return nullptr;
   }
   void max_with(const Req& r) {
     cpu = std::max(cpu, r.cpu);
@@ -284,6 +287,7 @@ class Reader {
 
  private:
   void collect(const json& doc, const std::string& source, int depth);
+  void remember(const Obj& o);
   void read_node(const Obj& o);
   void build_mig(const Obj& o, NodeSpec& node, const std::string& model, std::int64_t whole,
                  const std::vector<std::pair<std::string, std::int64_t>>& mig, std::int64_t physical_label);
@@ -322,6 +326,7 @@ class Reader {
   std::map<std::string, const Obj*> volcano_jobs_;               // "ns/name"
   std::optional<std::int64_t> default_priority_;
   std::map<std::string, std::int64_t> volcano_running_;  // "ns/job/task" -> bound pods
+  std::unordered_map<std::string, std::string> identities_;  // "kind group ns/name" -> its file
 };
 
 // ---- documents and objects ----
@@ -346,7 +351,15 @@ void Reader::collect(const json& doc, const std::string& source, int depth) {
     return;
   }
   identify(o);
+  remember(o);
   objs_.push_back(std::move(o));
+}
+
+// The API server holds one object per kind, group, namespace and name: a second one in the input is
+// a mistake (two pods of one name were both bound), refused naming both files.
+void Reader::remember(const Obj& o) {
+  auto [it, fresh] = identities_.try_emplace(fmt::format("{} {} {}/{}", o.kind, o.group, o.ns, o.name), o.source);
+  if (!fresh) o.fail("metadata.name", fmt::format("duplicate {} \"{}\" (the first is in {})", o.kind, o.ns.empty() ? o.name : o.ns + "/" + o.name, it->second), ErrorCode::kDuplicate);
 }
 
 void identify(Obj& o) {
@@ -356,6 +369,13 @@ void identify(Obj& o) {
   for (const std::string* s : {&o.name, &o.ns}) {
     auto ok = io::detail::check_name(*s, "metadata");
     if (!ok) o.fail("metadata", ok.error().message);
+  }
+  // The API server's path segment rule (apimachinery's IsValidPathSegmentName) for every object
+  // name: no "/" or "%", not "." or "..". Without it pod "a/b" in namespace "c" and pod "b" in
+  // namespace "c/a" were one binding "c/a/b".
+  for (const auto& [field, s] : {std::pair{"metadata.name", &o.name}, std::pair{"metadata.namespace", &o.ns}}) {
+    if (s->find_first_of("/%") != std::string::npos || *s == "." || *s == "..")
+      o.fail(field, fmt::format("{} is not a valid Kubernetes name (no \"/\" or \"%\", not \".\" or \"..\")", io::detail::shown(*s)));
   }
   const bool namespaced = o.kind == "Pod" || o.kind == "PodGroup" || o.kind == "LocalQueue" ||
                           (o.kind == "Job" && o.group == "batch.volcano.sh");
@@ -772,8 +792,13 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
   const json* containers = child(spec, "containers");
   if (!containers) o.fail(prefix + ".containers", "missing", ErrorCode::kMissingField);
   get_array(o, containers, Field{prefix, ".containers"});
+  // Requests add up in int64; a sum past it is refused (65,538 containers of 65,535 GPUs wrapped to 2).
+  auto add = [&](Req& to, const Req& r) {
+    if (const char* resource = to.add(r))
+      o.fail(prefix + ".containers[].resources", fmt::format("the pod's {} requests add up past 2^63", resource), ErrorCode::kOverflow);
+  };
   Req app;
-  for (std::size_t i = 0; i < containers->size(); ++i) app.add(read_container(o, (*containers)[i], prefix, ".containers", i));
+  for (std::size_t i = 0; i < containers->size(); ++i) add(app, read_container(o, (*containers)[i], prefix, ".containers", i));
   Req init_peak, sidecars;
   if (const json* inits = child(spec, "initContainers")) {
     get_array(o, inits, Field{prefix, ".initContainers"});
@@ -782,21 +807,25 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
       Req r = read_container(o, c, prefix, ".initContainers", i);
       const json* rp = child(&c, "restartPolicy");
       if (rp && rp->is_string() && rp->get_ref<const std::string&>() == "Always") {
-        sidecars.add(r);
+        add(sidecars, r);
         init_peak.max_with(sidecars);
       } else {
-        r.add(sidecars);
+        add(r, sidecars);
         init_peak.max_with(r);
       }
     }
   }
-  app.add(sidecars);
+  add(app, sidecars);
   app.max_with(init_peak);
   if (const json* oh = child(spec, "overhead")) {
     get_object(o, oh, prefix + ".overhead");
-    if (const json* c = child(oh, "cpu")) app.cpu += get_quantity(o, *c, prefix + ".overhead.cpu", QuantityUnit::kMilli, kMilliPerCpu);
-    if (const json* m = child(oh, "memory")) app.memory += get_quantity(o, *m, prefix + ".overhead.memory", QuantityUnit::kBytes, 1);
+    Req overhead;
+    if (const json* c = child(oh, "cpu")) overhead.cpu = get_quantity(o, *c, prefix + ".overhead.cpu", QuantityUnit::kMilli, kMilliPerCpu);
+    if (const json* m = child(oh, "memory")) overhead.memory = get_quantity(o, *m, prefix + ".overhead.memory", QuantityUnit::kBytes, 1);
+    add(app, overhead);
   }
+  if (app.gpu > 65535)
+    o.fail(prefix + ".containers[].resources", fmt::format("the pod asks for {} GPUs; at most 65535", app.gpu), ErrorCode::kLimit);
   out.shape.cpu = app.cpu;
   out.shape.memory = app.memory;
   std::int64_t mig_devices = 0;
@@ -979,6 +1008,7 @@ void Reader::read_pods() {
       lazy_doc = std::move(*doc);
       o.v = &lazy_doc;
       identify(o);
+      remember(o);
     }
     struct Forget {
       Obj& o;
