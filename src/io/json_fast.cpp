@@ -94,9 +94,9 @@ class FastJsonReader {
       if (p_ == end_ || *p_ != ':') return false;
       ++p_;
       skip_ws();
-      // The last of duplicate keys is kept, as nlohmann's parser does (operator[] then assign).
-      auto it = members.try_emplace(key).first;
-      if (!value(it->second)) return false;
+      // A duplicate key is parse_json's to report (it names the path).
+      auto [it, fresh] = members.try_emplace(key);
+      if (!fresh || !value(it->second)) return false;
       if (const After a = after_item('}'); a != After::kMore) return a == After::kClosed;
     }
   }

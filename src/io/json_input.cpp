@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,91 @@ namespace gpusched::io::detail {
 namespace {
 
 struct TooDeep {};
+struct DuplicateKey {
+  std::string path;
+};
+
+// nlohmann's DOM parser (json_sax_dom_parser) with one rule added: a key repeated in an object is
+// refused, naming its path, where nlohmann keeps the last (RFC 8259 leaves duplicates to the
+// reader; the API server's strict field validation and every gpusched format treat them as
+// errors: with "last wins" two readers of one file could see two different objects).
+class StrictDomBuilder {
+ public:
+  using json = nlohmann::json;
+  explicit StrictDomBuilder(json& root) : root_(root) {}
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(json::number_integer_t v) { return value(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return value(v); }
+  bool string(json::string_t& v) { return value(std::move(v)); }
+  bool binary(json::binary_t& v) { return value(json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool key(json::string_t& k) {
+    auto [it, fresh] = stack_.back().value->get_ptr<json::object_t*>()->emplace(std::move(k), nullptr);
+    stack_.back().key = &it->first;
+    slot_ = &it->second;
+    if (!fresh) throw DuplicateKey{path()};
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
+    // As json_sax_dom_parser does: rethrow as the exception's own type.
+    if (ex.id / 100 == 4) throw *static_cast<const json::out_of_range*>(&ex);
+    throw *static_cast<const json::parse_error*>(&ex);
+  }
+
+ private:
+  struct Level {
+    json* value;
+    const std::string* key = nullptr;  // an object's current key
+  };
+  template <class V>
+  json* place(V&& v) {
+    if (stack_.empty()) {
+      root_ = json(std::forward<V>(v));
+      return &root_;
+    }
+    json& top = *stack_.back().value;
+    if (top.is_array()) return &top.get_ptr<json::array_t*>()->emplace_back(std::forward<V>(v));
+    *slot_ = json(std::forward<V>(v));
+    return slot_;
+  }
+  template <class V>
+  bool value(V&& v) {
+    place(std::forward<V>(v));
+    return true;
+  }
+  bool open(json empty) {
+    stack_.push_back({place(std::move(empty))});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+  // "spec.containers[0].name", each key shown as error messages show keys.
+  std::string path() const {
+    std::string out;
+    for (std::size_t i = 0; i < stack_.size(); ++i) {
+      const json& v = *stack_[i].value;
+      if (v.is_array()) {
+        out += fmt::format("[{}]", v.size() - 1);
+      } else if (stack_[i].key) {
+        if (!out.empty()) out += '.';
+        out += shown_key(*stack_[i].key);
+      }
+    }
+    return out;
+  }
+
+  json& root_;
+  std::vector<Level> stack_;
+  json* slot_ = nullptr;  // where an object's next value goes
+};
 
 // nlohmann's messages quote the token read so far ("last read: '...'"), which for an unterminated
 // string is the rest of the line, or of the file: cut to a readable length.
@@ -46,7 +132,12 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
         --open;
       }
     }
-    return json::parse(text.begin(), text.end());
+    json out;
+    StrictDomBuilder builder(out);
+    json::sax_parse(text.begin(), text.end(), &builder);
+    return out;
+  } catch (const DuplicateKey& d) {
+    return Error{fmt::format("{}: {}: the key appears twice in its object", source, d.path), ErrorCode::kDuplicate, d.path};
   } catch (const TooDeep&) {
     return Error{fmt::format("{}: JSON nested deeper than {} levels", source, limits.max_depth), ErrorCode::kLimit};
   } catch (const json::out_of_range& e) {

@@ -125,3 +125,20 @@ TEST_CASE("parse_json_fast: the same document or the same error as parse_json") 
     }
   }
 }
+
+TEST_CASE("parse_json: a key twice in one object is refused, naming its path") {
+  // nlohmann keeps the last of repeated keys; {"gpus": 100, "gpus": 1} then said 1 to one reader
+  // and 100 to another. Both parsers refuse it with the key's path.
+  using gpusched::io::detail::parse_json_fast;
+  const std::string text = R"({"spec": {"containers": [{"name": "a"}, {"name": "b", "resources": {"gpu": 100, "gpu": 1}}]}})";
+  for (const auto& r : {parse_json(text, "pod.json"), parse_json_fast(text, "pod.json")}) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message == "pod.json: spec.containers[1].resources.gpu: the key appears twice in its object");
+    CHECK(r.error().code == gpusched::ErrorCode::kDuplicate);
+  }
+  const auto top = parse_json(R"([{"a": 1}, {"a": 1, "b": 2, "a": 3}])", "x");
+  REQUIRE_FALSE(top.ok());
+  CHECK(top.error().message == "x: [1].a: the key appears twice in its object");
+  // The same key in two objects, or in an array of objects, is no duplicate.
+  CHECK(parse_json(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "x").ok());
+}

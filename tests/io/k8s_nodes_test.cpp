@@ -145,6 +145,12 @@ TEST_CASE("k8s nodes: hostile YAML is an error, not a crash or an allocation") {
   for (int i = 0; i < 200; ++i) deep += "]";
   CHECK(k8s_test::read_error({deep}).find("nested deeper than") != std::string::npos);
 
+  // YAML 1.2: keys of a mapping are unique (kubectl: "mapping key already defined"); the last one won.
+  const std::string dup_key = k8s_test::read_error(
+      {"kind: Node\nmetadata: {name: n}\nstatus:\n  allocatable: {cpu: 1, memory: 1Gi, nvidia.com/gpu: \"100\", nvidia.com/gpu: \"1\"}\n"});
+  CHECK(dup_key.find("0.yaml: malformed YAML at line 4") != std::string::npos);
+  CHECK(dup_key.find("the mapping key \"nvidia.com/gpu\" appears twice") != std::string::npos);
+
   // "Billion laughs": nine levels of aliases each repeating the last nine times.
   std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'j'; ++c) {

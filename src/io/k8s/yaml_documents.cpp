@@ -188,10 +188,14 @@ class JsonBuilder final : public YAML::EventHandler {
       top.value.push_back(std::move(value));
     } else if (!top.have_key) {
       if (scalar == nullptr) throw YAML::ParserException(mark, "a mapping key must be a scalar");
+      // YAML 1.2 (3.2.1.1): the keys of a mapping are unique; kubectl refuses a repeated one
+      // ("mapping key ... already defined"). With "last wins" the file said two things.
+      if (top.value.contains(*scalar))
+        throw YAML::ParserException(mark, fmt::format("the mapping key {} appears twice", io::detail::shown(*scalar)));
       top.key = *scalar;
       top.have_key = true;
     } else {
-      top.value[top.key] = std::move(value);  // a repeated key: the last one wins, as with kubectl
+      top.value[top.key] = std::move(value);
       top.have_key = false;
     }
   }
