@@ -32,6 +32,7 @@
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
 #include "io/decision_json.hpp"
+#include "io/text_input.hpp"
 
 #ifndef GPUSCHED_VERSION_STRING
 #error "GPUSCHED_VERSION_STRING is set by the build (the project's version)"
@@ -204,12 +205,9 @@ void need(const T* p, const char* what) {
 
 std::string read_whole_file(const char* path) {
   need(path, "path");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(GPUSCHED_ERROR_IO, fmt::format("{}: cannot open file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail(GPUSCHED_ERROR_IO, fmt::format("{}: read error", path));
-  return std::move(text).str();
+  auto text = gpusched::io::detail::read_input_file(path);
+  if (!text) fail(text.error());
+  return std::move(*text);
 }
 
 std::unique_ptr<gpusched_state> make_state(gpusched::GpuModelRegistry registry, const gpusched::Cluster& cluster,

@@ -3,7 +3,9 @@
 //   gpusched simulate --trace itp:04 --policies fifo,easy,las --seeds 42-43 --out results/
 //   gpusched simulate ... --shard 1/4 --out results/       # one slice of the sweep (runs with index % 4 == 1)
 //   gpusched merge --out results/ results/shard-*.json     # the same report as the unsharded run, byte for byte
+#include <charconv>
 #include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "gpusched/sim/sim_report.hpp"
 #include "gpusched/sim/simulator.hpp"
 #include "gpusched/sim/sweep.hpp"
+#include "io/text_input.hpp"
 
 namespace gpusched::cli {
 // A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
@@ -53,26 +56,32 @@ struct SimOptions {
   bool quiet = false;
 };
 
+// CSV: a header line, then time,node,duration per line (seconds, node index, seconds), each an
+// integer in the simulator's time range.
 std::vector<sim::NodeFailure> read_failures(const std::string& path) {
-  // CSV: time,node,duration (seconds, node index).
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
+  const std::string text = read_file(path);
+  const auto lines = io::detail::text_lines(text);
   std::vector<sim::NodeFailure> out;
-  std::string line;
-  std::size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (n == 1 || line.empty()) continue;
-    sim::NodeFailure f;
-    unsigned long long node = 0;
-    long long t = 0, d = 0;
-    if (std::sscanf(line.c_str(), "%lld,%llu,%lld", &t, &node, &d) != 3 || t < 0 || d < 1)
-      throw InputError(fmt::format("{}:{}: expected time,node,duration (non-negative, node index, positive), got \"{}\"",
-                                   path, n, line));
-    f.time = t;
-    f.node = static_cast<std::uint32_t>(node);
-    f.duration = d;
-    out.push_back(f);
+  for (std::size_t n = 1; n < lines.size(); ++n) {
+    const std::string_view line = lines[n];
+    if (line.empty()) continue;
+    std::int64_t v[3] = {0, 0, 0};
+    std::size_t field = 0, begin = 0;
+    bool ok = true;
+    for (; field < 3 && ok; ++field) {
+      const std::size_t end = field < 2 ? line.find(',', begin) : line.size();
+      if (end == std::string_view::npos) ok = false;
+      else {
+        const auto [p, ec] = std::from_chars(line.data() + begin, line.data() + end, v[field]);
+        ok = ec == std::errc{} && p == line.data() + end;
+        begin = end + 1;
+      }
+    }
+    if (!ok || v[0] < 0 || v[0] > sim::kMaxSimSeconds || v[1] < 0 || v[1] > std::numeric_limits<std::uint32_t>::max() ||
+        v[2] < 1 || v[2] > sim::kMaxSimSeconds)
+      throw InputError(fmt::format("{}:{}: expected time,node,duration (time in [0, {}], a node index, duration in [1, {}]), got {}",
+                                   path, n + 1, sim::kMaxSimSeconds, sim::kMaxSimSeconds, io::detail::shown(line)));
+    out.push_back(sim::NodeFailure{.time = v[0], .node = static_cast<std::uint32_t>(v[1]), .duration = v[2]});
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "io/text_input.hpp"
 
 namespace gpusched::cli {
 namespace {
@@ -33,12 +34,9 @@ void throw_input_error(std::string_view file, std::string_view message) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": read error");
-  return out.str();
+  auto text = io::detail::read_input_file(path);
+  if (!text) throw InputError(text.error().message);
+  return std::move(*text);
 }
 
 std::string data_dir() {

@@ -136,14 +136,6 @@ class Table {
 constexpr std::int64_t kMaxMib = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxCpuMilli = std::int64_t{1} << 40;
 
-Result<std::string> slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{fmt::format("{}: cannot open file", path), ErrorCode::kIo};
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) return Error{fmt::format("{}: read error", path), ErrorCode::kIo};
-  return out.str();
-}
 
 }  // namespace
 
@@ -247,13 +239,13 @@ Result<std::vector<TracePod>> parse_alibaba_pods(std::string_view text, std::str
 }
 
 Result<std::vector<TraceNode>> read_alibaba_nodes(const std::string& path) {
-  auto text = slurp(path);
+  auto text = detail::read_input_file(path);
   if (!text) return text.error();
   return parse_alibaba_nodes(*text, path);
 }
 
 Result<std::vector<TracePod>> read_alibaba_pods(const std::string& path) {
-  auto text = slurp(path);
+  auto text = detail::read_input_file(path);
   if (!text) return text.error();
   return parse_alibaba_pods(*text, path);
 }

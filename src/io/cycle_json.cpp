@@ -465,7 +465,7 @@ Result<K8sCycle> read_cycle_inputs_k8s_impl(std::span<const k8s::Source> sources
       in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
     }
     for (const k8s::RunningPod& r : input->running) {
-      const std::string what = fmt::format("Pod {}/{}", r.pod.ns, r.pod.name);
+      const std::string what = fmt::format("{}: Pod {}/{}", r.source, r.pod.ns, r.pod.name);
       const NodeId n = st.find_node(r.node);
       if (n == kNoNode) continue;  // reported by the reader
       auto compiled = compile_job(st, r.job);

@@ -1,6 +1,8 @@
 #include "io/json_input.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <new>
 #include <vector>
 
@@ -150,6 +152,36 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: out of memory reading {} bytes of JSON", source, text.size()), ErrorCode::kLimit};
   }
+}
+
+Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) return Error{fmt::format("{}: is a directory, expected a file", path), ErrorCode::kIo, "path"};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{fmt::format("{}: cannot open file", path), ErrorCode::kIo, "path"};
+  auto too_large = [&] {
+    return Error{fmt::format("{}: more than the limit of {} bytes{}", path, max_bytes,
+                             fs::is_regular_file(status) ? "" : " (not a regular file)"),
+                 ErrorCode::kLimit, "path"};
+  };
+  std::string text;
+  if (fs::is_regular_file(status)) {
+    const auto size = fs::file_size(path, ec);
+    if (!ec && size > max_bytes) return too_large();
+    if (!ec) text.reserve(static_cast<std::size_t>(size));
+  }
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (text.size() + got > max_bytes) return too_large();
+    text.append(chunk, got);
+  }
+  if (in.bad()) return Error{fmt::format("{}: read error", path), ErrorCode::kIo, "path"};
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    return Error{fmt::format("{}: empty file", path), ErrorCode::kMissingField, "path"};
+  return text;
 }
 
 std::string shown(std::string_view text, std::size_t max_chars) {

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpusched/core/result.hpp"
+
 namespace gpusched::io::detail {
 
 // A string as an error message shows it: quoted, control characters and quotes escaped, cut to
@@ -21,6 +23,15 @@ std::string shown(std::string_view text, std::size_t max_chars = 80);
 inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
   return shown(std::string_view(text), max_chars);
 }
+
+// A whole input file, the one way every reader of the tool, the C API and the simulator opens one:
+// a directory is refused (it opened and read as empty), a file that is not regular (a pipe,
+// /dev/zero) is read in chunks and refused past `max_bytes` before more is spent, a regular file
+// larger than `max_bytes` is refused without reading it, and a file of only white space is refused as
+// empty (docs/formats.md: empty input is an error, never an empty success). Errors name the path,
+// code kIo (cannot open, a directory, a read error), kLimit or kMissingField (empty).
+inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
+Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 
 // The text's lines without their terminators; "\n", "\r\n" and a lone "\r" each end a line. A
 // final terminator does not start another (empty) line; empty text is no lines.

@@ -25,13 +25,6 @@ bool parse_i64(std::string_view s, std::int64_t& out) {
   return ec == std::errc{} && p == s.data() + s.size();
 }
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot open file", ErrorCode::kIo, "path"};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // One CSV table (RFC 4180): header columns by name, rows with located errors. Fields may be quoted
 // ("a,b", "say ""hi""", a quoted field may span lines); unquoted fields are trimmed of spaces and
@@ -330,7 +323,7 @@ Result<std::vector<SimJob>> parse_itp_trace(std::string_view text, std::string_v
 }
 
 Result<std::vector<SimJob>> read_itp_trace(const std::string& path, std::int32_t gpus_per_node) {
-  auto text = read_text(path);
+  auto text = io::detail::read_input_file(path);
   if (!text) return text.error();
   return parse_itp_trace(*text, path, gpus_per_node);
 }
@@ -443,7 +436,7 @@ Result<std::vector<SimJob>> parse_jobs_json(std::string_view text, std::string_v
 }
 
 Result<std::vector<SimJob>> read_jobs_file(const std::string& path) {
-  auto text = read_text(path);
+  auto text = io::detail::read_input_file(path);
   if (!text) return text.error();
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return parse_jobs_json(*text, path);
   return parse_jobs_csv(*text, path);

@@ -1,7 +1,9 @@
 // `gpusched place --k8s` and `gpusched fairshare --k8s` end to end.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +16,7 @@ using gpusched::cli_test::run_tool;
 using gpusched::cli_test::temp_file;
 
 const std::string kK8s = std::string(GPUSCHED_FIXTURES_DIR) + "/k8s/";
+const std::string kExampleDir = std::string(GPUSCHED_SOURCE_DIR) + "/examples/";
 
 }  // namespace
 
@@ -145,5 +148,32 @@ TEST_CASE("cycle --k8s and place --k8s: bound MIG pods hold their devices") {
     } else {
       CHECK(started[0]["node"] == "mig-single-0");
     }
+  }
+}
+
+TEST_CASE("every input file: a directory, an empty file, an endless device and a file of no objects are refused") {
+  const std::string dir = std::filesystem::path(temp_file("marker", "x")).parent_path().string();
+  const std::string nodes = kK8s + "nodes.yaml";
+  struct Case {
+    std::string args, message;
+  };
+  const std::string empty = temp_file("empty.yaml", ""), blank = temp_file("blank.json", " \n\t\r\n");
+  const std::string comments = temp_file("comments.yaml", "# nothing here\n---\n---\n");
+  const std::vector<Case> cases = {
+      {"place --k8s " + dir, dir + ": is a directory, expected a file"},
+      {"place --k8s " + nodes + " " + empty, empty + ": empty file"},
+      {"place --k8s " + nodes + " " + comments, comments + ": no Kubernetes object"},
+      {"place --cluster " + dir + " --jobs " + blank, dir + ": is a directory"},
+      {"cycle --cluster " + kExampleDir + "cycle/cluster.json --pending " + blank + " --now 0", blank + ": empty file"},
+      {"cycle --cluster " + kExampleDir + "cycle/cluster.json --pending " + kExampleDir + "cycle/pending.json --running " + blank + " --now 0",
+       blank + ": empty file"},
+      {"simulate --trace " + dir + " --nodes 2 --policies fifo --quiet --out " + dir + "/o", dir + ": is a directory"},
+      {"simulate --trace " + empty + " --nodes 2 --policies fifo --quiet --out " + dir + "/o", empty + ": empty file"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run r = run_tool(c.args, true);
+    CHECK(r.status == 2);
+    CHECK(r.out.find(c.message) != std::string::npos);
   }
 }

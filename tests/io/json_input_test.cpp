@@ -1,6 +1,11 @@
 // The shared JSON entry point: hostile documents become error values, never exceptions or crashes.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <string>
 #include <vector>
 
@@ -141,4 +146,35 @@ TEST_CASE("parse_json: a key twice in one object is refused, naming its path") {
   CHECK(top.error().message == "x: [1].a: the key appears twice in its object");
   // The same key in two objects, or in an array of objects, is no duplicate.
   CHECK(parse_json(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "x").ok());
+}
+
+TEST_CASE("read_input_file: bounded before the memory is spent, directories and empty files refused") {
+  using gpusched::io::detail::read_input_file;
+  // /dev/zero never ends: read in chunks and refused at the bound (the tool's is 1 GiB).
+  const auto zero = read_input_file("/dev/zero", 1 << 20);
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.error().message == "/dev/zero: more than the limit of 1048576 bytes (not a regular file)");
+  CHECK(zero.error().code == gpusched::ErrorCode::kLimit);
+  const auto dir = std::filesystem::temp_directory_path() / ("gpusched-read-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto is_dir = read_input_file(dir.string());
+  REQUIRE_FALSE(is_dir.ok());
+  CHECK(is_dir.error().code == gpusched::ErrorCode::kIo);
+  CHECK(is_dir.error().message.ends_with(": is a directory, expected a file"));
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  // A regular file past the bound is refused by its size, without reading it.
+  const auto big = read_input_file(write("big.json", std::string(100, ' ') + "{}"), 64);
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().message.ends_with("big.json: more than the limit of 64 bytes"));
+  const auto blank = read_input_file(write("blank.json", " \r\n\t"));
+  REQUIRE_FALSE(blank.ok());
+  CHECK(blank.error().message.ends_with("blank.json: empty file"));
+  const auto ok = read_input_file(write("ok.json", "{\"a\": 1}"), 9);
+  REQUIRE(ok.ok());
+  CHECK(*ok == "{\"a\": 1}");
+  CHECK(read_input_file((dir / "missing.json").string()).error().code == gpusched::ErrorCode::kIo);
+  std::filesystem::remove_all(dir);
 }

@@ -110,6 +110,7 @@ struct RunningPod {
   std::string gpu_model;  // the node's GPU model when the pod uses GPUs, else ""
   std::int32_t priority = 0;
   std::int64_t start_time = 0;  // status.startTime, else metadata.creationTimestamp (seconds; 0 = unknown)
+  std::string source;           // the file it was read from, for messages
 };
 
 // A fair-share queue from a Kueue ClusterQueue, a KAI Queue or a Volcano Queue. Amounts are keyed

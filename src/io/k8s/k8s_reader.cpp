@@ -277,6 +277,7 @@ struct NodeRec {
   std::uint64_t taint_mask = 0;
   std::string model;        // "" = no GPUs
   std::string mig_profile;  // MIG single strategy: the profile whose devices nvidia.com/gpu counts
+  std::string source;       // the file it was read from
 };
 
 class Reader {
@@ -416,6 +417,10 @@ Input Reader::run(std::span<const Source> sources) {
     }
     auto parsed = detail::parse_documents(s.text, s.name);
     if (!parsed) throw ParseError{parsed.error()};
+    // docs/formats.md: empty input is an error, never an empty success ("0 bound", exit 0).
+    if (parsed->empty())
+      throw ParseError{Error{fmt::format("{}: no Kubernetes object (no YAML or JSON document in the file)", name),
+                             ErrorCode::kMissingField, "kind"}};
     for (auto& d : *parsed) {
       docs_.push_back(std::move(d));
       collect(docs_.back(), name, 0);
@@ -460,7 +465,7 @@ Input Reader::run(std::span<const Source> sources) {
   for (std::size_t n = 0; n < nodes_.size(); ++n)
     for (const auto& level : in_.topology_levels)
       if (!find_label(nodes_[n].labels, level)) {
-        Obj o{nullptr, "input", "Node", "", "", nodes_[n].name, {}};
+        Obj o{nullptr, node_recs_[n].source, "Node", "", "", nodes_[n].name, {}};
         warn_.add(o, fmt::format("metadata.labels[\"{}\"]", level),
                   fmt::format("node has no label of topology level {}: it is in no domain of that level", level));
       }
@@ -589,6 +594,7 @@ void Reader::read_node(const Obj& o) {
   }
   node_index_.emplace(node.name, nodes_.size());
   nodes_.push_back(std::move(node));
+  rec.source = o.source;
   node_recs_.push_back(rec);
 }
 
@@ -1039,6 +1045,7 @@ void Reader::read_pods() {
     if (!p.spec.node_name.empty()) {
       RunningPod r;
       r.pod = {o.ns, o.name};
+      r.source = o.source;
       r.node = p.spec.node_name;
       r.job.job_name = o.ns + "/" + o.name;
       r.job.queue_name = queue;
@@ -1478,7 +1485,7 @@ void Reader::read_queues() {
 // on the first idle instance of its profile.
 void Reader::apply_running() {
   for (RunningPod& r : in_.running) {
-    Obj o{nullptr, "input", "Pod", "", r.pod.ns, r.pod.name, {}};
+    Obj o{nullptr, r.source, "Pod", "", r.pod.ns, r.pod.name, {}};
     auto it = node_index_.find(r.node);
     if (it == node_index_.end()) {
       warn_.add(o, "spec.nodeName", "bound to a node that is not in the input: its usage is not counted");
