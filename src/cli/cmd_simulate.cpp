@@ -105,6 +105,13 @@ void write_report(const std::string& dir, const ordered_json& sweep, std::vector
   write_file(fs::path(dir) / "queue_length.svg", report->svg_queue);
   if (format == "json") std::fputs(report->json.c_str(), stdout);
   else std::fputs(report->table.c_str(), stdout);
+  for (const auto& r : nlohmann::json::parse(report->json).at("runs")) {
+    const auto& m = r.at("metrics");
+    if (const auto left = m.value("unfinished", std::size_t{0}); left > 0)
+      std::fprintf(stderr, "gpusched: warning: %s %s seed %s: %zu of %zu jobs neither completed nor were rejected (docs/simulate.md, \"unfinished\")\n",
+                   r.at("trace").get<std::string>().c_str(), r.at("policy").get<std::string>().c_str(),
+                   r.at("seed").dump().c_str(), left, m.at("jobs").get<std::size_t>());
+  }
   if (!quiet) std::fprintf(stderr, "wrote %s/{simulate.json,simulate.csv,jct_cdf.svg,utilisation.svg,queue_length.svg}\n",
                            dir.c_str());
 }

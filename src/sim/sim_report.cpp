@@ -18,6 +18,7 @@ nlohmann::ordered_json run_record(const SimResult& r, std::size_t index, const s
   j["metrics"] = {{"jobs", m.jobs},
                   {"completed", m.completed},
                   {"rejected", m.rejected},
+                  {"unfinished", m.unfinished},
                   {"jct_mean_s", m.jct_mean},
                   {"jct_p50_s", m.jct_p50},
                   {"jct_p95_s", m.jct_p95},
@@ -181,7 +182,8 @@ Result<SweepReport> sweep_report(const nlohmann::ordered_json& sweep, std::vecto
       "wait_p95_s,slowdown_mean,makespan_s,utilisation_mean,fragmentation_mean,jain_fairness_queues,"
       "gpu_hours_lost_preemption,gpu_hours_lost_failure,gpu_hours_restart,preemptions_per_job,energy_kwh,cost,"
       "conservation_holds\n";
-  out.table = fmt::format("{:<10} {:<18} {:>5} {:>9} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>9} {:>8}\n", "trace",
+  // "completed" shows completed/jobs, so that jobs that did not complete are seen in the table.
+  out.table = fmt::format("{:<10} {:<18} {:>5} {:>13} {:>10} {:>10} {:>10} {:>9} {:>7} {:>7} {:>9} {:>8}\n", "trace",
                           "policy", "seed", "completed", "JCT mean h", "JCT p95 h", "wait mean h", "slowdown",
                           "util %", "jain", "lost GPUh", "conserv.");
   for (const auto& r : records) {
@@ -197,9 +199,9 @@ Result<SweepReport> sweep_report(const nlohmann::ordered_json& sweep, std::vecto
         num(m, "preemptions_per_job"), num(m, "energy_kwh"), num(m, "cost"),
         r.at("conservation").at("holds").get<bool>() ? "true" : "false");
     out.table += fmt::format(
-        "{:<10} {:<18} {:>5} {:>9} {:>10.2f} {:>10.2f} {:>10.2f} {:>9.2f} {:>7.1f} {:>7.3f} {:>9.1f} {:>8}\n",
+        "{:<10} {:<18} {:>5} {:>13} {:>10.2f} {:>10.2f} {:>10.2f} {:>9.2f} {:>7.1f} {:>7.3f} {:>9.1f} {:>8}\n",
         r.at("trace").get<std::string>(), r.at("policy").get<std::string>(), r.at("seed").get<std::uint64_t>(),
-        m.at("completed").get<std::size_t>(), num(m, "jct_mean_s") / 3600, num(m, "jct_p95_s") / 3600,
+        fmt::format("{}/{}", m.at("completed").get<std::size_t>(), m.at("jobs").get<std::size_t>()), num(m, "jct_mean_s") / 3600, num(m, "jct_p95_s") / 3600,
         num(m, "wait_mean_s") / 3600, num(m, "slowdown_mean"), 100 * num(m, "utilisation_mean"),
         num(m, "jain_fairness_queues"),
         num(m, "gpu_hours_lost_preemption") + num(m, "gpu_hours_lost_failure"),

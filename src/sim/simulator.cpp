@@ -780,6 +780,7 @@ Result<SimResult> Engine::run() {
     r.jobs.push_back(o);
     m.max_preemptions_of_a_job = std::max(m.max_preemptions_of_a_job, s.preemptions);
     // Completed jobs only: a rejected job (it never fits: done, never started) has no JCT or wait.
+    if (s.phase != Phase::kDone) ++m.unfinished;
     if (s.phase != Phase::kDone || s.end < 0) continue;
     ++m.completed;
     const double c = static_cast<double>(s.end - jobs_[j].submit);

@@ -315,6 +315,42 @@ TEST_CASE("a job larger than the cluster is rejected, not waited for forever") {
   }
 }
 
+TEST_CASE("an elastic job the cluster can never hold is rejected too; jobs not done are counted, never lost") {
+  // An elastic job (2..4 tasks of 8 GPUs) asking H100 on a V100 cluster: the gang path said "not now"
+  // for ever (only O(1) bounds), the simulator waited, and under FIFO the jobs behind it vanished:
+  // tests/fixtures/sim/jobs.csv on 4 nodes completed 0 and rejected 0 of 3.
+  const SimCluster c = make_uniform_cluster(4, 8, "V100M32");
+  SimJob elastic = job("elastic-h100", 0, 8, 100);
+  elastic.tasks = 4;
+  elastic.min_tasks = 2;
+  elastic.gpu_model = "H100-80GB";
+  SimJob wide = job("wide", 0, 8, 100);  // 2..5 tasks of 8 GPUs: 5 never fit 4 nodes, 2 do
+  wide.tasks = 5;
+  wide.min_tasks = 2;
+  for (const char* policy : {"fifo", "easy", "conservative", "drf", "las"}) {
+    CAPTURE(policy);
+    const SimResult r = run(c, {elastic, wide, job("after", 0, 1, 100)}, policy);
+    CHECK(r.metrics.rejected == 1);
+    CHECK(r.metrics.completed == 2);
+    CHECK(r.metrics.unfinished == 0);
+    CHECK(r.jobs[0].end == -1);
+  }
+  // The project's own fixture: train-a (H100) and infer (A100) can never run on V100 nodes.
+  auto jobs = read_jobs_file(std::string(GPUSCHED_FIXTURES_DIR) + "/sim/jobs.csv");
+  REQUIRE(jobs);
+  const SimResult fixture = run(c, *jobs, "fifo");
+  CHECK(fixture.metrics.completed == 1);
+  CHECK(fixture.metrics.rejected == 2);
+  CHECK(fixture.metrics.unfinished == 0);
+  // A horizon that cuts a run leaves jobs unfinished, and says how many.
+  SimConfig cut;
+  cut.horizon = 50;
+  const SimResult r = run(c, {job("a", 0, 8, 100), job("b", 10, 8, 100), job("c", 60, 1, 10)}, "fifo", cut);
+  CHECK(r.metrics.completed == 0);
+  CHECK(r.metrics.unfinished == 3);
+  CHECK(r.metrics.completed + r.metrics.rejected + r.metrics.unfinished == r.metrics.jobs);
+}
+
 TEST_CASE("jobs whose numbers a run cannot account for are refused, naming the job and field") {
   const SimCluster c = make_uniform_cluster(2, 8, "V100M32");
   const auto refused = [&](SimJob bad, const std::string& field) {

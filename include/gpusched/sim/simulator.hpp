@@ -213,7 +213,9 @@ struct Conservation {
 };
 
 struct SimMetrics {
-  std::size_t jobs = 0, completed = 0, rejected = 0;  // rejected: can never fit the cluster
+  // rejected: can never fit the cluster (infeasible at capacity); unfinished: neither, at the end
+  // (cut by the horizon, or stranded: pending when nothing left to happen could start them).
+  std::size_t jobs = 0, completed = 0, rejected = 0, unfinished = 0;
   double jct_mean = 0, jct_p50 = 0, jct_p95 = 0, jct_p99 = 0;
   double wait_mean = 0, wait_p50 = 0, wait_p95 = 0, wait_p99 = 0;
   double slowdown_mean = 0, slowdown_p50 = 0, slowdown_p95 = 0;  // bounded: JCT / max(duration, 10 s)

@@ -830,17 +830,19 @@ GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes)
       names = &topo->names;
       level_name = topo->per_node ? std::string("node") : topo->key;
     }
-  } else if (required) {
-    // Index-only path: the summary at empty costs a node pass once per layout generation (per call
-    // without a GangCapacityCache), which this path already pays for the explanation's per-domain
-    // figure when a level is required. Without one, only the O(1) bounds above run, so that an
-    // index-only refusal stays in microseconds (BM_GangInfeasibleBound) and the verdict never
-    // depends on whether the caller keeps a cache.
+  } else {
+    // Index-only path: the per-group totals at empty come from the summary, a node pass once per
+    // layout generation (per call without a GangCapacityCache), then O(node shapes) per group.
+    // Only the O(1) bounds ran here once, and an elastic gang asking a GPU model the cluster does
+    // not have was "not now" for ever: the simulator never rejected it, and the jobs queued behind
+    // it under FIFO were lost. The O(1) bounds above still answer first, in microseconds
+    // (BM_GangInfeasibleBound).
     GangEmptyCapacity& cache = capacity_cache();
     cache.refresh(st_);
     totals_known = true;
     const GangEmptyCapacity::Level* level = nullptr;
-    level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
+    if (required)
+      level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
         if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
         return maps_[*topo_];
       });

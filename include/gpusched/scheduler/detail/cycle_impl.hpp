@@ -1252,7 +1252,17 @@ GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state,
                                                        const CycleKept* kept, CycleDetail detail) {
   if (Status st = check_cycle_time(now); !st) return st.error();
   const ClusterState::Checkpoint base = state.checkpoint();
-  detail::CycleRun run(state, running, pending, queues, now, options, kept, detail == CycleDetail::kFull);
+  // One capacity-at-empty summary for the cycle's gangs when the caller keeps none (a gang that
+  // does not fit now is classified against it: one node pass per cycle, not one per gang).
+  GangCapacityCache cycle_cache;
+  const CycleOptions* opts = &options;
+  CycleOptions with_cache;
+  if (options.placement.capacity_cache == nullptr) {
+    with_cache = options;
+    with_cache.placement.capacity_cache = &cycle_cache;
+    opts = &with_cache;
+  }
+  detail::CycleRun run(state, running, pending, queues, now, *opts, kept, detail == CycleDetail::kFull);
   if (Status s = run.setup(); !s) return s.error();
   run.out.now = now;
   run.run(held);

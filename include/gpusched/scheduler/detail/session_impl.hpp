@@ -406,6 +406,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   CycleOptions o = options_;
   o.usage = fair_ ? &usage_ : nullptr;
   o.dry_run = apply == CycleApply::kPlan;
+  if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
   const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
