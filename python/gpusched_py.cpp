@@ -856,6 +856,8 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "to_json",
           [](const PyCluster& c, int indent) {
+            if (indent < -1 || indent > 16)
+              throw py::value_error(fmt::format("indent: expected -1 (one line) to 16 spaces, got {}", indent));
             std::string text = io::write_cluster_json(c.state, indent);
             if (text.empty()) throw std::bad_alloc();
             return text;

@@ -732,7 +732,7 @@ std::string write_cluster_json(const ClusterView& view, const GpuModelRegistry& 
     TopoWriter topo;
     for (std::size_t n = 0; n < view.node_count(); ++n) nodes.push_back(node_to_json(view, n, registry, topo));
     doc["nodes"] = std::move(nodes);
-    return doc.dump(indent, ' ', false, ordered_json::error_handler_t::replace);
+    return doc.dump(detail::clamped_indent(indent), ' ', false, ordered_json::error_handler_t::replace);
   } catch (const ordered_json::exception&) {
     return {};  // not expected: strings are replaced, not refused; kept so that nothing escapes
   } catch (const std::bad_alloc&) {

@@ -724,7 +724,8 @@ std::string waiting_text(const CycleInputs& in, const scheduler::Waiting& w) {
 }
 
 std::string write_cycle_json(const ClusterState& state, const CycleRun& run, int indent) {
-  return cycle_json_impl::decisions_json(state, run).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  return cycle_json_impl::decisions_json(state, run).dump(detail::clamped_indent(indent), ' ', false,
+                                                          nlohmann::json::error_handler_t::replace);
 }
 
 std::string write_cycle_table(const ClusterState& st, const CycleRun& run) {

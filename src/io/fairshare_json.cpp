@@ -279,7 +279,7 @@ std::string write_fairshare_json(const FairshareRun& run, int indent) {
   out["queues"] = queues;
   out["capacity"] = vector_json(space, run.capacity);
   out["free_before"] = vector_json(space, run.free);
-  return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  return out.dump(detail::clamped_indent(indent), ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace gpusched::io

@@ -38,6 +38,12 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
 // `parse_json` (src/io/json_fast.cpp). Used where documents are many or large (the Kubernetes reader).
 Result<nlohmann::json> parse_json_fast(std::string_view text, std::string_view source, JsonLimits limits = {});
 
+// The indent the writers pass to nlohmann's dump: -1 (one line) to kMaxIndent; beyond it clamped.
+// nlohmann 3.11's serializer grows its indent buffer by one doubling, so an indent past 1,024
+// wrote from beyond the buffer (stray bytes from Python's to_json(indent=2000), a crash at 10**6).
+inline constexpr int kMaxIndent = 16;
+inline int clamped_indent(int indent) { return indent < 0 ? -1 : indent > kMaxIndent ? kMaxIndent : indent; }
+
 // A JSON value as an error message shows it: compact, at most `max_chars` characters (then
 // "... (N chars)"), never recursing deeper than the limits allow.
 std::string shown(const nlohmann::json& value, std::size_t max_chars = 80);

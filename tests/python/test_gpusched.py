@@ -169,6 +169,11 @@ def test_to_json_reads_back_to_the_same_state():
     assert copy.nodes() == cluster.nodes()
     assert copy.to_json() == text
     assert "\n  " in cluster.to_json(indent=2)
+    assert json.loads(cluster.to_json(indent=16)) == doc
+    # nlohmann's serializer read past its indent buffer beyond 1,024 (stray bytes at 2000, a crash at 10**6).
+    for bad in (-2, 17, 2000, 10**6):
+        with pytest.raises(ValueError, match=r"indent: expected -1 \(one line\) to 16 spaces"):
+            cluster.to_json(indent=bad)
 
 
 def test_place_errors():

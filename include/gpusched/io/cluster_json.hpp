@@ -55,7 +55,7 @@ Result<ClusterDocument> read_cluster_json(std::string_view text, std::string_vie
 //     is written without "nvidia_smi_topo" (its model's default on reading) rather than with a
 //     matrix the reader would refuse or change.
 // Text that is not UTF-8 is written with U+FFFD in its place. `indent` as in nlohmann::json::dump:
-// -1 one line, N >= 0 pretty with N spaces. Never throws: an empty string only when memory runs out.
+// -1 one line, N >= 0 pretty with N spaces (at most 16; more is 16). Never throws: an empty string only when memory runs out.
 std::string write_cluster_json(const ClusterView& view, const GpuModelRegistry& registry, int indent = -1);
 // The state's live nodes in id order (ClusterStateView: removed nodes are left out), its registry.
 std::string write_cluster_json(const ClusterState& state, int indent = -1);

@@ -155,7 +155,7 @@ Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleI
 std::string waiting_text(const CycleInputs& inputs, const scheduler::Waiting& waiting);
 
 // The `gpusched cycle --format json` document (docs/cycle.md, "Output"): now, starts, evictions,
-// shrinks, grows, reservations, nominations, pending; `indent` as nlohmann's dump (-1: one line).
+// shrinks, grows, reservations, nominations, pending; `indent` as nlohmann's dump (-1: one line; at most 16).
 // Node names are read from `state` (the state the cycle ran on).
 std::string write_cycle_json(const ClusterState& state, const CycleRun& run, int indent = -1);
 // The table `gpusched cycle` prints.

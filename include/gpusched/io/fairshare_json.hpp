@@ -56,7 +56,7 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
                                     std::string_view cluster_source = "cluster");
 
 // The `gpusched fairshare --format json` document: admitted (in order), pending (with reasons),
-// queues (usage, shares), capacity, free_before; `indent` as nlohmann's dump (-1: one line).
+// queues (usage, shares), capacity, free_before; `indent` as nlohmann's dump (-1: one line; at most 16).
 std::string write_fairshare_json(const FairshareRun& run, int indent = -1);
 
 }  // namespace gpusched::io
