@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -224,23 +225,27 @@ int run_simulate(const SimOptions& o) {
 }
 
 int run_merge(const std::vector<std::string>& files, const std::string& out, const std::string& format, bool quiet) {
+  if (files.empty()) throw InputError("merge: no shard files given");
   ordered_json sweep;
+  std::size_t count = 0;
+  std::map<std::size_t, std::string> seen;  // shard index -> its file
   std::vector<ordered_json> records;
   for (const auto& f : files) {
-    ordered_json doc;
-    try {
-      doc = ordered_json::parse(read_file(f));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("{}: not a shard file ({})", f, e.what()));
+    auto shard = sim::read_shard(read_file(f), f);
+    if (!shard) throw InputError(shard.error().message);
+    if (sweep.is_null()) {
+      sweep = shard->sweep;
+      count = shard->count;
+    } else if (sweep != shard->sweep) {
+      throw InputError(fmt::format("{}: a shard of another sweep (its traces, their contents, policies, seeds or parameters differ from {}'s)",
+                                   f, files.front()));
+    } else if (shard->count != count) {
+      throw InputError(fmt::format("{}: shard: a shard of {} where {} has shards of {}", f, shard->count, files.front(), count));
     }
-    if (!doc.contains("sweep") || !doc.contains("records"))
-      throw InputError(fmt::format("{}: not a shard file (no \"sweep\" and \"records\")", f));
-    if (sweep.is_null()) sweep = doc["sweep"];
-    else if (sweep != doc["sweep"])
-      throw InputError(fmt::format("{}: a shard of another sweep (its traces, policies, seeds or parameters differ)", f));
-    for (auto& r : doc["records"]) records.push_back(std::move(r));
+    if (auto [it, fresh] = seen.emplace(shard->index, f); !fresh)
+      throw InputError(fmt::format("{}: shard: shard {}/{} is also {}", f, shard->index, count, it->second));
+    for (auto& r : shard->records) records.push_back(std::move(r));
   }
-  if (files.empty()) throw InputError("merge: no shard files given");
   write_report(out, sweep, std::move(records), format, quiet);
   return 0;
 }

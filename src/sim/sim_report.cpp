@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "io/json_input.hpp"
+
 namespace gpusched::sim {
 
 nlohmann::ordered_json run_record(const SimResult& r, std::size_t index, const std::string& trace_label) {
@@ -155,6 +157,148 @@ std::string plot(const std::string& title, const std::string& xlabel, const std:
 double num(const nlohmann::ordered_json& j, const char* key) { return j.at(key).get<double>(); }
 
 }  // namespace
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+// A value as a message shows it: compact JSON (control bytes escaped by dump), cut at 60 chars. The
+// document passed parse_json's depth bound, so dump's recursion is bounded.
+std::string show(const ordered_json& v) {
+  std::string t = v.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  if (t.size() <= 60) return t;
+  const std::size_t full = t.size();
+  t.resize(60);
+  return fmt::format("{}... ({} chars)", t, full);
+}
+
+[[noreturn]] void shard_fail(std::string_view file, const std::string& field, const std::string& message,
+                             ErrorCode code = ErrorCode::kInvalidValue) {
+  throw Error(fmt::format("{}: {}: {}", file, field, message), code, field);
+}
+
+// `v` shaped like `like` (what run_record writes): the same keys in any order, a number where it has
+// a number (an integer where it has an integer), a bool, a string; arrays of finite numbers.
+void check_like(std::string_view file, const ordered_json& v, const ordered_json& like, const std::string& path) {
+  const auto kind = [](const ordered_json& x) -> std::string_view {
+    return x.is_object() ? "an object" : x.is_array() ? "an array" : x.is_string() ? "a string" : x.is_boolean() ? "a bool"
+         : x.is_number_integer() ? "an integer" : x.is_number() ? "a number" : "null";
+  };
+  const bool ok = like.is_object() ? v.is_object() : like.is_array() ? v.is_array() : like.is_string() ? v.is_string()
+                : like.is_boolean() ? v.is_boolean() : like.is_number_integer() ? v.is_number_integer() : v.is_number();
+  if (!ok) shard_fail(file, path, fmt::format("expected {}, got {}", kind(like), show(v)));
+  if (like.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!like.contains(it.key())) shard_fail(file, path + "." + io::detail::shown_key(it.key()), "unknown field", ErrorCode::kUnknownField);
+    for (auto it = like.begin(); it != like.end(); ++it) {
+      if (!v.contains(it.key())) shard_fail(file, path + "." + it.key(), "missing", ErrorCode::kMissingField);
+      check_like(file, v.at(it.key()), it.value(), path + "." + it.key());
+    }
+  } else if (like.is_array()) {
+    for (std::size_t k = 0; k < v.size(); ++k)
+      if (!v[k].is_number()) shard_fail(file, fmt::format("{}[{}]", path, k), fmt::format("expected a number, got {}", show(v[k])));
+  }
+}
+
+// A list of the sweep: an array of strings (or of unsigned integers: the seeds).
+std::size_t check_list(std::string_view file, const ordered_json& sweep, const char* key, bool numbers) {
+  const std::string path = std::string("sweep.") + key;
+  if (!sweep.contains(key)) shard_fail(file, path, "missing", ErrorCode::kMissingField);
+  const ordered_json& list = sweep.at(key);
+  if (!list.is_array() || list.empty()) shard_fail(file, path, fmt::format("expected a non-empty array, got {}", show(list)));
+  for (std::size_t k = 0; k < list.size(); ++k)
+    if (numbers ? !list[k].is_number_unsigned() : !list[k].is_string())
+      shard_fail(file, fmt::format("{}[{}]", path, k),
+                 fmt::format("expected {}, got {}", numbers ? "a seed (an unsigned integer)" : "a string", show(list[k])));
+  return list.size();
+}
+
+void check_sweep(std::string_view file, const ordered_json& sweep) {
+  if (!sweep.is_object()) shard_fail(file, "sweep", fmt::format("expected an object, got {}", show(sweep)));
+  static const char* const kKeys[] = {"traces", "trace_labels", "trace_digests", "policies", "seeds", "runs", "parameters"};
+  for (auto it = sweep.begin(); it != sweep.end(); ++it)
+    if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return it.key() == k; }) == std::end(kKeys))
+      shard_fail(file, "sweep." + io::detail::shown_key(it.key()), "unknown field", ErrorCode::kUnknownField);
+  const std::size_t traces = check_list(file, sweep, "traces", false);
+  if (check_list(file, sweep, "trace_labels", false) != traces || check_list(file, sweep, "trace_digests", false) != traces)
+    shard_fail(file, "sweep.trace_labels", "expected one label and one digest per trace");
+  const std::size_t runs = traces * check_list(file, sweep, "policies", false) * check_list(file, sweep, "seeds", true);
+  if (!sweep.contains("runs") || !sweep.at("runs").is_number_unsigned() || sweep.at("runs").get<std::uint64_t>() != runs)
+    shard_fail(file, "sweep.runs", fmt::format("expected {} (traces x policies x seeds), got {}", runs,
+                                               sweep.contains("runs") ? show(sweep.at("runs")) : "nothing"));
+  if (!sweep.contains("parameters") || !sweep.at("parameters").is_object())
+    shard_fail(file, "sweep.parameters", "expected an object", ErrorCode::kMissingField);
+}
+
+// A record of run `index`: trace, policy and seed of that index (run_sweep's numbering).
+void check_record(std::string_view file, const ordered_json& sweep, const ordered_json& r, const std::string& path,
+                  const Shard& shard) {
+  static const ordered_json like = [] {
+    ordered_json l = run_record(SimResult{}, 0, "");
+    l["jct_quantiles_s"] = ordered_json::array();
+    return l;
+  }();
+  check_like(file, r, like, path);
+  const std::size_t runs = sweep.at("runs").get<std::size_t>();
+  const std::size_t policies = sweep.at("policies").size(), seeds = sweep.at("seeds").size();
+  if (!r.at("index").is_number_unsigned() || r.at("index").get<std::uint64_t>() >= runs)
+    shard_fail(file, path + ".index", fmt::format("expected a run index below {}, got {}", runs, show(r.at("index"))));
+  const std::size_t i = r.at("index").get<std::size_t>();
+  if (i % shard.count != shard.index)
+    shard_fail(file, path + ".index", fmt::format("run {} is not one of shard {}/{} (index % {} = {})", i, shard.index,
+                                                  shard.count, shard.count, i % shard.count));
+  const auto expect = [&](const char* key, const ordered_json& want) {
+    if (r.at(key) != want)
+      shard_fail(file, path + "." + key, fmt::format("expected {} for run {}, got {}", show(want), i,
+                                                     show(r.at(key))), ErrorCode::kInconsistent);
+  };
+  expect("trace", sweep.at("trace_labels")[i / (policies * seeds)]);
+  expect("policy", sweep.at("policies")[(i / seeds) % policies]);
+  expect("seed", sweep.at("seeds")[i % seeds]);
+  const auto& s = r.at("samples");
+  const std::size_t n = s.at("time_s").size();
+  for (const char* k : {"utilisation", "queue_length", "fragmentation"})
+    if (s.at(k).size() != n) shard_fail(file, path + ".samples." + k, fmt::format("expected {} samples (as time_s), got {}", n, s.at(k).size()));
+  if (r.at("jct_quantiles_s").size() > 201)
+    shard_fail(file, path + ".jct_quantiles_s", fmt::format("expected at most 201 quantiles, got {}", r.at("jct_quantiles_s").size()));
+}
+
+}  // namespace
+
+Result<Shard> read_shard(std::string_view text, std::string_view file) {
+  // Depth, size and repeated keys first (parse_json); then the same text in its own key order.
+  if (auto checked = io::detail::parse_json(text, file); !checked) return checked.error();
+  try {
+    const ordered_json doc = ordered_json::parse(text);
+    if (!doc.is_object()) shard_fail(file, "shard", "not a shard file (expected {\"sweep\", \"shard\", \"records\"})");
+    for (auto it = doc.begin(); it != doc.end(); ++it)
+      if (it.key() != "sweep" && it.key() != "shard" && it.key() != "records")
+        shard_fail(file, io::detail::shown_key(it.key()), "unknown field", ErrorCode::kUnknownField);
+    for (const char* k : {"sweep", "shard", "records"})
+      if (!doc.contains(k)) shard_fail(file, k, "missing (not a shard file?)", ErrorCode::kMissingField);
+    Shard out;
+    out.sweep = doc.at("sweep");
+    check_sweep(file, out.sweep);
+    const ordered_json& header = doc.at("shard");
+    if (!header.is_array() || header.size() != 2 || !header[0].is_number_unsigned() || !header[1].is_number_unsigned() ||
+        header[1].get<std::uint64_t>() == 0 || header[1].get<std::uint64_t>() > 1'000'000 ||
+        header[0].get<std::uint64_t>() >= header[1].get<std::uint64_t>())
+      shard_fail(file, "shard", fmt::format("expected [i, n] with 0 <= i < n <= 1000000, got {}", show(header)));
+    out.index = header[0].get<std::size_t>();
+    out.count = header[1].get<std::size_t>();
+    const ordered_json& records = doc.at("records");
+    if (!records.is_array()) shard_fail(file, "records", fmt::format("expected an array, got {}", show(records)));
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      check_record(file, out.sweep, records[k], fmt::format("records[{}]", k), out);
+      out.records.push_back(records[k]);
+    }
+    return out;
+  } catch (const Error& e) {
+    return e;
+  } catch (const nlohmann::json::exception& e) {
+    return Error(fmt::format("{}: malformed JSON ({})", file, io::detail::shown(std::string_view(e.what()), 200)), ErrorCode::kParse);
+  }
+}
 
 Result<SweepReport> sweep_report(const nlohmann::ordered_json& sweep, std::vector<nlohmann::ordered_json> records) {
   const std::size_t total = sweep.at("runs").get<std::size_t>();

@@ -44,6 +44,47 @@ Result<std::vector<std::uint64_t>> parse_seed_list(const std::string& s) {
   return out;
 }
 
+namespace {
+
+// What names a trace in the records: "itp04", "alibaba-default", "synthetic100", a document's name,
+// a file's stem.
+std::string trace_label(const std::string& spec, const SweepOptions& o) {
+  namespace fs = std::filesystem;
+  if (o.documents.contains(spec)) return spec;
+  const auto colon = spec.find(':');
+  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
+  if (kind == "itp") {
+    int number = 0;
+    std::from_chars(arg.data(), arg.data() + arg.size(), number);
+    return fmt::format("itp{:02}", number);
+  }
+  if (kind == "alibaba") return "alibaba-" + arg;
+  if (kind == "synthetic") return "synthetic" + arg;
+  return fs::path(spec).stem().string();
+}
+
+// FNV-1a (64 bits) of a job file's or a document's bytes, so that shards of two different traces
+// of one name ("tr.csv" in two folders) are not merged as one sweep; "" for the built-in traces.
+std::string trace_digest(const std::string& spec, const SweepOptions& o) {
+  std::string text;
+  if (auto doc = o.documents.find(spec); doc != o.documents.end()) {
+    text = doc->second;
+  } else {
+    const auto colon = spec.find(':');
+    const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+    if (kind == "itp" || kind == "alibaba" || kind == "synthetic") return "";
+    auto read = io::detail::read_input_file(spec);
+    if (!read) return "";  // reported when the trace is loaded
+    text = std::move(*read);
+  }
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
+}  // namespace
+
 Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, std::uint64_t seed) {
   namespace fs = std::filesystem;
   LoadedTrace l;
@@ -59,12 +100,12 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
   const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
   std::size_t nodes = o.nodes;
+  l.label = trace_label(spec, o);
   if (auto doc = o.documents.find(spec); doc != o.documents.end()) {
     auto jobs = parse_jobs_json(doc->second, spec);
     if (!jobs) return jobs.error();
     l.jobs = std::move(*jobs);
     if (nodes == 0) nodes = 16;
-    l.label = spec;
   } else if (kind == "itp") {
     int number = 0;
     try {
@@ -77,13 +118,11 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
     if (!jobs) return jobs.error();
     l.jobs = std::move(*jobs);
     if (nodes == 0) nodes = itp_paper_nodes(number);
-    l.label = fmt::format("itp{:02}", number);
   } else if (kind == "alibaba") {
     const fs::path dir = fs::path(o.data_dir) / "alibaba-gpu-v2023";
     auto pods = io::read_alibaba_pods((dir / fmt::format("openb_pod_list_{}.csv", arg)).string());
     if (!pods) return pods.error();
     l.jobs = alibaba_jobs(*pods);
-    l.label = "alibaba-" + arg;
     if (nodes == 0) {
       auto node_list = io::read_alibaba_nodes((dir / "openb_node_list_gpu_node.csv").string());
       if (!node_list) return node_list.error();
@@ -103,13 +142,11 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
     s.extra = aug;
     l.jobs = synthetic_jobs(s);
     if (nodes == 0) nodes = 64;
-    l.label = "synthetic" + arg;
   } else {
     auto jobs = read_jobs_file(spec);
     if (!jobs) return jobs.error();
     l.jobs = std::move(*jobs);
     if (nodes == 0) nodes = 16;
-    l.label = fs::path(spec).stem().string();
   }
   // What a trace lacks comes from the options (a file's columns are its own: SimJob::given).
   if (kind != "synthetic") augment(l.jobs, aug);
@@ -123,6 +160,13 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
 nlohmann::ordered_json sweep_description(const SweepOptions& o) {
   nlohmann::ordered_json sweep;
   sweep["traces"] = o.traces;
+  std::vector<std::string> labels, digests;
+  for (const std::string& t : o.traces) {
+    labels.push_back(trace_label(t, o));
+    digests.push_back(trace_digest(t, o));
+  }
+  sweep["trace_labels"] = labels;
+  sweep["trace_digests"] = digests;
   sweep["policies"] = o.policies;
   sweep["seeds"] = o.seeds;
   sweep["runs"] = o.traces.size() * o.policies.size() * o.seeds.size();

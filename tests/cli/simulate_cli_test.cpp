@@ -11,6 +11,7 @@
 #include "cli/cli_util.hpp"
 #include "test_util.hpp"
 
+using gpusched::cli_test::Run;
 using gpusched::cli_test::run_tool;
 using gpusched::cli_test::slurp;
 using gpusched::cli_test::temp_file;
@@ -165,4 +166,26 @@ TEST_CASE("simulate: progress in a log is at most one line per 10 % of each run,
   const Run bad = run_tool("simulate --quiet --gpus-per-node -1", true);
   CHECK(bad.status == 2);
   CHECK(bad.out.find("gpus_per_node (--gpus-per-node): expected 1 to 64, got -1") != std::string::npos);
+}
+
+TEST_CASE("merge: shards of a trace file whose content changed between them are two sweeps") {
+  // The same path with other jobs in it (or "tr.csv" in two folders run from each): the digest of the
+  // file's bytes in the sweep tells them apart.
+  const std::string trace = temp_file("changing.csv", "name,submit,duration,gpus\na,0,100,1\n");
+  const auto dir = std::filesystem::path(trace).parent_path() / "changing";
+  const std::string args = "simulate --trace " + trace + " --nodes 1 --policies fifo,easy --quiet --out " + dir.string();
+  REQUIRE(run_tool(args + " --shard 0/2").status == 0);
+  temp_file("changing.csv", "name,submit,duration,gpus\na,0,100,2\n");
+  REQUIRE(run_tool(args + " --shard 1/2").status == 0);
+  const Run r = run_tool("merge --quiet --out " + (dir / "m").string() + " " + (dir / "shard-0-of-2.json").string() + " " +
+                             (dir / "shard-1-of-2.json").string(),
+                         true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("shard-1-of-2.json: a shard of another sweep") != std::string::npos);
+  // The same shard twice is refused by its header.
+  const Run twice = run_tool("merge --quiet --out " + (dir / "m").string() + " " + (dir / "shard-0-of-2.json").string() + " " +
+                                 (dir / "shard-0-of-2.json").string(),
+                             true);
+  CHECK(twice.status == 2);
+  CHECK(twice.out.find("shard: shard 0/2 is also") != std::string::npos);
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -588,4 +589,62 @@ TEST_CASE("policy names: modifiers, and an unknown name or modifier is an error 
   auto badmod = parse_policy("easy+fast");
   REQUIRE_FALSE(badmod);
   CHECK(badmod.error().message.find("'fast'") != std::string::npos);
+}
+
+TEST_CASE("read_shard: a shard is checked like every input, and contradictions are refused by field") {
+  // A real shard (1 of 2) of synthetic:6 x {fifo, easy} x seeds {1, 2}: runs 1 and 3.
+  SweepOptions o;
+  o.traces = {"synthetic:6"};
+  o.policies = {"fifo", "easy"};
+  o.seeds = {1, 2};
+  o.nodes = 2;
+  o.shard = 1;
+  o.shards = 2;
+  auto runs = run_sweep(o);
+  REQUIRE(runs);
+  nlohmann::ordered_json doc;
+  doc["sweep"] = sweep_description(o);
+  doc["shard"] = {1, 2};
+  doc["records"] = runs->records;
+  CHECK(doc["sweep"]["trace_labels"][0] == "synthetic6");
+  CHECK(doc["sweep"]["trace_digests"][0] == "");
+  const auto good = read_shard(doc.dump(), "s.json");
+  REQUIRE_MESSAGE(good, (good ? "" : good.error().message));
+  CHECK(good->index == 1);
+  CHECK(good->count == 2);
+  CHECK(good->records.size() == 2);
+
+  const auto refused = [&](const std::function<void(nlohmann::ordered_json&)>& change, const std::string& message) {
+    nlohmann::ordered_json bad = doc;
+    change(bad);
+    const auto r = read_shard(bad.dump(), "s.json");
+    CAPTURE(message);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == message);
+  };
+  using J = nlohmann::ordered_json;
+  refused([](J& d) { d["shard"] = {5, 2}; }, "s.json: shard: expected [i, n] with 0 <= i < n <= 1000000, got [5,2]");
+  refused([](J& d) { d["shard"] = {0, 0}; }, "s.json: shard: expected [i, n] with 0 <= i < n <= 1000000, got [0,0]");
+  refused([](J& d) { d["shard"] = {0, 2}; }, "s.json: records[0].index: run 1 is not one of shard 0/2 (index % 2 = 1)");
+  refused([](J& d) { d["records"][0]["policy"] = "easy"; },
+          "s.json: records[0].policy: expected \"fifo\" for run 1, got \"easy\"");
+  refused([](J& d) { d["records"][0]["trace"] = "other"; },
+          "s.json: records[0].trace: expected \"synthetic6\" for run 1, got \"other\"");
+  refused([](J& d) { d["records"][1]["seed"] = 1; }, "s.json: records[1].seed: expected 2 for run 3, got 1");
+  refused([](J& d) { d["records"][0]["metrics"].erase("jct_mean_s"); }, "s.json: records[0].metrics.jct_mean_s: missing");
+  refused([](J& d) { d["records"][0]["metrics"]["colour"] = 1; }, "s.json: records[0].metrics.colour: unknown field");
+  refused([](J& d) { d["records"][0]["metrics"]["completed"] = "6"; },
+          "s.json: records[0].metrics.completed: expected an integer, got \"6\"");
+  refused([](J& d) { d["sweep"]["runs"] = -1; }, "s.json: sweep.runs: expected 4 (traces x policies x seeds), got -1");
+  refused([](J& d) { d["records"][0]["index"] = 9; }, "s.json: records[0].index: expected a run index below 4, got 9");
+  refused([](J& d) { d["extra"] = 1; }, "s.json: extra: unknown field");
+  // Deep or repeated: refused by the JSON reader before anything is built from it.
+  std::string deep = "{\"sweep\": ";
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  const auto d = read_shard(deep, "deep.json");
+  REQUIRE_FALSE(d);
+  CHECK(d.error().message == "deep.json: JSON nested deeper than 64 levels");
+  const auto twice = read_shard(R"({"shard": [0, 1], "shard": [0, 1]})", "t.json");
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message == "t.json: shard: the key appears twice in its object");
 }

@@ -7,7 +7,9 @@
 // and read back), so its report and the merged one are the same bytes.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +29,19 @@ struct SweepReport {
   std::string table; // for people
   std::string svg_jct_cdf, svg_utilisation, svg_queue;
 };
+
+// One shard file as `gpusched simulate --shard i/n` writes it: {"sweep", "shard": [i, n], "records"}.
+struct Shard {
+  nlohmann::ordered_json sweep;
+  std::size_t index = 0, count = 1;
+  std::vector<nlohmann::ordered_json> records;
+};
+// Reads a shard, checked as every reader checks its input (errors name `file`, the field path and
+// the value): JSON nested at most 64 deep, no key twice, no unknown field; 0 <= i < n; the sweep's
+// lists, its run count (their product) and its trace labels consistent; each record exactly what
+// run_record writes (the same keys, numbers where it writes numbers), its index one of this shard's
+// (index % n == i, below the run count) and its trace, policy and seed the ones of that index.
+Result<Shard> read_shard(std::string_view text, std::string_view file);
 
 // Builds the report from the sweep description and its records (any order; each index once, 0..total-1).
 Result<SweepReport> sweep_report(const nlohmann::ordered_json& sweep, std::vector<nlohmann::ordered_json> records);
