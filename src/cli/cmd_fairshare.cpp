@@ -241,10 +241,11 @@ void setup(CLI::App& app) {
   sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)");
   sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md)");
   sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md; submit_time in seconds)");
-  sub->add_option("--k8s", opt->k8s_files,
+  auto* k8s = sub->add_option("--k8s", opt->k8s_files,
                   "Kubernetes objects instead (JSON or YAML files: Nodes, Pods, ClusterQueues/LocalQueues/"
                   "ResourceFlavors, KAI or Volcano Queues, PriorityClasses; docs/kubernetes.md)");
-  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName");
+  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName")
+      ->needs(k8s);
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
   sub->add_option("--now", opt->now, "Time (seconds) aging measures waits to; default: the queues file's \"now\", else the latest submit_time");
   sub->callback([opt] { set_exit_status(run_fairshare(*opt)); });

@@ -208,12 +208,14 @@ void setup(CLI::App& app) {
   auto* sub = app.add_subcommand("place", "Place jobs on a cluster and explain the jobs that cannot be placed");
   sub->add_option("--cluster", opt->cluster_file, "Cluster JSON (docs/formats.md)");
   sub->add_option("--jobs", opt->jobs_file, "Jobs JSON (docs/formats.md)");
-  sub->add_option("--k8s", opt->k8s_files,
+  auto* k8s = sub->add_option("--k8s", opt->k8s_files,
                   "Kubernetes objects instead of --cluster/--jobs: JSON or YAML files of Nodes, Pods, PodGroups, "
                   "Volcano Jobs, Kueue objects (docs/kubernetes.md); prints bindings");
   sub->add_option("--topology-level", opt->topology_levels,
-                  "With --k8s: a node label key that is a topology level (rack, block), outermost first; repeatable");
-  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName");
+                  "With --k8s: a node label key that is a topology level (rack, block), outermost first; repeatable")
+      ->needs(k8s);
+  sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName")
+      ->needs(k8s);
   std::string names;
   for (auto n : policy_names()) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
   sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();

@@ -103,7 +103,9 @@ std::vector<std::pair<std::string, std::string>> read_string_map(const json& v, 
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [key, value] : v.items()) {
     if (key.empty()) fail(fmt::format("{}: empty key", path));
-    out.emplace_back(key, read_string(value, fmt::format("{}.{}", path, key), true));
+    // A key is a name too (a label key with a newline was accepted, its value refused).
+    if (auto ok = detail::check_name(key, fmt::format("{}.{}", path, detail::shown_key(key))); !ok) fail(ok.error().message);
+    out.emplace_back(key, read_string(value, fmt::format("{}.{}", path, detail::shown_key(key)), true));
   }
   return out;
 }

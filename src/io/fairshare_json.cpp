@@ -85,8 +85,15 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
   std::map<std::string, std::int64_t> classes;
   if (auto it = doc.find("priority_classes"); it != doc.end()) {
     if (!it->is_object()) reject(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
-    for (const auto& [name, value] : it->items())
-      classes[name] = read_int(value, fmt::format("{}.priority_classes.{}", file, name));
+    // A PriorityClass's value is an int32 in Kubernetes (scheduling.k8s.io/v1), as is every job
+    // priority here: a larger one wrapped when a job took it (INT64_MAX sorted last).
+    for (const auto& [name, value] : it->items()) {
+      const std::string path = fmt::format("{}.priority_classes.{}", file, detail::shown_key(name));
+      const std::int64_t v = read_int(value, path, std::numeric_limits<std::int32_t>::min());
+      if (v > std::numeric_limits<std::int32_t>::max())
+        reject(fmt::format("{}: expected a 32-bit priority (at most {}), got {}", path, std::numeric_limits<std::int32_t>::max(), v));
+      classes[name] = v;
+    }
   }
   out.classes = classes;
   if (auto it = doc.find("aging"); it != doc.end()) {

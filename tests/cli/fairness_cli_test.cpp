@@ -107,6 +107,11 @@ TEST_CASE("fairshare: bad input exits 2 with a message naming the field") {
   expect(R"({"queues": [{"name": "a", "quotas": {"cpu": 1}, "borrowing_limits": {"cpu": 1}}]})",
          "queues[0].borrowing_limits: only meaningful with a \"cohort\"");
   expect(R"({"queues": []})", "queues: expected a non-empty array of queues");
+  // A PriorityClass value is an int32 (Kubernetes); INT64_MAX wrapped and sorted last in the cycle.
+  expect(R"({"priority_classes": {"max": 9223372036854775807}, "queues": [{"name": "a"}]})",
+         "priority_classes.max: expected a 32-bit priority (at most 2147483647), got 9223372036854775807");
+  expect(R"({"priority_classes": {"min": -2147483649}, "queues": [{"name": "a"}]})",
+         "priority_classes.min: expected at least -2147483648, got -2147483649");
   expect("{not json", "malformed JSON");
   const Run missing = run_tool("fairshare --cluster " + kFixtures + "cluster.json --queues /nonexistent.json --jobs " +
                               kFixtures + "jobs.json",

@@ -66,6 +66,13 @@ status: {allocatable: {cpu: "8", memory: 8Gi, nvidia.com/gpu: "1"}}
   CHECK(both.status == 2);
   const Run none = run_tool("place", true);
   CHECK(none.status == 2);
+  // Options of --k8s alone were ignored without it.
+  for (const char* cmd : {"place --cluster x.json --jobs y.json --scheduler-name foo", "place --cluster x.json --jobs y.json --topology-level rack",
+                          "fairshare --cluster x.json --jobs y.json --queues q.json --scheduler-name foo"}) {
+    const Run alone = run_tool(cmd, true);
+    CHECK(alone.status == 2);
+    CHECK(alone.out.find("requires --k8s") != std::string::npos);
+  }
   const Run no_queues = run_tool("fairshare --k8s " + kK8s + "nodes.yaml", true);
   CHECK(no_queues.status == 2);
   CHECK(no_queues.out.find("no queue objects") != std::string::npos);

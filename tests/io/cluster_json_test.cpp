@@ -535,6 +535,9 @@ TEST_CASE("cluster JSON writer: quotes and backslashes survive; control characte
   const std::string text = io::write_cluster_json(bad, registry);
   CHECK(text.find("\\u0001") != std::string::npos);
   CHECK(cluster_error(text).rfind("nodes[0].name: control character 0x01", 0) == 0);
+  // A label key too (it was accepted with a newline while a value with one was refused).
+  const std::string key_nl = R"({"nodes": [{"name": "n", "cpu": 1, "memory": 1, "labels": {"a\nb": "v"}}]})";
+  CHECK(cluster_error(key_nl).rfind("nodes[0].labels.\"a\\x0ab\": control character 0x0a", 0) == 0);
   bad.nodes()[0].name = "a\xff" "b";
   const ClusterState odd = state_of(io::write_cluster_json(bad, registry));
   CHECK(odd.node_name(0) == "a\xef\xbf\xbd" "b");

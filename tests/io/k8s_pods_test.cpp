@@ -276,3 +276,22 @@ TEST_CASE("k8s pods: quantities with exponents and exa suffixes, as resource.Qua
   CHECK(f.cpu == 500);
   CHECK(f.memory == 512);
 }
+
+TEST_CASE("k8s pods: timestamps are RFC 3339 as the API server writes them; impossible dates are refused") {
+  const auto created = [&](const std::string& ts) {
+    return pod("t", "  containers: [{name: c}]\n", "  creationTimestamp: \"" + ts + "\"\n");
+  };
+  const auto submit = [&](const std::string& ts) { return job(k8s_test::read_ok({kNodes, created(ts)}), "ns/t").job_submit_time; };
+  CHECK(submit("2024-05-01T10:00:00Z") == 1714557600);
+  CHECK(submit("2024-05-01T10:00:00.123456Z") == 1714557600);
+  CHECK(submit("2024-05-01T12:00:00+02:00") == 1714557600);  // an offset is applied
+  CHECK(submit("2024-05-01T08:30:00-01:30") == 1714557600);
+  CHECK(submit("2024-02-29T00:00:00Z") == 1709164800);        // a leap day
+  // 2024-02-30 was read as March 1 and 2024-04-31 as May 1; no zone, or text after it, is no RFC 3339 time.
+  for (const char* bad : {"2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-04-31T00:00:00Z", "2024-05-01T10:00:00",
+                          "2024-05-01T10:00:00Zjunk", "2024-05-01T10:00:00.Z", "2024-05-01T10:00:00+2:00"}) {
+    CAPTURE(bad);
+    const std::string e = k8s_test::read_error({kNodes, created(bad)});
+    CHECK(e.find("metadata.creationTimestamp: expected an RFC 3339 time") != std::string::npos);
+  }
+}

@@ -177,16 +177,42 @@ std::int64_t parse_timestamp(const Obj& o, const json* v, const Field& field = "
     return x;
   };
   int y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2), h = digits(11, 2), mi = digits(14, 2), se = digits(17, 2);
-  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
-      s[16] != ':' || y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60)
+  const auto bad = [&] {
     o.fail(field.str(), fmt::format("expected an RFC 3339 time like \"2024-05-01T10:00:00Z\", got {}", shown(*v)));
+  };
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+      s[16] != ':' || y < 0 || mo < 1 || mo > 12 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60)
+    bad();
+  // The day exists in its month (2024-02-30 was read as March 1).
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (d < 1 || d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) bad();
+  // Then fractional seconds, and the zone RFC 3339 requires: "Z" or an offset, applied.
+  std::size_t at = 19;
+  if (at < s.size() && s[at] == '.') {
+    const std::size_t digits_from = ++at;
+    while (at < s.size() && s[at] >= '0' && s[at] <= '9') ++at;
+    if (at == digits_from) bad();
+  }
+  std::int64_t offset = 0;
+  if (at < s.size() && (s[at] == 'Z' || s[at] == 'z')) {
+    ++at;
+  } else if (at + 6 == s.size() && (s[at] == '+' || s[at] == '-') && s[at + 3] == ':') {
+    const int oh = digits(at + 1, 2), om = digits(at + 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) bad();
+    offset = (s[at] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    at += 6;
+  } else {
+    bad();
+  }
+  if (at != s.size()) bad();
   y -= mo <= 2;
   const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
   const std::int64_t yoe = y - era * 400;
   const std::int64_t doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   const std::int64_t days = era * 146097 + doe - 719468;
-  return days * 86400 + h * 3600 + mi * 60 + se;
+  return days * 86400 + h * 3600 + mi * 60 + se - offset;
 }
 
 // ---- warnings, aggregated by (field, message) ----
