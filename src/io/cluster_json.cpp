@@ -199,7 +199,8 @@ NodeInterconnect read_topo_text(const json& v, const std::string& path) {
   return std::move(*ic);
 }
 
-NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistry& registry) {
+// `gpus_before`: the GPUs of the nodes read before this one (the cluster's bound, kMaxClusterGpus).
+NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistry& registry, std::size_t gpus_before) {
   require_object(v, path);
   check_keys(v, path, {"name", "cpu", "memory", "cpu_used", "memory_used", "gpus", "gpu_model", "labels",
                        "schedulable", "healthy", "nvidia_smi_topo"});
@@ -228,7 +229,13 @@ NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistr
   }
   if (const json* gpus = find(v, "gpus")) {
     const std::string gpath = path + ".gpus";
+    const auto bound = [&](std::size_t count) {
+      if (count > kMaxClusterGpus - gpus_before)
+        fail(fmt::format("{}: {} GPUs after the {} of the nodes before: more than the {} GPUs a cluster may have", gpath,
+                         count, gpus_before, kMaxClusterGpus));
+    };
     if (gpus->is_array()) {
+      bound(gpus->size());
       for (std::size_t g = 0; g < gpus->size(); ++g) {
         const std::string p = fmt::format("{}[{}]", gpath, g);
         const json& gv = require_object((*gpus)[g], p);
@@ -255,6 +262,7 @@ NodeSpec read_node(const json& v, const std::string& path, const GpuModelRegistr
       }
     } else {
       const std::int64_t count = read_int(*gpus, gpath, 0, 65535);
+      bound(static_cast<std::size_t>(count));
       if (count > 0 && default_model.empty())
         fail(fmt::format("{}.gpu_model: missing (the node has {} GPUs)", path, count));
       node.gpus.assign(static_cast<std::size_t>(count), GpuSpec{default_model});
@@ -494,9 +502,11 @@ Result<ClusterDocument> detail::cluster_from_json(const json& doc, std::string_v
     std::set<std::string> names;
     std::vector<NodeSpec> specs;
     specs.reserve(nodes->size());
+    std::size_t gpus = 0;
     for (std::size_t n = 0; n < nodes->size(); ++n) {
       const std::string path = fmt::format("nodes[{}]", n);
-      NodeSpec node = read_node((*nodes)[n], path, out.registry);
+      NodeSpec node = read_node((*nodes)[n], path, out.registry, gpus);
+      gpus += node.gpus.size();
       if (!names.insert(node.name).second) fail(fmt::format("{}.name: duplicate node name \"{}\"", path, node.name));
       specs.push_back(std::move(node));
     }

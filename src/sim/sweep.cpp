@@ -219,6 +219,9 @@ Status check_options(const SweepOptions& o) {
   };
   if (o.nodes > kMaxSimNodes) return bad("nodes", "nodes", fmt::format("at most {}", kMaxSimNodes), o.nodes);
   if (o.gpus_per_node < 1 || o.gpus_per_node > 64) return bad("gpus_per_node", "gpus-per-node", "1 to 64", o.gpus_per_node);
+  if (o.nodes * static_cast<std::size_t>(o.gpus_per_node) > kMaxClusterGpus)
+    return bad("nodes", "nodes", fmt::format("at most {} GPUs in the cluster (nodes x --gpus-per-node {})", kMaxClusterGpus, o.gpus_per_node),
+               o.nodes);
   if (o.checkpoint_interval < 0) return bad("checkpoint_interval", "checkpoint-interval", "seconds >= 0", o.checkpoint_interval);
   if (o.restart_cost < 0 || o.restart_cost > kMaxSimSeconds)
     return bad("restart_cost", "restart-cost", fmt::format("seconds in [0, {}]", kMaxSimSeconds), o.restart_cost);

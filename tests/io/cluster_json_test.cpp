@@ -535,6 +535,16 @@ TEST_CASE("cluster JSON writer: quotes and backslashes survive; control characte
   const std::string text = io::write_cluster_json(bad, registry);
   CHECK(text.find("\\u0001") != std::string::npos);
   CHECK(cluster_error(text).rfind("nodes[0].name: control character 0x01", 0) == 0);
+  // 17 nodes of 65,535 GPUs pass a cluster's 2^20 GPUs: refused before the 17th is built.
+  std::string wide = R"({"nodes": [)";
+  for (int i = 0; i < 17; ++i) {
+    if (i > 0) wide += ", ";
+    wide += R"({"name": "n)";
+    wide += std::to_string(i);
+    wide += R"(", "cpu": 1, "memory": 1, "gpu_model": "H100-80GB", "gpus": 65535})";
+  }
+  wide += "]}";
+  CHECK(cluster_error(wide).rfind("nodes[16].gpus: 65535 GPUs after the 1048560 of the nodes before: more than the 1048576", 0) == 0);
   // A label key too (it was accepted with a newline while a value with one was refused).
   const std::string key_nl = R"({"nodes": [{"name": "n", "cpu": 1, "memory": 1, "labels": {"a\nb": "v"}}]})";
   CHECK(cluster_error(key_nl).rfind("nodes[0].labels.\"a\\x0ab\": control character 0x0a", 0) == 0);

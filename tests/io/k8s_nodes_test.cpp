@@ -200,3 +200,29 @@ TEST_CASE("k8s options: extra topology levels follow the defaults, each key once
   CHECK(opt.topology_levels ==
         std::vector<std::string>{"topology.kubernetes.io/zone", "example.com/block", "example.com/rack"});
 }
+
+TEST_CASE("k8s nodes: MIG products and counts as GFD writes them; a cluster's GPUs are bounded before they are built") {
+  // "A100-SXM4-40GB-MIG-" (no profile) was read as 14 whole GPUs.
+  const std::string no_profile = k8s_test::read_error(
+      {node_yaml("m", "{nvidia.com/gpu.product: A100-SXM4-40GB-MIG-, nvidia.com/mig.strategy: single}", "{cpu: 1, memory: 1Gi, nvidia.com/gpu: \"14\"}")});
+  CHECK(no_profile.find("Node m: metadata.labels[\"nvidia.com/gpu.product\"]: \"A100-SXM4-40GB-MIG-\": no MIG profile after \"-MIG-\"") !=
+        std::string::npos);
+  // Mixed strategy with gpu.count "0" and MIG devices: the devices need a GPU the count does not
+  // give; it is added, with a warning (it was added without a word).
+  auto in = k8s_test::read_ok({node_yaml("x", "{nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB, nvidia.com/mig.strategy: mixed, nvidia.com/gpu.count: \"0\"}",
+                                         "{cpu: 1, memory: 1Gi, nvidia.com/gpu: \"0\", nvidia.com/mig-3g.20gb: \"2\"}")});
+  CHECK(node(in, "x").gpus.size() == 1);
+  bool warned = false;
+  for (const auto& w : in.warnings) warned = warned || w.field == "metadata.labels[\"nvidia.com/gpu.count\"]";
+  CHECK(warned);
+  // 17 nodes of 65,535 GPUs pass the cluster's 2^20: refused at the 17th (200 such nodes, 40 KB of
+  // YAML, took 1.3 GB).
+  std::vector<std::string> many;
+  for (int i = 0; i < 17; ++i) {
+    std::string name = "g";  // appended: GCC 12 warns falsely (-Wstringop-overflow) on "g" + to_string at -O3
+    name += std::to_string(i);
+    many.push_back(node_yaml(name, "{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}", "{cpu: 1, memory: 1Gi, nvidia.com/gpu: \"65535\"}"));
+  }
+  const std::string over = k8s_test::read_error(many);
+  CHECK(over.find("16.yaml: Node g16: status.allocatable: the nodes so far have 1114095 GPUs: more than the 1048576") != std::string::npos);
+}

@@ -199,3 +199,17 @@ spec:
   const std::string lq = k8s_test::read_error({"apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: l, namespace: x}\nspec: {}\n"});
   CHECK(lq.find("LocalQueue x/l: spec.clusterQueue: missing") != std::string::npos);
 }
+
+TEST_CASE("k8s volcano: a job's replicas are bounded by what a Kubernetes cluster holds") {
+  // replicas: 1000000 (268 bytes) took 1.75 GB; Kubernetes documents at most 150,000 pods a cluster.
+  const std::string job = R"(apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: big, namespace: d}
+spec:
+  tasks:
+  - {name: a, replicas: 100000, template: {spec: {containers: [{name: c}]}}}
+  - {name: b, replicas: 50001, template: {spec: {containers: [{name: c}]}}}
+)";
+  const std::string e = k8s_test::read_error({job});
+  CHECK(e.find("Job d/big: spec.tasks[1].replicas: the job's tasks have 150001 replicas: more than the 150000 pods") != std::string::npos);
+}

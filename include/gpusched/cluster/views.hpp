@@ -120,6 +120,11 @@ struct TaskShape {
 // cluster can hold: a group of 10^9 zero-sized tasks is an error, not a billion placements.
 inline constexpr std::int32_t kMaxJobTasks = 1 << 20;
 
+// The most GPUs one cluster may have: 2^20, ten times the largest AI clusters known (10^5 GPUs). A
+// reader refuses more before it allocates them (200 nodes of "65535" GPUs, 40 KB of text, took
+// 1.3 GB), and ClusterState::build refuses a view beyond it.
+inline constexpr std::size_t kMaxClusterGpus = std::size_t{1} << 20;
+
 struct TaskGroupInfo {
   std::string_view name;
   std::int32_t replicas = 1;

@@ -31,6 +31,8 @@ struct ParseError {
   Error error;
 };
 
+constexpr std::int64_t kMaxPodsPerCluster = 150'000;
+
 // One object of the input: where it came from and who it is, for messages.
 struct Obj {
   const json* v = nullptr;
@@ -241,6 +243,7 @@ constexpr std::string_view kClassLabelPrefix = "gpusched.io/node-class-";
 struct Product {
   std::string base;
   std::string mig_profile;  // "" unless "-MIG-<profile>"
+  bool mig = false;         // "-MIG-" was in it (GFD's single strategy), with a profile or not
   bool shared = false;
 };
 Product split_product(std::string_view p) {
@@ -251,6 +254,7 @@ Product split_product(std::string_view p) {
   }
   if (auto m = p.find("-MIG-"); m != std::string_view::npos) {
     out.mig_profile = std::string(p.substr(m + 5));
+    out.mig = true;
     p = p.substr(0, m);
   }
   out.base = std::string(p);
@@ -354,6 +358,7 @@ class Reader {
   std::optional<std::int64_t> default_priority_;
   std::map<std::string, std::int64_t> volcano_running_;  // "ns/job/task" -> bound pods
   std::unordered_map<std::string, std::string> identities_;  // "kind group ns/name" -> its file
+  std::size_t gpus_read_ = 0;                                 // GPUs of the nodes read (kMaxClusterGpus)
 };
 
 // ---- documents and objects ----
@@ -559,7 +564,10 @@ void Reader::read_node(const Obj& o) {
              ErrorCode::kMissingField);
     const Product p = split_product(*product);
     auto model = model_of(reg_, p.base);
-    if (!model) o.fail(field, fmt::format("unknown GPU model \"{}\" (not in the GPU model registry; add it as a gpu_models row)", *product), ErrorCode::kUnknownName);
+    if (!model) o.fail(field, fmt::format("unknown GPU model {} (not in the GPU model registry; add it as a gpu_models row)", shown(*product)), ErrorCode::kUnknownName);
+    // "A100-SXM4-40GB-MIG-" was read as whole GPUs: GFD's single strategy names the profile.
+    if (p.mig && !mig::parse_profile_name(p.mig_profile))
+      o.fail(field, fmt::format("{}: no MIG profile after \"-MIG-\" (GFD's single strategy writes e.g. A100-SXM4-40GB-MIG-1g.5gb)", shown(*product)));
     rec.model = *model;
     if (p.shared)
       warn_.add(o, field, "time-sliced GPUs (-SHARED): nvidia.com/gpu counts replicas; each replica is read as a whole GPU");
@@ -618,6 +626,10 @@ void Reader::read_node(const Obj& o) {
       rec.taint_mask |= std::uint64_t{1} << (it - taints_.begin());
     }
   }
+  gpus_read_ += node.gpus.size();
+  if (gpus_read_ > kMaxClusterGpus)
+    o.fail("status.allocatable", fmt::format("the nodes so far have {} GPUs: more than the {} a cluster may have", gpus_read_,
+                                             kMaxClusterGpus), ErrorCode::kLimit);
   node_index_.emplace(node.name, nodes_.size());
   nodes_.push_back(std::move(node));
   rec.source = o.source;
@@ -652,17 +664,24 @@ void Reader::build_mig(const Obj& o, NodeSpec& node, const std::string& model, s
     std::vector<MigInstanceInfo> instances;
   };
   std::vector<Build> gpus;
-  const std::int64_t fixed = physical_label >= 0 ? physical_label - whole : -1;
+  // GFD's nvidia.com/gpu.count counts every physical GPU (mixed strategy): those beyond the whole
+  // ones carry the MIG devices. A count that leaves too few (0 with MIG devices, say) is reported.
+  const std::int64_t fixed = physical_label >= 0 ? std::max<std::int64_t>(0, physical_label - whole) : -1;
   if (fixed > 0) gpus.resize(static_cast<std::size_t>(fixed));
   std::int64_t total = 0;
   for (const auto& [pi, count] : wanted) {
     const mig::MigProfile& prof = spec.profiles[static_cast<std::size_t>(pi)];
+    // GPUs only fill up: a GPU that had no room for this profile has none for its next instance,
+    // so the scan resumes where the last one was placed (it restarted at GPU 0: 65,535 devices
+    // were quadratic, over 20 s for 100 such nodes).
+    std::size_t from = 0;
     for (std::int64_t k = 0; k < count; ++k) {
       if (++total > 65535) o.fail(field, "too many MIG devices");
       bool placed = false;
-      for (std::size_t g = 0; g <= gpus.size() && !placed; ++g) {
+      for (std::size_t g = from; g <= gpus.size() && !placed; ++g) {
+        from = g;
         if (g == gpus.size()) {
-          if (fixed > 0)
+          if (fixed >= 0)
             warn_.add(o, "metadata.labels[\"nvidia.com/gpu.count\"]",
                       "the MIG devices do not fit on the GPUs nvidia.com/gpu.count leaves for MIG; GPUs added");
           gpus.emplace_back();
@@ -875,6 +894,9 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
   out.selector = get_string_map(o, child(spec, "nodeSelector"), Field{prefix, ".nodeSelector"});
   if (const std::string* product = find_label(out.selector, "nvidia.com/gpu.product")) {
     const Product p = split_product(*product);
+    if (p.mig && !mig::parse_profile_name(p.mig_profile))
+      o.fail(prefix + ".nodeSelector[\"nvidia.com/gpu.product\"]",
+             fmt::format("{}: no MIG profile after \"-MIG-\" (GFD's single strategy writes e.g. A100-SXM4-40GB-MIG-1g.5gb)", shown(*product)));
     if (auto model = model_of(reg_, p.base)) out.models.push_back(*model);
     if (!p.mig_profile.empty() && out.shape.gpus == 1 && out.mig_profile.empty()) {
       // MIG single strategy: nvidia.com/gpu on a MIG product's nodes is one MIG device.
@@ -1233,7 +1255,12 @@ void Reader::read_volcano_jobs() {
       if (name.empty()) name = fmt::format("task-{}", t);
       if (!names.insert(name).second) o.fail(tp + ".name", fmt::format("duplicate task \"{}\"", name), ErrorCode::kDuplicate);
       std::int64_t replicas = 1;
-      if (const json* r = child(&task, "replicas")) replicas = get_int(o, r, tp + ".replicas", 0, 1 << 20);
+      // Kubernetes' documented scale ("Considerations for large clusters": at most 150,000 pods in
+      // a cluster) bounds a job's replicas; 10^6 of them (268 bytes of YAML) took 1.75 GB here.
+      if (const json* r = child(&task, "replicas")) replicas = get_int(o, r, tp + ".replicas", 0, kMaxPodsPerCluster);
+      if (total + replicas > kMaxPodsPerCluster)
+        o.fail(tp + ".replicas", fmt::format("the job's tasks have {} replicas: more than the {} pods a Kubernetes cluster holds",
+                                             total + replicas, kMaxPodsPerCluster), ErrorCode::kLimit);
       PodSpecRead s = read_pod_spec(o, path(&task, {"template", "spec"}), tp + ".template.spec");
       const auto annotations = get_string_map(o, path(&task, {"template", "metadata", "annotations"}), tp + ".template.metadata.annotations");
       if (job.job_topology.level.empty()) set_topology(job, annotations);

@@ -258,6 +258,13 @@ GPUSCHED_DECL Result<ClusterState> ClusterState::build(const ClusterView& view, 
   s.free_gpu_milli_.reserve(n_nodes);
   s.node_version_.reserve(n_nodes);
 
+  std::size_t n_gpus = 0;
+  for (std::size_t n = 0; n < n_nodes; ++n) {
+    n_gpus += std::min<std::size_t>(view.gpu_count(n), kMaxClusterGpus + 1);
+    if (n_gpus > kMaxClusterGpus)
+      return detail::cluster_error(ErrorCode::kLimit, "nodes",
+                                   detail::cluster_message("nodes: more than ", kMaxClusterGpus, " GPUs in the cluster"));
+  }
   ParsedNode parsed;
   for (std::size_t n = 0; n < n_nodes; ++n) {
     if (auto st = s.parse_node(view, n, parsed); !st) return st.error();
