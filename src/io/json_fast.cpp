@@ -25,8 +25,8 @@ using fast_json = nlohmann::json;
 
 class FastJsonReader {
  public:
-  FastJsonReader(std::string_view text, std::size_t max_depth)
-      : p_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth) {}
+  FastJsonReader(std::string_view text, std::size_t max_depth, std::size_t max_values)
+      : p_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth), values_left_(max_values) {}
 
   // False: not read here (the caller parses with nlohmann, which says why or reads it).
   bool document(fast_json& out) {
@@ -49,6 +49,7 @@ class FastJsonReader {
 
   bool value(fast_json& out) {
     if (p_ == end_) return false;
+    if (values_left_ != kUnbounded && values_left_-- == 0) return false;  // parse_json reports it
     switch (*p_) {
       case '{': return object(out);
       case '[': return array(out);
@@ -294,6 +295,8 @@ class FastJsonReader {
   const char* end_;
   std::size_t depth_ = 0;
   std::size_t max_depth_;
+  static constexpr std::size_t kUnbounded = static_cast<std::size_t>(-1);
+  std::size_t values_left_;
 };
 
 }  // namespace
@@ -302,7 +305,7 @@ Result<nlohmann::json> parse_json_fast(std::string_view text, std::string_view s
   if (text.size() <= limits.max_bytes) {
     try {
       nlohmann::json out;
-      FastJsonReader reader(text, limits.max_depth);
+      FastJsonReader reader(text, limits.max_depth, limits.max_values == 0 ? static_cast<std::size_t>(-1) : limits.max_values);
       if (reader.document(out)) return out;
     } catch (const std::bad_alloc&) {
       // parse_json below says so, naming the source.

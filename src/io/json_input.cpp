@@ -12,6 +12,7 @@ namespace gpusched::io::detail {
 namespace {
 
 struct TooDeep {};
+struct TooManyValues {};
 struct DuplicateKey {
   std::string path;
 };
@@ -23,7 +24,7 @@ struct DuplicateKey {
 class StrictDomBuilder {
  public:
   using json = nlohmann::json;
-  explicit StrictDomBuilder(json& root) : root_(root) {}
+  StrictDomBuilder(json& root, std::size_t max_values) : root_(root), values_left_(max_values == 0 ? kUnbounded : max_values) {}
 
   bool null() { return value(nullptr); }
   bool boolean(bool v) { return value(v); }
@@ -56,6 +57,7 @@ class StrictDomBuilder {
   };
   template <class V>
   json* place(V&& v) {
+    if (values_left_ != kUnbounded && values_left_-- == 0) throw TooManyValues{};
     if (stack_.empty()) {
       root_ = json(std::forward<V>(v));
       return &root_;
@@ -93,7 +95,9 @@ class StrictDomBuilder {
     return out;
   }
 
+  static constexpr std::size_t kUnbounded = static_cast<std::size_t>(-1);
   json& root_;
+  std::size_t values_left_;
   std::vector<Level> stack_;
   json* slot_ = nullptr;  // where an object's next value goes
 };
@@ -135,11 +139,13 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
       }
     }
     json out;
-    StrictDomBuilder builder(out);
+    StrictDomBuilder builder(out, limits.max_values);
     json::sax_parse(text.begin(), text.end(), &builder);
     return out;
   } catch (const DuplicateKey& d) {
     return Error{fmt::format("{}: {}: the key appears twice in its object", source, d.path), ErrorCode::kDuplicate, d.path};
+  } catch (const TooManyValues&) {
+    return Error{fmt::format("{}: more than {} JSON values in one document", source, limits.max_values), ErrorCode::kLimit};
   } catch (const TooDeep&) {
     return Error{fmt::format("{}: JSON nested deeper than {} levels", source, limits.max_depth), ErrorCode::kLimit};
   } catch (const json::out_of_range& e) {

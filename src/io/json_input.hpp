@@ -28,6 +28,9 @@ namespace gpusched::io::detail {
 struct JsonLimits {
   std::size_t max_depth = 64;              // our formats nest at most ~8 levels
   std::size_t max_bytes = std::size_t{1} << 30;  // 1 GiB of text
+  // Values (scalars and containers) in the document, counted while it is built: a bound on memory
+  // the text's size alone does not give (a 50 MB array of 25 M numbers took 969 MB). 0: none.
+  std::size_t max_values = 0;
 };
 
 // `source` names the input in messages (a file path, or "queues file").

@@ -178,3 +178,17 @@ TEST_CASE("read_input_file: bounded before the memory is spent, directories and 
   CHECK(read_input_file((dir / "missing.json").string()).error().code == gpusched::ErrorCode::kIo);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("parse_json: a bound on the values a document holds, counted while it is built") {
+  using gpusched::io::detail::parse_json_fast;
+  const std::string text = R"({"a": [1, 2, 3], "b": {"c": null}})";  // 7 values: {}, [], 1, 2, 3, {}, null
+  for (std::size_t bound : {7u, 100u}) {
+    CHECK(parse_json(text, "x", {.max_values = bound}).ok());
+    CHECK(parse_json_fast(text, "x", {.max_values = bound}).ok());
+  }
+  for (const auto& r : {parse_json(text, "x.json", {.max_values = 6}), parse_json_fast(text, "x.json", {.max_values = 6})}) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message == "x.json: more than 6 JSON values in one document");
+    CHECK(r.error().code == gpusched::ErrorCode::kLimit);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include "gpusched/core/mig_profiles.hpp"
 #include "io/k8s_test_util.hpp"
+#include "test_util.hpp"
 
 using namespace gpusched;
 using k8s_test::k8s_fixture;
@@ -144,6 +145,19 @@ TEST_CASE("k8s nodes: hostile YAML is an error, not a crash or an allocation") {
   for (int i = 0; i < 200; ++i) deep += "[";
   for (int i = 0; i < 200; ++i) deep += "]";
   CHECK(k8s_test::read_error({deep}).find("nested deeper than") != std::string::npos);
+
+  // yaml-cpp queued every flow start before the depth check saw one (4 M '[': 1.1 GB): a bound on
+  // unclosed brackets comes first.
+  const std::string flood = k8s_test::read_error({"kind: Node\nx: " + std::string(20000, '[')});
+  CHECK(flood.find("0.yaml: YAML nested deeper than 64 levels (more than 10000 unclosed '[' or '{')") != std::string::npos);
+  if (!gpusched::testing::sanitized) {
+    // One object of more values than the API server could store (a 50 MB pod of 25 M items took
+    // 29 s and 2.2 GB): refused once the count passes 2^20. (Release only: 2 MB of YAML.)
+    std::string big = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, args: [";
+    for (int i = 0; i < (1 << 20); ++i) big += "1,";
+    big += "1]}]}\n";
+    CHECK(k8s_test::read_error({big}).find("0.yaml: a Kubernetes object of more than 1048576 YAML values") != std::string::npos);
+  }
 
   // YAML 1.2: keys of a mapping are unique (kubectl: "mapping key already defined"); the last one won.
   const std::string dup_key = k8s_test::read_error(

@@ -438,7 +438,7 @@ Input Reader::run(std::span<const Source> sources) {
             objs_.push_back(std::move(o));
             continue;
           }
-          auto doc = io::detail::parse_json_fast(text, s.name);
+          auto doc = io::detail::parse_json_fast(text, s.name, {.max_values = detail::kMaxObjectValues});
           if (!doc) throw ParseError{doc.error()};
           docs_.push_back(std::move(*doc));
           collect(docs_.back(), name, 1);
@@ -1057,7 +1057,7 @@ void Reader::read_pods() {
     if (o.kind != "Pod") continue;
     json lazy_doc;  // a PodList's pod, parsed now and dropped after this iteration
     if (!o.v) {
-      auto doc = io::detail::parse_json_fast(o.lazy, o.source);
+      auto doc = io::detail::parse_json_fast(o.lazy, o.source, {.max_values = detail::kMaxObjectValues});
       if (!doc) throw ParseError{doc.error()};
       lazy_doc = std::move(*doc);
       o.v = &lazy_doc;

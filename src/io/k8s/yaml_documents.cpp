@@ -26,6 +26,7 @@ constexpr int kMaxDepth = 64;
 
 struct TooDeep {};
 struct TooLarge {};
+struct TooLargeObject {};
 struct NotUtf8 {
   YAML::Mark mark;
 };
@@ -110,6 +111,7 @@ class JsonBuilder final : public YAML::EventHandler {
   std::vector<json> documents;
 
   void OnDocumentStart(const YAML::Mark& mark) override {
+    object_left_ = kMaxObjectValues;
     if (started_ && mark.pos == last_start_.pos)
       throw YAML::ParserException(mark, "unexpected text where a document should start (a stray ',' ?)");
     started_ = true;
@@ -160,10 +162,16 @@ class JsonBuilder final : public YAML::EventHandler {
 
   void charge(std::size_t nodes) {
     if (nodes > budget_) throw TooLarge{};
+    if (nodes > object_left_) throw TooLargeObject{};
     budget_ -= nodes;
+    object_left_ -= nodes;
   }
   void open(json empty, YAML::anchor_t anchor, const YAML::Mark& mark) {
     if (stack_.size() + 1 >= static_cast<std::size_t>(kMaxDepth)) throw TooDeep{};
+    // An item of a List's top-level "items" starts an object of its own (kMaxObjectValues each).
+    if (stack_.size() == 2 && stack_[0].value.is_object() && stack_[0].have_key && stack_[0].key == "items" &&
+        stack_[1].value.is_array())
+      object_left_ = kMaxObjectValues;
     charge(1);
     if (!stack_.empty() && stack_.back().value.is_object() && !stack_.back().have_key)
       throw YAML::ParserException(mark, "a mapping key must be a scalar");
@@ -201,6 +209,7 @@ class JsonBuilder final : public YAML::EventHandler {
   }
 
   std::size_t budget_;
+  std::size_t object_left_ = kMaxObjectValues;  // values the current object may still take
   std::vector<Frame> stack_;
   std::unordered_map<YAML::anchor_t, std::pair<json, std::size_t>> anchors_;
   json root_;
@@ -214,7 +223,7 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
   std::size_t i = 0;
   while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) ++i;
   if (i < text.size() && (text[i] == '{' || text[i] == '[')) {
-    auto doc = io::detail::parse_json(text, source);
+    auto doc = io::detail::parse_json(text, source, {.max_values = kMaxObjectValues});
     if (!doc) return doc.error();
     std::vector<json> out;
     out.push_back(std::move(*doc));
@@ -222,6 +231,19 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
   }
   if (text.size() > (std::size_t{1} << 30))
     return Error{fmt::format("{}: {} bytes of YAML, more than the limit of 1 GiB", source, text.size()), ErrorCode::kLimit};
+  // yaml-cpp queues every flow start before the first event reaches the depth check: a bound on
+  // unclosed brackets first (no real document comes near it; plain scalars may hold a few).
+  std::size_t open = 0;
+  for (const char c : text) {
+    if (c == '[' || c == '{') {
+      if (++open > kMaxYamlFlowBrackets)
+        return Error{fmt::format("{}: YAML nested deeper than {} levels (more than {} unclosed '[' or '{{')", source, kMaxDepth,
+                                 kMaxYamlFlowBrackets),
+                     ErrorCode::kLimit};
+    } else if ((c == ']' || c == '}') && open > 0) {
+      --open;
+    }
+  }
   try {
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);
@@ -231,6 +253,10 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
     return std::move(builder.documents);
   } catch (const TooDeep&) {
     return Error{fmt::format("{}: YAML nested deeper than {} levels", source, kMaxDepth), ErrorCode::kLimit};
+  } catch (const TooLargeObject&) {
+    return Error{fmt::format("{}: a Kubernetes object of more than {} YAML values (the API server stores at most 1.5 MiB per object)",
+                             source, kMaxObjectValues),
+                 ErrorCode::kLimit};
   } catch (const TooLarge&) {
     return Error{fmt::format("{}: YAML aliases expand the document beyond {} nodes", source, text.size() * 4 + 1024),
                  ErrorCode::kLimit};
