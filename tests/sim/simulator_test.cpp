@@ -648,3 +648,20 @@ TEST_CASE("read_shard: a shard is checked like every input, and contradictions a
   REQUIRE_FALSE(twice);
   CHECK(twice.error().message == "t.json: shard: the key appears twice in its object");
 }
+
+TEST_CASE("failures no job outlives: the run ends, its samples stay bounded, what is not done is unfinished") {
+  // Every node fails every 0.1 h on average and is down 2 h: a 1-hour job on all 4 nodes (no
+  // checkpoints) almost never runs an hour. The run used to go on for ever, its samples growing.
+  const SimCluster c = make_uniform_cluster(4, 8, "V100M32");
+  SimJob wide = job("wide", 0, 8, 3600);
+  wide.tasks = 4;
+  SimConfig cfg;
+  cfg.failures.mtbf_hours = 0.1;
+  const SimResult r = run(c, {wide, job("small", 0, 1, 600)}, "fifo", cfg);
+  CHECK(r.metrics.completed + r.metrics.unfinished == 2);
+  CHECK(r.metrics.unfinished >= 1);
+  // Cut at 1,000 x (span 3600 + serial 4200) past the first submit.
+  CHECK(r.metrics.simulated_seconds <= 1000 * (3600 + 4200));
+  CHECK(r.samples.size() < (std::size_t{1} << 14));
+  for (std::size_t k = 1; k < r.samples.size(); ++k) CHECK(r.samples[k].time > r.samples[k - 1].time);
+}
