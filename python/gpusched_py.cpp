@@ -32,6 +32,7 @@
 #include "gpusched/io/nvidia_smi_topo.hpp"
 #include "gpusched/io/task_records.hpp"
 #include "gpusched/mig/packer.hpp"
+#include "io/text_input.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
 #include "gpusched/sim/packing_experiment.hpp"
@@ -48,7 +49,7 @@ namespace gpusched::python {
 namespace {
 
 [[noreturn]] void raise(const Error& e, std::string_view prefix = {}) {
-  throw py::value_error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
+  throw py::value_error(io::detail::tidy_message(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message)));
 }
 
 // A cluster: the one ClusterState and the registry it reads GPU models through.

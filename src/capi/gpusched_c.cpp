@@ -163,9 +163,10 @@ gpusched_status status_of(ErrorCode code) {
   fail(status_of(e.code), prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
 }
 
-void set_error(gpusched_error* err, gpusched_status code, std::string_view message) {
+void set_error(gpusched_error* err, gpusched_status code, std::string_view raw) {
   if (err == nullptr) return;
   err->code = code;
+  const std::string message = gpusched::io::detail::tidy_message(raw);
   constexpr std::size_t cap = GPUSCHED_ERROR_MESSAGE_SIZE - 1;
   if (message.size() <= cap) {
     std::memcpy(err->message, message.data(), message.size());

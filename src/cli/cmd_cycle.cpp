@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "io/text_input.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/k8s.hpp"
@@ -61,7 +62,7 @@ Inputs read_inputs_k8s(const CycleCliOptions& opt) {
   for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
   auto k = io::read_cycle_inputs_k8s(sources);
   if (!k) throw InputError(k.error().message);
-  for (const auto& w : k->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", w.c_str());
+  for (const auto& w : k->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::detail::tidy_message(w).c_str());
   Inputs in;
   in.cluster = std::move(k->cluster);
   in.state = std::move(k->state);

@@ -74,7 +74,7 @@ int run_fairshare_k8s(const FairshareOptions& opt) {
   kopt.scheduler_name = opt.scheduler_name;
   auto input = io::k8s::read(sources, kopt);
   if (!input) throw InputError(input.error().message);
-  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::detail::tidy_message(io::k8s::to_string(w)).c_str());
   auto state = ClusterState::build(input->cluster, input->registry);
   if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
   auto resources = fairness::fairness_cluster(*state);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "io/text_input.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/k8s.hpp"
@@ -55,7 +56,7 @@ int run_place_k8s(const PlaceOptions& opt) {
     std::printf("%s\n", text.c_str());
     return 0;
   }
-  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::k8s::to_string(w).c_str());
+  for (const auto& w : input->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::detail::tidy_message(io::k8s::to_string(w)).c_str());
   const nlohmann::json out = nlohmann::json::parse(text);
   std::string table = fmt::format("policy: {}\n{:<40} {:<24} {}\n", policy->name(), "POD", "NODE", "GPUS");
   for (const auto& b : out["bindings"]) {

@@ -62,14 +62,14 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   } catch (const InputError& e) {
-    std::fprintf(stderr, "gpusched: error: %s\n", e.what());
+    std::fprintf(stderr, "gpusched: error: %s\n", gpusched::io::detail::tidy_message(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "gpusched: error: out of memory\n");
     return 2;
   } catch (const std::exception& e) {
     // Readers return errors as values; reaching here is a defect of ours, still reported, not an abort.
-    std::fprintf(stderr, "gpusched: internal error: %s\n", e.what());
+    std::fprintf(stderr, "gpusched: internal error: %s\n", gpusched::io::detail::tidy_message(e.what()).c_str());
     return 3;
   }
   return g_exit_status;

@@ -160,6 +160,64 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
   }
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i] (RFC 3629), or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
+  if (i + len > s.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k)
+    if (k == 1 ? (b(i + k) < lo || b(i + k) > hi) : (b(i + k) < 0x80 || b(i + k) > 0xBF)) return 0;
+  return len;
+}
+
+}  // namespace
+
+std::string tidy_message(std::string_view message) {
+  constexpr std::size_t kQuoted = 100;
+  std::string out;
+  out.reserve(std::min<std::size_t>(message.size(), 4096));
+  bool quoted = false;
+  std::size_t quote_start = 0;  // where the quoted value began in `message`
+  for (std::size_t i = 0; i < message.size();) {
+    const char c = message[i];
+    if (c == '"' && (i == 0 || message[i - 1] != '\\')) {
+      quoted = !quoted;
+      quote_start = i + 1;
+      out += c;
+      ++i;
+      continue;
+    }
+    if (quoted && i - quote_start >= kQuoted) {
+      // Skip to the closing quote (or the end) and say how long the value was.
+      std::size_t end = i;
+      while (end < message.size() && !(message[end] == '"' && message[end - 1] != '\\')) ++end;
+      out += fmt::format("\"... ({} bytes)", end - quote_start);  // as shown() cuts: "<100 bytes>"... (N bytes)
+      quoted = false;
+      i = end + 1;
+      continue;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    const std::size_t len = utf8_length(message, i);
+    if (len == 0 || u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+      ++i;
+    } else {
+      out.append(message.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -24,6 +24,12 @@ inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
   return shown(std::string_view(text), max_chars);
 }
 
+// A message as it is shown to a person (the tool's stderr, the C API's error, Python's exception):
+// bytes below 0x20, 0x7f and bytes that are not UTF-8 written as \xNN (a NUL cut the message, a newline
+// forged a line), and any quoted value longer than 100 bytes cut there ("... (N bytes)"), so that
+// no message echoes a megabyte a reader quoted whole. Idempotent on what it returns.
+std::string tidy_message(std::string_view message);
+
 // A whole input file, the one way every reader of the tool, the C API and the simulator opens one:
 // a directory is refused (it opened and read as empty), a file that is not regular (a pipe,
 // /dev/zero) is read in chunks and refused past `max_bytes` before more is spent, a regular file

@@ -1,6 +1,7 @@
 // `gpusched place --k8s` and `gpusched fairshare --k8s` end to end.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -183,4 +184,19 @@ TEST_CASE("every input file: a directory, an empty file, an endless device and a
     CHECK(r.status == 2);
     CHECK(r.out.find(c.message) != std::string::npos);
   }
+}
+
+TEST_CASE("messages: a megabyte value is cut, a name's control bytes are escaped, on every reader") {
+  const std::string big(1 << 20, 'x');
+  const std::string cluster = temp_file("big_model.json", R"({"nodes": [{"name": "n", "cpu": 1, "memory": 1, "gpu_model": ")" + big + R"(", "gpus": 1}]})");
+  const std::string jobs = temp_file("one_job.json", R"({"jobs": [{"name": "j", "cpu": 1, "memory": 1}]})");
+  const Run r = run_tool("place --cluster " + cluster + " --jobs " + jobs, true);
+  CHECK(r.status == 2);
+  CHECK(r.out.size() < 400);
+  CHECK(r.out.find("nodes[0].gpu_model") != std::string::npos);
+  const std::string nul = temp_file("nul.yaml", std::string("kind: Node\nmetadata: {name: \"a\\0b\\e\\nc\"}\nstatus: {allocatable: {cpu: 1}}\n"));
+  const Run n = run_tool("place --k8s " + nul, true);
+  CHECK(n.status == 2);
+  CHECK(n.out.find("Node a\\x00b\\x1b\\x0ac") != std::string::npos);
+  CHECK(std::count(n.out.begin(), n.out.end(), '\n') == 1);
 }

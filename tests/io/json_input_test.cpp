@@ -192,3 +192,16 @@ TEST_CASE("parse_json: a bound on the values a document holds, counted while it 
     CHECK(r.error().code == gpusched::ErrorCode::kLimit);
   }
 }
+
+TEST_CASE("tidy_message: control bytes and bytes that are not UTF-8 escaped, long quoted values cut") {
+  using gpusched::io::detail::tidy_message;
+  CHECK(tidy_message("a.json: nodes[0].name: \"ok\"") == "a.json: nodes[0].name: \"ok\"");
+  CHECK(tidy_message(std::string("Node a\nb\0c: x", 13)) == "Node a\\x0ab\\x00c: x");
+  CHECK(tidy_message("model \"T4\xfe\"") == "model \"T4\\xfe\"");
+  CHECK(tidy_message("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 stays
+  const std::string huge = "cpu: expected a quantity (got \"" + std::string(1 << 20, '9') + "\")";
+  const std::string t = tidy_message(huge);
+  CHECK(t.size() < 200);
+  CHECK(t.find("9\"... (1048576 bytes))") != std::string::npos);
+  CHECK(tidy_message(t) == t);
+}

@@ -43,7 +43,11 @@ struct Obj {
   std::string name;
   std::string_view lazy;  // a Pod of a JSON PodList read when the pods are (v is null until then)
 
-  std::string id() const { return ns.empty() ? fmt::format("{} {}", kind, name) : fmt::format("{} {}/{}", kind, ns, name); }
+  // Escaped: a name is checked after it is read, and its message must not print a NUL (which cut it)
+  // or a newline raw.
+  std::string id() const {
+    return io::detail::tidy_message(ns.empty() ? fmt::format("{} {}", kind, name) : fmt::format("{} {}/{}", kind, ns, name));
+  }
   [[noreturn]] void fail(std::string_view field, std::string_view message, ErrorCode code = ErrorCode::kInvalidValue) const {
     throw ParseError{Error{fmt::format("{}: {}: {}: {}", source, id(), field, message), code, std::string(field)}};
   }
@@ -398,10 +402,9 @@ void identify(Obj& o) {
   o.name = get_string(o, path(o.v, {"metadata", "name"}), "metadata.name", true);
   if (o.name.empty()) o.fail("metadata.name", "must not be empty");
   o.ns = get_string(o, path(o.v, {"metadata", "namespace"}), "metadata.namespace");
-  for (const std::string* s : {&o.name, &o.ns}) {
-    auto ok = io::detail::check_name(*s, "metadata");
-    if (!ok) o.fail("metadata", ok.error().message);
-  }
+  for (const auto& [field, s] : {std::pair{"metadata.name", &o.name}, std::pair{"metadata.namespace", &o.ns}})
+    if (const int u = io::detail::first_control_character(*s); u >= 0)
+      o.fail(field, fmt::format("control character 0x{:02x} in name {}", u, io::detail::shown(*s)));
   // The API server's path segment rule (apimachinery's IsValidPathSegmentName) for every object
   // name: no "/" or "%", not "." or "..". Without it pod "a/b" in namespace "c" and pod "b" in
   // namespace "c/a" were one binding "c/a/b".
