@@ -106,7 +106,8 @@ void write_report(const std::string& dir, const ordered_json& sweep, std::vector
   write_file(fs::path(dir) / "queue_length.svg", report->svg_queue);
   if (format == "json") std::fputs(report->json.c_str(), stdout);
   else std::fputs(report->table.c_str(), stdout);
-  for (const auto& r : nlohmann::json::parse(report->json).at("runs")) {
+  const nlohmann::json doc = nlohmann::json::parse(report->json);  // kept: a loop over a temporary's member dangles
+  for (const auto& r : doc.at("runs")) {
     const auto& m = r.at("metrics");
     if (const auto left = m.value("unfinished", std::size_t{0}); left > 0)
       std::fprintf(stderr, "gpusched: warning: %s %s seed %s: %zu of %zu jobs neither completed nor were rejected (docs/simulate.md, \"unfinished\")\n",
