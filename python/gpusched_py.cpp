@@ -80,10 +80,13 @@ struct PyJobs {
     if (PyLong_Check(job.ptr())) {  // an int (or a bool, as isinstance(job, int) is)
       int overflow = 0;
       const long long i = PyLong_AsLongLongAndOverflow(job.ptr(), &overflow);
-      if (overflow != 0) (void)job.cast<std::int64_t>();  // beyond 64 bits: pybind11's cast error, as before
+      if (overflow != 0) throw py::index_error("job: index beyond 64 bits is out of range");
       if (i >= 0 && static_cast<unsigned long long>(i) < doc.jobs.size()) return static_cast<std::size_t>(i);
       throw py::index_error(fmt::format("job: index {} is out of range ({} jobs)", i, doc.jobs.size()));
     }
+    if (!py::isinstance<py::str>(job))
+      throw py::type_error(fmt::format("job: expected a job index (int) or name (str), got {}",
+                                       py::str(py::type::of(job).attr("__name__")).cast<std::string>()));
     const auto name = job.cast<std::string>();
     if (by_name.empty())
       for (std::size_t i = 0; i < doc.jobs.size(); ++i) by_name.emplace(doc.jobs[i].job_name, i);
@@ -681,8 +684,13 @@ NodeId node_arg(const PyCluster& c, const py::handle& node) {
     if (n == kNoNode) throw py::key_error(fmt::format("node: no node named \"{}\"", name));
     return n;
   }
-  const auto i = node.cast<std::int64_t>();
-  if (i < 0 || static_cast<std::uint64_t>(i) >= c.state.node_count())
+  // Python's rule for a wrong type is TypeError (a float or None was pybind11's RuntimeError).
+  if (!PyLong_Check(node.ptr()))
+    throw py::type_error(fmt::format("node: expected a node index (int) or name (str), got {}",
+                                     py::str(py::type::of(node).attr("__name__")).cast<std::string>()));
+  int overflow = 0;
+  const long long i = PyLong_AsLongLongAndOverflow(node.ptr(), &overflow);
+  if (overflow != 0 || i < 0 || static_cast<std::uint64_t>(i) >= c.state.node_count())
     throw py::index_error(fmt::format("node: {} is out of range ({} nodes)", i, c.state.node_count()));
   return static_cast<NodeId>(i);
 }

@@ -32,7 +32,7 @@
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
 #include "io/decision_json.hpp"
-#include "io/text_input.hpp"
+#include "io/json_input.hpp"
 
 #ifndef GPUSCHED_VERSION_STRING
 #error "GPUSCHED_VERSION_STRING is set by the build (the project's version)"
@@ -202,6 +202,16 @@ gpusched_status guarded(gpusched_error* err, F&& body) noexcept {
 template <class T>
 void need(const T* p, const char* what) {
   if (p == nullptr) fail(GPUSCHED_ERROR_INVALID_ARGUMENT, fmt::format("{}: NULL", what));
+}
+
+// A name, queue, model or label from C: no control characters (a newline forges a row of every
+// table and JSON answer) and UTF-8 (the JSON answers would say U+FFFD instead).
+void check_text(const char* text, const std::string& field) {
+  const std::string_view s(text);
+  if (const int u = gpusched::io::detail::first_control_character(s); u >= 0)
+    fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}: control character 0x{:02x} in {}", field, u, gpusched::io::detail::shown(s)));
+  if (!gpusched::io::detail::valid_utf8(s))
+    fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}: not UTF-8: {}", field, gpusched::io::detail::shown(s)));
 }
 
 std::string read_whole_file(const char* path) {
@@ -500,13 +510,18 @@ gpusched_status gpusched_state_from_nodes(const gpusched_node* nodes, size_t cou
     *out = nullptr;
     if (count > 0) need(nodes, "nodes");
     gpusched::GpuModelRegistry registry = gpusched::GpuModelRegistry::builtin();
+    // count = SIZE_MAX was an internal "vector::reserve"; a cluster's GPUs are bounded too.
+    constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
+    if (count > kMaxNodes) fail(GPUSCHED_ERROR_LIMIT, fmt::format("count: {} nodes, more than {}", count, kMaxNodes));
     std::vector<gpusched::NodeSpec> specs;
     specs.reserve(count);
+    std::size_t gpus = 0;
     std::set<std::string, std::less<>> names;
     for (std::size_t i = 0; i < count; ++i) {
       const gpusched_node& n = nodes[i];
       const std::string path = fmt::format("nodes[{}]", i);
       if (n.name == nullptr || *n.name == '\0') fail(GPUSCHED_ERROR_INVALID_INPUT, path + ".name: expected a non-empty string");
+      check_text(n.name, path + ".name");
       if (!names.insert(n.name).second)
         fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.name: duplicate node name \"{}\"", path, n.name));
       if (n.cpu_milli < 0) fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.cpu_milli: expected a non-negative integer, got {}", path, n.cpu_milli));
@@ -522,6 +537,9 @@ gpusched_status gpusched_state_from_nodes(const gpusched_node* nodes, size_t cou
         if (!registry.find(n.gpu_model))
           fail(GPUSCHED_ERROR_UNKNOWN_NAME, fmt::format("{}.gpu_model: unknown GPU model \"{}\"", path, n.gpu_model));
         if (n.gpu_count > 65535) fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.gpu_count: {} is over 65535", path, n.gpu_count));
+        gpus += n.gpu_count;
+        if (gpus > gpusched::kMaxClusterGpus)
+          fail(GPUSCHED_ERROR_LIMIT, fmt::format("{}.gpu_count: more than the {} GPUs a cluster may have", path, gpusched::kMaxClusterGpus));
         spec.gpus.assign(n.gpu_count, gpusched::GpuSpec{n.gpu_model});
       }
       specs.push_back(std::move(spec));
@@ -622,6 +640,8 @@ gpusched_status gpusched_state_set_label(gpusched_state* state, size_t node, con
   return guarded(err, [&] {
     const gpusched::NodeId n = event_node(state, node);
     need(key, "key");
+    check_text(key, "key");
+    if (value) check_text(value, "value");
     check(value ? state->state.set_label(n, key, value) : state->state.remove_label(n, key));
   });
 }
@@ -659,6 +679,9 @@ gpusched_status gpusched_jobs_add(gpusched_jobs* jobs, const gpusched_job_spec* 
     need(spec, "spec");
     const std::string path = fmt::format("jobs[{}]", jobs->doc.jobs.size());
     if (spec->name == nullptr || *spec->name == '\0') fail(GPUSCHED_ERROR_INVALID_INPUT, path + ".name: expected a non-empty string");
+    check_text(spec->name, path + ".name");
+    if (spec->queue) check_text(spec->queue, path + ".queue");
+    if (spec->gpu_model) check_text(spec->gpu_model, path + ".gpu_model");
     for (const auto& j : jobs->doc.jobs)
       if (j.job_name == spec->name)
         fail(GPUSCHED_ERROR_INVALID_INPUT, fmt::format("{}.name: duplicate job name \"{}\"", path, spec->name));

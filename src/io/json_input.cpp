@@ -181,6 +181,15 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 
 }  // namespace
 
+bool valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t len = utf8_length(text, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::string tidy_message(std::string_view message) {
   constexpr std::size_t kQuoted = 100;
   std::string out;

@@ -29,6 +29,8 @@ inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
 // forged a line), and any quoted value longer than 100 bytes cut there ("... (N bytes)"), so that
 // no message echoes a megabyte a reader quoted whole. Idempotent on what it returns.
 std::string tidy_message(std::string_view message);
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF).
+bool valid_utf8(std::string_view text);
 
 // A whole input file, the one way every reader of the tool, the C API and the simulator opens one:
 // a directory is refused (it opened and read as empty), a file that is not regular (a pipe,

@@ -188,6 +188,17 @@ static void test_job_spec_errors(void) {
   CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_OK);
   CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
   CHECK_STR(err.message, "jobs[1].name: duplicate job name \"x\"");
+  /* A newline forges a row of every answer; bytes that are not UTF-8 came back as U+FFFD. */
+  spec.name = "a\nb";
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs[1].name: control character 0x0a in \"a\\x0ab\"");
+  spec.name = "j\xff";
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs[1].name: not UTF-8: \"j\\xff\"");
+  spec.name = "y";
+  spec.queue = "q\x01";
+  CHECK(gpusched_jobs_add(jobs, &spec, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "jobs[1].queue: control character 0x01 in \"q\\x01\"");
   CHECK(gpusched_jobs_count(jobs) == 1);
   gpusched_jobs_free(jobs);
 }
@@ -214,6 +225,12 @@ static void test_state_errors(void) {
   CHECK(gpusched_state_from_nodes(dup, 2, &s, &err) == GPUSCHED_ERROR_INVALID_INPUT);
   CHECK_STR(err.message, "nodes[1].name: duplicate node name \"m0\"");
   CHECK(gpusched_state_from_nodes(NULL, 1, &s, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  /* count = SIZE_MAX was an internal error ("vector::reserve"). */
+  CHECK(gpusched_state_from_nodes(dup, (size_t)-1, &s, &err) == GPUSCHED_ERROR_LIMIT);
+  CHECK(s == NULL);
+  /* A directory is an I/O error, not a parse error. */
+  CHECK(gpusched_state_from_file("/tmp", &s, &err) == GPUSCHED_ERROR_IO);
+  CHECK_STR(err.message, "/tmp: is a directory, expected a file");
   CHECK(gpusched_state_from_json(NULL, &s, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   CHECK(gpusched_state_from_json("{}", NULL, NULL) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   CHECK(gpusched_state_from_file("/nonexistent/cluster.json", &s, &err) == GPUSCHED_ERROR_IO);
@@ -602,6 +619,9 @@ static void test_events(void) {
   CHECK(gpusched_state_set_label(s, 2, "example.com/rack", "r1", &err) == GPUSCHED_OK);
   CHECK(gpusched_state_set_label(s, 2, "example.com/rack", NULL, &err) == GPUSCHED_OK);
   CHECK(gpusched_state_set_label(s, 2, NULL, "r1", &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(gpusched_state_set_label(s, 2, "k", "v\nw", &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_STR(err.message, "value: control character 0x0a in \"v\\x0aw\"");
+  CHECK(gpusched_state_set_label(s, 2, "k\xff", "v", &err) == GPUSCHED_ERROR_INVALID_INPUT);
   CHECK(gpusched_state_cordon(s, 3, 1, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   CHECK_HAS(err.message, "node: 3 is out of range (3 nodes)");
   CHECK(gpusched_state_set_gpu_health(s, 2, 0, 0, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);

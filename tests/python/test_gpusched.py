@@ -176,6 +176,17 @@ def test_to_json_reads_back_to_the_same_state():
             cluster.to_json(indent=bad)
 
 
+def test_set_label_refuses_what_no_reader_accepts():
+    cluster = gpusched.load_cluster(THREE_NODES)
+    # "v\nw" was accepted, then from_json(to_json()) refused the state it wrote.
+    with pytest.raises(ValueError, match="control character 0x0a in the label value"):
+        cluster.set_label("n0", "k", "v\nw")
+    with pytest.raises(ValueError, match="control character 0x01 in the label key"):
+        cluster.set_label("n0", "k\x01", "v")
+    cluster.set_label("n0", "k", "v")
+    assert gpusched.Cluster.from_json(cluster.to_json()).to_json() == cluster.to_json()
+
+
 def test_place_errors():
     cluster = gpusched.load_cluster(THREE_NODES)
     jobs = gpusched.load_jobs(JOBS)
@@ -223,6 +234,17 @@ def test_place_every_way_of_calling():
         cluster.place(jobs, 0, seed=-1)
     with pytest.raises(TypeError):
         gpusched.Cluster.place(object(), jobs, 0)
+    # A job or node of the wrong type is a TypeError (pybind11 said RuntimeError "Unable to cast").
+    with pytest.raises(TypeError, match=r"job: expected a job index \(int\) or name \(str\), got NoneType"):
+        cluster.place(jobs, None)
+    with pytest.raises(TypeError, match=r"node: expected a node index \(int\) or name \(str\), got float"):
+        cluster.cordon(3.2)
+    with pytest.raises(TypeError, match="got NoneType"):
+        cluster.fail_node(None)
+    with pytest.raises(TypeError, match="got bytes"):
+        cluster.set_label(b"n0", "k", "v")
+    with pytest.raises(IndexError):
+        cluster.cordon(2**70)
     # Nothing above kept a placement (every call was a dry run or raised).
     assert cluster.nodes()[1]["idle_gpus"] == 8 and cluster.nodes()[0]["idle_gpus"] == 4
 
