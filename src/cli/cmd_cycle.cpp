@@ -76,13 +76,13 @@ Inputs read_inputs(const CycleCliOptions& opt) {
     throw InputError("--cluster and --pending are required (or --k8s FILE...)");
   Inputs in;
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
-  if (!cluster) throw InputError(cluster.error().message);
+  if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   in.cluster = std::move(*cluster);
   auto state = ClusterState::build(in.cluster.cluster, in.cluster.registry);
   if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
   in.state.emplace(std::move(*state));
   auto jobs = io::read_jobs_json(read_file(opt.pending_file), opt.pending_file);
-  if (!jobs) throw InputError(jobs.error().message);
+  if (!jobs) throw_input_error(opt.pending_file, jobs.error().message);
   const std::string queues = opt.queues_file.empty() ? std::string() : read_file(opt.queues_file);
   const std::string running = opt.running_file.empty() ? std::string() : read_file(opt.running_file);
   io::CycleSources sources{opt.cluster_file, opt.pending_file, opt.running_file, opt.queues_file};
@@ -185,7 +185,12 @@ int run_explain(const CycleCliOptions& opt) {
       std::vector<std::uint8_t> all(in.cycle.running.size(), kReclaimableVictim);
       PreemptionPlan plan = find_victims(*in.state, pre, in.cycle.running, opt.now, o.preemption, all);
       json victims = json::array();
-      if (plan.verdict == Verdict::kPlaced) {
+      if (plan.verdict == Verdict::kPlaced && plan.victims.empty()) {
+        // The free capacity holds it: what keeps it waiting is the queue order or a reservation
+        // above, not running work (an empty "if these were evicted:" list said nothing).
+        text += "  the free capacity holds it now: it waits for the order or reservation above, not for running work\n";
+        out["fits_free_capacity"] = true;
+      } else if (plan.verdict == Verdict::kPlaced) {
         text += "  it would start now if these were evicted:\n";
         for (const Victim& v : plan.victims) {
           const RunningJob& r = in.cycle.running[v.job];

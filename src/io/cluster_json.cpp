@@ -344,7 +344,8 @@ constexpr std::string_view kGangGroupKeys[] = {"topology", "spread", "anti_affin
 // checkpoint facts of pending and running jobs, and where a running job's tasks are.
 constexpr std::string_view kCycleJobKeys[] = {"runtime_estimate", "not_before",  "preemptible",
                                               "restart_cost",     "checkpoint_interval", "restarts",
-                                              "start_time",       "last_checkpoint",     "placement"};
+                                              "start_time",       "last_checkpoint",     "placement",
+                                              "evicted_by"};
 
 Job read_job(const json& v, const std::string& path, std::set<std::string>& names) {
   require_object(v, path);
@@ -429,6 +430,14 @@ JobCycleFields read_cycle_fields(const json& v, const std::string& path) {
   if (const json* x = find(v, "restarts"))
     f.restarts = static_cast<std::int32_t>(read_int(*x, path + ".restarts", 0, std::numeric_limits<std::int32_t>::max()));
   if (const json* x = find(v, "preemptible")) f.preemptible = read_bool(*x, path + ".preemptible");
+  if (const json* x = find(v, "evicted_by")) {
+    if (!x->is_array()) fail(fmt::format("{}.evicted_by: expected an array of job names, got {}", path, shown(*x)));
+    for (std::size_t k = 0; k < x->size(); ++k) {
+      const std::string name = read_string((*x)[k], fmt::format("{}.evicted_by[{}]", path, k));
+      if (auto ok = detail::check_name(name, fmt::format("{}.evicted_by[{}]", path, k)); !ok) fail(ok.error().message);
+      f.evicted_by.push_back(name);
+    }
+  }
   f.running_fields = find(v, "start_time") || find(v, "placement");
   return f;
 }

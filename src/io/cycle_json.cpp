@@ -172,6 +172,16 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
   if (auto it = raw.find("runtime_estimate"); it != raw.end()) r.runtime_estimate = read_time(*it, path + ".runtime_estimate");
   if (auto it = raw.find("restarts"); it != raw.end()) r.restarts = static_cast<std::int32_t>(read_int(*it, path + ".restarts", 0, 1'000'000));
   if (auto it = raw.find("preemptible"); it != raw.end()) r.preemptible = read_bool(*it, path + ".preemptible");
+  if (auto it = raw.find("evicted_by"); it != raw.end()) {
+    if (!it->is_array())
+      reject(fmt::format("{}.evicted_by: expected an array of job names, got {}", path, shown(*it)), ErrorCode::kInvalidValue, path + ".evicted_by");
+    for (std::size_t k = 0; k < it->size(); ++k) {
+      const json& e = (*it)[k];
+      if (!e.is_string() || e.get_ref<const std::string&>().empty())
+        reject(fmt::format("{}.evicted_by[{}]: expected a job name, got {}", path, k, shown(e)), ErrorCode::kInvalidValue, path + ".evicted_by");
+      r.evicted_by.push_back(e.get<std::string>());
+    }
+  }
   auto pl = raw.find("placement");
   if (pl == raw.end() || !pl->is_array() || pl->empty())
     reject(fmt::format("{}.placement: expected a non-empty array of tasks {{\"group\", \"node\", \"gpus\"}}", path),
@@ -300,6 +310,7 @@ std::vector<PendingJob> read_pending(const ClusterState& st, const JobsDocument&
     p.restart_cost = facts.restart_cost;
     p.restarts = facts.restarts;
     p.preemptible = facts.preemptible;
+    p.evicted_by = facts.evicted_by;
     out.push_back(std::move(p));
   }
   return out;
@@ -426,13 +437,23 @@ Result<std::vector<scheduler::PendingJob>> pending_jobs_impl(const ClusterState&
 Result<CycleInputs> read_cycle_inputs_impl(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                                       std::string_view running_text, const CycleSources& sources) {
   const ClusterState::Checkpoint mark = state.checkpoint();
+  // Each file's errors name it (a pending job's "jobs[0].runtime_estimate: ..." named no file).
+  const auto from = [](std::string_view source, auto&& read) {
+    try {
+      read();
+    } catch (CycleInputError& e) {
+      const std::string prefix = std::string(source) + ":";
+      if (!source.empty() && !e.error.message.starts_with(prefix)) e.error.message = prefix + " " + e.error.message;
+      throw;
+    }
+  };
   auto r = guarded<CycleInputs>(sources.running, [&] {
     CycleInputs in;
-    if (!queues_text.empty()) in.queues = read_queues(state, queues_text, sources.queues, sources.cluster);
+    if (!queues_text.empty()) from(sources.queues, [&] { in.queues = read_queues(state, queues_text, sources.queues, sources.cluster); });
     // Running jobs: their tasks are reserved on the cluster (which therefore describes what runs
     // outside these jobs only).
-    if (!running_text.empty()) read_running(state, running_text, sources.running, in);
-    in.pending = read_pending(state, jobs, in.queues, sources.pending);
+    if (!running_text.empty()) from(sources.running, [&] { read_running(state, running_text, sources.running, in); });
+    from(sources.pending, [&] { in.pending = read_pending(state, jobs, in.queues, sources.pending); });
     return in;
   });
   if (!r) state.rollback(mark);
@@ -651,6 +672,7 @@ Result<CycleRun> CycleSession::cycle(std::int64_t now, bool dry_run, scheduler::
     const auto g = grow_group_.find(r.name);
     run.inputs.running_groups.push_back({g == grow_group_.end() ? std::string() : g->second});
   }
+  if (Status st = scheduler::check_cycle_time(now); !st) return st.error();  // the caller's time: no file named
   auto d = session_->cycle(now, dry_run ? scheduler::CycleApply::kPlan : scheduler::CycleApply::kCommit, detail);
   if (!d) return in_context(d.error(), context);
   if (!dry_run)
@@ -677,7 +699,8 @@ Status CycleSession::cancel(std::string_view job) {
 Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleInputs& inputs, std::int64_t now,
                                                const scheduler::CycleOptions& options, std::string_view context,
                                                std::string_view pending_source, std::string_view running_source) {
-  if (Status st = scheduler::check_cycle_time(now); !st) return in_context(st.error(), context);
+  // The time is the caller's (--now, now=), not a file's: its error names no file.
+  if (Status st = scheduler::check_cycle_time(now); !st) return st.error();
   // A running job that starts after `now` would never have run long enough to be a victim, nor end.
   for (std::size_t j = 0; j < inputs.running.size(); ++j)
     if (inputs.running[j].start_time > now)

@@ -101,6 +101,46 @@ TEST_CASE("explain: the victims that would let a job start, and what they lose")
                    "restart [the priority rule allows it]") != std::string::npos);
 }
 
+TEST_CASE("explain: a job the free capacity holds, kept back by a reservation, gets no empty eviction list") {
+  // Two nodes of 8 GPUs: "a" holds n0 until 1000, "b" 4 GPUs of n1 until 2000. "big" (2 x 8 GPUs)
+  // is reserved from 2000; "long" (2 GPUs for 100,000 s) fits n1's 4 free GPUs now but would
+  // delay big: it waits, and evicting nobody changes that.
+  const std::string cluster = temp_file("two8.json", R"({"nodes": [{"name": "n0", "cpu": 8, "memory": "64Gi", "gpu_model": "H100-80GB", "gpus": 8},
+    {"name": "n1", "cpu": 8, "memory": "64Gi", "gpu_model": "H100-80GB", "gpus": 8}]})");
+  const std::string running = temp_file("r3.json", R"({"jobs": [
+    {"name": "a", "start_time": 0, "runtime_estimate": 1000, "cpu": 1, "memory": "1Gi", "gpus": 8, "placement": [{"node": "n0", "gpus": [0,1,2,3,4,5,6,7]}]},
+    {"name": "b", "start_time": 0, "runtime_estimate": 2000, "cpu": 1, "memory": "1Gi", "gpus": 4, "placement": [{"node": "n1", "gpus": [0,1,2,3]}]}]})");
+  const std::string pending = temp_file("p3.json", R"({"jobs": [
+    {"name": "big", "submit_time": 10, "runtime_estimate": 500, "replicas": 2, "cpu": 1, "memory": "1Gi", "gpus": 8},
+    {"name": "long", "submit_time": 20, "runtime_estimate": 100000, "cpu": 1, "memory": "1Gi", "gpus": 2}]})");
+  const Run r = run_tool("explain long --cluster " + cluster + " --running " + running + " --pending " + pending + " --now 100 --no-preempt");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("if these were evicted") == std::string::npos);
+  CHECK(r.out.find("the free capacity holds it now") != std::string::npos);
+}
+
+TEST_CASE("cycle: evicted_by carries who evicted whom across calls, so a job never evicts its evictor back") {
+  // An earlier call evicted b (priority 1) for a (priority 5). Now b's priority is 9 (aged): without
+  // knowing that a evicted it, b evicts a; with evicted_by: ["a"] (the earlier answer's
+  // evictions[].for) it waits.
+  const std::string cluster = temp_file("one8.json", R"({"nodes": [{"name": "n0", "cpu": 8, "memory": "64Gi", "gpu_model": "H100-80GB", "gpus": 8}]})");
+  const std::string running = temp_file("a_runs.json", R"({"jobs": [{"name": "a", "priority": 5, "start_time": 0, "cpu": 1, "memory": "1Gi",
+    "gpus": 8, "placement": [{"node": "n0", "gpus": [0,1,2,3,4,5,6,7]}]}]})");
+  const auto pending = [](const std::string& extra) {
+    return temp_file("b_waits.json", R"({"jobs": [{"name": "b", "priority": 9, "cpu": 1, "memory": "1Gi", "gpus": 8)" + extra + "}]}");
+  };
+  const std::string base = "cycle --cluster " + cluster + " --running " + running + " --now 100 --format json --pending ";
+  const Run forgot = run_tool(base + pending(""));
+  REQUIRE(forgot.status == 0);
+  CHECK(nlohmann::json::parse(forgot.out)["evictions"].size() == 1);
+  const Run kept = run_tool(base + pending(R"(, "evicted_by": ["a"])"));
+  REQUIRE(kept.status == 0);
+  CHECK(nlohmann::json::parse(kept.out)["evictions"].empty());
+  const Run bad = run_tool(base + pending(R"(, "evicted_by": "a")"), true);
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("jobs[0].evicted_by: expected an array of job names") != std::string::npos);
+}
+
 TEST_CASE("cycle: bad input is exit status 2 with the field named, nothing on stdout") {
   const std::string running = temp_file("bad_running.json",
                                         R"({"jobs": [{"name": "x", "cpu": 1, "gpus": 1, "start_time": 0,
@@ -136,7 +176,7 @@ TEST_CASE("cycle: times at the int64 ends and placements that contradict the job
                                kExample + "pending.json --queues " + kExample + "queues.json --now " + now,
                            true);
     CHECK(r.status == 2);
-    CHECK(r.out.find("now: expected seconds in [0, 4611686018427387904]") != std::string::npos);
+    CHECK(r.out.find("gpusched: error: now: expected seconds in [0, 4611686018427387904]") != std::string::npos);  // no file: the time is the caller's
   }
   const auto refused = [](const std::string& running_json, const std::string& message) {
     const std::string running = temp_file("edge_running.json", running_json);

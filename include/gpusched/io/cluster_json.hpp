@@ -70,6 +70,9 @@ struct JobCycleFields {
   std::int32_t restarts = 0;
   bool preemptible = true;
   bool running_fields = false;
+  // The jobs that evicted this job before (an earlier answer's evictions[].for): the cycle never
+  // evicts them back for it (docs/cycle.md), across calls as within a session.
+  std::vector<std::string> evicted_by;
 };
 
 struct JobsDocument {
