@@ -2,7 +2,8 @@
 // GPUs in use; racks of 32 nodes, blocks of 1,024): the figures.
 //
 //   BM_GangPlace/1024          feasibility + placement of a 1,024-task x 8-GPU gang (target <= 10 ms)
-//   BM_GangInfeasibleBound     a 9,000 x 8-GPU gang proved infeasible by the aggregate bounds (<= 100 us)
+//   BM_GangInfeasibleBound     a 9,000 x 8-GPU gang refused by the aggregate bounds (not now), no cache
+//   BM_GangInfeasibleBoundCached  the same with a GangCapacityCache kept between calls
 //   BM_TaskByTask/1024         the same gang placed task by task with no gang logic (baseline)
 //   BM_TaskByTaskInfeasible    the baseline on the infeasible gang: places 8,000 tasks, then fails
 //   BM_PlaceJob/1024           the foundation's place_job (all or nothing, no bounds) for comparison
@@ -65,10 +66,11 @@ GangSpec workers(int tasks) {
   return spec;
 }
 
-void run_gang(benchmark::State& bs, const GangSpec& spec, Verdict expect) {
+void run_gang(benchmark::State& bs, const GangSpec& spec, Verdict expect, GangCapacityCache* cache = nullptr) {
   ClusterState& s = state();
   GangOptions opt;
   opt.dry_run = true;
+  opt.capacity_cache = cache;
   for (auto _ : bs) {
     GangResult r = place_gang(s, spec, opt);
     if (r.verdict != expect) {
@@ -84,6 +86,15 @@ BENCHMARK(BM_GangPlace)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 void BM_GangInfeasibleBound(benchmark::State& bs) { run_gang(bs, workers(9000), Verdict::kNotNow); }
 BENCHMARK(BM_GangInfeasibleBound)->Unit(benchmark::kMicrosecond);
+
+// The same refusal with a capacity summary kept between calls (GangOptions::capacity_cache, as the
+// scheduling cycle, a session and place_gangs keep one): the tasks at empty are counted per node
+// shape once per layout generation, so a repeated refusal costs O(node shapes).
+void BM_GangInfeasibleBoundCached(benchmark::State& bs) {
+  GangCapacityCache cache;
+  run_gang(bs, workers(9000), Verdict::kNotNow, &cache);
+}
+BENCHMARK(BM_GangInfeasibleBoundCached)->Unit(benchmark::kMicrosecond);
 
 // Task by task: select, pick GPUs, reserve, with no bound and no gang bookkeeping.
 void task_by_task(benchmark::State& bs, int tasks) {

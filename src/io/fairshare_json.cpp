@@ -28,11 +28,14 @@ struct FairshareInputError {
 
 using detail::shown;
 
+// `path` is a field's ("f.json: queues[0]") or the document's ("f.json: ", the file then the field).
 void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
-  if (!obj.is_object()) reject(fmt::format("{}: expected an object, got {}", path, shown(obj)));
+  const bool document = path.ends_with(": ");
+  if (!obj.is_object())
+    reject(fmt::format("{}: expected an object, got {}", document ? path.substr(0, path.size() - 2) : path, shown(obj)));
   for (const auto& [key, value] : obj.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
-      reject(fmt::format("{}.{}: unknown field (known: {})", path, key, fmt::join(known, ", ")));
+      reject(fmt::format("{}{}{}: unknown field (known: {})", path, document ? "" : ".", detail::shown_key(key), fmt::join(known, ", ")));
 }
 
 std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min()) {
@@ -84,11 +87,11 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
   check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
   std::map<std::string, std::int64_t> classes;
   if (auto it = doc.find("priority_classes"); it != doc.end()) {
-    if (!it->is_object()) reject(fmt::format("{}.priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
+    if (!it->is_object()) reject(fmt::format("{}priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
     // A PriorityClass's value is an int32 in Kubernetes (scheduling.k8s.io/v1), as is every job
     // priority here: a larger one wrapped when a job took it (INT64_MAX sorted last).
     for (const auto& [name, value] : it->items()) {
-      const std::string path = fmt::format("{}.priority_classes.{}", file, detail::shown_key(name));
+      const std::string path = fmt::format("{}priority_classes.{}", file, detail::shown_key(name));
       const std::int64_t v = read_int(value, path, std::numeric_limits<std::int32_t>::min());
       if (v > std::numeric_limits<std::int32_t>::max())
         reject(fmt::format("{}: expected a 32-bit priority (at most {}), got {}", path, std::numeric_limits<std::int32_t>::max(), v));
@@ -97,7 +100,7 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
   }
   out.classes = classes;
   if (auto it = doc.find("aging"); it != doc.end()) {
-    const std::string p = file + ".aging";
+    const std::string p = file + "aging";
     check_keys(*it, p, {"interval", "step", "max_boost"});
     if (auto i = it->find("interval"); i != it->end()) out.aging.interval = read_int(*i, p + ".interval", 1);
     else reject(fmt::format("{}.interval: missing (seconds per aging step)", p));
@@ -105,15 +108,15 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
     if (auto m = it->find("max_boost"); m != it->end()) out.aging.max_boost = read_int(*m, p + ".max_boost", 0);
   }
   if (auto it = doc.find("now"); it != doc.end()) {
-    out.aging.now = read_int(*it, file + ".now");
+    out.aging.now = read_int(*it, file + "now");
     out.now_given = true;
   }
   auto qs = doc.find("queues");
   if (qs == doc.end() || !qs->is_array() || qs->empty())
-    reject(fmt::format("{}.queues: expected a non-empty array of queues", file));
+    reject(fmt::format("{}queues: expected a non-empty array of queues", file));
   for (std::size_t i = 0; i < qs->size(); ++i) {
     const json& v = (*qs)[i];
-    const std::string p = fmt::format("{}.queues[{}]", file, i);
+    const std::string p = fmt::format("{}queues[{}]", file, i);
     check_keys(v, p, {"name", "parent", "weight", "cohort", "quotas", "borrowing_limits", "lending_limits", "flavors",
                       "strategy", "priority_class", "usage"});
     fairness::QueueConfig q;
@@ -191,7 +194,8 @@ Result<QueuesDocument> read_queues_json(std::string_view text, std::string_view 
   auto doc = detail::parse_json(text, source);
   if (!doc) return doc.error();
   try {
-    return read_queues(*doc, std::string(source), space, registry);
+    // Paths read "q.json: queues[0].weight" (file, then field), as every reader writes them.
+    return read_queues(*doc, std::string(source) + ": ", space, registry);
   } catch (const FairshareInputError& e) {
     return Error(e.message);
   }
@@ -209,7 +213,7 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
     const ResourceSpace& space = run.space;
     auto queues_doc = detail::parse_json(queues_text, queues_source);
     if (!queues_doc) return queues_doc.error();
-    run.queues = read_queues(*queues_doc, std::string(queues_source), space, reg);
+    run.queues = read_queues(*queues_doc, std::string(queues_source) + ": ", space, reg);
     QueuesDocument& qf = run.queues;
 
     // Jobs: the document's job model plus the two admission fields only fair share reads

@@ -352,7 +352,7 @@ static void test_fairshare(const char* fixtures) {
   CHECK(gpusched_fairshare(s, "{\"queues\": [{\"name\": \"a\", \"weight\": -1}]}", jobs, NULL, &order, &err) ==
         GPUSCHED_ERROR_INVALID_INPUT);
   CHECK(order == NULL);
-  CHECK_STR(err.message, "queues.queues[0].weight: expected a positive number, got -1");
+  CHECK_STR(err.message, "queues: queues[0].weight: expected a positive number, got -1");
   CHECK(gpusched_fairshare(s, "[", jobs, NULL, &order, &err) == GPUSCHED_ERROR_PARSE);
 
   free(queues);

@@ -200,3 +200,43 @@ TEST_CASE("messages: a megabyte value is cut, a name's control bytes are escaped
   CHECK(n.out.find("Node a\\x00b\\x1b\\x0ac") != std::string::npos);
   CHECK(std::count(n.out.begin(), n.out.end(), '\n') == 1);
 }
+
+TEST_CASE("fairshare --k8s: quotas that add up past int64 are no limit, not a wrapped negative") {
+  // Two flavors of INT64_MAX bytes of memory each: their sum wrapped to -2 ("expected a
+  // non-negative amount, got -2", with internal paths).
+  const std::string queues = temp_file("kq_ovf.yaml", R"(apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f1}
+spec: {nodeLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f2}
+spec: {nodeLabels: {x: y}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: f1
+      resources: [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: "9223372036854775807"}, {name: nvidia.com/gpu, nominalQuota: 8}]
+    - name: f2
+      resources: [{name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: "9223372036854775807"}, {name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: lq, namespace: d}
+spec: {clusterQueue: cq}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: d, labels: {kueue.x-k8s.io/queue-name: lq}}
+spec: {containers: [{name: a, resources: {requests: {memory: 1Gi, cpu: "1"}, limits: {nvidia.com/gpu: 1}}}]}
+)");
+  const Run r = run_tool("fairshare --k8s " + kK8s + "nodes.yaml " + queues + " --format json", true);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("got -2") == std::string::npos);
+}

@@ -1340,7 +1340,9 @@ std::string Reader::flavor_model(const Obj& o, const std::string& flavor) {
 void add_amount(std::vector<std::pair<std::string, std::int64_t>>& v, const std::string& key, std::int64_t x) {
   for (auto& [k, a] : v)
     if (k == key) {
-      a = (a == fairness::kNoLimit || x == fairness::kNoLimit) ? fairness::kNoLimit : a + x;
+      // Saturating: two flavors' INT64_MAX memory quotas wrapped to -2 ("expected a non-negative
+      // amount, got -2"); more than int64 holds is no limit at all.
+      if (a == fairness::kNoLimit || x == fairness::kNoLimit || __builtin_add_overflow(a, x, &a)) a = fairness::kNoLimit;
       return;
     }
   v.emplace_back(key, x);
@@ -1564,8 +1566,10 @@ void Reader::apply_running() {
     }
     if (g.shape.gpus > 0 || !g.mig_profile.empty()) r.gpu_model = node_recs_[it->second].model;
     if (!opt_.subtract_running) continue;
-    node.cpu_used += g.shape.cpu;
-    node.memory_used += g.shape.memory;
+    // Saturating, then capped below: bound pods' requests may add up past int64.
+    if (__builtin_add_overflow(node.cpu_used, g.shape.cpu, &node.cpu_used)) node.cpu_used = std::numeric_limits<std::int64_t>::max();
+    if (__builtin_add_overflow(node.memory_used, g.shape.memory, &node.memory_used))
+      node.memory_used = std::numeric_limits<std::int64_t>::max();
     if (node.cpu_used > node.cpu || node.memory_used > node.memory) {
       warn_.add(o, "spec.nodeName", "the node's bound pods ask for more CPU or memory than it has: usage capped at capacity");
       node.cpu_used = std::min(node.cpu_used, node.cpu);
