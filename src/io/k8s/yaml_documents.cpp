@@ -32,35 +32,8 @@ struct NotUtf8 {
 };
 
 // YAML 1.2 text is Unicode (section 5.2) and yaml-cpp passes scalar bytes through unchecked: a scalar
-// that is not well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) is
-// refused here, so no name that cannot be written back as JSON reaches a ClusterState.
-bool is_utf8(const std::string& s) {
-  std::size_t i = 0;
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  while (i < s.size()) {
-    const unsigned char c = byte(i);
-    std::size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c < 0x80) len = 1;
-    else if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else return false;
-    if (i + len > s.size()) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      const unsigned char b = byte(i + k);
-      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
-    }
-    i += len;
-  }
-  return true;
-}
+// that is not well-formed UTF-8 (io::detail::valid_utf8, RFC 3629) is refused here, so no name that
+// cannot be written back as JSON reaches a ClusterState.
 
 bool is_null_text(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
 
@@ -134,7 +107,7 @@ class JsonBuilder final : public YAML::EventHandler {
     add(it->second.first, it->second.second, YAML::NullAnchor, mark, nullptr);
   }
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor, const std::string& value) override {
-    if (!is_utf8(value)) throw NotUtf8{mark};
+    if (!io::detail::valid_utf8(value)) throw NotUtf8{mark};
     charge(1);
     // "?" is yaml-cpp's tag for a plain untagged scalar, "!" for a quoted one.
     const bool typed = tag == "?" || tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
