@@ -95,6 +95,17 @@ void write_file(const fs::path& p, const std::string& text) {
 
 void write_report(const std::string& dir, const ordered_json& sweep, std::vector<ordered_json> records,
                   const std::string& format, bool quiet) {
+  // Runs that ended with unfinished jobs, in run order, read from the records before the report
+  // takes them (parsing the written report back was the same work twice).
+  std::map<std::size_t, std::string> unfinished;
+  for (const ordered_json& r : records) {
+    const auto& m = r.at("metrics");
+    if (const auto left = m.value("unfinished", std::size_t{0}); left > 0)
+      unfinished[r.at("index").get<std::size_t>()] =
+          fmt::format("gpusched: warning: {} {} seed {}: {} of {} jobs neither completed nor were rejected (docs/simulate.md, \"unfinished\")\n",
+                      r.at("trace").get<std::string>(), r.at("policy").get<std::string>(), r.at("seed").dump(), left,
+                      m.at("jobs").get<std::size_t>());
+  }
   auto report = sim::sweep_report(sweep, std::move(records));
   if (!report) throw InputError(report.error().message);
   std::error_code ec;
@@ -106,14 +117,7 @@ void write_report(const std::string& dir, const ordered_json& sweep, std::vector
   write_file(fs::path(dir) / "queue_length.svg", report->svg_queue);
   if (format == "json") std::fputs(report->json.c_str(), stdout);
   else std::fputs(report->table.c_str(), stdout);
-  const nlohmann::json doc = nlohmann::json::parse(report->json);  // kept: a loop over a temporary's member dangles
-  for (const auto& r : doc.at("runs")) {
-    const auto& m = r.at("metrics");
-    if (const auto left = m.value("unfinished", std::size_t{0}); left > 0)
-      std::fprintf(stderr, "gpusched: warning: %s %s seed %s: %zu of %zu jobs neither completed nor were rejected (docs/simulate.md, \"unfinished\")\n",
-                   r.at("trace").get<std::string>().c_str(), r.at("policy").get<std::string>().c_str(),
-                   r.at("seed").dump().c_str(), left, m.at("jobs").get<std::size_t>());
-  }
+  for (const auto& [index, line] : unfinished) std::fputs(line.c_str(), stderr);
   if (!quiet) std::fprintf(stderr, "wrote %s/{simulate.json,simulate.csv,jct_cdf.svg,utilisation.svg,queue_length.svg}\n",
                            dir.c_str());
 }

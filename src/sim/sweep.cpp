@@ -48,12 +48,20 @@ namespace {
 
 // What names a trace in the records: "itp04", "alibaba-default", "synthetic100", a document's name,
 // a file's stem.
+// A trace spec "kind:arg" ("itp:04", "synthetic:100"), or a file's path (kind "", arg the path).
+struct TraceSpec {
+  std::string kind, arg;
+};
+TraceSpec split_trace_spec(const std::string& spec) {
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) return {"", spec};
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
 std::string trace_label(const std::string& spec, const SweepOptions& o) {
   namespace fs = std::filesystem;
   if (o.documents.contains(spec)) return spec;
-  const auto colon = spec.find(':');
-  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
-  const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
+  const auto [kind, arg] = split_trace_spec(spec);
   if (kind == "itp") {
     int number = 0;
     std::from_chars(arg.data(), arg.data() + arg.size(), number);
@@ -71,8 +79,7 @@ std::string trace_digest(const std::string& spec, const SweepOptions& o) {
   if (auto doc = o.documents.find(spec); doc != o.documents.end()) {
     text = doc->second;
   } else {
-    const auto colon = spec.find(':');
-    const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+    const std::string kind = split_trace_spec(spec).kind;
     if (kind == "itp" || kind == "alibaba" || kind == "synthetic") return "";
     auto read = io::detail::read_input_file(spec);
     if (!read) return "";  // reported when the trace is loaded
@@ -96,9 +103,7 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
   aug.restart_cost = o.restart_cost;
   aug.estimate_error = o.estimate_error;
   aug.elastic_fraction = o.elastic;
-  const auto colon = spec.find(':');
-  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
-  const std::string arg = colon == std::string::npos ? spec : spec.substr(colon + 1);
+  const auto [kind, arg] = split_trace_spec(spec);
   std::size_t nodes = o.nodes;
   l.label = trace_label(spec, o);
   if (auto doc = o.documents.find(spec); doc != o.documents.end()) {
