@@ -552,7 +552,7 @@ std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& so
   const std::unique_ptr<PlacementPolicy> p = policy_named(policy, seed);
   auto decided = io::k8s::decide(r.input, *r.state, *p);
   if (!decided) raise(decided.error());
-  return io::k8s::bindings_json(r.input, *r.state, decided->placements, decided->messages);
+  return io::k8s::bindings_json(r.input, *r.state, *decided);
 }
 
 std::string default_data_dir() {

@@ -51,7 +51,7 @@ int run_place_k8s(const PlaceOptions& opt) {
   if (!policy) throw InputError(fmt::format("--policy: unknown policy \"{}\"", opt.policy));
   auto decided = io::k8s::decide(*input, *state, *policy);
   if (!decided) throw InputError(decided.error().message);
-  const std::string text = io::k8s::bindings_json(*input, *state, decided->placements, decided->messages);
+  const std::string text = io::k8s::bindings_json(*input, *state, *decided);
   if (opt.format == "json") {
     std::printf("%s\n", text.c_str());
     return 0;
@@ -73,6 +73,20 @@ int run_place_k8s(const PlaceOptions& opt) {
     table += fmt::format("{:<40} PENDING ({}): {}\n", p["pod"].get<std::string>(), p.value("verdict", ""), p.value("message", ""));
   table += fmt::format("{} bound, {} pending, {} warnings\n", out["bindings"].size(), out["pending"].size(),
                        out["warnings"].size());
+  if (out.contains("repartition")) {
+    // Not bindings: the MIG manager creates instances (docs/kubernetes.md, "MIG").
+    const auto& r = out["repartition"];
+    table += fmt::format("re-partition plan (not applied): {} pending MIG pods served by new instances, {} not\n",
+                         r["served"].get<std::int64_t>(), r["unserved"].get<std::int64_t>());
+    auto list = [](const nlohmann::json& v) {
+      std::string s;
+      for (const auto& i : v) s += fmt::format("{}{}@{}", s.empty() ? "" : " ", i["profile"].get<std::string>(), i["start"].get<int>());
+      return s.empty() ? std::string("-") : s;
+    };
+    for (const auto& g : r["gpus"])
+      table += fmt::format("  {} GPU {}: destroy {}; create {}\n", g["node"].get<std::string>(), g["gpu"].get<int>(),
+                           list(g["destroy"]), list(g["create"]));
+  }
   std::fputs(table.c_str(), stdout);
   return 0;
 }

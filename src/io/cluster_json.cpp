@@ -131,11 +131,13 @@ GpuModel read_gpu_model(const json& v, const std::string& path) {
 // A GPU's "mig" object (docs/formats.md, "MIG"): present = MIG mode on; "instances" lists its GPU
 // instances, each a profile by name ("3g.20gb", resolved by geometry on the GPU's model) or by NVML
 // "profile_id", a "start" slice and "busy". The layout itself (overlaps, placements, limits) is
-// validated when the state is built, against the same tables.
+// validated when the state is built, against the same tables. "fixed": true says the instances are
+// created outside the scheduler only (GpuInfo::mig_layout_fixed; what the Kubernetes reader sets).
 void read_mig(const json& v, const std::string& path, GpuSpec& gpu, const GpuModelRegistry& registry) {
   require_object(v, path);
-  check_keys(v, path, {"instances"});
+  check_keys(v, path, {"instances", "fixed"});
   gpu.mig_mode = true;
+  if (const json* f = find(v, "fixed")) gpu.mig_layout_fixed = read_bool(*f, path + ".fixed");
   const auto model_id = registry.find(gpu.model);
   const auto mig_model = model_id ? mig::MigCatalog::builtin().find(registry.model(*model_id).name) : std::nullopt;
   if (!mig_model)
@@ -530,7 +532,7 @@ namespace {
 // so both write the one form read_mig reads: each instance by profile name (from `spec`, the
 // model's MIG table, when it has that ID) and NVML ID, its start slice and busy flag.
 template <class Json, class InstanceAt>
-Json mig_object(const mig::MigGpuSpec* spec, std::size_t count, InstanceAt&& instance_at) {
+Json mig_object(const mig::MigGpuSpec* spec, bool fixed, std::size_t count, InstanceAt&& instance_at) {
   Json instances = Json::array();
   for (std::size_t i = 0; i < count; ++i) {
     const MigInstanceInfo inst = instance_at(i);
@@ -544,6 +546,7 @@ Json mig_object(const mig::MigGpuSpec* spec, std::size_t count, InstanceAt&& ins
   }
   Json out = Json::object();
   out["instances"] = std::move(instances);
+  if (fixed) out["fixed"] = true;
   return out;
 }
 
@@ -554,7 +557,7 @@ json detail::mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
   if (id == mig::kNoGpu) return json();
   const mig::MigGpuSpec& spec = state.mig().spec_of(id);
   const auto slots = state.mig().instances(id);
-  return mig_object<json>(&spec, slots.size(), [&](std::size_t i) {
+  return mig_object<json>(&spec, state.mig().layout_fixed(id), slots.size(), [&](std::size_t i) {
     return MigInstanceInfo{spec.profiles[slots[i].profile].id, slots[i].start, slots[i].busy};
   });
 }
@@ -704,7 +707,7 @@ ordered_json node_to_json(const ClusterView& view, std::size_t n, const GpuModel
           const auto id = registry.find(info.model);
           const auto mig_model = id ? mig::MigCatalog::builtin().find(registry.model(*id).name) : std::nullopt;
           const mig::MigGpuSpec* spec = mig_model ? &mig::MigCatalog::builtin().spec(*mig_model) : nullptr;
-          gpu["mig"] = mig_object<ordered_json>(spec, view.mig_instance_count(n, g),
+          gpu["mig"] = mig_object<ordered_json>(spec, info.mig_layout_fixed, view.mig_instance_count(n, g),
                                                 [&](std::size_t k) { return view.mig_instance(n, g, k); });
         }
         list.push_back(std::move(gpu));

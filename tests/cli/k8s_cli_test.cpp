@@ -114,8 +114,10 @@ std::string single_strategy_pods(int bound) {
 
 TEST_CASE("cycle --k8s and place --k8s: bound MIG pods hold their devices") {
   // Mixed strategy: infer-a and infer-b hold the two 3g.20gb devices the layout puts on GPU 0
-  // (slices 0 and 4); GPU 1 holds the two 1g.5gb devices at slices 0 and 1. The pending 3g.20gb
-  // pod therefore needs a new instance: GPU 1 at slice 4, the only 3g start left free.
+  // (slices 0 and 4); GPU 1 holds the two 1g.5gb devices at slices 0 and 1. The node advertises no
+  // third 3g.20gb device, and Kubernetes binds only advertised devices: the pending 3g.20gb pod
+  // waits ("no idle MIG instance"). A new instance (GPU 1 at slice 4, the only 3g start left free)
+  // is a re-partition plan, printed beside the bindings, never a binding.
   std::string mixed;
   for (const char* name : {"infer-a", "infer-b"})
     mixed += std::string("apiVersion: v1\nkind: Pod\nmetadata: {name: ") + name +
@@ -127,12 +129,45 @@ TEST_CASE("cycle --k8s and place --k8s: bound MIG pods hold their devices") {
   const Run r = run_tool("cycle --k8s " + kK8s + "nodes.yaml " + mixed_file + " --now 1714560000 --format json");
   REQUIRE(r.status == 0);
   const auto out = nlohmann::json::parse(r.out);
-  REQUIRE(out["starts"].size() == 1);
-  const auto& task = out["starts"][0]["tasks"][0];
-  CHECK(task["node"] == "mig-mixed-0");
-  CHECK(task["gpus"] == nlohmann::json::array({1}));
-  CHECK(task["mig"]["start"] == 4);
-  CHECK(task["mig"]["create"] == true);
+  CHECK(out["starts"].empty());
+  const Run placed = run_tool("place --k8s " + kK8s + "nodes.yaml " + mixed_file + " --format json");
+  REQUIRE(placed.status == 0);
+  const auto p = nlohmann::json::parse(placed.out);
+  CHECK(p["bindings"].empty());
+  REQUIRE(p["pending"].size() == 1);
+  CHECK(p["pending"][0]["verdict"] == "not now");
+  CHECK(p["pending"][0]["message"].get<std::string>().find("no idle MIG instance") != std::string::npos);
+  REQUIRE(p["repartition"]["gpus"].size() == 1);
+  const auto& change = p["repartition"]["gpus"][0];
+  CHECK(change["node"] == "mig-mixed-0");
+  CHECK(change["gpu"] == 1);
+  CHECK(change["destroy"].empty());
+  CHECK(change["create"] == nlohmann::json::parse(R"([{"profile": "3g.20gb", "start": 4}])"));
+  CHECK(p["repartition"]["served"] == 1);
+  const Run table = run_tool("place --k8s " + kK8s + "nodes.yaml " + mixed_file);
+  CHECK(table.out.find("re-partition plan (not applied)") != std::string::npos);
+  CHECK(table.out.find("mig-mixed-0 GPU 1: destroy -; create 3g.20gb@4") != std::string::npos);
+
+  // A mixed-strategy A100 node advertising two 1g.5gb devices binds two of four 1g.5gb pods, never
+  // four (the other two wait for the MIG manager); the plan serves them with new instances.
+  std::string four =
+      "apiVersion: v1\nkind: Node\nmetadata:\n  name: a100-mixed\n  labels: {nvidia.com/mig.strategy: mixed, "
+      "nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB, nvidia.com/gpu.count: \"1\"}\nstatus:\n  capacity: {cpu: \"32\", "
+      "memory: 128Gi, nvidia.com/mig-1g.5gb: \"3\"}\n  allocatable: {cpu: \"32\", memory: 128Gi, nvidia.com/mig-1g.5gb: \"2\"}\n---\n";
+  for (int i = 0; i < 4; ++i)
+    four += "apiVersion: v1\nkind: Pod\nmetadata: {name: small-" + std::to_string(i) +
+            ", namespace: team-b}\nspec:\n  containers:\n  - name: c\n"
+            "    resources: {limits: {nvidia.com/mig-1g.5gb: \"1\"}}\nstatus: {phase: Pending}\n---\n";
+  const Run small = run_tool("place --k8s " + temp_file("mig-four.yaml", four) + " --format json");
+  REQUIRE(small.status == 0);
+  const auto s4 = nlohmann::json::parse(small.out);
+  REQUIRE(s4["bindings"].size() == 2);
+  for (const auto& b : s4["bindings"]) {
+    CHECK(b["node"] == "a100-mixed");
+    CHECK(b["mig"]["profile"] == "1g.5gb");
+  }
+  CHECK(s4["pending"].size() == 2);
+  CHECK(s4["repartition"]["served"] == 2);
 
   // Single strategy: with all 14 devices bound the pending pod waits, in the cycle and in place;
   // with 13 bound it takes the last one.

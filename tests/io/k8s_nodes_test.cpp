@@ -60,6 +60,9 @@ TEST_CASE("k8s nodes: the fixture NodeList (GFD labels, both MIG strategies, cor
   REQUIRE(m.gpus[1].mig_instances.size() == 2);
   CHECK(m.gpus[1].mig_instances[0].profile_id == profile_id("1g.5gb"));
   CHECK(m.gpus[1].mig_instances[1].start == 1);
+  // Kubernetes binds only the devices the node advertises: every MIG layout read is fixed.
+  for (const auto* n : {&s, &m})
+    for (const auto& g : n->gpus) CHECK(g.mig_layout_fixed);
 
   CHECK_FALSE(node(in, "cpu-cordoned").schedulable);
   CHECK(node(in, "cpu-cordoned").healthy);

@@ -13,6 +13,7 @@
 #include "gpusched/mig/packer.hpp"
 #include "gpusched/mig/planner.hpp"
 #include "gpusched/packing/placement.hpp"
+#include "gpusched/gang/gang.hpp"
 
 using namespace gpusched;
 using namespace gpusched::mig;
@@ -453,4 +454,139 @@ TEST_CASE("MIG mode on and off is an event on an idle GPU; the state then equals
   CHECK(plain.set_mig_mode(0, 0, true).error().message ==
         "set_mig_mode on t GPU 0: GPU model T4 has no MIG profile table (not MIG-capable)");
   CHECK(plain.mig().gpu_count() == 0);
+}
+
+namespace {
+
+// Node "k" of Kubernetes' mixed MIG strategy: GPU 0 holds two 3g.20gb devices (slices 0 and 4), one
+// busy; GPU 1 two idle 1g.5gb (slices 0 and 1). The layout is fixed: the MIG manager made it.
+const char* const kFixedMixed = R"({"nodes": [{"name": "k", "cpu": 64, "memory": "256Gi", "gpus": [
+    {"model": "A100-SXM4-40GB", "mig": {"fixed": true, "instances": [
+      {"profile": "3g.20gb", "start": 0, "busy": true}, {"profile": "3g.20gb", "start": 4}]}},
+    {"model": "A100-SXM4-40GB", "mig": {"fixed": true, "instances": [
+      {"profile": "1g.5gb", "start": 0}, {"profile": "1g.5gb", "start": 1}]}}]}]})";
+
+ClusterState fixed_mixed() {
+  auto doc = io::read_cluster_json(kFixedMixed).value();
+  return ClusterState::build(doc.cluster, doc.registry).value();
+}
+
+CompiledJob mig_job(const ClusterState& st, std::string_view profile, std::int32_t replicas) {
+  Job job;
+  job.job_name = std::string("want-") + std::string(profile);
+  TaskGroupSpec g;
+  g.name = "g";
+  g.replicas = replicas;
+  g.shape.cpu = 1'000;
+  g.mig_profile = std::string(profile);
+  job.groups.push_back(g);
+  return compile_job(st, job).value();
+}
+
+}  // namespace
+
+TEST_CASE("a fixed MIG layout (Kubernetes): placements take idle instances and never create one") {
+  ClusterState st = fixed_mixed();
+  REQUIRE(st.mig_layout_fixed(0, 0));
+  REQUIRE(st.mig_layout_fixed(0, 1));
+  const ClusterState before = st;
+
+  // Two 1g.5gb take the two idle devices of GPU 1; a third waits, though GPU 1 has 5 free slices.
+  const JobPlacement two = place_job(st, mig_job(st, "1g.5gb", 2), FirstFitPolicy{});
+  REQUIRE(two.placed());
+  for (const TaskPlacement& t : two.tasks) {
+    CHECK(t.assignment.gpus == std::vector<GpuIndex>{1});
+    CHECK_FALSE(t.assignment.mig_create);
+  }
+  st.commit();
+  const CompiledJob third = mig_job(st, "1g.5gb", 1);
+  const JobPlacement waits = place_job(st, third, FirstFitPolicy{});
+  CHECK(waits.verdict == Verdict::kNotNow);
+  CHECK(waits.diagnosis.count[static_cast<std::size_t>(FitReason::kNoIdleMigInstance)] == 1);
+  CHECK(describe(third, waits).find("no idle MIG instance") != std::string::npos);
+
+  // The idle 3g.20gb at slice 4 serves a 3g.20gb; a 2g.10gb (no device of that profile) waits.
+  CHECK(place_job(st, mig_job(st, "3g.20gb", 1), FirstFitPolicy{}).placed());
+  st.rollback(st.checkpoint());
+  CHECK(place_job(st, mig_job(st, "2g.10gb", 1), FirstFitPolicy{}).verdict == Verdict::kNotNow);
+
+  // A creating assignment is refused by the state itself, naming the rule.
+  TaskAssignment create = two.tasks[0].assignment;  // a 1g.5gb on GPU 1, now created at slice 4
+  create.mig_start = 4;
+  create.mig_create = true;
+  const Status refused = st.reserve(third.groups[0].request, create);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_MESSAGE(refused.error().message.find("fixed MIG layout") != std::string::npos, refused.error().message);
+
+  // The MIG family's placers honour it too: frag-aware (dynamic) and first-fit create nothing.
+  FragAwarePlacer frag(MigMode::kDynamic, MigDemand::uniform(cat()));
+  FirstFitPlacer first(MigMode::kDynamic);
+  for (const MigPlacer* placer : {static_cast<const MigPlacer*>(&frag), static_cast<const MigPlacer*>(&first)}) {
+    const MigDecision d = placer->decide(st, req("1g.5gb"));
+    CHECK_FALSE(d.placed());
+    CHECK(d.verdict == Verdict::kNotNow);
+  }
+
+  // A gang of three 3g.20gb waits for a re-partition (two such devices exist; the two A100s could
+  // hold four): "not now", as what could ever fit counts what a re-partition makes. Five never fit.
+  auto spec = make_gang_spec(mig_job(st, "3g.20gb", 3)).value();
+  CHECK(place_gang(st, spec).verdict == Verdict::kNotNow);
+  auto five = make_gang_spec(mig_job(st, "3g.20gb", 5)).value();
+  CHECK(place_gang(st, five).verdict == Verdict::kInfeasible);
+
+  // A re-partition is the cluster event that changes a fixed layout: then the 2g.10gb fits.
+  ClusterState repartitioned = before;
+  const std::vector<MigInstance> one_2g{{14, 0}};
+  const bool idle[] = {false};
+  REQUIRE(repartitioned.apply_mig_layout(0, 1, one_2g, idle).ok());
+  CHECK(repartitioned.mig_layout_fixed(0, 1));
+  CHECK(place_job(repartitioned, mig_job(repartitioned, "2g.10gb", 1), FirstFitPolicy{}).placed());
+
+  // The cluster format carries the flag both ways.
+  CHECK(nlohmann::json::parse(io::write_mig_json(before, 0, 1)).value("fixed", false));
+  auto j = nlohmann::json::parse(kFixedMixed);
+  j["nodes"][0]["gpus"][1]["mig"].erase("fixed");
+  auto doc = io::read_cluster_json(j.dump()).value();
+  CHECK_FALSE(ClusterState::build(doc.cluster, doc.registry).value().mig_layout_fixed(0, 1));
+  j["nodes"][0]["gpus"][1]["mig"]["fixed"] = "yes";
+  CHECK_FALSE(io::read_cluster_json(j.dump()).ok());
+}
+
+TEST_CASE("property: on fixed MIG layouts no placement path changes the instances") {
+  SplitMix64 rng(20261204);
+  const auto& spec = cat().spec(model("A100-SXM4-40GB"));
+  const char* const profiles[] = {"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.10gb"};
+  for (int round = 0; round < 60; ++round) {
+    // A random valid layout per GPU: instances added at random starts while they fit.
+    nlohmann::json gpus = nlohmann::json::array();
+    for (int g = 0; g < 3; ++g) {
+      Occupancy occ{};
+      nlohmann::json inst = nlohmann::json::array();
+      for (int tries = 0; tries < 6; ++tries) {
+        const int p = static_cast<int>(rng.uniform(0, static_cast<std::int64_t>(spec.profiles.size()) - 1));
+        const int s = static_cast<int>(rng.uniform(0, kMaxSlots - 1));
+        if (!can_add(spec, occ, p, s, LayoutRules{})) continue;
+        add_instance(spec, occ, p, s);
+        inst.push_back({{"profile_id", spec.profiles[static_cast<std::size_t>(p)].id}, {"start", s}, {"busy", rng.uniform(0, 2) == 0}});
+      }
+      gpus.push_back({{"model", "A100-SXM4-40GB"}, {"mig", {{"fixed", true}, {"instances", inst}}}});
+    }
+    const nlohmann::json doc_json = {{"nodes", {{{"name", "n"}, {"cpu", 64}, {"memory", "64Gi"}, {"gpus", gpus}}}}};
+    auto doc = io::read_cluster_json(doc_json.dump()).value();
+    ClusterState st = ClusterState::build(doc.cluster, doc.registry).value();
+    std::vector<std::vector<MigInstance>> layouts;
+    for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) layouts.push_back(st.mig().layout(g));
+    FragAwarePlacer frag(MigMode::kDynamic, MigDemand::uniform(cat()));
+    for (int k = 0; k < 8; ++k) {
+      const char* profile = profiles[rng.uniform(0, 5)];
+      if (rng.uniform(0, 1) == 0) {
+        const JobPlacement p = place_job(st, mig_job(st, profile, 1), FirstFitPolicy{});
+        if (p.placed()) st.commit();
+      } else {
+        const MigDecision d = frag.decide(st, req(profile));
+        if (d.placed()) REQUIRE(apply_decision(st, d).ok());
+      }
+      for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) REQUIRE(st.mig().layout(g) == layouts[g]);
+    }
+  }
 }

@@ -22,6 +22,7 @@ struct GpuSpec {
   bool healthy = true;
   bool mig_mode = false;
   std::vector<MigInstanceInfo> mig_instances{};  // when mig_mode
+  bool mig_layout_fixed = false;                 // see GpuInfo::mig_layout_fixed
 };
 
 struct NodeSpec {
@@ -54,7 +55,7 @@ class Cluster final : public ClusterView {
   std::size_t gpu_count(std::size_t n) const override { return nodes_[n].gpus.size(); }
   GpuInfo gpu(std::size_t n, std::size_t g) const override {
     const auto& s = nodes_[n].gpus[g];
-    return {s.model, kMilliPerGpu - s.used_milli, s.used_memory, s.healthy, s.mig_mode};
+    return {s.model, kMilliPerGpu - s.used_milli, s.used_memory, s.healthy, s.mig_mode, s.mig_layout_fixed};
   }
   std::size_t mig_instance_count(std::size_t n, std::size_t g) const override {
     return nodes_[n].gpus[g].mig_instances.size();

@@ -141,8 +141,9 @@ enum class FitReason : std::uint8_t {
   kInsufficientGpuShare,   // no GPU has the free share a shared task needs
   kInsufficientGpuMemory,  // GPUs with enough share lack the GPU memory
   kNoMigPlacement,         // no MIG GPU of the node has an idle instance or free slices for the profile
+  kNoIdleMigInstance,      // only fixed-layout MIG GPUs could serve it, and none has an idle instance
 };
-inline constexpr std::size_t kFitReasonCount = 11;
+inline constexpr std::size_t kFitReasonCount = 12;
 
 // The outcome vocabulary's kind for a failed fit (kFits has none: it maps to kOther).
 constexpr ReasonKind fit_reason_kind(FitReason reason) {
@@ -158,6 +159,7 @@ constexpr ReasonKind fit_reason_kind(FitReason reason) {
     case FitReason::kInsufficientGpuShare: return ReasonKind::kInsufficientGpuShare;
     case FitReason::kInsufficientGpuMemory: return ReasonKind::kInsufficientGpuMemory;
     case FitReason::kNoMigPlacement: return ReasonKind::kNoMigPlacement;
+    case FitReason::kNoIdleMigInstance: return ReasonKind::kNoIdleMigInstance;
   }
   return ReasonKind::kOther;
 }
@@ -297,6 +299,11 @@ class ClusterState {
   mig::MigGpuId mig_gpu(NodeId n, GpuIndex g) const { return mig_.find(gpu_begin_[n] + g); }
   // Whether GPU g of node n is in MIG mode (set_mig_mode below).
   bool mig_mode(NodeId n, GpuIndex g) const { return mig_gpu(n, g) != mig::kNoGpu; }
+  // Whether its instances are created outside the scheduler only (GpuInfo::mig_layout_fixed).
+  bool mig_layout_fixed(NodeId n, GpuIndex g) const {
+    const mig::MigGpuId id = mig_gpu(n, g);
+    return id != mig::kNoGpu && mig_.layout_fixed(id);
+  }
   // Fills the MIG part of `out` (GPU, profile, start, create) for a MIG request on node n: an idle
   // instance on the lowest GPU first, else the lowest free valid start. False when none can serve.
   bool pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const;
@@ -456,6 +463,7 @@ class ClusterState {
     // MIG mode (cluster/mig_gpus.hpp): the model's table and the GPU's instances in
     // ParsedNode::mig_instances[mig_first, mig_first + mig_count).
     bool mig_mode = false;
+    bool mig_layout_fixed = false;
     mig::MigModelId mig_model = 0;
     std::uint32_t mig_first = 0, mig_count = 0;
   };
@@ -505,7 +513,7 @@ class ClusterState {
   Status validate_mig(const TaskRequest& request, const TaskAssignment& a) const;
   // validate() without messages: whether it would accept (MIG tasks: by validate itself).
   bool acceptable(const TaskRequest& request, const TaskAssignment& a) const;
-  bool node_can_serve_mig(NodeId n, const TaskRequest& request) const;
+  FitReason node_can_serve_mig(NodeId n, const TaskRequest& request) const;
   void apply_mig(const TaskAssignment& a, int sign);
   void reindex(NodeId n, std::int32_t old_idle, bool old_partial);
   std::size_t bucket_slot(std::uint8_t model_key) const;

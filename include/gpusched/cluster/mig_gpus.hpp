@@ -84,8 +84,11 @@ class MigGpuTable {
   // Adds a MIG-mode GPU with its instances (busy[i] for instances[i]; missing = idle). `node`,
   // `local` and `cluster_gpu` are the ClusterState's node id, GPU index on the node and global GPU
   // index. Fails, naming the instance, on an invalid layout.
+  // `layout_fixed`: instances are created outside the scheduler only (GpuInfo::mig_layout_fixed):
+  // `create` refuses, `can_serve` counts idle instances only; `set_layout` (a re-partition) applies.
   Result<MigGpuId> add_gpu(std::uint32_t node, std::uint16_t local, std::uint32_t cluster_gpu, MigModelId model,
-                           std::span<const MigInstance> instances = {}, std::span<const bool> busy = {});
+                           std::span<const MigInstance> instances = {}, std::span<const bool> busy = {},
+                           bool layout_fixed = false);
 
   std::size_t gpu_count() const { return gpus_.size(); }
   // The MIG id of a ClusterState GPU (global index), kNoGpu when that GPU is not in MIG mode.
@@ -96,6 +99,7 @@ class MigGpuTable {
   // The GPU's index on its node (what a TaskAssignment names).
   std::uint16_t local_index(MigGpuId g) const { return gpus_[g].local; }
   MigModelId model_of(MigGpuId g) const { return gpus_[g].model; }
+  bool layout_fixed(MigGpuId g) const { return gpus_[g].layout_fixed; }
   const MigGpuSpec& spec_of(MigGpuId g) const { return catalog_->spec(gpus_[g].model); }
   std::span<const MigSlot> instances(MigGpuId g) const { return {gpus_[g].slots.data(), gpus_[g].count}; }
   const Occupancy& occupancy(MigGpuId g) const { return gpus_[g].all; }        // every instance
@@ -159,6 +163,7 @@ class MigGpuTable {
     MigModelId model = 0;
     bool available = true;
     bool retired = false;
+    bool layout_fixed = false;
     std::uint8_t count = 0;
     std::array<MigSlot, kMaxInstances> slots{};
     Occupancy all, busy;
@@ -259,13 +264,14 @@ inline Result<MigGpuTable::Gpu> MigGpuTable::make_gpu(MigModelId model, std::spa
 
 inline Result<MigGpuId> MigGpuTable::add_gpu(std::uint32_t node, std::uint16_t local, std::uint32_t cluster_gpu,
                                              MigModelId model, std::span<const MigInstance> instances,
-                                             std::span<const bool> busy) {
+                                             std::span<const bool> busy, bool layout_fixed) {
   if (find(cluster_gpu) != kNoGpu)
     return gpusched::detail::input_error(gpusched::detail::concat_text("gpu ", cluster_gpu, ": already in MIG mode"), "", ErrorCode::kDuplicate);
   auto made = make_gpu(model, instances, busy);
   if (!made) return made.error();
   made->node = node;
   made->local = local;
+  made->layout_fixed = layout_fixed;
   const auto id = static_cast<MigGpuId>(gpus_.size());
   gpus_.push_back(*made);
   ++per_model_[model];
@@ -289,13 +295,16 @@ inline std::vector<bool> MigGpuTable::busy_flags(MigGpuId g) const {
 }
 
 inline std::uint64_t MigGpuTable::key_of(const Gpu& g) {
-  // 4 bits of (profile + 1) per start slice, a busy bit per start slice, then the model.
+  // 4 bits of (profile + 1) per start slice, a busy bit per start slice, the model, and whether
+  // the layout is fixed (bit 63: such a GPU serves differently, so it is never in a class with
+  // one that may create instances).
   std::uint64_t sig = 0, busy = 0;
   for (std::uint8_t i = 0; i < g.count; ++i) {
     sig |= static_cast<std::uint64_t>(g.slots[i].profile + 1U) << (4U * g.slots[i].start);
     if (g.slots[i].busy) busy |= std::uint64_t{1} << g.slots[i].start;
   }
-  return sig | (busy << 32U) | (static_cast<std::uint64_t>(g.model) << 40U);
+  return sig | (busy << 32U) | (static_cast<std::uint64_t>(g.model) << 40U) |
+         (static_cast<std::uint64_t>(g.layout_fixed) << 63U);
 }
 
 inline void MigGpuTable::unclass(MigGpuId id) {
@@ -348,6 +357,10 @@ inline Status MigGpuTable::create(MigGpuId id, int profile, int start, bool busy
   if (id >= gpus_.size()) return no_such_gpu(id);
   Gpu& g = gpus_[id];
   const MigGpuSpec& spec = catalog_->spec(g.model);
+  if (g.layout_fixed)
+    return gpusched::detail::input_error(
+        gpusched::detail::concat_text("gpu ", id, ": the MIG layout is fixed (instances are created outside the scheduler)"),
+        "gpu", ErrorCode::kState);
   if (profile < 0 || static_cast<std::size_t>(profile) >= spec.profiles.size())
     return gpusched::detail::input_error(gpusched::detail::concat_text("profile: index ", profile, " out of range on ", spec.model), "profile");
   if (!can_add(spec, g.all, profile, start, rules_))
@@ -447,7 +460,7 @@ inline int MigGpuTable::idle_start(MigGpuId id, int profile) const {
 inline bool MigGpuTable::can_serve(MigGpuId id, int profile, bool may_create) const {
   if (!gpus_[id].available || profile < 0) return false;
   if (idle_start(id, profile) >= 0) return true;
-  return may_create && feasible_starts(spec_of(id), gpus_[id].all, profile, rules_) != 0;
+  return may_create && !gpus_[id].layout_fixed && feasible_starts(spec_of(id), gpus_[id].all, profile, rules_) != 0;
 }
 
 inline bool MigGpuTable::same_as(const MigGpuTable& o) const {
@@ -456,7 +469,7 @@ inline bool MigGpuTable::same_as(const MigGpuTable& o) const {
     const Gpu& a = gpus_[i];
     const Gpu& b = o.gpus_[i];
     if (a.node != b.node || a.local != b.local || a.model != b.model || a.available != b.available ||
-        a.retired != b.retired ||
+        a.retired != b.retired || a.layout_fixed != b.layout_fixed ||
         a.count != b.count || !(a.all == b.all) || !(a.busy == b.busy) ||
         !std::equal(a.slots.begin(), a.slots.begin() + a.count, b.slots.begin()))
       return false;

@@ -49,7 +49,7 @@ class ClusterStateView final : public ClusterView {
     // An unhealthy GPU reports what is free on it once it recovers, as an orchestrator's view would.
     return {state_.registry().model(state_.gpu_model(n, gi)).name, state_.gpu_free_milli_if_healthy(n, gi),
             state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory_if_healthy(n, gi), state_.gpu_healthy(n, gi),
-            state_.mig_mode(n, gi)};
+            state_.mig_mode(n, gi), state_.mig_layout_fixed(n, gi)};
   }
   // A MIG GPU's instances with their busy flags (cluster/mig_gpus.hpp).
   std::size_t mig_instance_count(std::size_t i, std::size_t g) const override {

@@ -62,6 +62,14 @@ struct GpuInfo {
   // MIG mode on: the GPU is partitioned into GPU instances (ClusterView::mig_instance) and takes no
   // whole-GPU or shared task; `free_milli` and `used_memory` are then ignored (docs/mig.md).
   bool mig_mode = false;
+  // The MIG layout is managed outside the scheduler (Kubernetes: the GPU operator's MIG manager
+  // creates the instances and the device plugin advertises them; the scheduler can only bind an
+  // existing idle instance). A placement then takes an idle instance and never creates one; a new
+  // layout is a re-partition plan (gpusched/mig/planner.hpp) applied as the cluster event
+  // ClusterState::apply_mig_layout. What could ever fit still counts what a re-partition could make:
+  // a job whose profile the layout lacks is "not now" (no idle MIG instance), never "infeasible".
+  // False: instances may be created in free slices (dynamic MIG).
+  bool mig_layout_fixed = false;
 };
 
 // One MIG GPU instance of a GPU in MIG mode: its NVML profile ID in the GPU model's table

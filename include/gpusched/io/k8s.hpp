@@ -42,6 +42,7 @@
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
+#include "gpusched/mig/planner.hpp"
 #include "gpusched/packing/placement.hpp"
 
 namespace gpusched::io::k8s {
@@ -157,10 +158,18 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
 // nothing at the gang's minimum); single pods through place_job with `policy`. placements[j] and
 // messages[j] (why it waits; "" when placed) are about input.jobs[j]. Errors: a job the state
 // refuses to compile (names the job).
+//
+// MIG: Kubernetes binds a pod only to a MIG device the node advertises (the reader marks every MIG
+// layout fixed, GpuInfo::mig_layout_fixed), so a pod whose profile has no idle instance waits.
+// What a re-partition would serve is then a plan, never a binding: `repartition` is the MIG
+// planner's answer (gpusched/mig/planner.hpp) for the MIG pods left pending, one demand item per
+// profile (`repartition_demand`, in the plan's item order).
 struct Decisions {
   std::vector<JobPlacement> placements;
   std::vector<std::string> messages;
   std::vector<bool> gang;  // decided by the gang solver
+  std::vector<mig::MigDemandItem> repartition_demand;
+  mig::MigPlan repartition;
 };
 Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy);
 
@@ -172,5 +181,9 @@ Result<Decisions> decide(const Input& input, ClusterState& state, const Placemen
 // rest of its pods stay pending). `state` is the state the decisions were made on.
 std::string bindings_json(const Input& input, const ClusterState& state, std::span<const JobPlacement> placements,
                           std::span<const std::string> messages = {});
+// The same with the re-partition plan, when it changes a GPU:
+//   "repartition": {"served": N, "unserved": M, "gpus": [{"node", "gpu", "destroy": [{"profile",
+//                   "start"}], "create": [{"profile", "start"}], "after": [...]}]}
+std::string bindings_json(const Input& input, const ClusterState& state, const Decisions& decisions);
 
 }  // namespace gpusched::io::k8s

@@ -1,5 +1,6 @@
 // The pending pods of a Kubernetes input decided in one pass (gpusched/io/k8s.hpp, decide).
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -8,6 +9,31 @@
 #include "gpusched/io/k8s.hpp"
 
 namespace gpusched::io::k8s {
+namespace {
+
+// The MIG pods left pending, per profile name, and the planner's re-partition for them on the state
+// after the bindings (Decisions::repartition).
+void plan_pending_mig(const std::vector<CompiledJob>& compiled, Decisions& out, const ClusterState& state) {
+  std::map<std::string, std::size_t> item_of;
+  for (std::size_t j = 0; j < compiled.size(); ++j) {
+    const JobPlacement& p = out.placements[j];
+    for (std::size_t g = 0; g < compiled[j].groups.size(); ++g) {
+      const CompiledGroup& group = compiled[j].groups[g];
+      if (!group.request.mig.any()) continue;
+      std::int64_t placed = 0;
+      if (p.placed())
+        for (const TaskPlacement& t : p.tasks) placed += t.group == g;
+      const std::int64_t waiting = group.replicas - placed;
+      if (waiting <= 0) continue;
+      auto [it, inserted] = item_of.try_emplace(group.mig_profile, out.repartition_demand.size());
+      if (inserted) out.repartition_demand.push_back({group.mig_profile, group.request.mig, 0});
+      out.repartition_demand[it->second].count += waiting;
+    }
+  }
+  if (!out.repartition_demand.empty()) out.repartition = mig::plan_repartition(state, out.repartition_demand);
+}
+
+}  // namespace
 
 Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy) {
   if (!input.topology_levels.empty()) {
@@ -51,6 +77,7 @@ Result<Decisions> decide(const Input& input, ClusterState& state, const Placemen
     }
     if (p.placed()) state.commit();
   }
+  plan_pending_mig(compiled, out, state);
   return out;
 }
 

@@ -704,6 +704,7 @@ void Reader::build_mig(const Obj& o, NodeSpec& node, const std::string& model, s
   for (auto& b : gpus) {
     GpuSpec g{model};
     g.mig_mode = true;
+    g.mig_layout_fixed = true;  // the device plugin advertises instances; only the MIG manager makes them
     g.mig_instances = std::move(b.instances);
     node.gpus.push_back(std::move(g));
   }
@@ -1674,8 +1675,10 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
   return out;
 }
 
-std::string bindings_json(const Input& input, const ClusterState& state, std::span<const JobPlacement> placements,
-                          std::span<const std::string> messages) {
+namespace {
+
+json bindings_object(const Input& input, const ClusterState& state, std::span<const JobPlacement> placements,
+                     std::span<const std::string> messages) {
   json bindings = json::array();
   json pending = json::array();
   for (std::size_t j = 0; j < input.jobs.size(); ++j) {
@@ -1720,7 +1723,43 @@ std::string bindings_json(const Input& input, const ClusterState& state, std::sp
   json warnings = json::array();
   for (const Warning& w : input.warnings)
     warnings.push_back(json{{"object", w.object}, {"field", w.field}, {"message", w.message}, {"count", w.count}});
-  return json{{"bindings", bindings}, {"pending", pending}, {"warnings", warnings}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json{{"bindings", bindings}, {"pending", pending}, {"warnings", warnings}};
+}
+
+json instances_json(const mig::MigGpuSpec& spec, std::span<const mig::MigInstance> instances) {
+  json out = json::array();
+  for (const mig::MigInstance& i : instances) {
+    const int p = spec.find_id(i.profile_id);
+    out.push_back(json{{"profile", p >= 0 ? spec.profiles[static_cast<std::size_t>(p)].name : std::string("?")}, {"start", i.start}});
+  }
+  return out;
+}
+
+std::string dump(const json& v) { return v.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string bindings_json(const Input& input, const ClusterState& state, std::span<const JobPlacement> placements,
+                          std::span<const std::string> messages) {
+  return dump(bindings_object(input, state, placements, messages));
+}
+
+std::string bindings_json(const Input& input, const ClusterState& state, const Decisions& decisions) {
+  json out = bindings_object(input, state, decisions.placements, decisions.messages);
+  const mig::MigPlan& plan = decisions.repartition;
+  if (!plan.changes.empty()) {
+    json gpus = json::array();
+    for (const mig::MigGpuChange& c : plan.changes) {
+      const mig::MigGpuSpec& spec = state.mig().spec_of(c.gpu);
+      gpus.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(c.gpu)))},
+                          {"gpu", state.mig().local_index(c.gpu)},
+                          {"destroy", instances_json(spec, c.destroyed)},
+                          {"create", instances_json(spec, c.created)},
+                          {"after", instances_json(spec, c.after)}});
+    }
+    out["repartition"] = json{{"served", plan.total_served()}, {"unserved", plan.total_unserved()}, {"gpus", std::move(gpus)}};
+  }
+  return dump(out);
 }
 
 }  // namespace gpusched::io::k8s

@@ -92,8 +92,10 @@ GPUSCHED_DECL Status ClusterState::parse_node(const ClusterView& view, std::size
                            message(".gpus[", g, "]: used memory ", info.used_memory, " outside 0..", capacity));
     out.gpus[g] = ParsedGpu{model, static_cast<std::int32_t>(info.free_milli),
                             std::max<Bytes>(0, capacity - info.used_memory), capacity, info.healthy};
-    if (info.mig_mode)
+    if (info.mig_mode) {
       if (auto st = parse_mig_gpu(view, n, g, model, out); !st) return st;
+      out.gpus[g].mig_layout_fixed = info.mig_layout_fixed;
+    }
   }
 
   const std::size_t n_labels = view.label_count(n);
@@ -186,7 +188,7 @@ GPUSCHED_DECL NodeId ClusterState::append_node(const ParsedNode& p) {
       const GpuIndex local = static_cast<GpuIndex>(gpu_free_milli_.size() - gpu_begin_.back());
       const auto id = mig_.add_gpu(n, local, static_cast<std::uint32_t>(gpu_free_milli_.size()), g.mig_model,
                                    std::span<const mig::MigInstance>(layout, g.mig_count),
-                                   std::span<const bool>(busy, g.mig_count));
+                                   std::span<const bool>(busy, g.mig_count), g.mig_layout_fixed);
       if (id && (!g.healthy || p.flags != 0)) mig_.set_available(*id, false);
     }
     // An unhealthy GPU reads free 0; what the view says is free on it is withheld until it recovers.
@@ -658,7 +660,7 @@ GPUSCHED_DECL FitReason ClusterState::check_host_fit(NodeId n, const TaskRequest
 GPUSCHED_DECL FitReason ClusterState::check_fit(NodeId n, const TaskRequest& request) const {
   if (const FitReason host = check_host_fit(n, request); host != FitReason::kFits) return host;
   const TaskShape& shape = request.shape;
-  if (request.mig.any()) return node_can_serve_mig(n, request) ? FitReason::kFits : FitReason::kNoMigPlacement;
+  if (request.mig.any()) return node_can_serve_mig(n, request);
   if (!shape.needs_gpu()) return FitReason::kFits;
 
   const std::uint32_t b = gpu_begin_[n], e = gpu_end_[n];
@@ -979,13 +981,20 @@ GPUSCHED_DECL Status ClusterState::set_mig_mode(NodeId n, GpuIndex g, bool enabl
   return {};
 }
 
-GPUSCHED_DECL bool ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
+GPUSCHED_DECL FitReason ClusterState::node_can_serve_mig(NodeId n, const TaskRequest& request) const {
+  // "No idle instance" when a fixed layout could hold the instance after a re-partition (free
+  // slices at a valid start), so the answer points at the MIG planner rather than at busy slices.
+  bool repartition_would_serve = false;
   for (std::uint32_t gi = gpu_begin_[n]; gi < gpu_end_[n]; ++gi) {
     const mig::MigGpuId id = mig_.find(gi);
     if (id == mig::kNoGpu || !(request.models & model_bit(gpu_model_[gi]))) continue;
-    if (mig_.can_serve(id, request.mig.profile[mig_.model_of(id)], true)) return true;
+    const int p = request.mig.profile[mig_.model_of(id)];
+    if (mig_.can_serve(id, p, true)) return FitReason::kFits;
+    repartition_would_serve = repartition_would_serve ||
+                              (p >= 0 && mig_.available(id) && mig_.layout_fixed(id) &&
+                               mig::feasible_starts(mig_.spec_of(id), mig_.busy_occupancy(id), p, mig_.rules()) != 0);
   }
-  return false;
+  return repartition_would_serve ? FitReason::kNoIdleMigInstance : FitReason::kNoMigPlacement;
 }
 
 GPUSCHED_DECL bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const {
@@ -1001,6 +1010,8 @@ GPUSCHED_DECL bool ClusterState::pick_mig_instance(NodeId n, const TaskRequest& 
       int start = -1;
       if (take) {
         start = mig_.idle_start(id, p);
+      } else if (mig_.layout_fixed(id)) {
+        continue;  // its instances are the MIG manager's to create
       } else if (const mig::SlotMask s = mig::feasible_starts(mig_.spec_of(id), mig_.occupancy(id), p, mig_.rules())) {
         start = std::countr_zero(static_cast<unsigned>(s));
       }
@@ -1031,6 +1042,11 @@ GPUSCHED_DECL Status ClusterState::validate_mig(const TaskRequest& request, cons
     return Error{detail::cluster_message("assignment on ", name, ": GPU ", g, " does not serve the requested MIG profile"),
                  ErrorCode::kState, ""};
   const mig::MigGpuSpec& spec = mig_.spec_of(id);
+  if (a.mig_create && mig_.layout_fixed(id))
+    return Error{detail::cluster_message("assignment on ", name, ": GPU ", g,
+                                         " has a fixed MIG layout (its instances are created outside the scheduler): a "
+                                         "placement takes an idle instance, a new one is a re-partition"),
+                 ErrorCode::kState, ""};
   const bool ok = a.mig_create ? mig::can_add(spec, mig_.occupancy(id), a.mig_profile, a.mig_start, mig_.rules())
                                : [&] {
                                    for (const mig::MigSlot& s : mig_.instances(id))

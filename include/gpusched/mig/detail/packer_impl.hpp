@@ -102,7 +102,7 @@ GPUSCHED_DECL Outcome unplaceable_outcome(const ClusterState& state, const MigRe
       no_profile += n;
     } else if (mig.idle_start(g, p) >= 0) {
       fits += n;
-    } else if (mode == MigMode::kStatic) {
+    } else if (mode == MigMode::kStatic || mig.layout_fixed(g)) {
       no_idle += n;
     } else if (feasible_starts(mig.spec_of(g), mig.occupancy(g), p, mig.rules()) == 0) {
       no_room += n;
@@ -238,7 +238,8 @@ GPUSCHED_DECL const FragAwarePlacer::Memo& FragAwarePlacer::evaluate_memo(const 
   m.take[static_cast<std::size_t>(p)] = take;
   // Creating: F over all instances.
   Move create;
-  const SlotMask starts = feasible_starts(spec, all, p, rules);
+  // A fixed layout's instances are the MIG manager's to create (GpuInfo::mig_layout_fixed).
+  const SlotMask starts = state.mig().layout_fixed(g) ? SlotMask{0} : feasible_starts(spec, all, p, rules);
   if (starts) {
     const std::int64_t f_all = fragmentation(spec, all, w, rules);
     for (SlotMask s = starts; s; s = static_cast<SlotMask>(s & (s - 1))) {
@@ -297,7 +298,7 @@ GPUSCHED_DECL MigDecision FirstFitPlacer::decide(const ClusterState& state, cons
       int start = -1;
       if (take) {
         start = state.mig().idle_start(g, p);
-      } else {
+      } else if (!state.mig().layout_fixed(g)) {
         const SlotMask starts = feasible_starts(state.mig().spec_of(g), state.mig().occupancy(g), p, state.mig().rules());
         if (starts) start = std::countr_zero(static_cast<unsigned>(starts));
       }

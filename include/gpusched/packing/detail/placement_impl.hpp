@@ -38,7 +38,8 @@ GPUSCHED_DECL FitReason placement_capacity_fit(const ClusterState& state, NodeId
   if (shape.cpu > state.cpu_capacity(n)) return FitReason::kInsufficientCpu;
   if (shape.memory > state.memory_capacity(n)) return FitReason::kInsufficientMemory;
   if (request.mig.any()) {
-    // A MIG GPU of an allowed model whose MIG model has the profile could hold an instance once empty.
+    // A MIG GPU of an allowed model whose MIG model has the profile could hold an instance once empty
+    // (a fixed layout after a re-partition: the job waits for it, GpuInfo::mig_layout_fixed).
     for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
       const mig::MigGpuId id = state.mig_gpu(n, gi);
