@@ -149,3 +149,78 @@ TEST_CASE("k8s round trip: a JSON PodList (read pod by pod) gives what the YAML 
   const std::string err = k8s_test::read_error({k8s_fixture("nodes.yaml"), list.dump()});
   CHECK(err.find("Pod team-a/finetune: spec.containers[0].resources.requests[\"cpu\"]") != std::string::npos);
 }
+
+namespace {
+
+// One node of two A100-40GB (GFD labels), and pods in the form KAI-Scheduler's docs give them.
+const char* const kTwoA100 = R"(apiVersion: v1
+kind: Node
+metadata:
+  name: a100
+  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}
+status:
+  allocatable: {cpu: "64", memory: 256Gi, nvidia.com/gpu: "2"}
+)";
+
+std::string kai_pod(const std::string& name, const std::string& annotations, const std::string& node = "",
+                    const std::string& labels = "{}", const std::string& limits = "{}") {
+  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: team\n  labels: " + labels +
+         "\n  annotations: " + annotations + "\nspec:\n  schedulerName: kai-scheduler\n" +
+         (node.empty() ? "" : "  nodeName: " + node + "\n") +
+         "  containers:\n  - name: c\n    resources: {limits: " + limits + "}\nstatus: {phase: " +
+         (node.empty() ? "Pending" : "Running") + "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("KAI / Run:ai GPU sharing annotations: fractions and GPU memory are shares of one GPU") {
+  // A pending gpu-fraction pod is a half-GPU task, not a CPU-only one; gpu-memory (MiB) a share of
+  // memory (10 GiB of a 40 GiB A100: 250 milli-GPU, exact with the product selector).
+  auto in = k8s_test::read_ok({kTwoA100, kai_pod("half", "{gpu-fraction: \"0.5\"}") + "---\n" +
+                                             kai_pod("mem", "{gpu-memory: \"10240\"}") + "---\n" +
+                                             kai_pod("third", "{gpu-fraction: \"0.3333\"}")});
+  CHECK(k8s_test::job(in, "team/half").groups[0].shape == TaskShape{0, 0, 1, 500, 0});
+  const TaskShape mem = k8s_test::job(in, "team/mem").groups[0].shape;
+  CHECK(mem.gpus == 1);
+  CHECK(mem.gpu_memory == Bytes{10240} << 20);
+  CHECK(mem.gpu_milli == 250);
+  CHECK(k8s_test::job(in, "team/third").groups[0].shape.gpu_milli == 334);  // rounded up
+
+  // A running half-GPU pod holds half of a GPU: two whole-GPU pods no longer fit on the node (one
+  // did before: the running pod was ignored), and a pending half takes the other half.
+  auto running = k8s_test::read_ok({kTwoA100, kai_pod("run-half", "{gpu-fraction: \"0.5\"}", "a100") + "---\n" +
+                                                  kai_pod("w1", "{}", "", "{}", "{nvidia.com/gpu: \"1\"}") + "---\n" +
+                                                  kai_pod("w2", "{}", "", "{}", "{nvidia.com/gpu: \"1\"}") + "---\n" +
+                                                  kai_pod("h2", "{gpu-fraction: \"0.5\"}")});
+  const NodeSpec& n = k8s_test::node(running, "a100");
+  CHECK(n.gpus[0].used_milli + n.gpus[1].used_milli == 500);
+  const json out = decide_and_bind(running);
+  CHECK(out["bindings"].size() == 2);  // one whole GPU pod and the half
+  const json* h2 = binding(out, "team/h2");
+  REQUIRE(h2);
+  CHECK((*h2)["gpu_milli"] == 500);
+
+  // Pods of one runai-gpu-group share one GPU: two 0.3 pods of group g and one 0.6 of group h on a
+  // two-GPU node leave one GPU at 600 and the other at 600 (not 900 + 300).
+  auto grouped = k8s_test::read_ok({kTwoA100, kai_pod("g1", "{gpu-fraction: \"0.3\"}", "a100", "{runai-gpu-group: g}") + "---\n" +
+                                                  kai_pod("h1", "{gpu-fraction: \"0.6\"}", "a100", "{runai-gpu-group: h}") + "---\n" +
+                                                  kai_pod("g2", "{gpu-fraction: \"0.3\"}", "a100", "{runai-gpu-group: g}")});
+  const NodeSpec& gn = k8s_test::node(grouped, "a100");
+  CHECK(gn.gpus[0].used_milli == 600);
+  CHECK(gn.gpus[1].used_milli == 600);
+
+  // Run:ai's legacy MIG form: the MIG resource as an annotation on a pod with no resources.
+  auto mig = k8s_test::read_ok({kai_pod("m", "{nvidia.com/mig-3g.20gb: \"1\"}")});
+  CHECK(k8s_test::job(mig, "team/m").groups[0].mig_profile == "3g.20gb");
+
+  // What KAI refuses is refused, naming the annotation.
+  const std::string both = k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\"}", "", "{}", "{nvidia.com/gpu: \"1\"}")});
+  CHECK(both.find("metadata.annotations[\"gpu-fraction\"]") != std::string::npos);
+  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"1.5\"}")}).find("(0, 1]") != std::string::npos);
+  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"half\"}")}).find("\"half\"") != std::string::npos);
+  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-memory: \"100\"}")}).find("gpu-memory") != std::string::npos);
+  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction-num-devices: \"2\"}")}).find("without gpu-fraction") != std::string::npos);
+  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"2\"}")})
+            .find("gpu-fraction-num-devices") != std::string::npos);
+  CHECK(k8s_test::read_error({kai_pod("b", "{nvidia.com/mig-3g.20gb: \"2\"}")}).find("nvidia.com/mig-3g.20gb") != std::string::npos);
+}

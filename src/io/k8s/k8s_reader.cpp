@@ -2,6 +2,8 @@
 #include "gpusched/io/k8s.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <deque>
 #include <cstdint>
 #include <limits>
@@ -327,6 +329,9 @@ class Reader {
   void build_mig(const Obj& o, NodeSpec& node, const std::string& model, std::int64_t whole,
                  const std::vector<std::pair<std::string, std::int64_t>>& mig, std::int64_t physical_label);
   PodSpecRead read_pod_spec(const Obj& o, const json* spec, const std::string& prefix);
+  void read_gpu_sharing(const Obj& o, const std::vector<std::pair<std::string, std::string>>& annotations,
+                        const std::string& prefix, PodSpecRead& s);
+  MilliGpu memory_share(const std::vector<std::string>& models, Bytes memory) const;
   Req read_container(const Obj& o, const json& c, const std::string& prefix, std::string_view list, std::size_t index);
   int constraint_class(const Obj& o, const json* spec, const std::string& prefix, bool has_complex_affinity,
                        const json* terms);
@@ -338,6 +343,8 @@ class Reader {
   void read_pods();
   void read_volcano_jobs();
   void apply_running();
+  void take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_index, const std::string& group, TaskGroupSpec& g,
+                       std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu);
   void apply_classes();
   std::string flavor_model(const Obj& o, const std::string& flavor);
 
@@ -363,6 +370,7 @@ class Reader {
   std::map<std::string, std::int64_t> volcano_running_;  // "ns/job/task" -> bound pods
   std::unordered_map<std::string, std::string> identities_;  // "kind group ns/name" -> its file
   std::size_t gpus_read_ = 0;                                 // GPUs of the nodes read (kMaxClusterGpus)
+  std::vector<std::string> running_gpu_group_;                // per in_.running: KAI's runai-gpu-group label
 };
 
 // ---- documents and objects ----
@@ -985,10 +993,88 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
   return out;
 }
 
+// GPU sharing by annotation, as KAI-Scheduler (and Run:ai) read it from a pod with no GPU resources
+// (KAI pkg/common/constants, docs/gpu-sharing): `gpu-fraction: "0.5"` is that share of one GPU,
+// `gpu-memory: "2000"` that many MiB of one GPU's memory (its share is the memory's part of the GPU:
+// KAI counts gpu-memory / the node's GPU memory), `gpu-fraction-num-devices` the number of such
+// devices (1 unless given). Run:ai's legacy MIG form puts the MIG resource in an annotation
+// (`nvidia.com/mig-1g.5gb: "1"`, resources {}): one MIG instance of that profile. KAI refuses a
+// fraction beside nvidia.com/gpu, and gpu-memory beside either; so does this reader, naming the field.
+void Reader::read_gpu_sharing(const Obj& o, const std::vector<std::pair<std::string, std::string>>& annotations,
+                              const std::string& prefix, PodSpecRead& s) {
+  const std::string* fraction = find_label(annotations, "gpu-fraction");
+  const std::string* memory = find_label(annotations, "gpu-memory");
+  const std::string* devices = find_label(annotations, "gpu-fraction-num-devices");
+  auto field = [&](std::string_view key) { return fmt::format("{}[\"{}\"]", prefix, key); };
+  for (const auto& [key, value] : annotations) {
+    if (key.rfind("nvidia.com/mig-", 0) != 0) continue;
+    const auto count = parse_quantity(value, QuantityUnit::kCount);
+    if (!count || *count != 1)
+      o.fail(field(key), fmt::format("expected \"1\" (a task holds one MIG instance), got {}", shown(value)));
+    if (s.shape.needs_gpu() || !s.mig_profile.empty() || fraction || memory)
+      o.fail(field(key), "a MIG annotation beside GPU resources, another MIG device or a GPU fraction");
+    s.mig_profile = key.substr(15);
+    if (!mig::parse_profile_name(s.mig_profile)) o.fail(field(key), fmt::format("\"{}\" is not a MIG profile", key));
+  }
+  if (devices && !fraction && !memory) o.fail(field("gpu-fraction-num-devices"), "given without gpu-fraction or gpu-memory");
+  if (!fraction && !memory) return;
+  const std::string_view key = fraction ? "gpu-fraction" : "gpu-memory";
+  if (fraction && memory) o.fail(field("gpu-memory"), "beside gpu-fraction (KAI: cannot request both GPU and GPU memory)");
+  if (s.shape.needs_gpu() || !s.mig_profile.empty())
+    o.fail(field(key), "beside nvidia.com/gpu or a MIG device (KAI: cannot have both GPU fraction request and whole GPU resource request)");
+  if (devices) {
+    const auto n = parse_quantity(*devices, QuantityUnit::kCount);
+    if (!n || *n < 1) o.fail(field("gpu-fraction-num-devices"), fmt::format("expected a positive count, got {}", shown(*devices)));
+    if (*n > 1)
+      o.fail(field("gpu-fraction-num-devices"),
+             fmt::format("{} fractional devices: the job model shares one GPU per task (not modelled)", *n), ErrorCode::kLimit);
+  }
+  s.shape.gpus = 1;
+  if (fraction) {
+    // A decimal in (0, 1]; KAI's webhook takes (0, 1), its scheduler (0, 1]. Rounded up to milli-GPU.
+    const std::string& text = *fraction;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || !(v > 0) || v > 1)
+      o.fail(field(key), fmt::format("expected a fraction of one GPU in (0, 1], got {}", shown(text)));
+    s.shape.gpu_milli = static_cast<MilliGpu>(std::clamp(std::ceil(v * kMilliPerGpu - 1e-9), 1.0, double{kMilliPerGpu}));
+  } else {
+    const auto mib = parse_quantity(*memory, QuantityUnit::kCount);
+    if (!mib || *mib < 1 || *mib > (std::int64_t{1} << 30))
+      o.fail(field(key), fmt::format("expected GPU memory in MiB (a positive integer), got {}", shown(*memory)));
+    s.shape.gpu_memory = *mib << 20;
+    s.shape.gpu_milli = memory_share(s.models, s.shape.gpu_memory);
+    if (s.models.empty() && s.node_name.empty())
+      warn_.add(o, field(key),
+                "GPU memory read as a share of the smallest GPU that holds it (a pod on a larger GPU holds more share "
+                "than KAI counts there; a nvidia.com/gpu.product nodeSelector makes it exact)");
+  }
+}
+
+// The share of one GPU that `memory` is: of the pod's GPU model when it names one, else of the
+// smallest GPU of the cluster that holds it (never less than KAI reserves on any node it may use;
+// on a larger GPU the pod holds more share than KAI would, which is reported).
+MilliGpu Reader::memory_share(const std::vector<std::string>& models, Bytes memory) const {
+  Bytes of = 0;
+  auto consider = [&](const std::string& model) {
+    const auto id = reg_.find(model);
+    const Bytes m = id ? reg_.model(*id).memory : 0;
+    if (m >= memory && (of == 0 || m < of)) of = m;
+  };
+  if (!models.empty()) {
+    consider(models[0]);
+  } else {
+    for (const NodeRec& n : node_recs_)
+      if (!n.model.empty()) consider(n.model);
+  }
+  if (of == 0) return kMilliPerGpu;  // no GPU holds it: it fits nowhere either way
+  return static_cast<MilliGpu>(std::clamp<std::int64_t>((memory * kMilliPerGpu + of - 1) / of, 1, kMilliPerGpu));
+}
+
 // Shape and selectors, for grouping a gang's pods into task groups (only gangs need it).
 std::string signature_of(const PodSpecRead& s) {
-  std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}", s.shape.cpu, s.shape.memory, s.shape.gpus, s.mig_profile, s.cls,
-                                s.models.empty() ? "" : s.models[0], s.selector.size());
+  std::string out = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", s.shape.cpu, s.shape.memory, s.shape.gpus, s.shape.gpu_milli,
+                                s.shape.gpu_memory, s.mig_profile, s.cls, s.models.empty() ? "" : s.models[0], s.selector.size());
   for (const auto& [k, v] : s.selector) out += fmt::format("|{}={}", k, v);
   return out;
 }
@@ -1079,6 +1165,7 @@ void Reader::read_pods() {
     PendingPod p{&o, read_pod_spec(o, child(o.v, "spec"), "spec"), get_string_map(o, path(o.v, {"metadata", "labels"}), "metadata.labels"),
                  get_string_map(o, path(o.v, {"metadata", "annotations"}), "metadata.annotations"),
                  parse_timestamp(o, path(o.v, {"metadata", "creationTimestamp"}))};
+    read_gpu_sharing(o, p.annotations, "metadata.annotations", p.spec);
     const std::string queue = queue_of_pod(o, p.labels);
     std::string gang_key, gang_kind;
     std::int64_t total_count = -1;
@@ -1111,6 +1198,8 @@ void Reader::read_pods() {
       r.start_time = parse_timestamp(o, path(o.v, {"status", "startTime"}), "status.startTime");
       if (r.start_time == 0) r.start_time = p.created;
       in_.running.push_back(std::move(r));
+      const std::string* gpu_group = find_label(p.labels, "runai-gpu-group");
+      running_gpu_group_.push_back(gpu_group ? *gpu_group : std::string());
       if (!gang_key.empty()) {
         auto [it, fresh] = gang_index.emplace(o.ns + "/" + gang_key, gangs.size());
         if (fresh) gangs.push_back({gang_kind, o.ns, gang_key, {}, 0, total_count});
@@ -1267,6 +1356,7 @@ void Reader::read_volcano_jobs() {
                                              total + replicas, kMaxPodsPerCluster), ErrorCode::kLimit);
       PodSpecRead s = read_pod_spec(o, path(&task, {"template", "spec"}), tp + ".template.spec");
       const auto annotations = get_string_map(o, path(&task, {"template", "metadata", "annotations"}), tp + ".template.metadata.annotations");
+      read_gpu_sharing(o, annotations, tp + ".template.metadata.annotations", s);
       if (job.job_topology.level.empty()) set_topology(job, annotations);
       const std::int64_t bound = volcano_running_[o.ns + "/" + o.name + "/" + name];
       running += bound;
@@ -1543,7 +1633,9 @@ void Reader::read_queues() {
 // indices that are free (the device plugin's device IDs are not in the Pod object), a MIG device
 // on the first idle instance of its profile.
 void Reader::apply_running() {
-  for (RunningPod& r : in_.running) {
+  std::map<std::pair<std::size_t, std::string>, std::size_t> shared_gpu;  // (node, runai-gpu-group) -> GPU
+  for (std::size_t ri = 0; ri < in_.running.size(); ++ri) {
+    RunningPod& r = in_.running[ri];
     Obj o{nullptr, r.source, "Pod", "", r.pod.ns, r.pod.name, {}};
     auto it = node_index_.find(r.node);
     if (it == node_index_.end()) {
@@ -1566,6 +1658,8 @@ void Reader::apply_running() {
       }
     }
     if (g.shape.gpus > 0 || !g.mig_profile.empty()) r.gpu_model = node_recs_[it->second].model;
+    if (g.shape.shares_gpu() && g.shape.gpu_memory > 0 && !r.gpu_model.empty())
+      g.shape.gpu_milli = memory_share({r.gpu_model}, g.shape.gpu_memory);  // KAI: of this node's GPU
     if (!opt_.subtract_running) continue;
     // Saturating, then capped below: bound pods' requests may add up past int64.
     if (__builtin_add_overflow(node.cpu_used, g.shape.cpu, &node.cpu_used)) node.cpu_used = std::numeric_limits<std::int64_t>::max();
@@ -1575,6 +1669,10 @@ void Reader::apply_running() {
       warn_.add(o, "spec.nodeName", "the node's bound pods ask for more CPU or memory than it has: usage capped at capacity");
       node.cpu_used = std::min(node.cpu_used, node.cpu);
       node.memory_used = std::min(node.memory_used, node.memory);
+    }
+    if (g.shape.shares_gpu()) {
+      take_shared_gpu(o, node, it->second, running_gpu_group_[ri], g, shared_gpu);
+      continue;
     }
     GpuCount left = g.shape.gpus;
     for (auto& gpu : node.gpus) {
@@ -1598,6 +1696,41 @@ void Reader::apply_running() {
       if (!taken) warn_.add(o, "spec.nodeName", fmt::format("no idle MIG device {} left on the node for a bound pod", g.mig_profile));
     }
   }
+}
+
+// A bound pod's GPU share (a KAI fraction). The Pod object does not say which device it got, but
+// KAI's binder labels the pods of one shared GPU with one runai-gpu-group: a group's pods share its
+// GPU, and a new group takes a GPU no other group holds (an idle one first). A pod without the
+// label takes the first GPU already shared that has room, else the first idle one.
+void Reader::take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_index, const std::string& group,
+                             TaskGroupSpec& g, std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu) {
+  auto fits = [&](const GpuSpec& gpu) {
+    const auto id = reg_.find(gpu.model);
+    const Bytes capacity = id ? reg_.model(*id).memory : 0;
+    return !gpu.mig_mode && gpu.used_milli + g.shape.gpu_milli <= kMilliPerGpu &&
+           (capacity == 0 || gpu.used_memory + g.shape.gpu_memory <= capacity);
+  };
+  std::optional<std::size_t> pick;
+  auto of_a_group = [&](std::size_t k) {
+    for (const auto& [key, gpu] : shared_gpu)
+      if (key.first == node_index && gpu == k) return true;
+    return false;
+  };
+  if (!group.empty())
+    if (auto it = shared_gpu.find({node_index, group}); it != shared_gpu.end()) pick = it->second;
+  for (int pass = 0; pass < 2 && !pick; ++pass)
+    for (std::size_t k = 0; k < node.gpus.size() && !pick; ++k) {
+      if (!fits(node.gpus[k])) continue;
+      const bool shared = node.gpus[k].used_milli > 0;
+      if (group.empty() ? (pass == 1 || shared) : (!of_a_group(k) && (pass == 1 || !shared))) pick = k;
+    }
+  if (!pick || !fits(node.gpus[*pick])) {
+    warn_.add(o, "spec.nodeName", "no GPU of the node has room for the bound pod's GPU fraction: its share is not counted");
+    return;
+  }
+  if (!group.empty()) shared_gpu.emplace(std::pair{node_index, group}, *pick);
+  node.gpus[*pick].used_milli += g.shape.gpu_milli;
+  node.gpus[*pick].used_memory += g.shape.gpu_memory;
 }
 
 void Reader::apply_classes() {
