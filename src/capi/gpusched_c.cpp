@@ -403,9 +403,9 @@ struct Prepared {
 
 Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t index, const char* policy,
                  std::uint64_t seed, gpusched_result** out) {
-  need(state, "state");
   need(out, "out");
-  *out = nullptr;
+  *out = nullptr;  // first: every failing call leaves *out NULL (a stale pointer survived a NULL state)
+  need(state, "state");
   const gpusched::Job& job = job_at(jobs, index);
   const gpusched::ClusterState& st = state->state;
   if (state->compiled_for_state != st.instance_id() || state->compiled_for_layout != st.layout_generation()) {

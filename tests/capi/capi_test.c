@@ -142,8 +142,16 @@ static void test_place(void) {
   CHECK_HAS(err.message, "policy: unknown policy \"no-such-policy\" (known: first-fit, best-fit");
   CHECK(gpusched_place(s, jobs, 6, "best-fit", 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   CHECK_HAS(err.message, "index: 6 is out of range (6 jobs)");
+  r = (gpusched_result*)&err; /* a stale pointer: every failing call sets *out to NULL */
   CHECK(gpusched_place(NULL, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   CHECK_STR(err.message, "state: NULL");
+  CHECK(r == NULL);
+  r = (gpusched_result*)&err;
+  CHECK(gpusched_place_gang(NULL, jobs, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(r == NULL);
+  r = (gpusched_result*)&err;
+  CHECK(gpusched_place_gang(s, NULL, 0, "best-fit", 0, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  CHECK(r == NULL);
   CHECK(gpusched_place(s, jobs, 0, "best-fit", 0, 0, NULL, NULL) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   /* NULL handles are safe in accessors and frees. */
   CHECK(gpusched_result_verdict(NULL) == GPUSCHED_INVALID);
@@ -466,6 +474,12 @@ static void test_cycle(void) {
   CHECK(gpusched_cycle(s, jobs, NULL, kRunning, 1000, "{\"colour\": 1}", 0, &r, &err) == GPUSCHED_ERROR_INVALID_INPUT);
   CHECK_HAS(err.message, "options.colour: unknown field");
   CHECK(gpusched_cycle(s, jobs, "[", kRunning, 1000, NULL, 0, &r, &err) == GPUSCHED_ERROR_PARSE);
+  /* A plan with no running jobs changes nothing either. */
+  CHECK(gpusched_cycle(s, jobs, NULL, NULL, 1000, NULL, GPUSCHED_CYCLE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) >= 1);
+  gpusched_cycle_result_free(r);
+  r = NULL;
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8);
   CHECK(gpusched_cycle(NULL, jobs, NULL, NULL, 0, NULL, 0, &r, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
   CHECK_STR(err.message, "state: NULL");
   CHECK(gpusched_cycle(s, jobs, NULL, NULL, 0, NULL, 0, NULL, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
