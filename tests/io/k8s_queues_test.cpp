@@ -98,8 +98,13 @@ TEST_CASE("k8s kueue: flavors, quotas, cohort, local queues, topology levels, po
   CHECK(a.flavor_order == std::vector<std::string>{"A100-80GB"});
   CHECK(queue(in, "team-b-cq").strict_fifo);
   CHECK(amount(queue(in, "team-b-cq").lending_limit, "gpu/A100-80GB") == 4000);
-  CHECK(k8s_test::has_warning(in, "spec.preemption.withinClusterQueue"));
-  CHECK(k8s_test::has_warning(in, "spec.preemption.reclaimWithinCohort"));
+  // spec.preemption is followed (Kueue's defaults are Never), not reported.
+  CHECK(a.within_queue == WithinQueue::kLowerPriority);
+  CHECK(a.reclaim_within_cohort == CohortReclaim::kAny);
+  CHECK(queue(in, "team-b-cq").within_queue == WithinQueue::kNever);
+  CHECK(queue(in, "team-b-cq").reclaim_within_cohort == CohortReclaim::kNever);
+  CHECK_FALSE(k8s_test::has_warning(in, "spec.preemption.withinClusterQueue"));
+  CHECK_FALSE(k8s_test::has_warning(in, "spec.preemption.reclaimWithinCohort"));
   // The pod group: both pods, rigid (total count 2), in team-a-cq through LocalQueue team-a/lq,
   // required to share a rack.
   const Job& tas = job(in, "team-a/tas");
@@ -118,6 +123,8 @@ TEST_CASE("k8s kueue: flavors, quotas, cohort, local queues, topology levels, po
   REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
   REQUIRE(configs->size() == 2);
   const auto& c = (*configs)[0];
+  CHECK(c.reclaim_within_cohort == CohortReclaim::kAny);  // the queue's policy reaches the cycle
+  CHECK(c.within_queue == WithinQueue::kLowerPriority);
   const auto a100 = *fc->space.gpu_dim("A100-80GB");
   const auto a40 = *fc->space.gpu_dim("A100-SXM4-40GB");
   CHECK(c.nominal[a100] == 8000);

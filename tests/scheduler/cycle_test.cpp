@@ -205,6 +205,34 @@ TEST_CASE("Kueue reclaimWithinCohort: a queue within its nominal quota reclaims 
     REQUIRE(w);
     CHECK(w->outcome.reasons.at(0).kind == ReasonKind::kReclaimable);
   }
+  SUBCASE("the preemptor's queue's own policy decides over the cycle's (Kueue: per ClusterQueue)") {
+    // a says Never while the cycle says Any: no reclaim. a says LowerPriority: b's jobs (priority
+    // 5) outrank a1 (0), so none; Any: b2 goes. b's own policy is not what counts.
+    for (const auto& [own, evicts] : std::vector<std::pair<CohortReclaim, bool>>{
+             {CohortReclaim::kNever, false}, {CohortReclaim::kLowerPriority, false}, {CohortReclaim::kAny, true}}) {
+      auto s4 = cluster(2);
+      std::vector<RunningJob> r4{run(s4, "b1", "b", 0, 0, 1, 8, 5, 0), run(s4, "b2", "b", 1, 0, 1, 8, 5, 60)};
+      auto q4 = queues;
+      q4[0].reclaim_within_cohort = own;
+      q4[1].reclaim_within_cohort = CohortReclaim::kNever;
+      o.reclaim_within_cohort = own == CohortReclaim::kAny ? CohortReclaim::kNever : CohortReclaim::kAny;
+      auto d4 = run_cycle(s4, r4, pending, q4, 100, o).value();
+      CHECK(d4.evictions.size() == (evicts ? 1U : 0U));
+    }
+    // withinClusterQueue per queue likewise: a1 (priority 9) beside a's own a0 (priority 1) on a
+    // full cluster evicts it only when a's policy allows.
+    for (const auto& [own, evicts] : std::vector<std::pair<WithinQueue, bool>>{{WithinQueue::kNever, false},
+                                                                                {WithinQueue::kLowerPriority, true}}) {
+      auto s5 = cluster(1);
+      std::vector<RunningJob> r5{run(s5, "a0", "a", 0, 0, 1, 8, 1, 0)};
+      std::vector<PendingJob> p5{job(s5, "a9", "a", 1, 8, 9, 90)};
+      auto q5 = queues;
+      q5[0].within_queue = own;
+      CycleOptions o5;
+      o5.preemption.within_queue = own == WithinQueue::kNever ? WithinQueue::kLowerPriority : WithinQueue::kNever;
+      CHECK(run_cycle(s5, r5, p5, q5, 100, o5).value().evictions.size() == (evicts ? 1U : 0U));
+    }
+  }
   SUBCASE("b within its own nominal quota is not reclaimed from") {
     // b runs only b1 (8 GPUs = its nominal): a's 16-GPU job would have to borrow; nothing is
     // reclaimable, a2 waits.

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
+#include "gpusched/core/preemption_policy.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/drf.hpp"
 #include "gpusched/fairness/quota.hpp"
@@ -71,6 +72,10 @@ struct QueueConfig {
   std::vector<std::string> flavor_order;  // GPU models in preference order; empty = space order
   bool strict_fifo = false;
   Amounts usage;                          // already admitted; empty = none
+  // The queue's own preemption policies (Kueue's ClusterQueue spec.preemption), for its pending
+  // jobs in the scheduling cycle; unset: the cycle's options (scheduler::CycleOptions) decide.
+  std::optional<WithinQueue> within_queue;
+  std::optional<CohortReclaim> reclaim_within_cohort;
 };
 
 // One task group of a job, per replica. With min_replicas below replicas the job is elastic and may

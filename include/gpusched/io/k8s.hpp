@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -128,6 +129,9 @@ struct QueueSpec {
   std::vector<std::string> flavor_order;  // GPU models in the queue's flavor order
   std::vector<std::pair<std::string, std::int64_t>> nominal, borrowing_limit, lending_limit;
   std::int64_t unlisted = 0;
+  // Kueue's spec.preemption (unset for KAI and Volcano queues: the cycle's options decide).
+  std::optional<WithinQueue> within_queue;
+  std::optional<CohortReclaim> reclaim_within_cohort;
 };
 
 struct Input {

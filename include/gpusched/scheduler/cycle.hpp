@@ -117,8 +117,8 @@ struct PendingJob {
   std::vector<std::string> evicted_by;
 };
 
-// Kueue's reclaimWithinCohort.
-enum class CohortReclaim : std::uint8_t { kNever, kLowerPriority, kAny };
+// Kueue's reclaimWithinCohort (core/preemption_policy.hpp; a queue may set its own).
+using gpusched::CohortReclaim;
 
 // The running jobs' usage per queue, kept by a caller between cycles (optional: CycleOptions::usage).
 // Without it every cycle with queues sums the tasks of every running job, O(running tasks) per

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
+#include "gpusched/core/preemption_policy.hpp"
 #include "gpusched/gang/gang.hpp"
 
 namespace gpusched::scheduler {
@@ -98,7 +99,7 @@ struct RunningJob {
   }
 };
 
-enum class WithinQueue : std::uint8_t { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
+using gpusched::WithinQueue;  // core/preemption_policy.hpp (a queue may set its own)
 
 struct PreemptionOptions {
   WithinQueue within_queue = WithinQueue::kLowerPriority;

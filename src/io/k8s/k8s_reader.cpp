@@ -1410,8 +1410,11 @@ std::string Reader::flavor_model(const Obj& o, const std::string& flavor) {
     if (!m) rf->fail("spec.nodeLabels[\"nvidia.com/gpu.product\"]", fmt::format("unknown GPU model \"{}\"", *product), ErrorCode::kUnknownName);
     return *m;
   }
-  if (path(rf->v, {"spec", "nodeTaints"}) || path(rf->v, {"spec", "tolerations"}))
-    warn_.add(*rf, "spec.nodeTaints", "flavor taints and tolerations are not read");
+  for (const char* k : {"nodeTaints", "tolerations"})
+    if (path(rf->v, {"spec", k}))
+      warn_.add(*rf, fmt::format("spec.{}", k),
+                std::string_view(k) == "nodeTaints" ? "flavor node taints are not read (the nodes' own taints are)"
+                                                    : "flavor tolerations (added to admitted pods) are not read");
   std::map<std::string, std::size_t> gpus;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     bool match = true;
@@ -1471,14 +1474,24 @@ void Reader::read_queues() {
         if (!r || *r <= 0) o.fail("spec.fairSharing.weight", fmt::format("expected a positive weight, got {}", shown(*w)));
         q.weight = static_cast<double>(*r) / 1000.0;
       }
-      if (const json* pre = child(spec, "preemption")) {
-        for (const char* k : {"withinClusterQueue", "reclaimWithinCohort"}) {
-          const std::string v = get_string(o, child(pre, k), fmt::format("spec.preemption.{}", k));
-          if (!v.empty() && v != "Never")
-            warn_.add(o, fmt::format("spec.preemption.{}", k),
-                      fmt::format("preemption policy {} is not applied: admission is planned over free resources only", v));
-        }
-        if (child(pre, "borrowWithinCohort")) warn_.add(o, "spec.preemption.borrowWithinCohort", "borrowWithinCohort is not applied");
+      // Kueue's preemption policies, each Never unless set (kueue.sigs.k8s.io "Preemption"), followed
+      // by the cycle for this queue's pending jobs.
+      const json* pre = child(spec, "preemption");
+      const std::string within = get_string(o, child(pre, "withinClusterQueue"), "spec.preemption.withinClusterQueue");
+      if (within.empty() || within == "Never") q.within_queue = WithinQueue::kNever;
+      else if (within == "LowerPriority") q.within_queue = WithinQueue::kLowerPriority;
+      else if (within == "LowerOrNewerEqualPriority") q.within_queue = WithinQueue::kLowerOrNewerEqualPriority;
+      else o.fail("spec.preemption.withinClusterQueue", fmt::format("expected Never, LowerPriority or LowerOrNewerEqualPriority, got {}", shown(within)));
+      const std::string reclaim = get_string(o, child(pre, "reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort");
+      if (reclaim.empty() || reclaim == "Never") q.reclaim_within_cohort = CohortReclaim::kNever;
+      else if (reclaim == "LowerPriority") q.reclaim_within_cohort = CohortReclaim::kLowerPriority;
+      else if (reclaim == "Any") q.reclaim_within_cohort = CohortReclaim::kAny;
+      else o.fail("spec.preemption.reclaimWithinCohort", fmt::format("expected Never, LowerPriority or Any, got {}", shown(reclaim)));
+      if (const json* borrow = child(pre, "borrowWithinCohort")) {
+        const std::string policy = get_string(o, child(borrow, "policy"), "spec.preemption.borrowWithinCohort.policy");
+        if (!policy.empty() && policy != "Never")
+          warn_.add(o, "spec.preemption.borrowWithinCohort",
+                    "borrowWithinCohort is not applied: a job whose queue borrows evicts no job of another queue");
       }
       if (const json* ns = child(spec, "namespaceSelector"); ns && !(ns->is_object() && ns->empty()))
         warn_.add(o, "spec.namespaceSelector", "the namespace selector is not checked");
@@ -1792,6 +1805,8 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     c.weight = q.weight;
     c.cohort = q.cohort;
     c.strict_fifo = q.strict_fifo;
+    c.within_queue = q.within_queue;
+    c.reclaim_within_cohort = q.reclaim_within_cohort;
     for (const auto& m : q.flavor_order)
       if (space.gpu_dim(m)) c.flavor_order.push_back(m);
     c.nominal = *fill(q, q.nominal, q.unlisted);

@@ -690,6 +690,9 @@ struct CycleRun {
     const std::int64_t need_gpu = gpu_total(need);
     const bool within_nominal = fair && book->within_nominal(q, need);
     const std::string& cohort = fair ? queues[q].cohort : std::string();
+    // The preemptor's queue's own policy (Kueue sets it per ClusterQueue), else the cycle's.
+    const CohortReclaim reclaim = fair ? queues[q].reclaim_within_cohort.value_or(options.reclaim_within_cohort)
+                                       : options.reclaim_within_cohort;
     if (!victim_facts) victim_facts = running_facts(running, now, options.preemption.min_runtime);
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
@@ -732,7 +735,7 @@ struct CycleRun {
     }
     for (std::size_t v = 0; v < nq; ++v) {
       if (v == q) continue;
-      if (options.reclaim_within_cohort != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
+      if (reclaim != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
           queues[v].cohort == cohort) {
         const Amounts borrowed = book->borrowed(v);
         for (Eigen::Index k = 0; k < dims; ++k)
@@ -747,7 +750,7 @@ struct CycleRun {
       const RunningFacts::Job& r = victim_facts->jobs[j];
       // Kueue's reclaim within a cohort: the victim's queue borrows, the preemptor's is within its nominal quota.
       if (borrows_in_cohort[v] &&
-          (options.reclaim_within_cohort == CohortReclaim::kAny || r.priority < job.priority)) {
+          (reclaim == CohortReclaim::kAny || r.priority < job.priority)) {
         mark[j] = kReclaimableVictim;
         why[j] = EvictionReason::kCohortReclaim;
         continue;
@@ -778,6 +781,7 @@ struct CycleRun {
       }
     }
     PreemptionOptions po = options.preemption;
+    if (fair && queues[q].within_queue) po.within_queue = *queues[q].within_queue;
     po.classify_refusal = false;  // the placement's own verdict stands (see below)
     PreemptionPlan plan = find_victims_with(state, pre, running, *victim_facts, po, mark);
     out.stats.placements_tried += plan.placements_tried;
