@@ -154,11 +154,22 @@ spec:
 status: {phase: Running}
 )";
   auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("kai.yaml"), running});
+  // department is ml-team's parent: it divides by weight, the leaves hold the quotas; its GPU quota
+  // of 16 is reported by field (cpu and memory say "none": quota -1, limit -1).
   const auto& d = queue(in, "department");
-  CHECK(d.unlisted == fairness::kNoLimit);
-  CHECK(amount(d.nominal, "cpu") == fairness::kNoLimit);  // quota -1: unlimited
-  CHECK(amount(d.nominal, "gpu/A100-80GB") == 16000);
-  CHECK(amount(d.borrowing_limit, "gpu/A100-80GB") == fairness::kNoLimit);  // limit -1
+  CHECK(d.nominal.empty());
+  CHECK(d.cohort.empty());
+  CHECK(k8s_test::has_warning(in, "spec.resources.gpu.quota"));
+  CHECK_FALSE(k8s_test::has_warning(in, "spec.resources.cpu.quota"));
+  // The capacity no leaf's quota covers is KAI's over-quota pool, a cohort member without jobs:
+  // 16 A100-80GB GPUs less ml-team's 4; the cluster's CPUs less ml-team's 32.
+  const auto& pool = queue(in, "(kai over-quota pool)");
+  CHECK(pool.cohort == "kai");
+  CHECK(amount(pool.nominal, "gpu/A100-80GB") == 12000);
+  std::int64_t cpus = 0;
+  for (const auto& n : in.cluster.nodes()) cpus += n.cpu;
+  CHECK(amount(pool.nominal, "cpu") == cpus - 32000);
+  CHECK(amount(pool.borrowing_limit, "gpu/A100-80GB") == 0);
   const auto& m = queue(in, "ml-team");
   CHECK(m.parent == "department");
   CHECK(m.weight == 2.0);
@@ -181,6 +192,52 @@ status: {phase: Running}
   CHECK(ml.usage[*fc->space.gpu_dim("A100-80GB")] == 3000);
   CHECK(ml.usage[fairness::ResourceSpace::kCpu] == 4000);
   CHECK(ml.usage[fairness::ResourceSpace::kMemory] == 8 * kGi);
+}
+
+TEST_CASE("k8s kai: the quickstart's queues (a parent and a child of quota 0, limit -1) admit by over-quota") {
+  // NVIDIA/KAI-Scheduler docs/quickstart: default-parent-queue and default-queue, every resource
+  // {quota: 0, limit: -1, overQuotaWeight: 1}. They were refused ("a queue with child queues takes
+  // no quota"), and flattened quota 0 / limit -1 was an empty cohort that admitted nothing.
+  std::string queues;
+  for (const std::string name : {"default-parent-queue", "default-queue"}) {
+    queues += "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: " + name + "}\nspec:\n";
+    if (name == "default-queue") queues += "  parentQueue: default-parent-queue\n";
+    queues += "  resources:\n";
+    for (const char* r : {"cpu", "gpu", "memory"}) queues += std::string("    ") + r + ": {quota: 0, limit: -1, overQuotaWeight: 1}\n";
+    queues += "---\n";
+  }
+  const std::string pod = R"(apiVersion: v1
+kind: Pod
+metadata: {name: gpu-pod, namespace: default, labels: {kai.scheduler/queue: default-queue}}
+spec:
+  schedulerName: kai-scheduler
+  tolerations: [{operator: Exists}]
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: "1"}}}]
+status: {phase: Pending}
+)";
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), queues + pod});
+  CHECK_FALSE(k8s_test::has_warning(in, "spec.resources"));
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE(state.ok());
+  auto fc = fairness::fairness_cluster(*state);
+  REQUIRE(fc.ok());
+  auto configs = io::k8s::queue_configs(in, fc->space);
+  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
+  auto planner = fairness::FairSharePlanner::build(fc->space, fc->capacity, fc->free, *configs);
+  REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
+  const auto& leaf = (*configs)[1];
+  REQUIRE(leaf.name == "default-queue");
+  CHECK(leaf.nominal[*fc->space.gpu_dim("A100-80GB")] == 0);
+  CHECK(leaf.cohort == "kai");
+  // The pool lends the whole cluster: the pod is admitted, borrowing.
+  fairness::PendingJob job;
+  job.name = "default/gpu-pod";
+  job.queue = "default-queue";
+  job.base = fairness::Amounts::Zero(fc->space.size());
+  job.gpu_milli = 1000;
+  const auto plan = planner->plan(std::vector<fairness::PendingJob>{job});
+  REQUIRE(plan.admitted.size() == 1);
+  CHECK(plan.admitted[0].borrowed);
 }
 
 TEST_CASE("k8s queues: bad queue objects name the object, field and value") {

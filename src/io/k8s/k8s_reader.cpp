@@ -340,6 +340,7 @@ class Reader {
   std::int32_t priority_of(const Obj& o, const PodSpecRead& s, std::string_view field);
   void read_priority_class(const Obj& o);
   void read_queues();
+  void finish_kai_queues();
   void read_pods();
   void read_volcano_jobs();
   void apply_running();
@@ -371,6 +372,7 @@ class Reader {
   std::unordered_map<std::string, std::string> identities_;  // "kind group ns/name" -> its file
   std::size_t gpus_read_ = 0;                                 // GPUs of the nodes read (kMaxClusterGpus)
   std::vector<std::string> running_gpu_group_;                // per in_.running: KAI's runai-gpu-group label
+  std::map<std::string, const Obj*> kai_objects_;             // KAI Queue objects by name
 };
 
 // ---- documents and objects ----
@@ -1604,6 +1606,7 @@ void Reader::read_queues() {
       }
       (void)weight_set;
       if (child(spec, "priority")) warn_.add(o, "spec.priority", "queue priority (over-quota order) is not modelled");
+      kai_objects_.emplace(q.name, &o);
     } else {
       // Volcano Queue (volcano.sh/en/docs/queue): weight; deserved -> nominal quota; capability ->
       // the most it may hold (nominal + borrowing); all Volcano queues reclaim from each other.
@@ -1640,6 +1643,69 @@ void Reader::read_queues() {
     }
     in_.queues.push_back(std::move(q));
   }
+  finish_kai_queues();
+}
+
+// KAI's queue tree (docs/queues, docs/fairness): only leaf queues hold jobs; a parent divides what it
+// gets among its children by their quotas, then by overQuotaWeight. In the one queue model a parent
+// carries its weight only (the children's quotas apply), so a parent's quota or limit other than
+// "none" (quota 0 or -1, limit -1) is reported by field. The cluster's capacity that no leaf's quota
+// covers is KAI's over-quota pool, shared by weight: it joins the "kai" cohort as a member that holds
+// no jobs ("(kai over-quota pool)"), so a queue of quota 0 and limit -1 (the quickstart's) may use
+// what nobody's quota holds instead of nothing.
+void Reader::finish_kai_queues() {
+  if (kai_objects_.empty()) return;
+  std::set<std::string> parents;
+  for (const QueueSpec& q : in_.queues)
+    if (!q.parent.empty()) parents.insert(q.parent);
+  std::map<std::string, std::int64_t> quota_sum;  // per key, over leaves with a finite quota
+  bool finite = false;
+  for (QueueSpec& q : in_.queues) {
+    if (q.kind != "Queue (KAI)") continue;
+    if (!parents.contains(q.name)) {
+      for (const auto& [key, x] : q.nominal)
+        if (x != fairness::kNoLimit) {
+          finite = true;
+          std::int64_t& s = quota_sum[key];
+          s = x > std::numeric_limits<std::int64_t>::max() - s ? std::numeric_limits<std::int64_t>::max() : s + x;
+        }
+      continue;
+    }
+    const Obj& o = *kai_objects_.at(q.name);
+    for (const char* rname : {"cpu", "memory", "gpu"}) {
+      const json* r = path(o.v, {"spec", "resources", rname});
+      for (const char* field : {"quota", "limit"}) {
+        const json* v = child(r, field);
+        const double x = v && v->is_number() ? v->get<double>() : (std::string_view(field) == "quota" ? 0.0 : -1.0);
+        if (std::string_view(field) == "quota" ? (x != 0 && x != -1) : x != -1)
+          warn_.add(o, fmt::format("spec.resources.{}.{}", rname, field),
+                    "a parent queue's quota and limit are not modelled: its child queues' quotas and limits apply, "
+                    "and it divides by weight");
+      }
+    }
+    q.nominal.clear();
+    q.borrowing_limit.clear();
+    q.cohort.clear();
+  }
+  if (!finite) return;
+  std::map<std::string, std::int64_t> capacity;
+  for (const NodeSpec& n : nodes_) {
+    capacity["cpu"] += n.cpu;
+    capacity["memory"] = n.memory > std::numeric_limits<std::int64_t>::max() - capacity["memory"]
+                             ? std::numeric_limits<std::int64_t>::max()
+                             : capacity["memory"] + n.memory;
+    for (const GpuSpec& g : n.gpus)
+      if (const auto id = reg_.find(g.model)) capacity["gpu/" + reg_.model(*id).name] += kMilliPerGpu;
+  }
+  QueueSpec pool;
+  pool.name = "(kai over-quota pool)";
+  pool.kind = "Queue (KAI)";
+  pool.cohort = "kai";
+  for (const auto& [key, cap] : capacity) {
+    add_amount(pool.nominal, key, std::max<std::int64_t>(0, cap - quota_sum[key]));
+    add_amount(pool.borrowing_limit, key, 0);
+  }
+  in_.queues.push_back(std::move(pool));
 }
 
 // Bound pods take their requests from their nodes: CPU and memory, whole GPUs on the lowest
@@ -1798,6 +1864,9 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     (void)q;
     return a;
   };
+  std::set<std::string> parents;
+  for (const QueueSpec& q : input.queues)
+    if (!q.parent.empty()) parents.insert(q.parent);
   for (const QueueSpec& q : input.queues) {
     fairness::QueueConfig c;
     c.name = q.name;
@@ -1809,6 +1878,10 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     c.reclaim_within_cohort = q.reclaim_within_cohort;
     for (const auto& m : q.flavor_order)
       if (space.gpu_dim(m)) c.flavor_order.push_back(m);
+    if (parents.contains(q.name)) {  // a parent queue divides by weight; its leaves hold the quotas
+      out.push_back(std::move(c));
+      continue;
+    }
     c.nominal = *fill(q, q.nominal, q.unlisted);
     if (!q.borrowing_limit.empty()) c.borrowing_limit = *fill(q, q.borrowing_limit, fairness::kNoLimit);
     if (!q.lending_limit.empty()) c.lending_limit = *fill(q, q.lending_limit, fairness::kNoLimit);
@@ -1819,7 +1892,8 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     if (std::find(names.begin(), names.end(), r.job.queue_name) != names.end()) running.push_back({&r.job, r.gpu_model});
   auto usage = fairness::queue_usage_from_running(running, space, input.registry, names);
   if (!usage) return Error{fmt::format("running pods: {}", usage.error().message), usage.error().code, usage.error().field};
-  for (std::size_t q = 0; q < out.size(); ++q) out[q].usage = (*usage)[q];
+  for (std::size_t q = 0; q < out.size(); ++q)
+    if (!parents.contains(out[q].name)) out[q].usage = (*usage)[q];  // jobs run in leaf queues only
   return out;
 }
 
