@@ -240,6 +240,53 @@ status: {phase: Pending}
   CHECK(plan.admitted[0].borrowed);
 }
 
+namespace {
+
+std::string volcano_queue(const std::string& name, const std::string& hierarchy, const std::string& weights) {
+  return "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata:\n  name: " + name +
+         "\n  annotations: {volcano.sh/hierarchy: \"" + hierarchy + "\", volcano.sh/hierarchy-weights: \"" + weights +
+         "\"}\nspec: {weight: 1, reclaimable: true}\n---\n";
+}
+
+}  // namespace
+
+TEST_CASE("k8s volcano: hierarchy annotations build the H-DRF queue tree with their weights") {
+  // Volcano's example/hierarchical-jobs queues (docs/design/hdrf.md): eng 2 and sci 8 under root,
+  // each with prod 8 and dev 2.
+  const std::string queues = volcano_queue("root-eng-prod", "root/eng/prod", "1/2/8") +
+                             volcano_queue("root-eng-dev", "root/eng/dev", "1/2/2") +
+                             volcano_queue("root-sci-prod", "root/sci/prod", "1/8/8") +
+                             volcano_queue("root-sci-dev", "sci/dev", "8/2");  // "root/" and "1/" prepended
+  auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), queues});
+  CHECK(queue(in, "root/eng").weight == 2.0);
+  CHECK(queue(in, "root/eng").parent.empty());
+  CHECK(queue(in, "root/sci").weight == 8.0);
+  CHECK(queue(in, "root-eng-prod").parent == "root/eng");
+  CHECK(queue(in, "root-eng-prod").weight == 8.0);
+  CHECK(queue(in, "root-sci-dev").parent == "root/sci");
+  CHECK(queue(in, "root-sci-dev").weight == 2.0);
+  CHECK(queue(in, "root-sci-dev").cohort == "volcano");
+  // The tree is a valid queue tree of the fairness family (parents hold weight only).
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE(state.ok());
+  auto fc = fairness::fairness_cluster(*state);
+  REQUIRE(fc.ok());
+  auto configs = io::k8s::queue_configs(in, fc->space);
+  REQUIRE(configs.ok());
+  auto planner = fairness::FairSharePlanner::build(fc->space, fc->capacity, fc->free, *configs);
+  REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
+
+  // Inconsistent trees are refused by annotation.
+  const std::string counts = k8s_test::read_error({volcano_queue("a", "root/x/a", "1/2")});
+  CHECK(counts.find("volcano.sh/hierarchy-weights") != std::string::npos);
+  const std::string two = k8s_test::read_error({volcano_queue("a", "root/x/a", "1/2/1") + volcano_queue("b", "root/x/b", "1/3/1")});
+  CHECK(two.find("\"root/x\" has weight") != std::string::npos);
+  const std::string both = k8s_test::read_error({volcano_queue("a", "root/x", "1/2") + volcano_queue("b", "root/x/b", "1/2/1")});
+  CHECK(both.find("a leaf here and an inner node") != std::string::npos);
+  const std::string bad = k8s_test::read_error({volcano_queue("a", "root/x/a", "1/heavy/1")});
+  CHECK(bad.find("\"heavy\"") != std::string::npos);
+}
+
 TEST_CASE("k8s queues: bad queue objects name the object, field and value") {
   const std::string kai = k8s_test::read_error({R"(
 apiVersion: scheduling.run.ai/v2

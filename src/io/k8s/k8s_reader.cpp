@@ -341,6 +341,8 @@ class Reader {
   void read_priority_class(const Obj& o);
   void read_queues();
   void finish_kai_queues();
+  void read_volcano_hierarchy(const Obj& o, QueueSpec& q);
+  void finish_volcano_hierarchy();
   void read_pods();
   void read_volcano_jobs();
   void apply_running();
@@ -373,6 +375,12 @@ class Reader {
   std::size_t gpus_read_ = 0;                                 // GPUs of the nodes read (kMaxClusterGpus)
   std::vector<std::string> running_gpu_group_;                // per in_.running: KAI's runai-gpu-group label
   std::map<std::string, const Obj*> kai_objects_;             // KAI Queue objects by name
+  struct VolcanoPath {
+    std::vector<std::string> names;  // "root", ..., the leaf's level
+    std::vector<double> weights;
+    const Obj* object = nullptr;
+  };
+  std::map<std::string, VolcanoPath> volcano_paths_;  // Volcano queues with hierarchy annotations
 };
 
 // ---- documents and objects ----
@@ -1292,6 +1300,10 @@ void Reader::read_pods() {
         }
         if (path(po.v, {"spec", "networkTopology"}))
           warn_.add(po, "spec.networkTopology", "Volcano network topology is not read; give Kueue topology annotations or topology levels");
+        if (path(po.v, {"spec", "subGroupPolicy"}))
+          warn_.add(po, "spec.subGroupPolicy",
+                    "Volcano sub-groups (subGroupSize, minSubGroups, their networkTopology) are not read: the gang is "
+                    "placed whole by its minMember");
         if (path(po.v, {"spec", "minResources"}))
           warn_.add(po, "spec.minResources", "minResources is not read (the gang's pods are)");
       }
@@ -1638,12 +1650,105 @@ void Reader::read_queues() {
         add_amount(q.borrowing_limit, key, std::max<std::int64_t>(0, cap - nominal));
       }
       if (child(spec, "guarantee")) warn_.add(o, "spec.guarantee", "guarantee is not modelled (deserved is the nominal quota)");
+      if (const json* parent = child(spec, "parent"); parent && get_string(o, parent, "spec.parent") != "root")
+        q.parent = get_string(o, parent, "spec.parent");  // Volcano >= 1.11 (capacity plugin's queue tree)
+      read_volcano_hierarchy(o, q);
       if (const json* r = child(spec, "reclaimable"); r && r->is_boolean() && !r->get<bool>())
         warn_.add(o, "spec.reclaimable", "reclaimable: false is not modelled");
     }
     in_.queues.push_back(std::move(q));
   }
   finish_kai_queues();
+  finish_volcano_hierarchy();
+}
+
+// Volcano's hierarchical DRF (docs/design/hdrf.md; the drf plugin with enableHierarchy): a Queue's
+// annotations volcano.sh/hierarchy "root/eng/prod" and volcano.sh/hierarchy-weights "1/2/8" place it
+// in a tree of weighted inner nodes. Each inner node becomes a parent queue named by its path
+// ("root/eng": no Kubernetes object has a '/' in its name) with its weight; the leaf takes the last
+// weight. Volcano clamps weights below 1 to 1 and prepends "root" when missing; so does this reader.
+void Reader::read_volcano_hierarchy(const Obj& o, QueueSpec& q) {
+  const auto annotations = get_string_map(o, path(o.v, {"metadata", "annotations"}), "metadata.annotations");
+  const std::string* h = find_label(annotations, "volcano.sh/hierarchy");
+  const std::string* w = find_label(annotations, "volcano.sh/hierarchy-weights");
+  const std::string hf = "metadata.annotations[\"volcano.sh/hierarchy\"]";
+  const std::string wf = "metadata.annotations[\"volcano.sh/hierarchy-weights\"]";
+  if (!h && !w) return;
+  if (!h || !w) o.fail(h ? wf : hf, "missing: volcano.sh/hierarchy and volcano.sh/hierarchy-weights go together", ErrorCode::kMissingField);
+  auto split = [](std::string_view text) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0;;) {
+      const std::size_t slash = text.find('/', at);
+      out.emplace_back(text.substr(at, slash == std::string_view::npos ? std::string_view::npos : slash - at));
+      if (slash == std::string_view::npos) return out;
+      at = slash + 1;
+    }
+  };
+  std::vector<std::string> names = split(*h), weights = split(*w);
+  if (names.empty() || names[0] != "root") {  // Volcano's admission policy prepends both
+    names.insert(names.begin(), "root");
+    weights.insert(weights.begin(), "1");
+  }
+  if (weights.size() != names.size())
+    o.fail(wf, fmt::format("{} weights for the {} levels of {}", weights.size(), names.size(), shown(*h)));
+  if (names.size() > 64) o.fail(hf, "more than 64 levels", ErrorCode::kLimit);
+  VolcanoPath vp;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (names[k].empty()) o.fail(hf, fmt::format("an empty level in {}", shown(*h)));
+    double x = 0;
+    const auto [end, ec] = std::from_chars(weights[k].data(), weights[k].data() + weights[k].size(), x);
+    if (ec != std::errc{} || end != weights[k].data() + weights[k].size() || !std::isfinite(x) || x > 1e9)
+      o.fail(wf, fmt::format("level {}: expected a weight, got {}", k, shown(weights[k])));
+    vp.weights.push_back(std::max(1.0, x));
+  }
+  vp.names = std::move(names);
+  vp.object = &o;
+  q.weight = vp.weights.back();
+  volcano_paths_.emplace(q.name, std::move(vp));
+}
+
+// The inner nodes of the Volcano paths read (read_volcano_hierarchy) as parent queues, outermost
+// first; a path that is another's inner node, or an inner node given two weights, is an error.
+void Reader::finish_volcano_hierarchy() {
+  std::map<std::string, std::pair<double, const Obj*>> inner;  // "root/eng" -> weight, first object
+  std::map<std::string, std::string> leaf_at;                   // "root/eng/prod" -> queue
+  for (const auto& [queue, vp] : volcano_paths_) {
+    std::string at = vp.names[0];
+    for (std::size_t k = 1; k < vp.names.size(); ++k) {
+      at += "/" + vp.names[k];
+      if (k + 1 == vp.names.size()) {
+        if (auto [it, fresh] = leaf_at.emplace(at, queue); !fresh)
+          vp.object->fail("metadata.annotations[\"volcano.sh/hierarchy\"]",
+                          fmt::format("the path {} is also queue {}'s", shown(at), it->second), ErrorCode::kDuplicate);
+        continue;
+      }
+      auto [it, fresh] = inner.emplace(at, std::pair{vp.weights[k], vp.object});
+      if (!fresh && it->second.first != vp.weights[k])
+        vp.object->fail("metadata.annotations[\"volcano.sh/hierarchy-weights\"]",
+                        fmt::format("{} has weight {} here and {} in Queue {}", shown(at), vp.weights[k], it->second.first,
+                                    it->second.second->name));
+    }
+  }
+  for (const auto& [at, queue] : leaf_at)
+    if (inner.contains(at))
+      volcano_paths_.at(queue).object->fail("metadata.annotations[\"volcano.sh/hierarchy\"]",
+                                            fmt::format("{} is a leaf here and an inner node of another queue's path", shown(at)));
+  for (const auto& [at, wo] : inner) {  // map order: a parent's path sorts before its children's
+    QueueSpec p;
+    p.name = at;
+    p.kind = "Queue (Volcano)";
+    p.weight = wo.first;
+    const std::size_t slash = at.rfind('/');
+    if (const std::string up = at.substr(0, slash); up.find('/') != std::string::npos) p.parent = up;
+    in_.queues.push_back(std::move(p));
+  }
+  for (QueueSpec& q : in_.queues)
+    if (auto it = volcano_paths_.find(q.name); it != volcano_paths_.end() && it->second.names.size() > 2) {
+      const auto& n = it->second.names;
+      std::string parent = n[0];
+      for (std::size_t k = 1; k + 1 < n.size(); ++k) parent += "/" + n[k];
+      q.parent = parent;
+    }
 }
 
 // KAI's queue tree (docs/queues, docs/fairness): only leaf queues hold jobs; a parent divides what it
