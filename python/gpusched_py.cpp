@@ -48,8 +48,18 @@ using nlohmann::json;
 namespace gpusched::python {
 namespace {
 
+// gpusched.FileError: a file that cannot be read (ErrorCode::kIo). An OSError, as Python's own
+// file errors are, and a ValueError, as every input error of the module was before it (made in
+// PYBIND11_MODULE; the class lives as long as the interpreter).
+PyObject* file_error_class = nullptr;
+
 [[noreturn]] void raise(const Error& e, std::string_view prefix = {}) {
-  throw py::value_error(io::detail::tidy_message(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message)));
+  const std::string message = io::detail::tidy_message(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
+  if (e.code == ErrorCode::kIo && file_error_class) {
+    PyErr_SetString(file_error_class, message.c_str());
+    throw py::error_already_set();
+  }
+  throw py::value_error(message);
 }
 
 // A cluster: the one ClusterState and the registry it reads GPU models through.
@@ -557,6 +567,14 @@ std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& so
 
 std::string default_data_dir() {
   if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;
+  // An installed wheel carries the data beside the package (setup.py: gpusched/data).
+  try {
+    const auto file = py::module_::import("gpusched").attr("__file__").cast<std::string>();
+    const auto packaged = std::filesystem::path(file).parent_path() / "data";
+    if (std::filesystem::is_directory(packaged)) return packaged.string();
+  } catch (const std::exception&) {
+    // not imported as a package (the module alone): the paths below
+  }
   if (std::filesystem::exists(GPUSCHED_DATA_DIR)) return GPUSCHED_DATA_DIR;
   return GPUSCHED_INSTALLED_DATA_DIR;
 }
@@ -767,6 +785,15 @@ PYBIND11_MODULE(_core, m) {
   using namespace gpusched::python;
   m.doc() = "gpusched's compiled core (use the `gpusched` package: it reads dicts and files)";
   m.attr("__version__") = GPUSCHED_VERSION_STRING;
+  {
+    py::tuple bases = py::make_tuple(py::handle(PyExc_OSError), py::handle(PyExc_ValueError));
+    file_error_class = PyErr_NewExceptionWithDoc("gpusched.FileError",
+                                                 "A file that cannot be read (missing, a directory, over the size bound): "
+                                                 "an OSError and a ValueError.",
+                                                 bases.ptr(), nullptr);
+    if (!file_error_class) throw py::error_already_set();
+    m.attr("FileError") = py::handle(file_error_class);
+  }
 
   auto jobs_class = py::class_<PyJobs>(m, "Jobs", "Jobs read from a jobs document (docs/formats.md).")
       .def_static(

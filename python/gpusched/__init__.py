@@ -20,11 +20,11 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ._core import Cluster, Jobs, Placement, __version__, policy_names
+from ._core import Cluster, FileError, Jobs, Placement, __version__, policy_names
 from . import _core
 
 __all__ = [
-    "Cluster", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
+    "Cluster", "FileError", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
     "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "Session",
 ]

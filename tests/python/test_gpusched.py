@@ -602,3 +602,29 @@ def test_kubernetes_objects_in_bindings_out():
         gpusched.load_k8s(bad)
     with pytest.raises(TypeError, match=r"sources\[0\]"):
         gpusched.load_k8s(42)
+
+
+def test_errors_are_python_exceptions_by_kind():
+    # A file that cannot be read is an OSError (and, as every input error, a ValueError); a missing
+    # name a KeyError; a wrong type a TypeError; a bad value a ValueError.
+    with pytest.raises(gpusched.FileError) as e:
+        gpusched.simulate(trace=os.path.join(SOURCE, "no-such-trace.csv"), policies=["fifo"], seeds=[1])
+    assert isinstance(e.value, OSError) and isinstance(e.value, ValueError)
+    assert "no-such-trace.csv" in str(e.value)
+    with pytest.raises(OSError):
+        gpusched.simulate(trace=SOURCE, policies=["fifo"], seeds=[1])  # a directory
+    cluster = gpusched.load_cluster(THREE_NODES)
+    with pytest.raises(KeyError):
+        cluster.place(gpusched.load_jobs({"jobs": [{"name": "a", "gpus": 1}]}), "b")
+    with pytest.raises(TypeError):
+        cluster.place(42, "a")
+    with pytest.raises(ValueError):
+        gpusched.load_jobs({"jobs": [{"name": "a", "gpus": -1}]})
+
+
+def test_every_public_call_has_a_docstring():
+    for name in gpusched.__all__:
+        if name == "__version__":
+            continue
+        doc = getattr(gpusched, name).__doc__
+        assert doc and doc.strip(), name
