@@ -460,83 +460,6 @@ Result<CycleInputs> read_cycle_inputs_impl(ClusterState& state, const JobsDocume
   return r;
 }
 
-Result<K8sCycle> read_cycle_inputs_k8s_impl(std::span<const k8s::Source> sources) {
-  return guarded<K8sCycle>("kubernetes objects", [&] {
-    k8s::Options kopt;
-    kopt.subtract_running = false;
-    auto input = k8s::read(sources, kopt);
-    if (!input) reject(input.error());
-    K8sCycle out;
-    for (const auto& w : input->warnings) out.warnings.push_back(k8s::to_string(w));
-    out.cluster.registry = input->registry;
-    out.cluster.cluster = input->cluster;
-    auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
-    if (!state) reject(state.error(), "nodes");
-    out.state.emplace(std::move(*state));
-    ClusterState& st = *out.state;
-    CycleInputs& in = out.inputs;
-    if (!input->topology_levels.empty())
-      if (Status s = st.set_topology_levels(input->topology_levels); !s) reject(s.error());
-    if (!input->queues.empty()) {
-      auto fc = fairness::fairness_cluster(st);
-      if (!fc) reject(fc.error(), "nodes");
-      auto configs = k8s::queue_configs(*input, fc->space);
-      if (!configs) reject(configs.error());
-      in.queues.queues = std::move(*configs);
-      in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
-    }
-    for (const k8s::RunningPod& r : input->running) {
-      const std::string what = fmt::format("{}: Pod {}/{}", r.source, r.pod.ns, r.pod.name);
-      const NodeId n = st.find_node(r.node);
-      if (n == kNoNode) continue;  // reported by the reader
-      auto compiled = compile_job(st, r.job);
-      if (!compiled) reject(compiled.error(), what);
-      const TaskRequest& request = compiled->groups[0].request;
-      TaskAssignment a = make_assignment(n, request);
-      if (request.mig.any()) {
-        // The device plugin hands a bound pod one existing MIG device of its profile and the Pod
-        // object does not say which: the node's first idle instance of the profile (GPU order, then
-        // the instance's start slice), as `place --k8s` marks them busy.
-        for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.empty(); ++g) {
-          const mig::MigGpuId id = st.mig_gpu(n, g);
-          if (id == mig::kNoGpu) continue;
-          const int profile = request.mig.profile[st.mig().model_of(id)];
-          const int start = profile < 0 ? -1 : st.mig().idle_start(id, profile);
-          if (start < 0) continue;
-          a.gpus.push_back(g);
-          a.mig_profile = static_cast<std::int8_t>(profile);
-          a.mig_start = static_cast<std::int8_t>(start);
-          a.mig_create = false;
-        }
-        if (a.gpus.empty())
-          reject(fmt::format("{}: spec.nodeName: node {} has no idle MIG device of the pod's profile left", what, r.node),
-                 ErrorCode::kState, "spec.nodeName");
-      } else if (request.shape.gpus > 0) {
-        for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
-          if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
-      }
-      if (Status s = st.reserve(request, a); !s) reject(s.error(), fmt::format("{} on node {}", what, r.node));
-      RunningJob job;
-      job.name = r.job.job_name;
-      job.queue = r.job.queue_name;
-      job.priority = r.priority;
-      job.start_time = r.start_time;
-      job.tasks.push_back({request, std::move(a)});
-      in.running.push_back(std::move(job));
-      in.running_groups.push_back({"pod"});
-    }
-    st.commit();
-    for (const Job& job : input->jobs) {
-      auto compiled = compile_job(st, job);
-      if (!compiled) reject(compiled.error(), fmt::format("job {}", job.job_name));
-      PendingJob p;
-      p.job = std::move(*compiled);
-      in.pending.push_back(std::move(p));
-    }
-    return out;
-  });
-}
-
 Result<scheduler::CycleOptions> read_cycle_options_impl(std::string_view text, std::string_view source) {
   CycleOptions o;
   if (text.empty()) return o;
@@ -586,10 +509,6 @@ Result<std::vector<scheduler::PendingJob>> pending_jobs(const ClusterState& stat
 Result<CycleInputs> read_cycle_inputs(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                                       std::string_view running_text, const CycleSources& sources) {
   return cycle_json_impl::read_cycle_inputs_impl(state, jobs, queues_text, running_text, sources);
-}
-
-Result<K8sCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
-  return cycle_json_impl::read_cycle_inputs_k8s_impl(sources);
 }
 
 Result<QueuesDocument> read_cycle_queues(const ClusterState& state, std::string_view text, std::string_view source) {

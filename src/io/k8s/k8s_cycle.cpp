@@ -1,0 +1,111 @@
+// Kubernetes objects as the scheduling cycle's inputs (gpusched/io/cycle_json.hpp,
+// read_cycle_inputs_k8s). With the rest of src/io/k8s/ it is compiled outside the io library's unity
+// unit, so that a program that never reads Kubernetes objects (the C API) links none of this and
+// needs no YAML library at run time (docs/c-api.md).
+#include <new>
+
+#include <fmt/format.h>
+
+#include "gpusched/io/cycle_json.hpp"
+#include "gpusched/io/k8s.hpp"
+
+namespace gpusched::io {
+namespace {
+
+Error prefixed(const Error& e, std::string_view prefix) {
+  return Error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message), e.code, e.field);
+}
+
+// A bound pod's task on its node: the lowest free GPUs, or the node's first idle MIG device of the
+// pod's profile (GPU order, then the instance's start slice) — the device plugin hands it one and
+// the Pod object does not say which, as `place --k8s` marks them busy.
+Result<TaskAssignment> bound_assignment(const ClusterState& st, NodeId n, const TaskRequest& request,
+                                        const k8s::RunningPod& r, const std::string& what) {
+  TaskAssignment a = make_assignment(n, request);
+  if (request.mig.any()) {
+    for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.empty(); ++g) {
+      const mig::MigGpuId id = st.mig_gpu(n, g);
+      if (id == mig::kNoGpu) continue;
+      const int profile = request.mig.profile[st.mig().model_of(id)];
+      const int start = profile < 0 ? -1 : st.mig().idle_start(id, profile);
+      if (start < 0) continue;
+      a.gpus.push_back(g);
+      a.mig_profile = static_cast<std::int8_t>(profile);
+      a.mig_start = static_cast<std::int8_t>(start);
+      a.mig_create = false;
+    }
+    if (a.gpus.empty())
+      return Error(fmt::format("{}: spec.nodeName: node {} has no idle MIG device of the pod's profile left", what, r.node),
+                   ErrorCode::kState, "spec.nodeName");
+  } else if (request.shape.gpus > 0) {
+    for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
+      if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
+  }
+  return a;
+}
+
+Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
+  k8s::Options kopt;
+  kopt.subtract_running = false;
+  auto input = k8s::read(sources, kopt);
+  if (!input) return input.error();
+  K8sCycle out;
+  for (const auto& w : input->warnings) out.warnings.push_back(k8s::to_string(w));
+  out.cluster.registry = input->registry;
+  out.cluster.cluster = input->cluster;
+  auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
+  if (!state) return prefixed(state.error(), "nodes");
+  out.state.emplace(std::move(*state));
+  ClusterState& st = *out.state;
+  CycleInputs& in = out.inputs;
+  if (!input->topology_levels.empty())
+    if (Status s = st.set_topology_levels(input->topology_levels); !s) return s.error();
+  if (!input->queues.empty()) {
+    auto fc = fairness::fairness_cluster(st);
+    if (!fc) return prefixed(fc.error(), "nodes");
+    auto configs = k8s::queue_configs(*input, fc->space);
+    if (!configs) return configs.error();
+    in.queues.queues = std::move(*configs);
+    in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
+  }
+  for (const k8s::RunningPod& r : input->running) {
+    const std::string what = fmt::format("{}: Pod {}/{}", r.source, r.pod.ns, r.pod.name);
+    const NodeId n = st.find_node(r.node);
+    if (n == kNoNode) continue;  // reported by the reader
+    auto compiled = compile_job(st, r.job);
+    if (!compiled) return prefixed(compiled.error(), what);
+    const TaskRequest& request = compiled->groups[0].request;
+    auto a = bound_assignment(st, n, request, r, what);
+    if (!a) return a.error();
+    if (Status s = st.reserve(request, *a); !s) return prefixed(s.error(), fmt::format("{} on node {}", what, r.node));
+    scheduler::RunningJob job;
+    job.name = r.job.job_name;
+    job.queue = r.job.queue_name;
+    job.priority = r.priority;
+    job.start_time = r.start_time;
+    job.tasks.push_back({request, std::move(*a)});
+    in.running.push_back(std::move(job));
+    in.running_groups.push_back({"pod"});
+  }
+  st.commit();
+  for (const Job& job : input->jobs) {
+    auto compiled = compile_job(st, job);
+    if (!compiled) return prefixed(compiled.error(), fmt::format("job {}", job.job_name));
+    scheduler::PendingJob p;
+    p.job = std::move(*compiled);
+    in.pending.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<K8sCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
+  try {
+    return read_k8s_cycle(sources);
+  } catch (const std::bad_alloc&) {
+    return Error("kubernetes objects: out of memory", ErrorCode::kLimit);
+  }
+}
+
+}  // namespace gpusched::io
