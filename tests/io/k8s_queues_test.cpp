@@ -105,6 +105,22 @@ TEST_CASE("k8s kueue: flavors, quotas, cohort, local queues, topology levels, po
   CHECK(queue(in, "team-b-cq").reclaim_within_cohort == CohortReclaim::kNever);
   CHECK_FALSE(k8s_test::has_warning(in, "spec.preemption.withinClusterQueue"));
   CHECK_FALSE(k8s_test::has_warning(in, "spec.preemption.reclaimWithinCohort"));
+  CHECK_FALSE(a.borrow_within_cohort.lower_priority);
+  // borrowWithinCohort as Kueue's API has it; beside reclaimWithinCohort Never it is refused.
+  const std::string cq = R"(apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohort: org
+  preemption:
+    reclaimWithinCohort: RECLAIM
+    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
+)";
+  auto with = k8s_test::read_ok({std::string(cq).replace(cq.find("RECLAIM"), 7, "Any")});
+  CHECK(queue(with, "cq").borrow_within_cohort.lower_priority);
+  CHECK(queue(with, "cq").borrow_within_cohort.max_priority_threshold == 100);
+  const std::string never = k8s_test::read_error({std::string(cq).replace(cq.find("RECLAIM"), 7, "Never")});
+  CHECK(never.find("spec.preemption.borrowWithinCohort.policy") != std::string::npos);
   // The pod group: both pods, rigid (total count 2), in team-a-cq through LocalQueue team-a/lq,
   // required to share a rack.
   const Job& tas = job(in, "team-a/tas");

@@ -233,6 +233,36 @@ TEST_CASE("Kueue reclaimWithinCohort: a queue within its nominal quota reclaims 
       CHECK(run_cycle(s5, r5, p5, q5, 100, o5).value().evictions.size() == (evicts ? 1U : 0U));
     }
   }
+  SUBCASE("borrowWithinCohort: a queue that must borrow takes lower-priority work of the cohort's borrowers") {
+    // 3 nodes x 8 GPUs, full; a and b have nominal 12 each in cohort c. a0 (a, 8 GPUs), b1 and b2
+    // (b, 16 GPUs, priority 1: b borrows 4). a9 (a, 8 GPUs, priority 5) would take a to 16: it must
+    // borrow, so reclaimWithinCohort alone does not let it evict; with borrowWithinCohort
+    // LowerPriority it evicts one of b's jobs (then a borrows 4 and b none), unless the threshold is
+    // below b's priority.
+    struct Case {
+      BorrowWithinCohort borrow;
+      std::size_t evictions;
+    };
+    for (const Case& c : {Case{{}, 0}, Case{{true, std::nullopt}, 1}, Case{{true, 1}, 1}, Case{{true, 0}, 0}}) {
+      auto s6 = cluster(3);
+      std::vector<RunningJob> r6{run(s6, "a0", "a", 0, 0, 1, 8, 1, 0), run(s6, "b1", "b", 1, 0, 1, 8, 1, 0),
+                                 run(s6, "b2", "b", 2, 0, 1, 8, 1, 60)};
+      std::vector<PendingJob> p6{job(s6, "a9", "a", 1, 8, 5, 90)};
+      std::vector<fairness::QueueConfig> q6{queue(s6, "a", 12, "c"), queue(s6, "b", 12, "c")};
+      q6[0].reclaim_within_cohort = CohortReclaim::kAny;
+      q6[0].within_queue = WithinQueue::kNever;  // a0 is not a victim
+      q6[0].borrow_within_cohort = c.borrow;
+      CycleOptions o6;
+      o6.fair_share_reclaim = false;
+      auto d6 = run_cycle(s6, r6, p6, q6, 100, o6).value();
+      REQUIRE(d6.evictions.size() == c.evictions);
+      if (c.evictions) {
+        CHECK(d6.evictions[0].reason == EvictionReason::kCohortReclaim);
+        CHECK(d6.evictions[0].job.rfind("b", 0) == 0);
+        CHECK(names(d6.starts) == std::vector<std::string>{"a9"});
+      }
+    }
+  }
   SUBCASE("b within its own nominal quota is not reclaimed from") {
     // b runs only b1 (8 GPUs = its nominal): a's 16-GPU job would have to borrow; nothing is
     // reclaimable, a2 waits.

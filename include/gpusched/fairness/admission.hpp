@@ -76,6 +76,7 @@ struct QueueConfig {
   // jobs in the scheduling cycle; unset: the cycle's options (scheduler::CycleOptions) decide.
   std::optional<WithinQueue> within_queue;
   std::optional<CohortReclaim> reclaim_within_cohort;
+  BorrowWithinCohort borrow_within_cohort;  // Never unless set (no cycle-wide default)
 };
 
 // One task group of a job, per replica. With min_replicas below replicas the job is elastic and may

@@ -132,6 +132,7 @@ struct QueueSpec {
   // Kueue's spec.preemption (unset for KAI and Volcano queues: the cycle's options decide).
   std::optional<WithinQueue> within_queue;
   std::optional<CohortReclaim> reclaim_within_cohort;
+  BorrowWithinCohort borrow_within_cohort;
 };
 
 struct Input {

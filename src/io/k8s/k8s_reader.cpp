@@ -1503,9 +1503,17 @@ void Reader::read_queues() {
       else o.fail("spec.preemption.reclaimWithinCohort", fmt::format("expected Never, LowerPriority or Any, got {}", shown(reclaim)));
       if (const json* borrow = child(pre, "borrowWithinCohort")) {
         const std::string policy = get_string(o, child(borrow, "policy"), "spec.preemption.borrowWithinCohort.policy");
-        if (!policy.empty() && policy != "Never")
-          warn_.add(o, "spec.preemption.borrowWithinCohort",
-                    "borrowWithinCohort is not applied: a job whose queue borrows evicts no job of another queue");
+        if (policy == "LowerPriority") q.borrow_within_cohort.lower_priority = true;
+        else if (!policy.empty() && policy != "Never")
+          o.fail("spec.preemption.borrowWithinCohort.policy", fmt::format("expected Never or LowerPriority, got {}", shown(policy)));
+        if (const json* t = child(borrow, "maxPriorityThreshold"))
+          q.borrow_within_cohort.max_priority_threshold =
+              get_int(o, t, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", std::numeric_limits<std::int32_t>::min(),
+                      std::numeric_limits<std::int32_t>::max());
+        if (q.borrow_within_cohort.lower_priority && q.reclaim_within_cohort == CohortReclaim::kNever)
+          o.fail("spec.preemption.borrowWithinCohort.policy",
+                 "LowerPriority beside reclaimWithinCohort Never (Kueue refuses it: reclaimWithinCohort=Never and "
+                 "borrowWithinCohort.Policy!=Never)");
       }
       if (const json* ns = child(spec, "namespaceSelector"); ns && !(ns->is_object() && ns->empty()))
         warn_.add(o, "spec.namespaceSelector", "the namespace selector is not checked");
@@ -1981,6 +1989,7 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     c.strict_fifo = q.strict_fifo;
     c.within_queue = q.within_queue;
     c.reclaim_within_cohort = q.reclaim_within_cohort;
+    c.borrow_within_cohort = q.borrow_within_cohort;
     for (const auto& m : q.flavor_order)
       if (space.gpu_dim(m)) c.flavor_order.push_back(m);
     if (parents.contains(q.name)) {  // a parent queue divides by weight; its leaves hold the quotas

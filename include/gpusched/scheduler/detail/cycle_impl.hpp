@@ -693,6 +693,11 @@ struct CycleRun {
     // The preemptor's queue's own policy (Kueue sets it per ClusterQueue), else the cycle's.
     const CohortReclaim reclaim = fair ? queues[q].reclaim_within_cohort.value_or(options.reclaim_within_cohort)
                                        : options.reclaim_within_cohort;
+    // Kueue's borrowWithinCohort: a job whose queue must borrow may take lower-priority work of the
+    // cohort's borrowers (never with reclaimWithinCohort Never, which Kueue refuses beside it).
+    const BorrowWithinCohort borrow = fair && reclaim != CohortReclaim::kNever ? queues[q].borrow_within_cohort
+                                                                               : BorrowWithinCohort{};
+    const bool cohort_victims = reclaim != CohortReclaim::kNever && (within_nominal || borrow.lower_priority);
     if (!victim_facts) victim_facts = running_facts(running, now, options.preemption.min_runtime);
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
@@ -735,8 +740,7 @@ struct CycleRun {
     }
     for (std::size_t v = 0; v < nq; ++v) {
       if (v == q) continue;
-      if (reclaim != CohortReclaim::kNever && within_nominal && !cohort.empty() &&
-          queues[v].cohort == cohort) {
+      if (cohort_victims && !cohort.empty() && queues[v].cohort == cohort) {
         const Amounts borrowed = book->borrowed(v);
         for (Eigen::Index k = 0; k < dims; ++k)
           if (borrowed[k] > 0 && (d < 0 || k == d)) borrows_in_cohort[v] = 1;
@@ -748,9 +752,14 @@ struct CycleRun {
       const std::size_t v = queue_of(j);
       if (!fair || v == q) continue;
       const RunningFacts::Job& r = victim_facts->jobs[j];
-      // Kueue's reclaim within a cohort: the victim's queue borrows, the preemptor's is within its nominal quota.
-      if (borrows_in_cohort[v] &&
-          (reclaim == CohortReclaim::kAny || r.priority < job.priority)) {
+      // Kueue's reclaim within a cohort: the victim's queue borrows, the preemptor's is within its
+      // nominal quota; or, borrowing within the cohort, the victim has lower priority (under the
+      // threshold when one is set).
+      const bool cohort_rule =
+          within_nominal ? (reclaim == CohortReclaim::kAny || r.priority < job.priority)
+                         : (r.priority < job.priority &&
+                            (!borrow.max_priority_threshold || r.priority <= *borrow.max_priority_threshold));
+      if (borrows_in_cohort[v] && cohort_rule) {
         mark[j] = kReclaimableVictim;
         why[j] = EvictionReason::kCohortReclaim;
         continue;
