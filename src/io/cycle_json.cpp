@@ -271,6 +271,14 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
   }
   r.tasks.insert(r.tasks.end(), extra.begin(), extra.end());
   core_groups.insert(core_groups.end(), extra_groups.begin(), extra_groups.end());
+  // The restart work an eviction costs (restart_cost x the GPU share held) must be a number: a
+  // restart_cost near the time bound was reported saturated (9.2e15 GPU-seconds) instead of refused.
+  std::int64_t held = 0, restart_work = 0;
+  for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;  // <= 2^20 GPUs x 1000
+  if (__builtin_mul_overflow(r.restart_cost, held, &restart_work))
+    reject(fmt::format("{}.restart_cost: {} s x the job's {} milli-GPU is beyond 64 bits of milli-GPU-seconds", path,
+                       r.restart_cost, held),
+           ErrorCode::kOverflow, path + ".restart_cost");
   groups = std::move(core_groups);
   return r;
 }

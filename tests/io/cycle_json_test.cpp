@@ -108,6 +108,13 @@ TEST_CASE("cycle JSON: a bad running job is an error naming it, and the state is
   auto pend = io::cycle_run(st, jobs(R"({"jobs": [{"name": "p", "gpus": 1, "placement": []}]})"), "", "", 0);
   REQUIRE_FALSE(pend.ok());
   CHECK(pend.error().message == "jobs: jobs[0]: start_time/placement belong to running jobs (--running)");
+  // A restart cost whose work (x the GPU share held) passes 64 bits is refused, not saturated.
+  auto restart = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "gpus": 2, "start_time": 0,
+      "restart_cost": 4611686018427387904, "placement": [{"node": "n0", "gpus": [0, 1]}]}]})", 0);
+  REQUIRE_FALSE(restart.ok());
+  CHECK(restart.error().code == ErrorCode::kOverflow);
+  CHECK(restart.error().message.find("jobs[0].restart_cost: 4611686018427387904 s x the job's 2000 milli-GPU") != std::string::npos);
+  CHECK(st.idle_gpus(0) == 4);
 }
 
 TEST_CASE("cycle JSON: options") {
