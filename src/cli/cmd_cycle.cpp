@@ -116,6 +116,14 @@ CycleOptions cycle_options(const CycleCliOptions& opt) {
 
 std::string gpu_seconds(std::int64_t milli) { return fmt::format("{:.1f}", static_cast<double>(milli) / 1000.0); }
 
+// The MIG planner's re-partition for the waiting jobs' MIG tasks, on the state after the cycle.
+std::string waiting_mig_plan(const ClusterState& state, const io::CycleRun& run) {
+  std::vector<mig::MigDemandItem> demand;
+  for (const Waiting& w : run.decisions.waiting)
+    for (const CompiledGroup& g : run.inputs.pending[w.pending].job.groups) io::k8s::add_waiting_mig(demand, g, g.replicas);
+  return demand.empty() ? std::string() : io::k8s::repartition_json(state, mig::plan_repartition(state, demand));
+}
+
 int run_cycle_command(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, cycle_options(opt),
@@ -123,8 +131,19 @@ int run_cycle_command(const CycleCliOptions& opt) {
                             opt.running_file.empty() ? std::string("running") : opt.running_file);
   if (!d) throw InputError(d.error().message);
   const io::CycleRun run{std::move(in.cycle), std::move(*d)};
-  if (opt.format == "json") std::fputs((io::write_cycle_json(*in.state, run, 2) + "\n").c_str(), stdout);
-  else std::fputs(io::write_cycle_table(*in.state, run).c_str(), stdout);
+  // Kubernetes: MIG tasks that wait get the re-partition that would serve them, as a plan.
+  const std::string plan = opt.k8s_files.empty() ? std::string() : waiting_mig_plan(*in.state, run);
+  if (opt.format == "json") {
+    std::string text = io::write_cycle_json(*in.state, run, 2);
+    if (!plan.empty()) {
+      auto doc = nlohmann::ordered_json::parse(text);
+      doc["repartition"] = nlohmann::ordered_json::parse(plan);
+      text = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    }
+    std::fputs((text + "\n").c_str(), stdout);
+  } else {
+    std::fputs((io::write_cycle_table(*in.state, run) + repartition_table(plan)).c_str(), stdout);
+  }
   return 0;
 }
 

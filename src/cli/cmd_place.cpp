@@ -73,23 +73,11 @@ int run_place_k8s(const PlaceOptions& opt) {
     table += fmt::format("{:<40} PENDING ({}): {}\n", p["pod"].get<std::string>(), p.value("verdict", ""), p.value("message", ""));
   table += fmt::format("{} bound, {} pending, {} warnings\n", out["bindings"].size(), out["pending"].size(),
                        out["warnings"].size());
-  if (out.contains("repartition")) {
-    // Not bindings: the MIG manager creates instances (docs/kubernetes.md, "MIG").
-    const auto& r = out["repartition"];
-    table += fmt::format("re-partition plan (not applied): {} pending MIG pods served by new instances, {} not\n",
-                         r["served"].get<std::int64_t>(), r["unserved"].get<std::int64_t>());
-    auto list = [](const nlohmann::json& v) {
-      std::string s;
-      for (const auto& i : v) s += fmt::format("{}{}@{}", s.empty() ? "" : " ", i["profile"].get<std::string>(), i["start"].get<int>());
-      return s.empty() ? std::string("-") : s;
-    };
-    for (const auto& g : r["gpus"])
-      table += fmt::format("  {} GPU {}: destroy {}; create {}\n", g["node"].get<std::string>(), g["gpu"].get<int>(),
-                           list(g["destroy"]), list(g["create"]));
-  }
+  if (out.contains("repartition")) table += repartition_table(out["repartition"].dump());
   std::fputs(table.c_str(), stdout);
   return 0;
 }
+
 
 nlohmann::json reasons_json(const FitDiagnosis& d) {
   nlohmann::json out = nlohmann::json::object();
@@ -245,4 +233,22 @@ void setup(CLI::App& app) {
 [[maybe_unused]] const bool registered = register_command(setup);
 
 }  // namespace cmd_place
+
+std::string repartition_table(const std::string& plan_json) {
+  if (plan_json.empty()) return {};
+  // Not bindings: the MIG manager creates instances (docs/kubernetes.md, "MIG").
+  const nlohmann::json r = nlohmann::json::parse(plan_json);
+  std::string out = fmt::format("re-partition plan (not applied): {} waiting MIG tasks served by new instances, {} not\n",
+                                r["served"].get<std::int64_t>(), r["unserved"].get<std::int64_t>());
+  auto list = [](const nlohmann::json& v) {
+    std::string s;
+    for (const auto& i : v) s += fmt::format("{}{}@{}", s.empty() ? "" : " ", i["profile"].get<std::string>(), i["start"].get<int>());
+    return s.empty() ? std::string("-") : s;
+  };
+  for (const auto& g : r["gpus"])
+    out += fmt::format("  {} GPU {}: destroy {}; create {}\n", g["node"].get<std::string>(), g["gpu"].get<int>(),
+                       list(g["destroy"]), list(g["create"]));
+  return out;
+}
+
 }  // namespace gpusched::cli

@@ -36,4 +36,8 @@ std::string read_file(const std::string& path);
 // Where the shipped data (data/) is: the source tree's at build time, else the installed copy.
 std::string data_dir();
 
+// A MIG re-partition plan (io::k8s::repartition_json's text) as the table's lines: what `place --k8s`
+// and `cycle --k8s` print beside their decisions; "" for "".
+std::string repartition_table(const std::string& plan_json);
+
 }  // namespace gpusched::cli

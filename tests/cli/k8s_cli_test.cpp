@@ -130,6 +130,10 @@ TEST_CASE("cycle --k8s and place --k8s: bound MIG pods hold their devices") {
   REQUIRE(r.status == 0);
   const auto out = nlohmann::json::parse(r.out);
   CHECK(out["starts"].empty());
+  REQUIRE(out.contains("repartition"));  // the cycle prints the same plan for its waiting MIG jobs
+  CHECK(out["repartition"]["gpus"][0]["create"] == nlohmann::json::parse(R"([{"profile": "3g.20gb", "start": 4}])"));
+  const Run cycle_table = run_tool("cycle --k8s " + kK8s + "nodes.yaml " + mixed_file + " --now 1714560000");
+  CHECK(cycle_table.out.find("mig-mixed-0 GPU 1: destroy -; create 3g.20gb@4") != std::string::npos);
   const Run placed = run_tool("place --k8s " + kK8s + "nodes.yaml " + mixed_file + " --format json");
   REQUIRE(placed.status == 0);
   const auto p = nlohmann::json::parse(placed.out);

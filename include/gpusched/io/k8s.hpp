@@ -186,6 +186,13 @@ Result<Decisions> decide(const Input& input, ClusterState& state, const Placemen
 // rest of its pods stay pending). `state` is the state the decisions were made on.
 std::string bindings_json(const Input& input, const ClusterState& state, std::span<const JobPlacement> placements,
                           std::span<const std::string> messages = {});
+// MIG tasks left waiting as planner demand: `waiting` tasks of `group` join the item of its profile
+// (one item per profile, in first-seen order), for mig::plan_repartition.
+void add_waiting_mig(std::vector<mig::MigDemandItem>& demand, const CompiledGroup& group, std::int64_t waiting);
+// A re-partition plan as JSON text ({"served", "unserved", "gpus": [...]}, as below), "" when it
+// changes no GPU: what `place --k8s` and `cycle --k8s` print beside their decisions.
+std::string repartition_json(const ClusterState& state, const mig::MigPlan& plan);
+
 // The same with the re-partition plan, when it changes a GPU:
 //   "repartition": {"served": N, "unserved": M, "gpus": [{"node", "gpu", "destroy": [{"profile",
 //                   "start"}], "create": [{"profile", "start"}], "after": [...]}]}

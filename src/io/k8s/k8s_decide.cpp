@@ -1,6 +1,5 @@
 // The pending pods of a Kubernetes input decided in one pass (gpusched/io/k8s.hpp, decide).
 #include <algorithm>
-#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -14,7 +13,6 @@ namespace {
 // The MIG pods left pending, per profile name, and the planner's re-partition for them on the state
 // after the bindings (Decisions::repartition).
 void plan_pending_mig(const std::vector<CompiledJob>& compiled, Decisions& out, const ClusterState& state) {
-  std::map<std::string, std::size_t> item_of;
   for (std::size_t j = 0; j < compiled.size(); ++j) {
     const JobPlacement& p = out.placements[j];
     for (std::size_t g = 0; g < compiled[j].groups.size(); ++g) {
@@ -23,17 +21,20 @@ void plan_pending_mig(const std::vector<CompiledJob>& compiled, Decisions& out, 
       std::int64_t placed = 0;
       if (p.placed())
         for (const TaskPlacement& t : p.tasks) placed += t.group == g;
-      const std::int64_t waiting = group.replicas - placed;
-      if (waiting <= 0) continue;
-      auto [it, inserted] = item_of.try_emplace(group.mig_profile, out.repartition_demand.size());
-      if (inserted) out.repartition_demand.push_back({group.mig_profile, group.request.mig, 0});
-      out.repartition_demand[it->second].count += waiting;
+      add_waiting_mig(out.repartition_demand, group, group.replicas - placed);
     }
   }
   if (!out.repartition_demand.empty()) out.repartition = mig::plan_repartition(state, out.repartition_demand);
 }
 
 }  // namespace
+
+void add_waiting_mig(std::vector<mig::MigDemandItem>& demand, const CompiledGroup& group, std::int64_t waiting) {
+  if (!group.request.mig.any() || waiting <= 0) return;
+  auto it = std::find_if(demand.begin(), demand.end(), [&](const mig::MigDemandItem& d) { return d.label == group.mig_profile; });
+  if (it == demand.end()) it = demand.insert(demand.end(), {group.mig_profile, group.request.mig, 0});
+  it->count += waiting;
+}
 
 Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy) {
   if (!input.topology_levels.empty()) {

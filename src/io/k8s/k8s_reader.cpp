@@ -2080,21 +2080,30 @@ std::string bindings_json(const Input& input, const ClusterState& state, std::sp
   return dump(bindings_object(input, state, placements, messages));
 }
 
+namespace {
+
+json repartition_object(const ClusterState& state, const mig::MigPlan& plan) {
+  json gpus = json::array();
+  for (const mig::MigGpuChange& c : plan.changes) {
+    const mig::MigGpuSpec& spec = state.mig().spec_of(c.gpu);
+    gpus.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(c.gpu)))},
+                        {"gpu", state.mig().local_index(c.gpu)},
+                        {"destroy", instances_json(spec, c.destroyed)},
+                        {"create", instances_json(spec, c.created)},
+                        {"after", instances_json(spec, c.after)}});
+  }
+  return json{{"served", plan.total_served()}, {"unserved", plan.total_unserved()}, {"gpus", std::move(gpus)}};
+}
+
+}  // namespace
+
+std::string repartition_json(const ClusterState& state, const mig::MigPlan& plan) {
+  return plan.changes.empty() ? std::string() : dump(repartition_object(state, plan));
+}
+
 std::string bindings_json(const Input& input, const ClusterState& state, const Decisions& decisions) {
   json out = bindings_object(input, state, decisions.placements, decisions.messages);
-  const mig::MigPlan& plan = decisions.repartition;
-  if (!plan.changes.empty()) {
-    json gpus = json::array();
-    for (const mig::MigGpuChange& c : plan.changes) {
-      const mig::MigGpuSpec& spec = state.mig().spec_of(c.gpu);
-      gpus.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(c.gpu)))},
-                          {"gpu", state.mig().local_index(c.gpu)},
-                          {"destroy", instances_json(spec, c.destroyed)},
-                          {"create", instances_json(spec, c.created)},
-                          {"after", instances_json(spec, c.after)}});
-    }
-    out["repartition"] = json{{"served", plan.total_served()}, {"unserved", plan.total_unserved()}, {"gpus", std::move(gpus)}};
-  }
+  if (!decisions.repartition.changes.empty()) out["repartition"] = repartition_object(state, decisions.repartition);
   return dump(out);
 }
 
