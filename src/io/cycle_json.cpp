@@ -529,11 +529,7 @@ Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, s
 
 // ---- the session every front end uses -----------------------------------------------------------
 
-namespace {
-Error in_context(const Error& e, std::string_view context) {
-  return context.empty() ? e : Error(fmt::format("{}: {}", context, e.message), e.code, e.field);
-}
-}  // namespace
+using detail::in_context;
 
 Result<CycleSession> CycleSession::open(ClusterState& state, QueuesDocument queues, const scheduler::CycleOptions& options,
                                         std::string_view context) {

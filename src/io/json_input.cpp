@@ -289,12 +289,8 @@ std::string shown_key(std::string_view key) {
   return plain ? std::string(key) : shown(key, 40);
 }
 
-int first_control_character(std::string_view name) {
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) return u;
-  }
-  return -1;
+Error in_context(const Error& e, std::string_view context) {
+  return context.empty() ? e : Error(fmt::format("{}: {}", context, e.message), e.code, e.field);
 }
 
 Status check_name(std::string_view name, std::string_view field) {

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpusched/core/detail/text.hpp"
 #include "gpusched/core/result.hpp"
 
 #include "io/text_input.hpp"
@@ -57,10 +58,11 @@ std::string shown(const nlohmann::json& value, std::size_t max_chars = 80);
 // crafted key is neither long nor able to forge a line.
 std::string shown_key(std::string_view key);
 
-// Names (nodes, jobs, queues, groups, labels) must not contain control characters: a NUL byte cuts
-// a table row, a newline forges one. The first such byte of `name` (below 0x20, or 0x7f), or -1:
-// the one rule every reader applies (check_name, the CSV readers).
-int first_control_character(std::string_view name);
+// Names (nodes, jobs, queues, groups, labels) must not contain control characters: the rule of
+// core/detail/text.hpp, which every reader applies (check_name, the CSV readers).
+using gpusched::detail::first_control_character;
+// `e` with "<context>: " before its message (as it is when `context` is empty).
+Error in_context(const Error& e, std::string_view context);
 // Fails naming `field` and the escaped value when `name` has a control character.
 Status check_name(std::string_view name, std::string_view field);
 

@@ -8,13 +8,10 @@
 
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/k8s.hpp"
+#include "io/json_input.hpp"
 
 namespace gpusched::io {
 namespace {
-
-Error prefixed(const Error& e, std::string_view prefix) {
-  return Error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message), e.code, e.field);
-}
 
 // A bound pod's task on its node: the lowest free GPUs, or the node's first idle MIG device of the
 // pod's profile (GPU order, then the instance's start slice) — the device plugin hands it one and
@@ -54,7 +51,7 @@ Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
   out.cluster.registry = input->registry;
   out.cluster.cluster = input->cluster;
   auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
-  if (!state) return prefixed(state.error(), "nodes");
+  if (!state) return detail::in_context(state.error(), "nodes");
   out.state.emplace(std::move(*state));
   ClusterState& st = *out.state;
   CycleInputs& in = out.inputs;
@@ -62,7 +59,7 @@ Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
     if (Status s = st.set_topology_levels(input->topology_levels); !s) return s.error();
   if (!input->queues.empty()) {
     auto fc = fairness::fairness_cluster(st);
-    if (!fc) return prefixed(fc.error(), "nodes");
+    if (!fc) return detail::in_context(fc.error(), "nodes");
     auto configs = k8s::queue_configs(*input, fc->space);
     if (!configs) return configs.error();
     in.queues.queues = std::move(*configs);
@@ -73,11 +70,11 @@ Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
     const NodeId n = st.find_node(r.node);
     if (n == kNoNode) continue;  // reported by the reader
     auto compiled = compile_job(st, r.job);
-    if (!compiled) return prefixed(compiled.error(), what);
+    if (!compiled) return detail::in_context(compiled.error(), what);
     const TaskRequest& request = compiled->groups[0].request;
     auto a = bound_assignment(st, n, request, r, what);
     if (!a) return a.error();
-    if (Status s = st.reserve(request, *a); !s) return prefixed(s.error(), fmt::format("{} on node {}", what, r.node));
+    if (Status s = st.reserve(request, *a); !s) return detail::in_context(s.error(), fmt::format("{} on node {}", what, r.node));
     scheduler::RunningJob job;
     job.name = r.job.job_name;
     job.queue = r.job.queue_name;
@@ -90,7 +87,7 @@ Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
   st.commit();
   for (const Job& job : input->jobs) {
     auto compiled = compile_job(st, job);
-    if (!compiled) return prefixed(compiled.error(), fmt::format("job {}", job.job_name));
+    if (!compiled) return detail::in_context(compiled.error(), fmt::format("job {}", job.job_name));
     scheduler::PendingJob p;
     p.job = std::move(*compiled);
     in.pending.push_back(std::move(p));

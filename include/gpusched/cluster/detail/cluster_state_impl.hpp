@@ -1201,13 +1201,10 @@ GPUSCHED_DECL Status ClusterState::set_label(NodeId n, std::string_view key, std
   // event may not bring in what no input could (Python's set_label("v\nw") was accepted, and then
   // from_json(to_json()) refused the state it wrote).
   for (const auto& [field, text] : {std::pair{"key", key}, std::pair{"value", value}})
-    for (const char c : text)
-      if (const auto u = static_cast<unsigned char>(c); u < 0x20 || u == 0x7f) {
-        const char hex[] = {"0123456789abcdef"[u >> 4], "0123456789abcdef"[u & 0xf], '\0'};
-        return detail::cluster_error(ErrorCode::kInvalidValue, field,
-                                     detail::cluster_message("set_label on ", node_name_[n], ": control character 0x",
-                                                             std::string_view(hex), " in the label ", field));
-      }
+    if (const int u = detail::first_control_character(text); u >= 0)
+      return detail::cluster_error(ErrorCode::kInvalidValue, field,
+                                   detail::cluster_message("set_label on ", node_name_[n], ": control character 0x",
+                                                           detail::hex_byte(static_cast<unsigned char>(u)), " in the label ", field));
   const std::uint32_t key_id = intern_label(label_key_ids_, label_keys_, key);
   const std::uint32_t value_id = intern_label(label_value_ids_, label_values_, value);
   const std::uint32_t begin = label_begin_[n], count = label_count_[n];

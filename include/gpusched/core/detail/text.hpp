@@ -37,11 +37,27 @@ std::string concat_text(const Parts&... parts) {
   return out;
 }
 
+// Names and labels must not contain control characters: a NUL byte cuts a table row, a newline
+// forges one. The first such byte of `text` (below 0x20, or 0x7f), or -1: the one rule every reader
+// (io::detail::check_name) and the cluster state's label event apply.
+inline int first_control_character(std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return u;
+  }
+  return -1;
+}
+
+// A byte as two lower-case hex digits ("0a").
+inline std::string hex_byte(unsigned char u) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  return {kHex[u >> 4], kHex[u & 0xf]};
+}
+
 // `text` as a YAML double-quoted scalar (YAML 1.2, 7.3.1): '"' and '\\' escaped, control characters
 // (NUL, newline, ...) and DEL written as \xNN, so that a crafted name can neither end the scalar nor
 // start a line of its own (a node named `x: {}\n  evil:` must not rewrite a generated config).
 inline std::string yaml_quoted(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\"";
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
@@ -49,9 +65,7 @@ inline std::string yaml_quoted(std::string_view text) {
       out += '\\';
       out += c;
     } else if (u < 0x20 || u == 0x7f) {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
+      out += "\\x" + hex_byte(u);
     } else {
       out += c;
     }
