@@ -223,6 +223,27 @@ std::int64_t parse_timestamp(const Obj& o, const json* v, const Field& field = "
   return days * 86400 + h * 3600 + mi * 60 + se - offset;
 }
 
+// A whole string as a finite decimal number ("0.5", "8"), or nothing.
+std::optional<double> parse_decimal(std::string_view text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// A field's value among `names` (its index); `fallback` when the field is absent or empty.
+std::size_t get_choice(const Obj& o, const json* v, const std::string& field, std::initializer_list<std::string_view> names,
+                       std::size_t fallback) {
+  const std::string s = get_string(o, v, field);
+  if (s.empty()) return fallback;
+  std::string expected;  // "A, B or C"
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (names.begin()[k] == s) return k;
+    expected += fmt::format("{}{}", k == 0 ? "" : k + 1 == names.size() ? " or " : ", ", names.begin()[k]);
+  }
+  o.fail(field, fmt::format("expected {}, got {}", expected, shown(s)));
+}
+
 // ---- warnings, aggregated by (field, message) ----
 struct Warnings {
   std::vector<Warning> list;
@@ -373,6 +394,7 @@ class Reader {
   std::map<std::string, std::int64_t> volcano_running_;  // "ns/job/task" -> bound pods
   std::unordered_map<std::string, std::string> identities_;  // "kind group ns/name" -> its file
   std::size_t gpus_read_ = 0;                                 // GPUs of the nodes read (kMaxClusterGpus)
+  std::vector<std::string> cluster_models_;                   // the nodes' GPU models, first seen first
   std::vector<std::string> running_gpu_group_;                // per in_.running: KAI's runai-gpu-group label
   std::map<std::string, const Obj*> kai_objects_;             // KAI Queue objects by name
   struct VolcanoPath {
@@ -495,7 +517,11 @@ Input Reader::run(std::span<const Source> sources) {
   }
   for (const Obj& o : objs_)
     if (o.kind == "Node") read_node(o);
-  for (const NodeRec& r : node_recs_) taint_union_ |= r.taint_mask;
+  for (const NodeRec& r : node_recs_) {
+    taint_union_ |= r.taint_mask;
+    if (!r.model.empty() && std::find(cluster_models_.begin(), cluster_models_.end(), r.model) == cluster_models_.end())
+      cluster_models_.push_back(r.model);
+  }
   for (const Obj& o : objs_) {
     if (o.kind == "PodGroup") podgroups_[o.ns + "/" + o.name] = &o;
     else if (o.kind == "Job" && o.group == "batch.volcano.sh") volcano_jobs_[o.ns + "/" + o.name] = &o;
@@ -1042,12 +1068,9 @@ void Reader::read_gpu_sharing(const Obj& o, const std::vector<std::pair<std::str
   s.shape.gpus = 1;
   if (fraction) {
     // A decimal in (0, 1]; KAI's webhook takes (0, 1), its scheduler (0, 1]. Rounded up to milli-GPU.
-    const std::string& text = *fraction;
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || end != text.data() + text.size() || !(v > 0) || v > 1)
-      o.fail(field(key), fmt::format("expected a fraction of one GPU in (0, 1], got {}", shown(text)));
-    s.shape.gpu_milli = static_cast<MilliGpu>(std::clamp(std::ceil(v * kMilliPerGpu - 1e-9), 1.0, double{kMilliPerGpu}));
+    const auto v = parse_decimal(*fraction);
+    if (!v || !(*v > 0) || *v > 1) o.fail(field(key), fmt::format("expected a fraction of one GPU in (0, 1], got {}", shown(*fraction)));
+    s.shape.gpu_milli = static_cast<MilliGpu>(std::clamp(std::ceil(*v * kMilliPerGpu - 1e-9), 1.0, double{kMilliPerGpu}));
   } else {
     const auto mib = parse_quantity(*memory, QuantityUnit::kCount);
     if (!mib || *mib < 1 || *mib > (std::int64_t{1} << 30))
@@ -1071,12 +1094,8 @@ MilliGpu Reader::memory_share(const std::vector<std::string>& models, Bytes memo
     const Bytes m = id ? reg_.model(*id).memory : 0;
     if (m >= memory && (of == 0 || m < of)) of = m;
   };
-  if (!models.empty()) {
-    consider(models[0]);
-  } else {
-    for (const NodeRec& n : node_recs_)
-      if (!n.model.empty()) consider(n.model);
-  }
+  // (The cluster's distinct models, not every node: this runs for every pod that asks by memory.)
+  for (const std::string& m : models.empty() ? cluster_models_ : std::vector<std::string>{models[0]}) consider(m);
   if (of == 0) return kMilliPerGpu;  // no GPU holds it: it fits nowhere either way
   return static_cast<MilliGpu>(std::clamp<std::int64_t>((memory * kMilliPerGpu + of - 1) / of, 1, kMilliPerGpu));
 }
@@ -1445,6 +1464,14 @@ std::string Reader::flavor_model(const Obj& o, const std::string& flavor) {
   return best->first;
 }
 
+// The queues some queue names as its parent (they hold weight only: the leaves hold quotas and jobs).
+std::set<std::string> parent_names(const std::vector<QueueSpec>& queues) {
+  std::set<std::string> out;
+  for (const QueueSpec& q : queues)
+    if (!q.parent.empty()) out.insert(q.parent);
+  return out;
+}
+
 void add_amount(std::vector<std::pair<std::string, std::int64_t>>& v, const std::string& key, std::int64_t x) {
   for (auto& [k, a] : v)
     if (k == key) {
@@ -1457,9 +1484,7 @@ void add_amount(std::vector<std::pair<std::string, std::int64_t>>& v, const std:
 }
 
 void Reader::read_queues() {
-  std::vector<std::string> models;  // the cluster's GPU models
-  for (const NodeRec& r : node_recs_)
-    if (!r.model.empty() && std::find(models.begin(), models.end(), r.model) == models.end()) models.push_back(r.model);
+  const std::vector<std::string>& models = cluster_models_;
   std::set<std::string> names;
   for (const Obj& o : objs_) {
     const bool kueue = o.kind == "ClusterQueue" && o.group == "kueue.x-k8s.io";
@@ -1491,21 +1516,15 @@ void Reader::read_queues() {
       // Kueue's preemption policies, each Never unless set (kueue.sigs.k8s.io "Preemption"), followed
       // by the cycle for this queue's pending jobs.
       const json* pre = child(spec, "preemption");
-      const std::string within = get_string(o, child(pre, "withinClusterQueue"), "spec.preemption.withinClusterQueue");
-      if (within.empty() || within == "Never") q.within_queue = WithinQueue::kNever;
-      else if (within == "LowerPriority") q.within_queue = WithinQueue::kLowerPriority;
-      else if (within == "LowerOrNewerEqualPriority") q.within_queue = WithinQueue::kLowerOrNewerEqualPriority;
-      else o.fail("spec.preemption.withinClusterQueue", fmt::format("expected Never, LowerPriority or LowerOrNewerEqualPriority, got {}", shown(within)));
-      const std::string reclaim = get_string(o, child(pre, "reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort");
-      if (reclaim.empty() || reclaim == "Never") q.reclaim_within_cohort = CohortReclaim::kNever;
-      else if (reclaim == "LowerPriority") q.reclaim_within_cohort = CohortReclaim::kLowerPriority;
-      else if (reclaim == "Any") q.reclaim_within_cohort = CohortReclaim::kAny;
-      else o.fail("spec.preemption.reclaimWithinCohort", fmt::format("expected Never, LowerPriority or Any, got {}", shown(reclaim)));
+      constexpr WithinQueue within[] = {WithinQueue::kNever, WithinQueue::kLowerPriority, WithinQueue::kLowerOrNewerEqualPriority};
+      q.within_queue = within[get_choice(o, child(pre, "withinClusterQueue"), "spec.preemption.withinClusterQueue",
+                                         {"Never", "LowerPriority", "LowerOrNewerEqualPriority"}, 0)];
+      constexpr CohortReclaim reclaim[] = {CohortReclaim::kNever, CohortReclaim::kLowerPriority, CohortReclaim::kAny};
+      q.reclaim_within_cohort = reclaim[get_choice(o, child(pre, "reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort",
+                                                   {"Never", "LowerPriority", "Any"}, 0)];
       if (const json* borrow = child(pre, "borrowWithinCohort")) {
-        const std::string policy = get_string(o, child(borrow, "policy"), "spec.preemption.borrowWithinCohort.policy");
-        if (policy == "LowerPriority") q.borrow_within_cohort.lower_priority = true;
-        else if (!policy.empty() && policy != "Never")
-          o.fail("spec.preemption.borrowWithinCohort.policy", fmt::format("expected Never or LowerPriority, got {}", shown(policy)));
+        q.borrow_within_cohort.lower_priority =
+            get_choice(o, child(borrow, "policy"), "spec.preemption.borrowWithinCohort.policy", {"Never", "LowerPriority"}, 0) == 1;
         if (const json* t = child(borrow, "maxPriorityThreshold"))
           q.borrow_within_cohort.max_priority_threshold =
               get_int(o, t, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", std::numeric_limits<std::int32_t>::min(),
@@ -1703,11 +1722,9 @@ void Reader::read_volcano_hierarchy(const Obj& o, QueueSpec& q) {
   VolcanoPath vp;
   for (std::size_t k = 0; k < names.size(); ++k) {
     if (names[k].empty()) o.fail(hf, fmt::format("an empty level in {}", shown(*h)));
-    double x = 0;
-    const auto [end, ec] = std::from_chars(weights[k].data(), weights[k].data() + weights[k].size(), x);
-    if (ec != std::errc{} || end != weights[k].data() + weights[k].size() || !std::isfinite(x) || x > 1e9)
-      o.fail(wf, fmt::format("level {}: expected a weight, got {}", k, shown(weights[k])));
-    vp.weights.push_back(std::max(1.0, x));
+    const auto x = parse_decimal(weights[k]);
+    if (!x || *x > 1e9) o.fail(wf, fmt::format("level {}: expected a weight, got {}", k, shown(weights[k])));
+    vp.weights.push_back(std::max(1.0, *x));
   }
   vp.names = std::move(names);
   vp.object = &o;
@@ -1768,9 +1785,7 @@ void Reader::finish_volcano_hierarchy() {
 // what nobody's quota holds instead of nothing.
 void Reader::finish_kai_queues() {
   if (kai_objects_.empty()) return;
-  std::set<std::string> parents;
-  for (const QueueSpec& q : in_.queues)
-    if (!q.parent.empty()) parents.insert(q.parent);
+  const std::set<std::string> parents = parent_names(in_.queues);
   std::map<std::string, std::int64_t> quota_sum;  // per key, over leaves with a finite quota
   bool finite = false;
   for (QueueSpec& q : in_.queues) {
@@ -1903,9 +1918,9 @@ void Reader::take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_inde
            (capacity == 0 || gpu.used_memory + g.shape.gpu_memory <= capacity);
   };
   std::optional<std::size_t> pick;
-  auto of_a_group = [&](std::size_t k) {
-    for (const auto& [key, gpu] : shared_gpu)
-      if (key.first == node_index && gpu == k) return true;
+  auto of_a_group = [&](std::size_t k) {  // the map is ordered by node: this node's groups only
+    for (auto it = shared_gpu.lower_bound({node_index, std::string()}); it != shared_gpu.end() && it->first.first == node_index; ++it)
+      if (it->second == k) return true;
     return false;
   };
   if (!group.empty())
@@ -1977,9 +1992,7 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     (void)q;
     return a;
   };
-  std::set<std::string> parents;
-  for (const QueueSpec& q : input.queues)
-    if (!q.parent.empty()) parents.insert(q.parent);
+  const std::set<std::string> parents = parent_names(input.queues);
   for (const QueueSpec& q : input.queues) {
     fairness::QueueConfig c;
     c.name = q.name;
