@@ -46,8 +46,6 @@ Result<std::vector<std::uint64_t>> parse_seed_list(const std::string& s) {
 
 namespace {
 
-// What names a trace in the records: "itp04", "alibaba-default", "synthetic100", a document's name,
-// a file's stem.
 // A trace spec "kind:arg" ("itp:04", "synthetic:100"), or a file's path (kind "", arg the path).
 struct TraceSpec {
   std::string kind, arg;
@@ -58,6 +56,8 @@ TraceSpec split_trace_spec(const std::string& spec) {
   return {spec.substr(0, colon), spec.substr(colon + 1)};
 }
 
+// What names a trace in the records: "itp04", "alibaba-default", "synthetic100", a document's name,
+// a file's stem.
 std::string trace_label(const std::string& spec, const SweepOptions& o) {
   namespace fs = std::filesystem;
   if (o.documents.contains(spec)) return spec;

@@ -27,6 +27,21 @@ std::int64_t amount(const std::vector<std::pair<std::string, std::int64_t>>& v, 
 
 constexpr std::int64_t kGi = 1LL << 30;
 
+// The fairness family's view of a Kubernetes input: the cluster's resources and the queue configs.
+struct QueueInput {
+  fairness::FairnessCluster cluster;
+  std::vector<fairness::QueueConfig> configs;
+};
+QueueInput queue_input(const io::k8s::Input& in) {
+  auto state = ClusterState::build(in.cluster, in.registry);
+  REQUIRE(state.ok());
+  auto fc = fairness::fairness_cluster(*state);
+  REQUIRE(fc.ok());
+  auto configs = io::k8s::queue_configs(in, fc->space);
+  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
+  return {std::move(*fc), std::move(*configs)};
+}
+
 }  // namespace
 
 TEST_CASE("k8s volcano: a PodGroup is one gang job; a Job's tasks are its groups; a Queue is a quota") {
@@ -131,25 +146,20 @@ spec:
   CHECK(job(in, "team-b/solo").queue_name == "team-b-cq");
 
   // Into the fairness family: dimensions cpu, memory, A100-80GB, A100-SXM4-40GB (first appearance).
-  auto state = ClusterState::build(in.cluster, in.registry);
-  REQUIRE(state.ok());
-  auto fc = fairness::fairness_cluster(*state);
-  REQUIRE(fc.ok());
-  auto configs = io::k8s::queue_configs(in, fc->space);
-  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
-  REQUIRE(configs->size() == 2);
-  const auto& c = (*configs)[0];
+  const QueueInput qi = queue_input(in);
+  REQUIRE(qi.configs.size() == 2);
+  const auto& c = qi.configs[0];
   CHECK(c.reclaim_within_cohort == CohortReclaim::kAny);  // the queue's policy reaches the cycle
   CHECK(c.within_queue == WithinQueue::kLowerPriority);
-  const auto a100 = *fc->space.gpu_dim("A100-80GB");
-  const auto a40 = *fc->space.gpu_dim("A100-SXM4-40GB");
+  const auto a100 = *qi.cluster.space.gpu_dim("A100-80GB");
+  const auto a40 = *qi.cluster.space.gpu_dim("A100-SXM4-40GB");
   CHECK(c.nominal[a100] == 8000);
   CHECK(c.nominal[a40] == 0);  // not covered by the ClusterQueue: inadmissible there
   CHECK(c.borrowing_limit[a100] == 4000);
   CHECK(c.borrowing_limit[fairness::ResourceSpace::kCpu] == fairness::kNoLimit);
 
   // Admission: team-a's 4 GPUs and team-b's 4 GPUs are within nominal quota: both admitted.
-  auto planner = fairness::FairSharePlanner::build(fc->space, fc->capacity, fc->free, *configs);
+  auto planner = fairness::FairSharePlanner::build(qi.cluster.space, qi.cluster.capacity, qi.cluster.free, qi.configs);
   REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
   std::vector<const JobView*> views;
   for (const auto& j : in.jobs) views.push_back(&j);
@@ -196,16 +206,11 @@ status: {phase: Running}
   CHECK(amount(m.borrowing_limit, "gpu/A100-80GB") == 4000);     // limit 8 - quota 4
   CHECK(job(in, "ml/kai-train").queue_name == "ml-team");
 
-  auto state = ClusterState::build(in.cluster, in.registry);
-  REQUIRE(state.ok());
-  auto fc = fairness::fairness_cluster(*state);
-  REQUIRE(fc.ok());
-  auto configs = io::k8s::queue_configs(in, fc->space);
-  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
+  const QueueInput qi = queue_input(in);
   // The running pod's 3 A100-80GB GPUs, 4 CPUs and 8Gi count in ml-team's usage.
-  const auto& ml = (*configs)[1];
-  REQUIRE(ml.usage.size() == fc->space.size());
-  CHECK(ml.usage[*fc->space.gpu_dim("A100-80GB")] == 3000);
+  const auto& ml = qi.configs[1];
+  REQUIRE(ml.usage.size() == qi.cluster.space.size());
+  CHECK(ml.usage[*qi.cluster.space.gpu_dim("A100-80GB")] == 3000);
   CHECK(ml.usage[fairness::ResourceSpace::kCpu] == 4000);
   CHECK(ml.usage[fairness::ResourceSpace::kMemory] == 8 * kGi);
 }
@@ -233,23 +238,18 @@ status: {phase: Pending}
 )";
   auto in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), queues + pod});
   CHECK_FALSE(k8s_test::has_warning(in, "spec.resources"));
-  auto state = ClusterState::build(in.cluster, in.registry);
-  REQUIRE(state.ok());
-  auto fc = fairness::fairness_cluster(*state);
-  REQUIRE(fc.ok());
-  auto configs = io::k8s::queue_configs(in, fc->space);
-  REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
-  auto planner = fairness::FairSharePlanner::build(fc->space, fc->capacity, fc->free, *configs);
+  const QueueInput qi = queue_input(in);
+  auto planner = fairness::FairSharePlanner::build(qi.cluster.space, qi.cluster.capacity, qi.cluster.free, qi.configs);
   REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
-  const auto& leaf = (*configs)[1];
+  const auto& leaf = qi.configs[1];
   REQUIRE(leaf.name == "default-queue");
-  CHECK(leaf.nominal[*fc->space.gpu_dim("A100-80GB")] == 0);
+  CHECK(leaf.nominal[*qi.cluster.space.gpu_dim("A100-80GB")] == 0);
   CHECK(leaf.cohort == "kai");
   // The pool lends the whole cluster: the pod is admitted, borrowing.
   fairness::PendingJob job;
   job.name = "default/gpu-pod";
   job.queue = "default-queue";
-  job.base = fairness::Amounts::Zero(fc->space.size());
+  job.base = fairness::Amounts::Zero(qi.cluster.space.size());
   job.gpu_milli = 1000;
   const auto plan = planner->plan(std::vector<fairness::PendingJob>{job});
   REQUIRE(plan.admitted.size() == 1);
@@ -283,13 +283,8 @@ TEST_CASE("k8s volcano: hierarchy annotations build the H-DRF queue tree with th
   CHECK(queue(in, "root-sci-dev").weight == 2.0);
   CHECK(queue(in, "root-sci-dev").cohort == "volcano");
   // The tree is a valid queue tree of the fairness family (parents hold weight only).
-  auto state = ClusterState::build(in.cluster, in.registry);
-  REQUIRE(state.ok());
-  auto fc = fairness::fairness_cluster(*state);
-  REQUIRE(fc.ok());
-  auto configs = io::k8s::queue_configs(in, fc->space);
-  REQUIRE(configs.ok());
-  auto planner = fairness::FairSharePlanner::build(fc->space, fc->capacity, fc->free, *configs);
+  const QueueInput qi = queue_input(in);
+  auto planner = fairness::FairSharePlanner::build(qi.cluster.space, qi.cluster.capacity, qi.cluster.free, qi.configs);
   REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
 
   // Inconsistent trees are refused by annotation.
