@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -41,6 +42,8 @@ struct CycleCliOptions {
   std::size_t bf_depth = 500;
   std::string job;  // explain
   std::vector<std::string> k8s_files;  // Kubernetes objects instead of --cluster/--running/--pending/--queues
+  std::vector<std::string> slurm_files;  // Slurm's JSON (sinfo, squeue) instead of them
+  std::string slurm_held = "skip";
 };
 
 // Everything one cycle needs, read from the files (or Kubernetes objects) by the io library
@@ -49,31 +52,57 @@ struct Inputs {
   io::ClusterDocument cluster;
   std::optional<ClusterState> state;
   io::CycleInputs cycle;
+  std::optional<io::slurm::Input> slurm;  // --slurm: what the reader said of each job
 };
+
+Inputs adapter_inputs(io::AdapterCycle k) {
+  Inputs in;
+  in.cluster = std::move(k.cluster);
+  in.state = std::move(k.state);
+  in.cycle = std::move(k.inputs);
+  return in;
+}
 
 // `--k8s FILE...` (docs/kubernetes.md): Nodes whole, bound Pods as running jobs, pending Pods and
 // gangs as pending jobs, Kueue/KAI/Volcano queues and PriorityClasses.
 Inputs read_inputs_k8s(const CycleCliOptions& opt) {
-  if (!opt.cluster_file.empty() || !opt.running_file.empty() || !opt.pending_file.empty() || !opt.queues_file.empty())
-    throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --running, --pending or --queues)");
-  std::vector<std::string> texts;
-  for (const auto& f : opt.k8s_files) texts.push_back(read_file(f));
+  const std::vector<std::string> texts = read_files(opt.k8s_files);
   std::vector<io::k8s::Source> sources;
   for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.k8s_files[i]});
   auto k = io::read_cycle_inputs_k8s(sources);
   if (!k) throw InputError(k.error().message);
   for (const auto& w : k->warnings) std::fprintf(stderr, "gpusched: warning: %s\n", io::detail::tidy_message(w).c_str());
-  Inputs in;
-  in.cluster = std::move(k->cluster);
-  in.state = std::move(k->state);
-  in.cycle = std::move(k->inputs);
+  return adapter_inputs(std::move(*k));
+}
+
+// `--slurm FILE...` (docs/slurm.md): sinfo's nodes, squeue's running jobs on the GPUs Slurm gave
+// them, its pending jobs in Slurm's order with their time limits.
+Inputs read_inputs_slurm(const CycleCliOptions& opt) {
+  const std::vector<std::string> texts = read_files(opt.slurm_files);
+  std::vector<io::slurm::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.slurm_files[i]});
+  io::slurm::Options sopt;
+  sopt.held = opt.slurm_held == "plan" ? io::slurm::Held::kPlan : io::slurm::Held::kSkip;
+  auto k = io::read_cycle_inputs_slurm(sources, sopt);
+  if (!k) throw InputError(k.error().message);
+  print_slurm_notes(k->slurm);
+  io::slurm::Input slurm = std::move(k->slurm);
+  Inputs in = adapter_inputs(std::move(*k));
+  in.slurm = std::move(slurm);
   return in;
 }
 
 Inputs read_inputs(const CycleCliOptions& opt) {
+  const bool files = !opt.cluster_file.empty() || !opt.running_file.empty() || !opt.pending_file.empty() || !opt.queues_file.empty();
+  if (!opt.k8s_files.empty() && (files || !opt.slurm_files.empty()))
+    throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --running, --pending, --queues or --slurm)");
+  if (!opt.slurm_files.empty() && files)
+    throw InputError("--slurm: give Slurm's JSON alone (not with --cluster, --running, --pending or --queues)");
+  if (opt.format == "slurm" && opt.slurm_files.empty()) throw InputError("--format slurm: with --slurm only");
   if (!opt.k8s_files.empty()) return read_inputs_k8s(opt);
+  if (!opt.slurm_files.empty()) return read_inputs_slurm(opt);
   if (opt.cluster_file.empty() || opt.pending_file.empty())
-    throw InputError("--cluster and --pending are required (or --k8s FILE...)");
+    throw InputError("--cluster and --pending are required (or --k8s FILE... or --slurm FILE...)");
   Inputs in;
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
   if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
@@ -124,6 +153,41 @@ std::string waiting_mig_plan(const ClusterState& state, const io::CycleRun& run)
   return demand.empty() ? std::string() : io::k8s::repartition_json(state, mig::plan_repartition(state, demand));
 }
 
+// `--format slurm`: the cycle as the scontrol commands an operator would run (docs/slurm.md).
+std::string scontrol_commands(const ClusterState& state, const io::CycleRun& run, std::int64_t now) {
+  const CycleDecisions& d = run.decisions;
+  std::string out = fmt::format("# gpusched cycle at {} UTC: {} jobs start now, {} reserved, {} evicted\n", io::slurm::slurm_time(now),
+                                d.starts.size(), d.reservations.size(), d.evictions.size());
+  for (const Eviction& e : d.evictions) {
+    if (!e.whole) out += fmt::format("# {} would shrink (shed tasks) for {}: Slurm cannot shrink a running job this way\n", e.job, e.for_job);
+    else if (e.for_job.empty()) out += fmt::format("# {} is on a failed node: Slurm requeues or ends it itself\n", e.job);
+    else out += fmt::format("scontrol requeue {}    # for {}\n", e.job, e.for_job);
+  }
+  for (const Start& s : d.starts) {
+    std::vector<std::string> nodes;
+    for (const RunningTask& t : s.tasks) nodes.emplace_back(state.node_name(t.assignment.node));
+    out += scontrol_start(s.job, std::move(nodes));
+  }
+  // A reservation as the job's earliest start (scontrol takes local time: TZ=UTC says which).
+  for (const CycleReservation& r : d.reservations) {
+    std::vector<std::string> nodes;
+    for (NodeId n : r.nodes) nodes.emplace_back(state.node_name(n));
+    out += fmt::format("TZ=UTC scontrol update JobId={} StartTime={}{}{}    # planned start, in {} s\n", r.job, io::slurm::slurm_time(r.start),
+                       nodes.empty() ? "" : " ReqNodeList=", fmt::join(nodes, ","), r.start - now);
+  }
+  return out;
+}
+
+// What the Slurm reader said beside the cycle's document: Slurm's own planned start of each pending
+// job (squeue --start), and the jobs not planned with Slurm's reason.
+nlohmann::ordered_json slurm_json(const io::slurm::Input& in) {
+  nlohmann::ordered_json planned = nlohmann::ordered_json::array(), skipped = nlohmann::ordered_json::array();
+  for (const io::slurm::PendingInfo& p : in.pending)
+    if (p.slurm_start > 0) planned.push_back({{"job", p.id}, {"start", p.slurm_start}});
+  for (const io::slurm::Skipped& s : in.skipped) skipped.push_back({{"job", s.id}, {"reason", s.reason}});
+  return {{"schema", in.version}, {"slurm_planned_starts", planned}, {"skipped", skipped}};
+}
+
 int run_cycle_command(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, cycle_options(opt),
@@ -133,11 +197,14 @@ int run_cycle_command(const CycleCliOptions& opt) {
   const io::CycleRun run{std::move(in.cycle), std::move(*d)};
   // Kubernetes: MIG tasks that wait get the re-partition that would serve them, as a plan.
   const std::string plan = opt.k8s_files.empty() ? std::string() : waiting_mig_plan(*in.state, run);
-  if (opt.format == "json") {
+  if (opt.format == "slurm") {
+    std::fputs(scontrol_commands(*in.state, run, opt.now).c_str(), stdout);
+  } else if (opt.format == "json") {
     std::string text = io::write_cycle_json(*in.state, run, 2);
-    if (!plan.empty()) {
+    if (!plan.empty() || in.slurm) {
       auto doc = nlohmann::ordered_json::parse(text);
-      doc["repartition"] = nlohmann::ordered_json::parse(plan);
+      if (!plan.empty()) doc["repartition"] = nlohmann::ordered_json::parse(plan);
+      if (in.slurm) doc["slurm"] = slurm_json(*in.slurm);
       text = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
     std::fputs((text + "\n").c_str(), stdout);
@@ -245,11 +312,17 @@ void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
   sub->add_option("--k8s", opt->k8s_files,
                   "Kubernetes objects instead of --cluster/--running/--pending/--queues: JSON or YAML files of Nodes, "
                   "Pods (bound = running), PodGroups, Volcano Jobs, queues (docs/kubernetes.md)");
+  auto* slurm = sub->add_option("--slurm", opt->slurm_files,
+                                "Slurm's JSON instead of --cluster/--running/--pending/--queues: the output of sinfo --json (or "
+                                "scontrol show nodes --json) and squeue --json (docs/slurm.md)");
+  sub->add_option("--slurm-held", opt->slurm_held, "With --slurm: held jobs are skipped, or planned as if released")
+      ->check(CLI::IsMember({"skip", "plan"}))->capture_default_str()->needs(slurm);
   sub->add_option("--running", opt->running_file, "Running jobs JSON (docs/cycle.md: jobs with start_time and placement)");
   sub->add_option("--pending", opt->pending_file, "Pending jobs JSON (docs/formats.md, plus docs/cycle.md's fields)");
   sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md); none: one queue, priority order");
   sub->add_option("--now", opt->now, "The time of the cycle (seconds, the clock of start_time and submit_time)")->required();
-  sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  sub->add_option("--format", opt->format, "Output format (slurm: the scontrol commands, with --slurm)")
+      ->check(CLI::IsMember({"json", "table", "slurm"}))->capture_default_str();
   sub->add_option("--within-queue", opt->within_queue, "Preemption within a queue")
       ->check(CLI::IsMember({"never", "lower", "lower-or-newer"}))->capture_default_str();
   sub->add_option("--reclaim-within-cohort", opt->reclaim, "Kueue reclaimWithinCohort")

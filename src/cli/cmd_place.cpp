@@ -13,6 +13,7 @@
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/k8s.hpp"
+#include "gpusched/io/slurm.hpp"
 #include "gpusched/io/task_records.hpp"
 #include "io/decision_json.hpp"
 #include "gpusched/packing/placement.hpp"
@@ -31,6 +32,8 @@ struct PlaceOptions {
   std::vector<std::string> k8s_files;        // Kubernetes objects instead of --cluster/--jobs
   std::vector<std::string> topology_levels;  // with --k8s: node label keys that are levels
   std::string scheduler_name;                // with --k8s: only pending pods of this scheduler
+  std::vector<std::string> slurm_files;      // Slurm's JSON (sinfo, squeue) instead of --cluster/--jobs
+  std::string slurm_held = "skip";           // with --slurm: held jobs skipped, or planned as if released
 };
 
 // `gpusched place --k8s FILE...`: Nodes, Pods, PodGroups, Volcano Jobs, Kueue objects as JSON or
@@ -91,27 +94,64 @@ nlohmann::json reasons_json(const std::vector<Reason>& reasons, const CompiledJo
   return io::detail::reasons_json(reasons, &job);
 }
 
-int run_place(const PlaceOptions& opt) {
-  if (!opt.k8s_files.empty()) {
-    if (!opt.cluster_file.empty() || !opt.jobs_file.empty())
-      throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster or --jobs)");
-    return run_place_k8s(opt);
-  }
-  if (opt.cluster_file.empty() || opt.jobs_file.empty()) throw InputError("--cluster and --jobs are required (or --k8s FILE...)");
+// The jobs to place and the cluster they go on, from --cluster/--jobs or from Slurm's JSON.
+struct PlaceInputs {
+  io::ClusterDocument cluster;
+  std::vector<Job> jobs;
+  std::string cluster_source, jobs_source;
+};
+
+// `--slurm FILE...` (docs/slurm.md): sinfo's nodes less squeue's running jobs, its pending jobs in
+// Slurm's order; the reader's warnings and the jobs it does not plan (held, dependencies, limits) on
+// stderr.
+PlaceInputs read_place_slurm(const PlaceOptions& opt) {
+  if (!opt.cluster_file.empty() || !opt.jobs_file.empty())
+    throw InputError("--slurm: give Slurm's JSON alone (not with --cluster or --jobs)");
+  const std::vector<std::string> texts = read_files(opt.slurm_files);
+  std::vector<io::slurm::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.slurm_files[i]});
+  io::slurm::Options sopt;
+  sopt.held = opt.slurm_held == "plan" ? io::slurm::Held::kPlan : io::slurm::Held::kSkip;
+  auto input = io::slurm::read(sources, sopt);
+  if (!input) throw InputError(input.error().message);
+  print_slurm_notes(*input);
+  PlaceInputs in;
+  in.cluster.registry = std::move(input->registry);
+  in.cluster.cluster = std::move(input->cluster);
+  in.jobs = std::move(input->jobs);
+  in.cluster_source = in.jobs_source = "slurm";
+  return in;
+}
+
+PlaceInputs read_place_inputs(const PlaceOptions& opt) {
+  if (!opt.slurm_files.empty()) return read_place_slurm(opt);
+  if (opt.cluster_file.empty() || opt.jobs_file.empty())
+    throw InputError("--cluster and --jobs are required (or --k8s FILE... or --slurm FILE...)");
   auto cluster = io::read_cluster_json(read_file(opt.cluster_file), opt.cluster_file);
   if (!cluster) throw_input_error(opt.cluster_file, cluster.error().message);
   auto jobs = io::read_jobs_json(read_file(opt.jobs_file), opt.jobs_file);
   if (!jobs) throw_input_error(opt.jobs_file, jobs.error().message);
-  auto state = ClusterState::build(cluster->cluster, cluster->registry);
-  if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
+  return {std::move(*cluster), std::move(jobs->jobs), opt.cluster_file, opt.jobs_file};
+}
+
+int run_place(const PlaceOptions& opt) {
+  if (!opt.k8s_files.empty()) {
+    if (!opt.cluster_file.empty() || !opt.jobs_file.empty() || !opt.slurm_files.empty())
+      throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --jobs or --slurm)");
+    return run_place_k8s(opt);
+  }
+  if (opt.format == "slurm" && opt.slurm_files.empty()) throw InputError("--format slurm: with --slurm only");
+  PlaceInputs in = read_place_inputs(opt);
+  auto state = ClusterState::build(in.cluster.cluster, in.cluster.registry);
+  if (!state) throw InputError(fmt::format("{}: {}", in.cluster_source, state.error().message));
   auto policy = make_policy(opt.policy, opt.seed);
   if (!policy) throw InputError(fmt::format("--policy: unknown policy \"{}\"", opt.policy));
 
   // Compile every job before placing any: bad input fails the whole run, never half of it.
   std::vector<CompiledJob> compiled;
-  for (const Job& job : jobs->jobs) {
+  for (const Job& job : in.jobs) {
     auto c = compile_job(*state, job);
-    if (!c) throw InputError(fmt::format("{}: {}", opt.jobs_file, c.error().message));
+    if (!c) throw InputError(fmt::format("{}: {}", in.jobs_source, c.error().message));
     compiled.push_back(std::move(*c));
   }
   // Gang jobs: constraints or elastic groups (or --gang) go through the gang solver. The job model
@@ -120,7 +160,7 @@ int run_place(const PlaceOptions& opt) {
   std::vector<bool> is_gang(compiled.size(), false);
   for (std::size_t j = 0; j < compiled.size(); ++j) {
     auto spec = make_gang_spec(compiled[j]);
-    if (!spec) throw InputError(fmt::format("{}: {}", opt.jobs_file, spec.error().message));
+    if (!spec) throw InputError(fmt::format("{}: {}", in.jobs_source, spec.error().message));
     gangs[j] = std::move(*spec);
     is_gang[j] = opt.gang || compiled[j].has_gang_constraints();
   }
@@ -132,7 +172,7 @@ int run_place(const PlaceOptions& opt) {
 
   nlohmann::json placed = nlohmann::json::array();
   nlohmann::json unplaced = nlohmann::json::array();
-  std::string table;
+  std::string table, scontrol;
   for (std::size_t j : order) {
     const CompiledJob& job = compiled[j];
     JobPlacement p;
@@ -171,6 +211,9 @@ int run_place(const PlaceOptions& opt) {
         table += fmt::format("{:<24} {:<16} {:>4}  {:<24} {}\n", job.name, t.group, t.replica, t.node_name, gpu_text);
       }
       placed.push_back(nlohmann::json{{"job", job.name}, {"queue", job.queue}, {"priority", job.priority}, {"tasks", tasks}});
+      std::vector<std::string> nodes;
+      for (const TaskPlacement& t : p.tasks) nodes.emplace_back(state->node_name(t.assignment.node));
+      scontrol += scontrol_start(job.name, std::move(nodes));
       if (is_gang[j]) {
         placed.back()["gang"] = gang_out;
         table += fmt::format("{:<24} gang: {}\n", job.name, gang_out["message"].get<std::string>());
@@ -195,7 +238,12 @@ int run_place(const PlaceOptions& opt) {
       table += fmt::format("{:<24} UNSCHEDULABLE ({}): {}\n", job.name, verdict_name(p.verdict), message);
     }
   }
-  if (opt.format == "json") {
+  if (opt.format == "slurm") {
+    for (const auto& u : unplaced)
+      scontrol += fmt::format("# {} waits ({}): {}\n", u["job"].get<std::string>(), u.value("verdict", ""), u.value("message", ""));
+    std::printf("# gpusched place --policy %s: %zu jobs start now, %zu wait\n%s", std::string(policy->name()).c_str(), placed.size(),
+                unplaced.size(), scontrol.c_str());
+  } else if (opt.format == "json") {
     nlohmann::json out = nlohmann::json{{"policy", std::string(policy->name())}, {"placed", placed}, {"unschedulable", unplaced}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -222,7 +270,13 @@ void setup(CLI::App& app) {
   std::string names;
   for (auto n : policy_names()) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
   sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();
-  sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();
+  auto* slurm = sub->add_option("--slurm", opt->slurm_files,
+                                "Slurm's JSON instead of --cluster/--jobs: the output of sinfo --json (or scontrol show nodes "
+                                "--json) and squeue --json (docs/slurm.md)");
+  sub->add_option("--slurm-held", opt->slurm_held, "With --slurm: held jobs are skipped, or planned as if released")
+      ->check(CLI::IsMember({"skip", "plan"}))->capture_default_str()->needs(slurm);
+  sub->add_option("--format", opt->format, "Output format (slurm: the scontrol commands, with --slurm)")
+      ->check(CLI::IsMember({"json", "table", "slurm"}))->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the random policy")->capture_default_str();
   sub->add_flag("--gang", opt->gang,
                 "Decide every job as a gang (bounds, exact search, explanations); jobs with topology, spread, "

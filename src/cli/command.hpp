@@ -8,8 +8,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "gpusched/io/slurm.hpp"
 
 namespace gpusched::cli {
 
@@ -32,6 +35,7 @@ void set_exit_status(int status);
 
 // Reads a whole file; throws InputError naming the path when it cannot.
 std::string read_file(const std::string& path);
+std::vector<std::string> read_files(const std::vector<std::string>& paths);
 
 // Where the shipped data (data/) is: the source tree's at build time, else the installed copy.
 std::string data_dir();
@@ -39,5 +43,11 @@ std::string data_dir();
 // A MIG re-partition plan (io::k8s::repartition_json's text) as the table's lines: what `place --k8s`
 // and `cycle --k8s` print beside their decisions; "" for "".
 std::string repartition_table(const std::string& plan_json);
+
+// Slurm (docs/slurm.md, src/cli/slurm_output.cpp): the reader's warnings, and the jobs it does not
+// plan counted by Slurm's reason, on stderr; and the scontrol command that starts job `id` on
+// `nodes` (its required nodes set to where gpusched places it).
+void print_slurm_notes(const io::slurm::Input& input);
+std::string scontrol_start(std::string_view id, std::vector<std::string> nodes);
 
 }  // namespace gpusched::cli

@@ -39,6 +39,12 @@ std::string read_file(const std::string& path) {
   return std::move(*text);
 }
 
+std::vector<std::string> read_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> texts;
+  for (const std::string& p : paths) texts.push_back(read_file(p));
+  return texts;
+}
+
 std::string data_dir() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;

@@ -11,7 +11,8 @@
 //     tasks are reserved on the state (which therefore describes the cluster without them);
 //   * the queues: the document of `gpusched fairshare` (read_queues_json; usage is computed from the
 //     running jobs, so a queue's "usage" is ignored);
-//   * or Kubernetes objects instead of all of these (read_cycle_inputs_k8s, docs/kubernetes.md).
+//   * or Kubernetes objects or Slurm's JSON instead of all of these (read_cycle_inputs_k8s,
+//     read_cycle_inputs_slurm; docs/kubernetes.md, docs/slurm.md).
 //
 // `cycle_run` reads them and runs the cycle; `write_cycle_json` is the `--format json` document and
 // `write_cycle_table` the table `gpusched cycle` prints. The options have a JSON form too
@@ -37,6 +38,7 @@
 #include "gpusched/io/cluster_json.hpp"
 #include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/io/k8s.hpp"
+#include "gpusched/io/slurm.hpp"
 #include "gpusched/scheduler/cycle.hpp"
 #include "gpusched/scheduler/session.hpp"
 
@@ -78,16 +80,26 @@ Result<CycleInputs> read_cycle_inputs(ClusterState& state, const JobsDocument& j
 // The queues document (read_queues_json) against the state's resource space.
 Result<QueuesDocument> read_cycle_queues(const ClusterState& state, std::string_view text, std::string_view source = "queues");
 
-// Kubernetes objects (docs/kubernetes.md) as the cycle's inputs: Nodes whole, bound Pods as running
-// jobs (one task each, on the lowest free GPUs of their node: the Pod does not say which), pending
-// Pods and gangs as pending jobs, Kueue/KAI/Volcano queues and PriorityClasses.
-struct K8sCycle {
+// Another system's objects as the cycle's inputs (the `--k8s` and `--slurm` of `gpusched cycle`).
+//
+// Kubernetes (docs/kubernetes.md): Nodes whole, bound Pods as running jobs (one task each, on the
+// lowest free GPUs of their node: the Pod does not say which), pending Pods and gangs as pending
+// jobs, Kueue/KAI/Volcano queues and PriorityClasses.
+//
+// Slurm (docs/slurm.md): sinfo's nodes whole, squeue's running jobs reserved on the GPUs Slurm gave
+// them with their end times as expected ends, pending jobs (held ones per slurm::Options::held) in
+// Slurm's priority order with their time limits as run-time estimates; `slurm` keeps what the reader
+// said of each job (ids, Slurm's own planned start, skipped jobs). No queues: Slurm orders one queue
+// by priority (a site's fair share is in the priority already).
+struct AdapterCycle {
   ClusterDocument cluster;
-  std::optional<ClusterState> state;  // with the running pods reserved (committed)
+  std::optional<ClusterState> state;  // with the running jobs reserved (committed)
   CycleInputs inputs;
-  std::vector<std::string> warnings;  // what the reader could not express (k8s::to_string)
+  std::vector<std::string> warnings;  // what the reader could not express
+  slurm::Input slurm;                 // read_cycle_inputs_slurm only
 };
-Result<K8sCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources);
+Result<AdapterCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources);
+Result<AdapterCycle> read_cycle_inputs_slurm(std::span<const slurm::Source> sources, const slurm::Options& options = {});
 
 // The options as one JSON object (every key optional; docs/cycle.md, the CLI's flags):
 //   {"preempt": true, "within_queue": "lower" | "never" | "lower-or-newer",

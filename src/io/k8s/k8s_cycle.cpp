@@ -41,12 +41,12 @@ Result<TaskAssignment> bound_assignment(const ClusterState& st, NodeId n, const 
   return a;
 }
 
-Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
+Result<AdapterCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
   k8s::Options kopt;
   kopt.subtract_running = false;
   auto input = k8s::read(sources, kopt);
   if (!input) return input.error();
-  K8sCycle out;
+  AdapterCycle out;
   for (const auto& w : input->warnings) out.warnings.push_back(k8s::to_string(w));
   out.cluster.registry = input->registry;
   out.cluster.cluster = input->cluster;
@@ -97,7 +97,7 @@ Result<K8sCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
 
 }  // namespace
 
-Result<K8sCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
+Result<AdapterCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
   try {
     return read_k8s_cycle(sources);
   } catch (const std::bad_alloc&) {

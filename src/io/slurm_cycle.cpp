@@ -1,0 +1,94 @@
+// Slurm's JSON as the scheduling cycle's inputs (gpusched/io/cycle_json.hpp, read_cycle_inputs_slurm;
+// docs/slurm.md): nodes whole, running jobs reserved on the GPUs Slurm gave them (gres_detail's
+// indices) with their end times as the backfill's expected ends, pending jobs with their time limits
+// as run-time estimates.
+#include <new>
+
+#include <fmt/format.h>
+
+#include "gpusched/io/cycle_json.hpp"
+#include "gpusched/io/slurm.hpp"
+#include "io/json_input.hpp"
+
+namespace gpusched::io {
+namespace {
+
+// One task of a running job as the request it holds on its node.
+Job running_task_job(const slurm::RunningInfo& run, const slurm::RunningInfo::Task& t) {
+  Job job;
+  job.job_name = run.id;
+  job.queue_name = run.account;
+  TaskGroupSpec g;
+  g.name = "node";
+  g.shape.cpu = t.cpu;
+  g.shape.memory = t.memory;
+  g.shape.gpus = static_cast<GpuCount>(t.gpus.size());
+  g.shape.gpu_milli = t.gpus.empty() ? 0 : kMilliPerGpu;
+  job.groups.push_back(std::move(g));
+  return job;
+}
+
+Status reserve_running(ClusterState& st, const slurm::RunningInfo& run, CycleInputs& in) {
+  const std::string what = fmt::format("running job {}", run.id);
+  scheduler::RunningJob job;
+  job.name = run.id;
+  job.queue = run.account;
+  job.priority = run.priority;
+  job.start_time = run.start_time;
+  job.runtime_estimate = run.end_time > run.start_time ? run.end_time - run.start_time : -1;
+  std::vector<std::string> groups;
+  for (const slurm::RunningInfo::Task& t : run.tasks) {
+    const NodeId n = st.find_node(t.node);
+    auto compiled = compile_job(st, running_task_job(run, t));
+    if (!compiled) return detail::in_context(compiled.error(), what);
+    const TaskRequest& request = compiled->groups[0].request;
+    TaskAssignment a = make_assignment(n, request);
+    for (std::int32_t g : t.gpus) a.gpus.push_back(static_cast<GpuIndex>(g));
+    if (Status s = st.reserve(request, a); !s) return detail::in_context(s.error(), fmt::format("{} on node {}", what, t.node));
+    job.tasks.push_back({request, std::move(a)});
+    groups.emplace_back("node");
+  }
+  if (job.tasks.empty()) return {};  // on nodes the input does not have (reported by the reader)
+  in.running.push_back(std::move(job));
+  in.running_groups.push_back(std::move(groups));
+  return {};
+}
+
+Result<AdapterCycle> read_slurm_cycle(std::span<const slurm::Source> sources, slurm::Options options) {
+  options.subtract_running = false;
+  auto input = slurm::read(sources, options);
+  if (!input) return input.error();
+  AdapterCycle out;
+  out.warnings = std::move(input->warnings);
+  out.cluster.registry = input->registry;
+  out.cluster.cluster = input->cluster;
+  auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
+  if (!state) return detail::in_context(state.error(), "nodes");
+  out.state.emplace(std::move(*state));
+  ClusterState& st = *out.state;
+  for (const slurm::RunningInfo& run : input->running)
+    if (Status s = reserve_running(st, run, out.inputs); !s) return s.error();
+  st.commit();
+  for (std::size_t j = 0; j < input->jobs.size(); ++j) {
+    auto compiled = compile_job(st, input->jobs[j]);
+    if (!compiled) return detail::in_context(compiled.error(), fmt::format("job {}", input->pending[j].id));
+    scheduler::PendingJob p;
+    p.job = std::move(*compiled);
+    p.runtime_estimate = std::max<std::int64_t>(0, input->pending[j].time_limit);
+    out.inputs.pending.push_back(std::move(p));
+  }
+  out.slurm = std::move(*input);
+  return out;
+}
+
+}  // namespace
+
+Result<AdapterCycle> read_cycle_inputs_slurm(std::span<const slurm::Source> sources, const slurm::Options& options) {
+  try {
+    return read_slurm_cycle(sources, options);
+  } catch (const std::bad_alloc&) {
+    return Error("slurm: out of memory", ErrorCode::kLimit);
+  }
+}
+
+}  // namespace gpusched::io
