@@ -134,8 +134,8 @@ std::vector<std::string_view> split_top(std::string_view s) {
   std::vector<std::string_view> out;
   int depth = 0;
   std::size_t b = 0;
-  for (std::size_t i = 0; i <= s.size(); ++i) {
-    const char c = i < s.size() ? s[i] : ',';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
     if (c == '[' || c == '(') ++depth;
     else if ((c == ']' || c == ')') && depth > 0) --depth;
     else if (c == ',' && depth == 0) {
@@ -143,6 +143,7 @@ std::vector<std::string_view> split_top(std::string_view s) {
       b = i + 1;
     }
   }
+  if (b < s.size()) out.push_back(s.substr(b));  // the last item, also when a bracket is left open
   return out;
 }
 
@@ -366,7 +367,7 @@ class Reader {
     spec.name = get_string(r, n, "name");
     if (spec.name.empty()) r.fail("name", "missing", ErrorCode::kMissingField);
     if (auto s = detail::check_name(spec.name, "name"); !s) r.fail("name", s.error().message);
-    r.what = fmt::format("nodes[{}] (node {})", i, detail::shown(spec.name, 60));
+    r.what = fmt::format("nodes[{}] (node {})", i, detail::shown_key(spec.name));
     if (node_index_.count(spec.name)) r.fail("name", fmt::format("node {} listed twice", detail::shown(spec.name)), ErrorCode::kDuplicate);
     const std::int64_t cpus = get_int(r, n, "cpus", -1);
     if (cpus < 0) r.fail("cpus", "missing", ErrorCode::kMissingField);

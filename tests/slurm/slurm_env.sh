@@ -33,7 +33,11 @@ fail() {
   for f in "$D"/*.log; do echo "--- $f"; tail -20 "$f"; done
   exit 1
 }
-trap stop_slurm EXIT
+cleanup() {
+  stop_slurm
+  rm -rf "$D"
+}
+trap cleanup EXIT
 
 start_slurm() {
   local node_args=$1 extra_conf=${2:-} gres_conf=${3:-}
