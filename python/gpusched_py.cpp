@@ -29,6 +29,7 @@
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/fairshare_json.hpp"
 #include "gpusched/io/k8s.hpp"
+#include "gpusched/io/slurm.hpp"
 #include "gpusched/io/nvidia_smi_topo.hpp"
 #include "gpusched/io/task_records.hpp"
 #include "gpusched/mig/packer.hpp"
@@ -565,6 +566,53 @@ std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& so
   return io::k8s::bindings_json(r.input, *r.state, *decided);
 }
 
+// ---- Slurm's JSON (io/slurm.hpp, docs/slurm.md) ----
+
+std::vector<io::slurm::Source> slurm_sources(const std::vector<std::pair<std::string, std::string>>& sources) {
+  std::vector<io::slurm::Source> in;
+  for (const auto& [text, name] : sources) in.push_back({text, name});
+  return in;
+}
+
+io::slurm::Options slurm_options(bool plan_held) {
+  io::slurm::Options o;
+  o.held = plan_held ? io::slurm::Held::kPlan : io::slurm::Held::kSkip;
+  return o;
+}
+
+// The cluster less the running jobs, the pending jobs in Slurm's order, the warnings, and the jobs not
+// planned as (id, Slurm's reason).
+py::tuple load_slurm(const std::vector<std::pair<std::string, std::string>>& sources, bool plan_held) {
+  auto input = io::slurm::read(slurm_sources(sources), slurm_options(plan_held));
+  if (!input) raise(input.error());
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) raise(state.error(), "nodes");
+  PyJobs jobs;
+  jobs.doc.explicit_priority.assign(input->jobs.size(), true);
+  jobs.doc.cycle.resize(input->jobs.size());
+  for (std::size_t j = 0; j < input->jobs.size(); ++j)
+    jobs.doc.cycle[j].runtime_estimate = std::max<std::int64_t>(0, input->pending[j].time_limit);
+  jobs.doc.jobs = std::move(input->jobs);
+  py::list warnings, skipped;
+  for (const auto& w : input->warnings) warnings.append(w);
+  for (const auto& k : input->skipped) skipped.append(py::make_tuple(k.id, k.reason));
+  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(input->registry), std::move(*state), {}, {}});
+  return py::make_tuple(py::cast(std::move(cluster)), py::cast(std::move(jobs)), warnings, skipped);
+}
+
+// The document of `gpusched cycle --slurm --format json` (without the "slurm" notes: load_slurm has them).
+std::string cycle_slurm_json(const std::vector<std::pair<std::string, std::string>>& sources, std::int64_t now,
+                             const std::string& options_json, bool plan_held) {
+  auto options = io::read_cycle_options_json(options_json, "options");
+  if (!options) raise(options.error());
+  auto cycle = io::read_cycle_inputs_slurm(slurm_sources(sources), slurm_options(plan_held));
+  if (!cycle) raise(cycle.error());
+  auto decisions = io::run_cycle_on(*cycle->state, cycle->inputs, now, *options, "squeue");
+  if (!decisions) raise(decisions.error());
+  const io::CycleRun run{std::move(cycle->inputs), std::move(*decisions)};
+  return io::write_cycle_json(*cycle->state, run);
+}
+
 std::string default_data_dir() {
   if (const char* env = std::getenv("GPUSCHED_DATA_DIR")) return env;
   // An installed wheel carries the data beside the package (setup.py: gpusched/data).
@@ -976,6 +1024,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("default_data_dir", &default_data_dir, "Where the shipped traces are ($GPUSCHED_DATA_DIR first).");
   m.def("load_k8s", &load_k8s, py::arg("sources"), py::arg("topology_levels"), py::arg("scheduler_name"),
         "(Cluster, Jobs, warnings) from Kubernetes objects: (text, name) pairs of JSON or YAML.");
+  m.def("load_slurm", &load_slurm, py::arg("sources"), py::arg("plan_held"),
+        "(cluster, jobs, warnings, skipped) from Slurm's JSON (docs/slurm.md).");
+  m.def("cycle_slurm_json", &cycle_slurm_json, py::arg("sources"), py::arg("now"), py::arg("options"), py::arg("plan_held"),
+        "The document of `gpusched cycle --slurm --format json`.");
   m.def("place_k8s_json", &place_k8s, py::arg("sources"), py::arg("policy"), py::arg("seed"),
         py::arg("topology_levels"), py::arg("scheduler_name"),
         "The bindings document of `gpusched place --k8s --format json`.");

@@ -26,7 +26,7 @@ from . import _core
 __all__ = [
     "Cluster", "FileError", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
-    "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "Session",
+    "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "load_slurm", "cycle_slurm", "Session",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -341,6 +341,35 @@ def load_k8s(*sources: Any, topology_levels: Sequence[str] = (), scheduler_name:
     Bad objects raise ValueError naming the object, the field and the value.
     """
     return _core.load_k8s(_k8s_sources(sources), list(topology_levels), scheduler_name)
+
+
+def load_slurm(*sources: Any, plan_held: bool = False) -> tuple:
+    """A cluster and its pending jobs from Slurm's JSON (docs/slurm.md).
+
+    ``sources`` are files (or their text, or parsed dicts) of ``sinfo --json`` (or ``scontrol show
+    nodes --json``) and ``squeue --json``. The running jobs' CPUs and GPUs are taken off their nodes;
+    the pending jobs, named by Slurm's id ("17", "5_2" for an array task), come in Slurm's priority
+    order. Held jobs are skipped unless ``plan_held`` (planned as if released).
+
+    Returns ``(cluster, jobs, warnings, skipped)``: a ``Cluster``, a ``Jobs``, the fields the reader
+    could not express, and the jobs Slurm would not start now as ``(id, reason)`` pairs. Bad JSON
+    raises ValueError naming the file, the record, the field and the value.
+    """
+    return _core.load_slurm(_k8s_sources(sources), bool(plan_held))
+
+
+def cycle_slurm(*sources: Any, now: int, plan_held: bool = False, **options: Any) -> dict:
+    """One scheduling cycle at ``now`` (seconds since 1970, Slurm's clock) on Slurm's JSON, as
+    ``gpusched cycle --slurm``: the running jobs on the GPUs Slurm gave them until their end times,
+    the pending jobs with their time limits, one queue in priority order. ``options`` as
+    ``gpusched.cycle``'s (``backfill='conservative'``, ``preempt=False`` for a site without
+    preemption). Returns the dict of ``gpusched cycle --format json``: "starts", "reservations"
+    (job, start, nodes), "pending", ...
+    """
+    if not isinstance(now, int) or isinstance(now, bool):
+        raise TypeError(f"now: expected an int (seconds), got {type(now).__name__}")
+    return json.loads(_core.cycle_slurm_json(_k8s_sources(sources), now, json.dumps(options) if options else "",
+                                             bool(plan_held)))
 
 
 def place_k8s(*sources: Any, policy: str = "best-fit", seed: int = 42, topology_levels: Sequence[str] = (),

@@ -908,6 +908,60 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
   });
 }
 
+// ---- Slurm state in ----
+
+namespace {
+
+std::vector<gpusched::io::slurm::Source> slurm_sources(const char* sinfo_json, const char* squeue_json) {
+  need(sinfo_json, "sinfo_json");
+  std::vector<gpusched::io::slurm::Source> sources = {{sinfo_json, "sinfo"}};
+  if (squeue_json && *squeue_json) sources.push_back({squeue_json, "squeue"});
+  return sources;
+}
+
+gpusched::io::slurm::Options slurm_options(unsigned flags) {
+  gpusched::io::slurm::Options o;
+  o.held = (flags & GPUSCHED_SLURM_PLAN_HELD) ? gpusched::io::slurm::Held::kPlan : gpusched::io::slurm::Held::kSkip;
+  return o;
+}
+
+}  // namespace
+
+gpusched_status gpusched_state_from_slurm(const char* sinfo_json, const char* squeue_json, unsigned flags,
+                                          gpusched_state** state_out, gpusched_jobs** jobs_out, gpusched_error* err) {
+  if (state_out) *state_out = nullptr;
+  if (jobs_out) *jobs_out = nullptr;
+  return guarded(err, [&] {
+    auto input = gpusched::io::slurm::read(slurm_sources(sinfo_json, squeue_json), slurm_options(flags));
+    if (!input) fail(input.error());
+    auto state = make_state(std::move(input->registry), input->cluster, "sinfo");
+    auto jobs = std::unique_ptr<gpusched_jobs>(new gpusched_jobs{});
+    jobs->doc.explicit_priority.assign(input->jobs.size(), true);
+    jobs->doc.cycle.resize(input->jobs.size());
+    for (std::size_t j = 0; j < input->jobs.size(); ++j)
+      jobs->doc.cycle[j].runtime_estimate = std::max<std::int64_t>(0, input->pending[j].time_limit);
+    jobs->doc.jobs = std::move(input->jobs);
+    if (state_out) *state_out = state.release();
+    if (jobs_out) *jobs_out = jobs.release();
+  });
+}
+
+gpusched_status gpusched_cycle_slurm(const char* sinfo_json, const char* squeue_json, int64_t now, const char* options_json,
+                                     unsigned flags, gpusched_cycle_result** out, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(out, "out");
+    *out = nullptr;
+    auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
+    if (!options) fail(options.error());
+    auto cycle = gpusched::io::read_cycle_inputs_slurm(slurm_sources(sinfo_json, squeue_json), slurm_options(flags));
+    if (!cycle) fail(cycle.error());
+    auto decisions = gpusched::io::run_cycle_on(*cycle->state, cycle->inputs, now, *options, "squeue");
+    if (!decisions) fail(decisions.error());
+    const gpusched::io::CycleRun run{std::move(cycle->inputs), std::move(*decisions)};
+    *out = make_cycle_result(*cycle->state, run).release();
+  });
+}
+
 // ---- the scheduler session ----
 
 gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_json, const char* options_json,

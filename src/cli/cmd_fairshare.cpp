@@ -34,6 +34,7 @@ using fairness::ResourceSpace;
 struct FairshareOptions {
   std::string cluster_file, queues_file, jobs_file;
   std::vector<std::string> k8s_files;
+  std::vector<std::string> slurm_files;
   std::string scheduler_name;
   std::string format = "table";
   std::optional<std::int64_t> now;
@@ -92,7 +93,60 @@ int run_fairshare_k8s(const FairshareOptions& opt) {
                         input->priority_classes, aging, "queues", "pods");
 }
 
+// `gpusched fairshare --slurm FILE... --queues FILE`: sinfo's nodes, squeue's jobs (running ones are
+// their account's usage), and the queues document naming the accounts: Slurm's JSON carries no
+// fair-share tree (its shares live in the accounting database, sacctmgr), so the queues say it.
+int run_fairshare_slurm(const FairshareOptions& opt) {
+  if (!opt.cluster_file.empty() || !opt.jobs_file.empty())
+    throw InputError("--slurm: give Slurm's JSON alone (not with --cluster or --jobs)");
+  if (opt.queues_file.empty())
+    throw InputError("--slurm: give --queues FILE too: Slurm's JSON holds no fair-share tree (sacctmgr does); name each account as a queue (docs/slurm.md)");
+  const std::vector<std::string> texts = read_files(opt.slurm_files);
+  std::vector<io::slurm::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.slurm_files[i]});
+  auto input = io::slurm::read(sources);
+  if (!input) throw InputError(input.error().message);
+  print_slurm_notes(*input);
+  auto state = ClusterState::build(input->cluster, input->registry);
+  if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
+  auto resources = fairness::fairness_cluster(*state);
+  if (!resources) throw InputError(fmt::format("nodes: {}", resources.error().message));
+  auto queues = io::read_queues_json(read_file(opt.queues_file), opt.queues_file, resources->space, input->registry);
+  if (!queues) throw InputError(queues.error().message);
+  // Each account's usage: what its running jobs hold (a job of an account no queue names counts nowhere).
+  std::vector<Job> held;
+  std::vector<fairness::RunningJob> running;
+  std::vector<std::string> names;
+  for (const auto& q : queues->queues) names.push_back(q.name);
+  held.reserve(input->running.size());
+  for (const io::slurm::RunningInfo& r : input->running) {
+    if (std::find(names.begin(), names.end(), r.account) == names.end() || r.tasks.empty()) continue;
+    held.push_back(io::slurm::running_job(r));
+    const auto& first = r.tasks.front();
+    const NodeSpec& node = *std::find_if(input->cluster.nodes().begin(), input->cluster.nodes().end(),
+                                         [&](const NodeSpec& n) { return n.name == first.node; });
+    running.push_back({&held.back(), first.gpus.empty() ? std::string_view() : std::string_view(node.gpus[static_cast<std::size_t>(first.gpus[0])].model)});
+  }
+  auto usage = fairness::queue_usage_from_running(running, resources->space, input->registry, names);
+  if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
+  for (std::size_t q = 0; q < queues->queues.size(); ++q) queues->queues[q].usage = (*usage)[q];
+  fairness::AgingPolicy aging = queues->aging;
+  std::int64_t latest = 0;
+  for (const auto& j : input->jobs) latest = std::max(latest, j.job_submit_time);
+  if (opt.now) aging.now = *opt.now;
+  else if (!queues->now_given) aging.now = latest;
+  std::vector<const JobView*> views;
+  for (const auto& j : input->jobs) views.push_back(&j);
+  fairness::PriorityClasses classes(queues->classes.begin(), queues->classes.end());
+  return plan_and_print(opt, resources->space, resources->capacity, resources->free, queues->queues, views, input->registry, classes,
+                        aging, opt.queues_file, "slurm jobs");
+}
+
 int run_fairshare(const FairshareOptions& opt) {
+  if (!opt.slurm_files.empty()) {
+    if (!opt.k8s_files.empty()) throw InputError("--slurm: not with --k8s");
+    return run_fairshare_slurm(opt);
+  }
   if (!opt.k8s_files.empty()) {
     if (!opt.cluster_file.empty() || !opt.queues_file.empty() || !opt.jobs_file.empty())
       throw InputError("--k8s: give the Kubernetes objects alone (not with --cluster, --queues or --jobs)");
@@ -244,6 +298,9 @@ void setup(CLI::App& app) {
   auto* k8s = sub->add_option("--k8s", opt->k8s_files,
                   "Kubernetes objects instead (JSON or YAML files: Nodes, Pods, ClusterQueues/LocalQueues/"
                   "ResourceFlavors, KAI or Volcano Queues, PriorityClasses; docs/kubernetes.md)");
+  sub->add_option("--slurm", opt->slurm_files,
+                  "Slurm's JSON instead of --cluster/--jobs: sinfo --json and squeue --json (running jobs are their "
+                  "account's usage); with --queues naming the accounts (docs/slurm.md)");
   sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName")
       ->needs(k8s);
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();

@@ -839,6 +839,25 @@ Result<Input> read(std::span<const Source> sources, const Options& options) {
   }
 }
 
+Job running_job(const RunningInfo& run) {
+  Job job;
+  job.job_name = run.id;
+  job.queue_name = run.account;
+  job.job_priority = run.priority;
+  job.job_submit_time = run.start_time;
+  for (std::size_t k = 0; k < run.tasks.size(); ++k) {
+    const RunningInfo::Task& t = run.tasks[k];
+    TaskGroupSpec g;
+    g.name = fmt::format("node{}", k);
+    g.shape.cpu = t.cpu;
+    g.shape.memory = t.memory;
+    g.shape.gpus = static_cast<GpuCount>(t.gpus.size());
+    g.shape.gpu_milli = t.gpus.empty() ? 0 : kMilliPerGpu;
+    job.groups.push_back(std::move(g));
+  }
+  return job;
+}
+
 std::string slurm_time(std::int64_t t) {
   const std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};

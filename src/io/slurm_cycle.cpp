@@ -13,22 +13,8 @@
 namespace gpusched::io {
 namespace {
 
-// One task of a running job as the request it holds on its node.
-Job running_task_job(const slurm::RunningInfo& run, const slurm::RunningInfo::Task& t) {
-  Job job;
-  job.job_name = run.id;
-  job.queue_name = run.account;
-  TaskGroupSpec g;
-  g.name = "node";
-  g.shape.cpu = t.cpu;
-  g.shape.memory = t.memory;
-  g.shape.gpus = static_cast<GpuCount>(t.gpus.size());
-  g.shape.gpu_milli = t.gpus.empty() ? 0 : kMilliPerGpu;
-  job.groups.push_back(std::move(g));
-  return job;
-}
-
 Status reserve_running(ClusterState& st, const slurm::RunningInfo& run, CycleInputs& in) {
+  if (run.tasks.empty()) return {};  // on nodes the input does not have (reported by the reader)
   const std::string what = fmt::format("running job {}", run.id);
   scheduler::RunningJob job;
   job.name = run.id;
@@ -37,18 +23,18 @@ Status reserve_running(ClusterState& st, const slurm::RunningInfo& run, CycleInp
   job.start_time = run.start_time;
   job.runtime_estimate = run.end_time > run.start_time ? run.end_time - run.start_time : -1;
   std::vector<std::string> groups;
-  for (const slurm::RunningInfo::Task& t : run.tasks) {
+  auto compiled = compile_job(st, slurm::running_job(run));
+  if (!compiled) return detail::in_context(compiled.error(), what);
+  for (std::size_t k = 0; k < run.tasks.size(); ++k) {
+    const slurm::RunningInfo::Task& t = run.tasks[k];
     const NodeId n = st.find_node(t.node);
-    auto compiled = compile_job(st, running_task_job(run, t));
-    if (!compiled) return detail::in_context(compiled.error(), what);
-    const TaskRequest& request = compiled->groups[0].request;
+    const TaskRequest& request = compiled->groups[k].request;
     TaskAssignment a = make_assignment(n, request);
     for (std::int32_t g : t.gpus) a.gpus.push_back(static_cast<GpuIndex>(g));
     if (Status s = st.reserve(request, a); !s) return detail::in_context(s.error(), fmt::format("{} on node {}", what, t.node));
     job.tasks.push_back({request, std::move(a)});
-    groups.emplace_back("node");
+    groups.push_back(compiled->groups[k].name);
   }
-  if (job.tasks.empty()) return {};  // on nodes the input does not have (reported by the reader)
   in.running.push_back(std::move(job));
   in.running_groups.push_back(std::move(groups));
   return {};

@@ -689,6 +689,53 @@ static void test_release(void) {
   gpusched_state_free(other);
 }
 
+/* Slurm's JSON (a real 22.05 capture, tests/fixtures/slurm): the state less the running jobs, the held
+ * jobs planned as if released, and one conservative cycle as the slurm_test's hand-checked plan. */
+static void test_slurm(const char* fixtures) {
+  char path[4096];
+  char *sinfo, *squeue;
+  gpusched_state* s = NULL;
+  gpusched_jobs* jobs = NULL;
+  gpusched_cycle_result* c = NULL;
+  gpusched_error err;
+  snprintf(path, sizeof path, "%s/slurm/sinfo-8gpu.json", fixtures);
+  sinfo = read_all(path);
+  snprintf(path, sizeof path, "%s/slurm/squeue-held.json", fixtures);
+  squeue = read_all(path);
+  CHECK(sinfo != NULL && squeue != NULL);
+  if (sinfo == NULL || squeue == NULL) return;
+  CHECK(gpusched_state_from_slurm(sinfo, squeue, GPUSCHED_SLURM_PLAN_HELD, &s, &jobs, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_node_count(s) == 1);
+  CHECK(gpusched_state_idle_gpus(s, 0) == 2); /* 6 of 8 held by the two running jobs */
+  CHECK(gpusched_jobs_count(jobs) == 4);
+  CHECK_STR(gpusched_jobs_name(jobs, 0), "3");
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+  /* Held jobs skipped: none pending. */
+  CHECK(gpusched_state_from_slurm(sinfo, squeue, 0, NULL, &jobs, &err) == GPUSCHED_OK);
+  CHECK(gpusched_jobs_count(jobs) == 0);
+  gpusched_jobs_free(jobs);
+  CHECK(gpusched_cycle_slurm(sinfo, squeue, 1796394815, "{\"backfill\": \"conservative\", \"preempt\": false}",
+                             GPUSCHED_SLURM_PLAN_HELD, &c, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(c) == 1);
+  CHECK_STR(gpusched_cycle_start_job(c, 0), "5");
+  CHECK_HAS(gpusched_cycle_json(c), "\"reservations\"");
+  gpusched_cycle_result_free(c);
+  /* Errors: *out NULL, the field named. */
+  s = (gpusched_state*)1;
+  jobs = (gpusched_jobs*)1;
+  CHECK(gpusched_state_from_slurm("{\"meta\": {\"plugin\": {\"type\": \"openapi/v0.0.99\"}}, \"nodes\": []}", NULL, 0, &s, &jobs, &err) ==
+        GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK(s == NULL && jobs == NULL);
+  CHECK_HAS(err.message, "sinfo: meta: meta.plugin: schema \"openapi/v0.0.99\"");
+  CHECK(gpusched_state_from_slurm(NULL, NULL, 0, &s, &jobs, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  c = (gpusched_cycle_result*)1;
+  CHECK(gpusched_cycle_slurm(sinfo, "[1", 0, NULL, 0, &c, &err) == GPUSCHED_ERROR_PARSE);
+  CHECK(c == NULL);
+  free(sinfo);
+  free(squeue);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
@@ -704,6 +751,7 @@ int main(int argc, char** argv) {
   test_session();
   test_events();
   test_release();
+  test_slurm(argv[1]);
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -40,7 +40,9 @@ const char* kSlurmMeta38 = R"J("meta": {"plugin": {"type": "openapi/v0.0.38", "n
 const char* kSlurmMeta40 = R"J("meta": {"plugin": {"type": "", "name": "", "data_parser": "data_parser/v0.0.40"}})J";
 
 std::string slurm_doc(const char* meta, const std::string& key, const std::string& items) {
-  return "{" + std::string(meta) + ", \"errors\": [], \"" + key + "\": [" + items + "]}";
+  std::string out = "{";  // appended, not `"{" + std::string(...)`: GCC 12 warns on that (-Wstringop-overflow)
+  out.append(meta).append(", \"errors\": [], \"").append(key).append("\": [").append(items).append("]}");
+  return out;
 }
 
 }  // namespace

@@ -604,6 +604,28 @@ def test_kubernetes_objects_in_bindings_out():
         gpusched.load_k8s(42)
 
 
+def test_slurm_json_in():
+    # A real Slurm 22.05 capture (tests/fixtures/slurm): two running jobs hold 6 of the node's 8 GPUs;
+    # four jobs are held. Planned as if released, conservative backfill starts job 5 (2 GPUs, 5 min)
+    # now and reserves 3 (8 GPUs) at r1's end, 6 at job 5's end, 4 after 3 (docs/slurm.md).
+    sinfo = os.path.join(FIXTURES, "slurm", "sinfo-8gpu.json")
+    squeue = os.path.join(FIXTURES, "slurm", "squeue-held.json")
+    cluster, jobs, warnings, skipped = gpusched.load_slurm(sinfo, squeue)
+    assert cluster.nodes()[0]["idle_gpus"] == 2 and len(jobs) == 0
+    assert sorted(skipped) == [("3", "JobHeldUser"), ("4", "JobHeldUser"), ("5", "JobHeldUser"), ("6", "JobHeldUser")]
+    _, held, _, skipped = gpusched.load_slurm(sinfo, squeue, plan_held=True)
+    assert held.names == ["3", "4", "5", "6"] and skipped == []
+    out = gpusched.cycle_slurm(sinfo, squeue, now=1796394815, plan_held=True, backfill="conservative", preempt=False)
+    assert [s["job"] for s in out["starts"]] == ["5"]
+    starts = {r["job"]: r["start"] - 1796394815 for r in out["reservations"]}
+    assert set(starts) == {"3", "4", "6"}
+    assert starts["6"] < starts["3"] < starts["4"]
+    with pytest.raises(ValueError, match="meta.plugin"):
+        gpusched.load_slurm({"meta": {"plugin": {"type": "openapi/v0.0.12"}}, "nodes": []})
+    with pytest.raises(TypeError):
+        gpusched.cycle_slurm(sinfo, now="soon")
+
+
 def test_errors_are_python_exceptions_by_kind():
     # A file that cannot be read is an OSError (and, as every input error, a ValueError); a missing
     # name a KeyError; a wrong type a TypeError; a bad value a ValueError.

@@ -58,7 +58,7 @@ extern "C" {
  * 4: gpusched_release (a placed job's tasks given back when it finishes).
  * 5: the scheduler session (gpusched_session_*: a scheduler kept across cycles) and
  *    GPUSCHED_CYCLE_DECISIONS_ONLY. */
-#define GPUSCHED_C_API_VERSION 5
+#define GPUSCHED_C_API_VERSION 6
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -341,6 +341,31 @@ GPUSCHED_C_EXPORT const char* gpusched_cycle_waiting_message(const gpusched_cycl
  * evictions, shrinks, grows, reservations, nominations, pending with structured reasons. */
 GPUSCHED_C_EXPORT const char* gpusched_cycle_json(const gpusched_cycle_result* result);
 GPUSCHED_C_EXPORT void gpusched_cycle_result_free(gpusched_cycle_result* result);
+
+/* ---- Slurm state in (C API version 6; docs/slurm.md) ------------------------------------- */
+
+/* Flag of the Slurm calls: held jobs are planned as if released (else they are skipped, as Slurm
+ * does not start them). */
+#define GPUSCHED_SLURM_PLAN_HELD 4u
+
+/* The cluster of `sinfo_json` (the output of `sinfo --json` or `scontrol show nodes --json`) less
+ * what the running jobs of `squeue_json` (`squeue --json`, or NULL / "" for none) hold, and its
+ * pending jobs in Slurm's order (named by Slurm's id: "17", "5_2" for an array task), ready for
+ * gpusched_place / gpusched_place_gang. Either output may be NULL when not wanted; both are set to
+ * NULL first and on any error. Schemas v0.0.37-v0.0.41; errors name the document ("sinfo",
+ * "squeue"), the record and the field. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_from_slurm(const char* sinfo_json, const char* squeue_json, unsigned flags,
+                                                             gpusched_state** state_out, gpusched_jobs** jobs_out,
+                                                             gpusched_error* err);
+
+/* One scheduling cycle at `now` on Slurm's JSON, as `gpusched cycle --slurm`: the running jobs
+ * reserved on the GPUs Slurm gave them with their end times, the pending jobs with their time
+ * limits, one queue in priority order; `options_json` as gpusched_cycle's (e.g.
+ * {"backfill": "conservative", "preempt": false}). The result's job indices refer to the pending
+ * jobs in Slurm's order (gpusched_state_from_slurm's jobs). */
+GPUSCHED_C_EXPORT gpusched_status gpusched_cycle_slurm(const char* sinfo_json, const char* squeue_json, int64_t now,
+                                                        const char* options_json, unsigned flags, gpusched_cycle_result** out,
+                                                        gpusched_error* err);
 
 /* ---- the scheduler session (C API version 5) -------------------------------------------- */
 

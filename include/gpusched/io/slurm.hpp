@@ -115,6 +115,10 @@ struct Input {
 // Reads every source (all or nothing). At least one document with nodes is needed.
 Result<Input> read(std::span<const Source> sources, const Options& options = {});
 
+// A running job as the job model: one group per node it holds (named "node0", "node1", ...), one
+// task each of what it holds there (the CPUs, memory and number of its GPUs); queue = its account.
+Job running_job(const RunningInfo& run);
+
 // A Slurm timestamp as scontrol takes it ("2026-12-04T14:30:00", UTC).
 std::string slurm_time(std::int64_t epoch_seconds);
 
