@@ -666,7 +666,15 @@ std::string waiting_text(const CycleInputs& in, const scheduler::Waiting& w) {
     return fmt::format("not now: behind {} (the head of its StrictFIFO queue)", in.pending[w.behind].job.name);
   if (!w.outcome.reasons.empty() && w.outcome.reasons[0].kind == ReasonKind::kBackoff)
     return fmt::format("not now: backing off after a failure until t={}", w.outcome.reasons[0].needed);
-  return to_string(w.outcome);
+  // Capacity held for a reservation: name the job it is held for and when that job starts.
+  std::string text = to_string(w.outcome);
+  for (const Reason& r : w.outcome.reasons)
+    if (r.kind == ReasonKind::kReservedForOther && r.subject >= 0 && static_cast<std::size_t>(r.subject) < in.pending.size()) {
+      text += fmt::format(" (held for {}", in.pending[static_cast<std::size_t>(r.subject)].job.name);
+      text += r.needed >= 0 ? fmt::format(", which is reserved to start at t={})", r.needed) : std::string(")");
+      break;
+    }
+  return text;
 }
 
 std::string write_cycle_json(const ClusterState& state, const CycleRun& run, int indent) {

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/slurm.hpp"
 
@@ -126,6 +128,13 @@ TEST_CASE("the conservative backfill on Slurm's own capture plans what Slurm pla
   CHECK(ours["3"] - 1796396613 < 60);
   CHECK(ours["6"] - 1796395114 >= 0);  // the small job's end
   CHECK(ours["6"] - 1796395114 < 60);
+  // Job 4 waits for job 3's reservation (which holds the node while the later jobs are tried), and
+  // says so with its time, not as an unschedulable node.
+  const auto w = std::find_if(d->waiting.begin(), d->waiting.end(), [](const scheduler::Waiting& x) { return x.job == "4"; });
+  REQUIRE(w != d->waiting.end());
+  const std::string text = waiting_text(c->inputs, *w);
+  CHECK(text.find(fmt::format("held for 3, which is reserved to start at t={})", ours["3"])) != std::string::npos);
+  CHECK(text.find("node unschedulable") == std::string::npos);
 }
 
 TEST_CASE("a pending array is expanded into its tasks, in Slurm's priority order") {

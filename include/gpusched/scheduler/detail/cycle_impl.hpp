@@ -201,6 +201,7 @@ struct CycleRun {
   // first blocked job's, conservative every blocked job's up to the depth.
   std::size_t guards = 0;
   std::vector<NodeId> guard_cordoned;
+  std::size_t first_guard = SIZE_MAX;  // the first protected reservation (index into out.reservations)
   // What each guard's plan found for a job shape: while the state only loses capacity (no eviction
   // since), a job of the same shape and replicas running at least as long cannot start before the
   // earliest start found for it (kForever: none within the window, or never), so its plan tests no
@@ -804,7 +805,7 @@ struct CycleRun {
     const ClusterState::Checkpoint mark_state = state.checkpoint();
     for (const Victim& v : plan.victims) {
       const RunningJob& r = running[v.job];
-      const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.min_tasks);
+      const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.tasks.size()) - v.tasks_shed;  // its last tasks
       Amounts a = assignment_amounts(std::span<const RunningTask>(r.tasks).subspan(first));
       returned.emplace_back(queue_of(v.job), a);
       refund(queue_of(v.job), a);
@@ -828,7 +829,7 @@ struct CycleRun {
       e.for_job = job.name;
       e.reason = queue_of(v.job) == q ? EvictionReason::kPriority : why[v.job];
       e.whole = v.whole;
-      const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.min_tasks);
+      const std::uint32_t first = v.whole ? 0U : static_cast<std::uint32_t>(r.tasks.size()) - v.tasks_shed;
       for (std::uint32_t t = first; t < r.tasks.size(); ++t) {
         e.tasks.push_back(t);
         e.released.push_back(r.tasks[t].assignment);
@@ -869,6 +870,7 @@ struct CycleRun {
 
   void wait(std::size_t p, Outcome o, const Attempt* at = nullptr, std::size_t behind = SIZE_MAX) {
     if (!explain && o.verdict == Verdict::kNotNow) return;
+    if (o.verdict == Verdict::kNotNow) blame_guards(o);
     Waiting w;
     w.pending = p;
     w.job = pending[p].job.name;
@@ -990,14 +992,31 @@ struct CycleRun {
     }
     if (plan->reservations.empty()) return;
     const Reservation& r = plan->reservations.front();
+    if (first_guard == SIZE_MAX) first_guard = out.reservations.size();
     out.reservations.push_back({p, pending[p].job.name, r.start, r.end, r.nodes()});
     for (NodeId n : r.nodes())
       if (!state.removed(n) && state.schedulable(n) && state.cordon(n).ok()) guard_cordoned.push_back(n);
   }
 
+  // A node a reservation holds is closed (cordoned) while later jobs are tried: a job kept off it
+  // waits for that reservation, not for an unschedulable node. Up to the number of closed nodes, the
+  // "node unschedulable" count becomes kReservedForOther naming the first protected reservation's job
+  // (subject: its pending index) and start (`needed`).
+  void blame_guards(Outcome& o) const {
+    if (guard_cordoned.empty() || first_guard >= out.reservations.size()) return;
+    auto it = std::find_if(o.reasons.begin(), o.reasons.end(), [](const Reason& r) { return r.kind == ReasonKind::kNodeUnschedulable; });
+    if (it == o.reasons.end()) return;
+    const std::uint64_t held = std::min<std::uint64_t>(it->count, guard_cordoned.size());
+    it->count -= held;
+    if (it->count == 0) o.reasons.erase(it);
+    const CycleReservation& r = out.reservations[first_guard];
+    o.reasons.push_back({ReasonKind::kReservedForOther, Unit::kNone, r.start, -1, 0, static_cast<std::int32_t>(r.pending)});
+  }
+
   void unguard() {
     for (NodeId n : guard_cordoned) (void)state.uncordon(n);
     guard_cordoned.clear();
+    first_guard = SIZE_MAX;
   }
 
   // After stage 4: the blocked jobs planned together; those that fit without delaying a reservation
