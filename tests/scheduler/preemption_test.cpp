@@ -149,6 +149,33 @@ TEST_CASE("an elastic gang sheds its tasks above the minimum before anyone is ev
   CHECK(plan8.cost == 80'000);
 }
 
+TEST_CASE("a shrink sheds only the tasks the preemptor needs, its last ones") {
+  // One node of 8 GPUs held by elastic E: 8 tasks x 1 GPU, minimum 2. A 2-GPU preemptor needs two of
+  // its six extra tasks, not all six (the search takes the whole shrink, the trim gives back four).
+  for (bool checkpoint_aware : {true, false}) {
+    auto state = ClusterState::build(make_cluster(1, 8), GpuModelRegistry::builtin()).value();
+    RunningJob e;
+    e.name = "E";
+    e.queue = "q";
+    e.min_tasks = 2;
+    for (GpuIndex g = 0; g < 8; ++g) e.tasks.push_back(run_on(state, 0, g, 1));
+    std::vector<RunningJob> running{e};
+    state.commit();
+    const GangSpec spec = gang(state, 1, 2);
+    PreemptionOptions o;
+    o.checkpoint_aware = checkpoint_aware;
+    const PreemptionPlan plan = find_victims(state, {&spec, "q", 10, 0}, running, 1000, o);
+    REQUIRE(plan.verdict == Verdict::kPlaced);
+    REQUIRE(plan.victims.size() == 1);
+    CHECK_FALSE(plan.victims[0].whole);
+    CHECK(plan.victims[0].tasks_shed == 2);
+    // The preemptor's placement uses the GPUs of E's last two tasks (6 and 7).
+    REQUIRE(plan.placement.size() == 1);
+    CHECK(plan.placement[0].assignment.gpus == std::vector<GpuIndex>{6, 7});
+    CHECK(state.total_gpu_milli_free() == 0);  // a plan changes nothing
+  }
+}
+
 TEST_CASE("eligibility: non-preemptible, too young, higher priority and other queues are not candidates") {
   auto state = ClusterState::build(make_cluster(1, 8), GpuModelRegistry::builtin()).value();
   std::vector<RunningJob> running{whole_nodes(state, "J", 0, 1, 5)};

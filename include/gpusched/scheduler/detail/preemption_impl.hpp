@@ -105,6 +105,7 @@ struct RunningFacts {
   };
   std::vector<Job> jobs;
   std::vector<NodeId> task_nodes;
+  Seconds now = 0;  // the time the units' lost work is counted at
   std::unordered_map<std::string_view, std::uint32_t> queues;  // the running jobs' queue names (views into them)
 
   // The index of queue `name` among the running jobs' queues; none: no running job is in it.
@@ -162,6 +163,7 @@ GPUSCHED_DECL bool eligible_by_rules(bool same_queue, std::int32_t priority, Sec
 
 GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime) {
   RunningFacts out;
+  out.now = now;
   out.jobs.resize(running.size());
   for (std::size_t j = 0; j < running.size(); ++j) {
     const RunningJob& job = running[j];
@@ -283,6 +285,47 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
                     detail::preemptor_fits(state, spec, options.placement, out, plan.placements_tried);
     state.rollback(base);
     return ok;
+  };
+
+  // A chosen shrink sheds every task above the job's minimum; the preemptor may need fewer. Each is
+  // cut to the fewest of its last tasks with which the set still suffices (binary search: shedding
+  // more never frees less), so an elastic victim keeps the rest running. If the cut set's placement
+  // fails (the gang solver is not monotone in every corner), the full shrinks stay.
+  auto trim_shrinks = [&](std::vector<CandidateUnit>& us, std::span<const std::size_t> set, std::vector<TaskPlacement>& out) {
+    std::vector<std::pair<std::size_t, CandidateUnit>> full;
+    for (std::size_t u : set) {
+      if (us[u].whole || us[u].count <= 1) continue;
+      const bool evicted_whole = std::any_of(set.begin(), set.end(), [&](std::size_t v) { return us[v].whole && us[v].job == us[u].job; });
+      if (evicted_whole) continue;
+      full.emplace_back(u, us[u]);
+      const CandidateUnit all_extra = us[u];
+      const RunningJob& job = running[all_extra.job];
+      auto cut = [&](std::uint32_t c) {
+        CandidateUnit t = all_extra;
+        t.first = all_extra.first + all_extra.count - c;
+        t.count = c;
+        t.lost = lost_work(job, t.first, c, facts.now);
+        t.cost = t.lost;
+        t.freed_milli = 0;
+        for (std::uint32_t k = t.first; k < t.first + c; ++k) t.freed_milli = detail::saturating_add(t.freed_milli, detail::held_milli(job.tasks[k].assignment));
+        return t;
+      };
+      std::uint32_t lo = 1, hi = all_extra.count;
+      while (lo < hi) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        us[u] = cut(mid);
+        if (suffices(set, nullptr)) hi = mid;
+        else lo = mid + 1;
+      }
+      us[u] = cut(hi);
+    }
+    if (full.empty()) return;
+    std::vector<TaskPlacement> cut_placement;
+    if (suffices(set, &cut_placement)) {
+      out = std::move(cut_placement);
+      return;
+    }
+    for (const auto& [u, unit] : full) us[u] = unit;
   };
 
   std::vector<std::size_t> chosen;
@@ -453,6 +496,8 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
     placement.clear();
     if (!suffices(chosen, &placement)) chosen.clear();
   }
+
+  if (!chosen.empty()) trim_shrinks(units, chosen, placement);
 
   if (chosen.empty() && placement.empty()) {
     // Unreachable in practice (the full set sufficed), but never report a plan that does not place.
