@@ -157,7 +157,8 @@ int run_bench(const BenchOptions& opt) {
     auto pods = io::read_alibaba_pods(path);
     if (!pods) throw InputError(pods.error().message);
     auto w = sim::make_trace_workload(*nodes, *pods, name);
-    if (!w) throw InputError(fmt::format("{}: {}", path, w.error().message));
+    // Blame the file at fault: the node list (--nodes) or the trace's pod list.
+    if (!w) throw InputError(fmt::format("{}: {}", w.error().field == "nodes" ? nodes_path : path, w.error().message));
     if (!opt.quiet)
       cfg.progress = [&, name = name](std::size_t done, std::size_t total, const std::string& what, std::uint64_t seed) {
         const std::string line = fmt::format("bench-packing: {}{} [{}/{}] {} seed {}", name,

@@ -35,7 +35,7 @@ Result<TraceWorkload> make_trace_workload(const std::vector<io::TraceNode>& node
   if (pods.empty()) return Error{fmt::format("{}: the pod list has no pods", name), ErrorCode::kMissingField, "pods"};
   const Cluster cluster = io::to_cluster(nodes);
   auto state = ClusterState::build(cluster, GpuModelRegistry::builtin());
-  if (!state) return state.error();
+  if (!state) return Error{state.error().message, state.error().code, "nodes"};  // the node list's fault
   TraceWorkload w{std::move(state.value()), {}, {}, 0, std::move(name)};
   w.capacity = w.initial.total_gpu_milli_capacity();
   if (w.capacity == 0)
@@ -45,7 +45,7 @@ Result<TraceWorkload> make_trace_workload(const std::vector<io::TraceNode>& node
   for (const io::TracePod& p : pods) {
     std::vector<std::string_view> models(p.gpu_spec.begin(), p.gpu_spec.end());
     auto req = w.initial.compile(p.shape(), models);
-    if (!req) return Error{fmt::format("pod {}: {}", p.name, req.error().message)};
+    if (!req) return Error{fmt::format("pod {}: {}", p.name, req.error().message), req.error().code, "pods"};
     w.pods.push_back(std::move(req.value()));
   }
   w.target = TargetWorkload::from_requests(w.pods);

@@ -486,8 +486,12 @@ void augment(std::vector<SimJob>& jobs, const Augment& a) {
     if (a.checkpoint_interval > 0 && lacks(SimJob::kGivenCheckpoint)) j.checkpoint_interval = a.checkpoint_interval;
     if (a.restart_cost > 0 && lacks(SimJob::kGivenRestart)) j.restart_cost = a.restart_cost;
     const double u = unit(rng);
-    if (a.estimate_error > 0 && lacks(SimJob::kGivenEstimate))
-      j.estimate = std::max<Seconds>(j.duration, static_cast<Seconds>(std::ceil(j.duration * (1 + a.estimate_error * u))));
+    if (a.estimate_error > 0 && lacks(SimJob::kGivenEstimate)) {
+      // Generated, so bounded here: an estimate past the simulator's horizon would be refused as if
+      // the trace had given it (and a double past int64 cannot be converted).
+      const double e = std::ceil(static_cast<double>(j.duration) * (1 + a.estimate_error * u));
+      j.estimate = std::max<Seconds>(j.duration, e >= static_cast<double>(kMaxSimSeconds) ? kMaxSimSeconds : static_cast<Seconds>(e));
+    }
     if (a.elastic_fraction > 0 && j.tasks > 1 && unit(rng) < a.elastic_fraction && lacks(SimJob::kGivenMinTasks))
       j.min_tasks = j.tasks / 2;
   }

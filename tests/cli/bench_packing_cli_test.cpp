@@ -73,3 +73,12 @@ TEST_CASE("bench-packing: bad input exits 2 with one message naming the value") 
   CHECK(r.status == 2);
   CHECK(r.out.find("gpusched-bad-pods.csv:2: column 5 (gpu_milli)") != std::string::npos);
 }
+
+TEST_CASE("bench-packing: a node list without GPUs is blamed, not the trace") {
+  const std::string nodes = gpusched::cli_test::temp_file("cpu_only_nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,0,\n");
+  const Run r = run_tool("bench-packing --quiet --trace " + fixture("pairs_pods.csv") + " --nodes " + nodes, true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find(nodes + ": ") != std::string::npos);
+  CHECK(r.out.find("the node list has no GPUs") != std::string::npos);
+  CHECK(r.out.find("pairs_pods.csv") == std::string::npos);
+}

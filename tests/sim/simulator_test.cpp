@@ -665,3 +665,23 @@ TEST_CASE("failures no job outlives: the run ends, its samples stay bounded, wha
   CHECK(r.samples.size() < (std::size_t{1} << 14));
   for (std::size_t k = 1; k < r.samples.size(); ++k) CHECK(r.samples[k].time > r.samples[k - 1].time);
 }
+
+TEST_CASE("generated estimates stay within the simulator's horizon (the trace gave none to blame)") {
+  // A job as long as the horizon allows, with the largest estimate error: duration x (1 + 1000 u)
+  // would pass 2^40 s (and the int64 range for longer jobs); it is capped, never refused.
+  SimJob j;
+  j.name = "long";
+  j.duration = kMaxSimSeconds;
+  j.shape.gpus = 1;
+  j.shape.gpu_milli = 1000;
+  std::vector<SimJob> jobs{j};
+  Augment a;
+  a.estimate_error = 1000;
+  augment(jobs, a);
+  CHECK(jobs[0].estimate == kMaxSimSeconds);
+  j.duration = 1000;
+  jobs = {j};
+  augment(jobs, a);
+  CHECK(jobs[0].estimate >= 1000);
+  CHECK(jobs[0].estimate <= 1000 * 1001);
+}
