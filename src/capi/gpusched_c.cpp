@@ -460,6 +460,20 @@ void check(const gpusched::Status& s) {
   if (!s) fail(s.error());
 }
 
+// Slurm's JSON as the reader takes it (gpusched_state_from_slurm, gpusched_cycle_slurm).
+std::vector<gpusched::io::slurm::Source> slurm_sources(const char* sinfo_json, const char* squeue_json) {
+  need(sinfo_json, "sinfo_json");
+  std::vector<gpusched::io::slurm::Source> sources = {{sinfo_json, "sinfo"}};
+  if (squeue_json && *squeue_json) sources.push_back({squeue_json, "squeue"});
+  return sources;
+}
+
+gpusched::io::slurm::Options slurm_options(unsigned flags) {
+  gpusched::io::slurm::Options o;
+  o.held = (flags & GPUSCHED_SLURM_PLAN_HELD) ? gpusched::io::slurm::Held::kPlan : gpusched::io::slurm::Held::kSkip;
+  return o;
+}
+
 }  // namespace
 
 extern "C" {
@@ -910,22 +924,6 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
 
 // ---- Slurm state in ----
 
-namespace {
-
-std::vector<gpusched::io::slurm::Source> slurm_sources(const char* sinfo_json, const char* squeue_json) {
-  need(sinfo_json, "sinfo_json");
-  std::vector<gpusched::io::slurm::Source> sources = {{sinfo_json, "sinfo"}};
-  if (squeue_json && *squeue_json) sources.push_back({squeue_json, "squeue"});
-  return sources;
-}
-
-gpusched::io::slurm::Options slurm_options(unsigned flags) {
-  gpusched::io::slurm::Options o;
-  o.held = (flags & GPUSCHED_SLURM_PLAN_HELD) ? gpusched::io::slurm::Held::kPlan : gpusched::io::slurm::Held::kSkip;
-  return o;
-}
-
-}  // namespace
 
 gpusched_status gpusched_state_from_slurm(const char* sinfo_json, const char* squeue_json, unsigned flags,
                                           gpusched_state** state_out, gpusched_jobs** jobs_out, gpusched_error* err) {
