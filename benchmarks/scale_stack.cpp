@@ -190,7 +190,7 @@ void BM_ScaleTopoPick64(benchmark::State& st) {
   const auto constraint = f.topo.constraint(LevelMode::kRequired, "topology.kubernetes.io/block").value();
   for (auto _ : st) {
     auto p = f.topo.pick_nodes(f.state, r, 64, constraint);
-    if (!p.found) {
+    if (!p.found()) {
       st.SkipWithError("no pick");
       break;
     }

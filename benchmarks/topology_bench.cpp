@@ -76,7 +76,7 @@ void BM_Best64Nodes_FatTree4096(benchmark::State& st) {
   const auto constraint = ft.topo.constraint(LevelMode::kRequired, "topology.kubernetes.io/block").value();
   for (auto _ : st) {
     auto p = ft.topo.pick_nodes(ft.state, ft.request, 64, constraint);
-    if (!p.found) st.SkipWithError("no pick");
+    if (!p.found()) st.SkipWithError("no pick");
     benchmark::DoNotOptimize(p);
   }
 }

@@ -365,8 +365,8 @@ py::dict topology_pick(const std::string& nvidia_smi_topo, int gpus, std::option
   options.message_bytes = message_bytes;
   const topology::GpuPick p = topo->best_gpus(candidates, static_cast<std::size_t>(gpus), options);
   py::dict out;
-  out["found"] = p.found;
-  if (!p.found) {
+  out["found"] = p.found();
+  if (!p.found()) {
     out["reason"] = p.reason;
     return out;
   }

@@ -185,8 +185,8 @@ int run_pick(const TopoOptions& o) {
   po.message_bytes = message_bytes(o.message);
   const GpuPick p = t.best_gpus(free, static_cast<std::size_t>(o.gpus), po);
   if (o.format == "json") {
-    nlohmann::json out = {{"found", p.found}};
-    if (p.found) {
+    nlohmann::json out = {{"found", p.found()}};
+    if (p.found()) {
       out["gpus"] = p.gpus;
       out["score"] = score_json(p.score);
       out["exact"] = p.exact;
@@ -195,7 +195,7 @@ int run_pick(const TopoOptions& o) {
       out["reason"] = p.reason;
     }
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else if (p.found) {
+  } else if (p.found()) {
     std::string list;
     for (std::size_t i = 0; i < p.gpus.size(); ++i) list += fmt::format("{}{}", i ? "," : "", p.gpus[i]);
     std::printf("gpus %s: span %s, bus bandwidth %.2f GB/s, latency %.2f us, all-reduce of %.0f bytes %.2f us "
@@ -206,7 +206,7 @@ int run_pick(const TopoOptions& o) {
   } else {
     std::printf("no pick: %s\n", p.reason.c_str());
   }
-  return p.found ? 0 : 1;
+  return p.found() ? 0 : 1;
 }
 
 int run_nodes(const TopoOptions& o) {
@@ -255,7 +255,7 @@ int run_nodes(const TopoOptions& o) {
   // The estimate over the fabric graph: ranks per node = the most GPUs the pick puts on one node.
   NodeSetEstimate est;
   std::int32_t per_node = 1;
-  if (p.found) {
+  if (p.found()) {
     for (std::int32_t k : p.tasks_per_node) per_node = std::max(per_node, k * std::max(o.gpus_per_task, 1));
     est = ClusterGraph::build(*topo, &*state).allreduce(p.nodes, per_node, bytes, o.node_bus_gbps);
   }
@@ -265,8 +265,8 @@ int run_nodes(const TopoOptions& o) {
     return fmt::format("{} {}", topo->level_short_name(s.level), topo->domain_name(s.level, s.domain));
   };
   if (o.format == "json") {
-    nlohmann::json out = {{"found", p.found}};
-    if (p.found) {
+    nlohmann::json out = {{"found", p.found()}};
+    if (p.found()) {
       nlohmann::json nodes = nlohmann::json::array();
       for (std::size_t i = 0; i < p.nodes.size(); ++i)
         nodes.push_back({{"node", std::string(state->node_name(p.nodes[i]))}, {"tasks", p.tasks_per_node[i]}});
@@ -283,7 +283,7 @@ int run_nodes(const TopoOptions& o) {
       out["reason"] = p.reason;
     }
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else if (p.found) {
+  } else if (p.found()) {
     std::string s = fmt::format("{} tasks on {} nodes within {}{}\n", o.tasks, p.nodes.size(), level_name(p.span),
                                 p.preference_met ? "" : " (preferred level not met)");
     for (std::size_t i = 0; i < p.nodes.size(); ++i)
@@ -295,7 +295,7 @@ int run_nodes(const TopoOptions& o) {
   } else {
     std::printf("no pick: %s\n", p.reason.c_str());
   }
-  return p.found ? 0 : 1;
+  return p.found() ? 0 : 1;
 }
 
 void add_node_options(CLI::App* sub, TopoOptions& o) {

@@ -87,7 +87,7 @@ int main() {
   auto topo = gs::topology::NodeTopology::nvlink_domain(1, 4, gs::topology::LinkKind::kNvLink5, 18);
   const std::vector<std::uint16_t> free_gpus{0, 1, 2, 3};
   gs::topology::GpuPick pick = topo.best_gpus(free_gpus, 2);
-  expect(pick.found && pick.gpus.size() == 2, "topology: picks 2 of 4 NVSwitch GPUs");
+  expect(pick.found() && pick.gpus.size() == 2, "topology: picks 2 of 4 NVSwitch GPUs");
 
   // Fairness (DRF, Ghodsi et al. NSDI'11, section 4 example): 9 CPUs and 18 GB; after one task of
   // A <1 CPU, 4 GB> (dominant share 4/18) and none of B, B is next; after one task of B

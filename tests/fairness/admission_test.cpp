@@ -146,23 +146,23 @@ TEST_CASE("flavors: first flavor within nominal, borrowing on one flavor does no
   auto p = FairSharePlanner::build(space2(), cap, cap - t.usage, {t, u}).value();
   // Any model: A100 would borrow, H100 is within nominal -> H100, not borrowing.
   const auto d = p.query(job("any", "t", 2));
-  CHECK(d.admitted);
+  CHECK(d.admitted());
   CHECK_FALSE(d.borrows);
   CHECK(d.gpu_dim == 3);
   CHECK(d.reason == "fits within nominal quota on gpu:H100");
   // A100 only: borrows (u lends 2 of its 4... 6 + 2 = 8 <= pool 8).
   const auto a = p.query(job("a100", "t", 2, {"A100"}));
-  CHECK(a.admitted);
+  CHECK(a.admitted());
   CHECK(a.borrows);
   const auto too_many = p.query(job("a100x3", "t", 3, {"A100"}));
-  CHECK_FALSE(too_many.admitted);
+  CHECK_FALSE(too_many.admitted());
   CHECK(too_many.reason == "queue t: the cohort has no unused quota to lend on gpu:A100 (requested 3, available 2)");
   const auto none = p.query(job("l4", "t", 1, {"L4"}));
-  CHECK_FALSE(none.admitted);
+  CHECK_FALSE(none.admitted());
   CHECK(none.reason == "queue t: none of the allowed GPU models (L4) is offered");
   // u's own A100 quota that t borrowed is reclaimable.
   const auto reclaim = p.query(job("u-a100", "u", 4, {"A100"}));
-  CHECK_FALSE(reclaim.admitted);
+  CHECK_FALSE(reclaim.admitted());
   CHECK(reclaim.reason ==
         "queue u: within nominal quota, but lent to borrowing queues (reclaimable) on gpu:A100 (requested 4, "
         "available 2); reclaim from: t borrows 2");
@@ -288,7 +288,7 @@ TEST_CASE("partial admission: min_replicas admits as many replicas as the quota 
 
   // The same as a query, before anything is admitted.
   const auto d = p.query(jobs[0]);
-  CHECK(d.admitted);
+  CHECK(d.admitted());
   CHECK(d.partial);
   CHECK(d.replicas == std::vector<std::int32_t>{6, 1});
   CHECK(d.reason == "fits partially (6+1 of 8+1 replicas)");
@@ -296,16 +296,16 @@ TEST_CASE("partial admission: min_replicas admits as many replicas as the quota 
   // Two elastic groups shrink proportionally: A 4 (min 0), B 3 (min 1), S = 4; at step s A keeps
   // 4 - s and B keeps 3 - floor(2s/4): s = 0: 7, s = 1: 3 + 3 = 6 <= 6. Admitted with {3, 3}.
   const auto two = p.query(elastic("two", {worker(4, 0), worker(3, 1)}));
-  CHECK(two.admitted);
+  CHECK(two.admitted());
   CHECK(two.replicas == std::vector<std::int32_t>{3, 3});
 
   // A job whose minimum does not fit stays pending, and the reason is about the minimum (7 > 6).
   const auto rigid_min = p.query(elastic("big", {worker(8, 7)}));
-  CHECK_FALSE(rigid_min.admitted);
+  CHECK_FALSE(rigid_min.admitted());
   CHECK(rigid_min.reason == "queue q: exceeds nominal quota (no cohort to borrow from) on gpu:H100 (requested 7, available 6)");
 
   // A job without min_replicas is all or nothing.
   const auto whole = p.query(elastic("whole", {worker(8, -1)}));
-  CHECK_FALSE(whole.admitted);
+  CHECK_FALSE(whole.admitted());
   CHECK_FALSE(whole.partial);
 }

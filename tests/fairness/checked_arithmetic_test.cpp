@@ -78,7 +78,7 @@ TEST_CASE("checked arithmetic: the planner reports a wrapped or negative request
   CHECK(plan.pending[0].kind == PendingKind::kInvalidRequest);
   CHECK(planner.outcome(plan, plan.pending[0]).verdict == Verdict::kInvalid);
   CHECK(plan.queues[0].usage[ResourceSpace::kCpu] == 1000);  // never negative
-  CHECK_FALSE(planner.query(jobs[0]).admitted);
+  CHECK_FALSE(planner.query(jobs[0]).admitted());
 }
 
 TEST_CASE("checked arithmetic: cohort pools that overflow are a build error naming the queue") {

@@ -458,7 +458,7 @@ TEST_CASE("with the topology module's levels, a rack is a rack within its block"
   GangOptions opt;
   opt.dry_run = true;
   CHECK(place_gang(s, spec, opt).verdict == Verdict::kPlaced);  // labels: one rack "r0" of 4
-  opt.topology = &*topo;
+  opt.domains = &topo->domains();
   auto r = place_gang(s, spec, opt);
   CHECK(r.verdict == Verdict::kInfeasible);  // a rack of 2 nodes never holds 3 tasks of 8 GPUs
   CHECK(r.explanation.find("(b0/r0) offers 2") != std::string::npos);

@@ -199,28 +199,28 @@ TEST_CASE("kNone packs task by task best fit; kPreferred looks for the tightest 
   // 4 tasks. Best fit task by task: gb-04 (1 slot), gb-06 (2), then gb-00 -> three nodes over both
   // leaves. Preferred: gb-00 alone holds them (the first node with exactly 4).
   NodeSetPick a = t->pick_nodes(cap, 4, none);
-  REQUIRE(a.found);
+  REQUIRE(a.found());
   CHECK(a.nodes == std::vector<NodeId>{4, 6, 0});
   CHECK(a.tasks_per_node == std::vector<std::int32_t>{1, 2, 1});
   CHECK(a.span.level == 0);
   NodeSetPick b = t->pick_nodes(cap, 4, pref_spine);
-  REQUIRE(b.found);
+  REQUIRE(b.found());
   CHECK(b.nodes == std::vector<NodeId>{0});
   CHECK(b.span.level == NodeSpan::kSingleNode);
   CHECK(g.allreduce(b.nodes, 4, kGB, 450.0).allreduce_us < g.allreduce(a.nodes, 4, kGB, 450.0).allreduce_us);
   // 6 tasks. Preferred: nvl0 (8 slots, the smallest NVL domain that holds 6; nvl1 ties and comes
   // later) as gb-00 x4 + gb-01 x2. None: gb-04 x1, gb-06 x2, gb-00 x3.
   NodeSetPick c = t->pick_nodes(cap, 6, pref_spine);
-  REQUIRE(c.found);
+  REQUIRE(c.found());
   CHECK(c.nodes == std::vector<NodeId>{0, 1});
   CHECK(c.tasks_per_node == std::vector<std::int32_t>{4, 2});
   CHECK(c.span.level == 2);
   NodeSetPick d = t->pick_nodes(cap, 6, none);
-  REQUIRE(d.found);
+  REQUIRE(d.found());
   CHECK(d.nodes == std::vector<NodeId>{4, 6, 0});
   CHECK(d.tasks_per_node == std::vector<std::int32_t>{1, 2, 3});
   // More than the placed nodes hold (1+2+4*5 = 23): not found in either mode.
-  CHECK_FALSE(t->pick_nodes(cap, 24, none).found);
+  CHECK_FALSE(t->pick_nodes(cap, 24, none).found());
   CHECK(t->pick_nodes(cap, 24, none).reason == "only 23 tasks fit in the cluster, 24 requested; 1 nodes lack topology labels");
-  CHECK(t->pick_nodes(cap, 23, none).found);
+  CHECK(t->pick_nodes(cap, 23, none).found());
 }

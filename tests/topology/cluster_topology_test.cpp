@@ -95,22 +95,22 @@ TEST_CASE("required rack: the best-fit rack, largest nodes first") {
 
   SUBCASE("3 tasks go to r2 (24 free GPUs) not r1 (32): the smallest rack that holds them") {
     auto pick = t.pick_nodes(s, req, 3, t.constraint(LevelMode::kRequired, kRack).value());
-    REQUIRE(pick.found);
+    REQUIRE(pick.found());
     CHECK(pick.nodes == std::vector<NodeId>{4, 5, 6});
     CHECK(pick.span.level == 1);
     CHECK(t.domain_name(1, pick.span.domain) == "r2");
   }
   SUBCASE("2 tasks: r3 fits exactly") {
     auto pick = t.pick_nodes(s, req, 2, t.constraint(LevelMode::kRequired, kRack).value());
-    REQUIRE(pick.found);
+    REQUIRE(pick.found());
     CHECK(pick.nodes == std::vector<NodeId>{8, 9});
   }
   SUBCASE("5 tasks cannot be in one rack: required fails with numbers, preferred spreads in block b1") {
     auto req_pick = t.pick_nodes(s, req, 5, t.constraint(LevelMode::kRequired, kRack).value());
-    CHECK_FALSE(req_pick.found);
+    CHECK_FALSE(req_pick.found());
     CHECK(req_pick.reason == "no rack has room for 5 tasks: the largest free one holds 4 (rack 'r1')");
     auto pref = t.pick_nodes(s, req, 5, t.constraint(LevelMode::kPreferred, kRack).value());
-    REQUIRE(pref.found);
+    REQUIRE(pref.found());
     CHECK_FALSE(pref.preference_met);
     CHECK(pref.span.level == 0);  // block b1
     CHECK(pref.nodes.size() == 5);
@@ -119,18 +119,18 @@ TEST_CASE("required rack: the best-fit rack, largest nodes first") {
   }
   SUBCASE("more than the cluster holds") {
     auto pick = t.pick_nodes(s, req, 10, {});
-    CHECK_FALSE(pick.found);
+    CHECK_FALSE(pick.found());
     CHECK(pick.reason == "only 9 tasks fit in the cluster, 10 requested");
   }
   SUBCASE("1-GPU tasks pack onto a single node when one holds them all") {
     auto pick = t.pick_nodes(s, whole_gpus(s, 1), 8, t.constraint(LevelMode::kRequired, kBlock).value());
-    REQUIRE(pick.found);
+    REQUIRE(pick.found());
     CHECK(pick.nodes.size() == 1);
     CHECK(pick.span.level == NodeSpan::kSingleNode);
   }
   SUBCASE("bad task count is a reason, not a crash") {
     auto pick = t.pick_nodes(s, req, 0, {});
-    CHECK_FALSE(pick.found);
+    CHECK_FALSE(pick.found());
     CHECK(pick.reason.find("tasks") != std::string::npos);
   }
 }
@@ -160,8 +160,8 @@ TEST_CASE("property: picks respect capacity and the required level, and are opti
       for (NodeId node : t.domain_nodes(level, d)) cap += ClusterTopology::task_capacity(s, node, req);
       fits = fits || cap >= tasks;
     }
-    CHECK(pick.found == fits);
-    if (!pick.found) continue;
+    CHECK(pick.found() == fits);
+    if (!pick.found()) continue;
     CHECK(sum(pick.tasks_per_node) == tasks);
     std::set<NodeId> distinct(pick.nodes.begin(), pick.nodes.end());
     CHECK(distinct.size() == pick.nodes.size());

@@ -73,7 +73,7 @@ TEST_CASE("known answer: on a DGX-1 the best 4 GPUs are a fully NVLinked quad") 
   const NodeTopology t = load("dgx1_v100.txt");
   const G all{0, 1, 2, 3, 4, 5, 6, 7};
   GpuPick p = t.best_gpus(all, 4);
-  REQUIRE(p.found);
+  REQUIRE(p.found());
   CHECK(p.exact);
   CHECK(p.gpus == G{0, 1, 2, 3});
   for (std::size_t a = 0; a < 4; ++a)
@@ -180,7 +180,7 @@ TEST_CASE("property: picks are k distinct free GPUs and exhaustive search is opt
       const std::size_t k = 1 + rng.next() % free.size();
       const double bytes = static_cast<double>(1u << (rng.next() % 28));
       GpuPick p = t.best_gpus(free, k, {bytes});
-      REQUIRE(p.found);
+      REQUIRE(p.found());
       CHECK(p.gpus.size() == k);
       CHECK(std::is_sorted(p.gpus.begin(), p.gpus.end()));
       CHECK(std::adjacent_find(p.gpus.begin(), p.gpus.end()) == p.gpus.end());
@@ -268,7 +268,7 @@ TEST_CASE("NVLink domain (GB200 NVL72 shape): best 32 of 72 takes 8 whole trays"
   free.erase(std::remove_if(free.begin(), free.end(), [](std::uint16_t g) { return g == 0 || g == 1 || g == 4; }),
              free.end());
   GpuPick p = t.best_gpus(free, 32);
-  REQUIRE(p.found);
+  REQUIRE(p.found());
   CHECK_FALSE(p.exact);
   CHECK(p.gpus.size() == 32);
   std::vector<int> per_tray(18, 0);

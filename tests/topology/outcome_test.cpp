@@ -16,10 +16,10 @@ TEST_CASE("best_gpus: not now while GPUs are busy, infeasible beyond the node, i
   const NodeTopology dgx1 = NodeTopology::build(*known_interconnect("V100M32", 8)).value();
   const std::vector<std::uint16_t> two_free{0, 3}, all{0, 1, 2, 3, 4, 5, 6, 7}, bad{0, 9};
   const GpuPick ok = dgx1.best_gpus(two_free, 2);
-  REQUIRE(ok.found);
+  REQUIRE(ok.found());
   CHECK(ok.outcome.placed());
   const GpuPick busy = dgx1.best_gpus(two_free, 4);
-  CHECK_FALSE(busy.found);
+  CHECK_FALSE(busy.found());
   CHECK(busy.outcome.verdict == Verdict::kNotNow);
   REQUIRE(busy.outcome.reasons.size() == 1);
   CHECK(busy.outcome.reasons[0] == Reason{ReasonKind::kInsufficientGpus, Unit::kGpus, 4, 2, 1, -1});
@@ -43,11 +43,11 @@ TEST_CASE("pick_nodes: a rack that is full now is not now; a job larger than any
   const LevelConstraint rack = t.constraint(LevelMode::kRequired, "rack").value();
 
   const NodeSetPick five = t.pick_nodes(s, req, 5, rack);
-  REQUIRE(five.found);
+  REQUIRE(five.found());
   CHECK(five.outcome.placed());
 
   const NodeSetPick six = t.pick_nodes(s, req, 6, rack);
-  CHECK_FALSE(six.found);
+  CHECK_FALSE(six.found());
   CHECK(six.outcome.verdict == Verdict::kNotNow);
   REQUIRE(six.outcome.reasons.size() == 1);
   // need 6 tasks, the largest rack holds 5, 2 racks at level 0.

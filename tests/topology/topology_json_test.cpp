@@ -64,7 +64,7 @@ TEST_CASE("nested form: levels, links, oversubscription and the domain tree") {
   auto req = s.compile(shape).value();
   auto need = t->constraint(LevelMode::kRequired, "leaf").value();
   NodeSetPick p = t->pick_nodes(s, req, 3, need);
-  REQUIRE(p.found);
+  REQUIRE(p.found());
   CHECK(p.nodes == std::vector<NodeId>{4, 5, 6});
 }
 

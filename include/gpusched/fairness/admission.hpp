@@ -191,13 +191,14 @@ struct AdmissionPlan {
 
 // Would one job be admitted now (before any other pending job), and if not, why.
 struct AdmissionDecision {
-  bool admitted = false;
   bool borrows = false;
   int gpu_dim = -1;
   bool partial = false;
   std::vector<std::int32_t> replicas;  // per group, when the job lists groups
   std::string reason;  // why not, or how ("fits within nominal quota on gpu:H100-80GB")
-  Outcome outcome;     // the same answer in the one vocabulary (see FairSharePlanner::outcome)
+  // The answer in the one vocabulary (see FairSharePlanner::outcome): kPlaced when admitted.
+  Outcome outcome{Verdict::kNotNow, {}};
+  bool admitted() const { return outcome.verdict == Verdict::kPlaced; }
 };
 
 class FairSharePlanner {

@@ -73,7 +73,7 @@
 // so ranks that talk sit close.
 //
 // Domains come from node labels (Kueue TAS style: a level is a node label key), or from the topology
-// module's ClusterTopology when GangOptions::topology is given (then a rack is a rack within its
+// module's ClusterTopology when GangOptions::domains is given (then a rack is a rack within its
 // block: the same rack name under two blocks is two domains).
 // Threads: make_gang_spec and the feasibility checks read only; place_gang reserves on success and
 // searches by reserving and rolling back: one thread per state (copy the state per thread).
@@ -94,9 +94,6 @@
 #include "gpusched/gang/detail/gang_capacity.hpp"
 
 namespace gpusched {
-namespace topology {
-class ClusterTopology;
-}
 namespace detail {
 class GangSolver;
 }
@@ -184,9 +181,11 @@ struct GangOptions {
   // answer is the same on every machine.
   std::uint64_t effort = 2'000'000;
   bool dry_run = false;  // decide and report the placement, but leave the state unchanged
-  // Domains of the levels from the topology module (hierarchical Kueue TAS levels, built for this
-  // state) instead of bare node labels; a level it does not know falls back to the labels.
-  const topology::ClusterTopology* topology = nullptr;
+  // Domains of the levels as a DomainTree built for this state (cluster/domains.hpp: hierarchical
+  // Kueue TAS levels; the topology module's ClusterTopology::domains() is one) instead of bare node
+  // labels; a level it does not know falls back to the labels. The gang family needs no topology
+  // module (nor Boost) for it.
+  const DomainTree* domains = nullptr;
   // Capacity at empty kept between calls (see GangCapacityCache); nullptr = computed for this call.
   GangCapacityCache* capacity_cache = nullptr;
 };

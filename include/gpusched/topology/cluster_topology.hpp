@@ -22,7 +22,7 @@
 //                                                     {"topology.kubernetes.io/rack", LinkKind::kIbNdr}});
 //   auto need = topo->constraint(LevelMode::kRequired, "topology.kubernetes.io/rack").value();
 //   NodeSetPick pick = topo->pick_nodes(state, request, /*tasks=*/16, need);
-//   if (pick.found) { for (i...) place pick.tasks_per_node[i] tasks on pick.nodes[i] } else pick.reason
+//   if (pick.found()) { for (i...) place pick.tasks_per_node[i] tasks on pick.nodes[i] } else pick.reason
 //
 // A fabric written down as JSON (levels with links and leaf oversubscription, nested domains or a
 // fat-tree generator) is read by read_cluster_topology_json (topology_json.hpp); ClusterGraph
@@ -111,7 +111,6 @@ struct NodeSpan {
 };
 
 struct NodeSetPick {
-  bool found = false;
   std::vector<NodeId> nodes;                // distinct nodes, in the order they were chosen
   std::vector<std::int32_t> tasks_per_node; // parallel to `nodes`; sums to the requested tasks
   NodeSpan span;                            // where the chosen nodes live
@@ -125,7 +124,9 @@ struct NodeSetPick {
   // needed = tasks, available = the largest domain's room, count = domains at the level,
   // subject = the level index) or kTooFewTasksFit (available = tasks that fit in the cluster).
   // The capacity overload cannot know what is preemptible: it says kNotNow.
-  Outcome outcome;
+  Outcome outcome{Verdict::kNotNow, {}};  // until a pick is made
+  // Whether the nodes were found: the outcome says it (one vocabulary, no second flag).
+  bool found() const { return outcome.verdict == Verdict::kPlaced; }
 };
 
 class ClusterTopology {
@@ -185,7 +186,7 @@ class ClusterTopology {
   static std::int32_t task_capacity(const ClusterState& state, NodeId n, const TaskRequest& request);
 
   // The best set of nodes for `tasks` tasks of `request` (see the essay above). Never throws;
-  // infeasibility is `found == false` with a reason.
+  // infeasibility is `found() == false` with a reason.
   NodeSetPick pick_nodes(const ClusterState& state, const TaskRequest& request, std::int32_t tasks,
                          const LevelConstraint& constraint) const;
   // Same, with the caller's per-node capacity (size node_count(); negative counts as 0).

@@ -65,7 +65,7 @@ class TopologyGpuPicker final : public GpuPicker {
     out = make_assignment(node, request);
     if (free.size() < static_cast<std::size_t>(shape.gpus)) return false;
     const GpuPick best = topo->best_gpus(free, static_cast<std::size_t>(shape.gpus), options_);
-    if (!best.found) return fallback_.pick(state, node, request, out);
+    if (!best.found()) return fallback_.pick(state, node, request, out);
     out.gpus.assign(best.gpus.begin(), best.gpus.end());
     return true;
   }

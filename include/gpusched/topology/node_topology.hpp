@@ -95,7 +95,6 @@ struct PickOptions {
 };
 
 struct GpuPick {
-  bool found = false;
   std::vector<std::uint16_t> gpus;  // increasing GPU indices
   SetScore score;
   // The tie-break measure of the GPUs left free: the sum over them of the all-reduce time with
@@ -106,7 +105,9 @@ struct GpuPick {
   // The same answer in the common vocabulary (core/outcome.hpp): kPlaced when found; kInvalid for
   // bad arguments; kNotNow when fewer than k of the node's GPUs are free, kInfeasible when the node
   // has fewer than k GPUs (reason kInsufficientGpus, needed k, available the free count).
-  Outcome outcome;
+  Outcome outcome{Verdict::kNotNow, {}};  // until a pick is made
+  // Whether the GPUs were found: the outcome says it (one vocabulary, no second flag).
+  bool found() const { return outcome.verdict == Verdict::kPlaced; }
 };
 
 class NodeTopology {

@@ -544,7 +544,11 @@ GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) c
   std::vector<CandidateMiss> misses;
   detail::FlavorDecision o;
   const std::int64_t step = detail::decide_flavor_elastic(job, cands, *q, book_, free_, request, scratch, misses, o);
-  AdmissionDecision d{o.admitted, o.borrows, o.gpu_dim, step > 0, {}, {}, {}};
+  AdmissionDecision d;
+  d.borrows = o.borrows;
+  d.gpu_dim = o.gpu_dim;
+  d.partial = step > 0;
+  if (o.admitted) d.outcome = {};  // admitted
   if (o.admitted && !job.groups.empty()) d.replicas = detail::replicas_of_job(job, step);
   if (!o.admitted) {
     d.reason = detail::fairness_pending_text(space_, book_, o.kind, *q, job, misses, nullptr);

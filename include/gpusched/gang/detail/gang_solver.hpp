@@ -20,7 +20,6 @@
 #include "gpusched/gang/detail/gang_capacity.hpp"
 #include "gpusched/gang/gang.hpp"
 #include "gpusched/cluster/domains.hpp"
-#include "gpusched/topology/cluster_topology.hpp"
 
 namespace gpusched {
 namespace detail {
@@ -168,7 +167,7 @@ GPUSCHED_DECL std::size_t GangSolver::map_for(const std::string& level, Unlabell
   for (std::size_t i = 0; i < map_keys_.size(); ++i)
     if (map_keys_[i].first == level && map_keys_[i].second == unlabelled) return i;
   DomainMap m;
-  if (opt_.topology && !is_node_level(level)) m = build_domains(opt_.topology->domains(), st_, level, unlabelled);
+  if (opt_.domains && !is_node_level(level)) m = build_domains(*opt_.domains, st_, level, unlabelled);
   if (!m.resolved) m = build_domains(st_, level, unlabelled);
   maps_.push_back(std::move(m));
   map_keys_.emplace_back(level, unlabelled);
@@ -842,7 +841,7 @@ GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes)
     totals_known = true;
     const GangEmptyCapacity::Level* level = nullptr;
     if (required)
-      level = &cache.level(spec_.topology.level, opt_.topology, [&]() -> const DomainMap& {
+      level = &cache.level(spec_.topology.level, opt_.domains, [&]() -> const DomainMap& {
         if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
         return maps_[*topo_];
       });

@@ -210,12 +210,12 @@ GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state,
     for (NodeId n = 0; n < state.node_count(); ++n)
       if (tree_.node_domain(n, 0) != kNoDomain) cap[n] = task_capacity(state, n, request);
   NodeSetPick pick = pick_nodes(cap, tasks, constraint);
-  if (pick.found || pick.outcome.verdict == Verdict::kInvalid || state.node_count() != node_count()) return pick;
+  if (pick.found() || pick.outcome.verdict == Verdict::kInvalid || state.node_count() != node_count()) return pick;
   // Not now, or never? The same pick with every node's resources free decides.
   for (NodeId n = 0; n < state.node_count(); ++n)
     if (tree_.node_domain(n, 0) != kNoDomain)
       cap[n] = static_cast<std::int32_t>(detail::node_task_slots(state, n, request, true));
-  if (!pick_nodes(cap, tasks, constraint).found) pick.outcome.verdict = Verdict::kInfeasible;
+  if (!pick_nodes(cap, tasks, constraint).found()) pick.outcome.verdict = Verdict::kInfeasible;
   return pick;
 }
 
@@ -320,7 +320,7 @@ GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32
       out.tasks_per_node.push_back(static_cast<std::int32_t>(k));
       left -= k;
     }
-    out.found = true;
+    out.outcome = {};  // placed
   }
   // 1. A single node, then the deepest level with one domain that fits.
   if (constraint.mode != LevelMode::kNone) {
@@ -334,26 +334,26 @@ GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32
       }
     }
     if (best != kNoNode) {
-      out.found = true;
+      out.outcome = {};  // placed
       out.nodes.push_back(best);
       out.tasks_per_node.push_back(tasks);
     }
   }
   const std::size_t stop = constraint.mode == LevelMode::kRequired ? constraint.level : 0;
-  for (std::size_t l = L; constraint.mode != LevelMode::kNone && !out.found && l-- > stop;) {
+  for (std::size_t l = L; constraint.mode != LevelMode::kNone && !out.found() && l-- > stop;) {
     DomainId best = kNoDomain;
     for (DomainId d = 0; d < dcap[l].size(); ++d)
       if (dcap[l][d] >= tasks && (best == kNoDomain || dcap[l][d] < dcap[l][best])) best = d;
     if (best != kNoDomain) {
       distribute(distribute, static_cast<std::ptrdiff_t>(l), best, tasks);
-      out.found = true;
+      out.outcome = {};  // placed
     }
   }
-  if (!out.found && constraint.mode == LevelMode::kPreferred && total >= tasks) {
+  if (!out.found() && constraint.mode == LevelMode::kPreferred && total >= tasks) {
     distribute(distribute, -1, 0, tasks);
-    out.found = true;
+    out.outcome = {};  // placed
   }
-  if (!out.found) {
+  if (!out.found()) {
     out.nodes.clear();
     out.tasks_per_node.clear();
     const std::string unplaced =

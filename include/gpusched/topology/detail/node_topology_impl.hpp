@@ -649,7 +649,7 @@ GPUSCHED_DECL GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> fre
       if (nx == 0 || nx > full) break;
       s = (((nx ^ s) >> 2) / c) | nx;
     }
-    out.found = true;
+    out.outcome = {};  // placed
     out.exact = true;
     for (std::uint32_t x = best; x; x &= x - 1) out.gpus.push_back(f[static_cast<std::size_t>(std::countr_zero(x))]);
     out.leftover_us = ls.leftover(full & ~best);
@@ -698,8 +698,8 @@ GPUSCHED_DECL GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> fre
     };
     take(take, start, static_cast<std::int64_t>(k));
     std::sort(out.gpus.begin(), out.gpus.end());
-    out.found = out.gpus.size() == k;
-    if (!out.found) {
+    if (out.gpus.size() == k) out.outcome = {};  // placed
+    else {
       out.reason = "internal: hierarchical pick fell short";
       out.outcome = Outcome::with(Verdict::kNotNow, Reason{ReasonKind::kOther, Unit::kGpus, static_cast<std::int64_t>(k), -1, 1, -1});
       out.gpus.clear();
