@@ -224,3 +224,39 @@ TEST_CASE("KAI / Run:ai GPU sharing annotations: fractions and GPU memory are sh
             .find("gpu-fraction-num-devices") != std::string::npos);
   CHECK(k8s_test::read_error({kai_pod("b", "{nvidia.com/mig-3g.20gb: \"2\"}")}).find("nvidia.com/mig-3g.20gb") != std::string::npos);
 }
+
+TEST_CASE("k8s round trip: Volcano networkTopology keeps a gang in one domain of the tier's level") {
+  // Racks ra (a1, a2) and rb (b1), 8 GPUs each; a 3-pod gang of 8 GPUs each. Tier 1 is the innermost
+  // topology level (example.com/rack): hard mode needs 3 nodes in one rack and waits; soft mode
+  // prefers one and spreads when none holds it; tier 2 (the zone) holds it.
+  std::string nodes;
+  for (const char* n : {"a1", "a2", "b1"})
+    nodes += std::string("---\nkind: Node\nmetadata: {name: ") + n + ", labels: {nvidia.com/gpu.product: H100, topology.kubernetes.io/zone: z, " +
+             "example.com/rack: r" + n[0] + "}}\nstatus: {allocatable: {cpu: \"64\", memory: 512Gi, nvidia.com/gpu: \"8\"}}\n";
+  auto gang = [](const std::string& topology) {
+    std::string text = "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ns}\nspec:\n  minMember: 3\n" + topology;
+    for (int i = 0; i < 3; ++i)
+      text += "---\nkind: Pod\nmetadata: {name: p" + std::to_string(i) + ", namespace: ns, annotations: {scheduling.k8s.io/group-name: g}}\n" +
+              "spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]}\n";
+    return text;
+  };
+  io::k8s::Options o;
+  o.add_topology_levels(std::vector<std::string>{"example.com/rack"});
+  auto hard = k8s_test::read_ok({nodes + gang("  networkTopology: {mode: hard, highestTierAllowed: 1}\n")}, o);
+  CHECK(hard.jobs[0].job_topology.level == "example.com/rack");
+  CHECK(hard.jobs[0].job_topology.mode == LevelMode::kRequired);
+  CHECK(k8s_test::has_warning(hard, "spec.networkTopology"));
+  CHECK(decide_and_bind(hard)["bindings"].empty());
+  auto soft = k8s_test::read_ok({nodes + gang("  networkTopology: {mode: soft}\n")}, o);
+  CHECK(soft.jobs[0].job_topology.mode == LevelMode::kPreferred);
+  CHECK(decide_and_bind(soft)["bindings"].size() == 3);
+  auto zone = k8s_test::read_ok({nodes + gang("  networkTopology: {mode: hard, highestTierAllowed: 2}\n")}, o);
+  CHECK(zone.jobs[0].job_topology.level == "topology.kubernetes.io/zone");
+  CHECK(decide_and_bind(zone)["bindings"].size() == 3);
+  // Beyond the levels read: no constraint, said so.
+  auto above = k8s_test::read_ok({nodes + gang("  networkTopology: {mode: hard, highestTierAllowed: 3}\n")}, o);
+  CHECK(above.jobs[0].job_topology.level.empty());
+  CHECK(decide_and_bind(above)["bindings"].size() == 3);
+  CHECK(k8s_test::read_error({nodes + gang("  networkTopology: {mode: strict}\n")}, o).find("spec.networkTopology.mode: expected hard or soft") !=
+        std::string::npos);
+}

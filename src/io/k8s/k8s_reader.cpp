@@ -366,6 +366,7 @@ class Reader {
   void finish_volcano_hierarchy();
   void read_pods();
   void read_volcano_jobs();
+  void read_network_topology(const Obj& o, const json* spec, Job& job);
   void apply_running();
   void take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_index, const std::string& group, TaskGroupSpec& g,
                        std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu);
@@ -1317,8 +1318,7 @@ void Reader::read_pods() {
           get_object(po, mt, "spec.minTaskMember");
           for (const auto& [task, n] : mt->items()) min_task[task] = get_int(po, &n, fmt::format("spec.minTaskMember[\"{}\"]", task), 0, 1 << 20);
         }
-        if (path(po.v, {"spec", "networkTopology"}))
-          warn_.add(po, "spec.networkTopology", "Volcano network topology is not read; give Kueue topology annotations or topology levels");
+        read_network_topology(po, child(po.v, "spec"), job);
         if (path(po.v, {"spec", "subGroupPolicy"}))
           warn_.add(po, "spec.subGroupPolicy",
                     "Volcano sub-groups (subGroupSize, minSubGroups, their networkTopology) are not read: the gang is "
@@ -1350,6 +1350,44 @@ void Reader::read_pods() {
 // pod template read like a pod; replicas already bound (pods labelled volcano.sh/job-name and
 // annotated volcano.sh/task-spec) are running work and leave the task. Pods Volcano would create
 // are named <job>-<task>-<index>.
+// Volcano's spec.networkTopology on a PodGroup or a Volcano Job (network-topology-aware scheduling,
+// Volcano 1.12): mode "hard" (the default) puts every task inside one HyperNode of tier at most
+// highestTierAllowed (or of the tier named highestTierName), else the job waits; "soft" prefers one,
+// by that tier when given (Volcano's scheduler reads it as the preferred tier), else the lowest.
+// HyperNode objects are not read: tier t is the reader's t-th topology level counted from the
+// innermost (tier 1 = the last of Options::topology_levels and Kueue's levels), a tier name is a
+// level name; reported as that approximation. Kueue's topology annotations, when given, win.
+void Reader::read_network_topology(const Obj& o, const json* spec, Job& job) {
+  const json* nt = child(spec, "networkTopology");
+  if (!nt) return;
+  get_object(o, nt, "spec.networkTopology");
+  const std::string mode = get_string(o, child(nt, "mode"), "spec.networkTopology.mode");
+  if (!mode.empty() && mode != "hard" && mode != "soft")
+    o.fail("spec.networkTopology.mode", fmt::format("expected hard or soft, got {}", shown(mode)));
+  const bool hard = mode != "soft";
+  const std::string tier_name = get_string(o, child(nt, "highestTierName"), "spec.networkTopology.highestTierName");
+  std::int64_t tier = 0;
+  if (const json* t = child(nt, "highestTierAllowed")) tier = get_int(o, t, "spec.networkTopology.highestTierAllowed", 1, 1 << 20);
+  const std::vector<std::string>& levels = in_.topology_levels;
+  std::string level = tier_name;
+  if (level.empty() && tier > 0 && static_cast<std::size_t>(tier) <= levels.size()) level = levels[levels.size() - static_cast<std::size_t>(tier)];
+  if (level.empty() && tier == 0 && !hard && !levels.empty()) level = levels.back();
+  if (level.empty()) {
+    warn_.add(o, "spec.networkTopology",
+              tier > 0 ? fmt::format("tier {} is above the {} topology levels read (--topology-level): no domain constraint", tier, levels.size())
+                       : std::string("hard mode without highestTierAllowed (or highestTierName) constrains nothing, as in Volcano"));
+    return;
+  }
+  if (!job.job_topology.level.empty()) {
+    warn_.add(o, "spec.networkTopology", "Kueue's topology annotation is given too: it is the one followed");
+    return;
+  }
+  job.job_topology = {level, hard ? LevelMode::kRequired : LevelMode::kPreferred};
+  warn_.add(o, "spec.networkTopology",
+            fmt::format("read as {} topology level {} (HyperNode objects are not read: tier 1 is the innermost --topology-level)",
+                        hard ? "required" : "preferred", shown(level)));
+}
+
 void Reader::read_volcano_jobs() {
   for (const Obj& o : objs_) {
     if (o.kind != "Job" || o.group != "batch.volcano.sh") continue;
@@ -1420,7 +1458,8 @@ void Reader::read_volcano_jobs() {
       if (job.groups.size() == 1) job.groups[0].min_replicas = static_cast<std::int32_t>(need);
       else warn_.add(o, "spec.minAvailable", "a minimum over several tasks without per-task minAvailable is read as rigid");
     }
-    for (const char* k : {"policies", "plugins", "networkTopology"})
+    read_network_topology(o, spec, job);
+    for (const char* k : {"policies", "plugins"})
       if (child(spec, k)) warn_.add(o, fmt::format("spec.{}", k), fmt::format("spec.{} is not modelled", k));
     in_.jobs.push_back(std::move(job));
     in_.sources.push_back(std::move(src));
