@@ -220,7 +220,12 @@ TEST_CASE("KAI / Run:ai GPU sharing annotations: fractions and GPU memory are sh
   CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"half\"}")}).find("\"half\"") != std::string::npos);
   CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-memory: \"100\"}")}).find("gpu-memory") != std::string::npos);
   CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction-num-devices: \"2\"}")}).find("without gpu-fraction") != std::string::npos);
-  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"2\"}")})
+  // Half of each of two GPUs: read as two whole GPUs (never over-committed), reported.
+  auto two = k8s_test::read_ok({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"2\"}")});
+  CHECK(k8s_test::job(two, "team/b").groups[0].shape.gpus == 2);
+  CHECK(k8s_test::job(two, "team/b").groups[0].shape.gpu_milli == 1000);
+  CHECK(k8s_test::has_warning(two, "gpu-fraction-num-devices"));
+  CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"0\"}")})
             .find("gpu-fraction-num-devices") != std::string::npos);
   CHECK(k8s_test::read_error({kai_pod("b", "{nvidia.com/mig-3g.20gb: \"2\"}")}).find("nvidia.com/mig-3g.20gb") != std::string::npos);
 }

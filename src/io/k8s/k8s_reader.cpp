@@ -1059,12 +1059,12 @@ void Reader::read_gpu_sharing(const Obj& o, const std::vector<std::pair<std::str
   if (fraction && memory) o.fail(field("gpu-memory"), "beside gpu-fraction (KAI: cannot request both GPU and GPU memory)");
   if (s.shape.needs_gpu() || !s.mig_profile.empty())
     o.fail(field(key), "beside nvidia.com/gpu or a MIG device (KAI: cannot have both GPU fraction request and whole GPU resource request)");
+  std::int64_t num_devices = 1;
   if (devices) {
     const auto n = parse_quantity(*devices, QuantityUnit::kCount);
-    if (!n || *n < 1) o.fail(field("gpu-fraction-num-devices"), fmt::format("expected a positive count, got {}", shown(*devices)));
-    if (*n > 1)
-      o.fail(field("gpu-fraction-num-devices"),
-             fmt::format("{} fractional devices: the job model shares one GPU per task (not modelled)", *n), ErrorCode::kLimit);
+    if (!n || *n < 1 || *n > 1024)
+      o.fail(field("gpu-fraction-num-devices"), fmt::format("expected a count of GPUs (1 to 1024), got {}", shown(*devices)));
+    num_devices = *n;
   }
   s.shape.gpus = 1;
   if (fraction) {
@@ -1082,6 +1082,14 @@ void Reader::read_gpu_sharing(const Obj& o, const std::vector<std::pair<std::str
       warn_.add(o, field(key),
                 "GPU memory read as a share of the smallest GPU that holds it (a pod on a larger GPU holds more share "
                 "than KAI counts there; a nvidia.com/gpu.product nodeSelector makes it exact)");
+  }
+  // A share of each of N GPUs: the job model shares one GPU per task, so the task takes N whole GPUs
+  // (never over-committed: it holds at least what KAI gives it; it packs less densely), reported.
+  if (num_devices > 1) {
+    warn_.add(o, field("gpu-fraction-num-devices"),
+              "a share of each of several GPUs is read as that many whole GPUs (the job model shares one GPU per task)");
+    s.shape.gpus = static_cast<GpuCount>(num_devices);
+    s.shape.gpu_milli = kMilliPerGpu;
   }
 }
 
