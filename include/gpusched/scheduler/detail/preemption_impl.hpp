@@ -161,6 +161,17 @@ GPUSCHED_DECL bool eligible_by_rules(bool same_queue, std::int32_t priority, Sec
   return false;
 }
 
+// Evicting tasks [first, first + count) of running job j (all of them when `whole`; else an elastic
+// shrink, which restarts nothing) at `now`: what it frees and what it costs.
+GPUSCHED_DECL CandidateUnit candidate_unit(std::span<const RunningJob> running, std::size_t j, std::uint32_t first,
+                                           std::uint32_t count, bool whole, Seconds now) {
+  const RunningJob& job = running[j];
+  CandidateUnit u{j, first, count, whole, lost_work(job, first, count, now), whole ? restart_work(job, first, count) : 0, 0, 0};
+  u.cost = saturating_add(u.lost, u.restart);
+  for (std::uint32_t t = first; t < first + count; ++t) u.freed_milli = saturating_add(u.freed_milli, held_milli(job.tasks[t].assignment));
+  return u;
+}
+
 GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime) {
   RunningFacts out;
   out.now = now;
@@ -178,17 +189,10 @@ GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Se
     f.start_time = job.start_time;
     f.first_node = static_cast<std::uint32_t>(out.task_nodes.size());
     for (const RunningTask& t : job.tasks) out.task_nodes.push_back(t.assignment.node);
-    auto unit = [&](std::uint32_t first, std::uint32_t count, bool whole) {
-      CandidateUnit u{j, first, count, whole, lost_work(job, first, count, now), whole ? restart_work(job, first, count) : 0,
-                      0, 0};
-      u.cost = saturating_add(u.lost, u.restart);
-      for (std::uint32_t t = first; t < first + count; ++t)
-        u.freed_milli = saturating_add(u.freed_milli, held_milli(job.tasks[t].assignment));
-      return u;
-    };
     const auto n = static_cast<std::uint32_t>(job.tasks.size());
-    if (job.elastic()) f.shrink = unit(static_cast<std::uint32_t>(job.min_tasks), n - static_cast<std::uint32_t>(job.min_tasks), false);
-    f.whole = unit(0, n, true);
+    if (job.elastic())
+      f.shrink = candidate_unit(running, j, static_cast<std::uint32_t>(job.min_tasks), n - static_cast<std::uint32_t>(job.min_tasks), false, now);
+    f.whole = candidate_unit(running, j, 0, n, true, now);
   }
   return out;
 }
@@ -299,16 +303,8 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
       if (evicted_whole) continue;
       full.emplace_back(u, us[u]);
       const CandidateUnit all_extra = us[u];
-      const RunningJob& job = running[all_extra.job];
-      auto cut = [&](std::uint32_t c) {
-        CandidateUnit t = all_extra;
-        t.first = all_extra.first + all_extra.count - c;
-        t.count = c;
-        t.lost = lost_work(job, t.first, c, facts.now);
-        t.cost = t.lost;
-        t.freed_milli = 0;
-        for (std::uint32_t k = t.first; k < t.first + c; ++k) t.freed_milli = detail::saturating_add(t.freed_milli, detail::held_milli(job.tasks[k].assignment));
-        return t;
+      auto cut = [&](std::uint32_t c) {  // its last c tasks
+        return detail::candidate_unit(running, all_extra.job, all_extra.first + all_extra.count - c, c, false, facts.now);
       };
       std::uint32_t lo = 1, hi = all_extra.count;
       while (lo < hi) {
