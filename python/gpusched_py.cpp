@@ -588,11 +588,7 @@ py::tuple load_slurm(const std::vector<std::pair<std::string, std::string>>& sou
   auto state = ClusterState::build(input->cluster, input->registry);
   if (!state) raise(state.error(), "nodes");
   PyJobs jobs;
-  jobs.doc.explicit_priority.assign(input->jobs.size(), true);
-  jobs.doc.cycle.resize(input->jobs.size());
-  for (std::size_t j = 0; j < input->jobs.size(); ++j)
-    jobs.doc.cycle[j].runtime_estimate = std::max<std::int64_t>(0, input->pending[j].time_limit);
-  jobs.doc.jobs = std::move(input->jobs);
+  jobs.doc = io::slurm::jobs_document(*input);
   py::list warnings, skipped;
   for (const auto& w : input->warnings) warnings.append(w);
   for (const auto& k : input->skipped) skipped.append(py::make_tuple(k.id, k.reason));

@@ -933,12 +933,7 @@ gpusched_status gpusched_state_from_slurm(const char* sinfo_json, const char* sq
     auto input = gpusched::io::slurm::read(slurm_sources(sinfo_json, squeue_json), slurm_options(flags));
     if (!input) fail(input.error());
     auto state = make_state(std::move(input->registry), input->cluster, "sinfo");
-    auto jobs = std::unique_ptr<gpusched_jobs>(new gpusched_jobs{});
-    jobs->doc.explicit_priority.assign(input->jobs.size(), true);
-    jobs->doc.cycle.resize(input->jobs.size());
-    for (std::size_t j = 0; j < input->jobs.size(); ++j)
-      jobs->doc.cycle[j].runtime_estimate = std::max<std::int64_t>(0, input->pending[j].time_limit);
-    jobs->doc.jobs = std::move(input->jobs);
+    auto jobs = std::unique_ptr<gpusched_jobs>(new gpusched_jobs{gpusched::io::slurm::jobs_document(*input)});
     if (state_out) *state_out = state.release();
     if (jobs_out) *jobs_out = jobs.release();
   });

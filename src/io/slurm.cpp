@@ -93,33 +93,6 @@ std::int64_t get_int(const Rec& r, const json& obj, std::string_view key, std::i
   return static_cast<std::int64_t>(n.value);
 }
 
-// A list of strings: a JSON array (v0.0.39+) or one comma-separated string (v0.0.38).
-std::vector<std::string> get_list(const Rec& r, const json& obj, std::string_view key) {
-  std::vector<std::string> out;
-  const json* v = member(obj, key);
-  if (!v) return out;
-  auto add = [&](std::string_view s) {
-    std::size_t b = 0;
-    while (b <= s.size()) {
-      std::size_t e = s.find(',', b);
-      if (e == std::string_view::npos) e = s.size();
-      std::string_view item = detail::trim(s.substr(b, e - b));
-      if (!item.empty()) out.emplace_back(item);
-      b = e + 1;
-    }
-  };
-  if (v->is_string()) add(v->get_ref<const std::string&>());
-  else if (v->is_array()) {
-    for (const json& item : *v) {
-      if (!item.is_string()) r.fail(key, fmt::format("expected strings, got {}", detail::shown(item)));
-      add(item.get_ref<const std::string&>());
-    }
-  } else {
-    r.fail(key, fmt::format("expected a string or a list of strings, got {}", detail::shown(*v)));
-  }
-  return out;
-}
-
 // ---- Slurm's text forms: hostlists, GRES strings, index lists ----
 
 std::optional<std::uint64_t> parse_uint(std::string_view s) {
@@ -144,6 +117,27 @@ std::vector<std::string_view> split_top(std::string_view s) {
     }
   }
   if (b < s.size()) out.push_back(s.substr(b));  // the last item, also when a bracket is left open
+  return out;
+}
+
+// A list of strings: a JSON array (v0.0.39+) or one comma-separated string (v0.0.38).
+std::vector<std::string> get_list(const Rec& r, const json& obj, std::string_view key) {
+  std::vector<std::string> out;
+  const json* v = member(obj, key);
+  if (!v) return out;
+  auto add = [&](std::string_view s) {
+    for (std::string_view item : split_top(s))
+      if (item = detail::trim(item); !item.empty()) out.emplace_back(item);
+  };
+  if (v->is_string()) add(v->get_ref<const std::string&>());
+  else if (v->is_array()) {
+    for (const json& item : *v) {
+      if (!item.is_string()) r.fail(key, fmt::format("expected strings, got {}", detail::shown(item)));
+      add(item.get_ref<const std::string&>());
+    }
+  } else {
+    r.fail(key, fmt::format("expected a string or a list of strings, got {}", detail::shown(*v)));
+  }
   return out;
 }
 
@@ -266,6 +260,23 @@ TresGpus parse_tres(const Rec& r, std::string_view field, std::string_view s) {
     t.type = g->type;
   }
   return t;
+}
+
+// The GPU indices of the gpu items of a GRES list with indices ("gpu:a100:2(IDX:0,3)", sinfo's
+// gres_used and squeue's gres_detail), each below `gpus`; items of other GRES and "IDX:N/A" add none.
+std::vector<std::uint64_t> gres_gpu_indices(const Rec& r, std::string_view field, std::string_view text, std::size_t gpus) {
+  std::vector<std::uint64_t> out;
+  for (std::string_view item : split_top(text)) {
+    auto g = parse_gres(item);
+    if (!g) r.fail(field, fmt::format("{}: not a GRES (expected name[:type]:count(IDX:...))", detail::shown(item)));
+    if (g->name != "gpu" || !g->idx || *g->idx == "N/A") continue;
+    auto idx = expand_ranges(*g->idx, gpus);
+    if (!idx) r.fail(field, fmt::format("{}: GPU indices not within the node's {} GPUs", detail::shown(item), gpus));
+    for (std::uint64_t k : *idx)
+      if (k >= gpus) r.fail(field, fmt::format("{}: GPU {} beyond the node's {} GPUs", detail::shown(item), k, gpus), ErrorCode::kInconsistent);
+    out.insert(out.end(), idx->begin(), idx->end());
+  }
+  return out;
 }
 
 // ---- the reader ----
@@ -412,17 +423,9 @@ class Reader {
       for (std::uint64_t k = 0; k < g->count; ++k) spec.gpus.push_back(GpuSpec{model});
     }
     facts.gpu_busy.assign(spec.gpus.size(), false);
-    for (std::string_view item : split_top(used)) {
-      auto g = parse_gres(item);
-      if (!g) r.fail("gres_used", fmt::format("{}: not a GRES (expected name[:type]:count(IDX:...))", detail::shown(item)));
-      if (g->name != "gpu" || !g->idx || *g->idx == "N/A") continue;
-      auto idx = expand_ranges(*g->idx, spec.gpus.size());
-      if (!idx) r.fail("gres_used", fmt::format("{}: GPU indices not within the node's {} GPUs", detail::shown(item), spec.gpus.size()));
-      for (std::uint64_t k : *idx) {
-        if (k >= spec.gpus.size()) r.fail("gres_used", fmt::format("{}: GPU {} beyond the node's {} GPUs", detail::shown(item), k, spec.gpus.size()));
-        spec.gpus[k].used_milli = kMilliPerGpu;
-        ++facts.sinfo_used_gpus;
-      }
+    for (std::uint64_t k : gres_gpu_indices(r, "gres_used", used, spec.gpus.size())) {
+      spec.gpus[k].used_milli = kMilliPerGpu;
+      ++facts.sinfo_used_gpus;
     }
   }
 
@@ -697,6 +700,7 @@ class Reader {
       task.cpu = (cpus / n + (static_cast<std::int64_t>(k) < cpus % n ? 1 : 0)) * 1000;
       task.memory = job_memory_mib(j, r, task.cpu / 1000) * 1024 * 1024;
       if (k < detail_list.size()) task.gpus = gpu_indices(r, k, detail_list[k], it->second);
+      if (!task.gpus.empty()) task.gpu_model = in_.cluster.nodes()[it->second.index].gpus[static_cast<std::size_t>(task.gpus[0])].model;
       run.tasks.push_back(std::move(task));
     }
     if (unknown > 0)
@@ -717,11 +721,10 @@ class Reader {
     return out;
   }
 
-  // The nodes a running job holds, in Slurm's order (gres_detail pairs with it): job_resources'
-  // allocated nodes when given (v0.0.38 allocated_nodes[].nodename, v0.0.40+ nodes.allocation[].name),
-  // else the "nodes" hostlist.
+  // The nodes a running job holds, in Slurm's order (gres_detail[k] is about the k-th): its "nodes"
+  // hostlist expanded (Slurm writes it in node-table order, the order of gres_detail and of
+  // job_resources' allocated nodes).
   std::vector<std::string> running_nodes(const json& j, const Rec& r) {
-    std::vector<std::string> out;
     const std::string list = get_string(r, j, "nodes");
     auto expanded = expand_hostlist(list);
     if (!expanded) r.fail("nodes", fmt::format("{}: not a Slurm hostlist", detail::shown(list)));
@@ -731,24 +734,16 @@ class Reader {
     return std::move(*expanded);
   }
 
+  // The GPUs a running job holds on its k-th node (gres_detail[k]), marked busy there.
   std::vector<std::int32_t> gpu_indices(const Rec& r, std::size_t k, std::string_view item, NodeFacts& facts) {
     const std::string field = fmt::format("gres_detail[{}]", k);
     std::vector<std::int32_t> out;
-    for (std::string_view part : split_top(item)) {
-      auto g = parse_gres(part);
-      if (!g) r.fail(field, fmt::format("{}: not a GRES (expected gpu[:type]:count(IDX:...))", detail::shown(part)));
-      if (g->name != "gpu" || !g->idx || *g->idx == "N/A") continue;
-      auto idx = expand_ranges(*g->idx, facts.gpu_busy.size());
-      if (!idx) r.fail(field, fmt::format("{}: GPU indices not within the node's {} GPUs", detail::shown(part), facts.gpu_busy.size()));
-      for (std::uint64_t x : *idx) {
-        if (x >= facts.gpu_busy.size())
-          r.fail(field, fmt::format("{}: GPU {} beyond the node's {} GPUs", detail::shown(part), x, facts.gpu_busy.size()), ErrorCode::kInconsistent);
-        if (facts.gpu_busy[x])
-          r.fail(field, fmt::format("GPU {} is held by another running job too (dumps from different moments?)", x), ErrorCode::kInconsistent);
-        facts.gpu_busy[x] = true;
-        ++facts.squeue_used_gpus;
-        out.push_back(static_cast<std::int32_t>(x));
-      }
+    for (std::uint64_t x : gres_gpu_indices(r, field, item, facts.gpu_busy.size())) {
+      if (facts.gpu_busy[x])
+        r.fail(field, fmt::format("GPU {} is held by another running job too (dumps from different moments?)", x), ErrorCode::kInconsistent);
+      facts.gpu_busy[x] = true;
+      ++facts.squeue_used_gpus;
+      out.push_back(static_cast<std::int32_t>(x));
     }
     return out;
   }
@@ -801,9 +796,8 @@ class Reader {
     }
     for (const RunningInfo& run : in_.running)
       for (const RunningInfo::Task& t : run.tasks) {
-        NodeFacts& f = node_index_.at(t.node);
-        if (!opt_.subtract_running) continue;
-        NodeSpec& node = in_.cluster.nodes()[f.index];
+        if (!opt_.subtract_running) break;
+        NodeSpec& node = in_.cluster.nodes()[node_index_.at(t.node).index];
         node.cpu_used = std::min(node.cpu, node.cpu_used + t.cpu);
         node.memory_used = std::min(node.memory, node.memory_used + t.memory);
         for (std::int32_t g : t.gpus) node.gpus[static_cast<std::size_t>(g)].used_milli = kMilliPerGpu;
@@ -837,6 +831,15 @@ Result<Input> read(std::span<const Source> sources, const Options& options) {
   } catch (const std::bad_alloc&) {
     return Error("slurm: out of memory", ErrorCode::kLimit);
   }
+}
+
+JobsDocument jobs_document(Input& input) {
+  JobsDocument doc;
+  doc.explicit_priority.assign(input.jobs.size(), true);
+  doc.cycle.resize(input.jobs.size());
+  for (std::size_t j = 0; j < input.jobs.size(); ++j) doc.cycle[j].runtime_estimate = runtime_estimate(input.pending[j]);
+  doc.jobs = std::move(input.jobs);
+  return doc;
 }
 
 Job running_job(const RunningInfo& run) {

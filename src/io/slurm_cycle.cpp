@@ -46,11 +46,7 @@ Result<AdapterCycle> read_slurm_cycle(std::span<const slurm::Source> sources, sl
   if (!input) return input.error();
   AdapterCycle out;
   out.warnings = std::move(input->warnings);
-  out.cluster.registry = input->registry;
-  out.cluster.cluster = input->cluster;
-  auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
-  if (!state) return detail::in_context(state.error(), "nodes");
-  out.state.emplace(std::move(*state));
+  if (Status s = out.build_state(input->registry, input->cluster); !s) return s.error();
   ClusterState& st = *out.state;
   for (const slurm::RunningInfo& run : input->running)
     if (Status s = reserve_running(st, run, out.inputs); !s) return s.error();
@@ -60,7 +56,7 @@ Result<AdapterCycle> read_slurm_cycle(std::span<const slurm::Source> sources, sl
     if (!compiled) return detail::in_context(compiled.error(), fmt::format("job {}", input->pending[j].id));
     scheduler::PendingJob p;
     p.job = std::move(*compiled);
-    p.runtime_estimate = std::max<std::int64_t>(0, input->pending[j].time_limit);
+    p.runtime_estimate = slurm::runtime_estimate(input->pending[j]);
     out.inputs.pending.push_back(std::move(p));
   }
   out.slurm = std::move(*input);

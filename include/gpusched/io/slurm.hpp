@@ -32,6 +32,7 @@
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
+#include "gpusched/io/cluster_json.hpp"
 
 namespace gpusched::io::slurm {
 
@@ -88,6 +89,7 @@ struct RunningInfo {
     MilliCpu cpu = 0;
     Bytes memory = 0;
     std::vector<std::int32_t> gpus;  // GPU indices on the node (gres_detail IDX)
+    std::string gpu_model;           // their model ("" when none)
   };
   std::vector<Task> tasks;
 };
@@ -114,6 +116,13 @@ struct Input {
 
 // Reads every source (all or nothing). At least one document with nodes is needed.
 Result<Input> read(std::span<const Source> sources, const Options& options = {});
+
+// The pending jobs as a jobs document (their priorities explicit, their time limits as the cycle's
+// run-time estimates, runtime_estimate below): what the C API and Python place and cycle. Moves
+// input.jobs out.
+JobsDocument jobs_document(Input& input);
+// A pending job's run-time estimate for the backfill: its time limit; 0 (unknown) when unlimited.
+inline std::int64_t runtime_estimate(const PendingInfo& job) { return job.time_limit > 0 ? job.time_limit : 0; }
 
 // A running job as the job model: one group per node it holds (named "node0", "node1", ...), one
 // task each of what it holds there (the CPUs, memory and number of its GPUs); queue = its account.
