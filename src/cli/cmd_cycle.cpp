@@ -79,11 +79,7 @@ Inputs read_inputs_k8s(const CycleCliOptions& opt) {
 // them, its pending jobs in Slurm's order with their time limits.
 Inputs read_inputs_slurm(const CycleCliOptions& opt) {
   const std::vector<std::string> texts = read_files(opt.slurm_files);
-  std::vector<io::slurm::Source> sources;
-  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.slurm_files[i]});
-  io::slurm::Options sopt;
-  sopt.held = opt.slurm_held == "plan" ? io::slurm::Held::kPlan : io::slurm::Held::kSkip;
-  auto k = io::read_cycle_inputs_slurm(sources, sopt);
+  auto k = io::read_cycle_inputs_slurm(slurm_sources(texts, opt.slurm_files), slurm_options(opt.slurm_held));
   if (!k) throw InputError(k.error().message);
   print_slurm_notes(k->slurm);
   io::slurm::Input slurm = std::move(k->slurm);
@@ -312,11 +308,7 @@ void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
   sub->add_option("--k8s", opt->k8s_files,
                   "Kubernetes objects instead of --cluster/--running/--pending/--queues: JSON or YAML files of Nodes, "
                   "Pods (bound = running), PodGroups, Volcano Jobs, queues (docs/kubernetes.md)");
-  auto* slurm = sub->add_option("--slurm", opt->slurm_files,
-                                "Slurm's JSON instead of --cluster/--running/--pending/--queues: the output of sinfo --json (or "
-                                "scontrol show nodes --json) and squeue --json (docs/slurm.md)");
-  sub->add_option("--slurm-held", opt->slurm_held, "With --slurm: held jobs are skipped, or planned as if released")
-      ->check(CLI::IsMember({"skip", "plan"}))->capture_default_str()->needs(slurm);
+  add_slurm_options(sub, opt->slurm_files, &opt->slurm_held, "Slurm's JSON instead of --cluster/--running/--pending/--queues");
   sub->add_option("--running", opt->running_file, "Running jobs JSON (docs/cycle.md: jobs with start_time and placement)");
   sub->add_option("--pending", opt->pending_file, "Pending jobs JSON (docs/formats.md, plus docs/cycle.md's fields)");
   sub->add_option("--queues", opt->queues_file, "Queues JSON (docs/fairness.md); none: one queue, priority order");

@@ -102,9 +102,7 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   if (opt.queues_file.empty())
     throw InputError("--slurm: give --queues FILE too: Slurm's JSON holds no fair-share tree (sacctmgr does); name each account as a queue (docs/slurm.md)");
   const std::vector<std::string> texts = read_files(opt.slurm_files);
-  std::vector<io::slurm::Source> sources;
-  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.slurm_files[i]});
-  auto input = io::slurm::read(sources);
+  auto input = io::slurm::read(slurm_sources(texts, opt.slurm_files));
   if (!input) throw InputError(input.error().message);
   print_slurm_notes(*input);
   auto state = ClusterState::build(input->cluster, input->registry);
@@ -122,10 +120,7 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   for (const io::slurm::RunningInfo& r : input->running) {
     if (std::find(names.begin(), names.end(), r.account) == names.end() || r.tasks.empty()) continue;
     held.push_back(io::slurm::running_job(r));
-    const auto& first = r.tasks.front();
-    const NodeSpec& node = *std::find_if(input->cluster.nodes().begin(), input->cluster.nodes().end(),
-                                         [&](const NodeSpec& n) { return n.name == first.node; });
-    running.push_back({&held.back(), first.gpus.empty() ? std::string_view() : std::string_view(node.gpus[static_cast<std::size_t>(first.gpus[0])].model)});
+    running.push_back({&held.back(), r.tasks.front().gpu_model});
   }
   auto usage = fairness::queue_usage_from_running(running, resources->space, input->registry, names);
   if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
@@ -298,9 +293,9 @@ void setup(CLI::App& app) {
   auto* k8s = sub->add_option("--k8s", opt->k8s_files,
                   "Kubernetes objects instead (JSON or YAML files: Nodes, Pods, ClusterQueues/LocalQueues/"
                   "ResourceFlavors, KAI or Volcano Queues, PriorityClasses; docs/kubernetes.md)");
-  sub->add_option("--slurm", opt->slurm_files,
-                  "Slurm's JSON instead of --cluster/--jobs: sinfo --json and squeue --json (running jobs are their "
-                  "account's usage); with --queues naming the accounts (docs/slurm.md)");
+  add_slurm_options(sub, opt->slurm_files, nullptr,
+                    "Slurm's JSON instead of --cluster/--jobs, with --queues naming the accounts (running jobs are their "
+                    "account's usage)");
   sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName")
       ->needs(k8s);
   sub->add_option("--format", opt->format, "Output format")->check(CLI::IsMember({"json", "table"}))->capture_default_str();

@@ -108,11 +108,7 @@ PlaceInputs read_place_slurm(const PlaceOptions& opt) {
   if (!opt.cluster_file.empty() || !opt.jobs_file.empty())
     throw InputError("--slurm: give Slurm's JSON alone (not with --cluster or --jobs)");
   const std::vector<std::string> texts = read_files(opt.slurm_files);
-  std::vector<io::slurm::Source> sources;
-  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], opt.slurm_files[i]});
-  io::slurm::Options sopt;
-  sopt.held = opt.slurm_held == "plan" ? io::slurm::Held::kPlan : io::slurm::Held::kSkip;
-  auto input = io::slurm::read(sources, sopt);
+  auto input = io::slurm::read(slurm_sources(texts, opt.slurm_files), slurm_options(opt.slurm_held));
   if (!input) throw InputError(input.error().message);
   print_slurm_notes(*input);
   PlaceInputs in;
@@ -270,11 +266,7 @@ void setup(CLI::App& app) {
   std::string names;
   for (auto n : policy_names()) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
   sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();
-  auto* slurm = sub->add_option("--slurm", opt->slurm_files,
-                                "Slurm's JSON instead of --cluster/--jobs: the output of sinfo --json (or scontrol show nodes "
-                                "--json) and squeue --json (docs/slurm.md)");
-  sub->add_option("--slurm-held", opt->slurm_held, "With --slurm: held jobs are skipped, or planned as if released")
-      ->check(CLI::IsMember({"skip", "plan"}))->capture_default_str()->needs(slurm);
+  add_slurm_options(sub, opt->slurm_files, &opt->slurm_held, "Slurm's JSON instead of --cluster/--jobs");
   sub->add_option("--format", opt->format, "Output format (slurm: the scontrol commands, with --slurm)")
       ->check(CLI::IsMember({"json", "table", "slurm"}))->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the random policy")->capture_default_str();

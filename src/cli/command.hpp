@@ -48,6 +48,12 @@ std::string repartition_table(const std::string& plan_json);
 // plan counted by Slurm's reason, on stderr; and the scontrol command that starts job `id` on
 // `nodes` (its required nodes set to where gpusched places it).
 void print_slurm_notes(const io::slurm::Input& input);
+// `--slurm FILE...` (the JSON `instead` of the command's other inputs) and, when `held` is given,
+// `--slurm-held skip|plan`; and what they become for the reader: the files' texts as its sources
+// (views into `texts`), the option as its Options.
+void add_slurm_options(CLI::App* sub, std::vector<std::string>& files, std::string* held, const std::string& instead);
+std::vector<io::slurm::Source> slurm_sources(const std::vector<std::string>& texts, const std::vector<std::string>& files);
+io::slurm::Options slurm_options(std::string_view held);
 std::string scontrol_start(std::string_view id, std::vector<std::string> nodes);
 
 }  // namespace gpusched::cli

@@ -24,6 +24,26 @@ void print_slurm_notes(const io::slurm::Input& input) {
                text.c_str());
 }
 
+void add_slurm_options(CLI::App* sub, std::vector<std::string>& files, std::string* held, const std::string& instead) {
+  auto* slurm = sub->add_option("--slurm", files,
+                                instead + ": the output of sinfo --json (or scontrol show nodes --json) and squeue --json (docs/slurm.md)");
+  if (held)
+    sub->add_option("--slurm-held", *held, "With --slurm: held jobs are skipped, or planned as if released")
+        ->check(CLI::IsMember({"skip", "plan"}))->capture_default_str()->needs(slurm);
+}
+
+std::vector<io::slurm::Source> slurm_sources(const std::vector<std::string>& texts, const std::vector<std::string>& files) {
+  std::vector<io::slurm::Source> sources;
+  for (std::size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], files[i]});
+  return sources;
+}
+
+io::slurm::Options slurm_options(std::string_view held) {
+  io::slurm::Options o;
+  o.held = held == "plan" ? io::slurm::Held::kPlan : io::slurm::Held::kSkip;
+  return o;
+}
+
 std::string scontrol_start(std::string_view id, std::vector<std::string> nodes) {
   // A job's nodes in first-use order, each once (a node list may not repeat a node).
   std::vector<std::string> unique;
