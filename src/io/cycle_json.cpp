@@ -677,6 +677,15 @@ std::string waiting_text(const CycleInputs& in, const scheduler::Waiting& w) {
   return text;
 }
 
+Status AdapterCycle::build_state(GpuModelRegistry registry, Cluster nodes) {
+  cluster.registry = std::move(registry);
+  cluster.cluster = std::move(nodes);
+  auto built = ClusterState::build(cluster.cluster, cluster.registry);
+  if (!built) return detail::in_context(built.error(), "nodes");
+  state.emplace(std::move(*built));
+  return {};
+}
+
 std::string write_cycle_json(const ClusterState& state, const CycleRun& run, int indent) {
   return cycle_json_impl::decisions_json(state, run).dump(detail::clamped_indent(indent), ' ', false,
                                                           nlohmann::json::error_handler_t::replace);

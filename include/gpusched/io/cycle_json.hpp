@@ -97,6 +97,9 @@ struct AdapterCycle {
   CycleInputs inputs;
   std::vector<std::string> warnings;  // what the reader could not express
   slurm::Input slurm;                 // read_cycle_inputs_slurm only
+
+  // The cluster document of a reader's nodes (whole) and the state built from it; errors name "nodes".
+  Status build_state(GpuModelRegistry registry, Cluster nodes);
 };
 Result<AdapterCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources);
 Result<AdapterCycle> read_cycle_inputs_slurm(std::span<const slurm::Source> sources, const slurm::Options& options = {});

@@ -48,11 +48,7 @@ Result<AdapterCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
   if (!input) return input.error();
   AdapterCycle out;
   for (const auto& w : input->warnings) out.warnings.push_back(k8s::to_string(w));
-  out.cluster.registry = input->registry;
-  out.cluster.cluster = input->cluster;
-  auto state = ClusterState::build(out.cluster.cluster, out.cluster.registry);
-  if (!state) return detail::in_context(state.error(), "nodes");
-  out.state.emplace(std::move(*state));
+  if (Status s = out.build_state(input->registry, input->cluster); !s) return s.error();
   ClusterState& st = *out.state;
   CycleInputs& in = out.inputs;
   if (!input->topology_levels.empty())
