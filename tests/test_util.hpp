@@ -1,8 +1,12 @@
-// Small helpers shared by the test suites: seeded random numbers and cluster builders.
+// Small helpers shared by the test suites: seeded random numbers, cluster builders, fixture files.
 #pragma once
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include <fmt/format.h>
 
@@ -12,6 +16,15 @@
 namespace gpusched::testing {
 
 using Rng = SplitMix64;
+
+// A file of tests/fixtures/ as text: fixture_text("slurm/sinfo-8gpu.json").
+inline std::string fixture_text(const std::string& path) {
+  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/" + path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // How many random instances a property test runs: all of them in a plain build, an eighth (at least
 // one) in a sanitizer build. The sanitizers run the same code 10-70x slower; CI's Release run goes

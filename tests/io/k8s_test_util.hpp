@@ -1,24 +1,17 @@
 // Helpers of the Kubernetes reader tests (tests/io/k8s_*_test.cpp).
 #pragma once
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
 #include "gpusched/io/k8s.hpp"
+#include "test_util.hpp"
 
 namespace k8s_test {
 
-inline std::string k8s_fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/k8s/" + name, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), name);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+inline std::string k8s_fixture(const std::string& name) { return gpusched::testing::fixture_text("k8s/" + name); }
 
 // Reads texts (each named "<i>.yaml") as one input.
 inline gpusched::Result<gpusched::io::k8s::Input> read_texts(const std::vector<std::string>& texts,

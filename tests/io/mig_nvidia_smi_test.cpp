@@ -2,24 +2,16 @@
 // headers from /work/shared/data/nvidia-mig/samples).
 #include <doctest/doctest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "gpusched/mig/layout.hpp"
 #include "gpusched/io/mig_nvidia_smi.hpp"
+#include "test_util.hpp"
 
 using namespace gpusched::mig;
 using namespace gpusched::io;
 
 namespace {
 
-std::string fixture(const char* name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/mig/" + name);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string fixture(const char* name) { return gpusched::testing::fixture_text(std::string("mig/") + name); }
 
 const MigGpuSpec& builtin(std::string_view name) {
   return MigCatalog::builtin().spec(*MigCatalog::builtin().find(name));

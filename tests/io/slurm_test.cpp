@@ -7,26 +7,19 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/slurm.hpp"
+#include "test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::io;
 
 namespace {
 
-std::string slurm_fixture(const char* name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/slurm/" + name);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string slurm_fixture(const char* name) { return gpusched::testing::fixture_text(std::string("slurm/") + name); }
 
 Result<slurm::Input> slurm_read(const std::string& nodes, const std::string& jobs, slurm::Options o = {}) {
   std::vector<slurm::Source> in = {{nodes, "sinfo.json"}};

@@ -11,6 +11,7 @@
 
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
+#include "test_util.hpp"
 
 namespace gpusched::topology_test {
 
@@ -27,13 +28,7 @@ inline TaskRequest whole_gpus(const ClusterState& s, int gpus) {
   return s.compile(shape).value();
 }
 
-inline std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUSCHED_FIXTURES_DIR) + "/topology/" + name);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string fixture(const std::string& name) { return gpusched::testing::fixture_text("topology/" + name); }
 
 // gb-00 .. gb-(n-1), 4 idle H100s each, no labels (a fabric JSON alone places them).
 inline ClusterState plain_cluster(int n) {
