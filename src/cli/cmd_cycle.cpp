@@ -210,11 +210,25 @@ int run_cycle_command(const CycleCliOptions& opt) {
   return 0;
 }
 
+// Why `explain JOB` has no pending job to explain: it runs, or (Slurm) the reader did not plan it and
+// why, or no input names it.
+std::string not_pending(const CycleCliOptions& opt, const Inputs& in) {
+  for (const RunningJob& r : in.cycle.running)
+    if (r.name == opt.job) return fmt::format("job \"{}\" is running, not pending", opt.job);
+  if (in.slurm)
+    for (const io::slurm::Skipped& s : in.slurm->skipped)
+      if (s.id == opt.job)
+        return fmt::format("slurm: job {} is not planned: Slurm would not start it now ({}){}", s.id, io::detail::shown(s.reason, 60),
+                           opt.slurm_held == "plan" ? "" : "; --slurm-held plan plans held jobs as if released");
+  const std::string source = !opt.pending_file.empty() ? opt.pending_file : !opt.slurm_files.empty() ? "squeue" : "pods";
+  return fmt::format("{}: no pending job named {}", source, io::detail::shown(opt.job, 60));
+}
+
 // `explain JOB`: the cycle's answer for one job, then what would let it start if it waits.
 int run_explain(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
   auto it = std::find_if(in.cycle.pending.begin(), in.cycle.pending.end(), [&](const PendingJob& p) { return p.job.name == opt.job; });
-  if (it == in.cycle.pending.end()) throw InputError(fmt::format("{}: no pending job named \"{}\"", opt.pending_file, opt.job));
+  if (it == in.cycle.pending.end()) throw InputError(not_pending(opt, in));
   const PendingJob& job = *it;
   CycleOptions o = cycle_options(opt);
   o.dry_run = true;

@@ -48,6 +48,15 @@ TEST_CASE("explain and place --slurm name jobs by Slurm's id") {
   CHECK(r.out.find("scontrol update JobId=5 ReqNodeList=localhost") != std::string::npos);
   CHECK(r.out.find("# 3 waits (not now)") != std::string::npos);
   CHECK(r.out.find("# 6 waits (not now)") != std::string::npos);
+  // A job the reader does not plan, or one that runs, is explained as such (exit 2).
+  r = run_tool("explain 4 --slurm " + kSlurm + "sinfo-8gpu.json " + kSlurm + "squeue-held.json --now 1796394815", true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("slurm: job 4 is not planned: Slurm would not start it now (\"JobHeldUser\"); --slurm-held plan") != std::string::npos);
+  r = run_tool("explain 1 --slurm " + kHeld, true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("job \"1\" is running, not pending") != std::string::npos);
+  r = run_tool("explain 99 --slurm " + kHeld, true);
+  CHECK(r.out.find("squeue: no pending job named \"99\"") != std::string::npos);
   CHECK(run_tool("place --cluster x.json --jobs y.json --format slurm").status == 2);
   CHECK(run_tool("cycle --slurm " + kSlurm + "sinfo-8gpu.json --pending x.json --now 0").status == 2);
 }
