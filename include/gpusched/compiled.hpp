@@ -17,6 +17,8 @@
 #include "gpusched/packing/detail/policy_impl.hpp"
 #include "gpusched/packing/detail/fgd_impl.hpp"
 #include "gpusched/packing/detail/trace_policies_impl.hpp"
+#include "gpusched/packing/detail/score_function_impl.hpp"
+#include "gpusched/packing/detail/registry_impl.hpp"
 #include "gpusched/topology/detail/links_impl.hpp"
 #include "gpusched/topology/detail/graph_impl.hpp"
 #include "gpusched/topology/detail/node_topology_impl.hpp"

@@ -17,3 +17,5 @@
 #include "gpusched/cluster/views.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
+#include "gpusched/packing/registry.hpp"
+#include "gpusched/packing/score_function.hpp"

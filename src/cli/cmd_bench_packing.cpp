@@ -35,6 +35,7 @@ struct BenchOptions {
   unsigned threads = 0;
   bool no_bound = false;
   bool quiet = false;
+  std::vector<std::string> plugins;  // --plugin: shared libraries of policies
 };
 
 std::string trace_dir() { return (fs::path(data_dir()) / "alibaba-gpu-v2023").string(); }
@@ -149,6 +150,8 @@ int run_bench(const BenchOptions& opt) {
   cfg.seeds = parse_seeds(opt.seeds);
   cfg.target_ratio = opt.ratio;
   cfg.threads = opt.threads;
+  const PolicyRegistry registry = policy_registry(opt.plugins);
+  cfg.registry = &registry;
   cfg.lower_bound = !opt.no_bound;
   const bool tty = isatty(fileno(stderr)) != 0;
   nlohmann::json all = nlohmann::json::array();
@@ -195,7 +198,10 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--nodes", opt->nodes, "node list CSV (default: the shipped 1,213 GPU nodes)");
   sub->add_option("--policies", opt->policies,
-                  "comma list (default: Random,DotProd,GpuClustering,GpuPacking,BestFit,FGD,FGD-OC)");
+                  "comma list (default: Random,DotProd,GpuClustering,GpuPacking,BestFit,FGD,FGD-OC); also FGD-Pack, "
+                  "FGD-BF, FGD-Bal, the placement policies (" + policy_help(PolicySet::kPlacement) +
+                      ") and a --plugin's");
+  add_plugin_option(sub, opt->plugins);
   sub->add_option("--seeds", opt->seeds, "seeds: A-B or a comma list")->capture_default_str();
   sub->add_option("--format", opt->format, "json or table")->capture_default_str();
   sub->add_option("--csv", opt->csv, "curve CSV to write ('' = none)")->capture_default_str();

@@ -44,6 +44,9 @@ struct CycleCliOptions {
   std::vector<std::string> k8s_files;  // Kubernetes objects instead of --cluster/--running/--pending/--queues
   std::vector<std::string> slurm_files;  // Slurm's JSON (sinfo, squeue) instead of them
   std::string slurm_held = "skip";
+  std::string policy = "best-fit";    // placement policy (--policy), resolved with the --plugin ones
+  std::uint64_t seed = 42;
+  std::vector<std::string> plugins;
 };
 
 // Everything one cycle needs, read from the files (or Kubernetes objects) by the io library
@@ -184,11 +187,24 @@ nlohmann::ordered_json slurm_json(const io::slurm::Input& in) {
   return {{"schema", in.version}, {"slurm_planned_starts", planned}, {"skipped", skipped}};
 }
 
+// The --policy of the cycle: FGD-family policies get the pending jobs' tasks as their workload.
+std::unique_ptr<PlacementPolicy> cycle_policy(const CycleCliOptions& opt, const Inputs& in) {
+  return make_placement_policy(policy_registry(opt.plugins), "--policy", opt.policy, opt.seed, [&] {
+    std::vector<TaskRequest> tasks;
+    for (const PendingJob& p : in.cycle.pending)
+      for (const CompiledGroup& g : p.job.groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+    return tasks;
+  });
+}
+
 int run_cycle_command(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
-  auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, cycle_options(opt),
-                            opt.queues_file.empty() ? opt.running_file : opt.queues_file, opt.pending_file,
-                            opt.running_file.empty() ? std::string("running") : opt.running_file);
+  const auto policy = cycle_policy(opt, in);
+  CycleOptions o = cycle_options(opt);
+  o.placement.policy = policy.get();
+  auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
+                            opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
+  check_policy(*policy);
   if (!d) throw InputError(d.error().message);
   const io::CycleRun run{std::move(in.cycle), std::move(*d)};
   // Kubernetes: MIG tasks that wait get the re-partition that would serve them, as a plan.
@@ -230,10 +246,13 @@ int run_explain(const CycleCliOptions& opt) {
   auto it = std::find_if(in.cycle.pending.begin(), in.cycle.pending.end(), [&](const PendingJob& p) { return p.job.name == opt.job; });
   if (it == in.cycle.pending.end()) throw InputError(not_pending(opt, in));
   const PendingJob& job = *it;
+  const auto policy = cycle_policy(opt, in);
   CycleOptions o = cycle_options(opt);
+  o.placement.policy = policy.get();
   o.dry_run = true;
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
                             opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
+  check_policy(*policy);
   if (!d) throw InputError(d.error().message);
   json out{{"job", job.job.name}, {"queue", job.job.queue}, {"priority", job.job.priority}, {"submit_time", job.job.submit_time}};
   std::string text = fmt::format("job {} (queue {}, priority {}, submitted t={})\n", job.job.name,
@@ -344,6 +363,12 @@ void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
   sub->add_option("--backfill-resolution", opt->bf_resolution, "Time grid, seconds (Slurm bf_resolution)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--backfill-depth", opt->bf_depth, "Blocked jobs tested (Slurm bf_max_job_test)")->capture_default_str();
+  sub->add_option("--policy", opt->policy,
+                  "Placement policy of every task: " + policy_help(PolicySet::kPlacement) + "; the FGD paper's (" +
+                      policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)")
+      ->capture_default_str();
+  sub->add_option("--seed", opt->seed, "Seed of the random policies")->capture_default_str();
+  add_plugin_option(sub, opt->plugins);
 }
 
 void setup(CLI::App& app) {

@@ -34,6 +34,7 @@ struct PlaceOptions {
   std::string scheduler_name;                // with --k8s: only pending pods of this scheduler
   std::vector<std::string> slurm_files;      // Slurm's JSON (sinfo, squeue) instead of --cluster/--jobs
   std::string slurm_held = "skip";           // with --slurm: held jobs skipped, or planned as if released
+  std::vector<std::string> plugins;          // --plugin: shared libraries of policies
 };
 
 // `gpusched place --k8s FILE...`: Nodes, Pods, PodGroups, Volcano Jobs, Kueue objects as JSON or
@@ -50,9 +51,11 @@ int run_place_k8s(const PlaceOptions& opt) {
   if (!input) throw InputError(input.error().message);
   auto state = ClusterState::build(input->cluster, input->registry);
   if (!state) throw InputError(fmt::format("nodes: {}", state.error().message));
-  auto policy = make_policy(opt.policy, opt.seed);
-  if (!policy) throw InputError(fmt::format("--policy: unknown policy \"{}\"", opt.policy));
+  const PolicyRegistry registry = policy_registry(opt.plugins);
+  auto policy = make_placement_policy(registry, "--policy", opt.policy, opt.seed,
+                                      [&] { return job_requests(*state, input->jobs); });
   auto decided = io::k8s::decide(*input, *state, *policy);
+  check_policy(*policy);
   if (!decided) throw InputError(decided.error().message);
   const std::string text = io::k8s::bindings_json(*input, *state, *decided);
   if (opt.format == "json") {
@@ -140,8 +143,9 @@ int run_place(const PlaceOptions& opt) {
   PlaceInputs in = read_place_inputs(opt);
   auto state = ClusterState::build(in.cluster.cluster, in.cluster.registry);
   if (!state) throw InputError(fmt::format("{}: {}", in.cluster_source, state.error().message));
-  auto policy = make_policy(opt.policy, opt.seed);
-  if (!policy) throw InputError(fmt::format("--policy: unknown policy \"{}\"", opt.policy));
+  const PolicyRegistry registry = policy_registry(opt.plugins);
+  auto policy = make_placement_policy(registry, "--policy", opt.policy, opt.seed,
+                                      [&] { return job_requests(*state, in.jobs); });
 
   // Compile every job before placing any: bad input fails the whole run, never half of it.
   std::vector<CompiledJob> compiled;
@@ -234,6 +238,7 @@ int run_place(const PlaceOptions& opt) {
       table += fmt::format("{:<24} UNSCHEDULABLE ({}): {}\n", job.name, verdict_name(p.verdict), message);
     }
   }
+  check_policy(*policy);
   if (opt.format == "slurm") {
     for (const auto& u : unplaced)
       scontrol += fmt::format("# {} waits ({}): {}\n", u["job"].get<std::string>(), u.value("verdict", ""), u.value("message", ""));
@@ -263,9 +268,11 @@ void setup(CLI::App& app) {
       ->needs(k8s);
   sub->add_option("--scheduler-name", opt->scheduler_name, "With --k8s: read only pending pods of this schedulerName")
       ->needs(k8s);
-  std::string names;
-  for (auto n : policy_names()) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
-  sub->add_option("--policy", opt->policy, "Placement policy: " + names)->capture_default_str();
+  sub->add_option("--policy", opt->policy,
+                  "Placement policy: " + policy_help(PolicySet::kPlacement) + "; the FGD paper's (" +
+                      policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)")
+      ->capture_default_str();
+  add_plugin_option(sub, opt->plugins);
   add_slurm_options(sub, opt->slurm_files, &opt->slurm_held, "Slurm's JSON instead of --cluster/--jobs");
   sub->add_option("--format", opt->format, "Output format (slurm: the scontrol commands, with --slurm)")
       ->check(CLI::IsMember({"json", "table", "slurm"}))->capture_default_str();

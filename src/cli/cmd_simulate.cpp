@@ -55,6 +55,8 @@ struct SimOptions {
   std::string out = "simulate-out";
   std::string format = "table";
   bool quiet = false;
+  std::string placement;             // --placement ("" = best-fit)
+  std::vector<std::string> plugins;  // --plugin
 };
 
 // CSV: a header line, then time,node,duration per line (seconds, node index, seconds), each an
@@ -169,6 +171,11 @@ int run_simulate(const SimOptions& o) {
   if (!quotas) throw InputError(quotas.error().message);
   for (const auto& [name, gpus] : *quotas) sw.queue_quota_gpus.emplace_back(name, static_cast<std::int64_t>(gpus));
   sw.data_dir = data_dir();
+  const PolicyRegistry registry = policy_registry(o.plugins);
+  sw.placement = o.placement;
+  sw.registry = &registry;
+  if (!o.placement.empty() && !registry.find(o.placement))
+    throw InputError(fmt::format("--placement: {}", registry.make(o.placement).error().message));
   // Progress on stderr: a bar redrawn in place on a terminal; in a log (stderr not a terminal) at most
   // one line per 10 % of each run. Either way a run's progress ends at 100 % (rejected jobs and a
   // horizon end a run before all its jobs are done).
@@ -263,6 +270,10 @@ void setup(CLI::App& app) {
                                                "with modifiers +ckpt +topo +energy +preempt")
       ->capture_default_str();
   sub->add_option("--seeds", opt->seeds, "N, A-B or a comma list")->capture_default_str();
+  sub->add_option("--placement", opt->placement,
+                  "Placement policy of every run (default best-fit): " + policy_help(PolicySet::kPlacement) +
+                      "; the FGD paper's (" + policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)");
+  add_plugin_option(sub, opt->plugins);
   sub->add_option("--nodes", opt->nodes, "cluster nodes (0 = the trace's own cluster)");
   sub->add_option("--gpus-per-node", opt->gpus_per_node)->capture_default_str();
   sub->add_option("--model", opt->model, "GPU model of the generated cluster")->capture_default_str();

@@ -5,6 +5,8 @@
 // (exit status 2, message on stderr, nothing on stdout); its callback sets the exit status otherwise.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -13,6 +15,8 @@
 #include <CLI/CLI.hpp>
 
 #include "gpusched/io/slurm.hpp"
+#include "gpusched/packing/placement.hpp"
+#include "gpusched/packing/registry.hpp"
 
 namespace gpusched::cli {
 
@@ -55,5 +59,20 @@ void add_slurm_options(CLI::App* sub, std::vector<std::string>& files, std::stri
 std::vector<io::slurm::Source> slurm_sources(const std::vector<std::string>& texts, const std::vector<std::string>& files);
 io::slurm::Options slurm_options(std::string_view held);
 std::string scontrol_start(std::string_view id, std::vector<std::string> nodes);
+
+// Placement policies (src/cli/policy_options.cpp, docs/policies.md): `--plugin LIB` (repeatable);
+// the registry of the built-ins and the plugins' policies (InputError naming a bad plugin); the
+// built-in names of one set, for --help; every task of the jobs that compile (FGD's target workload);
+// a policy by name, with the workload of `tasks` when it needs one (InputError naming `option`); and,
+// after deciding, a failed user policy as an InputError naming it.
+void add_plugin_option(CLI::App* sub, std::vector<std::string>& plugins);
+PolicyRegistry policy_registry(const std::vector<std::string>& plugins);
+std::string policy_help(PolicySet set);
+std::vector<TaskRequest> job_requests(const ClusterState& state, const std::vector<Job>& jobs);
+std::unique_ptr<PlacementPolicy> make_placement_policy(const PolicyRegistry& registry, std::string_view option,
+                                                       const std::string& name, std::uint64_t seed,
+                                                       const std::function<std::vector<TaskRequest>()>& tasks,
+                                                       PolicySet prefer = PolicySet::kPlacement);
+void check_policy(const PlacementPolicy& policy);
 
 }  // namespace gpusched::cli

@@ -80,13 +80,13 @@ std::vector<std::uint32_t> arrival_order(const TraceWorkload& w, std::uint64_t s
   return order;
 }
 
-RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& order, TracePolicy& policy,
-                   const std::vector<double>& points) {
+RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& order, PlacementPolicy& policy,
+                   const std::vector<double>& points, std::uint64_t seed) {
   ClusterState state = w.initial;
   policy.attach(state);
   RunResult r;
   r.policy = std::string(policy.name());
-  r.seed = policy.seed();
+  r.seed = seed;
   r.curve.assign(points.size(), 0.0);
   const double cap = static_cast<double>(w.capacity);
   std::size_t next_point = 0;
@@ -106,6 +106,10 @@ RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& ord
       state.commit();  // no rollback in a replay: keep the journal empty
       policy.observe(state, req, a);
       placed = true;
+    }
+    if (!policy.failure().empty()) {
+      r.failure = std::string(policy.failure());
+      return r;
     }
     placed ? ++r.pods_placed : ++r.pods_failed;
     const double pct = cap > 0 ? 100.0 * static_cast<double>(arrived) / cap : 0.0;
@@ -166,12 +170,14 @@ Result<ExperimentReport> run_experiment(const TraceWorkload& w, const Experiment
   std::vector<std::string> names = config.policies;
   if (names.empty())
     for (auto n : trace_policy_names()) names.emplace_back(n);
-  for (const auto& n : names)
-    if (!make_trace_policy(n, 0, w.target)) {
-      std::string known;
-      for (auto k : trace_policy_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
-      return Error{fmt::format("policies: unknown policy \"{}\" (known: {})", n, known)};
-    }
+  const PolicyRegistry builtins = config.registry ? PolicyRegistry{} : PolicyRegistry::with_builtins();
+  const PolicyRegistry& registry = config.registry ? *config.registry : builtins;
+  const PolicyArgs probe{0, &w.target};
+  bool serial = false;
+  for (const auto& n : names) {
+    if (auto p = registry.make(n, probe, PolicySet::kTrace); !p) return Error{"policies: " + p.error().message};
+    serial = serial || !registry.find(n, PolicySet::kTrace)->thread_safe;
+  }
 
   std::vector<std::vector<std::uint32_t>> orders;
   for (auto seed : config.seeds) orders.push_back(arrival_order(w, seed, config.target_ratio));
@@ -203,8 +209,8 @@ Result<ExperimentReport> run_experiment(const TraceWorkload& w, const Experiment
         const std::size_t k = j - lps;
         const std::size_t p = k / config.seeds.size(), s = k % config.seeds.size();
         seed = config.seeds[s];
-        auto policy = make_trace_policy(names[p], seed, w.target);
-        rep.runs[k] = run_once(w, orders[s], *policy, rep.curve_points);
+        auto policy = std::move(registry.make(names[p], {seed, &w.target}, PolicySet::kTrace).value());
+        rep.runs[k] = run_once(w, orders[s], *policy, rep.curve_points, seed);
         label = rep.runs[k].policy;
       }
       std::lock_guard<std::mutex> lock(mu);
@@ -213,13 +219,17 @@ Result<ExperimentReport> run_experiment(const TraceWorkload& w, const Experiment
     }
   };
   unsigned threads = config.threads ? config.threads : std::max(1U, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, runs + lps));
+  threads = serial ? 1U : static_cast<unsigned>(std::min<std::size_t>(threads, runs + lps));
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
   for (const auto& e : lp_error)
     if (!e.empty()) return Error{fmt::format("lower bound: {}", e)};
+  for (const RunResult& r : rep.runs)
+    if (!r.failure.empty())
+      return Error{fmt::format("policy \"{}\" failed (seed {}): {}", r.policy, r.seed, r.failure), ErrorCode::kInvalidValue,
+                   "policies"};
 
   rep.lower_bound_per_seed = lp;
   rep.lower_bound_mean = mean_of(lp);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "gpusched/core/random.hpp"
+#include "gpusched/packing/registry.hpp"
 #include "io/text_input.hpp"
 #include "sim/numbers.hpp"
 #include "sim/job_clock.hpp"
@@ -106,6 +107,8 @@ class Engine {
   Result<SimResult> run();
 
  private:
+  // The placement policy of config_ (SimConfig::placement).
+  Result<std::unique_ptr<PlacementPolicy>> make_placement() const;
   // --- accounting ---
   std::int64_t allocated() const { return state_.total_gpu_milli_capacity() - state_.total_gpu_milli_free(); }
   bool gpu_job(std::uint32_t j) const { return jobs_[j].shape.needs_gpu(); }
@@ -585,14 +588,41 @@ Status Engine::run_cycle(Seconds now, bool& again) {
   return {};
 }
 
+Result<std::unique_ptr<PlacementPolicy>> Engine::make_placement() const {
+  const bool energy = config_.policy.energy_aware && !cluster_.energy.empty();
+  if (config_.placement.empty())
+    return energy ? detail::make_cost_aware_policy(cluster_) : std::unique_ptr<PlacementPolicy>(std::make_unique<BestFitPolicy>());
+  if (config_.policy.energy_aware)
+    return Error{fmt::format("placement: '+energy' places by its own cost-aware policy; drop it or the placement "
+                             "policy {}", io::detail::shown(config_.placement)),
+                 ErrorCode::kInconsistent, "placement"};
+  const PolicyRegistry builtins = config_.registry ? PolicyRegistry{} : PolicyRegistry::with_builtins();
+  const PolicyRegistry& registry = config_.registry ? *config_.registry : builtins;
+  TargetWorkload workload;
+  if (const PolicyEntry* e = registry.find(config_.placement); e && e->needs_workload) {
+    std::vector<TaskRequest> requests;
+    for (const SimJob& job : jobs_) {
+      TaskRequest r;
+      r.shape = job.shape;
+      if (!job.gpu_model.empty())
+        if (auto m = state_.registry().find(job.gpu_model)) r.models = model_bit(*m);
+      requests.push_back(r);
+    }
+    workload = TargetWorkload::from_requests(requests);
+  }
+  auto p = registry.make(config_.placement, {config_.seed, &workload});
+  if (!p) return Error{"placement: " + p.error().message, p.error().code, "placement"};
+  return p;
+}
+
 Result<SimResult> Engine::run() {
   const std::size_t n_jobs = jobs_.size();
   node_watts_.assign(state_.node_count(), 0);
   node_price_.assign(state_.node_count(), 0);
   for (NodeId n = 0; n < state_.node_count(); ++n) node_energy_update(n);
   // The scheduler: the library's session, configured by the policy (policy_session.cpp).
-  if (config_.policy.energy_aware && !cluster_.energy.empty()) placement_ = detail::make_cost_aware_policy(cluster_);
-  else placement_ = std::make_unique<BestFitPolicy>();
+  if (auto p = make_placement(); !p) return p.error();
+  else placement_ = std::move(*p);
   auto session = detail::open_policy_session(config_.policy, jobs_, state_, *placement_);
   if (!session) return session.error();
   session_.emplace(std::move(*session));
@@ -748,6 +778,10 @@ Result<SimResult> Engine::run() {
         bool again = true;
         for (int pass = 0; again && pass < kMaxCyclesPerInstant; ++pass)
           if (Status ok = run_cycle(t, again); !ok) return ok.error();
+        if (!placement_->failure().empty())  // user code (docs/policies.md): the run ends with its message
+          return Error{fmt::format("placement: policy {} failed: {}", io::detail::shown(placement_->name()),
+                                   placement_->failure()),
+                       ErrorCode::kInvalidValue, "placement"};
         last_cycle_ = t;
         check_instant();
       }

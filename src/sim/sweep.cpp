@@ -182,6 +182,7 @@ nlohmann::ordered_json sweep_description(const SweepOptions& o) {
                          {"failures_file", o.failures_name}, {"cycle_period_s", o.cycle_period},
                          {"min_cycle_interval_s", o.min_cycle_interval}};
   if (o.arrival_rate > 0) sweep["parameters"]["arrival_rate_per_hour"] = o.arrival_rate;
+  if (!o.placement.empty()) sweep["parameters"]["placement"] = o.placement;
   if (!o.queue_weights.empty()) sweep["parameters"]["queue_weights"] = o.queue_weights;
   if (!o.queue_quota_gpus.empty()) sweep["parameters"]["queue_quota_gpus"] = o.queue_quota_gpus;
   return sweep;
@@ -281,6 +282,8 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
         cfg.cycle_period = o.cycle_period;
         cfg.min_cycle_interval = o.min_cycle_interval;
         cfg.rebuild_cycles = o.rebuild_cycles;
+        cfg.placement = o.placement;
+        cfg.registry = o.registry;
         cfg.failures.list = o.failures;
         cfg.failures.mtbf_hours = o.mtbf_hours;
         cfg.failures.mttr_hours = o.mttr_hours;

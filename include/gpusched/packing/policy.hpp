@@ -109,6 +109,18 @@ class PlacementPolicy {
   virtual std::int64_t rank(const ClusterState& /*state*/, NodeId /*node*/, const TaskRequest& /*request*/) const {
     return 0;
   }
+
+  // --- per-run hooks ---
+  // A run that places many tasks one after another on one state (bench-packing's replay) calls
+  // attach(state) before it and observe(...) after each reservation: a policy may keep per-run
+  // state there (a seeded node order, a cache of node classes). Policies stay correct without them.
+  virtual void attach(const ClusterState& /*state*/) {}
+  virtual void observe(const ClusterState& /*state*/, const TaskRequest& /*request*/,
+                       const TaskAssignment& /*assignment*/) {}
+  // A policy that runs user code (packing/score_function.hpp: C callbacks, Python) reports the first
+  // failure of that code here, and refuses every node from then on; every path checks it after
+  // deciding and reports the message naming the policy. "" = no failure; built-in policies never fail.
+  virtual std::string_view failure() const { return {}; }
 };
 
 // A policy defined by a per-node score (higher is better). `select` filters the candidate nodes

@@ -30,9 +30,9 @@
 //                  over the fitting nodes (integer arithmetic, as Kubernetes' NormalizeScore); tightest GPU.
 //   FGD            see gpusched/packing/fgd.hpp.
 //
-// A `TracePolicy` is a `PlacementPolicy` (so it also works in `gpusched place`) with two hooks the
-// simulator calls: `attach(state)` before a run, `observe(state, request, assignment)` after each
-// reservation. Policies keep per-run state there (the tie-break permutation, GpuClustering's task
+// A `TracePolicy` is a `PlacementPolicy` (so it also works in `gpusched place`) that uses the two
+// per-run hooks every policy has (policy.hpp): `attach(state)` before a run, `observe(state, request,
+// assignment)` after each reservation. Policies keep per-run state there (the tie-break permutation, GpuClustering's task
 // kinds, FGD's cache of node classes). Used without the hooks they stay correct: the permutation is
 // drawn lazily, GpuClustering sees no history, FGD computes every node directly.
 #pragma once
@@ -71,10 +71,7 @@ class TracePolicy : public PlacementPolicy {
  public:
   explicit TracePolicy(std::uint64_t seed) : tie_(seed) {}
   // Before a run on `state` (resets per-run state; the state may already hold allocations).
-  virtual void attach(const ClusterState& state) { tie_.reset(state.node_count()); }
-  // After `assignment` was reserved on `state`.
-  virtual void observe(const ClusterState& /*state*/, const TaskRequest& /*request*/,
-                       const TaskAssignment& /*assignment*/) {}
+  void attach(const ClusterState& state) override { tie_.reset(state.node_count()); }
   std::uint64_t seed() const { return tie_.seed(); }
 
  protected:

@@ -34,6 +34,7 @@
 #include "gpusched/core/result.hpp"
 #include "gpusched/io/alibaba_trace.hpp"
 #include "gpusched/packing/fgd.hpp"
+#include "gpusched/packing/registry.hpp"
 
 namespace gpusched::sim {
 
@@ -55,6 +56,9 @@ std::vector<std::uint32_t> arrival_order(const TraceWorkload& w, std::uint64_t s
 
 struct ExperimentConfig {
   std::vector<std::string> policies;  // empty = trace_policy_names()
+  // Where the names are resolved (the paper's trace policies preferred, packing/registry.hpp);
+  // nullptr = the built-ins. A user policy whose entry is not thread_safe makes the run use one thread.
+  const PolicyRegistry* registry = nullptr;
   std::vector<std::uint64_t> seeds = {42, 43, 44, 45, 46, 47, 48, 49, 50, 51};
   double target_ratio = 1.3;
   std::vector<double> curve_points;   // empty = 50, 51, ..., 130
@@ -71,11 +75,13 @@ struct RunResult {
   std::vector<double> curve;          // unallocated GPU % at config.curve_points
   double unallocated_pct_at_100 = 0;
   std::size_t pods_arrived = 0, pods_placed = 0, pods_failed = 0;  // whole run
+  std::string failure;                // the policy's failure (user code), "" when none
 };
 
-// One policy over one arrival order. `points` ascending, in % of capacity.
-RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& order, TracePolicy& policy,
-                   const std::vector<double>& points);
+// One policy over one arrival order. `points` ascending, in % of capacity. A policy that fails
+// (user code: PlacementPolicy::failure) ends the run; its message is in `failure`.
+RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& order, PlacementPolicy& policy,
+                   const std::vector<double>& points, std::uint64_t seed = 0);
 
 struct PolicySummary {
   std::string policy;

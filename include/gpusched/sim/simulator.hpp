@@ -50,6 +50,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/packing/placement.hpp"
+#include "gpusched/packing/registry.hpp"
 #include "gpusched/scheduler/backfill.hpp"
 
 namespace gpusched::sim {
@@ -179,6 +180,11 @@ struct SimConfig {
   Seconds horizon = 0;             // stop at this time (0 = when every job completed)
   std::string rack_label = "rack"; // the label key of the rack level (topology-aware option)
   bool power_off_idle = true;      // an idle node draws nothing (energy-aware consolidation pays)
+  // The placement policy by name, resolved in `registry` (packing/registry.hpp; nullptr = the
+  // built-ins): "" = best-fit (or, with "+energy", the cost-aware policy; the two are exclusive).
+  // FGD-family policies get the trace's task shapes as their target workload.
+  std::string placement;
+  const PolicyRegistry* registry = nullptr;
   std::function<void(double)> progress;  // called with the fraction of jobs done (may be empty)
 };
 

@@ -46,6 +46,8 @@ struct SweepOptions {
   Seconds min_cycle_interval = 0;  // SimConfig::min_cycle_interval
   bool rebuild_cycles = false;     // SimConfig::rebuild_cycles (not in the report: it changes no figure)
   double arrival_rate = 0;         // synthetic traces: jobs per hour (0: SyntheticSpec's default)
+  std::string placement;           // SimConfig::placement ("" = best-fit)
+  const PolicyRegistry* registry = nullptr;  // SimConfig::registry
   // DRF queues (the "drf" policies): weights, and GPU quotas (nominal on every GPU model, no
   // borrowing), by queue name (the added queues are q0, q1, ...); a queue not named: weight 1, no cap.
   std::vector<std::pair<std::string, double>> queue_weights;

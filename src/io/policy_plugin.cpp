@@ -1,0 +1,171 @@
+// Placement policies written in C: the adapter of a gpusched_policy_def, and the plugin loader.
+#include "gpusched/io/policy_plugin.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gpusched/packing/score_function.hpp"
+#include "io/text_input.hpp"
+
+namespace gpusched::io {
+namespace policy_plugin_impl {
+
+// A message a callback gave: at most 200 bytes shown, never trusted to be short or printable.
+std::string callback_message(const char* message) {
+  if (!message) return {};
+  return ": " + detail::shown(std::string_view(message, strnlen(message, 4096)), 200);
+}
+
+class CPolicy final : public ScoreFunctionPolicy {
+ public:
+  CPolicy(const gpusched_policy_def& def, std::string name, std::uint64_t seed)
+      : ScoreFunctionPolicy(std::move(name), seed, traits_of(def)), def_(def) {}
+
+  std::optional<std::int64_t> score(const ClusterState& state, NodeId node, const TaskRequest& request) const override {
+    fill(state, node, request);
+    std::int64_t s = 0;
+    const char* message = nullptr;
+    const int rc = def_.score(def_.user, &node_, &task_, &s, &message);
+    if (rc == GPUSCHED_SCORE_OK) return s;
+    if (rc != GPUSCHED_SCORE_REFUSE)
+      fail(fmt::format("score returned {} on node {}{}", rc, detail::shown(state.node_name(node)), callback_message(message)));
+    return std::nullopt;
+  }
+
+  bool pick_gpus(const ClusterState& state, NodeId node, const TaskRequest& request,
+                 std::vector<GpuIndex>& gpus) const override {
+    fill(state, node, request);
+    const auto n = static_cast<std::uint32_t>(request.shape.shares_gpu() ? 1 : request.shape.gpus);
+    std::vector<std::uint32_t> out(n, 0);
+    const char* message = nullptr;
+    const int rc = def_.pick_gpus(def_.user, &node_, &task_, out.data(), n, &message);
+    if (rc != GPUSCHED_SCORE_OK) {
+      if (rc != GPUSCHED_SCORE_REFUSE)
+        fail(fmt::format("pick_gpus returned {} on node {}{}", rc, detail::shown(state.node_name(node)),
+                         callback_message(message)));
+      return false;
+    }
+    for (std::uint32_t g : out) {
+      if (g >= state.gpu_count(node)) {
+        fail(fmt::format("pick_gpus chose GPU {} of node {}, which has {}", g, detail::shown(state.node_name(node)),
+                         state.gpu_count(node)));
+        return false;
+      }
+      gpus.push_back(static_cast<GpuIndex>(g));
+    }
+    return true;
+  }
+
+ private:
+  static ScoreFunctionTraits traits_of(const gpusched_policy_def& def) {
+    ScoreFunctionTraits t;
+    t.ties = (def.flags & GPUSCHED_POLICY_TIES_SEEDED) ? TieRule::kSeededOrder : TieRule::kLowestId;
+    t.memoize = (def.flags & GPUSCHED_POLICY_MEMOIZE) != 0;
+    t.picks_gpus = def.pick_gpus != nullptr;
+    return t;
+  }
+
+  // The views of (node, request), into this policy's scratch space.
+  void fill(const ClusterState& state, NodeId node, const TaskRequest& request) const {
+    if (names_instance_ != state.instance_id() || model_names_.size() != state.registry().size()) {
+      model_names_.clear();
+      model_name_ptrs_.clear();
+      for (std::size_t m = 0; m < state.registry().size(); ++m)
+        model_names_.push_back(state.registry().model(static_cast<GpuModelId>(m)).name);
+      for (const std::string& s : model_names_) model_name_ptrs_.push_back(s.c_str());
+      names_instance_ = state.instance_id();
+    }
+    node_name_.assign(state.node_name(node));
+    const std::size_t gpus = state.gpu_count(node);
+    gpu_free_.resize(gpus);
+    gpu_model_.resize(gpus);
+    gpu_memory_.resize(gpus);
+    std::uint32_t idle = 0;
+    for (std::size_t g = 0; g < gpus; ++g) {
+      const auto gi = static_cast<GpuIndex>(g);
+      gpu_free_[g] = state.gpu_free_milli_if_healthy(node, gi);
+      gpu_model_[g] = state.gpu_model(node, gi);
+      gpu_memory_[g] = state.gpu_free_memory_if_healthy(node, gi);
+      idle += gpu_free_[g] == kMilliPerGpu ? 1U : 0U;
+    }
+    node_ = {static_cast<std::uint32_t>(node), node_name_.c_str(), state.cpu_capacity(node), state.cpu_free(node),
+             state.memory_capacity(node), state.memory_free(node), static_cast<std::uint32_t>(gpus), idle,
+             gpu_free_.data(), gpu_model_.data(), gpu_memory_.data(), model_name_ptrs_.data(),
+             static_cast<std::uint32_t>(model_name_ptrs_.size())};
+    const TaskShape& s = request.shape;
+    task_ = {s.cpu, s.memory, s.gpus, static_cast<std::int32_t>(s.gpu_milli), s.gpu_memory, request.models};
+  }
+
+  gpusched_policy_def def_;
+  mutable gpusched_node_view node_{};
+  mutable gpusched_task_view task_{};
+  mutable std::string node_name_;
+  mutable std::vector<std::int32_t> gpu_free_;
+  mutable std::vector<std::uint8_t> gpu_model_;
+  mutable std::vector<std::int64_t> gpu_memory_;
+  mutable std::vector<std::string> model_names_;
+  mutable std::vector<const char*> model_name_ptrs_;
+  mutable std::uint64_t names_instance_ = 0;
+};
+
+}  // namespace policy_plugin_impl
+
+Status add_c_policy(PolicyRegistry& registry, const gpusched_policy_def& def, std::string_view source) {
+  const std::string where(source);
+  if (def.abi != GPUSCHED_POLICY_ABI)
+    return Error{fmt::format("{}: abi {} (this gpusched reads {})", where, def.abi, GPUSCHED_POLICY_ABI),
+                 ErrorCode::kInvalidValue, "abi"};
+  if (!def.name || !*def.name) return Error{where + ": a policy without a name", ErrorCode::kMissingField, "name"};
+  const std::string name(def.name, strnlen(def.name, 256));
+  if (!def.score)
+    return Error{fmt::format("{}: policy {} has no score callback", where, detail::shown(name)), ErrorCode::kMissingField,
+                 "score"};
+  if (def.flags & ~std::uint32_t{GPUSCHED_POLICY_TIES_SEEDED | GPUSCHED_POLICY_MEMOIZE | GPUSCHED_POLICY_THREAD_SAFE})
+    return Error{fmt::format("{}: policy {}: unknown flags 0x{:x}", where, detail::shown(name), def.flags),
+                 ErrorCode::kInvalidValue, "flags"};
+  PolicyEntry e;
+  e.name = name;
+  e.summary = def.summary ? std::string(def.summary, strnlen(def.summary, 200)) : std::string("a C policy");
+  e.thread_safe = (def.flags & GPUSCHED_POLICY_THREAD_SAFE) != 0;
+  e.make = [def, name](const PolicyArgs& a) -> std::unique_ptr<PlacementPolicy> {
+    return std::make_unique<policy_plugin_impl::CPolicy>(def, name, a.seed);
+  };
+  if (Status ok = registry.add(std::move(e)); !ok) return Error{where + ": " + ok.error().message, ok.error().code, "name"};
+  return {};
+}
+
+Status load_policy_plugin(PolicyRegistry& registry, const std::string& path) {
+  const std::string where = detail::shown(path, 200);
+  // A path without a slash would be searched for in the library path: a plugin is a file.
+  const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  void* lib = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    return Error{fmt::format("--plugin {}: cannot load it{}", where, policy_plugin_impl::callback_message(why)),
+                 ErrorCode::kIo, "plugin"};
+  }
+  auto entry = reinterpret_cast<gpusched_plugin_entry_fn>(dlsym(lib, GPUSCHED_PLUGIN_ENTRY));
+  if (!entry)
+    return Error{fmt::format("--plugin {}: no entry point {} (docs/policies.md)", where, GPUSCHED_PLUGIN_ENTRY),
+                 ErrorCode::kMissingField, "plugin"};
+  const gpusched_policy_def* defs = nullptr;
+  std::size_t count = 0;
+  if (const int rc = entry(GPUSCHED_POLICY_ABI, &defs, &count); rc != 0)
+    return Error{fmt::format("--plugin {}: its entry point refused ABI {} (returned {})", where, GPUSCHED_POLICY_ABI, rc),
+                 ErrorCode::kInvalidValue, "plugin"};
+  if (count > 0 && !defs)
+    return Error{fmt::format("--plugin {}: {} policies announced, none given", where, count), ErrorCode::kInvalidValue,
+                 "plugin"};
+  PolicyRegistry trial = registry;  // all or none
+  for (std::size_t i = 0; i < count; ++i)
+    if (Status ok = add_c_policy(trial, defs[i], fmt::format("--plugin {}: policy {}", where, i)); !ok) return ok;
+  registry = std::move(trial);
+  return {};
+}
+
+}  // namespace gpusched::io

@@ -1,0 +1,128 @@
+// Placement policies written in C (gpusched/c/policy.h, io/policy_plugin.hpp): the example plugin
+// (examples/policies/best_fit_plugin.c) against the built-in best-fit on the Alibaba trace, decision
+// for decision; bad plugins and callbacks that fail.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "gpusched/io/policy_plugin.hpp"
+#include "gpusched/sim/packing_experiment.hpp"
+#include "test_util.hpp"
+
+using namespace gpusched;
+
+namespace {
+
+const sim::TraceWorkload& plugin_trace() {
+  static const sim::TraceWorkload w = [] {
+    const std::string dir = std::string(GPUSCHED_SOURCE_DIR) + "/data/alibaba-gpu-v2023/";
+    auto nodes = io::read_alibaba_nodes(dir + "openb_node_list_gpu_node.csv");
+    auto pods = io::read_alibaba_pods(dir + "openb_pod_list_default.csv");
+    REQUIRE(nodes.ok());
+    REQUIRE(pods.ok());
+    return sim::make_trace_workload(*nodes, *pods, "default").value();
+  }();
+  return w;
+}
+
+int failing_score(void*, const gpusched_node_view* node, const gpusched_task_view*, std::int64_t* score, const char** message) {
+  if (node->id == 3) {
+    *message = "no score for node 3";
+    return -7;
+  }
+  *score = node->id;
+  return GPUSCHED_SCORE_OK;
+}
+
+}  // namespace
+
+#ifdef GPUSCHED_BEST_FIT_PLUGIN
+TEST_CASE("the C plugin's best-fit makes the built-in best-fit's decisions on the Alibaba trace") {
+  PolicyRegistry registry = PolicyRegistry::with_builtins();
+  REQUIRE(io::load_policy_plugin(registry, GPUSCHED_BEST_FIT_PLUGIN).ok());
+  const sim::TraceWorkload& w = plugin_trace();
+  auto c_policy = std::move(registry.make("c-best-fit").value());
+  const BestFitPolicy builtin;
+  ClusterState a = w.initial, b = w.initial;
+  const auto order = sim::arrival_order(w, 42, 1.3);
+  // Every arrival up to full (10,825 for seed 42; a sanitized build checks the first 2,000).
+  const std::size_t n = testing::sanitized ? 2000 : order.size();
+  std::size_t placed = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const TaskRequest& r = w.pods[order[k]];
+    const NodeId na = builtin.select(a, r), nb = c_policy->select(b, r);
+    REQUIRE(na == nb);
+    if (na == kNoNode) continue;
+    TaskAssignment ta, tb;
+    REQUIRE(builtin.gpu_picker().pick(a, na, r, ta));
+    REQUIRE(c_policy->gpu_picker().pick(b, nb, r, tb));
+    REQUIRE(ta.gpus == tb.gpus);
+    REQUIRE(a.reserve(r, ta).ok());
+    REQUIRE(b.reserve(r, tb).ok());
+    ++placed;
+  }
+  CHECK(placed > n / 2);
+  CHECK(c_policy->failure().empty());
+  // Loading it again would register the same name twice: refused, the registry unchanged.
+  const auto before = registry.names().size();
+  const Status again = io::load_policy_plugin(registry, GPUSCHED_BEST_FIT_PLUGIN);
+  CHECK(again.error().code == ErrorCode::kDuplicate);
+  CHECK(registry.names().size() == before);
+}
+#endif
+
+TEST_CASE("bad plugins and bad definitions are errors naming them") {
+  PolicyRegistry registry = PolicyRegistry::with_builtins();
+  const Status missing = io::load_policy_plugin(registry, "/no/such/plugin.so");
+  CHECK(missing.error().code == ErrorCode::kIo);
+  CHECK(missing.error().message.find("/no/such/plugin.so") != std::string::npos);
+  // A shared library without the entry point (the C library itself has none).
+  const Status no_entry = io::load_policy_plugin(registry, "libc.so.6");
+  CHECK(no_entry.error().code != ErrorCode::kDuplicate);
+
+  gpusched_policy_def def{GPUSCHED_POLICY_ABI, "fails", nullptr, 0, failing_score, nullptr, nullptr};
+  gpusched_policy_def no_score = def;
+  no_score.score = nullptr;
+  CHECK(io::add_c_policy(registry, no_score).error().code == ErrorCode::kMissingField);
+  gpusched_policy_def old_abi = def;
+  old_abi.abi = 99;
+  CHECK(io::add_c_policy(registry, old_abi).error().code == ErrorCode::kInvalidValue);
+  gpusched_policy_def flags = def;
+  flags.flags = 64;
+  CHECK(io::add_c_policy(registry, flags).error().code == ErrorCode::kInvalidValue);
+  gpusched_policy_def builtin_name = def;
+  builtin_name.name = "FGD";
+  CHECK(io::add_c_policy(registry, builtin_name).error().code == ErrorCode::kDuplicate);
+
+  // A callback's error ends the decision; the message names the node, the value and its words.
+  REQUIRE(io::add_c_policy(registry, def).ok());
+  Cluster c;
+  for (int i = 0; i < 5; ++i) c.nodes().push_back(testing::make_node(fmt::format("n{}", i), 8000, 64 * kGiB, 2, "T4"));
+  ClusterState s = ClusterState::build(c, GpuModelRegistry::builtin()).value();
+  auto p = std::move(registry.make("fails").value());
+  CHECK(p->select(s, s.compile({1000, kGiB, 1, 1000, 0}).value()) == kNoNode);
+  CHECK(p->failure() == "score returned -7 on node \"n3\": \"no score for node 3\"");
+}
+
+#ifdef GPUSCHED_BEST_FIT_PLUGIN
+TEST_CASE("bench-packing runs a plugin's policy beside the built-ins; a failing policy is an error") {
+  PolicyRegistry registry = PolicyRegistry::with_builtins();
+  REQUIRE(io::load_policy_plugin(registry, GPUSCHED_BEST_FIT_PLUGIN).ok());
+  gpusched_policy_def def{GPUSCHED_POLICY_ABI, "fails", nullptr, 0, failing_score, nullptr, nullptr};
+  REQUIRE(io::add_c_policy(registry, def).ok());
+  sim::ExperimentConfig cfg;
+  cfg.registry = &registry;
+  cfg.policies = {"best-fit", "c-best-fit"};
+  cfg.seeds = {42};
+  cfg.lower_bound = false;
+  cfg.target_ratio = 0.5;
+  auto rep = sim::run_experiment(plugin_trace(), cfg);
+  REQUIRE(rep.ok());
+  CHECK(rep->policies[0].mean_at_100 == rep->policies[1].mean_at_100);
+  CHECK(rep->runs[0].pods_placed == rep->runs[1].pods_placed);
+  cfg.policies = {"fails"};
+  auto failed = sim::run_experiment(plugin_trace(), cfg);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().message.find("policy \"fails\" failed (seed 42): score returned -7") != std::string::npos);
+}
+#endif
