@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,7 @@
 #include "gpusched/io/task_records.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
+#include "gpusched/io/policy_plugin.hpp"
 #include "io/decision_json.hpp"
 #include "io/json_input.hpp"
 
@@ -53,6 +55,9 @@ struct gpusched_state {
   // read by threads placing on different states (the header's thread rule).
   std::uint64_t compiled_for_state = 0, compiled_for_layout = 0;
   std::map<std::pair<std::uint64_t, std::size_t>, std::shared_ptr<const gpusched::CompiledJob>> compiled;
+  // The policies its calls resolve names in: the built-ins, and the caller's (gpusched_state_add_policy,
+  // gpusched_state_load_plugin).
+  gpusched::PolicyRegistry policies = gpusched::PolicyRegistry::with_builtins();
 };
 
 struct gpusched_jobs {
@@ -94,6 +99,7 @@ struct gpusched_result {
 
 struct gpusched_session {
   gpusched_state* state = nullptr;  // borrowed: it must outlive the session
+  std::unique_ptr<gpusched::PlacementPolicy> policy;  // the options' "policy", for every cycle
   std::optional<gpusched::io::CycleSession> session;
 };
 
@@ -160,7 +166,9 @@ gpusched_status status_of(ErrorCode code) {
 }
 
 [[noreturn]] void fail(const Error& e, std::string_view prefix = {}) {
-  fail(status_of(e.code), prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
+  // A placement policy's user code failed (scheduler/cycle.hpp refuses such a cycle by this field).
+  const gpusched_status code = e.field == "placement.policy" ? GPUSCHED_ERROR_POLICY : status_of(e.code);
+  fail(code, prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
 }
 
 void set_error(gpusched_error* err, gpusched_status code, std::string_view raw) {
@@ -251,15 +259,45 @@ const gpusched::Job& job_at(const gpusched_jobs* jobs, std::size_t index) {
   return jobs->doc.jobs[index];
 }
 
-std::unique_ptr<gpusched::PlacementPolicy> policy_named(const char* name, std::uint64_t seed) {
-  const std::string_view n = name == nullptr ? std::string_view("best-fit") : std::string_view(name);
-  auto policy = gpusched::make_policy(n, seed);
-  if (!policy) {
-    std::string known;
-    for (auto k : gpusched::policy_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
-    fail(GPUSCHED_ERROR_UNKNOWN_NAME, fmt::format("policy: unknown policy \"{}\" (known: {})", n, known));
+using TaskList = std::vector<gpusched::TaskRequest>;
+
+// Every task of the jobs that compile against `state` (FGD's target workload).
+TaskList tasks_of(const gpusched::ClusterState& state, const gpusched_jobs& jobs) {
+  TaskList tasks;
+  for (const gpusched::Job& job : jobs.doc.jobs)
+    if (auto c = gpusched::compile_job(state, job))
+      for (const gpusched::CompiledGroup& g : c->groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+  return tasks;
+}
+
+// A policy by name, resolved in `registry`. FGD-family policies get `tasks()` as their target
+// workload; without `tasks` (a session: its jobs come one by one) they are refused.
+std::unique_ptr<gpusched::PlacementPolicy> policy_named(const gpusched::PolicyRegistry& registry, const char* name,
+                                                        std::uint64_t seed, const std::function<TaskList()>& tasks) {
+  const std::string n = name == nullptr || *name == '\0' ? std::string("best-fit") : std::string(name);
+  gpusched::TargetWorkload workload;
+  if (const gpusched::PolicyEntry* e = registry.find(n); e && e->needs_workload) {
+    if (!tasks)
+      fail(GPUSCHED_ERROR_INVALID_INPUT,
+           fmt::format("policy \"{}\" packs for the tasks it is given at once; a session gets its jobs one by one "
+                       "(use gpusched_cycle or gpusched_place)", e->name));
+    workload = gpusched::TargetWorkload::from_requests(tasks());
   }
-  return policy;
+  auto policy = registry.make(n, {seed, &workload});
+  if (!policy) fail(policy.error(), "policy");
+  return std::move(*policy);
+}
+
+// After a call decided with `policy`: its user code's failure is the call's error (and a kept
+// policy that failed is dropped, so the next call starts afresh).
+void check_policy(gpusched_state* state, const gpusched::PlacementPolicy& policy) {
+  if (policy.failure().empty()) return;
+  const std::string message = fmt::format("policy \"{}\" failed: {}", policy.name(), policy.failure());
+  if (state && state->policy.get() == &policy) {
+    state->policy.reset();
+    state->policy_name.clear();
+  }
+  fail(GPUSCHED_ERROR_POLICY, message);
 }
 
 gpusched_verdict verdict_of(gpusched::Verdict v) {
@@ -424,12 +462,13 @@ Prepared prepare(gpusched_state* state, const gpusched_jobs* jobs, std::size_t i
   }
   Prepared prepared{kept, nullptr, nullptr};
   const std::string_view name = policy == nullptr ? std::string_view("best-fit") : std::string_view(policy);
-  if (name == "random") {
-    prepared.fresh = policy_named(policy, seed);
+  const gpusched::PolicyEntry* entry = state->policies.find(name);
+  if (name == "random" || (entry && entry->needs_workload)) {  // its draws, its jobs' workload: this call's
+    prepared.fresh = policy_named(state->policies, policy, seed, [&] { return tasks_of(st, *jobs); });
     prepared.policy = prepared.fresh.get();
   } else {
     if (!state->policy || state->policy_name != name) {
-      state->policy = policy_named(policy, seed);
+      state->policy = policy_named(state->policies, policy, seed, [&] { return tasks_of(st, *jobs); });
       state->policy_name = name;
     }
     prepared.policy = state->policy.get();
@@ -490,6 +529,7 @@ const char* gpusched_status_name(gpusched_status code) {
     case GPUSCHED_ERROR_STATE: return "state";
     case GPUSCHED_ERROR_OUT_OF_MEMORY: return "out_of_memory";
     case GPUSCHED_ERROR_INTERNAL: return "internal";
+    case GPUSCHED_ERROR_POLICY: return "policy";
   }
   return "unknown_status";
 }
@@ -744,6 +784,24 @@ size_t gpusched_jobs_find(const gpusched_jobs* jobs, const char* name) {
 
 // ---- placement ----
 
+// ---- policies of the caller's (gpusched/c/policy.h) ----
+
+gpusched_status gpusched_state_add_policy(gpusched_state* state, const gpusched_policy_def* policy, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(state, "state");
+    need(policy, "policy");
+    if (gpusched::Status ok = gpusched::io::add_c_policy(state->policies, *policy, "policy"); !ok) fail(ok.error());
+  });
+}
+
+gpusched_status gpusched_state_load_plugin(gpusched_state* state, const char* path, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(state, "state");
+    need(path, "path");
+    if (gpusched::Status ok = gpusched::io::load_policy_plugin(state->policies, path); !ok) fail(ok.error());
+  });
+}
+
 gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs, size_t index, const char* policy,
                                uint64_t seed, unsigned flags, gpusched_result** out, gpusched_error* err) {
   return guarded(err, [&] {
@@ -751,6 +809,7 @@ gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs,
     gpusched::ClusterState& s = state->state;
     Undo undo(s);
     gpusched::JobPlacement placement = gpusched::place_job(s, p.job(), *p.policy);
+    check_policy(state, *p.policy);
     auto result = make_result(s, p.job(), placement.verdict, placement.tasks,
                               placement.placed() ? std::string() : gpusched::describe(p.job(), placement),
                               placement.reasons, json());
@@ -773,6 +832,7 @@ gpusched_status gpusched_place_gang(gpusched_state* state, const gpusched_jobs* 
     gpusched::GangOptions options;
     options.policy = p.policy;
     gpusched::GangResult g = gpusched::place_gang(s, *spec, options);
+    check_policy(state, *p.policy);
     json counts = json::object();
     for (std::size_t k = 0; k < p.job().groups.size() && k < g.placed_per_group.size(); ++k)
       counts[p.job().groups[k].name] = g.placed_per_group[k];
@@ -904,8 +964,11 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
     *out = nullptr;
     need(state, "state");
     need(jobs, "jobs");
-    auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
-    if (!options) fail(options.error());
+    auto document = gpusched::io::read_cycle_options_document(options_json ? options_json : "", "options");
+    if (!document) fail(document.error());
+    gpusched::scheduler::CycleOptions* options = &document->options;
+    const auto policy = policy_named(state->policies, document->policy.c_str(), document->seed, [&] { return tasks_of(state->state, *jobs); });
+    options->placement.policy = policy.get();
     const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) || options->dry_run;
     options->dry_run = dry_run;  // a plan changes nothing; the running jobs' reservations are undone below
     const std::string_view queues = queues_json ? queues_json : "", running = running_json ? running_json : "";
@@ -944,10 +1007,18 @@ gpusched_status gpusched_cycle_slurm(const char* sinfo_json, const char* squeue_
   return guarded(err, [&] {
     need(out, "out");
     *out = nullptr;
-    auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
-    if (!options) fail(options.error());
+    auto document = gpusched::io::read_cycle_options_document(options_json ? options_json : "", "options");
+    if (!document) fail(document.error());
+    gpusched::scheduler::CycleOptions* options = &document->options;
     auto cycle = gpusched::io::read_cycle_inputs_slurm(slurm_sources(sinfo_json, squeue_json), slurm_options(flags));
     if (!cycle) fail(cycle.error());
+    const auto policy = policy_named(gpusched::PolicyRegistry::with_builtins(), document->policy.c_str(), document->seed, [&] {
+      TaskList tasks;
+      for (const gpusched::scheduler::PendingJob& p : cycle->inputs.pending)
+        for (const gpusched::CompiledGroup& g : p.job.groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+      return tasks;
+    });
+    options->placement.policy = policy.get();
     auto decisions = gpusched::io::run_cycle_on(*cycle->state, cycle->inputs, now, *options, "squeue");
     if (!decisions) fail(decisions.error());
     const gpusched::io::CycleRun run{std::move(cycle->inputs), std::move(*decisions)};
@@ -963,8 +1034,12 @@ gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_
     need(out, "out");
     *out = nullptr;
     need(state, "state");
-    auto options = gpusched::io::read_cycle_options_json(options_json ? options_json : "", "options");
-    if (!options) fail(options.error());
+    auto document = gpusched::io::read_cycle_options_document(options_json ? options_json : "", "options");
+    if (!document) fail(document.error());
+    gpusched::scheduler::CycleOptions* options = &document->options;
+    auto s = std::make_unique<gpusched_session>();
+    s->policy = policy_named(state->policies, document->policy.c_str(), document->seed, nullptr);
+    options->placement.policy = s->policy.get();
     gpusched::io::QueuesDocument queues;
     if (queues_json && *queues_json) {
       auto q = gpusched::io::read_cycle_queues(state->state, queues_json, "queues");
@@ -973,7 +1048,6 @@ gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_
     }
     auto session = gpusched::io::CycleSession::open(state->state, std::move(queues), *options, "queues");
     if (!session) fail(session.error());
-    auto s = std::make_unique<gpusched_session>();
     s->state = state;
     s->session.emplace(std::move(*session));
     *out = s.release();

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <utility>
 
 #include <fmt/format.h>
@@ -50,12 +51,15 @@ Result<T> guarded(std::string_view source, F&& body) {
 
 using detail::shown;
 
-void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
+void check_keys(const json& obj, const std::string& path, std::span<const std::string_view> known) {
   if (!obj.is_object()) reject(fmt::format("{}: expected an object, got {}", path, shown(obj)), ErrorCode::kInvalidValue, path);
   for (const auto& [key, value] : obj.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
       reject(fmt::format("{}.{}: unknown field (known: {})", path, detail::shown_key(key), fmt::join(known, ", ")),
              ErrorCode::kUnknownField, path + "." + key);
+}
+void check_keys(const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
+  check_keys(obj, path, std::span<const std::string_view>(known.begin(), known.size()));
 }
 
 std::int64_t read_int(const json& v, const std::string& path, std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
@@ -468,16 +472,22 @@ Result<CycleInputs> read_cycle_inputs_impl(ClusterState& state, const JobsDocume
   return r;
 }
 
-Result<scheduler::CycleOptions> read_cycle_options_impl(std::string_view text, std::string_view source) {
-  CycleOptions o;
-  if (text.empty()) return o;
+Result<CycleOptionsDocument> read_cycle_options_impl(std::string_view text, std::string_view source, bool policy_keys) {
+  CycleOptionsDocument out;
+  CycleOptions& o = out.options;
+  if (text.empty()) return out;
   auto doc = detail::parse_json(text, source);
   if (!doc) return doc.error();
-  return guarded<CycleOptions>(source, [&] {
+  return guarded<CycleOptionsDocument>(source, [&] {
     const std::string p(source);
-    check_keys(*doc, p, {"preempt", "within_queue", "reclaim_within_cohort", "fair_share_reclaim", "grow", "min_runtime",
-                         "backfill", "backfill_window", "backfill_resolution", "backfill_depth", "dry_run"});
+    std::vector<std::string_view> keys = {"preempt", "within_queue", "reclaim_within_cohort", "fair_share_reclaim", "grow",
+                                          "min_runtime", "backfill", "backfill_window", "backfill_resolution",
+                                          "backfill_depth", "dry_run"};
+    if (policy_keys) keys.insert(keys.end(), {"policy", "seed"});
+    check_keys(*doc, p, keys);
     const json& d = *doc;
+    if (auto it = d.find("policy"); it != d.end()) out.policy = read_string(*it, p + ".policy");
+    if (auto it = d.find("seed"); it != d.end()) out.seed = static_cast<std::uint64_t>(read_int(*it, p + ".seed", 0));
     if (auto it = d.find("preempt"); it != d.end()) o.preempt = read_bool(*it, p + ".preempt");
     if (auto it = d.find("fair_share_reclaim"); it != d.end()) o.fair_share_reclaim = read_bool(*it, p + ".fair_share_reclaim");
     if (auto it = d.find("grow"); it != d.end()) o.grow_elastic = read_bool(*it, p + ".grow");
@@ -499,7 +509,7 @@ Result<scheduler::CycleOptions> read_cycle_options_impl(std::string_view text, s
     if (auto it = d.find("backfill_resolution"); it != d.end()) o.backfill.resolution = read_int(*it, p + ".backfill_resolution", 1);
     if (auto it = d.find("backfill_depth"); it != d.end())
       o.backfill.depth = static_cast<std::size_t>(read_int(*it, p + ".backfill_depth", 0));
-    return o;
+    return out;
   });
 }
 
@@ -524,7 +534,13 @@ Result<QueuesDocument> read_cycle_queues(const ClusterState& state, std::string_
 }
 
 Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, std::string_view source) {
-  return cycle_json_impl::read_cycle_options_impl(text, source);
+  auto d = cycle_json_impl::read_cycle_options_impl(text, source, false);
+  if (!d) return d.error();
+  return d->options;
+}
+
+Result<CycleOptionsDocument> read_cycle_options_document(std::string_view text, std::string_view source) {
+  return cycle_json_impl::read_cycle_options_impl(text, source, true);
 }
 
 // ---- the session every front end uses -----------------------------------------------------------

@@ -736,6 +736,101 @@ static void test_slurm(const char* fixtures) {
   free(squeue);
 }
 
+/* Policies of the caller's (gpusched/c/policy.h): "highest-id" scores a node by its id and counts
+ * its calls through the user pointer; "broken" fails on n1. */
+static int highest_id_score(void* user, const gpusched_node_view* node, const gpusched_task_view* task, int64_t* score,
+                            const char** message) {
+  (void)task;
+  (void)message;
+  ++*(int*)user;
+  *score = node->id;
+  return GPUSCHED_SCORE_OK;
+}
+static int broken_score(void* user, const gpusched_node_view* node, const gpusched_task_view* task, int64_t* score,
+                        const char** message) {
+  (void)user;
+  (void)task;
+  if (node->id == 1) {
+    *message = "cannot score n1";
+    return -3;
+  }
+  *score = 0;
+  return GPUSCHED_SCORE_OK;
+}
+
+static size_t placed_node(gpusched_state* s, gpusched_jobs* jobs, size_t index, const char* policy, gpusched_status* status,
+                          gpusched_error* err) {
+  gpusched_result* r = NULL;
+  gpusched_task task;
+  size_t node = (size_t)-1;
+  *status = gpusched_place(s, jobs, index, policy, 0, GPUSCHED_PLACE_DRY_RUN, &r, err);
+  if (*status == GPUSCHED_OK && gpusched_result_verdict(r) == GPUSCHED_PLACED && gpusched_result_task(r, 0, &task, err) == GPUSCHED_OK)
+    node = task.node;
+  gpusched_result_free(r);
+  return node;
+}
+
+static void test_policies(const char* plugin) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs* jobs = NULL;
+  gpusched_cycle_result* c = NULL;
+  gpusched_task task;
+  gpusched_error err;
+  gpusched_status status;
+  int calls = 0;
+  gpusched_policy_def highest = {GPUSCHED_POLICY_ABI, "highest-id", "the highest node id", 0, highest_id_score, NULL, &calls};
+  gpusched_policy_def broken = {GPUSCHED_POLICY_ABI, "broken", NULL, 0, broken_score, NULL, NULL};
+  gpusched_policy_def taken = highest;
+  CHECK(gpusched_jobs_new(&jobs, &err) == GPUSCHED_OK);
+  add(jobs, "one-gpu", 1, 1000, 1, 1000);
+  CHECK(gpusched_state_add_policy(s, &highest, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_add_policy(s, &broken, &err) == GPUSCHED_OK);
+  /* best-fit takes n0 (fewer idle GPUs left); highest-id the fitting node of the highest id, n1 (n2
+   * has no GPU: it is never scored, the library filters). */
+  CHECK(placed_node(s, jobs, 0, "best-fit", &status, &err) == 0);
+  CHECK(placed_node(s, jobs, 0, "highest-id", &status, &err) == 1);
+  CHECK(calls == 2);
+  /* A name taken, a definition without a score: refused. */
+  CHECK(gpusched_state_add_policy(s, &taken, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_HAS(err.message, "highest-id");
+  taken.name = "best-fit";
+  CHECK(gpusched_state_add_policy(s, &taken, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  taken.name = "no-score";
+  taken.score = NULL;
+  CHECK(gpusched_state_add_policy(s, &taken, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK(gpusched_state_add_policy(NULL, &highest, &err) == GPUSCHED_ERROR_INVALID_ARGUMENT);
+  /* A callback's error: GPUSCHED_ERROR_POLICY with its words, nothing placed. */
+  CHECK(placed_node(s, jobs, 0, "broken", &status, &err) == (size_t)-1);
+  CHECK(status == GPUSCHED_ERROR_POLICY);
+  CHECK_HAS(err.message, "policy \"broken\" failed: score returned -3 on node \"n1\": \"cannot score n1\"");
+  CHECK_STR(gpusched_status_name(GPUSCHED_ERROR_POLICY), "policy");
+  /* The cycle takes the policy from its options; a failing one changes nothing (not even a dry run's
+   * running jobs) and says why. */
+  CHECK(gpusched_cycle(s, jobs, NULL, NULL, 0, "{\"policy\": \"highest-id\"}", 0, &c, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(c) == 1);
+  CHECK(gpusched_cycle_start_task(c, 0, 0, &task, &err) == GPUSCHED_OK);
+  CHECK(task.node == 1);
+  gpusched_cycle_result_free(c);
+  c = NULL;
+  CHECK(gpusched_cycle(s, jobs, NULL, NULL, 0, "{\"policy\": \"broken\"}", 0, &c, &err) == GPUSCHED_ERROR_POLICY);
+  CHECK(c == NULL);
+  CHECK(gpusched_cycle(s, jobs, NULL, NULL, 0, "{\"policy\": \"nope\"}", 0, &c, &err) == GPUSCHED_ERROR_UNKNOWN_NAME);
+  CHECK(gpusched_cycle(s, jobs, NULL, NULL, 0, "{\"policy\": 3}", 0, &c, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_HAS(err.message, "options.policy");
+  /* The first cycle committed one GPU on n1; the failed one added nothing. */
+  CHECK(placed_node(s, jobs, 0, "highest-id", &status, &err) == 1);
+  /* A plugin: the example best-fit decides as the built-in. */
+  if (plugin) {
+    CHECK(gpusched_state_load_plugin(s, plugin, &err) == GPUSCHED_OK);
+    CHECK(placed_node(s, jobs, 0, "c-best-fit", &status, &err) == placed_node(s, jobs, 0, "best-fit", &status, &err));
+    CHECK(gpusched_state_load_plugin(s, plugin, &err) == GPUSCHED_ERROR_INVALID_INPUT); /* its names are taken */
+  }
+  CHECK(gpusched_state_load_plugin(s, "/no/such/plugin.so", &err) == GPUSCHED_ERROR_IO);
+  CHECK_HAS(err.message, "/no/such/plugin.so");
+  gpusched_jobs_free(jobs);
+  gpusched_state_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
@@ -752,6 +847,7 @@ int main(int argc, char** argv) {
   test_events();
   test_release();
   test_slurm(argv[1]);
+  test_policies(argc > 2 ? argv[2] : NULL);
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

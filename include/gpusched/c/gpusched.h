@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpusched/c/policy.h"
+
 #if defined(_WIN32) && defined(GPUSCHED_C_BUILDING)
 #  define GPUSCHED_C_EXPORT __declspec(dllexport)
 #elif defined(_WIN32)
@@ -57,8 +59,11 @@ extern "C" {
  * 3: cluster events (gpusched_state_cordon ... gpusched_state_set_label) and the state's flags.
  * 4: gpusched_release (a placed job's tasks given back when it finishes).
  * 5: the scheduler session (gpusched_session_*: a scheduler kept across cycles) and
- *    GPUSCHED_CYCLE_DECISIONS_ONLY. */
-#define GPUSCHED_C_API_VERSION 6
+ *    GPUSCHED_CYCLE_DECISIONS_ONLY.
+ * 6: Slurm state in (gpusched_state_from_slurm, gpusched_cycle_slurm).
+ * 7: policies of the caller's (gpusched_state_add_policy, gpusched_state_load_plugin, gpusched/c/policy.h),
+ *    GPUSCHED_ERROR_POLICY, and "policy" / "seed" in a cycle's options. */
+#define GPUSCHED_C_API_VERSION 7
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -72,7 +77,10 @@ typedef enum gpusched_status {
   GPUSCHED_ERROR_LIMIT = 6,            /* an input over a reader's size or depth bound, an overflow */
   GPUSCHED_ERROR_STATE = 7,            /* an operation the cluster state refuses */
   GPUSCHED_ERROR_OUT_OF_MEMORY = 8,
-  GPUSCHED_ERROR_INTERNAL = 9          /* a bug in gpusched: please report it with the message */
+  GPUSCHED_ERROR_INTERNAL = 9,         /* a bug in gpusched: please report it with the message */
+  GPUSCHED_ERROR_POLICY = 10           /* a policy of the caller's (gpusched/c/policy.h) failed: its callback
+                                          returned an error or chose GPUs that cannot take the task; the
+                                          call changed nothing */
 } gpusched_status;
 
 /* Filled by a failing call (code and message); on success `code` is GPUSCHED_OK and `message` "".
@@ -212,9 +220,19 @@ typedef enum gpusched_verdict {
 
 typedef struct gpusched_result gpusched_result;
 
+/* Placement policies of the caller's, by name on this state (docs/policies.md): a definition of C
+ * callbacks (copied; its `user` pointer must stay valid while the state lives), or every definition
+ * of a plugin (a shared library exporting GPUSCHED_PLUGIN_ENTRY; never unloaded). A name a built-in
+ * or an earlier policy has is refused (GPUSCHED_ERROR_INVALID_INPUT), as is a bad definition; a
+ * plugin that cannot be loaded is GPUSCHED_ERROR_IO. Nothing changes on an error. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_add_policy(gpusched_state* state, const gpusched_policy_def* policy,
+                                                            gpusched_error* err);
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_load_plugin(gpusched_state* state, const char* path, gpusched_error* err);
+
 /* Places job `index` of `jobs` on `state` with the placement policy `policy` ("best-fit", "first-fit",
- * "worst-fit", "most-allocated", "least-allocated", "dot-product", "random"; NULL = "best-fit"), all
- * replicas or none. When placed (and not GPUSCHED_PLACE_DRY_RUN) the state keeps the assignment, so
+ * "worst-fit", "most-allocated", "least-allocated", "dot-product", "random", the FGD paper's "BestFit",
+ * "FGD", "FGD-OC", ... packing for every task of `jobs`, or one added to the state; NULL = "best-fit"),
+ * all replicas or none. A policy of the caller's that fails is GPUSCHED_ERROR_POLICY. When placed (and not GPUSCHED_PLACE_DRY_RUN) the state keeps the assignment, so
  * the next call sees it. A job that cannot be placed is not an error: the result says why. `seed`
  * feeds the "random" policy. */
 GPUSCHED_C_EXPORT gpusched_status gpusched_place(gpusched_state* state, const gpusched_jobs* jobs, size_t index,
@@ -301,7 +319,8 @@ typedef struct gpusched_cycle_result gpusched_cycle_result;
  *  - `options_json`: NULL / "" for the defaults, or {"preempt": true, "within_queue": "lower",
  *    "reclaim_within_cohort": "any", "fair_share_reclaim": true, "grow": true, "min_runtime": 0,
  *    "backfill": "easy", "backfill_window": 86400, "backfill_resolution": 60, "backfill_depth": 500,
- *    "dry_run": false}.
+ *    "dry_run": false, "policy": "best-fit", "seed": 42} ("policy": the placement policy of every task,
+ *    a name gpusched_place takes; since version 7).
  * Without GPUSCHED_CYCLE_DRY_RUN (and "dry_run") the state keeps the running jobs' tasks and the
  * decisions: evicted tasks released, started and grown tasks reserved. With it (a what-if) the
  * state is unchanged. A job that waits is not an error: the result says why. On an error the state

@@ -1298,6 +1298,13 @@ GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state,
   if (Status s = run.setup(); !s) return s.error();
   run.out.now = now;
   run.run(held);
+  // A placement policy running user code failed (packing/score_function.hpp): it refused every node
+  // from the failure on, so the decisions are not the policy's. None is kept; the error says why.
+  if (const PlacementPolicy* p = options.placement.policy; p && !p->failure().empty()) {
+    state.rollback(base);
+    return Error{"placement policy \"" + std::string(p->name()) + "\" failed: " + std::string(p->failure()),
+                 ErrorCode::kInvalidValue, "placement.policy"};
+  }
   if (options.dry_run) state.rollback(base);
   else if (base == 0) state.commit();
   return std::move(run.out);
