@@ -42,6 +42,7 @@
 #include "gpusched/topology/gpu_picker.hpp"
 #include "gpusched/topology/node_topology.hpp"
 #include "io/decision_json.hpp"
+#include "py_policy.hpp"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -71,6 +72,8 @@ struct PyCluster {
   // generation, so reuse never changes an answer); "random" is made afresh: its draws advance.
   std::string policy_name;
   std::unique_ptr<PlacementPolicy> policy;
+  py::object policy_key;  // a gpusched.Policy the kept policy was made from (None: a built-in by name)
+  std::uint64_t policy_seed = 0;
 };
 
 struct PyJobs {
@@ -175,30 +178,67 @@ std::unique_ptr<PyPlacement> make_placement(const ClusterState& state, std::shar
 
 py::object to_python(const json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64_t seed);
+// A built-in policy by name; FGD-family policies get `tasks()` as their target workload.
+std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64_t seed,
+                                              const std::function<std::vector<TaskRequest>()>& tasks) {
+  static const PolicyRegistry builtins = PolicyRegistry::with_builtins();
+  TargetWorkload workload;
+  if (const PolicyEntry* e = builtins.find(name); e && e->needs_workload) workload = TargetWorkload::from_requests(tasks());
+  auto policy = builtins.make(name, {seed, &workload});
+  if (!policy) throw py::value_error("policy: " + io::detail::tidy_message(policy.error().message));
+  return std::move(*policy);
+}
 
-// The policy for one call: the cluster's kept one, or a fresh "random" (owned by `fresh`).
-const PlacementPolicy& policy_for(PyCluster& c, std::string_view name, std::uint64_t seed,
+// Every task of the jobs that compile against the state (FGD's target workload).
+std::vector<TaskRequest> tasks_of(const ClusterState& state, const io::JobsDocument& jobs) {
+  std::vector<TaskRequest> out;
+  for (const Job& job : jobs.jobs)
+    if (auto c = compile_job(state, job))
+      for (const CompiledGroup& g : c->groups) out.insert(out.end(), static_cast<std::size_t>(g.replicas), g.request);
+  return out;
+}
+
+// The policy for one call: a name (a built-in) or a gpusched.Policy. The cluster keeps the last
+// deterministic one (a Python policy by its object and seed, so its memo lasts across calls); "random"
+// and the FGD family (their draws, the jobs' workload) are made for the call (owned by `fresh`).
+const PlacementPolicy& policy_for(PyCluster& c, const py::handle& policy, std::uint64_t seed, const PyJobs& jobs,
                                   std::unique_ptr<PlacementPolicy>& fresh) {
-  if (name == "random") {
-    fresh = policy_named(name, seed);
+  if (policy.is_none()) throw py::type_error("policy: expected a policy name or a policy, got None");
+  if (!py::isinstance<py::str>(policy) && !py::isinstance<py::bytes>(policy)) {  // a name, as str or bytes
+    if (!c.policy || !c.policy_key.is(policy) || c.policy_seed != seed) {
+      c.policy = make_python_policy(*as_policy_spec(policy), seed);
+      c.policy_key = py::reinterpret_borrow<py::object>(policy);
+      c.policy_seed = seed;
+      c.policy_name.clear();
+    }
+    return *c.policy;
+  }
+  const std::string name = policy.cast<std::string>();
+  static const PolicyRegistry builtins = PolicyRegistry::with_builtins();
+  const PolicyEntry* entry = builtins.find(name);
+  if (name == "random" || (entry && entry->needs_workload)) {
+    fresh = policy_named(name, seed, [&] { return tasks_of(c.state, jobs.doc); });
     return *fresh;
   }
   if (!c.policy || c.policy_name != name) {
-    c.policy = policy_named(name, seed);
+    c.policy = policy_named(name, seed, {});
     c.policy_name = name;
+    c.policy_key = py::object();
   }
   return *c.policy;
 }
 
-std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64_t seed) {
-  auto policy = make_policy(name, seed);
-  if (!policy) {
-    std::string known;
-    for (auto k : policy_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
-    throw py::value_error(fmt::format("policy: unknown policy \"{}\" (known: {})", name, known));
+// After a call decided with `policy`: a failed Python policy is raised (gpusched.PolicyError) and,
+// when the cluster kept it, dropped so that the next call starts afresh.
+void check_policy(PyCluster& c, const PlacementPolicy& policy) {
+  if (policy.failure().empty()) return;
+  std::unique_ptr<PlacementPolicy> failed;
+  if (c.policy.get() == &policy) {
+    failed = std::move(c.policy);
+    c.policy_name.clear();
+    c.policy_key = py::object();
   }
-  return policy;
+  raise_policy_failure(policy);
 }
 
 // The job compiled against the cluster's state: kept on `jobs` while the state's layout stays
@@ -235,12 +275,12 @@ class Undo {
   bool kept_ = false;
 };
 
-std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::handle& job, std::string_view policy_name,
+std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::handle& job, const py::handle& policy_arg,
                                    std::uint64_t seed, bool dry_run, std::string_view gpu_picker) {
   const std::size_t index = jobs.index_of(job);
   std::shared_ptr<const CompiledJob> compiled = compile(c, jobs, index);
   std::unique_ptr<PlacementPolicy> fresh;
-  const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
+  const PlacementPolicy& policy = policy_for(c, policy_arg, seed, jobs, fresh);
   JobPlacementOptions options;
   std::optional<topology::TopologyGpuPicker> topo;
   if (gpu_picker == "topology") {
@@ -251,6 +291,7 @@ std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::h
   }
   Undo undo(c.state);
   JobPlacement p = place_job(c.state, *compiled, policy, options);
+  check_policy(c, policy);
   std::string message = p.placed() ? std::string() : describe(*compiled, p);
   const bool keep = p.placed() && !dry_run;
   auto out = make_placement(c.state, std::move(compiled), p.verdict, std::move(p.tasks), std::move(message), std::move(p.reasons));
@@ -262,17 +303,18 @@ std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::h
 }
 
 std::unique_ptr<PyPlacement> place_gang_job(PyCluster& c, const PyJobs& jobs, const py::handle& job,
-                                            std::string_view policy_name, std::uint64_t seed, bool dry_run) {
+                                            const py::handle& policy_arg, std::uint64_t seed, bool dry_run) {
   const std::size_t index = jobs.index_of(job);
   std::shared_ptr<const CompiledJob> compiled = compile(c, jobs, index);
   std::unique_ptr<PlacementPolicy> fresh;
-  const PlacementPolicy& policy = policy_for(c, policy_name, seed, fresh);
+  const PlacementPolicy& policy = policy_for(c, policy_arg, seed, jobs, fresh);
   auto spec = make_gang_spec(*compiled);
   if (!spec) raise(spec.error(), fmt::format("jobs[{}]", index));
   GangOptions options;
   options.policy = &policy;
   Undo undo(c.state);
   GangResult g = place_gang(c.state, *spec, options);
+  check_policy(c, policy);
   json counts = json::object();
   for (std::size_t k = 0; k < compiled->groups.size() && k < g.placed_per_group.size(); ++k)
     counts[compiled->groups[k].name] = g.placed_per_group[k];
@@ -383,13 +425,20 @@ py::dict topology_pick(const std::string& nvidia_smi_topo, int gpus, std::option
 }
 
 std::string bench_packing(const std::string& nodes_csv, const std::string& pods_csv, const std::string& name,
-                          std::vector<std::string> policies, std::vector<std::uint64_t> seeds, double ratio,
+                          const std::vector<py::object>& policy_args, std::vector<std::uint64_t> seeds, double ratio,
                           bool lower_bound, unsigned threads) {
   if (seeds.empty()) throw py::value_error("seeds: expected at least one seed");
   if (!(ratio > 0.0 && ratio <= 10.0)) throw py::value_error(fmt::format("ratio: expected a value in (0, 10], got {}", ratio));
+  std::vector<std::string> policies;
+  const auto first_exception = std::make_shared<py::object>();
+  const PolicyRegistry registry = registry_with(policy_args, policies, first_exception);
+  const bool python = registry.names(PolicySet::kUser).size() > 0;
   Result<sim::ExperimentReport> report = Error("not run");
   {
-    py::gil_scoped_release release;  // a long run: other Python threads go on
+    // A long run: other Python threads go on, unless a policy is Python code (it needs the GIL; the
+    // run is then serial).
+    std::optional<py::gil_scoped_release> release;
+    if (!python) release.emplace();
     auto nodes = io::read_alibaba_nodes(nodes_csv);
     if (!nodes) report = nodes.error();
     auto pods = nodes ? io::read_alibaba_pods(pods_csv) : Result<std::vector<io::TracePod>>(Error("not read"));
@@ -405,22 +454,44 @@ std::string bench_packing(const std::string& nodes_csv, const std::string& pods_
         cfg.target_ratio = ratio;
         cfg.lower_bound = lower_bound;
         cfg.threads = threads;
+        cfg.registry = &registry;
         report = sim::run_experiment(*w, cfg);
       }
     }
   }
+  if (!report && *first_exception) raise_policy_error(report.error().message, *first_exception);
   if (!report) raise(report.error());
   return sim::report_json(*report);
 }
 
 // One scheduling cycle (io::cycle_run): the `gpusched cycle --format json` document. Keeps the GIL:
 // the cycle changes the cluster, which other Python threads may use.
+// The placement policy of a cycle: the `policy` argument (a gpusched.Policy or a name), else the
+// options' "policy" name, else best-fit.
+std::unique_ptr<PlacementPolicy> cycle_policy(const py::object& policy, const io::CycleOptionsDocument& options,
+                                              const std::function<std::vector<TaskRequest>()>& tasks) {
+  if (!policy.is_none() && !options.policy.empty())
+    throw py::value_error("policy: given twice (as the argument and in the options)");
+  if (auto spec = as_policy_spec(policy)) return make_python_policy(*spec, options.seed);
+  const std::string name = !policy.is_none() ? policy.cast<std::string>() : options.policy.empty() ? "best-fit" : options.policy;
+  if (!tasks) {
+    static const PolicyRegistry builtins = PolicyRegistry::with_builtins();
+    if (const PolicyEntry* e = builtins.find(name); e && e->needs_workload)
+      throw py::value_error(fmt::format("policy \"{}\" packs for the tasks it is given at once; a session gets its jobs "
+                                        "one by one (use gpusched.cycle)", e->name));
+  }
+  return policy_named(name, options.seed, tasks);
+}
+
 std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queues, const std::string& running,
-                       std::int64_t now, const std::string& options, bool dry_run) {
-  auto o = io::read_cycle_options_json(options, "options");
+                       std::int64_t now, const std::string& options, bool dry_run, const py::object& policy) {
+  auto o = io::read_cycle_options_document(options, "options");
   if (!o) raise(o.error());
-  o->dry_run = o->dry_run || dry_run;
-  auto run = io::cycle_run(c.state, jobs.doc, queues, running, now, *o);
+  o->options.dry_run = o->options.dry_run || dry_run;
+  const auto placement = cycle_policy(policy, *o, [&] { return tasks_of(c.state, jobs.doc); });
+  o->options.placement.policy = placement.get();
+  auto run = io::cycle_run(c.state, jobs.doc, queues, running, now, o->options);
+  raise_policy_failure(*placement);
   if (!run) raise(run.error());
   return io::write_cycle_json(c.state, *run);
 }
@@ -429,12 +500,17 @@ std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queu
 // the Python object holds its cluster alive (py::keep_alive). Keeps the GIL like cycle_json.
 struct PySession {
   PyCluster* cluster = nullptr;
+  std::unique_ptr<PlacementPolicy> policy;  // every cycle's placement policy
   std::optional<io::CycleSession> session;
 };
 
-PySession open_session(PyCluster& c, const std::string& queues, const std::string& options) {
-  auto o = io::read_cycle_options_json(options, "options");
-  if (!o) raise(o.error());
+PySession open_session(PyCluster& c, const std::string& queues, const std::string& options, const py::object& policy) {
+  auto document = io::read_cycle_options_document(options, "options");
+  if (!document) raise(document.error());
+  PySession out;
+  out.policy = cycle_policy(policy, *document, {});
+  scheduler::CycleOptions* o = &document->options;
+  o->placement.policy = out.policy.get();
   io::QueuesDocument q;
   if (!queues.empty()) {
     auto read = io::read_cycle_queues(c.state, queues, "queues");
@@ -443,7 +519,6 @@ PySession open_session(PyCluster& c, const std::string& queues, const std::strin
   }
   auto session = io::CycleSession::open(c.state, std::move(q), *o, "queues");
   if (!session) raise(session.error());
-  PySession out;
   out.cluster = &c;
   out.session.emplace(std::move(*session));
   return out;
@@ -457,6 +532,7 @@ void session_submit(PySession& s, const PyJobs& jobs) {
 
 std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, bool decisions_only) {
   auto run = s.session->cycle(now, dry_run, decisions_only ? scheduler::CycleDetail::kDecisions : scheduler::CycleDetail::kFull);
+  raise_policy_failure(*s.policy);
   if (!run) raise(run.error());
   if (!dry_run) s.cluster->state.commit();
   return io::write_cycle_json(s.cluster->state, *run);
@@ -464,13 +540,43 @@ std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, bool dec
 
 std::string default_data_dir();
 
+// FGD's target workload of a pod list (sim::make_trace_workload's), for policies written in Python.
+py::list trace_target_workload(const std::string& nodes_csv, const std::string& pods_csv) {
+  auto nodes = io::read_alibaba_nodes(nodes_csv);
+  if (!nodes) raise(nodes.error());
+  auto pods = io::read_alibaba_pods(pods_csv);
+  if (!pods) raise(pods.error());
+  auto w = sim::make_trace_workload(*nodes, *pods);
+  if (!w) raise(w.error(), pods_csv);
+  const GpuModelRegistry& models = w->initial.registry();
+  py::list out;
+  for (const TargetShape& s : w->target.shapes) {
+    py::dict d;
+    d["cpu_milli"] = s.cpu;
+    d["gpus"] = s.gpus;
+    d["gpu_milli"] = s.gpu_milli;
+    if (s.models == kAnyGpuModel) {
+      d["models"] = py::none();
+    } else {
+      py::list names;
+      for (std::size_t m = 0; m < models.size(); ++m)
+        if (s.models & model_bit(static_cast<GpuModelId>(m))) names.append(models.model(static_cast<GpuModelId>(m)).name);
+      d["models"] = py::frozenset(names);
+    }
+    d["weight"] = s.weight;
+    d["count"] = s.count;
+    out.append(std::move(d));
+  }
+  return out;
+}
+
 // A simulation sweep (sim::run_sweep) and its report's JSON ({"sweep", "runs"}); the GIL is released
 // while it runs.
 std::string simulate_json(std::vector<std::string> traces, std::vector<std::string> policies, std::vector<std::uint64_t> seeds,
                           std::map<std::string, std::string> documents, std::size_t nodes, std::int32_t gpus_per_node,
                           const std::string& model, std::int64_t checkpoint_interval, std::int64_t restart_cost,
                           std::int32_t queues, std::int32_t priorities, double estimate_error, double elastic,
-                          double mtbf_hours, double mttr_hours, std::int64_t cycle_period) {
+                          double mtbf_hours, double mttr_hours, std::int64_t cycle_period, const py::object& placement) {
   if (traces.empty()) throw py::value_error("trace: expected at least one trace");
   if (policies.empty()) throw py::value_error("policies: expected at least one policy");
   if (seeds.empty()) throw py::value_error("seeds: expected at least one seed");
@@ -509,13 +615,26 @@ std::string simulate_json(std::vector<std::string> traces, std::vector<std::stri
   o.mttr_hours = mttr_hours;
   o.cycle_period = cycle_period;
   o.data_dir = default_data_dir();
+  std::vector<std::string> placement_name;
+  const auto first_exception = std::make_shared<py::object>();
+  const PolicyRegistry registry =
+      placement.is_none() ? PolicyRegistry::with_builtins() : registry_with({placement}, placement_name, first_exception);
+  const bool python = registry.names(PolicySet::kUser).size() > 0;
+  if (!placement_name.empty()) {
+    o.placement = placement_name.front();
+    if (!registry.find(o.placement)) throw py::value_error("placement: " + registry.make(o.placement).error().message);
+  }
+  o.registry = &registry;
   Result<sim::SweepReport> report = Error("not run");
   {
-    py::gil_scoped_release release;  // a long run: other Python threads go on
+    // A long run: other Python threads go on, unless the placement policy is Python code.
+    std::optional<py::gil_scoped_release> release;
+    if (!python) release.emplace();
     auto runs = sim::run_sweep(o);
     if (!runs) report = runs.error();
     else report = sim::sweep_report(sim::sweep_description(o), std::move(runs->records));
   }
+  if (!report && *first_exception) raise_policy_error(report.error().message, *first_exception);
   if (!report) raise(report.error());
   return report->json;
 }
@@ -551,7 +670,7 @@ py::tuple load_k8s(const std::vector<std::pair<std::string, std::string>>& sourc
   jobs.doc.explicit_priority.assign(r.input.jobs.size(), true);  // resolved from PriorityClasses
   py::list warnings;
   for (const auto& w : r.input.warnings) warnings.append(io::k8s::to_string(w));
-  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(r.input.registry), std::move(*r.state), {}, {}});
+  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(r.input.registry), std::move(*r.state), {}, {}, {}, 0});
   return py::make_tuple(py::cast(std::move(cluster)), py::cast(std::move(jobs)), warnings);
 }
 
@@ -560,7 +679,13 @@ std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& so
                       std::uint64_t seed, const std::vector<std::string>& topology_levels,
                       const std::string& scheduler_name) {
   K8sRead r = read_k8s(sources, topology_levels, scheduler_name);
-  const std::unique_ptr<PlacementPolicy> p = policy_named(policy, seed);
+  const std::unique_ptr<PlacementPolicy> p = policy_named(policy, seed, [&] {
+    std::vector<TaskRequest> tasks;
+    for (const Job& job : r.input.jobs)
+      if (auto c = compile_job(*r.state, job))
+        for (const CompiledGroup& g : c->groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+    return tasks;
+  });
   auto decided = io::k8s::decide(r.input, *r.state, *p);
   if (!decided) raise(decided.error());
   return io::k8s::bindings_json(r.input, *r.state, *decided);
@@ -592,7 +717,7 @@ py::tuple load_slurm(const std::vector<std::pair<std::string, std::string>>& sou
   py::list warnings, skipped;
   for (const auto& w : input->warnings) warnings.append(w);
   for (const auto& k : input->skipped) skipped.append(py::make_tuple(k.id, k.reason));
-  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(input->registry), std::move(*state), {}, {}});
+  auto cluster = std::make_unique<PyCluster>(PyCluster{std::move(input->registry), std::move(*state), {}, {}, {}, 0});
   return py::make_tuple(py::cast(std::move(cluster)), py::cast(std::move(jobs)), warnings, skipped);
 }
 
@@ -685,10 +810,10 @@ PyObject* place_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
   }
   PyCluster* cluster = exact_instance<PyCluster>(self, cluster_type);
   const PyJobs* jobs = a[0] ? exact_instance<PyJobs>(a[0], jobs_type) : nullptr;
-  std::string_view policy = "best-fit", picker = "default";
+  std::string_view policy_text = "best-fit", picker = "default";
   std::uint64_t seed = 42;
   bool dry_run = false;
-  bool plain = cluster && jobs && a[1] && (!a[2] || read_str(a[2], policy)) && (!a[5] || read_str(a[5], picker)) &&
+  bool plain = cluster && jobs && a[1] && (!a[2] || read_str(a[2], policy_text)) && (!a[5] || read_str(a[5], picker)) &&
                (!a[4] || a[4] == Py_True || a[4] == Py_False);
   if (plain && a[3]) {
     plain = PyLong_CheckExact(a[3]);
@@ -704,6 +829,7 @@ PyObject* place_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
   dry_run = a[4] == Py_True;
   std::unique_ptr<PyPlacement> result;
   try {
+    const py::str policy(policy_text.data(), policy_text.size());  // a name: Python policies take the slow path
     result = place(*cluster, *jobs, a[1], policy, seed, dry_run, picker);
   } catch (...) {
     // Raised again through pybind11, which translates it as it always has.
@@ -889,7 +1015,7 @@ PYBIND11_MODULE(_core, m) {
             if (!doc) raise(doc.error());
             auto state = ClusterState::build(doc->cluster, doc->registry);
             if (!state) raise(state.error(), source);
-            return std::make_unique<PyCluster>(PyCluster{std::move(doc->registry), std::move(*state), {}, {}});
+            return std::make_unique<PyCluster>(PyCluster{std::move(doc->registry), std::move(*state), {}, {}, {}, 0});
           },
           py::arg("text"), py::arg("source") = "cluster", "Reads a cluster document from JSON text.")
       .def_property_readonly("node_count", [](const PyCluster& c) { return c.state.node_count(); })
@@ -962,11 +1088,12 @@ PYBIND11_MODULE(_core, m) {
           py::arg("queues"), py::arg("jobs"), py::arg("now") = py::none(),
           "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.")
       .def("cycle_json", &cycle_json, py::arg("jobs"), py::arg("queues"), py::arg("running"), py::arg("now"),
-           py::arg("options") = "", py::arg("dry_run") = false,
+           py::arg("options") = "", py::arg("dry_run") = false, py::arg("policy") = py::none(),
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
   py::class_<PySession>(m, "_Session", "A scheduler session (docs/cycle.md, 'Sessions'); use gpusched.Session.")
-      .def(py::init(&open_session), py::arg("cluster"), py::arg("queues"), py::arg("options"), py::keep_alive<1, 2>())
+      .def(py::init(&open_session), py::arg("cluster"), py::arg("queues"), py::arg("options"),
+           py::arg("policy") = py::none(), py::keep_alive<1, 2>())
       .def("submit", &session_submit, py::arg("jobs"))
       .def(
           "add_running",
@@ -1015,8 +1142,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("simulate_json", &simulate_json, py::arg("traces"), py::arg("policies"), py::arg("seeds"), py::arg("documents"),
         py::arg("nodes"), py::arg("gpus_per_node"), py::arg("model"), py::arg("checkpoint_interval"),
         py::arg("restart_cost"), py::arg("queues"), py::arg("priorities"), py::arg("estimate_error"), py::arg("elastic"),
-        py::arg("mtbf_hours"), py::arg("mttr_hours"), py::arg("cycle_period"),
+        py::arg("mtbf_hours"), py::arg("mttr_hours"), py::arg("cycle_period"), py::arg("placement") = py::none(),
         "A simulation sweep (docs/simulate.md) as the JSON text of its report.");
+  m.def("trace_target_workload", &trace_target_workload, py::arg("nodes_csv"), py::arg("pods_csv"),
+        "FGD's target workload of an Alibaba pod list, as bench-packing computes it: one dict per task shape.");
+  install_policies(m);
   m.def("default_data_dir", &default_data_dir, "Where the shipped traces are ($GPUSCHED_DATA_DIR first).");
   m.def("load_k8s", &load_k8s, py::arg("sources"), py::arg("topology_levels"), py::arg("scheduler_name"),
         "(Cluster, Jobs, warnings) from Kubernetes objects: (text, name) pairs of JSON or YAML.");

@@ -20,13 +20,15 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ._core import Cluster, FileError, Jobs, Placement, __version__, policy_names
+from ._core import (Cluster, FileError, Jobs, NodeView, Placement, Policy, PolicyError, TaskView, __version__,
+                    policy_names)
 from . import _core
 
 __all__ = [
     "Cluster", "FileError", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
     "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "load_slurm", "cycle_slurm", "Session",
+    "Policy", "PolicyError", "NodeView", "TaskView", "target_workload",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -72,7 +74,8 @@ def _optional_text(source: Optional[Source], what: str) -> str:
 
 
 def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
-          running: Optional[Source] = None, now: int = 0, dry_run: bool = False, **options: Any) -> dict:
+          running: Optional[Source] = None, now: int = 0, dry_run: bool = False, policy: Any = None,
+          **options: Any) -> dict:
     """One scheduling cycle at time ``now`` (docs/cycle.md), as ``gpusched cycle`` runs it.
 
     ``cluster`` describes the nodes *without* the running jobs; ``running`` (a dict, list or path in
@@ -82,7 +85,9 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     ``options`` are the cycle's knobs: ``preempt`` (True), ``within_queue`` ('lower', 'never',
     'lower-or-newer'), ``reclaim_within_cohort`` ('any', 'lower', 'never'), ``fair_share_reclaim``
     (True), ``grow`` (True), ``min_runtime`` (0), ``backfill`` ('easy', 'conservative', 'none'),
-    ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500).
+    ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500), ``seed`` (42).
+    ``policy`` places every task: a name ("best-fit", "FGD", ...) or a policy written in Python
+    (docs/policies.md); a Python policy that fails raises PolicyError and the cycle changes nothing.
 
     Returns the dict of ``gpusched cycle --format json``: "starts" (job, queue, priority, tasks with
     node and GPUs), "evictions" and "shrinks" (job, for, reason, lost GPU-seconds), "grows",
@@ -96,16 +101,17 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     if not isinstance(jobs, Jobs):
         jobs = load_jobs(jobs)
     text = cluster.cycle_json(jobs, _optional_text(queues, "queues"), _optional_text(running, "running"), int(now),
-                              json.dumps(options) if options else "", dry_run)
+                              json.dumps(options) if options else "", dry_run, policy)
     return json.loads(text)
 
 
 def _cluster_cycle(self: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
-                   running: Optional[Source] = None, now: int = 0, dry_run: bool = False, **options: Any) -> dict:
-    return cycle(self, jobs, queues, running, now, dry_run, **options)
+                   running: Optional[Source] = None, now: int = 0, dry_run: bool = False, policy: Any = None,
+                   **options: Any) -> dict:
+    return cycle(self, jobs, queues, running, now, dry_run, policy, **options)
 
 
-_cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, **options): " \
+_cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, policy=None, **options): " \
                          "gpusched.cycle on this cluster.\n\n" + (cycle.__doc__ or "")
 Cluster.cycle = _cluster_cycle
 
@@ -130,8 +136,9 @@ class Session:
     the field; a name already pending or running, or unknown to ``finish``, is a ValueError too.
     """
 
-    def __init__(self, cluster: Cluster, queues: Optional[Source] = None, **options: Any) -> None:
-        self._core = _core._Session(cluster, _optional_text(queues, "queues"), json.dumps(options) if options else "")
+    def __init__(self, cluster: Cluster, queues: Optional[Source] = None, policy: Any = None, **options: Any) -> None:
+        self._core = _core._Session(cluster, _optional_text(queues, "queues"), json.dumps(options) if options else "",
+                                    policy)
 
     def submit(self, jobs: Union[Jobs, Source]) -> None:
         """The jobs join their queues (all or none)."""
@@ -170,7 +177,7 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
              seeds: Iterable[int] = (42,), *, jobs: Optional[Source] = None, nodes: int = 0, gpus_per_node: int = 8,
              model: str = "V100M32", checkpoint_interval: int = 1800, restart_cost: int = 60, queues: int = 4,
              priorities: int = 1, estimate_error: float = 1.0, elastic: float = 0.0, mtbf_hours: float = 0.0,
-             mttr_hours: float = 2.0, cycle_period: int = 0) -> dict:
+             mttr_hours: float = 2.0, cycle_period: int = 0, placement: Any = None) -> dict:
     """Replays job traces through time under scheduling policies (docs/simulate.md).
 
     ``trace`` is a spec or a list of them: "itp:01" .. "itp:10" (Microsoft ITP, the shipped
@@ -182,7 +189,9 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
     "srtf" with modifiers ("+ckpt", "+topo", "+energy", "+preempt"); ``seeds`` seed what
     the trace lacks (queues, priorities, estimates: docs/simulate.md) and failures. ``nodes`` = 0
     takes the trace's own cluster (ITP: the paper's; a jobs document or file: 16 nodes of
-    ``gpus_per_node`` ``model`` GPUs).
+    ``gpus_per_node`` ``model`` GPUs). ``placement`` is the placement policy of every run (None:
+    best-fit): a name ("FGD", ...) or a policy written in Python (docs/policies.md; the runs then keep
+    the GIL and a policy that fails raises PolicyError).
 
     Returns the report: {"sweep": {...}, "runs": [one record per trace x policy x seed: "trace",
     "policy", "seed", "metrics" (jct_mean_s, wait_mean_s, utilisation_mean, ...), "conservation"
@@ -204,7 +213,7 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
     report = _core.simulate_json(traces, list(policies), [int(s) for s in seeds], documents, int(nodes),
                                  int(gpus_per_node), model, int(checkpoint_interval), int(restart_cost), int(queues),
                                  int(priorities), float(estimate_error), float(elastic), float(mtbf_hours),
-                                 float(mttr_hours), int(cycle_period))
+                                 float(mttr_hours), int(cycle_period), placement)
     return json.loads(report)
 
 
@@ -273,21 +282,38 @@ def bench_packing(trace: str = "default", policies: Optional[Sequence[str]] = No
                   nodes: Optional[str] = None, threads: int = 0) -> dict:
     """The FGD paper's trace experiment (docs/bench-packing.md) on one pod list.
 
-    ``trace`` is a shipped pod list's name or a CSV path; ``policies`` default to all of them;
+    ``trace`` is a shipped pod list's name or a CSV path; ``policies`` default to the paper's and
+    FGD-OC, and may name any placement policy or be policies written in Python (docs/policies.md:
+    a gpusched.Policy, an object with a ``score`` method, or a score function; the run is then
+    serial and keeps the GIL, and a policy that fails raises PolicyError);
     ``seeds`` to two (the tool's default is ten: 42-51). Returns the ``--format json`` report:
     per policy the unallocated GPU % at 100 % arrived workload (mean, stddev, per seed, paired
     difference to FGD) and the mean curve; the LP lower bound. ``bench_packing_frame`` tabulates it.
     """
-    if os.path.exists(trace):
-        path, name = trace, os.path.splitext(os.path.basename(trace))[0]
-    else:
-        path, name = os.path.join(_trace_dir(), f"openb_pod_list_{trace}.csv"), trace
-        if not os.path.exists(path):
-            raise ValueError(f'trace: unknown trace "{trace}" (known: {", ".join(known_traces()) or "none"}; or give a CSV path)')
+    path, name = _pod_list(trace)
     nodes = nodes or os.path.join(_trace_dir(), "openb_node_list_gpu_node.csv")
     report = _core.bench_packing_json(nodes, path, name, list(policies or []), [int(s) for s in seeds], ratio,
                                       lower_bound, threads)
     return json.loads(report)
+
+
+def _pod_list(trace: str) -> tuple[str, str]:
+    if os.path.exists(trace):
+        return trace, os.path.splitext(os.path.basename(trace))[0]
+    path = os.path.join(_trace_dir(), f"openb_pod_list_{trace}.csv")
+    if not os.path.exists(path):
+        raise ValueError(f'trace: unknown trace "{trace}" (known: {", ".join(known_traces()) or "none"}; or give a CSV path)')
+    return path, trace
+
+
+def target_workload(trace: str = "default", nodes: Optional[str] = None) -> list[dict]:
+    """FGD's target workload of an Alibaba pod list, exactly as ``bench_packing`` computes it (the
+    most frequent task shapes covering 95 % of the pods, docs/bench-packing.md): one dict per shape,
+    most frequent first, with "cpu_milli", "gpus", "gpu_milli", "models" (None: any, else a frozenset
+    of GPU model names), "weight" (the weights sum to 1) and "count". For policies written in Python
+    (examples/policies/fgd.py)."""
+    path, _ = _pod_list(trace)
+    return _core.trace_target_workload(nodes or os.path.join(_trace_dir(), "openb_node_list_gpu_node.csv"), path)
 
 
 def bench_packing_frame(report: Mapping[str, Any]):

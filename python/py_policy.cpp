@@ -1,0 +1,304 @@
+// Placement policies written in Python: see py_policy.hpp and docs/policies.md.
+#include "py_policy.hpp"
+
+#include <fmt/format.h>
+
+#include "io/text_input.hpp"
+
+namespace gpusched::python {
+namespace {
+
+PyObject* policy_error_class = nullptr;
+
+const ClusterState& node_state(const PyNodeView& v) {
+  if (!v.state) throw py::value_error("NodeView: used outside the policy call it was given to (views are not kept)");
+  return *v.state;
+}
+const TaskRequest& task_request(const PyTaskView& v) {
+  if (!v.state || !v.request) throw py::value_error("TaskView: used outside the policy call it was given to (views are not kept)");
+  return *v.request;
+}
+
+// A short, printable rendering of what user code returned, for messages.
+std::string shown_value(const py::handle& value) {
+  std::string text;
+  try {
+    text = py::repr(value).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    text = "<unprintable>";
+  }
+  return io::detail::shown(text, 60) + " (" + std::string(py::str(py::type::handle_of(value).attr("__name__"))) + ")";
+}
+
+// An int (not a bool), or anything with __index__ (numpy integers), within 64 bits.
+std::optional<std::int64_t> as_int(const py::handle& value) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr())) return std::nullopt;
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+class PythonPolicy final : public ScoreFunctionPolicy {
+ public:
+  PythonPolicy(const PyPolicySpec& spec, std::uint64_t seed, std::shared_ptr<py::object> sink)
+      : ScoreFunctionPolicy(spec.name, seed, traits_of(spec)), score_(spec.score), pick_(spec.pick_gpus),
+        sink_(std::move(sink)) {
+    node_obj_ = py::cast(PyNodeView{});
+    task_obj_ = py::cast(PyTaskView{});
+    node_ = node_obj_.cast<PyNodeView*>();
+    task_ = task_obj_.cast<PyTaskView*>();
+  }
+
+  std::optional<std::int64_t> score(const ClusterState& state, NodeId node, const TaskRequest& request) const override {
+    py::object r;
+    if (!call(score_, state, node, request, "score", r)) return std::nullopt;
+    if (r.is_none()) return std::nullopt;
+    if (auto v = as_int(r)) return v;
+    fail(fmt::format("score returned {} for node {}: expected an int (higher is better) or None (refuse the node)",
+                     shown_value(r), io::detail::shown(state.node_name(node))));
+    return std::nullopt;
+  }
+
+  bool pick_gpus(const ClusterState& state, NodeId node, const TaskRequest& request,
+                 std::vector<GpuIndex>& gpus) const override {
+    py::object r;
+    if (!call(pick_, state, node, request, "pick_gpus", r) || r.is_none()) return false;
+    const auto add = [&](const py::handle& item) {
+      const std::optional<std::int64_t> g = as_int(item);
+      if (!g || *g < 0 || static_cast<std::size_t>(*g) >= state.gpu_count(node)) {
+        fail(fmt::format("pick_gpus returned {} for node {} ({} GPUs): expected GPU indices", shown_value(item),
+                         io::detail::shown(state.node_name(node)), state.gpu_count(node)));
+        return false;
+      }
+      gpus.push_back(static_cast<GpuIndex>(*g));
+      return true;
+    };
+    if (as_int(r)) return add(r);
+    if (!py::isinstance<py::sequence>(r) || py::isinstance<py::str>(r)) {
+      fail(fmt::format("pick_gpus returned {} for node {}: expected a list of GPU indices, an index or None",
+                       shown_value(r), io::detail::shown(state.node_name(node))));
+      return false;
+    }
+    for (const py::handle item : r)
+      if (!add(item)) return false;
+    return true;
+  }
+
+  // The Python exception the policy's code raised, if that is how it failed.
+  std::optional<py::error_already_set>& error() const { return error_; }
+
+ private:
+  static ScoreFunctionTraits traits_of(const PyPolicySpec& spec) {
+    return {spec.ties, spec.memoize, !spec.pick_gpus.is_none()};
+  }
+
+  // Calls fn(node view, task view) into `out`; false (and the policy failed) when it raised.
+  bool call(const py::object& fn, const ClusterState& state, NodeId node, const TaskRequest& request, const char* what,
+            py::object& out) const {
+    *node_ = {&state, node};
+    *task_ = {&state, &request};
+    bool ok = true;
+    try {
+      out = fn(node_obj_, task_obj_);
+    } catch (py::error_already_set& e) {
+      std::string text;
+      try {
+        text = py::str(e.value()).cast<std::string>();
+      } catch (const py::error_already_set&) {
+        text = "<unprintable>";
+      }
+      fail(fmt::format("{} raised {}: {} (node {})", what, py::str(e.type().attr("__name__")).cast<std::string>(),
+                       io::detail::shown(text, 200), io::detail::shown(state.node_name(node))));
+      if (!error_) error_.emplace(std::move(e));
+      if (sink_ && !*sink_) *sink_ = error_->value();
+      ok = false;
+    }
+    *node_ = {};
+    *task_ = {};
+    return ok;
+  }
+
+  py::object score_, pick_;
+  py::object node_obj_, task_obj_;
+  PyNodeView* node_ = nullptr;
+  PyTaskView* task_ = nullptr;
+  mutable std::optional<py::error_already_set> error_;
+  std::shared_ptr<py::object> sink_;  // where the first exception is kept for the caller (may be null)
+};
+
+TieRule tie_rule(const std::string& ties) {
+  if (ties == "lowest-id") return TieRule::kLowestId;
+  if (ties == "seeded") return TieRule::kSeededOrder;
+  throw py::value_error(fmt::format("ties: expected \"lowest-id\" or \"seeded\", got {}", io::detail::shown(ties)));
+}
+
+py::list gpu_models(const PyNodeView& v) {
+  const ClusterState& s = node_state(v);
+  py::list out;
+  for (std::size_t g = 0; g < s.gpu_count(v.node); ++g)
+    out.append(py::str(s.registry().model(s.gpu_model(v.node, static_cast<GpuIndex>(g))).name));
+  return out;
+}
+
+}  // namespace
+
+std::optional<PyPolicySpec> as_policy_spec(const py::handle& policy) {
+  if (policy.is_none() || py::isinstance<py::str>(policy) || py::isinstance<py::bytes>(policy)) return std::nullopt;
+  if (py::isinstance<PyPolicySpec>(policy)) return policy.cast<PyPolicySpec>();
+  const auto attr = [&](const char* name, py::object fallback) {
+    return py::hasattr(policy, name) ? py::getattr(policy, name) : fallback;
+  };
+  if (py::hasattr(policy, "score") && PyCallable_Check(py::getattr(policy, "score").ptr())) {
+    py::object name = attr("name", py::type::handle_of(policy).attr("__name__"));
+    if (py::isinstance<py::type>(policy)) name = attr("name", policy.attr("__name__"));
+    return py::module_::import("gpusched._core")
+        .attr("Policy")(py::str(name), policy.attr("score"), attr("pick_gpus", py::none()), attr("ties", py::str("lowest-id")),
+                        attr("memoize", py::bool_(false)))
+        .cast<PyPolicySpec>();
+  }
+  if (PyCallable_Check(policy.ptr()))
+    return py::module_::import("gpusched._core")
+        .attr("Policy")(py::str(attr("__name__", py::str("python-policy"))), policy)
+        .cast<PyPolicySpec>();
+  throw py::type_error(fmt::format("policy: expected a policy name, a gpusched.Policy, an object with a score method "
+                                   "or a score function, got {}",
+                                   shown_value(policy)));
+}
+
+std::unique_ptr<PlacementPolicy> make_python_policy(const PyPolicySpec& spec, std::uint64_t seed,
+                                                    std::shared_ptr<py::object> sink) {
+  return std::make_unique<PythonPolicy>(spec, seed, std::move(sink));
+}
+
+void raise_policy_error(const std::string& message, const py::object& cause) {
+  const std::string text = io::detail::tidy_message(message);
+  if (!cause || cause.is_none()) {
+    PyErr_SetString(policy_error_class, text.c_str());
+    throw py::error_already_set();
+  }
+  py::object error = py::reinterpret_borrow<py::object>(policy_error_class)(text);
+  PyException_SetCause(error.ptr(), cause.inc_ref().ptr());  // steals the reference
+  PyErr_SetObject(policy_error_class, error.ptr());
+  throw py::error_already_set();
+}
+
+void raise_policy_failure_now(const PlacementPolicy& policy) {
+  const std::string message = fmt::format("policy {} failed: {}", io::detail::shown(policy.name()), policy.failure());
+  const auto* p = dynamic_cast<const PythonPolicy*>(&policy);
+  raise_policy_error(message, p && p->error() ? p->error()->value() : py::object(py::none()));
+}
+
+PolicyRegistry registry_with(const std::vector<py::object>& policies, std::vector<std::string>& names,
+                             const std::shared_ptr<py::object>& sink) {
+  PolicyRegistry registry = PolicyRegistry::with_builtins();
+  for (const py::object& p : policies) {
+    if (py::isinstance<py::str>(p) || py::isinstance<py::bytes>(p)) {
+      names.push_back(p.cast<std::string>());
+      continue;
+    }
+    const std::optional<PyPolicySpec> given = as_policy_spec(p);
+    if (!given) throw py::type_error("policies: expected policy names or policies, got None");
+    const PyPolicySpec& spec = *given;
+    PolicyEntry e;
+    e.name = spec.name;
+    e.summary = "a Python policy";
+    e.thread_safe = false;  // Python runs one thread at a time (the GIL): the run is serial
+    e.make = [spec, sink](const PolicyArgs& a) { return make_python_policy(spec, a.seed, sink); };
+    if (Status ok = registry.add(std::move(e)); !ok) throw py::value_error("policies: " + ok.error().message);
+    names.push_back(spec.name);
+  }
+  return registry;
+}
+
+void install_policies(py::module_& m) {
+  policy_error_class = PyErr_NewExceptionWithDoc(
+      "gpusched.PolicyError",
+      "A placement policy written in Python failed: it raised (the exception is the __cause__), returned "
+      "something that is not a score, or chose GPUs the task cannot take. The message names the policy.",
+      PyExc_RuntimeError, nullptr);
+  if (!policy_error_class) throw py::error_already_set();
+  m.attr("PolicyError") = py::handle(policy_error_class);
+
+  py::class_<PyPolicySpec>(m, "Policy",
+                           "A placement policy written in Python (docs/policies.md): score(node, task) -> int (higher "
+                           "is better) or None (refuse the node), called for every node that fits.")
+      .def(py::init([](std::string name, py::object score, py::object pick_gpus, const std::string& ties, bool memoize) {
+             if (name.empty()) throw py::value_error("name: a policy needs a name");
+             if (!PyCallable_Check(score.ptr()))
+               throw py::type_error(fmt::format("score: expected a callable score(node, task), got {}", shown_value(score)));
+             if (!pick_gpus.is_none() && !PyCallable_Check(pick_gpus.ptr()))
+               throw py::type_error(fmt::format("pick_gpus: expected a callable or None, got {}", shown_value(pick_gpus)));
+             return PyPolicySpec{std::move(name), std::move(score), std::move(pick_gpus), tie_rule(ties), memoize};
+           }),
+           py::arg("name"), py::arg("score"), py::arg("pick_gpus") = py::none(), py::arg("ties") = "lowest-id",
+           py::arg("memoize") = false)
+      .def_property_readonly("name", [](const PyPolicySpec& p) { return p.name; })
+      .def_property_readonly("memoize", [](const PyPolicySpec& p) { return p.memoize; })
+      .def_property_readonly("ties", [](const PyPolicySpec& p) {
+        return p.ties == TieRule::kLowestId ? "lowest-id" : "seeded";
+      });
+
+  py::class_<PyNodeView>(m, "NodeView", "A node as a policy sees it, during one call (read-only).")
+      .def_property_readonly("id", [](const PyNodeView& v) { return (void)node_state(v), v.node; })
+      .def_property_readonly("name", [](const PyNodeView& v) { return std::string(node_state(v).node_name(v.node)); })
+      .def_property_readonly("cpu_milli", [](const PyNodeView& v) { return node_state(v).cpu_capacity(v.node); })
+      .def_property_readonly("cpu_free_milli", [](const PyNodeView& v) { return node_state(v).cpu_free(v.node); })
+      .def_property_readonly("memory", [](const PyNodeView& v) { return node_state(v).memory_capacity(v.node); })
+      .def_property_readonly("memory_free", [](const PyNodeView& v) { return node_state(v).memory_free(v.node); })
+      .def_property_readonly("gpus", [](const PyNodeView& v) { return node_state(v).gpu_count(v.node); })
+      .def_property_readonly("idle_gpus", [](const PyNodeView& v) { return node_state(v).idle_gpus(v.node); })
+      .def_property_readonly("gpu_free_milli",
+                             [](const PyNodeView& v) {
+                               const ClusterState& s = node_state(v);
+                               py::list out;
+                               for (std::size_t g = 0; g < s.gpu_count(v.node); ++g)
+                                 out.append(s.gpu_free_milli_if_healthy(v.node, static_cast<GpuIndex>(g)));
+                               return out;
+                             })
+      .def_property_readonly("gpu_free_memory",
+                             [](const PyNodeView& v) {
+                               const ClusterState& s = node_state(v);
+                               py::list out;
+                               for (std::size_t g = 0; g < s.gpu_count(v.node); ++g)
+                                 out.append(s.gpu_free_memory_if_healthy(v.node, static_cast<GpuIndex>(g)));
+                               return out;
+                             })
+      .def_property_readonly("gpu_models", &gpu_models)
+      .def("__repr__", [](const PyNodeView& v) {
+        return v.state ? fmt::format("<NodeView {}>", v.state->node_name(v.node)) : std::string("<NodeView (expired)>");
+      });
+
+  py::class_<PyTaskView>(m, "TaskView", "One task of a job as a policy sees it, during one call (read-only).")
+      .def_property_readonly("cpu_milli", [](const PyTaskView& v) { return task_request(v).shape.cpu; })
+      .def_property_readonly("memory", [](const PyTaskView& v) { return task_request(v).shape.memory; })
+      .def_property_readonly("gpus", [](const PyTaskView& v) { return task_request(v).shape.gpus; })
+      .def_property_readonly("gpu_milli", [](const PyTaskView& v) { return task_request(v).shape.gpu_milli; })
+      .def_property_readonly("gpu_memory", [](const PyTaskView& v) { return task_request(v).shape.gpu_memory; })
+      .def_property_readonly("shares_gpu", [](const PyTaskView& v) { return task_request(v).shape.shares_gpu(); })
+      .def_property_readonly("models",
+                             [](const PyTaskView& v) -> py::object {
+                               const TaskRequest& r = task_request(v);
+                               if (r.models == kAnyGpuModel) return py::none();
+                               py::set out;
+                               for (std::size_t m = 0; m < v.state->registry().size(); ++m)
+                                 if (r.models & model_bit(static_cast<GpuModelId>(m)))
+                                   out.add(py::str(v.state->registry().model(static_cast<GpuModelId>(m)).name));
+                               return py::frozenset(out);
+                             })
+      .def("__repr__", [](const PyTaskView& v) {
+        if (!v.request) return std::string("<TaskView (expired)>");
+        const TaskShape& s = v.request->shape;
+        return fmt::format("<TaskView cpu_milli={} gpus={} gpu_milli={}>", s.cpu, s.gpus, s.gpu_milli);
+      });
+}
+
+}  // namespace gpusched::python
