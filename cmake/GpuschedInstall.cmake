@@ -25,6 +25,9 @@ if(TARGET gpusched_compiled)
   install(TARGETS gpusched_compiled EXPORT gpusched-io-targets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/include/gpusched/compiled.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpusched)
+# A policy written in C (docs/policies.md): the C API's header and io/policy_plugin.hpp include it, and a
+# plugin needs nothing else, so it is installed with either.
+install(FILES ${PROJECT_SOURCE_DIR}/include/gpusched/c/policy.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpusched/c)
 # The C API: its header, the shared library and its own export set, found as the component "c"
 # (no dependency to look up: everything it uses is linked into it).
 if(TARGET gpusched_c)

@@ -42,8 +42,16 @@ class FGD:
     def __init__(self, workload):
         # gpusched.target_workload(...): dicts with cpu_milli, gpus, gpu_milli, models, weight.
         self.shapes = [(m["cpu_milli"], m["gpus"], m["gpu_milli"], m["models"], m["weight"]) for m in workload]
+        self.known = {}  # F by node state: thousands of nodes share a few hundred states
 
     def fragmentation(self, cpu_free, gpu_free, gpu_models):
+        key = (cpu_free, tuple(gpu_free), tuple(gpu_models))
+        f = self.known.get(key)
+        if f is None:
+            f = self.known[key] = self.compute_fragmentation(cpu_free, gpu_free, gpu_models)
+        return f
+
+    def compute_fragmentation(self, cpu_free, gpu_free, gpu_models):
         total = sum(gpu_free)
         if total == 0:
             return 0.0

@@ -18,7 +18,7 @@
 // Memoised scores (the one index acceleration a user policy may opt into). A score that depends only
 // on the node's capacities and free resources (CPU, memory, and per GPU: free share, free memory,
 // model, health) and the task's shape can say so (`memoize`). Nodes are then grouped by that state,
-// and each (state, shape) pair is scored once: on the Alibaba trace's 1,213 nodes a decision meets a
+// and each (state, shape) pair is scored (and its GPUs chosen) once: on the Alibaba trace's 1,213 nodes a decision meets a
 // few hundred distinct node states, and most (state, shape) pairs recur for thousands of decisions.
 // The grouping is keyed to the state's instance and each node's version (cluster_state.hpp,
 // "Generations"), so it never answers for a node that changed since. A policy that reads anything else
@@ -87,8 +87,13 @@ class ScoreFunctionPolicy : public TracePolicy {
  private:
   struct Memo;
   class Picker;
-  // The score through the memo when traits().memoize, else directly.
-  std::optional<std::int64_t> score_of(const ClusterState& state, NodeId node, const TaskRequest& request) const;
+  // The score and the GPU choice through the memo when traits().memoize, else directly.
+  // memo_shape: the request's id in the memo (the memo made current for `state`), or -1 when the
+  // policy does not memoise this request.
+  std::int64_t memo_shape(const ClusterState& state, const TaskRequest& request) const;
+  std::optional<std::int64_t> score_of(const ClusterState& state, NodeId node, const TaskRequest& request,
+                                       std::int64_t shape) const;
+  bool pick_gpus_of(const ClusterState& state, NodeId node, const TaskRequest& request, std::vector<GpuIndex>& gpus) const;
   // Whether candidate (node, score) beats the best so far under the tie rule.
   bool better(const ClusterState& state, NodeId node, std::int64_t s, NodeId best, std::int64_t best_score) const;
 

@@ -37,6 +37,7 @@ struct ScoreFunctionPolicy::Memo {
   std::vector<std::uint32_t> node_class;
   std::unordered_map<std::vector<std::int64_t>, std::uint32_t, detail::WordsHash> classes, shapes;
   std::unordered_map<std::uint64_t, std::optional<std::int64_t>> scores;
+  std::unordered_map<std::uint64_t, std::vector<GpuIndex>> picks;  // pick_gpus's answers (empty: refused)
   std::vector<std::int64_t> key;  // scratch
 
   void reset(const ClusterState& state) {
@@ -46,6 +47,7 @@ struct ScoreFunctionPolicy::Memo {
     classes.clear();
     shapes.clear();
     scores.clear();
+    picks.clear();
   }
   std::uint32_t intern(std::unordered_map<std::vector<std::int64_t>, std::uint32_t, detail::WordsHash>& m) {
     auto [it, fresh] = m.try_emplace(key, static_cast<std::uint32_t>(m.size()));
@@ -79,7 +81,7 @@ class ScoreFunctionPolicy::Picker final : public GpuPicker {
     if (policy_.failed()) return false;
     if (request.mig.any() || !request.shape.needs_gpu()) return LowestIndexGpuPicker{}.pick(state, node, request, out);
     std::vector<GpuIndex> gpus;
-    if (!policy_.pick_gpus(state, node, request, gpus)) return false;
+    if (!policy_.pick_gpus_of(state, node, request, gpus)) return false;
     out = make_assignment(node, request);
     out.gpus = std::move(gpus);
     if (const Status ok = state.validate(request, out); !ok) {
@@ -109,20 +111,43 @@ GPUSCHED_DECL const GpuPicker& ScoreFunctionPolicy::gpu_picker() const {
   return traits_.picks_gpus ? static_cast<const GpuPicker&>(*picker_) : PlacementPolicy::gpu_picker();
 }
 
-GPUSCHED_DECL std::optional<std::int64_t> ScoreFunctionPolicy::score_of(const ClusterState& state, NodeId node,
-                                                                        const TaskRequest& request) const {
-  if (failed()) return std::nullopt;
-  if (!traits_.memoize || request.mig.any()) return score(state, node, request);
+GPUSCHED_DECL std::int64_t ScoreFunctionPolicy::memo_shape(const ClusterState& state, const TaskRequest& request) const {
+  if (!traits_.memoize || request.mig.any()) return -1;
   if (!memo_) memo_ = std::make_unique<Memo>();
   Memo& m = *memo_;
   if (m.instance != state.instance_id() || m.node_version.size() != state.node_count() ||
       m.scores.size() > Memo::kMaxEntries)
     m.reset(state);
-  const std::uint64_t key = (std::uint64_t{m.class_of(state, node)} << 32) | m.shape_of(request);
+  return m.shape_of(request);
+}
+
+GPUSCHED_DECL std::optional<std::int64_t> ScoreFunctionPolicy::score_of(const ClusterState& state, NodeId node,
+                                                                        const TaskRequest& request,
+                                                                        std::int64_t shape) const {
+  if (failed()) return std::nullopt;
+  if (shape < 0) return score(state, node, request);
+  Memo& m = *memo_;
+  const std::uint64_t key = (std::uint64_t{m.class_of(state, node)} << 32) | static_cast<std::uint64_t>(shape);
   if (auto it = m.scores.find(key); it != m.scores.end()) return it->second;
   const std::optional<std::int64_t> s = score(state, node, request);
   if (!failed()) m.scores.emplace(key, s);  // a failure is not an answer to remember
   return s;
+}
+
+GPUSCHED_DECL bool ScoreFunctionPolicy::pick_gpus_of(const ClusterState& state, NodeId node, const TaskRequest& request,
+                                                     std::vector<GpuIndex>& gpus) const {
+  if (!traits_.memoize || request.mig.any() || !memo_ || memo_->instance != state.instance_id() ||
+      memo_->node_version.size() != state.node_count())
+    return pick_gpus(state, node, request, gpus);
+  Memo& m = *memo_;
+  const std::uint64_t key = (std::uint64_t{m.class_of(state, node)} << 32) | m.shape_of(request);
+  if (auto it = m.picks.find(key); it != m.picks.end()) {
+    gpus = it->second;
+    return !gpus.empty();
+  }
+  const bool ok = pick_gpus(state, node, request, gpus);
+  if (!failed()) m.picks.emplace(key, ok ? gpus : std::vector<GpuIndex>{});
+  return ok;
 }
 
 GPUSCHED_DECL bool ScoreFunctionPolicy::better(const ClusterState& state, NodeId node, std::int64_t s, NodeId best,
@@ -137,9 +162,10 @@ GPUSCHED_DECL bool ScoreFunctionPolicy::better(const ClusterState& state, NodeId
 GPUSCHED_DECL NodeId ScoreFunctionPolicy::select(const ClusterState& state, const TaskRequest& request) const {
   NodeId best = kNoNode;
   std::int64_t best_score = 0;
+  const std::int64_t shape = memo_shape(state, request);
   for_each_candidate(state, request, [&](NodeId n) {
     if (state.check_fit(n, request) != FitReason::kFits) return true;
-    const std::optional<std::int64_t> s = score_of(state, n, request);
+    const std::optional<std::int64_t> s = score_of(state, n, request, shape);
     if (failed()) return false;
     if (s && better(state, n, *s, best, best_score)) {
       best = n;
@@ -154,9 +180,10 @@ GPUSCHED_DECL NodeId ScoreFunctionPolicy::select_among(const ClusterState& state
                                                        std::span<const NodeId> candidates) const {
   NodeId best = kNoNode;
   std::int64_t best_score = 0;
+  const std::int64_t shape = memo_shape(state, request);
   for (NodeId n : candidates) {
     if (n >= state.node_count() || state.check_fit(n, request) != FitReason::kFits) continue;
-    const std::optional<std::int64_t> s = score_of(state, n, request);
+    const std::optional<std::int64_t> s = score_of(state, n, request, shape);
     if (failed()) return kNoNode;
     if (s && better(state, n, *s, best, best_score)) {
       best = n;
