@@ -484,14 +484,18 @@ std::unique_ptr<PlacementPolicy> cycle_policy(const py::object& policy, const io
 }
 
 std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queues, const std::string& running,
-                       std::int64_t now, const std::string& options, bool dry_run, const py::object& policy) {
+                       std::int64_t now, const std::string& options, bool dry_run, const py::object& policy,
+                       const py::object& order) {
   auto o = io::read_cycle_options_document(options, "options");
   if (!o) raise(o.error());
   o->options.dry_run = o->options.dry_run || dry_run;
   const auto placement = cycle_policy(policy, *o, [&] { return tasks_of(c.state, jobs.doc); });
   o->options.placement.policy = placement.get();
+  const auto job_order = make_python_order(order);
+  o->options.order = job_order.get();
   auto run = io::cycle_run(c.state, jobs.doc, queues, running, now, o->options);
   raise_policy_failure(*placement);
+  raise_order_failure(job_order.get());
   if (!run) raise(run.error());
   return io::write_cycle_json(c.state, *run);
 }
@@ -501,16 +505,20 @@ std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queu
 struct PySession {
   PyCluster* cluster = nullptr;
   std::unique_ptr<PlacementPolicy> policy;  // every cycle's placement policy
+  std::unique_ptr<scheduler::JobOrder> order;  // the order within queues (None: the default)
   std::optional<io::CycleSession> session;
 };
 
-PySession open_session(PyCluster& c, const std::string& queues, const std::string& options, const py::object& policy) {
+PySession open_session(PyCluster& c, const std::string& queues, const std::string& options, const py::object& policy,
+                       const py::object& order) {
   auto document = io::read_cycle_options_document(options, "options");
   if (!document) raise(document.error());
   PySession out;
   out.policy = cycle_policy(policy, *document, {});
+  out.order = make_python_order(order);
   scheduler::CycleOptions* o = &document->options;
   o->placement.policy = out.policy.get();
+  o->order = out.order.get();
   io::QueuesDocument q;
   if (!queues.empty()) {
     auto read = io::read_cycle_queues(c.state, queues, "queues");
@@ -527,12 +535,15 @@ PySession open_session(PyCluster& c, const std::string& queues, const std::strin
 void session_submit(PySession& s, const PyJobs& jobs) {
   auto pending = io::pending_jobs(s.cluster->state, jobs.doc, s.session->queues(), "jobs");
   if (!pending) raise(pending.error());
-  if (Status st = s.session->submit(std::move(*pending), "jobs"); !st) raise(st.error());
+  const Status st = s.session->submit(std::move(*pending), "jobs");
+  raise_order_failure(s.order.get());  // the jobs took their places in the queues by it
+  if (!st) raise(st.error());
 }
 
 std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, bool decisions_only) {
   auto run = s.session->cycle(now, dry_run, decisions_only ? scheduler::CycleDetail::kDecisions : scheduler::CycleDetail::kFull);
   raise_policy_failure(*s.policy);
+  raise_order_failure(s.order.get());
   if (!run) raise(run.error());
   if (!dry_run) s.cluster->state.commit();
   return io::write_cycle_json(s.cluster->state, *run);
@@ -1089,11 +1100,12 @@ PYBIND11_MODULE(_core, m) {
           "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.")
       .def("cycle_json", &cycle_json, py::arg("jobs"), py::arg("queues"), py::arg("running"), py::arg("now"),
            py::arg("options") = "", py::arg("dry_run") = false, py::arg("policy") = py::none(),
+           py::arg("order") = py::none(),
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
   py::class_<PySession>(m, "_Session", "A scheduler session (docs/cycle.md, 'Sessions'); use gpusched.Session.")
       .def(py::init(&open_session), py::arg("cluster"), py::arg("queues"), py::arg("options"),
-           py::arg("policy") = py::none(), py::keep_alive<1, 2>())
+           py::arg("policy") = py::none(), py::arg("order") = py::none(), py::keep_alive<1, 2>())
       .def("submit", &session_submit, py::arg("jobs"))
       .def(
           "add_running",

@@ -135,6 +135,59 @@ class PythonPolicy final : public ScoreFunctionPolicy {
   std::shared_ptr<py::object> sink_;  // where the first exception is kept for the caller (may be null)
 };
 
+struct PyJobView {
+  const scheduler::PendingJob* job = nullptr;
+};
+
+const scheduler::PendingJob& pending_job(const PyJobView& v) {
+  if (!v.job) throw py::value_error("JobView: used outside the order call it was given to (views are not kept)");
+  return *v.job;
+}
+
+class PythonOrder final : public scheduler::JobOrder {
+ public:
+  explicit PythonOrder(py::object fn)
+      : fn_(std::move(fn)), name_(py::str(py::getattr(fn_, "__name__", py::str("order"))).cast<std::string>()) {
+    view_obj_ = py::cast(PyJobView{});
+    view_ = view_obj_.cast<PyJobView*>();
+  }
+  std::string_view name() const override { return name_; }
+  std::string_view failure() const override { return failure_; }
+  std::int64_t key(const scheduler::PendingJob& job) const override {
+    if (!failure_.empty()) return 0;
+    view_->job = &job;
+    py::object r;
+    try {
+      r = fn_(view_obj_);
+    } catch (py::error_already_set& e) {
+      std::string text;
+      try {
+        text = py::str(e.value()).cast<std::string>();
+      } catch (const py::error_already_set&) {
+        text = "<unprintable>";
+      }
+      failure_ = fmt::format("order raised {}: {} (job {})", py::str(e.type().attr("__name__")).cast<std::string>(),
+                             io::detail::shown(text, 200), io::detail::shown(job.job.name));
+      cause_ = e.value();
+    }
+    view_->job = nullptr;
+    if (!failure_.empty()) return 0;
+    if (auto v = as_int(r)) return *v;
+    failure_ = fmt::format("order returned {} for job {}: expected an int (lower goes first)", shown_value(r),
+                           io::detail::shown(job.job.name));
+    return 0;
+  }
+  const py::object& cause() const { return cause_; }
+
+ private:
+  py::object fn_;
+  std::string name_;
+  py::object view_obj_;
+  PyJobView* view_ = nullptr;
+  mutable std::string failure_;
+  mutable py::object cause_ = py::none();
+};
+
 TieRule tie_rule(const std::string& ties) {
   if (ties == "lowest-id") return TieRule::kLowestId;
   if (ties == "seeded") return TieRule::kSeededOrder;
@@ -172,6 +225,20 @@ std::optional<PyPolicySpec> as_policy_spec(const py::handle& policy) {
   throw py::type_error(fmt::format("policy: expected a policy name, a gpusched.Policy, an object with a score method "
                                    "or a score function, got {}",
                                    shown_value(policy)));
+}
+
+std::unique_ptr<scheduler::JobOrder> make_python_order(const py::handle& order) {
+  if (order.is_none()) return nullptr;
+  if (!PyCallable_Check(order.ptr()))
+    throw py::type_error(fmt::format("order: expected a function order(job) -> int, got {}", shown_value(order)));
+  return std::make_unique<PythonOrder>(py::reinterpret_borrow<py::object>(order));
+}
+
+void raise_order_failure(const scheduler::JobOrder* order) {
+  if (!order || order->failure().empty()) return;
+  const auto* o = dynamic_cast<const PythonOrder*>(order);
+  raise_policy_error(fmt::format("job order {} failed: {}", io::detail::shown(order->name()), order->failure()),
+                     o ? o->cause() : py::object(py::none()));
 }
 
 std::unique_ptr<PlacementPolicy> make_python_policy(const PyPolicySpec& spec, std::uint64_t seed,
@@ -245,6 +312,30 @@ void install_policies(py::module_& m) {
       .def_property_readonly("memoize", [](const PyPolicySpec& p) { return p.memoize; })
       .def_property_readonly("ties", [](const PyPolicySpec& p) {
         return p.ties == TieRule::kLowestId ? "lowest-id" : "seeded";
+      });
+
+  py::class_<PyJobView>(m, "JobView", "A pending job as a job order sees it, during one call (read-only).")
+      .def_property_readonly("name", [](const PyJobView& v) { return pending_job(v).job.name; })
+      .def_property_readonly("queue", [](const PyJobView& v) { return pending_job(v).job.queue; })
+      .def_property_readonly("priority", [](const PyJobView& v) { return pending_job(v).job.priority; })
+      .def_property_readonly("submit_time", [](const PyJobView& v) { return pending_job(v).job.submit_time; })
+      .def_property_readonly("runtime_estimate", [](const PyJobView& v) { return pending_job(v).runtime_estimate; })
+      .def_property_readonly("restarts", [](const PyJobView& v) { return pending_job(v).restarts; })
+      .def_property_readonly("tasks",
+                             [](const PyJobView& v) {
+                               std::int64_t n = 0;
+                               for (const CompiledGroup& g : pending_job(v).job.groups) n += g.replicas;
+                               return n;
+                             })
+      .def_property_readonly("gpu_milli",
+                             [](const PyJobView& v) {
+                               std::int64_t n = 0;
+                               for (const CompiledGroup& g : pending_job(v).job.groups)
+                                 n += std::int64_t{g.replicas} * g.request.shape.total_gpu_milli();
+                               return n;
+                             })
+      .def("__repr__", [](const PyJobView& v) {
+        return v.job ? fmt::format("<JobView {}>", v.job->job.name) : std::string("<JobView (expired)>");
       });
 
   py::class_<PyNodeView>(m, "NodeView", "A node as a policy sees it, during one call (read-only).")

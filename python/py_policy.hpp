@@ -12,6 +12,7 @@
 
 #include "gpusched/packing/registry.hpp"
 #include "gpusched/packing/score_function.hpp"
+#include "gpusched/scheduler/cycle.hpp"
 
 namespace gpusched::python {
 
@@ -58,7 +59,13 @@ inline void raise_policy_failure(const PlacementPolicy& policy) {
   if (!policy.failure().empty()) raise_policy_failure_now(policy);
 }
 
-// Registers gpusched._core.Policy, NodeView, TaskView and PolicyError in `m`.
+// A job order written in Python (`order=` of cycle and Session): order(job) -> int, lower first, over
+// a read-only JobView. nullptr for None; TypeError for what is not callable.
+std::unique_ptr<scheduler::JobOrder> make_python_order(const py::handle& order);
+// After a cycle or a submit with `order`: its failure raised as gpusched.PolicyError. No-op otherwise.
+void raise_order_failure(const scheduler::JobOrder* order);
+
+// Registers gpusched._core.Policy, NodeView, TaskView, JobView and PolicyError in `m`.
 void install_policies(py::module_& m);
 
 // A registry of the built-ins plus the Python policies among `policies` (str or Policy); their names

@@ -20,15 +20,15 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ._core import (Cluster, FileError, Jobs, NodeView, Placement, Policy, PolicyError, TaskView, __version__,
-                    policy_names)
+from ._core import (Cluster, FileError, JobView, Jobs, NodeView, Placement, Policy, PolicyError, TaskView,
+                    __version__, policy_names)
 from . import _core
 
 __all__ = [
     "Cluster", "FileError", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
     "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "load_slurm", "cycle_slurm", "Session",
-    "Policy", "PolicyError", "NodeView", "TaskView", "target_workload",
+    "Policy", "PolicyError", "NodeView", "TaskView", "JobView", "target_workload",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -75,7 +75,7 @@ def _optional_text(source: Optional[Source], what: str) -> str:
 
 def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
           running: Optional[Source] = None, now: int = 0, dry_run: bool = False, policy: Any = None,
-          **options: Any) -> dict:
+          order: Any = None, **options: Any) -> dict:
     """One scheduling cycle at time ``now`` (docs/cycle.md), as ``gpusched cycle`` runs it.
 
     ``cluster`` describes the nodes *without* the running jobs; ``running`` (a dict, list or path in
@@ -88,6 +88,9 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500), ``seed`` (42).
     ``policy`` places every task: a name ("best-fit", "FGD", ...) or a policy written in Python
     (docs/policies.md); a Python policy that fails raises PolicyError and the cycle changes nothing.
+    ``order`` orders the jobs within each queue: ``order(job) -> int``, lower first (a JobView: name,
+    queue, priority, submit_time, runtime_estimate, tasks, gpu_milli, restarts); equal keys keep the
+    default order (priority, then submit time).
 
     Returns the dict of ``gpusched cycle --format json``: "starts" (job, queue, priority, tasks with
     node and GPUs), "evictions" and "shrinks" (job, for, reason, lost GPU-seconds), "grows",
@@ -101,14 +104,14 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     if not isinstance(jobs, Jobs):
         jobs = load_jobs(jobs)
     text = cluster.cycle_json(jobs, _optional_text(queues, "queues"), _optional_text(running, "running"), int(now),
-                              json.dumps(options) if options else "", dry_run, policy)
+                              json.dumps(options) if options else "", dry_run, policy, order)
     return json.loads(text)
 
 
 def _cluster_cycle(self: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
                    running: Optional[Source] = None, now: int = 0, dry_run: bool = False, policy: Any = None,
-                   **options: Any) -> dict:
-    return cycle(self, jobs, queues, running, now, dry_run, policy, **options)
+                   order: Any = None, **options: Any) -> dict:
+    return cycle(self, jobs, queues, running, now, dry_run, policy, order, **options)
 
 
 _cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, policy=None, **options): " \
@@ -136,9 +139,10 @@ class Session:
     the field; a name already pending or running, or unknown to ``finish``, is a ValueError too.
     """
 
-    def __init__(self, cluster: Cluster, queues: Optional[Source] = None, policy: Any = None, **options: Any) -> None:
+    def __init__(self, cluster: Cluster, queues: Optional[Source] = None, policy: Any = None, order: Any = None,
+                 **options: Any) -> None:
         self._core = _core._Session(cluster, _optional_text(queues, "queues"), json.dumps(options) if options else "",
-                                    policy)
+                                    policy, order)
 
     def submit(self, jobs: Union[Jobs, Source]) -> None:
         """The jobs join their queues (all or none)."""

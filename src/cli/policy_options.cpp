@@ -22,8 +22,9 @@ PolicyRegistry policy_registry(const std::vector<std::string>& plugins) {
 }
 
 std::string policy_help(PolicySet set) {
+  const PolicyRegistry builtins = PolicyRegistry::with_builtins();  // the names are views into it
   std::string names;
-  for (std::string_view n : PolicyRegistry::with_builtins().names(set)) names.append(names.empty() ? "" : ", ").append(n);
+  for (std::string_view n : builtins.names(set)) names.append(names.empty() ? "" : ", ").append(n);
   return names;
 }
 

@@ -131,3 +131,39 @@ def test_views_are_read_only_and_expire():
         seen[0][0].name
     with pytest.raises(AttributeError):
         seen[0][0].gpus = 3
+
+
+def test_a_job_order_of_ones_own():
+    cluster = gpusched.load_cluster({"nodes": [{"name": "n0", "cpu": 16, "memory": "64Gi", "gpus": 4,
+                                                "gpu_model": "A100-80GB"}]})
+    jobs = {"jobs": [{"name": "big", "gpus": 4, "cpu": 1, "memory": "1Gi", "submit_time": 0},
+                     {"name": "mid", "gpus": 2, "cpu": 1, "memory": "1Gi", "submit_time": 1},
+                     {"name": "small", "gpus": 1, "cpu": 1, "memory": "1Gi", "submit_time": 2}]}
+
+    def started(d):
+        return [s["job"] for s in d["starts"]]
+
+    # The default order (priority, then submit time): big takes the node, the others wait. Fewest
+    # GPUs first: small and mid start, big waits.
+    assert started(cluster.cycle(jobs, now=0, dry_run=True, backfill="none")) == ["big"]
+
+    def fewest_gpus(job):
+        return job.gpu_milli
+
+    assert started(cluster.cycle(jobs, now=0, dry_run=True, backfill="none", order=fewest_gpus)) == ["small", "mid"]
+    session = gpusched.Session(cluster, backfill="none", order=fewest_gpus)
+    session.submit(jobs)
+    assert started(session.cycle(now=0, dry_run=True)) == ["small", "mid"]
+
+    def broken(job):
+        raise RuntimeError("no key for " + job.name)
+
+    before = cluster.to_json()
+    with pytest.raises(gpusched.PolicyError, match=r'job order "broken" failed: order raised RuntimeError') as e:
+        cluster.cycle(jobs, now=0, order=broken)
+    assert isinstance(e.value.__cause__, RuntimeError)
+    assert cluster.to_json() == before
+    with pytest.raises(gpusched.PolicyError, match="expected an int"):
+        cluster.cycle(jobs, now=0, order=lambda job: "first")
+    with pytest.raises(TypeError, match="order"):
+        cluster.cycle(jobs, now=0, order=3)

@@ -93,6 +93,22 @@ std::string lists_text(const Session& s) {
   return o.str();
 }
 
+// Job orders of a caller's (CycleOptions::order): fewest GPUs first; shortest estimate first.
+struct FewestGpusFirst final : JobOrder {
+  std::string_view name() const override { return "fewest-gpus"; }
+  std::int64_t key(const PendingJob& p) const override {
+    std::int64_t gpus = 0;
+    for (const CompiledGroup& g : p.job.groups) gpus += std::int64_t{g.replicas} * g.request.shape.gpus;
+    return gpus;
+  }
+};
+struct ShortestFirst final : JobOrder {
+  std::string_view name() const override { return "shortest"; }
+  std::int64_t key(const PendingJob& p) const override { return p.runtime_estimate; }
+};
+const FewestGpusFirst kFewestGpusFirst;
+const ShortestFirst kShortestFirst;
+
 struct Setup {
   int queues = 0;  // 0: none; 1: one StrictFIFO queue; 2: a cohort of two with quotas; 3: a tree
   CycleOptions options;
@@ -116,6 +132,8 @@ Setup random_setup(SplitMix64& rng) {
   o.max_preemption_attempts = 1 + rng.next() % 4;
   o.never_evict_back = rng.next() % 4 != 0;
   o.strict_fifo = rng.next() % 3 == 0;
+  const auto order = rng.next() % 4;
+  o.order = order == 1 ? static_cast<const JobOrder*>(&kFewestGpusFirst) : order == 2 ? &kShortestFirst : nullptr;
   return s;
 }
 
@@ -143,6 +161,7 @@ std::vector<fairness::QueueConfig> make_queues(const ClusterState& state, int ki
 }
 
 struct Counts {
+  int ordered = 0;  // cycles with a job order of the caller's
   int cycles = 0, starts = 0, evictions = 0, grows = 0, reservations = 0, lean = 0, plans = 0;
 };
 
@@ -222,6 +241,9 @@ void run_sequence(std::uint64_t seed, int steps, Counts& counts) {
       REQUIRE(session.set_runtime_estimate(name, 10 * static_cast<Seconds>(rng.next() % 8)).ok());
       REQUIRE(session.set_last_checkpoint(name, now - static_cast<Seconds>(rng.next() % 20)).ok());
     }
+    if (setup.options.order && rng.next() % 3 == 0 && !session.pending().empty())  // its key may change
+      REQUIRE(session.set_runtime_estimate(session.pending()[rng.next() % session.pending().size()].job.name,
+                                           10 * static_cast<Seconds>(rng.next() % 8)).ok());
 
     // The reference: run_cycle from scratch on a copy of the state, over the session's lists.
     ClusterState copy = state;
@@ -251,6 +273,7 @@ void run_sequence(std::uint64_t seed, int steps, Counts& counts) {
     check_no_overcommit(state, session.running());
     CHECK(state_text(state) == state_text(copy));
     ++counts.cycles;
+    counts.ordered += setup.options.order != nullptr;
     counts.lean += !full;
     counts.starts += static_cast<int>(got->starts.size());
     counts.evictions += static_cast<int>(got->evictions.size());
@@ -276,6 +299,29 @@ TEST_CASE("session: the same decisions as run_cycle from scratch at every cycle,
   CHECK(counts.reservations > 10);
   CHECK(counts.lean > 100);
   CHECK(counts.plans > 50);
+  CHECK(counts.ordered > (testing::sanitized ? 0 : 500));
+}
+
+TEST_CASE("job order: the caller's key first, the default order for equal keys") {
+  ClusterState state = ClusterState::build(make_cluster(1, 4), GpuModelRegistry::builtin()).value();
+  // One node of 4 GPUs; three jobs submitted big first. Default order: big (4 GPUs) starts, the
+  // others wait. Fewest GPUs first: small (1) and mid (2) start, big waits.
+  const std::vector<PendingJob> pending = {job(state, "big", "", 1, 4, 0, 0), job(state, "mid", "", 1, 2, 0, 1),
+                                           job(state, "small", "", 1, 1, 0, 2)};
+  CycleOptions o;
+  o.backfill.mode = BackfillMode::kNone;
+  o.dry_run = true;
+  auto names = [](const CycleDecisions& d) {
+    std::string s;
+    for (const Start& st : d.starts) s += st.job + " ";
+    return s;
+  };
+  CHECK(names(run_cycle(state, {}, pending, {}, 0, o).value()) == "big ");
+  o.order = &kFewestGpusFirst;
+  CHECK(names(run_cycle(state, {}, pending, {}, 0, o).value()) == "small mid ");
+  auto session = Session::open(state, {}, o).value();
+  for (const PendingJob& p : pending) REQUIRE(session.submit(p).ok());
+  CHECK(names(session.cycle(0, CycleApply::kPlan).value()) == "small mid ");
 }
 
 TEST_CASE("session: events that cannot be honoured are errors naming the job, and change nothing") {

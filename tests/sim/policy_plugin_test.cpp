@@ -25,9 +25,11 @@ const sim::TraceWorkload& plugin_trace() {
   return w;
 }
 
-int failing_score(void*, const gpusched_node_view* node, const gpusched_task_view*, std::int64_t* score, const char** message) {
-  if (node->id == 3) {
-    *message = "no score for node 3";
+// Fails on node 3, or on the node whose id `user` points to.
+int failing_score(void* user, const gpusched_node_view* node, const gpusched_task_view*, std::int64_t* score,
+                  const char** message) {
+  if (node->id == (user ? *static_cast<const std::uint32_t*>(user) : 3U)) {
+    *message = "no score for this node";
     return -7;
   }
   *score = node->id;
@@ -45,8 +47,8 @@ TEST_CASE("the C plugin's best-fit makes the built-in best-fit's decisions on th
   const BestFitPolicy builtin;
   ClusterState a = w.initial, b = w.initial;
   const auto order = sim::arrival_order(w, 42, 1.3);
-  // Every arrival up to full (10,825 for seed 42; a sanitized build checks the first 2,000).
-  const std::size_t n = testing::sanitized ? 2000 : order.size();
+  // Every arrival up to full (10,825 for seed 42; a sanitized build checks the first 400).
+  const std::size_t n = testing::sanitized ? 400 : order.size();
   std::size_t placed = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const TaskRequest& r = w.pods[order[k]];
@@ -103,27 +105,35 @@ TEST_CASE("bad plugins and bad definitions are errors naming them") {
   ClusterState s = ClusterState::build(c, GpuModelRegistry::builtin()).value();
   auto p = std::move(registry.make("fails").value());
   CHECK(p->select(s, s.compile({1000, kGiB, 1, 1000, 0}).value()) == kNoNode);
-  CHECK(p->failure() == "score returned -7 on node \"n3\": \"no score for node 3\"");
+  CHECK(p->failure() == "score returned -7 on node \"n3\": \"no score for this node\"");
 }
 
 #ifdef GPUSCHED_BEST_FIT_PLUGIN
 TEST_CASE("bench-packing runs a plugin's policy beside the built-ins; a failing policy is an error") {
+  // The experiment's wiring on a small trace (tests/fixtures/sim: one node, pairs of shares); the
+  // decisions on the Alibaba trace are compared one by one above.
+  const std::string fixtures = std::string(GPUSCHED_FIXTURES_DIR) + "/sim/";
+  auto nodes = io::read_alibaba_nodes(fixtures + "one_node.csv");
+  auto pods = io::read_alibaba_pods(fixtures + "pairs_pods.csv");
+  REQUIRE(nodes.ok());
+  REQUIRE(pods.ok());
+  const sim::TraceWorkload small = sim::make_trace_workload(*nodes, *pods, "pairs").value();
   PolicyRegistry registry = PolicyRegistry::with_builtins();
   REQUIRE(io::load_policy_plugin(registry, GPUSCHED_BEST_FIT_PLUGIN).ok());
-  gpusched_policy_def def{GPUSCHED_POLICY_ABI, "fails", nullptr, 0, failing_score, nullptr, nullptr};
+  std::uint32_t the_node = 0;
+  gpusched_policy_def def{GPUSCHED_POLICY_ABI, "fails", nullptr, 0, failing_score, nullptr, &the_node};
   REQUIRE(io::add_c_policy(registry, def).ok());
   sim::ExperimentConfig cfg;
   cfg.registry = &registry;
   cfg.policies = {"best-fit", "c-best-fit"};
   cfg.seeds = {42};
   cfg.lower_bound = false;
-  cfg.target_ratio = 0.5;
-  auto rep = sim::run_experiment(plugin_trace(), cfg);
+  auto rep = sim::run_experiment(small, cfg);
   REQUIRE(rep.ok());
   CHECK(rep->policies[0].mean_at_100 == rep->policies[1].mean_at_100);
   CHECK(rep->runs[0].pods_placed == rep->runs[1].pods_placed);
   cfg.policies = {"fails"};
-  auto failed = sim::run_experiment(plugin_trace(), cfg);
+  auto failed = sim::run_experiment(small, cfg);
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().message.find("policy \"fails\" failed (seed 42): score returned -7") != std::string::npos);
 }

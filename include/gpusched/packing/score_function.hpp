@@ -94,6 +94,8 @@ class ScoreFunctionPolicy : public TracePolicy {
   std::optional<std::int64_t> score_of(const ClusterState& state, NodeId node, const TaskRequest& request,
                                        std::int64_t shape) const;
   bool pick_gpus_of(const ClusterState& state, NodeId node, const TaskRequest& request, std::vector<GpuIndex>& gpus) const;
+  template <class ForEach>
+  NodeId best_of(const ClusterState& state, const TaskRequest& request, ForEach&& for_each) const;
   // Whether candidate (node, score) beats the best so far under the tie rule.
   bool better(const ClusterState& state, NodeId node, std::int64_t s, NodeId best, std::int64_t best_score) const;
 

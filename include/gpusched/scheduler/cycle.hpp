@@ -149,7 +149,35 @@ class RunningUsage {
   std::vector<Queue> queues_;  // in order of first use (a few queues: found by a linear scan)
 };
 
+// The order of the pending jobs within a queue, when it is not the default (priority, higher first;
+// then submit time; then submission): a key per job, lower first, the default order breaking equal
+// keys (docs/policies.md, "Job order"). Shortest-estimate-first, smallest-gang-first, a deadline: any
+// function of the job. A session takes a job's key when it joins its queue and again when its priority
+// or runtime estimate changes, so the key must depend on the job's facts only (not on the clock).
+// Admission across queues (fair share) and who may preempt whom (priority) do not change.
+class JobOrder {
+ public:
+  virtual ~JobOrder() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::int64_t key(const PendingJob& job) const = 0;
+  // User code that failed (as PlacementPolicy::failure): the cycle is then an error keeping nothing.
+  virtual std::string_view failure() const { return {}; }
+};
+
+namespace detail {
+// Whether pending job a (index ia, order key ka) goes before b in their queue.
+inline bool queue_order_before(const PendingJob& a, std::size_t ia, std::int64_t ka, const PendingJob& b,
+                               std::size_t ib, std::int64_t kb) {
+  if (ka != kb) return ka < kb;
+  if (a.job.priority != b.job.priority) return a.job.priority > b.job.priority;
+  if (a.job.submit_time != b.job.submit_time) return a.job.submit_time < b.job.submit_time;
+  return ia < ib;
+}
+}  // namespace detail
+
 struct CycleOptions {
+  // The order within each queue; nullptr = the default (priority, submit time, submission).
+  const JobOrder* order = nullptr;
   // The running jobs' usage per queue, when the caller keeps it (see RunningUsage); null: summed.
   const RunningUsage* usage = nullptr;
   GangOptions placement;           // how gangs are placed (policy, effort); dry_run is managed here

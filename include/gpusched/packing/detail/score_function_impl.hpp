@@ -159,12 +159,15 @@ GPUSCHED_DECL bool ScoreFunctionPolicy::better(const ClusterState& state, NodeId
   return t.rank(node) < t.rank(best);
 }
 
-GPUSCHED_DECL NodeId ScoreFunctionPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+// The best of the nodes `for_each` yields (it calls its argument per node; false stops it), the
+// ones that fit scored: select() over the state's index, select_among() over a caller's list.
+template <class ForEach>
+NodeId ScoreFunctionPolicy::best_of(const ClusterState& state, const TaskRequest& request, ForEach&& for_each) const {
   NodeId best = kNoNode;
   std::int64_t best_score = 0;
   const std::int64_t shape = memo_shape(state, request);
-  for_each_candidate(state, request, [&](NodeId n) {
-    if (state.check_fit(n, request) != FitReason::kFits) return true;
+  for_each([&](NodeId n) {
+    if (n >= state.node_count() || state.check_fit(n, request) != FitReason::kFits) return true;
     const std::optional<std::int64_t> s = score_of(state, n, request, shape);
     if (failed()) return false;
     if (s && better(state, n, *s, best, best_score)) {
@@ -176,21 +179,16 @@ GPUSCHED_DECL NodeId ScoreFunctionPolicy::select(const ClusterState& state, cons
   return failed() ? kNoNode : best;
 }
 
+GPUSCHED_DECL NodeId ScoreFunctionPolicy::select(const ClusterState& state, const TaskRequest& request) const {
+  return best_of(state, request, [&](auto&& visit) { for_each_candidate(state, request, visit); });
+}
+
 GPUSCHED_DECL NodeId ScoreFunctionPolicy::select_among(const ClusterState& state, const TaskRequest& request,
                                                        std::span<const NodeId> candidates) const {
-  NodeId best = kNoNode;
-  std::int64_t best_score = 0;
-  const std::int64_t shape = memo_shape(state, request);
-  for (NodeId n : candidates) {
-    if (n >= state.node_count() || state.check_fit(n, request) != FitReason::kFits) continue;
-    const std::optional<std::int64_t> s = score_of(state, n, request, shape);
-    if (failed()) return kNoNode;
-    if (s && better(state, n, *s, best, best_score)) {
-      best = n;
-      best_score = *s;
-    }
-  }
-  return best;
+  return best_of(state, request, [&](auto&& visit) {
+    for (NodeId n : candidates)
+      if (!visit(n)) return;
+  });
 }
 
 namespace detail {

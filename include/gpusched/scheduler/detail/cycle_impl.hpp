@@ -1164,13 +1164,12 @@ struct CycleRun {
       own_members.assign(queue_count(), {});
       for (std::size_t p = 0; p < np; ++p)
         if (const Queuing qu = queuing(p); qu.queued) own_members[qu.queue].push_back(p);
+      std::vector<std::int64_t> order_key(np, 0);
+      if (options.order)
+        for (std::size_t p = 0; p < np; ++p) order_key[p] = options.order->key(pending[p]);
       for (auto& m : own_members)
         std::sort(m.begin(), m.end(), [&](std::size_t a, std::size_t b) {
-          const CompiledJob& x = pending[a].job;
-          const CompiledJob& y = pending[b].job;
-          if (x.priority != y.priority) return x.priority > y.priority;
-          if (x.submit_time != y.submit_time) return x.submit_time < y.submit_time;
-          return a < b;
+          return detail::queue_order_before(pending[a], a, order_key[a], pending[b], b, order_key[b]);
         });
       members = own_members;
     }
@@ -1304,6 +1303,11 @@ GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state,
     state.rollback(base);
     return Error{"placement policy \"" + std::string(p->name()) + "\" failed: " + std::string(p->failure()),
                  ErrorCode::kInvalidValue, "placement.policy"};
+  }
+  if (const JobOrder* o = options.order; o && !o->failure().empty()) {
+    state.rollback(base);
+    return Error{"job order \"" + std::string(o->name()) + "\" failed: " + std::string(o->failure()),
+                 ErrorCode::kInvalidValue, "order"};
   }
   if (options.dry_run) state.rollback(base);
   else if (base == 0) state.commit();

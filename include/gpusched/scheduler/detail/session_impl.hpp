@@ -76,7 +76,8 @@ GPUSCHED_DECL Status Session::check_name_free(std::string_view job) const {
 
 // ---- the pending side -------------------------------------------------------------------------------
 
-// Policy order within a queue, as the cycle sorts it: priority (higher first), submit time, index.
+// Policy order within a queue, as the cycle sorts it: the options' order key (CycleOptions::order),
+// then priority (higher first), submit time, index.
 GPUSCHED_DECL void Session::enqueue(std::size_t p) {
   const std::size_t q = specs_[p] ? queue_of_name(pending_[p].job.queue) : kNone;
   if (q == kNone) {
@@ -84,12 +85,10 @@ GPUSCHED_DECL void Session::enqueue(std::size_t p) {
     return;
   }
   std::vector<std::size_t>& m = members_[q];
-  const CompiledJob& x = pending_[p].job;
+  const JobOrder* order = options_.order;
+  const std::int64_t key = order ? order->key(pending_[p]) : 0;
   const auto before = [&](std::size_t a) {  // does a go before p?
-    const CompiledJob& y = pending_[a].job;
-    if (y.priority != x.priority) return y.priority > x.priority;
-    if (y.submit_time != x.submit_time) return y.submit_time < x.submit_time;
-    return a < p;
+    return detail::queue_order_before(pending_[a], a, order ? order->key(pending_[a]) : 0, pending_[p], p, key);
   };
   const auto at = std::partition_point(m.begin(), m.end(), before);
   m.insert(at, p);
@@ -308,7 +307,13 @@ GPUSCHED_DECL Status Session::set_runtime_estimate(std::string_view job, Seconds
   }
   const std::size_t p = pending_index(job);
   if (p == kNone) return unknown(job, "pending or running");
+  if (!options_.order) {
+    pending_[p].runtime_estimate = estimate;
+    return {};
+  }
+  dequeue(p);  // a job order may read the estimate (shortest first): its place is taken again
   pending_[p].runtime_estimate = estimate;
+  enqueue(p);
   return {};
 }
 
