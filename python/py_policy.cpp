@@ -194,11 +194,12 @@ TieRule tie_rule(const std::string& ties) {
   throw py::value_error(fmt::format("ties: expected \"lowest-id\" or \"seeded\", got {}", io::detail::shown(ties)));
 }
 
-py::list gpu_models(const PyNodeView& v) {
+// One value per GPU of the node, as a list: of_gpu(state, node, gpu).
+template <class OfGpu>
+py::list per_gpu(const PyNodeView& v, OfGpu of_gpu) {
   const ClusterState& s = node_state(v);
   py::list out;
-  for (std::size_t g = 0; g < s.gpu_count(v.node); ++g)
-    out.append(py::str(s.registry().model(s.gpu_model(v.node, static_cast<GpuIndex>(g))).name));
+  for (std::size_t g = 0; g < s.gpu_count(v.node); ++g) out.append(of_gpu(s, v.node, static_cast<GpuIndex>(g)));
   return out;
 }
 
@@ -349,21 +350,21 @@ void install_policies(py::module_& m) {
       .def_property_readonly("idle_gpus", [](const PyNodeView& v) { return node_state(v).idle_gpus(v.node); })
       .def_property_readonly("gpu_free_milli",
                              [](const PyNodeView& v) {
-                               const ClusterState& s = node_state(v);
-                               py::list out;
-                               for (std::size_t g = 0; g < s.gpu_count(v.node); ++g)
-                                 out.append(s.gpu_free_milli_if_healthy(v.node, static_cast<GpuIndex>(g)));
-                               return out;
+                               return per_gpu(v, [](const ClusterState& s, NodeId n, GpuIndex g) {
+                                 return s.gpu_free_milli_if_healthy(n, g);
+                               });
                              })
       .def_property_readonly("gpu_free_memory",
                              [](const PyNodeView& v) {
-                               const ClusterState& s = node_state(v);
-                               py::list out;
-                               for (std::size_t g = 0; g < s.gpu_count(v.node); ++g)
-                                 out.append(s.gpu_free_memory_if_healthy(v.node, static_cast<GpuIndex>(g)));
-                               return out;
+                               return per_gpu(v, [](const ClusterState& s, NodeId n, GpuIndex g) {
+                                 return s.gpu_free_memory_if_healthy(n, g);
+                               });
                              })
-      .def_property_readonly("gpu_models", &gpu_models)
+      .def_property_readonly("gpu_models", [](const PyNodeView& v) {
+        return per_gpu(v, [](const ClusterState& s, NodeId n, GpuIndex g) {
+          return py::str(s.registry().model(s.gpu_model(n, g)).name);
+        });
+      })
       .def("__repr__", [](const PyNodeView& v) {
         return v.state ? fmt::format("<NodeView {}>", v.state->node_name(v.node)) : std::string("<NodeView (expired)>");
       });
