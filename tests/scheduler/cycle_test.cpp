@@ -154,6 +154,47 @@ TEST_CASE("checkpoints: the victim whose last checkpoint is latest is the cheape
   CHECK(d.evictions[0].lost_milli_gpu_seconds == 80'000);
 }
 
+TEST_CASE("victim order: a user's order chooses the victim; a failed order is an error that keeps nothing") {
+  // The setting above: the default order evicts a (the least lost work). An order by name evicts
+  // the alphabetically last job first; one that fails makes the cycle an error.
+  struct LastNameFirst final : VictimOrder {
+    std::string_view name() const override { return "last-name"; }
+    std::int64_t cost(const VictimCandidate& c) const override { return 'z' - c.job->name[0]; }
+  };
+  struct Failing final : VictimOrder {
+    std::string_view name() const override { return "failing"; }
+    std::int64_t cost(const VictimCandidate&) const override {
+      why = "no opinion";
+      return 0;
+    }
+    std::string_view failure() const override { return why; }
+    mutable std::string why;
+  };
+  auto state = cluster(2);
+  std::vector<RunningJob> running{run(state, "a", "", 0, 0, 1, 8), run(state, "b", "", 1, 0, 1, 8)};
+  running[0].checkpoint_interval = 30;
+  running[1].checkpoint_interval = 1000;
+  std::vector<PendingJob> pending{job(state, "high", "", 1, 8, 10, 50)};
+  const LastNameFirst last_name;
+  CycleOptions o;
+  o.preemption.victim_order = &last_name;
+  o.dry_run = true;
+  auto d = run_cycle(state, running, pending, {}, 100, o).value();
+  REQUIRE(d.evictions.size() == 1);
+  CHECK(d.evictions[0].job == "b");
+  CHECK(d.evictions[0].lost_milli_gpu_seconds == 800'000);  // still the work it loses
+
+  const Failing failing;
+  o.preemption.victim_order = &failing;
+  o.dry_run = false;
+  const ClusterState before = state;
+  auto e = run_cycle(state, running, pending, {}, 100, o);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().field == "preemption.victim_order");
+  CHECK(e.error().message.find("no opinion") != std::string::npos);
+  CHECK(state.same_allocation_as(before));
+}
+
 TEST_CASE("equal priority: lower-or-newer evicts only newer jobs, never back") {
   // 1 node x 8 GPUs. newer (submitted t=20) runs; older (submitted t=10, same priority) waits. With
   // kLowerOrNewerEqualPriority older evicts newer; then newer (pending again) cannot evict older

@@ -43,6 +43,26 @@ GangSpec gang(const ClusterState& state, std::int32_t tasks, GpuCount gpus_each,
   return spec;
 }
 
+// Milli-GPUs a running job holds.
+std::int64_t held_by(const RunningJob& job) {
+  std::int64_t out = 0;
+  for (const RunningTask& t : job.tasks) out += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;
+  return out;
+}
+
+// A user's victim order: evict what holds the fewest GPUs (its cost: the milli-GPUs it frees).
+struct FewestHeldVictimsFirst final : VictimOrder {
+  std::string_view name() const override { return "fewest-gpus"; }
+  std::int64_t cost(const VictimCandidate& c) const override { return c.freed_milli_gpu; }
+};
+const FewestHeldVictimsFirst fewest_gpus_victims;
+
+// A user's victim order: the most recently started first (cost: seconds it has run).
+struct NewestVictimsFirst final : VictimOrder {
+  std::string_view name() const override { return "newest"; }
+  std::int64_t cost(const VictimCandidate& c) const override { return c.now - c.job->start_time; }
+};
+
 std::vector<std::size_t> victim_jobs(const PreemptionPlan& plan) {
   std::vector<std::size_t> out;
   for (const Victim& v : plan.victims) out.push_back(v.job);
@@ -110,6 +130,24 @@ TEST_CASE("checkpoint-aware: the victim that loses the least work since its chec
   REQUIRE(plain.verdict == Verdict::kPlaced);
   CHECK(victim_jobs(plain) == std::vector<std::size_t>{1});
   CHECK(plain.cost == 4'480'000);
+  // A victim order of one's own replaces the cost: the newest (Y, 500 s) before X (1,000 s); the
+  // plan's cost is in the order's units, the victim's own figures stay lost work and restart.
+  const NewestVictimsFirst newest;
+  PreemptionOptions mine;
+  mine.victim_order = &newest;
+  mine.checkpoint_aware = false;  // ignored beside an order
+  const PreemptionPlan by_age = find_victims(state, {&spec, "q", 10, 0}, running, 1000, mine);
+  REQUIRE(by_age.verdict == Verdict::kPlaced);
+  CHECK(victim_jobs(by_age) == std::vector<std::size_t>{1});
+  CHECK(by_age.exact);
+  CHECK(by_age.cost == 500);
+  CHECK(by_age.victims[0].cost() == 4'480'000);
+  // The built-in order through the same point decides as the default.
+  const CheckpointCostOrder builtin;
+  mine.victim_order = &builtin;
+  const PreemptionPlan same = find_victims(state, {&spec, "q", 10, 0}, running, 1000, mine);
+  CHECK(victim_jobs(same) == std::vector<std::size_t>{0});
+  CHECK(same.cost == aware.cost);
 }
 
 TEST_CASE("an elastic gang sheds its tasks above the minimum before anyone is evicted, never below it") {
@@ -267,7 +305,12 @@ TEST_CASE("oracle: on random small instances the plan is the cheapest sufficient
     const GangSpec spec = gang(state, 1 + static_cast<std::int32_t>(rng.next() % 2), 1 + static_cast<GpuCount>(rng.next() % 4));
     const Preemptor p{&spec, "q", 2, 0};
     const ClusterState before = state;
-    const PreemptionPlan plan = find_victims(state, p, running, 1000);
+    // The default order (lost work + restart) and a user order (the GPUs a victim holds): the
+    // oracle prices each subset by the same order.
+    const VictimOrder* order = trial % 2 == 0 ? nullptr : &fewest_gpus_victims;
+    PreemptionOptions options;
+    options.victim_order = order;
+    const PreemptionPlan plan = find_victims(state, p, running, 1000, options);
     CHECK(state.same_allocation_as(before));
 
     // Every subset of the eligible jobs (whole evictions; no elastic jobs here).
@@ -305,7 +348,9 @@ TEST_CASE("oracle: on random small instances the plan is the cheapest sufficient
       for (std::size_t k = 0; k < eligible.size(); ++k)
         if (mask >> k & 1U) {
           const RunningJob& job = running[eligible[k]];
-          cost += lost_work(job, 0, job.tasks.size(), 1000) + restart_work(job, 0, job.tasks.size());
+          const std::int64_t lost = lost_work(job, 0, job.tasks.size(), 1000);
+          const std::int64_t restart = restart_work(job, 0, job.tasks.size());
+          cost += order == nullptr ? lost + restart : fewest_gpus_victims.cost({&job, 0, 0, true, lost, restart, held_by(job), 1000});
         }
       if (best < 0 || cost < best) best = cost;
     }

@@ -101,12 +101,51 @@ struct RunningJob {
 
 using gpusched::WithinQueue;  // core/preemption_policy.hpp (a queue may set its own)
 
+// One thing the search may take away, as a victim order sees it: a running job evicted whole, or the
+// tasks [first_task, first_task + task_count) an elastic job sheds while it keeps running.
+struct VictimCandidate {
+  const RunningJob* job = nullptr;
+  std::uint32_t first_task = 0;
+  std::uint32_t task_count = 0;
+  bool whole = true;
+  std::int64_t lost_milli_gpu_seconds = 0;     // work since the last checkpoint (lost_work)
+  std::int64_t restart_milli_gpu_seconds = 0;  // its restart cost (0 for a shrink)
+  std::int64_t freed_milli_gpu = 0;            // what evicting it frees
+  Seconds now = 0;
+};
+
+// The order in which victims are taken (docs/policies.md, "Victim order"): a cost per candidate,
+// >= 0 (a negative cost counts as 0); among the sets of candidates that let the preemptor start, the
+// search takes the cheapest (exactly up to PreemptionOptions::exact_limit candidates, else greedily
+// in cost order and trimmed). The eligibility rules (priority, queues, min_runtime, never evicting
+// back) do not change: an order chooses among the jobs the rules allow. The cost must depend on the
+// candidate only (not on the preemptor): a cycle prices each candidate once for all its preemptors.
+class VictimOrder {
+ public:
+  virtual ~VictimOrder() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::int64_t cost(const VictimCandidate& candidate) const = 0;
+  // User code that failed (as PlacementPolicy::failure): the cycle is then an error keeping nothing.
+  virtual std::string_view failure() const { return {}; }
+};
+
+// The default order: what an eviction loses, the GPU-seconds computed since the last checkpoint plus
+// the restart cost of the GPUs it held (kueue#477's missing piece; see the top of this file).
+class CheckpointCostOrder final : public VictimOrder {
+ public:
+  std::string_view name() const override { return "checkpoint-cost"; }
+  std::int64_t cost(const VictimCandidate& c) const override;
+};
+
 struct PreemptionOptions {
   WithinQueue within_queue = WithinQueue::kLowerPriority;
   Seconds min_runtime = 0;
   // true: cost = lost work + restart, cheapest set; false: Kueue's order (lowest priority first,
   // then the most recently started), greedy and trimmed.
   bool checkpoint_aware = true;
+  // A victim order of one's own (its costs replace lost work + restart; checkpoint_aware is then
+  // ignored); nullptr: the default above. Borrowed: it must outlive the calls that use it.
+  const VictimOrder* victim_order = nullptr;
   std::size_t exact_limit = 12;  // candidates up to which the cheapest set is searched exactly
   GangOptions placement;         // how the preemptor is placed (policy, effort); dry_run is forced
   // When no set of candidates suffices: true tells kNotNow from kInfeasible by placing the
@@ -141,7 +180,7 @@ struct PreemptionPlan {
   Verdict verdict = Verdict::kNotNow;
   std::vector<Victim> victims;            // in job index order
   std::vector<TaskPlacement> placement;   // the preemptor's simulated placement when kPlaced
-  std::int64_t cost = 0;                  // sum of the victims' costs
+  std::int64_t cost = 0;                  // sum of the victims' costs under the victim order
   bool exact = false;                     // the cheapest sufficient set (else: minimal, greedy)
   std::size_t candidates = 0;             // eligible candidate units considered
   std::uint64_t placements_tried = 0;     // simulated placements of the preemptor

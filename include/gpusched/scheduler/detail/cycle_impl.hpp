@@ -699,7 +699,8 @@ struct CycleRun {
     const BorrowWithinCohort borrow = fair && reclaim != CohortReclaim::kNever ? queues[q].borrow_within_cohort
                                                                                : BorrowWithinCohort{};
     const bool cohort_victims = reclaim != CohortReclaim::kNever && (within_nominal || borrow.lower_priority);
-    if (!victim_facts) victim_facts = running_facts(running, now, options.preemption.min_runtime);
+    if (!victim_facts)
+      victim_facts = running_facts(running, now, options.preemption.min_runtime, victim_order_of(options.preemption));
     std::vector<std::uint8_t> mark = victim_mark;
     std::vector<EvictionReason> why(running.size(), EvictionReason::kPriority);
     if (options.never_evict_back)
@@ -1308,6 +1309,11 @@ GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state,
     state.rollback(base);
     return Error{"job order \"" + std::string(o->name()) + "\" failed: " + std::string(o->failure()),
                  ErrorCode::kInvalidValue, "order"};
+  }
+  if (const VictimOrder* o = options.preemption.victim_order; o && !o->failure().empty()) {
+    state.rollback(base);
+    return Error{"victim order \"" + std::string(o->name()) + "\" failed: " + std::string(o->failure()),
+                 ErrorCode::kInvalidValue, "preemption.victim_order"};
   }
   if (options.dry_run) state.rollback(base);
   else if (base == 0) state.commit();

@@ -115,9 +115,23 @@ struct RunningFacts {
   }
 };
 
-GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime);
+// `order`: the victim order pricing the units (nullptr: Kueue's order, units cost lost + restart).
+GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime,
+                                         const VictimOrder* order);
+
+// The order a search with `options` prices by: the caller's, else the default (checkpoint-aware),
+// else none (Kueue's order).
+GPUSCHED_DECL const VictimOrder* victim_order_of(const PreemptionOptions& options) {
+  static const CheckpointCostOrder checkpoint_cost;  // stateless: no shared state between callers
+  if (options.victim_order != nullptr) return options.victim_order;
+  return options.checkpoint_aware ? &checkpoint_cost : nullptr;
+}
 
 }  // namespace detail
+
+GPUSCHED_DECL std::int64_t CheckpointCostOrder::cost(const VictimCandidate& c) const {
+  return detail::saturating_add(c.lost_milli_gpu_seconds, c.restart_milli_gpu_seconds);
+}
 
 GPUSCHED_DECL std::int64_t Victim::cost() const {
   return detail::saturating_add(lost_milli_gpu_seconds, restart_milli_gpu_seconds);
@@ -164,15 +178,19 @@ GPUSCHED_DECL bool eligible_by_rules(bool same_queue, std::int32_t priority, Sec
 // Evicting tasks [first, first + count) of running job j (all of them when `whole`; else an elastic
 // shrink, which restarts nothing) at `now`: what it frees and what it costs.
 GPUSCHED_DECL CandidateUnit candidate_unit(std::span<const RunningJob> running, std::size_t j, std::uint32_t first,
-                                           std::uint32_t count, bool whole, Seconds now) {
+                                           std::uint32_t count, bool whole, Seconds now, const VictimOrder* order) {
   const RunningJob& job = running[j];
   CandidateUnit u{j, first, count, whole, lost_work(job, first, count, now), whole ? restart_work(job, first, count) : 0, 0, 0};
-  u.cost = saturating_add(u.lost, u.restart);
   for (std::uint32_t t = first; t < first + count; ++t) u.freed_milli = saturating_add(u.freed_milli, held_milli(job.tasks[t].assignment));
+  if (order != nullptr)
+    u.cost = std::max<std::int64_t>(0, order->cost({&job, first, count, whole, u.lost, u.restart, u.freed_milli, now}));
+  else
+    u.cost = saturating_add(u.lost, u.restart);
   return u;
 }
 
-GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime) {
+GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Seconds now, Seconds min_runtime,
+                                         const VictimOrder* order) {
   RunningFacts out;
   out.now = now;
   out.jobs.resize(running.size());
@@ -191,8 +209,9 @@ GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Se
     for (const RunningTask& t : job.tasks) out.task_nodes.push_back(t.assignment.node);
     const auto n = static_cast<std::uint32_t>(job.tasks.size());
     if (job.elastic())
-      f.shrink = candidate_unit(running, j, static_cast<std::uint32_t>(job.min_tasks), n - static_cast<std::uint32_t>(job.min_tasks), false, now);
-    f.whole = candidate_unit(running, j, 0, n, true, now);
+      f.shrink = candidate_unit(running, j, static_cast<std::uint32_t>(job.min_tasks),
+                                n - static_cast<std::uint32_t>(job.min_tasks), false, now, order);
+    f.whole = candidate_unit(running, j, 0, n, true, now, order);
   }
   return out;
 }
@@ -213,11 +232,12 @@ GPUSCHED_DECL bool eligible_victim(const RunningJob& job, const Preemptor& preem
 GPUSCHED_DECL PreemptionPlan find_victims(ClusterState& state, const Preemptor& preemptor,
                                    std::span<const RunningJob> running, Seconds now,
                                    const PreemptionOptions& options, std::span<const std::uint8_t> reclaimable) {
-  return detail::find_victims_with(state, preemptor, running, detail::running_facts(running, now, options.min_runtime),
+  return detail::find_victims_with(state, preemptor, running,
+                                   detail::running_facts(running, now, options.min_runtime, detail::victim_order_of(options)),
                                    options, reclaimable);
 }
 
-// `facts` is running_facts(running, now, options.min_runtime).
+// `facts` is running_facts(running, now, options.min_runtime, victim_order_of(options)).
 GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, const Preemptor& preemptor,
                                                 std::span<const RunningJob> running, const RunningFacts& facts,
                                                 const PreemptionOptions& options,
@@ -229,6 +249,8 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
     return plan;
   }
   const GangSpec& spec = *preemptor.spec;
+  const VictimOrder* const order = detail::victim_order_of(options);
+  const bool costed = order != nullptr;  // cheapest sets by the order's costs (else Kueue's order)
 
   // Nodes where some group of the preemptor could ever run.
   std::vector<std::uint8_t> useful(state.node_count(), 0);
@@ -304,7 +326,7 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
       full.emplace_back(u, us[u]);
       const CandidateUnit all_extra = us[u];
       auto cut = [&](std::uint32_t c) {  // its last c tasks
-        return detail::candidate_unit(running, all_extra.job, all_extra.first + all_extra.count - c, c, false, facts.now);
+        return detail::candidate_unit(running, all_extra.job, all_extra.first + all_extra.count - c, c, false, facts.now, order);
       };
       std::uint32_t lo = 1, hi = all_extra.count;
       while (lo < hi) {
@@ -325,7 +347,7 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
   };
 
   std::vector<std::size_t> chosen;
-  if (options.checkpoint_aware && units.size() <= options.exact_limit) {
+  if (costed && units.size() <= options.exact_limit) {
     if (!suffices(all, nullptr)) return refuse();
     // Best-first over all subsets: cheapest first, then fewer victims, then the lowest mask. The
     // first that suffices is the cheapest set, and no proper subset of it suffices (a subset costs no
@@ -383,7 +405,7 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
     // most of a scheduling cycle's time went there); node order frees whole nodes, and the trimming
     // below gives back whatever the placement does not need.
     std::vector<double> node_rank(state.node_count(), 0.0);
-    if (options.checkpoint_aware) {
+    if (costed) {
       std::int64_t largest_task = 0;
       for (const GangGroup& g : spec.groups) largest_task = std::max<std::int64_t>(largest_task, g.request.shape.total_gpu_milli());
       std::vector<std::int64_t> node_cost(state.node_count(), 0), node_freed(state.node_count(), 0);
@@ -416,7 +438,7 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
       const CandidateUnit& x = units[u];
       const RunningFacts::Job& f = facts.jobs[x.job];
       OrderKey k{x.whole, 0.0, 0, 0, f.priority, f.start_time, u};
-      if (options.checkpoint_aware) {
+      if (costed) {
         if (x.whole) {
           k.node = facts.task_nodes[f.first_node + x.first];
           k.rank = k.node < node_rank.size() ? node_rank[k.node] : 0.0;
