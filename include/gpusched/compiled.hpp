@@ -36,3 +36,4 @@
 #include "gpusched/scheduler/detail/backfill_impl.hpp"
 #include "gpusched/scheduler/detail/cycle_impl.hpp"
 #include "gpusched/scheduler/detail/session_impl.hpp"
+#include "gpusched/scheduler/detail/orders_impl.hpp"
