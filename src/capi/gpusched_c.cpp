@@ -58,6 +58,8 @@ struct gpusched_state {
   // The policies its calls resolve names in: the built-ins, and the caller's (gpusched_state_add_policy,
   // gpusched_state_load_plugin).
   gpusched::PolicyRegistry policies = gpusched::PolicyRegistry::with_builtins();
+  // The job and victim orders likewise (gpusched_state_add_order, plugins).
+  gpusched::scheduler::OrderRegistry orders = gpusched::scheduler::OrderRegistry::with_builtins();
 };
 
 struct gpusched_jobs {
@@ -97,9 +99,17 @@ struct gpusched_result {
   mutable std::string json;
 };
 
+// The orders a cycle's options name ("order", "victim_order"), made from `registry`, applied to the
+// options. Empty names: the defaults.
+struct CycleOrders {
+  std::unique_ptr<gpusched::scheduler::JobOrder> order;
+  std::unique_ptr<gpusched::scheduler::VictimOrder> victim_order;
+};
+
 struct gpusched_session {
   gpusched_state* state = nullptr;  // borrowed: it must outlive the session
   std::unique_ptr<gpusched::PlacementPolicy> policy;  // the options' "policy", for every cycle
+  CycleOrders orders;                                 // the options' "order" and "victim_order"
   std::optional<gpusched::io::CycleSession> session;
 };
 
@@ -166,8 +176,9 @@ gpusched_status status_of(ErrorCode code) {
 }
 
 [[noreturn]] void fail(const Error& e, std::string_view prefix = {}) {
-  // A placement policy's user code failed (scheduler/cycle.hpp refuses such a cycle by this field).
-  const gpusched_status code = e.field == "placement.policy" ? GPUSCHED_ERROR_POLICY : status_of(e.code);
+  // A policy's or an order's user code failed (scheduler/cycle.hpp refuses such a cycle by these fields).
+  const bool user_code = e.field == "placement.policy" || e.field == "order" || e.field == "preemption.victim_order";
+  const gpusched_status code = user_code && e.code == ErrorCode::kInvalidValue ? GPUSCHED_ERROR_POLICY : status_of(e.code);
   fail(code, prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message));
 }
 
@@ -286,6 +297,24 @@ std::unique_ptr<gpusched::PlacementPolicy> policy_named(const gpusched::PolicyRe
   auto policy = registry.make(n, {seed, &workload});
   if (!policy) fail(policy.error(), "policy");
   return std::move(*policy);
+}
+
+// The orders `document` names, resolved in `registry`, applied to its options.
+CycleOrders orders_named(const gpusched::scheduler::OrderRegistry& registry, gpusched::io::CycleOptionsDocument& document) {
+  CycleOrders out;
+  if (!document.order.empty()) {
+    auto o = registry.make_job_order(document.order);
+    if (!o) fail(o.error(), "order");
+    out.order = std::move(*o);
+  }
+  if (!document.victim_order.empty()) {
+    auto o = registry.make_victim_order(document.victim_order);
+    if (!o) fail(o.error(), "victim_order");
+    out.victim_order = std::move(*o);
+  }
+  document.options.order = out.order.get();
+  document.options.preemption.victim_order = out.victim_order.get();
+  return out;
 }
 
 // After a call decided with `policy`: its user code's failure is the call's error (and a kept
@@ -794,11 +823,20 @@ gpusched_status gpusched_state_add_policy(gpusched_state* state, const gpusched_
   });
 }
 
+gpusched_status gpusched_state_add_order(gpusched_state* state, const gpusched_order_def* order, gpusched_error* err) {
+  return guarded(err, [&] {
+    need(state, "state");
+    need(order, "order");
+    if (gpusched::Status ok = gpusched::io::add_c_order(state->orders, *order, "order"); !ok) fail(ok.error());
+  });
+}
+
 gpusched_status gpusched_state_load_plugin(gpusched_state* state, const char* path, gpusched_error* err) {
   return guarded(err, [&] {
     need(state, "state");
     need(path, "path");
-    if (gpusched::Status ok = gpusched::io::load_policy_plugin(state->policies, path); !ok) fail(ok.error());
+    if (gpusched::Status ok = gpusched::io::load_policy_plugin(state->policies, path, &state->orders); !ok)
+      fail(ok.error());
   });
 }
 
@@ -969,6 +1007,7 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
     gpusched::scheduler::CycleOptions* options = &document->options;
     const auto policy = policy_named(state->policies, document->policy.c_str(), document->seed, [&] { return tasks_of(state->state, *jobs); });
     options->placement.policy = policy.get();
+    const CycleOrders orders = orders_named(state->orders, *document);
     const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) || options->dry_run;
     options->dry_run = dry_run;  // a plan changes nothing; the running jobs' reservations are undone below
     const std::string_view queues = queues_json ? queues_json : "", running = running_json ? running_json : "";
@@ -1019,6 +1058,7 @@ gpusched_status gpusched_cycle_slurm(const char* sinfo_json, const char* squeue_
       return tasks;
     });
     options->placement.policy = policy.get();
+    const CycleOrders orders = orders_named(gpusched::scheduler::OrderRegistry::with_builtins(), *document);
     auto decisions = gpusched::io::run_cycle_on(*cycle->state, cycle->inputs, now, *options, "squeue");
     if (!decisions) fail(decisions.error());
     const gpusched::io::CycleRun run{std::move(cycle->inputs), std::move(*decisions)};
@@ -1040,6 +1080,7 @@ gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_
     auto s = std::make_unique<gpusched_session>();
     s->policy = policy_named(state->policies, document->policy.c_str(), document->seed, nullptr);
     options->placement.policy = s->policy.get();
+    s->orders = orders_named(state->orders, *document);
     gpusched::io::QueuesDocument queues;
     if (queues_json && *queues_json) {
       auto q = gpusched::io::read_cycle_queues(state->state, queues_json, "queues");

@@ -47,6 +47,7 @@ struct CycleCliOptions {
   std::string policy = "best-fit";    // placement policy (--policy), resolved with the --plugin ones
   std::uint64_t seed = 42;
   std::vector<std::string> plugins;
+  std::string order, victim_order;  // --order, --victim-order ("" = the defaults)
 };
 
 // Everything one cycle needs, read from the files (or Kubernetes objects) by the io library
@@ -187,24 +188,39 @@ nlohmann::ordered_json slurm_json(const io::slurm::Input& in) {
   return {{"schema", in.version}, {"slurm_planned_starts", planned}, {"skipped", skipped}};
 }
 
-// The --policy of the cycle: FGD-family policies get the pending jobs' tasks as their workload.
-std::unique_ptr<PlacementPolicy> cycle_policy(const CycleCliOptions& opt, const Inputs& in) {
-  return make_placement_policy(policy_registry(opt.plugins), "--policy", opt.policy, opt.seed, [&] {
+// The --policy, --order and --victim-order of the cycle (the plugins loaded once): FGD-family
+// policies get the pending jobs' tasks as their workload.
+struct CyclePolicies {
+  std::unique_ptr<PlacementPolicy> policy;
+  Orders orders;
+  void apply(CycleOptions& o) const {
+    o.placement.policy = policy.get();
+    o.order = orders.order.get();
+    o.preemption.victim_order = orders.victim_order.get();
+  }
+};
+
+CyclePolicies cycle_policies(const CycleCliOptions& opt, const Inputs& in) {
+  const PluginRegistries registries = plugin_registries(opt.plugins);
+  CyclePolicies out;
+  out.policy = make_placement_policy(registries.policies, "--policy", opt.policy, opt.seed, [&] {
     std::vector<TaskRequest> tasks;
     for (const PendingJob& p : in.cycle.pending)
       for (const CompiledGroup& g : p.job.groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
     return tasks;
   });
+  out.orders = make_orders(registries.orders, opt.order, opt.victim_order);
+  return out;
 }
 
 int run_cycle_command(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
-  const auto policy = cycle_policy(opt, in);
+  const CyclePolicies policies = cycle_policies(opt, in);
   CycleOptions o = cycle_options(opt);
-  o.placement.policy = policy.get();
+  policies.apply(o);
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
                             opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
-  check_policy(*policy);
+  check_policy(*policies.policy);
   if (!d) throw InputError(d.error().message);
   const io::CycleRun run{std::move(in.cycle), std::move(*d)};
   // Kubernetes: MIG tasks that wait get the re-partition that would serve them, as a plan.
@@ -246,13 +262,13 @@ int run_explain(const CycleCliOptions& opt) {
   auto it = std::find_if(in.cycle.pending.begin(), in.cycle.pending.end(), [&](const PendingJob& p) { return p.job.name == opt.job; });
   if (it == in.cycle.pending.end()) throw InputError(not_pending(opt, in));
   const PendingJob& job = *it;
-  const auto policy = cycle_policy(opt, in);
+  const CyclePolicies policies = cycle_policies(opt, in);
   CycleOptions o = cycle_options(opt);
-  o.placement.policy = policy.get();
+  policies.apply(o);
   o.dry_run = true;
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
                             opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
-  check_policy(*policy);
+  check_policy(*policies.policy);
   if (!d) throw InputError(d.error().message);
   json out{{"job", job.job.name}, {"queue", job.job.queue}, {"priority", job.job.priority}, {"submit_time", job.job.submit_time}};
   std::string text = fmt::format("job {} (queue {}, priority {}, submitted t={})\n", job.job.name,
@@ -368,6 +384,7 @@ void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
                       policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)")
       ->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the random policies")->capture_default_str();
+  add_order_options(sub, opt->order, opt->victim_order);
   add_plugin_option(sub, opt->plugins);
 }
 

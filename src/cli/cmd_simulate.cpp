@@ -57,6 +57,7 @@ struct SimOptions {
   bool quiet = false;
   std::string placement;             // --placement ("" = best-fit)
   std::vector<std::string> plugins;  // --plugin
+  std::string order, victim_order;   // --order, --victim-order ("" = the policy's own)
 };
 
 // CSV: a header line, then time,node,duration per line (seconds, node index, seconds), each an
@@ -171,11 +172,16 @@ int run_simulate(const SimOptions& o) {
   if (!quotas) throw InputError(quotas.error().message);
   for (const auto& [name, gpus] : *quotas) sw.queue_quota_gpus.emplace_back(name, static_cast<std::int64_t>(gpus));
   sw.data_dir = data_dir();
-  const PolicyRegistry registry = policy_registry(o.plugins);
+  const PluginRegistries registries = plugin_registries(o.plugins);
+  const PolicyRegistry& registry = registries.policies;
   sw.placement = o.placement;
   sw.registry = &registry;
   if (!o.placement.empty() && !registry.find(o.placement))
     throw InputError(fmt::format("--placement: {}", registry.make(o.placement).error().message));
+  (void)make_orders(registries.orders, o.order, o.victim_order);  // bad names: exit 2 before any run
+  sw.order = o.order;
+  sw.victim_order = o.victim_order;
+  sw.orders = &registries.orders;
   // Progress on stderr: a bar redrawn in place on a terminal; in a log (stderr not a terminal) at most
   // one line per 10 % of each run. Either way a run's progress ends at 100 % (rejected jobs and a
   // horizon end a run before all its jobs are done).
@@ -273,6 +279,7 @@ void setup(CLI::App& app) {
   sub->add_option("--placement", opt->placement,
                   "Placement policy of every run (default best-fit): " + policy_help(PolicySet::kPlacement) +
                       "; the FGD paper's (" + policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)");
+  add_order_options(sub, opt->order, opt->victim_order);
   add_plugin_option(sub, opt->plugins);
   sub->add_option("--nodes", opt->nodes, "cluster nodes (0 = the trace's own cluster)");
   sub->add_option("--gpus-per-node", opt->gpus_per_node)->capture_default_str();

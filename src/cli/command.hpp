@@ -17,6 +17,7 @@
 #include "gpusched/io/slurm.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/registry.hpp"
+#include "gpusched/scheduler/orders.hpp"
 
 namespace gpusched::cli {
 
@@ -74,5 +75,20 @@ std::unique_ptr<PlacementPolicy> make_placement_policy(const PolicyRegistry& reg
                                                        const std::function<std::vector<TaskRequest>()>& tasks,
                                                        PolicySet prefer = PolicySet::kPlacement);
 void check_policy(const PlacementPolicy& policy);
+
+// Orders (docs/policies.md): `--order NAME` and `--victim-order NAME` (both optional), resolved in the
+// built-in orders and the --plugin libraries' (InputError naming the option); the policies and orders
+// of the built-ins and the plugins, loading each plugin once.
+struct PluginRegistries {
+  PolicyRegistry policies;
+  scheduler::OrderRegistry orders;
+};
+PluginRegistries plugin_registries(const std::vector<std::string>& plugins);
+void add_order_options(CLI::App* sub, std::string& order, std::string& victim_order);
+struct Orders {
+  std::unique_ptr<scheduler::JobOrder> order;           // null: the default
+  std::unique_ptr<scheduler::VictimOrder> victim_order;  // null: the default
+};
+Orders make_orders(const scheduler::OrderRegistry& orders, const std::string& order, const std::string& victim_order);
 
 }  // namespace gpusched::cli

@@ -14,11 +14,45 @@ void add_plugin_option(CLI::App* sub, std::vector<std::string>& plugins) {
                   "its policies become names --policy accepts");
 }
 
-PolicyRegistry policy_registry(const std::vector<std::string>& plugins) {
-  PolicyRegistry registry = PolicyRegistry::with_builtins();
+PluginRegistries plugin_registries(const std::vector<std::string>& plugins) {
+  PluginRegistries r{PolicyRegistry::with_builtins(), scheduler::OrderRegistry::with_builtins()};
   for (const std::string& p : plugins)
-    if (Status ok = io::load_policy_plugin(registry, p); !ok) throw InputError(ok.error().message);
-  return registry;
+    if (Status ok = io::load_policy_plugin(r.policies, p, &r.orders); !ok) throw InputError(ok.error().message);
+  return r;
+}
+
+PolicyRegistry policy_registry(const std::vector<std::string>& plugins) {
+  return std::move(plugin_registries(plugins).policies);
+}
+
+void add_order_options(CLI::App* sub, std::string& order, std::string& victim_order) {
+  const auto builtins = scheduler::OrderRegistry::with_builtins();
+  auto names = [](const std::vector<std::string_view>& list) {
+    std::string out;
+    for (std::string_view n : list) out.append(out.empty() ? "" : ", ").append(n);
+    return out;
+  };
+  sub->add_option("--order", order,
+                  "Order of the pending jobs within a queue, before priority (default: priority, then submit time): " +
+                      names(builtins.job_order_names()) + "; or a --plugin's (docs/policies.md)");
+  sub->add_option("--victim-order", victim_order,
+                  "Which running jobs a preemption evicts first (the cheapest set by its cost): " +
+                      names(builtins.victim_order_names()) + "; or a --plugin's (docs/policies.md)");
+}
+
+Orders make_orders(const scheduler::OrderRegistry& orders, const std::string& order, const std::string& victim_order) {
+  Orders out;
+  if (!order.empty()) {
+    auto o = orders.make_job_order(order);
+    if (!o) throw InputError("--order: " + o.error().message);
+    out.order = std::move(*o);
+  }
+  if (!victim_order.empty()) {
+    auto o = orders.make_victim_order(victim_order);
+    if (!o) throw InputError("--victim-order: " + o.error().message);
+    out.victim_order = std::move(*o);
+  }
+  return out;
 }
 
 std::string policy_help(PolicySet set) {

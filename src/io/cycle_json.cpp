@@ -483,10 +483,12 @@ Result<CycleOptionsDocument> read_cycle_options_impl(std::string_view text, std:
     std::vector<std::string_view> keys = {"preempt", "within_queue", "reclaim_within_cohort", "fair_share_reclaim", "grow",
                                           "min_runtime", "backfill", "backfill_window", "backfill_resolution",
                                           "backfill_depth", "dry_run"};
-    if (policy_keys) keys.insert(keys.end(), {"policy", "seed"});
+    if (policy_keys) keys.insert(keys.end(), {"policy", "seed", "order", "victim_order"});
     check_keys(*doc, p, keys);
     const json& d = *doc;
     if (auto it = d.find("policy"); it != d.end()) out.policy = read_string(*it, p + ".policy");
+    if (auto it = d.find("order"); it != d.end()) out.order = read_string(*it, p + ".order");
+    if (auto it = d.find("victim_order"); it != d.end()) out.victim_order = read_string(*it, p + ".victim_order");
     if (auto it = d.find("seed"); it != d.end()) out.seed = static_cast<std::uint64_t>(read_int(*it, p + ".seed", 0));
     if (auto it = d.find("preempt"); it != d.end()) o.preempt = read_bool(*it, p + ".preempt");
     if (auto it = d.find("fair_share_reclaim"); it != d.end()) o.fair_share_reclaim = read_bool(*it, p + ".fair_share_reclaim");

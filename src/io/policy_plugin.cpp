@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include <fmt/format.h>
@@ -113,6 +115,89 @@ class CPolicy final : public ScoreFunctionPolicy {
   mutable std::uint64_t names_instance_ = 0;
 };
 
+// A C order's failure: kept, and every later call answers 0 (the cycle reports the failure).
+class COrderFailure {
+ public:
+  std::string_view failure() const { return failure_; }
+
+ protected:
+  bool failed() const { return !failure_.empty(); }
+  void fail(std::string why) const { failure_ = std::move(why); }
+
+ private:
+  mutable std::string failure_;
+};
+
+class CJobOrder final : public scheduler::JobOrder, COrderFailure {
+ public:
+  CJobOrder(const gpusched_order_def& def, std::string name) : def_(def), name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  std::string_view failure() const override { return COrderFailure::failure(); }
+  std::int64_t key(const scheduler::PendingJob& job) const override {
+    if (failed()) return 0;
+    std::int64_t tasks = 0, milli = 0;
+    for (const CompiledGroup& g : job.job.groups) {
+      tasks += g.replicas;
+      milli += std::int64_t{g.replicas} * g.request.shape.total_gpu_milli();
+    }
+    const gpusched_job_view view{job.job.name.c_str(), job.job.queue.c_str(), job.job.priority, job.restarts,
+                                 job.job.submit_time, job.runtime_estimate, tasks, milli};
+    std::int64_t key = 0;
+    const char* message = nullptr;
+    const int rc = def_.key(def_.user, &view, &key, &message);
+    if (rc == GPUSCHED_SCORE_OK) return key;
+    fail(fmt::format("key returned {} for job {}{}", rc, detail::shown(job.job.name), callback_message(message)));
+    return 0;
+  }
+
+ private:
+  gpusched_order_def def_;
+  std::string name_;
+};
+
+class CVictimOrder final : public scheduler::VictimOrder, COrderFailure {
+ public:
+  CVictimOrder(const gpusched_order_def& def, std::string name) : def_(def), name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  std::string_view failure() const override { return COrderFailure::failure(); }
+  std::int64_t cost(const scheduler::VictimCandidate& c) const override {
+    if (failed()) return 0;
+    const scheduler::RunningJob& job = *c.job;
+    const gpusched_victim_view view{job.name.c_str(), job.queue.c_str(), job.priority, c.whole ? 1U : 0U,
+                                    c.first_task, c.task_count, job.start_time, c.now, c.lost_milli_gpu_seconds,
+                                    c.restart_milli_gpu_seconds, c.freed_milli_gpu};
+    std::int64_t cost = 0;
+    const char* message = nullptr;
+    const int rc = def_.victim_cost(def_.user, &view, &cost, &message);
+    if (rc == GPUSCHED_SCORE_OK && cost >= 0) return cost;
+    fail(rc == GPUSCHED_SCORE_OK
+             ? fmt::format("victim_cost returned the negative cost {} for job {}", cost, detail::shown(job.name))
+             : fmt::format("victim_cost returned {} for job {}{}", rc, detail::shown(job.name), callback_message(message)));
+    return 0;
+  }
+
+ private:
+  gpusched_order_def def_;
+  std::string name_;
+};
+
+// Calls a plugin's entry point `symbol` of type Entry: its definitions, none when it has no such
+// symbol (nullopt), or an error.
+template <class Def, class Entry>
+Result<std::optional<std::span<const Def>>> plugin_definitions(void* lib, const char* symbol, const std::string& where) {
+  auto entry = reinterpret_cast<Entry>(dlsym(lib, symbol));
+  if (!entry) return std::optional<std::span<const Def>>();
+  const Def* defs = nullptr;
+  std::size_t count = 0;
+  if (const int rc = entry(GPUSCHED_POLICY_ABI, &defs, &count); rc != 0)
+    return Error{fmt::format("--plugin {}: {} refused ABI {} (returned {})", where, symbol, GPUSCHED_POLICY_ABI, rc),
+                 ErrorCode::kInvalidValue, "plugin"};
+  if (count > 0 && !defs)
+    return Error{fmt::format("--plugin {}: {} announced {} definitions and gave none", where, symbol, count),
+                 ErrorCode::kInvalidValue, "plugin"};
+  return std::optional<std::span<const Def>>(std::span<const Def>(defs, count));
+}
+
 }  // namespace policy_plugin_impl
 
 Status add_c_policy(PolicyRegistry& registry, const gpusched_policy_def& def, std::string_view source) {
@@ -139,7 +224,36 @@ Status add_c_policy(PolicyRegistry& registry, const gpusched_policy_def& def, st
   return {};
 }
 
-Status load_policy_plugin(PolicyRegistry& registry, const std::string& path) {
+Status add_c_order(scheduler::OrderRegistry& orders, const gpusched_order_def& def, std::string_view source) {
+  const std::string where(source);
+  if (def.abi != GPUSCHED_POLICY_ABI)
+    return Error{fmt::format("{}: abi {} (this gpusched reads {})", where, def.abi, GPUSCHED_POLICY_ABI),
+                 ErrorCode::kInvalidValue, "abi"};
+  if (!def.name || !*def.name) return Error{where + ": an order without a name", ErrorCode::kMissingField, "name"};
+  const std::string name(def.name, strnlen(def.name, 256));
+  if (!def.key && !def.victim_cost)
+    return Error{fmt::format("{}: order {} has neither a key nor a victim_cost callback", where, detail::shown(name)),
+                 ErrorCode::kMissingField, "key"};
+  if (def.flags != 0)
+    return Error{fmt::format("{}: order {}: unknown flags 0x{:x}", where, detail::shown(name), def.flags),
+                 ErrorCode::kInvalidValue, "flags"};
+  scheduler::OrderEntry e;
+  e.name = name;
+  e.summary = def.summary ? std::string(def.summary, strnlen(def.summary, 200)) : std::string("a C order");
+  if (def.key)
+    e.job_order = [def, name]() -> std::unique_ptr<scheduler::JobOrder> {
+      return std::make_unique<policy_plugin_impl::CJobOrder>(def, name);
+    };
+  if (def.victim_cost)
+    e.victim_order = [def, name]() -> std::unique_ptr<scheduler::VictimOrder> {
+      return std::make_unique<policy_plugin_impl::CVictimOrder>(def, name);
+    };
+  if (Status ok = orders.add(std::move(e)); !ok) return Error{where + ": " + ok.error().message, ok.error().code, "name"};
+  return {};
+}
+
+Status load_policy_plugin(PolicyRegistry& registry, const std::string& path, scheduler::OrderRegistry* orders) {
+  using policy_plugin_impl::plugin_definitions;
   const std::string where = detail::shown(path, 200);
   // A path without a slash would be searched for in the library path: a plugin is a file.
   const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
@@ -149,21 +263,27 @@ Status load_policy_plugin(PolicyRegistry& registry, const std::string& path) {
     return Error{fmt::format("--plugin {}: cannot load it{}", where, policy_plugin_impl::callback_message(why)),
                  ErrorCode::kIo, "plugin"};
   }
-  auto entry = reinterpret_cast<gpusched_plugin_entry_fn>(dlsym(lib, GPUSCHED_PLUGIN_ENTRY));
-  if (!entry)
-    return Error{fmt::format("--plugin {}: no entry point {} (docs/policies.md)", where, GPUSCHED_PLUGIN_ENTRY),
+  auto policies = plugin_definitions<gpusched_policy_def, gpusched_plugin_entry_fn>(lib, GPUSCHED_PLUGIN_ENTRY, where);
+  if (!policies) return policies.error();
+  auto order_defs =
+      plugin_definitions<gpusched_order_def, gpusched_plugin_orders_fn>(lib, GPUSCHED_PLUGIN_ORDERS_ENTRY, where);
+  if (!order_defs) return order_defs.error();
+  if (!*policies && !*order_defs)
+    return Error{fmt::format("--plugin {}: no entry point {} or {} (docs/policies.md)", where, GPUSCHED_PLUGIN_ENTRY,
+                             GPUSCHED_PLUGIN_ORDERS_ENTRY),
                  ErrorCode::kMissingField, "plugin"};
-  const gpusched_policy_def* defs = nullptr;
-  std::size_t count = 0;
-  if (const int rc = entry(GPUSCHED_POLICY_ABI, &defs, &count); rc != 0)
-    return Error{fmt::format("--plugin {}: its entry point refused ABI {} (returned {})", where, GPUSCHED_POLICY_ABI, rc),
-                 ErrorCode::kInvalidValue, "plugin"};
-  if (count > 0 && !defs)
-    return Error{fmt::format("--plugin {}: {} policies announced, none given", where, count), ErrorCode::kInvalidValue,
-                 "plugin"};
   PolicyRegistry trial = registry;  // all or none
-  for (std::size_t i = 0; i < count; ++i)
-    if (Status ok = add_c_policy(trial, defs[i], fmt::format("--plugin {}: policy {}", where, i)); !ok) return ok;
+  if (*policies)
+    for (std::size_t i = 0; i < (*policies)->size(); ++i)
+      if (Status ok = add_c_policy(trial, (**policies)[i], fmt::format("--plugin {}: policy {}", where, i)); !ok)
+        return ok;
+  if (orders && *order_defs) {
+    scheduler::OrderRegistry trial_orders = *orders;
+    for (std::size_t i = 0; i < (*order_defs)->size(); ++i)
+      if (Status ok = add_c_order(trial_orders, (**order_defs)[i], fmt::format("--plugin {}: order {}", where, i)); !ok)
+        return ok;
+    *orders = std::move(trial_orders);
+  }
   registry = std::move(trial);
   return {};
 }

@@ -87,8 +87,11 @@ struct SegmentClock {
 // policy); DRF: one
 // queue per trace queue (weights, GPU quotas as nominal quota on every GPU model). `placement` must
 // outlive the session.
+// The user's orders (SimConfig::order, victim_order; null: the policy's own) must outlive it too.
 Result<scheduler::Session> open_policy_session(const PolicyConfig& policy, const std::vector<SimJob>& jobs,
-                                               ClusterState& state, const PlacementPolicy& placement);
+                                               ClusterState& state, const PlacementPolicy& placement,
+                                               const scheduler::JobOrder* order = nullptr,
+                                               const scheduler::VictimOrder* victim_order = nullptr);
 
 // The energy/cost-aware placement (packing/cost_aware.hpp) over the nodes' prices.
 std::unique_ptr<PlacementPolicy> make_cost_aware_policy(const SimCluster& cluster);

@@ -28,8 +28,12 @@ constexpr const char* kDefaultQueue = "default";
 }
 
 Result<scheduler::Session> open_policy_session(const PolicyConfig& p, const std::vector<SimJob>& jobs,
-                                               ClusterState& state, const PlacementPolicy& placement) {
+                                               ClusterState& state, const PlacementPolicy& placement,
+                                               const scheduler::JobOrder* order,
+                                               const scheduler::VictimOrder* victim_order) {
   scheduler::CycleOptions o;
+  o.order = order;
+  o.preemption.victim_order = victim_order;
   o.placement.policy = &placement;
   o.placement.effort = 20'000;
   o.preempt = p.preempt;

@@ -109,6 +109,7 @@ class Engine {
  private:
   // The placement policy of config_ (SimConfig::placement).
   Result<std::unique_ptr<PlacementPolicy>> make_placement() const;
+  Status make_orders();
   // --- accounting ---
   std::int64_t allocated() const { return state_.total_gpu_milli_capacity() - state_.total_gpu_milli_free(); }
   bool gpu_job(std::uint32_t j) const { return jobs_[j].shape.needs_gpu(); }
@@ -155,6 +156,8 @@ class Engine {
   ClusterState state_;
   std::vector<JobState> js_;
   std::unique_ptr<PlacementPolicy> placement_;
+  std::unique_ptr<scheduler::JobOrder> order_;           // SimConfig::order (null: the policy's)
+  std::unique_ptr<scheduler::VictimOrder> victim_order_;  // SimConfig::victim_order
   std::optional<scheduler::Session> session_;
   bool las_running_ = false;    // LAS: running jobs' priorities follow their service (preemption, grow order)
   bool srtf_running_ = false;   // SRTF: likewise, every second
@@ -615,6 +618,23 @@ Result<std::unique_ptr<PlacementPolicy>> Engine::make_placement() const {
   return p;
 }
 
+Status Engine::make_orders() {
+  const scheduler::OrderRegistry builtins =
+      config_.orders ? scheduler::OrderRegistry{} : scheduler::OrderRegistry::with_builtins();
+  const scheduler::OrderRegistry& orders = config_.orders ? *config_.orders : builtins;
+  if (!config_.order.empty()) {
+    auto o = orders.make_job_order(config_.order);
+    if (!o) return Error{"order: " + o.error().message, o.error().code, "order"};
+    order_ = std::move(*o);
+  }
+  if (!config_.victim_order.empty()) {
+    auto o = orders.make_victim_order(config_.victim_order);
+    if (!o) return Error{"victim_order: " + o.error().message, o.error().code, "victim_order"};
+    victim_order_ = std::move(*o);
+  }
+  return {};
+}
+
 Result<SimResult> Engine::run() {
   const std::size_t n_jobs = jobs_.size();
   node_watts_.assign(state_.node_count(), 0);
@@ -623,7 +643,8 @@ Result<SimResult> Engine::run() {
   // The scheduler: the library's session, configured by the policy (policy_session.cpp).
   if (auto p = make_placement(); !p) return p.error();
   else placement_ = std::move(*p);
-  auto session = detail::open_policy_session(config_.policy, jobs_, state_, *placement_);
+  if (Status ok = make_orders(); !ok) return ok.error();
+  auto session = detail::open_policy_session(config_.policy, jobs_, state_, *placement_, order_.get(), victim_order_.get());
   if (!session) return session.error();
   session_.emplace(std::move(*session));
   const bool grows = session_->options().grow_elastic;

@@ -183,6 +183,8 @@ nlohmann::ordered_json sweep_description(const SweepOptions& o) {
                          {"min_cycle_interval_s", o.min_cycle_interval}};
   if (o.arrival_rate > 0) sweep["parameters"]["arrival_rate_per_hour"] = o.arrival_rate;
   if (!o.placement.empty()) sweep["parameters"]["placement"] = o.placement;
+  if (!o.order.empty()) sweep["parameters"]["order"] = o.order;
+  if (!o.victim_order.empty()) sweep["parameters"]["victim_order"] = o.victim_order;
   if (!o.queue_weights.empty()) sweep["parameters"]["queue_weights"] = o.queue_weights;
   if (!o.queue_quota_gpus.empty()) sweep["parameters"]["queue_quota_gpus"] = o.queue_quota_gpus;
   return sweep;
@@ -284,6 +286,9 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
         cfg.rebuild_cycles = o.rebuild_cycles;
         cfg.placement = o.placement;
         cfg.registry = o.registry;
+        cfg.order = o.order;
+        cfg.victim_order = o.victim_order;
+        cfg.orders = o.orders;
         cfg.failures.list = o.failures;
         cfg.failures.mtbf_hours = o.mtbf_hours;
         cfg.failures.mttr_hours = o.mttr_hours;

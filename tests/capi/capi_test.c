@@ -831,6 +831,103 @@ static void test_policies(const char* plugin) {
   gpusched_state_free(s);
 }
 
+/* Orders (gpusched/c/policy.h). A job order: the latest submitted first. */
+static int latest_first(void* user, const gpusched_job_view* job, int64_t* key, const char** message) {
+  (void)message;
+  ++*(int*)user;
+  *key = -job->submit_time;
+  return GPUSCHED_SCORE_OK;
+}
+
+static int no_key(void* user, const gpusched_job_view* job, int64_t* key, const char** message) {
+  (void)user;
+  (void)job;
+  (void)key;
+  *message = "cannot order";
+  return 9;
+}
+
+/* n0 (4 GPUs) and n1 (8 GPUs), both held at t=1000: x (4 GPUs on n0) since 100, y (8 GPUs on n1) since
+ * 500. urgent (4 GPUs, priority 10) can start by evicting either. The default order evicts x (it
+ * loses 4 x 900 = 3,600 GPU-s, y 8 x 500 = 4,000); newest-first evicts y (it ran 500 s, x 900 s). */
+static const char* kOrderRunning =
+    "{\"jobs\": [{\"name\": \"x\", \"gpus\": 4, \"cpu\": 1, \"memory\": \"1Gi\", \"start_time\": 100,"
+    " \"placement\": [{\"node\": \"n0\", \"gpus\": [0,1,2,3]}]},"
+    " {\"name\": \"y\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"start_time\": 500,"
+    " \"placement\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3,4,5,6,7]}]}]}";
+static const char* kOrderPending =
+    "{\"jobs\": [{\"name\": \"urgent\", \"gpus\": 4, \"cpu\": 1, \"memory\": \"1Gi\", \"priority\": 10}]}";
+/* With nothing running, two 8-GPU jobs: only n1 holds one. first (priority 5, submitted 0) goes first
+ * by default; latest-first starts second (submitted 10). */
+static const char* kTwoEights =
+    "{\"jobs\": [{\"name\": \"first\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"priority\": 5},"
+    " {\"name\": \"second\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"submit_time\": 10}]}";
+
+static const char* evicted_with(gpusched_state* s, gpusched_jobs* jobs, const char* options, gpusched_status* status) {
+  static char name[32];
+  gpusched_cycle_result* c = NULL;
+  gpusched_error err;
+  name[0] = '\0';
+  *status = gpusched_cycle(s, jobs, NULL, kOrderRunning, 1000, options, GPUSCHED_CYCLE_DRY_RUN, &c, &err);
+  if (*status == GPUSCHED_OK && gpusched_cycle_eviction_count(c) == 1)
+    snprintf(name, sizeof name, "%s", gpusched_cycle_eviction_job(c, 0));
+  gpusched_cycle_result_free(c);
+  return name;
+}
+
+static const char* started_with(gpusched_state* s, gpusched_jobs* jobs, const char* options, gpusched_status* status) {
+  static char name[32];
+  gpusched_cycle_result* c = NULL;
+  gpusched_error err;
+  name[0] = '\0';
+  *status = gpusched_cycle(s, jobs, NULL, NULL, 0, options, GPUSCHED_CYCLE_DRY_RUN, &c, &err);
+  if (*status == GPUSCHED_OK && gpusched_cycle_start_count(c) == 1) snprintf(name, sizeof name, "%s", gpusched_cycle_start_job(c, 0));
+  gpusched_cycle_result_free(c);
+  return name;
+}
+
+static void test_orders(const char* plugin) {
+  gpusched_state* s = three_nodes();
+  gpusched_jobs *urgent = NULL, *eights = NULL;
+  gpusched_error err;
+  gpusched_status status;
+  int calls = 0;
+  gpusched_order_def latest = {GPUSCHED_POLICY_ABI, "latest-first", NULL, 0, latest_first, NULL, &calls};
+  gpusched_order_def broken = {GPUSCHED_POLICY_ABI, "broken-order", NULL, 0, no_key, NULL, NULL};
+  gpusched_order_def empty = {GPUSCHED_POLICY_ABI, "empty", NULL, 0, NULL, NULL, NULL};
+  CHECK(gpusched_jobs_from_json(kOrderPending, &urgent, &err) == GPUSCHED_OK);
+  CHECK(gpusched_jobs_from_json(kTwoEights, &eights, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_add_order(s, &latest, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_add_order(s, &broken, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_add_order(s, &latest, &err) == GPUSCHED_ERROR_INVALID_INPUT); /* taken */
+  CHECK(gpusched_state_add_order(s, &empty, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+  CHECK_HAS(err.message, "neither a key nor a victim_cost");
+  /* Job order. */
+  CHECK_STR(started_with(s, eights, NULL, &status), "first");
+  CHECK_STR(started_with(s, eights, "{\"order\": \"latest-first\"}", &status), "second");
+  CHECK(calls > 0);
+  CHECK_STR(started_with(s, eights, "{\"order\": \"submit-order\"}", &status), "first");
+  started_with(s, eights, "{\"order\": \"broken-order\"}", &status);
+  CHECK(status == GPUSCHED_ERROR_POLICY);
+  started_with(s, eights, "{\"order\": \"nope\"}", &status);
+  CHECK(status == GPUSCHED_ERROR_UNKNOWN_NAME);
+  started_with(s, eights, "{\"victim_order\": \"latest-first\"}", &status); /* a job order only */
+  CHECK(status == GPUSCHED_ERROR_UNKNOWN_NAME);
+  /* Victim order: the built-in by name, and the plugin's, which decides as it. */
+  CHECK_STR(evicted_with(s, urgent, NULL, &status), "x");
+  CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"newest-first\"}", &status), "y");
+  CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"fewest-gpus\"}", &status), "x");
+  if (plugin) {
+    CHECK(gpusched_state_load_plugin(s, plugin, &err) == GPUSCHED_OK);
+    CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"c-newest-first\"}", &status), "y");
+    CHECK_STR(started_with(s, eights, "{\"order\": \"c-shortest-first\"}", &status), "first");
+  }
+  CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8); /* dry runs */
+  gpusched_jobs_free(urgent);
+  gpusched_jobs_free(eights);
+  gpusched_state_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: gpusched_capi_test FIXTURES_DIR\n");
@@ -848,6 +945,7 @@ int main(int argc, char** argv) {
   test_release();
   test_slurm(argv[1]);
   test_policies(argc > 2 ? argv[2] : NULL);
+  test_orders(argc > 3 ? argv[3] : NULL);
   printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -1,12 +1,15 @@
-// Placement policies written in C (gpusched/c/policy.h, io/policy_plugin.hpp): the example plugin
-// (examples/policies/best_fit_plugin.c) against the built-in best-fit on the Alibaba trace, decision
-// for decision; bad plugins and callbacks that fail.
+// Placement policies and orders written in C (gpusched/c/policy.h, io/policy_plugin.hpp): the example
+// plugins (examples/policies/best_fit_plugin.c, orders_plugin.c) against the built-in best-fit on the
+// Alibaba trace and the built-in orders in a contended simulation, decision for decision; bad plugins
+// and callbacks that fail.
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "gpusched/io/policy_plugin.hpp"
 #include "gpusched/sim/packing_experiment.hpp"
+#include "gpusched/sim/simulator.hpp"
+#include "gpusched/sim/traces.hpp"
 #include "test_util.hpp"
 
 using namespace gpusched;
@@ -139,5 +142,72 @@ TEST_CASE("bench-packing runs a plugin's policy beside the built-ins; a failing 
   auto failed = sim::run_experiment(small, cfg);
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().message.find("policy \"fails\" failed (seed 42): score returned -7") != std::string::npos);
+}
+#endif
+
+#ifdef GPUSCHED_ORDERS_PLUGIN
+TEST_CASE("the C plugin's orders make the built-in orders' decisions in a contended simulation; a failing order ends it") {
+  // A contended synthetic trace (8 nodes, priorities, elastic jobs, restart costs) under LAS with
+  // checkpoint-aware preemption: the job order decides who starts, the victim order who is evicted.
+  PolicyRegistry policies = PolicyRegistry::with_builtins();
+  scheduler::OrderRegistry orders = scheduler::OrderRegistry::with_builtins();
+  REQUIRE(io::load_policy_plugin(policies, GPUSCHED_ORDERS_PLUGIN, &orders).ok());
+  CHECK(policies.names().size() == PolicyRegistry::with_builtins().names().size());  // orders only
+  sim::SyntheticSpec spec;
+  spec.jobs = testing::sanitized ? 60 : 200;
+  spec.seed = 11;
+  spec.arrivals_per_hour = 60;
+  spec.duration_median = 1800;
+  spec.extra = sim::Augment{11, 3, 3, 600, 30, 1.0, 0.5};
+  const auto jobs = sim::synthetic_jobs(spec);
+  const sim::SimCluster cluster = sim::make_uniform_cluster(8, 8, "V100M32", 4);
+  auto simulate = [&](const std::string& policy, const std::string& order, const std::string& victim_order) {
+    sim::SimConfig cfg;
+    cfg.policy = *sim::parse_policy(policy);
+    cfg.order = order;
+    cfg.victim_order = victim_order;
+    cfg.orders = &orders;
+    auto r = sim::simulate(cluster, jobs, cfg);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
+    CHECK(r->conservation.holds());
+    return std::move(*r);
+  };
+  std::size_t preempted = 0;
+  for (const char* policy : {"priority", "las+ckpt"}) {
+    const sim::SimResult builtin = simulate(policy, "shortest-first", "newest-first");
+    const sim::SimResult plugin = simulate(policy, "c-shortest-first", "c-newest-first");
+    const sim::SimResult plain = simulate(policy, "", "");
+    bool differs = false;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      CAPTURE(j);
+      CHECK(plugin.jobs[j].first_start == builtin.jobs[j].first_start);
+      CHECK(plugin.jobs[j].end == builtin.jobs[j].end);
+      CHECK(plugin.jobs[j].preemptions == builtin.jobs[j].preemptions);
+      preempted += static_cast<std::size_t>(builtin.jobs[j].preemptions);
+      differs = differs || plain.jobs[j].first_start != builtin.jobs[j].first_start;
+    }
+    CHECK(differs);  // the orders decide something: not the policy's own schedule
+  }
+  CHECK(preempted > 0);  // the victim order was asked
+
+  // A failing order: the run ends with an error naming it.
+  gpusched_order_def failing{GPUSCHED_POLICY_ABI, "fails", nullptr, 0,
+                             [](void*, const gpusched_job_view* job, std::int64_t*, const char** message) {
+                               *message = "no key";
+                               return job->submit_time > 3600 ? 5 : GPUSCHED_SCORE_OK;
+                             },
+                             nullptr, nullptr};
+  REQUIRE(io::add_c_order(orders, failing).ok());
+  sim::SimConfig cfg;
+  cfg.policy = *sim::parse_policy("priority");
+  cfg.order = "fails";
+  cfg.orders = &orders;
+  auto r = sim::simulate(cluster, jobs, cfg);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("job order \"fails\" failed: key returned 5 for job") != std::string::npos);
+  CHECK(r.error().message.find("\"no key\"") != std::string::npos);
+  // Unknown names are refused before the run.
+  cfg.order = "no-such-order";
+  CHECK(sim::simulate(cluster, jobs, cfg).error().code == ErrorCode::kUnknownName);
 }
 #endif

@@ -62,8 +62,10 @@ extern "C" {
  *    GPUSCHED_CYCLE_DECISIONS_ONLY.
  * 6: Slurm state in (gpusched_state_from_slurm, gpusched_cycle_slurm).
  * 7: policies of the caller's (gpusched_state_add_policy, gpusched_state_load_plugin, gpusched/c/policy.h),
- *    GPUSCHED_ERROR_POLICY, and "policy" / "seed" in a cycle's options. */
-#define GPUSCHED_C_API_VERSION 7
+ *    GPUSCHED_ERROR_POLICY, and "policy" / "seed" in a cycle's options.
+ * 8: orders of the caller's (gpusched_state_add_order; plugins' GPUSCHED_PLUGIN_ORDERS_ENTRY), and
+ *    "order" / "victim_order" in a cycle's options. */
+#define GPUSCHED_C_API_VERSION 8
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -228,6 +230,13 @@ typedef struct gpusched_result gpusched_result;
 GPUSCHED_C_EXPORT gpusched_status gpusched_state_add_policy(gpusched_state* state, const gpusched_policy_def* policy,
                                                             gpusched_error* err);
 GPUSCHED_C_EXPORT gpusched_status gpusched_state_load_plugin(gpusched_state* state, const char* path, gpusched_error* err);
+/* A job order and/or victim order of the caller's, by name on this state (gpusched/c/policy.h:
+ * gpusched_order_def, copied), for the "order" / "victim_order" of a cycle's or a session's options.
+ * gpusched_state_load_plugin also registers a plugin's orders (GPUSCHED_PLUGIN_ORDERS_ENTRY). Refused
+ * like a policy (a taken name, a bad definition); an order whose callback fails makes the cycle
+ * GPUSCHED_ERROR_POLICY, changing nothing. Since version 8. */
+GPUSCHED_C_EXPORT gpusched_status gpusched_state_add_order(gpusched_state* state, const gpusched_order_def* order,
+                                                           gpusched_error* err);
 
 /* Places job `index` of `jobs` on `state` with the placement policy `policy` ("best-fit", "first-fit",
  * "worst-fit", "most-allocated", "least-allocated", "dot-product", "random", the FGD paper's "BestFit",
@@ -319,8 +328,11 @@ typedef struct gpusched_cycle_result gpusched_cycle_result;
  *  - `options_json`: NULL / "" for the defaults, or {"preempt": true, "within_queue": "lower",
  *    "reclaim_within_cohort": "any", "fair_share_reclaim": true, "grow": true, "min_runtime": 0,
  *    "backfill": "easy", "backfill_window": 86400, "backfill_resolution": 60, "backfill_depth": 500,
- *    "dry_run": false, "policy": "best-fit", "seed": 42} ("policy": the placement policy of every task,
- *    a name gpusched_place takes; since version 7).
+ *    "dry_run": false, "policy": "best-fit", "seed": 42, "order": "", "victim_order": ""} ("policy": the
+ *    placement policy of every task, a name gpusched_place takes; since version 7. "order": the order
+ *    within each queue, "shortest-first", "smallest-first", "submit-order" or one added to the state;
+ *    "victim_order": which running jobs a preemption evicts first, "checkpoint-cost", "fewest-gpus",
+ *    "newest-first" or one added; "" for the defaults; since version 8).
  * Without GPUSCHED_CYCLE_DRY_RUN (and "dry_run") the state keeps the running jobs' tasks and the
  * decisions: evicted tasks released, started and grown tasks reserved. With it (a what-if) the
  * state is unchanged. A job that waits is not an error: the result says why. On an error the state

@@ -1,4 +1,5 @@
-/* gpusched/c/policy.h — a placement policy written in C: callbacks, for the C API and for plugins.
+/* gpusched/c/policy.h — placement policies and orders written in C: callbacks, for the C API and for
+ * plugins.
  *
  * A policy is a node score (docs/policies.md): gpusched filters the nodes that fit the task, calls
  * `score` for each, and takes the highest; ties go to the lowest node id or, with
@@ -91,6 +92,63 @@ typedef struct gpusched_policy_def {
 /* The plugin entry point's name and type. */
 #define GPUSCHED_PLUGIN_ENTRY "gpusched_plugin_policies"
 typedef int (*gpusched_plugin_entry_fn)(uint32_t abi, const gpusched_policy_def** defs, size_t* count);
+
+/* ---- Orders: which pending job of a queue goes first, which running jobs are evicted first ----
+ *
+ * A job order gives each pending job a key, lower first (the default order, priority then submit
+ * time, breaks equal keys); the key must depend on the job's facts only, not the clock. A victim order
+ * gives each candidate victim of a preemption a cost >= 0; among the sets of candidates that let the
+ * waiting job start, the cheapest is evicted (docs/policies.md). The rules of who may be evicted do not
+ * change. An order's callbacks return GPUSCHED_SCORE_OK with *key / *cost set; anything else (or a
+ * negative cost) is a failure of the order: the cycle ends with an error naming it, keeping nothing.
+ *
+ * Ways in, as for policies: gpusched_state_add_order (gpusched.h), then "order" / "victim_order" in a
+ * cycle's options; or a plugin exporting
+ *     int gpusched_plugin_orders(uint32_t abi, const gpusched_order_def** defs, size_t* count);
+ * (a plugin may export this, gpusched_plugin_policies, or both); then `gpusched cycle --order NAME
+ * --victim-order NAME --plugin ./libmine.so`, or `simulate` likewise. */
+
+/* A pending job. */
+typedef struct gpusched_job_view {
+  const char* name;           /* NUL-terminated */
+  const char* queue;          /* "" for none */
+  int32_t priority;
+  int32_t restarts;           /* failures it was restarted after */
+  int64_t submit_time;
+  int64_t runtime_estimate;   /* seconds; 0: unknown */
+  int64_t tasks;              /* all replicas of all groups */
+  int64_t gpu_milli;          /* milli-GPUs over all tasks (1000 per whole GPU) */
+} gpusched_job_view;
+
+/* A candidate victim: a running job evicted whole, or the tasks an elastic job would shed. */
+typedef struct gpusched_victim_view {
+  const char* name;
+  const char* queue;
+  int32_t priority;
+  uint32_t whole;             /* 1: evicted whole; 0: sheds tasks [first_task, first_task + task_count) */
+  uint32_t first_task, task_count;
+  int64_t start_time, now;
+  int64_t lost_milli_gpu_seconds;     /* work since its last checkpoint */
+  int64_t restart_milli_gpu_seconds;  /* its restart cost (0 for a shrink) */
+  int64_t freed_milli_gpu;            /* what evicting it frees */
+} gpusched_victim_view;
+
+typedef int (*gpusched_order_key_fn)(void* user, const gpusched_job_view* job, int64_t* key, const char** message);
+typedef int (*gpusched_victim_cost_fn)(void* user, const gpusched_victim_view* victim, int64_t* cost,
+                                       const char** message);
+
+typedef struct gpusched_order_def {
+  uint32_t abi;                        /* GPUSCHED_POLICY_ABI */
+  const char* name;                    /* not a built-in order's name */
+  const char* summary;                 /* one line (may be NULL) */
+  uint32_t flags;                      /* 0 (reserved) */
+  gpusched_order_key_fn key;           /* NULL: not a job order */
+  gpusched_victim_cost_fn victim_cost; /* NULL: not a victim order (at least one of the two) */
+  void* user;
+} gpusched_order_def;
+
+#define GPUSCHED_PLUGIN_ORDERS_ENTRY "gpusched_plugin_orders"
+typedef int (*gpusched_plugin_orders_fn)(uint32_t abi, const gpusched_order_def** defs, size_t* count);
 
 #ifdef __cplusplus
 }

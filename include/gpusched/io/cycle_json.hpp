@@ -111,12 +111,14 @@ Result<AdapterCycle> read_cycle_inputs_slurm(std::span<const slurm::Source> sour
 //    "backfill_resolution": 60, "backfill_depth": 500, "dry_run": false}
 // Empty text: the defaults.
 Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, std::string_view source = "options");
-// The same, for front ends that resolve a placement policy by name (the C API, Python): two more
-// keys, "policy" (a name in their PolicyRegistry; "" = best-fit) and "seed" (42).
+// The same, for front ends that resolve policies by name (the C API, Python): more keys, "policy" (a
+// name in their PolicyRegistry; "" = best-fit), "seed" (42), "order" and "victim_order" (names in
+// their scheduler::OrderRegistry; "" = the defaults).
 struct CycleOptionsDocument {
   scheduler::CycleOptions options;
   std::string policy;
   std::uint64_t seed = 42;
+  std::string order, victim_order;
 };
 Result<CycleOptionsDocument> read_cycle_options_document(std::string_view text, std::string_view source = "options");
 

@@ -52,6 +52,7 @@
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/registry.hpp"
 #include "gpusched/scheduler/backfill.hpp"
+#include "gpusched/scheduler/orders.hpp"
 
 namespace gpusched::sim {
 
@@ -185,6 +186,12 @@ struct SimConfig {
   // FGD-family policies get the trace's task shapes as their target workload.
   std::string placement;
   const PolicyRegistry* registry = nullptr;
+  // The order within each queue and the victim order, by name, resolved in `orders`
+  // (scheduler/orders.hpp; nullptr = the built-ins): "" = the policy's own (its priorities: LAS,
+  // SRTF, the trace's; the victim cost of "+ckpt" or Kueue's order). An order's key goes before the
+  // policy's priority within a queue; DRF's choice between queues does not change.
+  std::string order, victim_order;
+  const scheduler::OrderRegistry* orders = nullptr;
   std::function<void(double)> progress;  // called with the fraction of jobs done (may be empty)
 };
 

@@ -48,6 +48,8 @@ struct SweepOptions {
   double arrival_rate = 0;         // synthetic traces: jobs per hour (0: SyntheticSpec's default)
   std::string placement;           // SimConfig::placement ("" = best-fit)
   const PolicyRegistry* registry = nullptr;  // SimConfig::registry
+  std::string order, victim_order;           // SimConfig::order, victim_order ("" = the policy's)
+  const scheduler::OrderRegistry* orders = nullptr;  // SimConfig::orders
   // DRF queues (the "drf" policies): weights, and GPU quotas (nominal on every GPU model, no
   // borrowing), by queue name (the added queues are q0, q1, ...); a queue not named: weight 1, no cap.
   std::vector<std::pair<std::string, double>> queue_weights;
