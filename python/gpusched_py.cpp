@@ -483,19 +483,43 @@ std::unique_ptr<PlacementPolicy> cycle_policy(const py::object& policy, const io
   return policy_named(name, options.seed, tasks);
 }
 
+// The orders of a cycle or a session: the arguments (names or functions), else the options' "order"
+// and "victim_order" names, else the defaults.
+struct PyOrders {
+  std::unique_ptr<scheduler::JobOrder> order;
+  std::unique_ptr<scheduler::VictimOrder> victim_order;
+  void apply(scheduler::CycleOptions& o) const {
+    o.order = order.get();
+    o.preemption.victim_order = victim_order.get();
+  }
+  void raise_failure() const { raise_order_failure(order.get(), victim_order.get()); }
+};
+
+PyOrders cycle_orders(const py::object& order, const py::object& victim_order, const io::CycleOptionsDocument& d) {
+  auto pick = [](const py::object& given, const std::string& named, const char* what) -> py::object {
+    if (!given.is_none() && !named.empty())
+      throw py::value_error(fmt::format("{}: given twice (as the argument and in the options)", what));
+    return given.is_none() && !named.empty() ? py::str(named) : given;
+  };
+  PyOrders out;
+  out.order = make_python_order(pick(order, d.order, "order"));
+  out.victim_order = make_python_victim_order(pick(victim_order, d.victim_order, "victim_order"));
+  return out;
+}
+
 std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queues, const std::string& running,
                        std::int64_t now, const std::string& options, bool dry_run, const py::object& policy,
-                       const py::object& order) {
+                       const py::object& order, const py::object& victim_order) {
   auto o = io::read_cycle_options_document(options, "options");
   if (!o) raise(o.error());
   o->options.dry_run = o->options.dry_run || dry_run;
   const auto placement = cycle_policy(policy, *o, [&] { return tasks_of(c.state, jobs.doc); });
   o->options.placement.policy = placement.get();
-  const auto job_order = make_python_order(order);
-  o->options.order = job_order.get();
+  const PyOrders orders = cycle_orders(order, victim_order, *o);
+  orders.apply(o->options);
   auto run = io::cycle_run(c.state, jobs.doc, queues, running, now, o->options);
   raise_policy_failure(*placement);
-  raise_order_failure(job_order.get());
+  orders.raise_failure();
   if (!run) raise(run.error());
   return io::write_cycle_json(c.state, *run);
 }
@@ -505,20 +529,20 @@ std::string cycle_json(PyCluster& c, const PyJobs& jobs, const std::string& queu
 struct PySession {
   PyCluster* cluster = nullptr;
   std::unique_ptr<PlacementPolicy> policy;  // every cycle's placement policy
-  std::unique_ptr<scheduler::JobOrder> order;  // the order within queues (None: the default)
+  PyOrders orders;  // the order within queues and the victim order (None: the defaults)
   std::optional<io::CycleSession> session;
 };
 
 PySession open_session(PyCluster& c, const std::string& queues, const std::string& options, const py::object& policy,
-                       const py::object& order) {
+                       const py::object& order, const py::object& victim_order) {
   auto document = io::read_cycle_options_document(options, "options");
   if (!document) raise(document.error());
   PySession out;
   out.policy = cycle_policy(policy, *document, {});
-  out.order = make_python_order(order);
+  out.orders = cycle_orders(order, victim_order, *document);
   scheduler::CycleOptions* o = &document->options;
   o->placement.policy = out.policy.get();
-  o->order = out.order.get();
+  out.orders.apply(*o);
   io::QueuesDocument q;
   if (!queues.empty()) {
     auto read = io::read_cycle_queues(c.state, queues, "queues");
@@ -536,14 +560,14 @@ void session_submit(PySession& s, const PyJobs& jobs) {
   auto pending = io::pending_jobs(s.cluster->state, jobs.doc, s.session->queues(), "jobs");
   if (!pending) raise(pending.error());
   const Status st = s.session->submit(std::move(*pending), "jobs");
-  raise_order_failure(s.order.get());  // the jobs took their places in the queues by it
+  s.orders.raise_failure();  // the jobs took their places in the queues by it
   if (!st) raise(st.error());
 }
 
 std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, bool decisions_only) {
   auto run = s.session->cycle(now, dry_run, decisions_only ? scheduler::CycleDetail::kDecisions : scheduler::CycleDetail::kFull);
   raise_policy_failure(*s.policy);
-  raise_order_failure(s.order.get());
+  s.orders.raise_failure();
   if (!run) raise(run.error());
   if (!dry_run) s.cluster->state.commit();
   return io::write_cycle_json(s.cluster->state, *run);
@@ -583,11 +607,44 @@ py::list trace_target_workload(const std::string& nodes_csv, const std::string& 
 
 // A simulation sweep (sim::run_sweep) and its report's JSON ({"sweep", "runs"}); the GIL is released
 // while it runs.
+// The orders of a sweep: names stay names; a Python function joins the built-ins as "python:NAME"
+// (each run makes its own instance; the first exception any raises is kept in `sink`).
+scheduler::OrderRegistry sweep_orders(sim::SweepOptions& o, const py::object& order, const py::object& victim_order,
+                                      const std::shared_ptr<py::object>& sink) {
+  scheduler::OrderRegistry orders = scheduler::OrderRegistry::with_builtins();
+  auto take = [&](const py::object& given, std::string& name, bool victim) {
+    if (given.is_none()) return;
+    if (py::isinstance<py::str>(given)) {
+      name = given.cast<std::string>();
+      const auto* e = orders.find(name);
+      if (!e || !(victim ? bool(e->victim_order) : bool(e->job_order)))
+        throw py::value_error(victim ? "victim_order: " + orders.make_victim_order(name).error().message
+                                     : "order: " + orders.make_job_order(name).error().message);
+      return;
+    }
+    if (victim) (void)make_python_victim_order(given);  // TypeError for what is not a function
+    else (void)make_python_order(given);
+    scheduler::OrderEntry e;
+    e.name = "python:" + py::str(py::getattr(given, "__name__", py::str(victim ? "victim_order" : "order"))).cast<std::string>();
+    e.summary = "a Python order";
+    e.thread_safe = false;
+    py::object fn = given;
+    if (victim) e.victim_order = [fn, sink] { return make_python_victim_order(fn, sink); };
+    else e.job_order = [fn, sink] { return make_python_order(fn, sink); };
+    name = e.name;
+    if (Status ok = orders.add(std::move(e)); !ok) throw py::value_error(ok.error().message);
+  };
+  take(order, o.order, false);
+  take(victim_order, o.victim_order, true);
+  return orders;
+}
+
 std::string simulate_json(std::vector<std::string> traces, std::vector<std::string> policies, std::vector<std::uint64_t> seeds,
                           std::map<std::string, std::string> documents, std::size_t nodes, std::int32_t gpus_per_node,
                           const std::string& model, std::int64_t checkpoint_interval, std::int64_t restart_cost,
                           std::int32_t queues, std::int32_t priorities, double estimate_error, double elastic,
-                          double mtbf_hours, double mttr_hours, std::int64_t cycle_period, const py::object& placement) {
+                          double mtbf_hours, double mttr_hours, std::int64_t cycle_period, const py::object& placement,
+                          const py::object& order, const py::object& victim_order) {
   if (traces.empty()) throw py::value_error("trace: expected at least one trace");
   if (policies.empty()) throw py::value_error("policies: expected at least one policy");
   if (seeds.empty()) throw py::value_error("seeds: expected at least one seed");
@@ -630,12 +687,15 @@ std::string simulate_json(std::vector<std::string> traces, std::vector<std::stri
   const auto first_exception = std::make_shared<py::object>();
   const PolicyRegistry registry =
       placement.is_none() ? PolicyRegistry::with_builtins() : registry_with({placement}, placement_name, first_exception);
-  const bool python = registry.names(PolicySet::kUser).size() > 0;
+  const scheduler::OrderRegistry orders = sweep_orders(o, order, victim_order, first_exception);
+  const bool python = registry.names(PolicySet::kUser).size() > 0 || orders.entries().size() >
+                                                                          scheduler::OrderRegistry::with_builtins().entries().size();
   if (!placement_name.empty()) {
     o.placement = placement_name.front();
     if (!registry.find(o.placement)) throw py::value_error("placement: " + registry.make(o.placement).error().message);
   }
   o.registry = &registry;
+  o.orders = &orders;
   Result<sim::SweepReport> report = Error("not run");
   {
     // A long run: other Python threads go on, unless the placement policy is Python code.
@@ -1100,12 +1160,13 @@ PYBIND11_MODULE(_core, m) {
           "The fair-share admission order as the JSON text of `gpusched fairshare --format json`.")
       .def("cycle_json", &cycle_json, py::arg("jobs"), py::arg("queues"), py::arg("running"), py::arg("now"),
            py::arg("options") = "", py::arg("dry_run") = false, py::arg("policy") = py::none(),
-           py::arg("order") = py::none(),
+           py::arg("order") = py::none(), py::arg("victim_order") = py::none(),
            "One scheduling cycle (docs/cycle.md) as the JSON text of `gpusched cycle --format json`; the cluster "
            "keeps the running jobs and the decisions unless dry_run.");
   py::class_<PySession>(m, "_Session", "A scheduler session (docs/cycle.md, 'Sessions'); use gpusched.Session.")
       .def(py::init(&open_session), py::arg("cluster"), py::arg("queues"), py::arg("options"),
-           py::arg("policy") = py::none(), py::arg("order") = py::none(), py::keep_alive<1, 2>())
+           py::arg("policy") = py::none(), py::arg("order") = py::none(), py::arg("victim_order") = py::none(),
+           py::keep_alive<1, 2>())
       .def("submit", &session_submit, py::arg("jobs"))
       .def(
           "add_running",
@@ -1155,6 +1216,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("nodes"), py::arg("gpus_per_node"), py::arg("model"), py::arg("checkpoint_interval"),
         py::arg("restart_cost"), py::arg("queues"), py::arg("priorities"), py::arg("estimate_error"), py::arg("elastic"),
         py::arg("mtbf_hours"), py::arg("mttr_hours"), py::arg("cycle_period"), py::arg("placement") = py::none(),
+        py::arg("order") = py::none(), py::arg("victim_order") = py::none(),
         "A simulation sweep (docs/simulate.md) as the JSON text of its report.");
   m.def("trace_target_workload", &trace_target_workload, py::arg("nodes_csv"), py::arg("pods_csv"),
         "FGD's target workload of an Alibaba pod list, as bench-packing computes it: one dict per task shape.");

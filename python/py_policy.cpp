@@ -138,24 +138,40 @@ class PythonPolicy final : public ScoreFunctionPolicy {
 struct PyJobView {
   const scheduler::PendingJob* job = nullptr;
 };
+struct PyVictimView {
+  const scheduler::VictimCandidate* candidate = nullptr;
+};
 
 const scheduler::PendingJob& pending_job(const PyJobView& v) {
   if (!v.job) throw py::value_error("JobView: used outside the order call it was given to (views are not kept)");
   return *v.job;
 }
+const scheduler::VictimCandidate& victim_candidate(const PyVictimView& v) {
+  if (!v.candidate) throw py::value_error("VictimView: used outside the order call it was given to (views are not kept)");
+  return *v.candidate;
+}
 
-class PythonOrder final : public scheduler::JobOrder {
+// An order's Python function, called with one view object (reused: no allocation per call) and
+// answering an int. Its first failure is kept, with the exception it raised (the PolicyError's
+// cause; also in `sink` when given, for runs whose orders are gone when the error reaches the caller).
+template <class View>
+class PythonOrderCall {
  public:
-  explicit PythonOrder(py::object fn)
-      : fn_(std::move(fn)), name_(py::str(py::getattr(fn_, "__name__", py::str("order"))).cast<std::string>()) {
-    view_obj_ = py::cast(PyJobView{});
-    view_ = view_obj_.cast<PyJobView*>();
+  PythonOrderCall(py::object fn, std::shared_ptr<py::object> sink)
+      : fn_(std::move(fn)), name_(py::str(py::getattr(fn_, "__name__", py::str("order"))).cast<std::string>()),
+        sink_(std::move(sink)) {
+    view_obj_ = py::cast(View{});
+    view_ = view_obj_.cast<View*>();
   }
-  std::string_view name() const override { return name_; }
-  std::string_view failure() const override { return failure_; }
-  std::int64_t key(const scheduler::PendingJob& job) const override {
-    if (!failure_.empty()) return 0;
-    view_->job = &job;
+  const std::string& name() const { return name_; }
+  std::string_view failure() const { return failure_; }
+  const py::object& cause() const { return cause_; }
+
+  // fn(view) as an int; `who` names the job in messages, `expected` says what an answer is.
+  template <class Fact>
+  std::optional<std::int64_t> call(const Fact& fact, const char* what, const std::string& who, const char* expected) const {
+    if (!failure_.empty()) return std::nullopt;
+    *view_ = View{&fact};
     py::object r;
     try {
       r = fn_(view_obj_);
@@ -166,26 +182,61 @@ class PythonOrder final : public scheduler::JobOrder {
       } catch (const py::error_already_set&) {
         text = "<unprintable>";
       }
-      failure_ = fmt::format("order raised {}: {} (job {})", py::str(e.type().attr("__name__")).cast<std::string>(),
-                             io::detail::shown(text, 200), io::detail::shown(job.job.name));
+      failure_ = fmt::format("{} raised {}: {} (job {})", what, py::str(e.type().attr("__name__")).cast<std::string>(),
+                             io::detail::shown(text, 200), io::detail::shown(who));
       cause_ = e.value();
+      if (sink_ && !*sink_) *sink_ = cause_;
     }
-    view_->job = nullptr;
-    if (!failure_.empty()) return 0;
-    if (auto v = as_int(r)) return *v;
-    failure_ = fmt::format("order returned {} for job {}: expected an int (lower goes first)", shown_value(r),
-                           io::detail::shown(job.job.name));
-    return 0;
+    *view_ = View{};
+    if (!failure_.empty()) return std::nullopt;
+    if (auto v = as_int(r)) return v;
+    fail(fmt::format("{} returned {} for job {}: expected {}", what, shown_value(r), io::detail::shown(who), expected));
+    return std::nullopt;
   }
-  const py::object& cause() const { return cause_; }
+  void fail(std::string why) const {
+    if (failure_.empty()) failure_ = std::move(why);
+  }
 
  private:
   py::object fn_;
   std::string name_;
   py::object view_obj_;
-  PyJobView* view_ = nullptr;
+  View* view_ = nullptr;
+  std::shared_ptr<py::object> sink_;
   mutable std::string failure_;
   mutable py::object cause_ = py::none();
+};
+
+class PythonOrder final : public scheduler::JobOrder {
+ public:
+  PythonOrder(py::object fn, std::shared_ptr<py::object> sink) : call_(std::move(fn), std::move(sink)) {}
+  std::string_view name() const override { return call_.name(); }
+  std::string_view failure() const override { return call_.failure(); }
+  std::int64_t key(const scheduler::PendingJob& job) const override {
+    return call_.call(job, "order", job.job.name, "an int (lower goes first)").value_or(0);
+  }
+  const py::object& cause() const { return call_.cause(); }
+
+ private:
+  PythonOrderCall<PyJobView> call_;
+};
+
+class PythonVictimOrder final : public scheduler::VictimOrder {
+ public:
+  PythonVictimOrder(py::object fn, std::shared_ptr<py::object> sink) : call_(std::move(fn), std::move(sink)) {}
+  std::string_view name() const override { return call_.name(); }
+  std::string_view failure() const override { return call_.failure(); }
+  std::int64_t cost(const scheduler::VictimCandidate& c) const override {
+    const auto v = call_.call(c, "victim_order", c.job->name, "an int >= 0 (the cheapest victims go first)");
+    if (v && *v < 0)
+      call_.fail(fmt::format("victim_order returned {} for job {}: expected an int >= 0 (the cheapest victims go first)",
+                             *v, io::detail::shown(c.job->name)));
+    return v && *v >= 0 ? *v : 0;
+  }
+  const py::object& cause() const { return call_.cause(); }
+
+ private:
+  PythonOrderCall<PyVictimView> call_;
 };
 
 TieRule tie_rule(const std::string& ties) {
@@ -228,18 +279,47 @@ std::optional<PyPolicySpec> as_policy_spec(const py::handle& policy) {
                                    shown_value(policy)));
 }
 
-std::unique_ptr<scheduler::JobOrder> make_python_order(const py::handle& order) {
+namespace {
+template <class Order, class Made>
+Made make_order(const py::handle& order, const char* what, const char* signature, std::shared_ptr<py::object> sink,
+                Result<Made> (scheduler::OrderRegistry::*by_name)(std::string_view) const) {
   if (order.is_none()) return nullptr;
+  if (py::isinstance<py::str>(order)) {
+    static const scheduler::OrderRegistry builtins = scheduler::OrderRegistry::with_builtins();
+    auto made = (builtins.*by_name)(order.cast<std::string>());
+    if (!made) throw py::value_error(fmt::format("{}: {}", what, made.error().message));
+    return std::move(*made);
+  }
   if (!PyCallable_Check(order.ptr()))
-    throw py::type_error(fmt::format("order: expected a function order(job) -> int, got {}", shown_value(order)));
-  return std::make_unique<PythonOrder>(py::reinterpret_borrow<py::object>(order));
+    throw py::type_error(fmt::format("{}: expected a name or a function {}, got {}", what, signature, shown_value(order)));
+  return std::make_unique<Order>(py::reinterpret_borrow<py::object>(order), std::move(sink));
+}
+}  // namespace
+
+std::unique_ptr<scheduler::JobOrder> make_python_order(const py::handle& order, std::shared_ptr<py::object> sink) {
+  return make_order<PythonOrder, std::unique_ptr<scheduler::JobOrder>>(order, "order", "order(job) -> int",
+                                                                     std::move(sink),
+                                                                     &scheduler::OrderRegistry::make_job_order);
 }
 
-void raise_order_failure(const scheduler::JobOrder* order) {
-  if (!order || order->failure().empty()) return;
-  const auto* o = dynamic_cast<const PythonOrder*>(order);
-  raise_policy_error(fmt::format("job order {} failed: {}", io::detail::shown(order->name()), order->failure()),
-                     o ? o->cause() : py::object(py::none()));
+std::unique_ptr<scheduler::VictimOrder> make_python_victim_order(const py::handle& order,
+                                                                 std::shared_ptr<py::object> sink) {
+  return make_order<PythonVictimOrder, std::unique_ptr<scheduler::VictimOrder>>(
+      order, "victim_order", "victim_order(victim) -> int", std::move(sink), &scheduler::OrderRegistry::make_victim_order);
+}
+
+void raise_order_failure(const scheduler::JobOrder* order, const scheduler::VictimOrder* victim_order) {
+  if (order && !order->failure().empty()) {
+    const auto* o = dynamic_cast<const PythonOrder*>(order);
+    raise_policy_error(fmt::format("job order {} failed: {}", io::detail::shown(order->name()), order->failure()),
+                       o ? o->cause() : py::object(py::none()));
+  }
+  if (victim_order && !victim_order->failure().empty()) {
+    const auto* o = dynamic_cast<const PythonVictimOrder*>(victim_order);
+    raise_policy_error(
+        fmt::format("victim order {} failed: {}", io::detail::shown(victim_order->name()), victim_order->failure()),
+        o ? o->cause() : py::object(py::none()));
+  }
 }
 
 std::unique_ptr<PlacementPolicy> make_python_policy(const PyPolicySpec& spec, std::uint64_t seed,
@@ -337,6 +417,26 @@ void install_policies(py::module_& m) {
                              })
       .def("__repr__", [](const PyJobView& v) {
         return v.job ? fmt::format("<JobView {}>", v.job->job.name) : std::string("<JobView (expired)>");
+      });
+
+  py::class_<PyVictimView>(m, "VictimView",
+                           "A candidate victim of a preemption as a victim order sees it, during one call "
+                           "(read-only): a running job evicted whole, or the tasks an elastic job would shed.")
+      .def_property_readonly("name", [](const PyVictimView& v) { return victim_candidate(v).job->name; })
+      .def_property_readonly("queue", [](const PyVictimView& v) { return victim_candidate(v).job->queue; })
+      .def_property_readonly("priority", [](const PyVictimView& v) { return victim_candidate(v).job->priority; })
+      .def_property_readonly("start_time", [](const PyVictimView& v) { return victim_candidate(v).job->start_time; })
+      .def_property_readonly("now", [](const PyVictimView& v) { return victim_candidate(v).now; })
+      .def_property_readonly("whole", [](const PyVictimView& v) { return victim_candidate(v).whole; })
+      .def_property_readonly("first_task", [](const PyVictimView& v) { return victim_candidate(v).first_task; })
+      .def_property_readonly("task_count", [](const PyVictimView& v) { return victim_candidate(v).task_count; })
+      .def_property_readonly("lost_milli_gpu_seconds",
+                             [](const PyVictimView& v) { return victim_candidate(v).lost_milli_gpu_seconds; })
+      .def_property_readonly("restart_milli_gpu_seconds",
+                             [](const PyVictimView& v) { return victim_candidate(v).restart_milli_gpu_seconds; })
+      .def_property_readonly("freed_milli_gpu", [](const PyVictimView& v) { return victim_candidate(v).freed_milli_gpu; })
+      .def("__repr__", [](const PyVictimView& v) {
+        return v.candidate ? fmt::format("<VictimView {}>", v.candidate->job->name) : std::string("<VictimView (expired)>");
       });
 
   py::class_<PyNodeView>(m, "NodeView", "A node as a policy sees it, during one call (read-only).")

@@ -13,6 +13,7 @@
 #include "gpusched/packing/registry.hpp"
 #include "gpusched/packing/score_function.hpp"
 #include "gpusched/scheduler/cycle.hpp"
+#include "gpusched/scheduler/orders.hpp"
 
 namespace gpusched::python {
 
@@ -59,13 +60,20 @@ inline void raise_policy_failure(const PlacementPolicy& policy) {
   if (!policy.failure().empty()) raise_policy_failure_now(policy);
 }
 
-// A job order written in Python (`order=` of cycle and Session): order(job) -> int, lower first, over
-// a read-only JobView. nullptr for None; TypeError for what is not callable.
-std::unique_ptr<scheduler::JobOrder> make_python_order(const py::handle& order);
-// After a cycle or a submit with `order`: its failure raised as gpusched.PolicyError. No-op otherwise.
-void raise_order_failure(const scheduler::JobOrder* order);
+// A job order (`order=` of cycle, Session and simulate): a built-in's name (scheduler/orders.hpp), or
+// a function order(job) -> int, lower first, over a read-only JobView. nullptr for None; TypeError
+// for what is neither; ValueError for an unknown name. The first exception it raises is also kept in
+// `sink` when given.
+std::unique_ptr<scheduler::JobOrder> make_python_order(const py::handle& order, std::shared_ptr<py::object> sink = nullptr);
+// A victim order (`victim_order=`): a built-in's name, or victim_order(victim) -> int >= 0 over a
+// read-only VictimView, the cheapest set of victims evicted.
+std::unique_ptr<scheduler::VictimOrder> make_python_victim_order(const py::handle& order,
+                                                                 std::shared_ptr<py::object> sink = nullptr);
+// After a cycle or a submit with these orders: a failure raised as gpusched.PolicyError (chained to
+// the Python exception, if any). No-op otherwise.
+void raise_order_failure(const scheduler::JobOrder* order, const scheduler::VictimOrder* victim_order = nullptr);
 
-// Registers gpusched._core.Policy, NodeView, TaskView, JobView and PolicyError in `m`.
+// Registers gpusched._core.Policy, NodeView, TaskView, JobView, VictimView and PolicyError in `m`.
 void install_policies(py::module_& m);
 
 // A registry of the built-ins plus the Python policies among `policies` (str or Policy); their names

@@ -21,14 +21,14 @@ import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ._core import (Cluster, FileError, JobView, Jobs, NodeView, Placement, Policy, PolicyError, TaskView,
-                    __version__, policy_names)
+                    VictimView, __version__, policy_names)
 from . import _core
 
 __all__ = [
     "Cluster", "FileError", "Jobs", "Placement", "__version__", "policy_names", "load_cluster", "load_jobs", "fairshare",
     "topology_pick", "bench_packing", "bench_packing_frame", "known_traces", "to_frame", "data_dir", "cycle",
     "simulate", "simulate_frame", "samples_frame", "load_k8s", "place_k8s", "load_slurm", "cycle_slurm", "Session",
-    "Policy", "PolicyError", "NodeView", "TaskView", "JobView", "target_workload",
+    "Policy", "PolicyError", "NodeView", "TaskView", "JobView", "VictimView", "target_workload",
 ]
 
 Source = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Any]]
@@ -75,7 +75,7 @@ def _optional_text(source: Optional[Source], what: str) -> str:
 
 def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
           running: Optional[Source] = None, now: int = 0, dry_run: bool = False, policy: Any = None,
-          order: Any = None, **options: Any) -> dict:
+          order: Any = None, victim_order: Any = None, **options: Any) -> dict:
     """One scheduling cycle at time ``now`` (docs/cycle.md), as ``gpusched cycle`` runs it.
 
     ``cluster`` describes the nodes *without* the running jobs; ``running`` (a dict, list or path in
@@ -88,9 +88,15 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500), ``seed`` (42).
     ``policy`` places every task: a name ("best-fit", "FGD", ...) or a policy written in Python
     (docs/policies.md); a Python policy that fails raises PolicyError and the cycle changes nothing.
-    ``order`` orders the jobs within each queue: ``order(job) -> int``, lower first (a JobView: name,
-    queue, priority, submit_time, runtime_estimate, tasks, gpu_milli, restarts); equal keys keep the
-    default order (priority, then submit time).
+    ``order`` orders the jobs within each queue: a name ("shortest-first", "smallest-first",
+    "submit-order") or ``order(job) -> int``, lower first (a JobView: name, queue, priority,
+    submit_time, runtime_estimate, tasks, gpu_milli, restarts); equal keys keep the default order
+    (priority, then submit time). ``victim_order`` chooses whom a preemption evicts: a name
+    ("checkpoint-cost", the default; "fewest-gpus"; "newest-first") or ``victim_order(victim) -> int``,
+    a cost >= 0 (a VictimView: name, queue, priority, start_time, now, whole, first_task,
+    task_count, lost_milli_gpu_seconds, restart_milli_gpu_seconds, freed_milli_gpu); the cheapest
+    set of victims that lets the job start is evicted (docs/policies.md). An order that fails raises
+    PolicyError and the cycle changes nothing.
 
     Returns the dict of ``gpusched cycle --format json``: "starts" (job, queue, priority, tasks with
     node and GPUs), "evictions" and "shrinks" (job, for, reason, lost GPU-seconds), "grows",
@@ -104,14 +110,14 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     if not isinstance(jobs, Jobs):
         jobs = load_jobs(jobs)
     text = cluster.cycle_json(jobs, _optional_text(queues, "queues"), _optional_text(running, "running"), int(now),
-                              json.dumps(options) if options else "", dry_run, policy, order)
+                              json.dumps(options) if options else "", dry_run, policy, order, victim_order)
     return json.loads(text)
 
 
 def _cluster_cycle(self: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] = None,
                    running: Optional[Source] = None, now: int = 0, dry_run: bool = False, policy: Any = None,
-                   order: Any = None, **options: Any) -> dict:
-    return cycle(self, jobs, queues, running, now, dry_run, policy, order, **options)
+                   order: Any = None, victim_order: Any = None, **options: Any) -> dict:
+    return cycle(self, jobs, queues, running, now, dry_run, policy, order, victim_order, **options)
 
 
 _cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, policy=None, **options): " \
@@ -140,9 +146,9 @@ class Session:
     """
 
     def __init__(self, cluster: Cluster, queues: Optional[Source] = None, policy: Any = None, order: Any = None,
-                 **options: Any) -> None:
+                 victim_order: Any = None, **options: Any) -> None:
         self._core = _core._Session(cluster, _optional_text(queues, "queues"), json.dumps(options) if options else "",
-                                    policy, order)
+                                    policy, order, victim_order)
 
     def submit(self, jobs: Union[Jobs, Source]) -> None:
         """The jobs join their queues (all or none)."""
@@ -181,7 +187,8 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
              seeds: Iterable[int] = (42,), *, jobs: Optional[Source] = None, nodes: int = 0, gpus_per_node: int = 8,
              model: str = "V100M32", checkpoint_interval: int = 1800, restart_cost: int = 60, queues: int = 4,
              priorities: int = 1, estimate_error: float = 1.0, elastic: float = 0.0, mtbf_hours: float = 0.0,
-             mttr_hours: float = 2.0, cycle_period: int = 0, placement: Any = None) -> dict:
+             mttr_hours: float = 2.0, cycle_period: int = 0, placement: Any = None, order: Any = None,
+             victim_order: Any = None) -> dict:
     """Replays job traces through time under scheduling policies (docs/simulate.md).
 
     ``trace`` is a spec or a list of them: "itp:01" .. "itp:10" (Microsoft ITP, the shipped
@@ -195,7 +202,9 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
     takes the trace's own cluster (ITP: the paper's; a jobs document or file: 16 nodes of
     ``gpus_per_node`` ``model`` GPUs). ``placement`` is the placement policy of every run (None:
     best-fit): a name ("FGD", ...) or a policy written in Python (docs/policies.md; the runs then keep
-    the GIL and a policy that fails raises PolicyError).
+    the GIL and a policy that fails raises PolicyError). ``order`` and ``victim_order`` replace the
+    policies' own order within a queue and choice of victims, as in ``cycle`` (names or Python
+    functions; recorded in the report's parameters).
 
     Returns the report: {"sweep": {...}, "runs": [one record per trace x policy x seed: "trace",
     "policy", "seed", "metrics" (jct_mean_s, wait_mean_s, utilisation_mean, ...), "conservation"
@@ -217,7 +226,7 @@ def simulate(trace: Union[str, Sequence[str], None] = None, policies: Sequence[s
     report = _core.simulate_json(traces, list(policies), [int(s) for s in seeds], documents, int(nodes),
                                  int(gpus_per_node), model, int(checkpoint_interval), int(restart_cost), int(queues),
                                  int(priorities), float(estimate_error), float(elastic), float(mtbf_hours),
-                                 float(mttr_hours), int(cycle_period), placement)
+                                 float(mttr_hours), int(cycle_period), placement, order, victim_order)
     return json.loads(report)
 
 

@@ -167,3 +167,96 @@ def test_a_job_order_of_ones_own():
         cluster.cycle(jobs, now=0, order=lambda job: "first")
     with pytest.raises(TypeError, match="order"):
         cluster.cycle(jobs, now=0, order=3)
+    # By name: a built-in order.
+    assert started(cluster.cycle(jobs, now=0, dry_run=True, backfill="none", order="smallest-first")) == ["small", "mid"]
+    assert started(cluster.cycle(jobs, now=0, dry_run=True, backfill="none", order="submit-order")) == ["big"]
+    with pytest.raises(ValueError, match="unknown job order"):
+        cluster.cycle(jobs, now=0, order="no-such-order")
+
+
+# n0 (4 GPUs) and n1 (8 GPUs) both held at t=1000: x (4 GPUs on n0) since 100, y (8 GPUs on n1) since
+# 500; urgent (4 GPUs, priority 10) starts by evicting either. The default victim order evicts x
+# (lost work 4 x 900 = 3,600 GPU-s against y's 8 x 500 = 4,000); the newest first evicts y.
+VICTIM_NODES = {"nodes": [{"name": "n0", "cpu": 16, "memory": "64Gi", "gpus": 4, "gpu_model": "A100-80GB"},
+                          {"name": "n1", "cpu": 16, "memory": "64Gi", "gpus": 8, "gpu_model": "A100-80GB"}]}
+VICTIM_RUNNING = {"jobs": [
+    {"name": "x", "gpus": 4, "cpu": 1, "memory": "1Gi", "start_time": 100,
+     "placement": [{"node": "n0", "gpus": [0, 1, 2, 3]}]},
+    {"name": "y", "gpus": 8, "cpu": 1, "memory": "1Gi", "start_time": 500,
+     "placement": [{"node": "n1", "gpus": list(range(8))}]}]}
+URGENT = {"jobs": [{"name": "urgent", "gpus": 4, "cpu": 1, "memory": "1Gi", "priority": 10}]}
+
+
+def test_a_victim_order_of_ones_own():
+    cluster = gpusched.load_cluster(VICTIM_NODES)
+
+    def evicted(**kw):
+        d = cluster.cycle(URGENT, running=VICTIM_RUNNING, now=1000, dry_run=True, **kw)
+        return [e["job"] for e in d["evictions"]]
+
+    seen = []
+
+    def newest_first(victim):
+        seen.append((victim.name, victim.whole, victim.freed_milli_gpu, victim.lost_milli_gpu_seconds))
+        return victim.now - victim.start_time
+
+    assert evicted() == ["x"]
+    assert evicted(victim_order="checkpoint-cost") == ["x"]
+    assert evicted(victim_order=newest_first) == ["y"]
+    assert sorted(seen) == [("x", True, 4000, 3_600_000), ("y", True, 8000, 4_000_000)]
+    assert evicted(victim_order="newest-first") == ["y"]
+    assert evicted(victim_order="fewest-gpus") == ["x"]
+    session = gpusched.Session(gpusched.load_cluster(VICTIM_NODES), victim_order="newest-first")
+    session.add_running(VICTIM_RUNNING)
+    session.submit(URGENT)
+    assert [e["job"] for e in session.cycle(now=1000, dry_run=True)["evictions"]] == ["y"]
+
+    before = cluster.to_json()
+    kept = []
+
+    def broken(victim):
+        kept.append(victim)
+        raise KeyError(victim.name)
+
+    with pytest.raises(gpusched.PolicyError, match=r'victim order "broken" failed: victim_order raised KeyError') as e:
+        cluster.cycle(URGENT, running=VICTIM_RUNNING, now=1000, victim_order=broken)
+    assert isinstance(e.value.__cause__, KeyError)
+    assert cluster.to_json() == before
+    with pytest.raises(ValueError, match="VictimView: used outside"):
+        kept[0].name
+    with pytest.raises(gpusched.PolicyError, match="expected an int >= 0"):
+        cluster.cycle(URGENT, running=VICTIM_RUNNING, now=1000, victim_order=lambda v: -1)
+    with pytest.raises(gpusched.PolicyError, match="expected an int >= 0"):
+        cluster.cycle(URGENT, running=VICTIM_RUNNING, now=1000, victim_order=lambda v: float("nan"))
+    with pytest.raises(ValueError, match="unknown victim order"):
+        cluster.cycle(URGENT, running=VICTIM_RUNNING, now=1000, victim_order="shortest-first")
+    assert cluster.to_json() == before
+
+
+def test_orders_in_a_simulation():
+    # A contended synthetic trace under a preempting policy: an order by name and the same order as a
+    # Python function make the same schedule; the report records them; a failing one raises.
+    common = dict(trace="synthetic:60", policies=["priority"], nodes=4, gpus_per_node=4, priorities=3)
+
+    def shortest_first(job):
+        return job.runtime_estimate if job.runtime_estimate > 0 else 2**63 - 1
+
+    def newest_first(victim):
+        return victim.now - victim.start_time
+
+    named = gpusched.simulate(**common, order="shortest-first", victim_order="newest-first")
+    python = gpusched.simulate(**common, order=shortest_first, victim_order=newest_first)
+    plain = gpusched.simulate(**common)
+    assert named["sweep"]["parameters"]["order"] == "shortest-first"
+    assert python["sweep"]["parameters"]["order"] == "python:shortest_first"
+    assert named["runs"][0]["metrics"] == python["runs"][0]["metrics"]
+    assert named["runs"][0]["metrics"] != plain["runs"][0]["metrics"]
+
+    def broken(job):
+        raise ValueError("no")
+
+    with pytest.raises(gpusched.PolicyError, match="no") as e:
+        gpusched.simulate(**common, order=broken)
+    assert isinstance(e.value.__cause__, ValueError)
+    with pytest.raises(ValueError, match="unknown victim order"):
+        gpusched.simulate(**common, victim_order="nope")
