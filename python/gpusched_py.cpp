@@ -193,8 +193,7 @@ std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64
 std::vector<TaskRequest> tasks_of(const ClusterState& state, const io::JobsDocument& jobs) {
   std::vector<TaskRequest> out;
   for (const Job& job : jobs.jobs)
-    if (auto c = compile_job(state, job))
-      for (const CompiledGroup& g : c->groups) out.insert(out.end(), static_cast<std::size_t>(g.replicas), g.request);
+    if (auto c = compile_job(state, job)) append_tasks(*c, out);
   return out;
 }
 
@@ -746,18 +745,21 @@ py::tuple load_k8s(const std::vector<std::pair<std::string, std::string>>& sourc
 }
 
 // The bindings document of `gpusched place --k8s --format json`.
-std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& sources, const std::string& policy,
+// `policy`: a name or a policy written in Python (as place's).
+std::string place_k8s(const std::vector<std::pair<std::string, std::string>>& sources, const py::object& policy,
                       std::uint64_t seed, const std::vector<std::string>& topology_levels,
                       const std::string& scheduler_name) {
   K8sRead r = read_k8s(sources, topology_levels, scheduler_name);
-  const std::unique_ptr<PlacementPolicy> p = policy_named(policy, seed, [&] {
+  std::unique_ptr<PlacementPolicy> p;
+  if (auto spec = as_policy_spec(policy)) p = make_python_policy(*spec, seed);
+  else p = policy_named(policy.is_none() ? std::string("best-fit") : policy.cast<std::string>(), seed, [&] {
     std::vector<TaskRequest> tasks;
     for (const Job& job : r.input.jobs)
-      if (auto c = compile_job(*r.state, job))
-        for (const CompiledGroup& g : c->groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+      if (auto c = compile_job(*r.state, job)) append_tasks(*c, tasks);
     return tasks;
   });
   auto decided = io::k8s::decide(r.input, *r.state, *p);
+  raise_policy_failure(*p);
   if (!decided) raise(decided.error());
   return io::k8s::bindings_json(r.input, *r.state, *decided);
 }

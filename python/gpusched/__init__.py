@@ -411,10 +411,12 @@ def cycle_slurm(*sources: Any, now: int, plan_held: bool = False, **options: Any
                                              bool(plan_held)))
 
 
-def place_k8s(*sources: Any, policy: str = "best-fit", seed: int = 42, topology_levels: Sequence[str] = (),
+def place_k8s(*sources: Any, policy: Any = "best-fit", seed: int = 42, topology_levels: Sequence[str] = (),
               scheduler_name: str = "") -> dict:
     """Decides every pending pod and gang of the Kubernetes objects (as ``gpusched place --k8s``):
     returns {"policy", "bindings": [{"pod", "node", "gpus" or "mig"}], "pending": [{"pod",
-    "verdict", "reason"}], ...}, the document ``gpusched place --k8s --format json`` prints."""
+    "verdict", "reason"}], ...}, the document ``gpusched place --k8s --format json`` prints.
+    ``policy`` is a name or a policy written in Python (docs/policies.md); one that fails raises
+    PolicyError."""
     return json.loads(_core.place_k8s_json(_k8s_sources(sources), policy, seed, list(topology_levels),
                                            scheduler_name))

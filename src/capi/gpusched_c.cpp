@@ -277,7 +277,7 @@ TaskList tasks_of(const gpusched::ClusterState& state, const gpusched_jobs& jobs
   TaskList tasks;
   for (const gpusched::Job& job : jobs.doc.jobs)
     if (auto c = gpusched::compile_job(state, job))
-      for (const gpusched::CompiledGroup& g : c->groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+      gpusched::append_tasks(*c, tasks);
   return tasks;
 }
 
@@ -1053,8 +1053,7 @@ gpusched_status gpusched_cycle_slurm(const char* sinfo_json, const char* squeue_
     if (!cycle) fail(cycle.error());
     const auto policy = policy_named(gpusched::PolicyRegistry::with_builtins(), document->policy.c_str(), document->seed, [&] {
       TaskList tasks;
-      for (const gpusched::scheduler::PendingJob& p : cycle->inputs.pending)
-        for (const gpusched::CompiledGroup& g : p.job.groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+      for (const gpusched::scheduler::PendingJob& p : cycle->inputs.pending) gpusched::append_tasks(p.job, tasks);
       return tasks;
     });
     options->placement.policy = policy.get();

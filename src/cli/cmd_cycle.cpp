@@ -205,8 +205,7 @@ CyclePolicies cycle_policies(const CycleCliOptions& opt, const Inputs& in) {
   CyclePolicies out;
   out.policy = make_placement_policy(registries.policies, "--policy", opt.policy, opt.seed, [&] {
     std::vector<TaskRequest> tasks;
-    for (const PendingJob& p : in.cycle.pending)
-      for (const CompiledGroup& g : p.job.groups) tasks.insert(tasks.end(), static_cast<std::size_t>(g.replicas), g.request);
+    for (const PendingJob& p : in.cycle.pending) append_tasks(p.job, tasks);
     return tasks;
   });
   out.orders = make_orders(registries.orders, opt.order, opt.victim_order);

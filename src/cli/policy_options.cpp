@@ -65,9 +65,7 @@ std::string policy_help(PolicySet set) {
 std::vector<TaskRequest> job_requests(const ClusterState& state, const std::vector<Job>& jobs) {
   std::vector<TaskRequest> out;
   for (const Job& job : jobs)
-    if (auto c = compile_job(state, job))
-      for (const CompiledGroup& g : c->groups)
-        for (std::int32_t r = 0; r < g.replicas; ++r) out.push_back(g.request);
+    if (auto c = compile_job(state, job)) append_tasks(*c, out);
   return out;
 }
 

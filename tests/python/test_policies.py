@@ -260,3 +260,26 @@ def test_orders_in_a_simulation():
     assert isinstance(e.value.__cause__, ValueError)
     with pytest.raises(ValueError, match="unknown victim order"):
         gpusched.simulate(**common, victim_order="nope")
+
+
+def test_a_python_policy_places_kubernetes_pods():
+    # tests/fixtures/k8s: best-fit binds etl (CPU only) to cpu-0, keeping GPU nodes for GPU work; a
+    # Python policy that scores by idle GPUs binds it to a GPU node (mig-single-0); finetune (6 GPUs)
+    # fits gpu-a100-1 only. One that raises is a PolicyError.
+    fixtures = os.path.join(SOURCE, "tests", "fixtures", "k8s")
+    nodes, pods = os.path.join(fixtures, "nodes.yaml"), os.path.join(fixtures, "pods.yaml")
+
+    def most_idle(node, task):
+        return node.idle_gpus
+
+    best = {b["pod"]: b["node"] for b in gpusched.place_k8s(nodes, pods)["bindings"]}
+    mine = {b["pod"]: b["node"] for b in gpusched.place_k8s(nodes, pods, policy=most_idle)["bindings"]}
+    assert set(mine) == set(best)
+    assert best["team-b/etl"] == "cpu-0" and mine["team-b/etl"] == "mig-single-0"
+    assert best["team-a/finetune"] == mine["team-a/finetune"] == "gpu-a100-1"
+
+    def broken(node, task):
+        raise RuntimeError("cannot")
+
+    with pytest.raises(gpusched.PolicyError, match="broken"):
+        gpusched.place_k8s(nodes, pods, policy=broken)

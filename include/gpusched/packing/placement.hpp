@@ -129,6 +129,12 @@ struct CompiledJob {
   bool has_gang_constraints() const;
 };
 
+// Appends every task of `job`, replica by replica, to `out` (the tasks a path packs for: FGD's target
+// workload is made of them).
+inline void append_tasks(const CompiledJob& job, std::vector<TaskRequest>& out) {
+  for (const CompiledGroup& g : job.groups) out.insert(out.end(), static_cast<std::size_t>(g.replicas), g.request);
+}
+
 // Fails (with the field path) on a group the state cannot compile, negative replicas, min_replicas
 // above replicas, a constraint naming a group the job does not have, or an empty spread level.
 Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job);
