@@ -182,9 +182,7 @@ py::object to_python(const json& j) { return py::module_::import("json").attr("l
 std::unique_ptr<PlacementPolicy> policy_named(std::string_view name, std::uint64_t seed,
                                               const std::function<std::vector<TaskRequest>()>& tasks) {
   static const PolicyRegistry builtins = PolicyRegistry::with_builtins();
-  TargetWorkload workload;
-  if (const PolicyEntry* e = builtins.find(name); e && e->needs_workload) workload = TargetWorkload::from_requests(tasks());
-  auto policy = builtins.make(name, {seed, &workload});
+  auto policy = builtins.make_for(name, seed, tasks);
   if (!policy) throw py::value_error("policy: " + io::detail::tidy_message(policy.error().message));
   return std::move(*policy);
 }

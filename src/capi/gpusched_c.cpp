@@ -286,15 +286,11 @@ TaskList tasks_of(const gpusched::ClusterState& state, const gpusched_jobs& jobs
 std::unique_ptr<gpusched::PlacementPolicy> policy_named(const gpusched::PolicyRegistry& registry, const char* name,
                                                         std::uint64_t seed, const std::function<TaskList()>& tasks) {
   const std::string n = name == nullptr || *name == '\0' ? std::string("best-fit") : std::string(name);
-  gpusched::TargetWorkload workload;
-  if (const gpusched::PolicyEntry* e = registry.find(n); e && e->needs_workload) {
-    if (!tasks)
-      fail(GPUSCHED_ERROR_INVALID_INPUT,
-           fmt::format("policy \"{}\" packs for the tasks it is given at once; a session gets its jobs one by one "
-                       "(use gpusched_cycle or gpusched_place)", e->name));
-    workload = gpusched::TargetWorkload::from_requests(tasks());
-  }
-  auto policy = registry.make(n, {seed, &workload});
+  if (const gpusched::PolicyEntry* e = registry.find(n); e && e->needs_workload && !tasks)
+    fail(GPUSCHED_ERROR_INVALID_INPUT,
+         fmt::format("policy \"{}\" packs for the tasks it is given at once; a session gets its jobs one by one "
+                     "(use gpusched_cycle or gpusched_place)", e->name));
+  auto policy = registry.make_for(n, seed, tasks);
   if (!policy) fail(policy.error(), "policy");
   return std::move(*policy);
 }

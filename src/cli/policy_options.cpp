@@ -73,10 +73,7 @@ std::unique_ptr<PlacementPolicy> make_placement_policy(const PolicyRegistry& reg
                                                        const std::string& name, std::uint64_t seed,
                                                        const std::function<std::vector<TaskRequest>()>& tasks,
                                                        PolicySet prefer) {
-  TargetWorkload workload;
-  if (const PolicyEntry* e = registry.find(name, prefer); e && e->needs_workload)
-    workload = TargetWorkload::from_requests(tasks());
-  auto p = registry.make(name, {seed, &workload}, prefer);
+  auto p = registry.make_for(name, seed, tasks, prefer);
   if (!p) throw InputError(fmt::format("{}: {}", option, p.error().message));
   return std::move(*p);
 }

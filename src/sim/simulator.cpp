@@ -601,9 +601,8 @@ Result<std::unique_ptr<PlacementPolicy>> Engine::make_placement() const {
                  ErrorCode::kInconsistent, "placement"};
   const PolicyRegistry builtins = config_.registry ? PolicyRegistry{} : PolicyRegistry::with_builtins();
   const PolicyRegistry& registry = config_.registry ? *config_.registry : builtins;
-  TargetWorkload workload;
-  if (const PolicyEntry* e = registry.find(config_.placement); e && e->needs_workload) {
-    std::vector<TaskRequest> requests;
+  auto p = registry.make_for(config_.placement, config_.seed, [&] {
+    std::vector<TaskRequest> requests;  // one per job: its task shape (FGD's workload of the trace)
     for (const SimJob& job : jobs_) {
       TaskRequest r;
       r.shape = job.shape;
@@ -611,9 +610,8 @@ Result<std::unique_ptr<PlacementPolicy>> Engine::make_placement() const {
         if (auto m = state_.registry().find(job.gpu_model)) r.models = model_bit(*m);
       requests.push_back(r);
     }
-    workload = TargetWorkload::from_requests(requests);
-  }
-  auto p = registry.make(config_.placement, {config_.seed, &workload});
+    return requests;
+  });
   if (!p) return Error{"placement: " + p.error().message, p.error().code, "placement"};
   return p;
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "gpusched/io/policy_plugin.hpp"
 #include "gpusched/sim/packing_experiment.hpp"
@@ -172,8 +173,12 @@ TEST_CASE("the C plugin's orders make the built-in orders' decisions in a conten
     CHECK(r->conservation.holds());
     return std::move(*r);
   };
+  // (The sanitized run checks one policy on fewer jobs for memory errors; whether the orders change
+  // the schedule is the Release run's question.)
   std::size_t preempted = 0;
-  for (const char* policy : {"priority", "las+ckpt"}) {
+  const std::vector<std::string> sim_policies =
+      testing::sanitized ? std::vector<std::string>{"las+ckpt"} : std::vector<std::string>{"priority", "las+ckpt"};
+  for (const std::string& policy : sim_policies) {
     const sim::SimResult builtin = simulate(policy, "shortest-first", "newest-first");
     const sim::SimResult plugin = simulate(policy, "c-shortest-first", "c-newest-first");
     const sim::SimResult plain = simulate(policy, "", "");
@@ -186,9 +191,9 @@ TEST_CASE("the C plugin's orders make the built-in orders' decisions in a conten
       preempted += static_cast<std::size_t>(builtin.jobs[j].preemptions);
       differs = differs || plain.jobs[j].first_start != builtin.jobs[j].first_start;
     }
-    CHECK(differs);  // the orders decide something: not the policy's own schedule
+    if (!testing::sanitized) CHECK(differs);  // the orders decide something: not the policy's own schedule
   }
-  CHECK(preempted > 0);  // the victim order was asked
+  if (!testing::sanitized) CHECK(preempted > 0);  // the victim order was asked
 
   // A failing order: the run ends with an error naming it.
   gpusched_order_def failing{GPUSCHED_POLICY_ABI, "fails", nullptr, 0,

@@ -74,6 +74,11 @@ class PolicyRegistry {
   // workload and `args` has none.
   Result<std::unique_ptr<PlacementPolicy>> make(std::string_view name, const PolicyArgs& args = {},
                                                 PolicySet prefer = PolicySet::kPlacement) const;
+  // make() for a path that knows the tasks it places: the target workload is computed from `tasks()`
+  // only when the entry needs one (with an empty `tasks`, such an entry is refused: kMissingField).
+  Result<std::unique_ptr<PlacementPolicy>> make_for(std::string_view name, std::uint64_t seed,
+                                                    const std::function<std::vector<TaskRequest>()>& tasks,
+                                                    PolicySet prefer = PolicySet::kPlacement) const;
   // Names in registration order (built-ins first), of one set or of all.
   std::vector<std::string_view> names() const;
   std::vector<std::string_view> names(PolicySet set) const;

@@ -155,6 +155,16 @@ GPUSCHED_DECL Result<std::unique_ptr<PlacementPolicy>> PolicyRegistry::make(std:
   return p;
 }
 
+GPUSCHED_DECL Result<std::unique_ptr<PlacementPolicy>> PolicyRegistry::make_for(
+    std::string_view name, std::uint64_t seed, const std::function<std::vector<TaskRequest>()>& tasks,
+    PolicySet prefer) const {
+  const PolicyEntry* e = find(name, prefer);
+  const bool needs = e && e->needs_workload;
+  TargetWorkload workload;
+  if (needs && tasks) workload = TargetWorkload::from_requests(tasks());
+  return make(name, {seed, needs && !tasks ? nullptr : &workload}, prefer);
+}
+
 GPUSCHED_DECL std::vector<std::string_view> PolicyRegistry::names() const {
   std::vector<std::string_view> out;
   for (const PolicyEntry& e : entries_) out.push_back(e.name);
