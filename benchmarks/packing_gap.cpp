@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
     for (auto& [gpu, on] : shares) {
       std::sort(on.begin(), on.end(), std::greater<>());
       std::string key;
-      for (MilliGpu s : on) key += (key.empty() ? "" : "+") + std::to_string(s);
+      for (MilliGpu s : on) {
+        if (!key.empty()) key += '+';
+        key += std::to_string(s);
+      }
       patterns[key].first += 1;
       patterns[key].second += state.gpu_free_milli_if_healthy(gpu.first, gpu.second);
     }
