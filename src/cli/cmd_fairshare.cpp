@@ -84,9 +84,7 @@ int run_fairshare_k8s(const FairshareOptions& opt) {
   auto configs = io::k8s::queue_configs(*input, resources->space);
   if (!configs) throw InputError(configs.error().message);
   fairness::AgingPolicy aging;
-  std::int64_t latest = 0;
-  for (const auto& j : input->jobs) latest = std::max(latest, j.job_submit_time);
-  aging.now = opt.now ? *opt.now : latest;
+  aging.now = opt.now ? *opt.now : io::latest_submit_time(input->jobs);
   std::vector<const JobView*> views;
   for (const auto& j : input->jobs) views.push_back(&j);
   return plan_and_print(opt, resources->space, resources->capacity, resources->free, *configs, views, input->registry,
@@ -126,10 +124,8 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
   for (std::size_t q = 0; q < queues->queues.size(); ++q) queues->queues[q].usage = (*usage)[q];
   fairness::AgingPolicy aging = queues->aging;
-  std::int64_t latest = 0;
-  for (const auto& j : input->jobs) latest = std::max(latest, j.job_submit_time);
   if (opt.now) aging.now = *opt.now;
-  else if (!queues->now_given) aging.now = latest;
+  else if (!queues->now_given) aging.now = io::latest_submit_time(input->jobs);
   std::vector<const JobView*> views;
   for (const auto& j : input->jobs) views.push_back(&j);
   fairness::PriorityClasses classes(queues->classes.begin(), queues->classes.end());
@@ -172,36 +168,12 @@ int run_fairshare(const FairshareOptions& opt) {
   if (!queues_read) throw InputError(queues_read.error().message);
   io::QueuesDocument& qf = *queues_read;
 
-  // Jobs: the file's job model plus the two admission fields only this command reads (submit_time
-  // and priority_class); the library turns each into the planner's record.
-  fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
-  std::vector<fairness::WithAdmissionFields> views;
-  views.reserve(jobs->jobs.size());
-  std::int64_t latest_submit = 0;
-  for (std::size_t j = 0; j < jobs->jobs.size(); ++j) {
-    const Job& job = jobs->jobs[j];
-    const bool explicit_priority = jobs->explicit_priority[j];
-    // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
-    // file's priority_classes), else its queue's class, else 0.
-    std::string klass = job.job_priority_class;
-    if (!klass.empty()) {
-      const std::string path = fmt::format("{}: jobs[{}].priority_class", opt.jobs_file, j);
-      if (explicit_priority)
-        throw InputError(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
-      if (!classes.contains(klass))
-        throw InputError(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, opt.queues_file));
-    } else if (!explicit_priority) {
-      if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
-    }
-    const std::int64_t submitted = job.job_submit_time;
-    latest_submit = std::max(latest_submit, submitted);
-    views.emplace_back(job, std::move(klass), submitted);
-  }
-  if (opt.now) qf.aging.now = *opt.now;
-  else if (!qf.now_given) qf.aging.now = latest_submit;
+  auto views = io::admission_jobs(*jobs, qf, opt.now, opt.queues_file, opt.jobs_file);
+  if (!views) throw InputError(views.error().message);
+  const fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
 
   std::vector<const JobView*> job_views;
-  for (const auto& v : views) job_views.push_back(&v);
+  for (const auto& v : *views) job_views.push_back(&v);
   return plan_and_print(opt, space, capacity, free, qf.queues, job_views, reg, classes, qf.aging, opt.queues_file,
                         opt.jobs_file);
 }

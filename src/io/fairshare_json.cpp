@@ -201,6 +201,41 @@ Result<QueuesDocument> read_queues_json(std::string_view text, std::string_view 
   }
 }
 
+std::int64_t latest_submit_time(std::span<const Job> jobs) {
+  std::int64_t latest = 0;
+  for (const Job& j : jobs) latest = std::max(latest, j.job_submit_time);
+  return latest;
+}
+
+Result<std::vector<fairness::WithAdmissionFields>> admission_jobs(const JobsDocument& jobs, QueuesDocument& queues,
+                                                                  std::optional<std::int64_t> now,
+                                                                  std::string_view queues_source,
+                                                                  std::string_view jobs_source) {
+  // The document's job model plus the two admission fields only fair share reads (submit_time and
+  // priority_class); the library turns each into the planner's record.
+  const fairness::PriorityClasses classes(queues.classes.begin(), queues.classes.end());
+  std::vector<fairness::WithAdmissionFields> views;
+  views.reserve(jobs.jobs.size());
+  for (std::size_t j = 0; j < jobs.jobs.size(); ++j) {
+    const Job& job = jobs.jobs[j];
+    const bool explicit_priority = j < jobs.explicit_priority.size() && jobs.explicit_priority[j];
+    std::string klass = job.job_priority_class;
+    if (!klass.empty()) {
+      const std::string path = fmt::format("{}: jobs[{}].priority_class", jobs_source, j);
+      if (explicit_priority) return Error(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
+      if (!classes.contains(klass))
+        return Error(fmt::format("{}: unknown class {} (define it in {} priority_classes)", path, detail::shown(klass),
+                                 queues_source));
+    } else if (!explicit_priority) {
+      if (auto it = queues.default_class.find(job.queue_name); it != queues.default_class.end()) klass = it->second;
+    }
+    views.emplace_back(job, std::move(klass), job.job_submit_time);
+  }
+  if (now) queues.aging.now = *now;
+  else if (!queues.now_given) queues.aging.now = latest_submit_time(jobs.jobs);
+  return views;
+}
+
 Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                                     std::optional<std::int64_t> now, std::string_view queues_source,
                                     std::string_view jobs_source, std::string_view cluster_source) {
@@ -216,37 +251,14 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
     run.queues = read_queues(*queues_doc, std::string(queues_source) + ": ", space, reg);
     QueuesDocument& qf = run.queues;
 
-    // Jobs: the document's job model plus the two admission fields only fair share reads
-    // (submit_time and priority_class); the library turns each into the planner's record.
-    fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
-    std::vector<fairness::WithAdmissionFields> views;
-    views.reserve(jobs.jobs.size());
-    std::int64_t latest_submit = 0;
-    for (std::size_t j = 0; j < jobs.jobs.size(); ++j) {
-      const Job& job = jobs.jobs[j];
-      const bool explicit_priority = j < jobs.explicit_priority.size() && jobs.explicit_priority[j];
-      // Priority: the job's own "priority", else its "priority_class" (resolved against the queues
-      // document's priority_classes), else its queue's class, else 0.
-      std::string klass = job.job_priority_class;
-      if (!klass.empty()) {
-        const std::string path = fmt::format("{}: jobs[{}].priority_class", jobs_source, j);
-        if (explicit_priority) reject(fmt::format("{}: give \"priority\" or \"priority_class\", not both", path));
-        if (!classes.contains(klass))
-          reject(fmt::format("{}: unknown class \"{}\" (define it in {} priority_classes)", path, klass, queues_source));
-      } else if (!explicit_priority) {
-        if (auto it = qf.default_class.find(job.queue_name); it != qf.default_class.end()) klass = it->second;
-      }
-      const std::int64_t submitted = job.job_submit_time;
-      latest_submit = std::max(latest_submit, submitted);
-      views.emplace_back(job, std::move(klass), submitted);
-    }
-    if (now) qf.aging.now = *now;
-    else if (!qf.now_given) qf.aging.now = latest_submit;
+    auto views = admission_jobs(jobs, qf, now, queues_source, jobs_source);
+    if (!views) return views.error();
+    const fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
 
     auto planner = fairness::FairSharePlanner::build(space, run.capacity, run.free, qf.queues);
     if (!planner) return Error(fmt::format("{}: {}", queues_source, planner.error().message), planner.error().code);
     std::vector<const JobView*> job_views;
-    for (const auto& v : views) job_views.push_back(&v);
+    for (const auto& v : *views) job_views.push_back(&v);
     auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, qf.aging);
     if (!planned) return Error(fmt::format("{}: {}", jobs_source, planned.error().message), planned.error().code);
     run.pending = std::move(planned->records);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,20 @@ struct QueuesDocument {
 // Reads a queues document against the cluster's resource space (GPU flavors are the cluster's models).
 Result<QueuesDocument> read_queues_json(std::string_view text, std::string_view source,
                                         const fairness::ResourceSpace& space, const GpuModelRegistry& registry);
+
+// Aging's "now" when neither the caller nor the queues document gives one: the latest submit_time of
+// the jobs (0 for none), the same rule for the JSON files, Kubernetes objects and Slurm's state.
+std::int64_t latest_submit_time(std::span<const Job> jobs);
+
+// The jobs of `jobs` as the planner reads them: the priority from "priority", else "priority_class"
+// (resolved against the queues document's priority_classes), else the job's queue's class, else 0;
+// "submit_time" for aging. Sets `queues.aging.now` to `now`, else the document's "now", else the
+// latest submit_time. The views refer to `jobs`, which must outlive them. Errors name the file and
+// the job's field (a class not defined, a job with both a priority and a class).
+Result<std::vector<fairness::WithAdmissionFields>> admission_jobs(const JobsDocument& jobs, QueuesDocument& queues,
+                                                                  std::optional<std::int64_t> now,
+                                                                  std::string_view queues_source,
+                                                                  std::string_view jobs_source);
 
 struct FairshareRun {
   fairness::ResourceSpace space;
