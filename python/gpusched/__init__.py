@@ -88,8 +88,8 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500), ``seed`` (42).
     ``policy`` places every task: a name ("best-fit", "FGD", ...) or a policy written in Python
     (docs/policies.md); a Python policy that fails raises PolicyError and the cycle changes nothing.
-    ``order`` orders the jobs within each queue: a name ("shortest-first", "smallest-first",
-    "submit-order") or ``order(job) -> int``, lower first (a JobView: name, queue, priority,
+    ``order`` orders the jobs within each queue: a name ("priority", the default; "shortest-first",
+    "smallest-first", "submit-order") or ``order(job) -> int``, lower first (a JobView: name, queue, priority,
     submit_time, runtime_estimate, tasks, gpu_milli, restarts); equal keys keep the default order
     (priority, then submit time). ``victim_order`` chooses whom a preemption evicts: a name
     ("checkpoint-cost", the default; "fewest-gpus"; "newest-first") or ``victim_order(victim) -> int``,

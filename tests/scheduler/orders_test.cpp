@@ -55,6 +55,7 @@ TEST_CASE("job orders by name: shortest-first, smallest-first and submit-order s
     return names[0];
   };
   CHECK(first_started(nullptr) == "late8");          // the default: priority first
+  CHECK(first_started("priority") == "late8");       // the default by name
   CHECK(first_started("shortest-first") == "short8");  // 60 s < 3,600 s < unknown
   CHECK(first_started("submit-order") == "long8");     // submitted first, priority ignored
   CHECK(first_started("Submit_Order") == "long8");     // canonical names
@@ -79,7 +80,7 @@ TEST_CASE("victim orders by name: the built-ins price candidates as documented")
   auto unknown = orders.make_job_order("deadline");
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().field == "order");
-  CHECK(unknown.error().message.find("shortest-first, smallest-first, submit-order") != std::string::npos);
+  CHECK(unknown.error().message.find("priority, shortest-first, smallest-first, submit-order") != std::string::npos);
 }
 
 TEST_CASE("order registry: a user's order joins by name; built-in names, empty names and empty entries are refused") {

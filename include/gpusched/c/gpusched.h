@@ -330,7 +330,7 @@ typedef struct gpusched_cycle_result gpusched_cycle_result;
  *    "backfill": "easy", "backfill_window": 86400, "backfill_resolution": 60, "backfill_depth": 500,
  *    "dry_run": false, "policy": "best-fit", "seed": 42, "order": "", "victim_order": ""} ("policy": the
  *    placement policy of every task, a name gpusched_place takes; since version 7. "order": the order
- *    within each queue, "shortest-first", "smallest-first", "submit-order" or one added to the state;
+ *    within each queue, "priority" (the default), "shortest-first", "smallest-first", "submit-order" or one added to the state;
  *    "victim_order": which running jobs a preemption evicts first, "checkpoint-cost", "fewest-gpus",
  *    "newest-first" or one added; "" for the defaults; since version 8).
  * Without GPUSCHED_CYCLE_DRY_RUN (and "dry_run") the state keeps the running jobs' tasks and the

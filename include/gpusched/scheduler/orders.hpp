@@ -29,6 +29,13 @@
 namespace gpusched::scheduler {
 
 // Built-in job orders (keys lower first; the default order breaks ties).
+// The default order itself, by name: every key equal, so priority (higher first), then submit time,
+// then submission decide — what CycleOptions::order = nullptr does.
+class PriorityOrder final : public JobOrder {
+ public:
+  std::string_view name() const override { return "priority"; }
+  std::int64_t key(const PendingJob&) const override { return 0; }
+};
 // Shortest expected run time first (SJF); jobs without an estimate last.
 class ShortestFirstOrder final : public JobOrder {
  public:

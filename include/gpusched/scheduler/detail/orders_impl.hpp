@@ -59,6 +59,7 @@ GPUSCHED_DECL std::int64_t NewestFirstVictimOrder::cost(const VictimCandidate& c
 
 GPUSCHED_DECL OrderRegistry OrderRegistry::with_builtins() {
   OrderRegistry r;
+  r.entries_.push_back(detail::builtin_job_order<PriorityOrder>("priority, then submit time (the default)"));
   r.entries_.push_back(detail::builtin_job_order<ShortestFirstOrder>(
       "shortest runtime estimate first (SJF); jobs without one last"));
   r.entries_.push_back(detail::builtin_job_order<SmallestFirstOrder>("fewest GPUs first"));
