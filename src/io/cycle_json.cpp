@@ -240,11 +240,12 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
       reject(fmt::format("{}.mig_start: the group asks for no MIG profile", tp), ErrorCode::kInvalidValue, tp + ".mig_start");
     }
     if (Status s = st.reserve(request, a); !s) reject(Error(fmt::format("{}: {}", tp, s.error().message), s.error().code, tp));
+    const auto group = static_cast<std::uint32_t>(g);
     if (!elastic || seen[g]++ < compiled->groups[g].min_replicas) {
-      core.push_back({request, std::move(a)});
+      core.push_back({request, std::move(a), group});
       core_groups.push_back(compiled->groups[g].name);
     } else {
-      extra.push_back({request, std::move(a)});
+      extra.push_back({request, std::move(a), group});
       extra_groups.push_back(compiled->groups[g].name);
     }
   }
@@ -272,6 +273,8 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
   if (elastic) {
     r.min_tasks = static_cast<std::int32_t>(r.tasks.size());
     r.max_tasks = max_tasks;
+    if (compiled->groups.size() > 1)
+      for (const CompiledGroup& cg : compiled->groups) r.groups.push_back({cg.name, cg.request, cg.replicas});
   }
   r.tasks.insert(r.tasks.end(), extra.begin(), extra.end());
   core_groups.insert(core_groups.end(), extra_groups.begin(), extra_groups.end());
@@ -398,7 +401,9 @@ json decisions_json(const ClusterState& st, const CycleRun& run) {
   for (const Grow& g : d.grows) {
     json tasks = json::array();
     const auto& names = in.running_groups[g.running];
-    for (const RunningTask& t : g.tasks) tasks.push_back(task_json(st, t, names.empty() ? "" : names.back()));
+    const std::string& last = names.empty() ? std::string() : names.back();
+    for (const RunningTask& t : g.tasks)
+      tasks.push_back(task_json(st, t, g.groups.empty() || t.group >= g.groups.size() ? last : g.groups[t.group]));
     grows.push_back({{"job", g.job}, {"tasks", tasks}});
   }
   json reservations = json::array();

@@ -90,6 +90,29 @@ TEST_CASE("cycle JSON: a run, its JSON, dry run and a kept run") {
   CHECK(st.journal_size() == 0);
 }
 
+TEST_CASE("cycle JSON: an elastic running job of two groups grows each under its own name and shape") {
+  // n0 (4 GPUs) idle, n1 (8 GPUs) holds mixed at its minimum: ps 1 x 1 GPU (of 1..2), worker 2 x 2 GPUs
+  // (of 2..3). The cycle grows ps by one 1-GPU task and worker by one 2-GPU task, named by group.
+  ClusterState st = two_nodes();
+  const char* running = R"({"jobs": [{"name": "mixed", "start_time": 0, "groups": [
+      {"name": "ps", "replicas": 2, "min_replicas": 1, "gpus": 1},
+      {"name": "worker", "replicas": 3, "min_replicas": 2, "gpus": 2}],
+    "placement": [{"group": "ps", "node": "n1", "gpus": [0]},
+                  {"group": "worker", "node": "n1", "gpus": [1, 2]}, {"group": "worker", "node": "n1", "gpus": [3, 4]}]}]})";
+  scheduler::CycleOptions o;
+  o.dry_run = true;
+  auto run = io::cycle_run(st, jobs(R"({"jobs": []})"), "", running, 100, o);
+  REQUIRE_MESSAGE(run.ok(), (run.ok() ? "" : run.error().message));
+  REQUIRE(run->decisions.grows.size() == 1);
+  const auto doc = nlohmann::json::parse(io::write_cycle_json(st, *run));
+  const auto& tasks = doc["grows"][0]["tasks"];
+  REQUIRE(tasks.size() == 2);
+  CHECK(tasks[0]["group"] == "ps");
+  CHECK(tasks[0]["gpus"].size() == 1);
+  CHECK(tasks[1]["group"] == "worker");
+  CHECK(tasks[1]["gpus"].size() == 2);
+}
+
 TEST_CASE("cycle JSON: a bad running job is an error naming it, and the state is rolled back") {
   ClusterState st = two_nodes();
   const io::JobsDocument pending = jobs(R"({"jobs": [{"name": "p", "gpus": 1}]})");

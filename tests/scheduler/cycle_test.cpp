@@ -440,6 +440,46 @@ TEST_CASE("elastic: a running gang grows into idle capacity after every pending 
   check_no_overcommit(state, running);
 }
 
+TEST_CASE("elastic: a job of several groups grows each group up to its replicas, with its own request") {
+  // 1 node x 8 GPUs; a blocker holds 3. mixed has ps (1 GPU, 1..2 replicas) and worker (2 GPUs,
+  // 2..3 replicas): it starts at its minimum, 1 + 2 x 2 = 5 GPUs. The blocker ends; the next cycle
+  // grows ps by one (1 GPU) and worker by one (2 GPUs): 8 GPUs, each task of its own group's shape
+  // (growing by the last task's shape alone would add one 2-GPU worker and never a ps).
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "blocker", "", 0, 0, 1, 3)};
+  PendingJob mixed = job(state, "mixed", "", 3, 2, 0, 1, 2);
+  mixed.job.groups.insert(mixed.job.groups.begin(), {"ps", 2, 1, whole_gpus(state, 1), {}});
+  std::vector<PendingJob> pending{mixed};
+  auto first = run_cycle(state, running, pending, {}, 10).value();
+  REQUIRE(first.starts.size() == 1);
+  CHECK(first.starts[0].tasks.size() == 3);
+  CHECK(state.total_gpu_milli_free() == 0);
+  advance(running, pending, first);
+  REQUIRE(running.size() == 2);
+  const RunningJob& m = running[1];
+  REQUIRE(m.groups.size() == 2);
+  CHECK(m.groups[0].name == "ps");
+  CHECK(m.groups[1].max_tasks == 3);
+  CHECK(m.min_tasks == 3);
+  for (const RunningTask& t : running[0].tasks) REQUIRE(state.release(t.assignment).ok());
+  running.erase(running.begin());
+  state.commit();
+  auto d = run_cycle(state, running, pending, {}, 20).value();
+  REQUIRE(d.grows.size() == 1);
+  REQUIRE(d.grows[0].tasks.size() == 2);
+  CHECK(d.grows[0].groups == std::vector<std::string>{"ps", "worker"});
+  CHECK(d.grows[0].tasks[0].group == 0);
+  CHECK(d.grows[0].tasks[0].assignment.gpus.size() == 1);
+  CHECK(d.grows[0].tasks[1].group == 1);
+  CHECK(d.grows[0].tasks[1].assignment.gpus.size() == 2);
+  CHECK(state.total_gpu_milli_free() == 0);
+  advance(running, pending, d);
+  CHECK(running[0].tasks.size() == 5);
+  check_no_overcommit(state, running);
+  // At its replicas in every group, it grows no more.
+  CHECK(run_cycle(state, running, pending, {}, 30).value().grows.empty());
+}
+
 TEST_CASE("backoff: a requeued job waits out its backoff") {
   auto state = cluster(1);
   std::vector<PendingJob> pending{job(state, "j", "", 1, 1)};

@@ -241,7 +241,8 @@ struct Eviction {
 struct Grow {
   std::size_t running = 0;
   std::string job;
-  std::vector<RunningTask> tasks;  // the tasks added
+  std::vector<RunningTask> tasks;  // the tasks added (RunningTask::group: the group each joins)
+  std::vector<std::string> groups;  // the job's group names, for a job of several (RunningJob::groups)
 };
 
 // A promise from the backfill stage: the job's gang on these nodes from `start` (expected).

@@ -61,6 +61,14 @@ using Seconds = std::int64_t;
 struct RunningTask {
   TaskRequest request;
   TaskAssignment assignment;
+  std::uint32_t group = 0;  // its group: an index into RunningJob::groups (0 for a job of one group)
+};
+
+// A group of an elastic job of several groups: what a grow adds to it, and up to how many tasks.
+struct ElasticGroup {
+  std::string name;
+  TaskRequest request;
+  std::int32_t max_tasks = 0;  // its replicas
 };
 
 // A job running on the cluster as the cycle sees it.
@@ -84,6 +92,9 @@ struct RunningJob {
   Seconds checkpoint_interval = 0;
   std::int32_t max_tasks = -1;   // elastic: grows up to this many tasks (the request of its last
                                  // task); -1 = tasks.size() (never grows)
+  // Elastic with several groups: each group grows up to its own max_tasks with its own request, its
+  // tasks counted by RunningTask::group (empty: one group, as max_tasks says).
+  std::vector<ElasticGroup> groups;
   std::int32_t restarts = 0;     // failures it was restarted after (the backoff exponent)
   std::vector<std::string> evicted_by;  // jobs that evicted it before (cycle.hpp: never evicted back)
 

@@ -472,7 +472,8 @@ struct CycleRun {
     std::stable_sort(sorted.begin(), sorted.end(), [](const TaskPlacement* a, const TaskPlacement* b) {
       return a->group != b->group ? a->group < b->group : a->replica < b->replica;
     });
-    for (const TaskPlacement* t : sorted) s.tasks.push_back({spec.groups[t->group].request, t->assignment});
+    for (const TaskPlacement* t : sorted)
+      s.tasks.push_back({spec.groups[t->group].request, t->assignment, static_cast<std::uint32_t>(t->group)});
     s.placed_per_group = per_group;
     if (s.placed_per_group.empty()) {
       s.placed_per_group.assign(spec.groups.size(), 0);
@@ -1104,32 +1105,47 @@ struct CycleRun {
     });
     for (std::size_t j : order) {
       const RunningJob& r = running[j];
-      const RunningTask& last = r.tasks.back();
-      std::int32_t want = r.max_tasks - static_cast<std::int32_t>(r.tasks.size());
       // The GPUs it grows on are of the model it runs on (one flavor per job).
-      TaskRequest request = last.request;
-      Eigen::Index d = gpu_dim_of(state, space, dim_of_model, last.assignment);
-      if (d >= 0) request.models &= model_bit(model_of_dim[static_cast<std::size_t>(d)]);
-      if (fair) {
-        Amounts one = Amounts::Zero(dims);
-        one[fairness::ResourceSpace::kCpu] = request.shape.cpu;
-        one[fairness::ResourceSpace::kMemory] = request.shape.memory;
-        if (d >= 0) one[d] = request.shape.total_gpu_milli();
-        while (want > 0 && !book->check(queue_of(j), (one * want).eval()).admitted()) --want;
+      const Eigen::Index d = gpu_dim_of(state, space, dim_of_model, r.tasks.back().assignment);
+      Grow gr{j, r.name, {}, {}};
+      for (const ElasticGroup& g : r.groups) gr.groups.push_back(g.name);
+      if (r.groups.empty()) {
+        grow_group(j, r.tasks.back().request, r.max_tasks - static_cast<std::int32_t>(r.tasks.size()), 0, d, gr);
+      } else {
+        // Each group below its replicas, in the job's order, with its own request.
+        std::vector<std::int32_t> held(r.groups.size(), 0);
+        for (const RunningTask& t : r.tasks)
+          if (t.group < held.size()) ++held[t.group];
+        for (std::size_t k = 0; k < r.groups.size(); ++k)
+          grow_group(j, r.groups[k].request, r.groups[k].max_tasks - held[k], static_cast<std::uint32_t>(k), d, gr);
       }
-      if (want <= 0) continue;
-      GangSpec spec;
-      spec.name = r.name;
-      spec.groups.push_back({"grow", want, 1, request});
-      GangResult g = place(spec);
-      if (!g.placed()) continue;
-      Grow gr{j, r.name, {}};
-      for (const TaskPlacement& t : g.tasks) gr.tasks.push_back({request, t.assignment});
-      const Amounts a = assignment_amounts(gr.tasks);
-      charge(queue_of(j), a);
-      queue_gpu_used[queue_of(j)] += gpu_total(a);
-      out.grows.push_back(std::move(gr));
+      if (!gr.tasks.empty()) out.grows.push_back(std::move(gr));
     }
+  }
+
+  // Adds up to `want` tasks of `request` (GPUs of dimension d's model) to running job j's group
+  // `group`, within its queue's quota, into `gr`.
+  void grow_group(std::size_t j, TaskRequest request, std::int32_t want, std::uint32_t group, Eigen::Index d, Grow& gr) {
+    if (d >= 0) request.models &= model_bit(model_of_dim[static_cast<std::size_t>(d)]);
+    if (fair) {
+      Amounts one = Amounts::Zero(dims);
+      one[fairness::ResourceSpace::kCpu] = request.shape.cpu;
+      one[fairness::ResourceSpace::kMemory] = request.shape.memory;
+      if (d >= 0) one[d] = request.shape.total_gpu_milli();
+      while (want > 0 && !book->check(queue_of(j), (one * want).eval()).admitted()) --want;
+    }
+    if (want <= 0) return;
+    GangSpec spec;
+    spec.name = running[j].name;
+    spec.groups.push_back({"grow", want, 1, request});
+    GangResult g = place(spec);
+    if (!g.placed()) return;
+    std::vector<RunningTask> added;
+    for (const TaskPlacement& t : g.tasks) added.push_back({request, t.assignment, group});
+    const Amounts a = assignment_amounts(added);
+    charge(queue_of(j), a);
+    queue_gpu_used[queue_of(j)] += gpu_total(a);
+    gr.tasks.insert(gr.tasks.end(), added.begin(), added.end());
   }
 
   // ---- the cycle --------------------------------------------------------------------------------
@@ -1370,7 +1386,8 @@ GPUSCHED_DECL RunningJob running_from_start(const PendingJob& p, const Start& st
   std::vector<RunningTask> core, extra;
   std::vector<std::int32_t> seen(p.job.groups.size(), 0);
   for (std::size_t i = 0; i < start.tasks.size(); ++i) {
-    // Tasks arrive group by group in placement order; count per group by their request's place.
+    // Tasks arrive group by group in placement order (a nomination carried across cycles says how
+    // many of each, not which): count per group by their place.
     std::size_t g = 0;
     std::int32_t budget = 0;
     for (std::size_t k = 0; k < start.placed_per_group.size(); ++k) {
@@ -1380,14 +1397,18 @@ GPUSCHED_DECL RunningJob running_from_start(const PendingJob& p, const Start& st
         break;
       }
     }
+    RunningTask t = start.tasks[i];
+    t.group = static_cast<std::uint32_t>(g);
     const std::int32_t min = g < p.job.groups.size() ? p.job.groups[g].min_replicas : 0;
-    if (!elastic || seen[g]++ < min) core.push_back(start.tasks[i]);
-    else extra.push_back(start.tasks[i]);
+    if (!elastic || seen[g]++ < min) core.push_back(std::move(t));
+    else extra.push_back(std::move(t));
   }
   r.tasks = std::move(core);
   if (elastic) r.min_tasks = static_cast<std::int32_t>(r.tasks.size());
   r.tasks.insert(r.tasks.end(), extra.begin(), extra.end());
   if (elastic) r.max_tasks = max_tasks;
+  if (elastic && p.job.groups.size() > 1)
+    for (const CompiledGroup& g : p.job.groups) r.groups.push_back({g.name, g.request, g.replicas});
   return r;
 }
 
