@@ -556,8 +556,14 @@ PySession open_session(PyCluster& c, const std::string& queues, const std::strin
 void session_submit(PySession& s, const PyJobs& jobs) {
   auto pending = io::pending_jobs(s.cluster->state, jobs.doc, s.session->queues(), "jobs");
   if (!pending) raise(pending.error());
+  std::vector<std::string> names;
+  for (const scheduler::PendingJob& p : *pending) names.push_back(p.job.name);
   const Status st = s.session->submit(std::move(*pending), "jobs");
-  s.orders.raise_failure();  // the jobs took their places in the queues by it
+  // The jobs took their places in the queues by the order: if it failed, they are withdrawn (all or
+  // none) and the failure raised.
+  if (st && s.orders.order && !s.orders.order->failure().empty())
+    for (const std::string& name : names) (void)s.session->cancel(name);
+  s.orders.raise_failure();
   if (!st) raise(st.error());
 }
 
@@ -622,9 +628,10 @@ scheduler::OrderRegistry sweep_orders(sim::SweepOptions& o, const py::object& or
     if (victim) (void)make_python_victim_order(given);  // TypeError for what is not a function
     else (void)make_python_order(given);
     scheduler::OrderEntry e;
-    e.name = "python:" + py::str(py::getattr(given, "__name__", py::str(victim ? "victim_order" : "order"))).cast<std::string>();
+    // Job and victim orders apart: two lambdas (both "<lambda>") must not clash.
+    e.name = (victim ? "python-victims:" : "python:") +
+             py::str(py::getattr(given, "__name__", py::str(victim ? "victim_order" : "order"))).cast<std::string>();
     e.summary = "a Python order";
-    e.thread_safe = false;
     py::object fn = given;
     if (victim) e.victim_order = [fn, sink] { return make_python_victim_order(fn, sink); };
     else e.job_order = [fn, sink] { return make_python_order(fn, sink); };

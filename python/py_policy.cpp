@@ -196,6 +196,10 @@ class PythonOrderCall {
   void fail(std::string why) const {
     if (failure_.empty()) failure_ = std::move(why);
   }
+  void clear() const {
+    failure_.clear();
+    cause_ = py::none();
+  }
 
  private:
   py::object fn_;
@@ -212,6 +216,7 @@ class PythonOrder final : public scheduler::JobOrder {
   PythonOrder(py::object fn, std::shared_ptr<py::object> sink) : call_(std::move(fn), std::move(sink)) {}
   std::string_view name() const override { return call_.name(); }
   std::string_view failure() const override { return call_.failure(); }
+  void clear_failure() const override { call_.clear(); }
   std::int64_t key(const scheduler::PendingJob& job) const override {
     return call_.call(job, "order", job.job.name, "an int (lower goes first)").value_or(0);
   }
@@ -226,6 +231,7 @@ class PythonVictimOrder final : public scheduler::VictimOrder {
   PythonVictimOrder(py::object fn, std::shared_ptr<py::object> sink) : call_(std::move(fn), std::move(sink)) {}
   std::string_view name() const override { return call_.name(); }
   std::string_view failure() const override { return call_.failure(); }
+  void clear_failure() const override { call_.clear(); }
   std::int64_t cost(const scheduler::VictimCandidate& c) const override {
     const auto v = call_.call(c, "victim_order", c.job->name, "an int >= 0 (the cheapest victims go first)");
     if (v && *v < 0)
@@ -309,16 +315,21 @@ std::unique_ptr<scheduler::VictimOrder> make_python_victim_order(const py::handl
 }
 
 void raise_order_failure(const scheduler::JobOrder* order, const scheduler::VictimOrder* victim_order) {
+  // The failure is forgotten as it is raised: a kept Session asks the order again next time.
   if (order && !order->failure().empty()) {
     const auto* o = dynamic_cast<const PythonOrder*>(order);
-    raise_policy_error(fmt::format("job order {} failed: {}", io::detail::shown(order->name()), order->failure()),
-                       o ? o->cause() : py::object(py::none()));
+    const std::string message = fmt::format("job order {} failed: {}", io::detail::shown(order->name()), order->failure());
+    const py::object cause = o ? o->cause() : py::object(py::none());
+    order->clear_failure();
+    raise_policy_error(message, cause);
   }
   if (victim_order && !victim_order->failure().empty()) {
     const auto* o = dynamic_cast<const PythonVictimOrder*>(victim_order);
-    raise_policy_error(
-        fmt::format("victim order {} failed: {}", io::detail::shown(victim_order->name()), victim_order->failure()),
-        o ? o->cause() : py::object(py::none()));
+    const std::string message =
+        fmt::format("victim order {} failed: {}", io::detail::shown(victim_order->name()), victim_order->failure());
+    const py::object cause = o ? o->cause() : py::object(py::none());
+    victim_order->clear_failure();
+    raise_policy_error(message, cause);
   }
 }
 

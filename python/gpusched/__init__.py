@@ -120,7 +120,8 @@ def _cluster_cycle(self: Cluster, jobs: Union[Jobs, Source], queues: Optional[So
     return cycle(self, jobs, queues, running, now, dry_run, policy, order, victim_order, **options)
 
 
-_cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, policy=None, **options): " \
+_cluster_cycle.__doc__ = "Cluster.cycle(jobs, queues=None, running=None, now=0, dry_run=False, policy=None, " \
+                         "order=None, victim_order=None, **options): " \
                          "gpusched.cycle on this cluster.\n\n" + (cycle.__doc__ or "")
 Cluster.cycle = _cluster_cycle
 

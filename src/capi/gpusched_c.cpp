@@ -1096,7 +1096,17 @@ gpusched_status gpusched_session_submit(gpusched_session* session, const gpusche
     need(jobs, "jobs");
     auto pending = gpusched::io::pending_jobs(session->state->state, jobs->doc, session->session->queues(), "jobs");
     if (!pending) fail(pending.error());
+    std::vector<std::string> names;
+    for (const gpusched::scheduler::PendingJob& p : *pending) names.push_back(p.job.name);
     if (gpusched::Status st = session->session->submit(std::move(*pending), "jobs"); !st) fail(st.error());
+    // The jobs took their places by the session's order: if it failed, they are withdrawn (all or
+    // none) and the failure reported; the order is asked again next time.
+    if (const gpusched::scheduler::JobOrder* o = session->orders.order.get(); o && !o->failure().empty()) {
+      for (const std::string& name : names) (void)session->session->cancel(name);
+      const std::string message = fmt::format("job order \"{}\" failed: {}", o->name(), o->failure());
+      o->clear_failure();
+      fail(GPUSCHED_ERROR_POLICY, message);
+    }
   });
 }
 
@@ -1135,7 +1145,12 @@ gpusched_status gpusched_session_cycle(gpusched_session* session, int64_t now, u
     const auto detail = (flags & GPUSCHED_CYCLE_DECISIONS_ONLY) ? gpusched::scheduler::CycleDetail::kDecisions
                                                                 : gpusched::scheduler::CycleDetail::kFull;
     auto run = session->session->cycle(now, dry_run, detail);
-    if (!run) fail(run.error());
+    if (!run) {
+      // A failed order is reported once: the session asks it again next cycle.
+      if (session->orders.order) session->orders.order->clear_failure();
+      if (session->orders.victim_order) session->orders.victim_order->clear_failure();
+      fail(run.error());
+    }
     auto result = make_cycle_result(session->state->state, *run);
     if (!dry_run) session->state->state.commit();
     *out = result.release();

@@ -198,6 +198,13 @@ struct CyclePolicies {
     o.order = orders.order.get();
     o.preemption.victim_order = orders.victim_order.get();
   }
+  // After deciding: a user order that failed is the command's error, naming its option.
+  void check_orders() const {
+    if (const JobOrder* j = orders.order.get(); j && !j->failure().empty())
+      throw InputError(fmt::format("--order: job order {} failed: {}", io::detail::shown(j->name()), j->failure()));
+    if (const VictimOrder* v = orders.victim_order.get(); v && !v->failure().empty())
+      throw InputError(fmt::format("--victim-order: victim order {} failed: {}", io::detail::shown(v->name()), v->failure()));
+  }
 };
 
 CyclePolicies cycle_policies(const CycleCliOptions& opt, const Inputs& in) {
@@ -220,6 +227,7 @@ int run_cycle_command(const CycleCliOptions& opt) {
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
                             opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
   check_policy(*policies.policy);
+  policies.check_orders();
   if (!d) throw InputError(d.error().message);
   const io::CycleRun run{std::move(in.cycle), std::move(*d)};
   // Kubernetes: MIG tasks that wait get the re-partition that would serve them, as a plan.
@@ -268,6 +276,7 @@ int run_explain(const CycleCliOptions& opt) {
   auto d = io::run_cycle_on(*in.state, in.cycle, opt.now, o, opt.queues_file.empty() ? opt.running_file : opt.queues_file,
                             opt.pending_file, opt.running_file.empty() ? std::string("running") : opt.running_file);
   check_policy(*policies.policy);
+  policies.check_orders();
   if (!d) throw InputError(d.error().message);
   json out{{"job", job.job.name}, {"queue", job.job.queue}, {"priority", job.job.priority}, {"submit_time", job.job.submit_time}};
   std::string text = fmt::format("job {} (queue {}, priority {}, submitted t={})\n", job.job.name,
@@ -292,14 +301,22 @@ int run_explain(const CycleCliOptions& opt) {
     out["message"] = io::waiting_text(in.cycle, *w);
     out["reasons"] = io::detail::reasons_json(w->outcome.reasons);
     text += fmt::format("  waits: {}\n", io::waiting_text(in.cycle, *w));
-    // Who goes before it in its queue this cycle.
+    // Who goes before it in its queue this cycle (by --order's key first, when given).
     std::size_t ahead = 0;
-    for (const PendingJob& p : in.cycle.pending)
-      if (&p != &job && p.job.queue == job.job.queue &&
-          (p.job.priority > job.job.priority || (p.job.priority == job.job.priority && p.job.submit_time < job.job.submit_time)))
+    const JobOrder* order = policies.orders.order.get();
+    const std::size_t mine = static_cast<std::size_t>(&job - in.cycle.pending.data());
+    const std::int64_t my_key = order ? order->key(job) : 0;
+    for (std::size_t k = 0; k < in.cycle.pending.size(); ++k) {
+      const PendingJob& p = in.cycle.pending[k];
+      if (k != mine && p.job.queue == job.job.queue &&
+          scheduler::detail::queue_order_before(p, k, order ? order->key(p) : 0, job, mine, my_key))
         ++ahead;
+    }
+    policies.check_orders();
     out["ahead_in_queue"] = ahead;
-    text += fmt::format("  {} job(s) of its queue go before it (higher priority, or submitted earlier)\n", ahead);
+    text += fmt::format("  {} job(s) of its queue go before it ({})\n", ahead,
+                        order ? fmt::format("by --order {}, then priority and submit time", order->name())
+                              : std::string("higher priority, or submitted earlier"));
     if (w->preemption_tried)
       text += fmt::format("  preemption was tried this cycle: {}\n", verdict_name(w->preemption));
     for (const CycleReservation& r : d->reservations)
@@ -314,6 +331,7 @@ int run_explain(const CycleCliOptions& opt) {
       Preemptor pre{&*spec, job.job.queue, job.job.priority, job.job.submit_time};
       std::vector<std::uint8_t> all(in.cycle.running.size(), kReclaimableVictim);
       PreemptionPlan plan = find_victims(*in.state, pre, in.cycle.running, opt.now, o.preemption, all);
+      policies.check_orders();  // a victim order that failed here priced nothing: no list
       json victims = json::array();
       if (plan.verdict == Verdict::kPlaced && plan.victims.empty()) {
         // The free capacity holds it: what keeps it waiting is the queue order or a reservation

@@ -10,8 +10,9 @@ namespace gpusched::cli {
 
 void add_plugin_option(CLI::App* sub, std::vector<std::string>& plugins) {
   sub->add_option("--plugin", plugins,
-                  "A shared library of placement policies (gpusched/c/policy.h; docs/policies.md); repeatable: "
-                  "its policies become names --policy accepts");
+                  "A shared library of placement policies and orders (gpusched/c/policy.h; docs/policies.md); "
+                  "repeatable: its policies become names --policy accepts, its orders names --order and "
+                  "--victim-order accept");
 }
 
 PluginRegistries plugin_registries(const std::vector<std::string>& plugins) {

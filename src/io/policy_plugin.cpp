@@ -119,6 +119,7 @@ class CPolicy final : public ScoreFunctionPolicy {
 class COrderFailure {
  public:
   std::string_view failure() const { return failure_; }
+  void clear() const { failure_.clear(); }
 
  protected:
   bool failed() const { return !failure_.empty(); }
@@ -133,12 +134,16 @@ class CJobOrder final : public scheduler::JobOrder, COrderFailure {
   CJobOrder(const gpusched_order_def& def, std::string name) : def_(def), name_(std::move(name)) {}
   std::string_view name() const override { return name_; }
   std::string_view failure() const override { return COrderFailure::failure(); }
+  void clear_failure() const override { COrderFailure::clear(); }
   std::int64_t key(const scheduler::PendingJob& job) const override {
     if (failed()) return 0;
-    std::int64_t tasks = 0, milli = 0;
+    std::int64_t tasks = 0, milli = 0;  // saturating at INT64_MAX, never wrapping
     for (const CompiledGroup& g : job.job.groups) {
-      tasks += g.replicas;
-      milli += std::int64_t{g.replicas} * g.request.shape.total_gpu_milli();
+      std::int64_t m = 0;
+      if (__builtin_add_overflow(tasks, g.replicas, &tasks)) tasks = INT64_MAX;
+      if (__builtin_mul_overflow(std::int64_t{g.replicas}, g.request.shape.total_gpu_milli(), &m) ||
+          __builtin_add_overflow(milli, m, &milli))
+        milli = INT64_MAX;
     }
     const gpusched_job_view view{job.job.name.c_str(), job.job.queue.c_str(), job.job.priority, job.restarts,
                                  job.job.submit_time, job.runtime_estimate, tasks, milli};
@@ -160,6 +165,7 @@ class CVictimOrder final : public scheduler::VictimOrder, COrderFailure {
   CVictimOrder(const gpusched_order_def& def, std::string name) : def_(def), name_(std::move(name)) {}
   std::string_view name() const override { return name_; }
   std::string_view failure() const override { return COrderFailure::failure(); }
+  void clear_failure() const override { COrderFailure::clear(); }
   std::int64_t cost(const scheduler::VictimCandidate& c) const override {
     if (failed()) return 0;
     const scheduler::RunningJob& job = *c.job;
@@ -272,6 +278,10 @@ Status load_policy_plugin(PolicyRegistry& registry, const std::string& path, sch
     return Error{fmt::format("--plugin {}: no entry point {} or {} (docs/policies.md)", where, GPUSCHED_PLUGIN_ENTRY,
                              GPUSCHED_PLUGIN_ORDERS_ENTRY),
                  ErrorCode::kMissingField, "plugin"};
+  if (!orders && !*policies)
+    return Error{fmt::format("--plugin {}: it exports orders only ({}), and this command takes placement policies", where,
+                             GPUSCHED_PLUGIN_ORDERS_ENTRY),
+                 ErrorCode::kInvalidValue, "plugin"};
   PolicyRegistry trial = registry;  // all or none
   if (*policies)
     for (std::size_t i = 0; i < (*policies)->size(); ++i)

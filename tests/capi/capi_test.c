@@ -857,11 +857,27 @@ static const char* kOrderRunning =
     " \"placement\": [{\"node\": \"n1\", \"gpus\": [0,1,2,3,4,5,6,7]}]}]}";
 static const char* kOrderPending =
     "{\"jobs\": [{\"name\": \"urgent\", \"gpus\": 4, \"cpu\": 1, \"memory\": \"1Gi\", \"priority\": 10}]}";
-/* With nothing running, two 8-GPU jobs: only n1 holds one. first (priority 5, submitted 0) goes first
- * by default; latest-first starts second (submitted 10). */
+/* With nothing running, two 8-GPU jobs: only n1 holds one. first (priority 5, submitted 0, 3,600 s)
+ * goes first by default; latest-first and shortest-first start second (submitted 10, 60 s). */
 static const char* kTwoEights =
-    "{\"jobs\": [{\"name\": \"first\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"priority\": 5},"
-    " {\"name\": \"second\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"submit_time\": 10}]}";
+    "{\"jobs\": [{\"name\": \"first\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"priority\": 5,"
+    " \"runtime_estimate\": 3600},"
+    " {\"name\": \"second\", \"gpus\": 8, \"cpu\": 1, \"memory\": \"1Gi\", \"submit_time\": 10, \"runtime_estimate\": 60}]}";
+
+/* A victim order: the most GPUs first (a cost that falls as the GPUs freed grow); a negative cost. */
+static int most_gpus(void* user, const gpusched_victim_view* v, int64_t* cost, const char** message) {
+  (void)user;
+  (void)message;
+  *cost = 1000000 - v->freed_milli_gpu;
+  return GPUSCHED_SCORE_OK;
+}
+static int negative_cost(void* user, const gpusched_victim_view* v, int64_t* cost, const char** message) {
+  (void)user;
+  (void)v;
+  (void)message;
+  *cost = -1;
+  return GPUSCHED_SCORE_OK;
+}
 
 static const char* evicted_with(gpusched_state* s, gpusched_jobs* jobs, const char* options, gpusched_status* status) {
   static char name[32];
@@ -895,10 +911,14 @@ static void test_orders(const char* plugin) {
   gpusched_order_def latest = {GPUSCHED_POLICY_ABI, "latest-first", NULL, 0, latest_first, NULL, &calls};
   gpusched_order_def broken = {GPUSCHED_POLICY_ABI, "broken-order", NULL, 0, no_key, NULL, NULL};
   gpusched_order_def empty = {GPUSCHED_POLICY_ABI, "empty", NULL, 0, NULL, NULL, NULL};
+  gpusched_order_def most = {GPUSCHED_POLICY_ABI, "most-gpus", NULL, 0, NULL, most_gpus, NULL};
+  gpusched_order_def negative = {GPUSCHED_POLICY_ABI, "negative", NULL, 0, NULL, negative_cost, NULL};
   CHECK(gpusched_jobs_from_json(kOrderPending, &urgent, &err) == GPUSCHED_OK);
   CHECK(gpusched_jobs_from_json(kTwoEights, &eights, &err) == GPUSCHED_OK);
   CHECK(gpusched_state_add_order(s, &latest, &err) == GPUSCHED_OK);
   CHECK(gpusched_state_add_order(s, &broken, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_add_order(s, &most, &err) == GPUSCHED_OK);
+  CHECK(gpusched_state_add_order(s, &negative, &err) == GPUSCHED_OK);
   CHECK(gpusched_state_add_order(s, &latest, &err) == GPUSCHED_ERROR_INVALID_INPUT); /* taken */
   CHECK(gpusched_state_add_order(s, &empty, &err) == GPUSCHED_ERROR_INVALID_INPUT);
   CHECK_HAS(err.message, "neither a key nor a victim_cost");
@@ -917,10 +937,13 @@ static void test_orders(const char* plugin) {
   CHECK_STR(evicted_with(s, urgent, NULL, &status), "x");
   CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"newest-first\"}", &status), "y");
   CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"fewest-gpus\"}", &status), "x");
+  CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"most-gpus\"}", &status), "y");
+  evicted_with(s, urgent, "{\"victim_order\": \"negative\"}", &status);
+  CHECK(status == GPUSCHED_ERROR_POLICY);
   if (plugin) {
     CHECK(gpusched_state_load_plugin(s, plugin, &err) == GPUSCHED_OK);
     CHECK_STR(evicted_with(s, urgent, "{\"victim_order\": \"c-newest-first\"}", &status), "y");
-    CHECK_STR(started_with(s, eights, "{\"order\": \"c-shortest-first\"}", &status), "first");
+    CHECK_STR(started_with(s, eights, "{\"order\": \"c-shortest-first\"}", &status), "second"); /* 60 s < 3600 s */
   }
   CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8); /* dry runs */
   gpusched_jobs_free(urgent);

@@ -167,6 +167,23 @@ def test_a_job_order_of_ones_own():
         cluster.cycle(jobs, now=0, order=lambda job: "first")
     with pytest.raises(TypeError, match="order"):
         cluster.cycle(jobs, now=0, order=3)
+
+    # A kept session whose order fails once: the submit is withdrawn (all or none) and the order is
+    # asked again next time.
+    calls = []
+
+    def flaky(job):
+        calls.append(job.name)
+        if len(calls) == 1:
+            raise RuntimeError("first call fails")
+        return job.gpu_milli
+
+    session = gpusched.Session(cluster, backfill="none", order=flaky)
+    with pytest.raises(gpusched.PolicyError, match="first call fails"):
+        session.submit(jobs)
+    assert session.pending == []
+    session.submit(jobs)
+    assert started(session.cycle(now=0, dry_run=True)) == ["small", "mid"]
     # By name: a built-in order.
     assert started(cluster.cycle(jobs, now=0, dry_run=True, backfill="none", order="smallest-first")) == ["small", "mid"]
     assert started(cluster.cycle(jobs, now=0, dry_run=True, backfill="none", order="submit-order")) == ["big"]
@@ -251,6 +268,12 @@ def test_orders_in_a_simulation():
     assert python["sweep"]["parameters"]["order"] == "python:shortest_first"
     assert named["runs"][0]["metrics"] == python["runs"][0]["metrics"]
     assert named["runs"][0]["metrics"] != plain["runs"][0]["metrics"]
+
+    # Two lambdas (both named "<lambda>") are a job order and a victim order, not a clash.
+    lambdas = gpusched.simulate(**common, order=lambda job: job.runtime_estimate or 2**63 - 1,
+                                victim_order=lambda victim: victim.now - victim.start_time)
+    assert lambdas["runs"][0]["metrics"] == named["runs"][0]["metrics"]
+    assert lambdas["sweep"]["parameters"]["victim_order"] == "python-victims:<lambda>"
 
     def broken(job):
         raise ValueError("no")

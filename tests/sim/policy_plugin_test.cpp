@@ -192,6 +192,15 @@ TEST_CASE("the C plugin's orders make the built-in orders' decisions in a conten
       differs = differs || plain.jobs[j].first_start != builtin.jobs[j].first_start;
     }
     if (!testing::sanitized) CHECK(differs);  // the orders decide something: not the policy's own schedule
+    // The victim order alone (the plugin's and the built-in's) chooses other victims than the default.
+    const sim::SimResult victims_plugin = simulate(policy, "", "c-newest-first");
+    const sim::SimResult victims_builtin = simulate(policy, "", "newest-first");
+    bool victims_differ = false;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      CHECK(victims_plugin.jobs[j].end == victims_builtin.jobs[j].end);
+      victims_differ = victims_differ || victims_builtin.jobs[j].end != plain.jobs[j].end;
+    }
+    if (!testing::sanitized && policy == "las+ckpt") CHECK(victims_differ);
   }
   if (!testing::sanitized) CHECK(preempted > 0);  // the victim order was asked
 

@@ -162,6 +162,8 @@ class JobOrder {
   virtual std::int64_t key(const PendingJob& job) const = 0;
   // User code that failed (as PlacementPolicy::failure): the cycle is then an error keeping nothing.
   virtual std::string_view failure() const { return {}; }
+  // Forgets a failure once its owner has reported it, so that a kept session asks the order again.
+  virtual void clear_failure() const {}
 };
 
 namespace detail {

@@ -75,7 +75,6 @@ struct OrderEntry {
   std::function<std::unique_ptr<JobOrder>()> job_order;    // empty: not a job order
   std::function<std::unique_ptr<VictimOrder>()> victim_order;  // empty: not a victim order
   bool builtin = false;
-  bool thread_safe = true;  // instances may run on different threads at the same time
 };
 
 class OrderRegistry {

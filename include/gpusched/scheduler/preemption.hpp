@@ -126,9 +126,11 @@ struct VictimCandidate {
 };
 
 // The order in which victims are taken (docs/policies.md, "Victim order"): a cost per candidate,
-// >= 0 (a negative cost counts as 0); among the sets of candidates that let the preemptor start, the
-// search takes the cheapest (exactly up to PreemptionOptions::exact_limit candidates, else greedily
-// in cost order and trimmed). The eligibility rules (priority, queues, min_runtime, never evicting
+// >= 0 (a negative cost counts as 0 here; the C and Python adapters report it as a failure); among
+// the sets of candidates that let the preemptor start, the search takes the cheapest, exactly up to
+// PreemptionOptions::exact_limit candidates. Beyond that it is greedy and then trimmed: elastic
+// shrinks first, then whole jobs node by node (nodes whose candidates free room for the preemptor's
+// largest task first, the cheapest per freed milli-GPU first), by cost within a node. The eligibility rules (priority, queues, min_runtime, never evicting
 // back) do not change: an order chooses among the jobs the rules allow. The cost must depend on the
 // candidate only (not on the preemptor): a cycle prices each candidate once for all its preemptors.
 class VictimOrder {
@@ -138,6 +140,8 @@ class VictimOrder {
   virtual std::int64_t cost(const VictimCandidate& candidate) const = 0;
   // User code that failed (as PlacementPolicy::failure): the cycle is then an error keeping nothing.
   virtual std::string_view failure() const { return {}; }
+  // Forgets a failure once its owner has reported it (JobOrder::clear_failure).
+  virtual void clear_failure() const {}
 };
 
 // The default order: what an eviction loses, the GPU-seconds computed since the last checkpoint plus

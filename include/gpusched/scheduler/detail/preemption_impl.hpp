@@ -208,10 +208,12 @@ GPUSCHED_DECL RunningFacts running_facts(std::span<const RunningJob> running, Se
     f.first_node = static_cast<std::uint32_t>(out.task_nodes.size());
     for (const RunningTask& t : job.tasks) out.task_nodes.push_back(t.assignment.node);
     const auto n = static_cast<std::uint32_t>(job.tasks.size());
+    // Only a job that may be a victim is priced (a user order is never asked about the others).
+    const VictimOrder* pricing = f.runnable_victim ? order : nullptr;
     if (job.elastic())
       f.shrink = candidate_unit(running, j, static_cast<std::uint32_t>(job.min_tasks),
-                                n - static_cast<std::uint32_t>(job.min_tasks), false, now, order);
-    f.whole = candidate_unit(running, j, 0, n, true, now, order);
+                                n - static_cast<std::uint32_t>(job.min_tasks), false, now, pricing);
+    f.whole = candidate_unit(running, j, 0, n, true, now, pricing);
   }
   return out;
 }
