@@ -802,11 +802,22 @@ py::tuple load_slurm(const std::vector<std::pair<std::string, std::string>>& sou
 // The document of `gpusched cycle --slurm --format json` (without the "slurm" notes: load_slurm has them).
 std::string cycle_slurm_json(const std::vector<std::pair<std::string, std::string>>& sources, std::int64_t now,
                              const std::string& options_json, bool plan_held) {
-  auto options = io::read_cycle_options_json(options_json, "options");
-  if (!options) raise(options.error());
+  // The options as the C API's gpusched_cycle_slurm reads them: "policy", "seed", "order" and
+  // "victim_order" by name besides the cycle's knobs.
+  auto document = io::read_cycle_options_document(options_json, "options");
+  if (!document) raise(document.error());
   auto cycle = io::read_cycle_inputs_slurm(slurm_sources(sources), slurm_options(plan_held));
   if (!cycle) raise(cycle.error());
-  auto decisions = io::run_cycle_on(*cycle->state, cycle->inputs, now, *options, "squeue");
+  const auto placement = policy_named(document->policy.empty() ? "best-fit" : document->policy, document->seed, [&] {
+    std::vector<TaskRequest> tasks;
+    for (const scheduler::PendingJob& p : cycle->inputs.pending) append_tasks(p.job, tasks);
+    return tasks;
+  });
+  document->options.placement.policy = placement.get();
+  const PyOrders orders = cycle_orders(py::none(), py::none(), *document);
+  orders.apply(document->options);
+  auto decisions = io::run_cycle_on(*cycle->state, cycle->inputs, now, document->options, "squeue");
+  orders.raise_failure();
   if (!decisions) raise(decisions.error());
   const io::CycleRun run{std::move(cycle->inputs), std::move(*decisions)};
   return io::write_cycle_json(*cycle->state, run);

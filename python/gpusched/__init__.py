@@ -403,7 +403,8 @@ def cycle_slurm(*sources: Any, now: int, plan_held: bool = False, **options: Any
     ``gpusched cycle --slurm``: the running jobs on the GPUs Slurm gave them until their end times,
     the pending jobs with their time limits, one queue in priority order. ``options`` as
     ``gpusched.cycle``'s (``backfill='conservative'``, ``preempt=False`` for a site without
-    preemption). Returns the dict of ``gpusched cycle --format json``: "starts", "reservations"
+    preemption), and by name ``policy`` (a placement policy), ``seed``, ``order`` and ``victim_order``
+    (built-in orders: docs/policies.md). Returns the dict of ``gpusched cycle --format json``: "starts", "reservations"
     (job, start, nodes), "pending", ...
     """
     if not isinstance(now, int) or isinstance(now, bool):

@@ -620,6 +620,12 @@ def test_slurm_json_in():
     starts = {r["job"]: r["start"] - 1796394815 for r in out["reservations"]}
     assert set(starts) == {"3", "4", "6"}
     assert starts["6"] < starts["3"] < starts["4"]
+    # Orders and the placement policy by name, as the C API's gpusched_cycle_slurm takes them.
+    named = gpusched.cycle_slurm(sinfo, squeue, now=1796394815, plan_held=True, backfill="conservative",
+                                 preempt=False, order="priority", policy="best-fit")
+    assert named["starts"] == out["starts"] and named["reservations"] == out["reservations"]
+    with pytest.raises(ValueError, match="unknown job order"):
+        gpusched.cycle_slurm(sinfo, squeue, now=1796394815, order="nope")
     with pytest.raises(ValueError, match="meta.plugin"):
         gpusched.load_slurm({"meta": {"plugin": {"type": "openapi/v0.0.12"}}, "nodes": []})
     with pytest.raises(TypeError):
