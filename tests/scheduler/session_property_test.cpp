@@ -12,6 +12,7 @@
 #include "cycle_util.hpp"
 #include "test_util.hpp"
 #include "gpusched/core/random.hpp"
+#include "gpusched/scheduler/orders.hpp"
 #include "gpusched/scheduler/session.hpp"
 
 using namespace cycle_test;
@@ -108,6 +109,7 @@ struct ShortestFirst final : JobOrder {
 };
 const FewestGpusFirst kFewestGpusFirst;
 const ShortestFirst kShortestFirst;
+const NewestFirstVictimOrder kNewestVictimsFirst;  // a victim order (scheduler/orders.hpp)
 
 struct Setup {
   int queues = 0;  // 0: none; 1: one StrictFIFO queue; 2: a cohort of two with quotas; 3: a tree
@@ -134,6 +136,7 @@ Setup random_setup(SplitMix64& rng) {
   o.strict_fifo = rng.next() % 3 == 0;
   const auto order = rng.next() % 4;
   o.order = order == 1 ? static_cast<const JobOrder*>(&kFewestGpusFirst) : order == 2 ? &kShortestFirst : nullptr;
+  if (rng.next() % 3 == 0) o.preemption.victim_order = &kNewestVictimsFirst;
   return s;
 }
 
