@@ -239,122 +239,97 @@ GPUSCHED_DECL PreemptionPlan find_victims(ClusterState& state, const Preemptor& 
                                    options, reclaimable);
 }
 
-// `facts` is running_facts(running, now, options.min_runtime, victim_order_of(options)).
-GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, const Preemptor& preemptor,
-                                                std::span<const RunningJob> running, const RunningFacts& facts,
-                                                const PreemptionOptions& options,
-                                                std::span<const std::uint8_t> reclaimable) {
-  PreemptionPlan plan;
-  if (preemptor.spec == nullptr || preemptor.spec->groups.empty()) {
-    plan.verdict = Verdict::kInvalid;
-    plan.reasons.push_back({ReasonKind::kOther});
-    return plan;
-  }
-  const GangSpec& spec = *preemptor.spec;
-  const VictimOrder* const order = detail::victim_order_of(options);
-  const bool costed = order != nullptr;  // cheapest sets by the order's costs (else Kueue's order)
+namespace detail {
 
-  // Nodes where some group of the preemptor could ever run.
-  std::vector<std::uint8_t> useful(state.node_count(), 0);
-  for (NodeId n = 0; n < state.node_count(); ++n)
-    for (const GangGroup& g : spec.groups)
-      if (detail::could_ever_host(state, n, g.request)) {
-        useful[n] = 1;
-        break;
+// One victim search (find_victims_with): the candidates, the what-ifs on the state, and the two
+// searches — exact over subsets of the order's costs, greedy in order and then trimmed — with what
+// they share. `facts` is running_facts(running, now, options.min_runtime, victim_order_of(options)).
+class VictimSearch {
+ public:
+  VictimSearch(ClusterState& state, const Preemptor& preemptor, std::span<const RunningJob> running,
+               const RunningFacts& facts, const PreemptionOptions& options, std::span<const std::uint8_t> reclaimable)
+      : state_(state), pre_(preemptor), spec_(*preemptor.spec), running_(running), facts_(facts), options_(options),
+        reclaimable_(reclaimable), order_(victim_order_of(options)), base_(state.checkpoint()),
+        needed_(needed_milli(spec_)) {}
+
+  PreemptionPlan run() {
+    collect_candidates();
+    std::vector<std::size_t> chosen;
+    // Cheapest sets by the order's costs (else Kueue's order): exactly while the subsets are few.
+    const bool exact = order_ != nullptr && units_.size() <= options_.exact_limit;
+    if (!(exact ? search_exact(chosen) : search_greedy(chosen))) return refuse();
+    if (!chosen.empty()) trim_shrinks(chosen);
+    return finish(std::move(chosen));
+  }
+
+ private:
+  bool excluded(std::size_t j) const { return j < reclaimable_.size() && reclaimable_[j] == kExcludedVictim; }
+
+  // The candidate units: eligible jobs' shrinks and whole evictions on nodes where some group of the
+  // preemptor could ever run.
+  void collect_candidates() {
+    std::vector<std::uint8_t> useful(state_.node_count(), 0);
+    for (NodeId n = 0; n < state_.node_count(); ++n)
+      for (const GangGroup& g : spec_.groups)
+        if (could_ever_host(state_, n, g.request)) {
+          useful[n] = 1;
+          break;
+        }
+    auto on_useful_node = [&](const RunningFacts::Job& f, const CandidateUnit& u) {
+      for (std::uint32_t t = u.first; t < u.first + u.count; ++t) {
+        const NodeId n = facts_.task_nodes[f.first_node + t];
+        if (n < useful.size() && useful[n]) return true;
       }
-  auto on_useful_node = [&](const RunningFacts::Job& f, const CandidateUnit& u) {
-    for (std::uint32_t t = u.first; t < u.first + u.count; ++t) {
-      const NodeId n = facts.task_nodes[f.first_node + t];
-      if (n < useful.size() && useful[n]) return true;
+      return false;
+    };
+    const std::uint32_t preemptor_queue = facts_.queue_index(pre_.queue);
+    for (std::size_t j = 0; j < running_.size(); ++j) {
+      const RunningFacts::Job& f = facts_.jobs[j];
+      if (!f.runnable_victim || excluded(j)) continue;
+      const bool reclaim = j < reclaimable_.size() && reclaimable_[j] == kReclaimableVictim;
+      if (!eligible_by_rules(f.queue == preemptor_queue, f.priority, f.queued_since, pre_, options_, reclaim)) continue;
+      if (f.shrink.count > 0 && on_useful_node(f, f.shrink)) units_.push_back(f.shrink);
+      if (on_useful_node(f, f.whole)) units_.push_back(f.whole);
     }
-    return false;
-  };
-
-  const std::uint32_t preemptor_queue = facts.queue_index(preemptor.queue);
-  std::vector<CandidateUnit> units;
-  for (std::size_t j = 0; j < running.size(); ++j) {
-    const RunningFacts::Job& f = facts.jobs[j];
-    if (!f.runnable_victim || (j < reclaimable.size() && reclaimable[j] == kExcludedVictim)) continue;
-    const bool reclaim = j < reclaimable.size() && reclaimable[j] == kReclaimableVictim;
-    if (!eligible_by_rules(f.queue == preemptor_queue, f.priority, f.queued_since, preemptor, options, reclaim)) continue;
-    if (f.shrink.count > 0 && on_useful_node(f, f.shrink)) units.push_back(f.shrink);
-    if (on_useful_node(f, f.whole)) units.push_back(f.whole);
+    plan_.candidates = units_.size();
   }
-  plan.candidates = units.size();
-
-  const ClusterState::Checkpoint base = state.checkpoint();
-  const std::int64_t needed = detail::needed_milli(spec);
-  std::vector<std::size_t> all(units.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
 
   // Not even with every candidate gone: say whether it could ever run (on the cluster emptied of
   // every running job) — not now — or never — infeasible.
-  auto refuse = [&]() {
-    if (!options.classify_refusal) {
-      plan.verdict = Verdict::kNotNow;
-      plan.reasons.push_back({ReasonKind::kTooFewTasksFit, Unit::kMilliGpu, needed, -1, units.size()});
-      return plan;
+  PreemptionPlan refuse() {
+    const Reason why{ReasonKind::kTooFewTasksFit, Unit::kMilliGpu, needed_, -1, units_.size()};
+    if (!options_.classify_refusal) {
+      plan_.verdict = Verdict::kNotNow;
+      plan_.reasons.push_back(why);
+      return std::move(plan_);
     }
-    for (std::size_t j = 0; j < running.size(); ++j)
-      if (j >= reclaimable.size() || reclaimable[j] != kExcludedVictim)
-        for (const RunningTask& t : running[j].tasks) (void)state.release_journaled(t.assignment);
-    const bool ever = detail::preemptor_fits(state, spec, options.placement, nullptr, plan.placements_tried);
-    state.rollback(base);
-    plan.verdict = ever ? Verdict::kNotNow : Verdict::kInfeasible;
-    plan.reasons.push_back({ReasonKind::kTooFewTasksFit, Unit::kMilliGpu, needed, -1, units.size()});
-    return plan;
-  };
+    for (std::size_t j = 0; j < running_.size(); ++j)
+      if (!excluded(j))
+        for (const RunningTask& t : running_[j].tasks) (void)state_.release_journaled(t.assignment);
+    const bool ever = preemptor_fits(state_, spec_, options_.placement, nullptr, plan_.placements_tried);
+    state_.rollback(base_);
+    plan_.verdict = ever ? Verdict::kNotNow : Verdict::kInfeasible;
+    plan_.reasons.push_back(why);
+    return std::move(plan_);
+  }
 
-  // Does the set `chosen` suffice? (Leaves the state at `base`.)
-  std::vector<TaskPlacement> placement;
-  auto suffices = [&](std::span<const std::size_t> chosen, std::vector<TaskPlacement>* out) {
-    detail::release_units(state, running, units, chosen);
-    const bool ok = state.total_gpu_milli_free() >= needed &&
-                    detail::preemptor_fits(state, spec, options.placement, out, plan.placements_tried);
-    state.rollback(base);
+  // Does the set `chosen` suffice? (Leaves the state at the base.)
+  bool suffices(std::span<const std::size_t> chosen, std::vector<TaskPlacement>* out) {
+    release_units(state_, running_, units_, chosen);
+    const bool ok = state_.total_gpu_milli_free() >= needed_ &&
+                    preemptor_fits(state_, spec_, options_.placement, out, plan_.placements_tried);
+    state_.rollback(base_);
     return ok;
-  };
+  }
 
-  // A chosen shrink sheds every task above the job's minimum; the preemptor may need fewer. Each is
-  // cut to the fewest of its last tasks with which the set still suffices (binary search: shedding
-  // more never frees less), so an elastic victim keeps the rest running. If the cut set's placement
-  // fails (the gang solver is not monotone in every corner), the full shrinks stay.
-  auto trim_shrinks = [&](std::vector<CandidateUnit>& us, std::span<const std::size_t> set, std::vector<TaskPlacement>& out) {
-    std::vector<std::pair<std::size_t, CandidateUnit>> full;
-    for (std::size_t u : set) {
-      if (us[u].whole || us[u].count <= 1) continue;
-      const bool evicted_whole = std::any_of(set.begin(), set.end(), [&](std::size_t v) { return us[v].whole && us[v].job == us[u].job; });
-      if (evicted_whole) continue;
-      full.emplace_back(u, us[u]);
-      const CandidateUnit all_extra = us[u];
-      auto cut = [&](std::uint32_t c) {  // its last c tasks
-        return detail::candidate_unit(running, all_extra.job, all_extra.first + all_extra.count - c, c, false, facts.now, order);
-      };
-      std::uint32_t lo = 1, hi = all_extra.count;
-      while (lo < hi) {
-        const std::uint32_t mid = lo + (hi - lo) / 2;
-        us[u] = cut(mid);
-        if (suffices(set, nullptr)) hi = mid;
-        else lo = mid + 1;
-      }
-      us[u] = cut(hi);
-    }
-    if (full.empty()) return;
-    std::vector<TaskPlacement> cut_placement;
-    if (suffices(set, &cut_placement)) {
-      out = std::move(cut_placement);
-      return;
-    }
-    for (const auto& [u, unit] : full) us[u] = unit;
-  };
-
-  std::vector<std::size_t> chosen;
-  if (costed && units.size() <= options.exact_limit) {
-    if (!suffices(all, nullptr)) return refuse();
-    // Best-first over all subsets: cheapest first, then fewer victims, then the lowest mask. The
-    // first that suffices is the cheapest set, and no proper subset of it suffices (a subset costs no
-    // more and has fewer victims, so it was tried before).
-    const std::size_t n = units.size();
+  // Best-first over all subsets: cheapest first, then fewer victims, then the lowest mask. The first
+  // that suffices is the cheapest set, and no proper subset of it suffices (a subset costs no more and
+  // has fewer victims, so it was tried before). false: not even every candidate suffices.
+  bool search_exact(std::vector<std::size_t>& chosen) {
+    std::vector<std::size_t> all(units_.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    if (!suffices(all, nullptr)) return false;
+    const std::size_t n = units_.size();
     struct Subset {
       std::uint32_t mask;
       std::int64_t cost;
@@ -364,181 +339,257 @@ GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, cons
     std::vector<Subset> subsets;
     subsets.reserve(std::size_t{1} << n);
     for (std::uint32_t mask = 0; mask < (std::uint32_t{1} << n); ++mask) {
-      Subset s{mask, 0, 0, 0};
+      Subset sub{mask, 0, 0, 0};
       bool dominated = false;
       for (std::size_t u = 0; u < n; ++u) {
         if (!(mask >> u & 1U)) continue;
         // A job's shrink and its whole eviction together: the eviction alone frees the same.
         for (std::size_t v = 0; v < u; ++v)
-          if ((mask >> v & 1U) && units[v].job == units[u].job) dominated = true;
-        s.cost = detail::saturating_add(s.cost, units[u].cost);
-        s.freed = detail::saturating_add(s.freed, units[u].freed_milli);
-        ++s.size;
+          if ((mask >> v & 1U) && units_[v].job == units_[u].job) dominated = true;
+        sub.cost = saturating_add(sub.cost, units_[u].cost);
+        sub.freed = saturating_add(sub.freed, units_[u].freed_milli);
+        ++sub.size;
       }
-      if (!dominated) subsets.push_back(s);
+      if (!dominated) subsets.push_back(sub);
     }
     std::sort(subsets.begin(), subsets.end(), [](const Subset& a, const Subset& b) {
       if (a.cost != b.cost) return a.cost < b.cost;
       if (a.size != b.size) return a.size < b.size;
       return a.mask < b.mask;
     });
-    const std::int64_t free_now = state.total_gpu_milli_free();
-    for (const Subset& s : subsets) {
-      if (detail::saturating_add(free_now, s.freed) < needed) continue;
+    const std::int64_t free_now = state_.total_gpu_milli_free();
+    for (const Subset& sub : subsets) {
+      if (saturating_add(free_now, sub.freed) < needed_) continue;
       std::vector<std::size_t> set;
       for (std::size_t u = 0; u < n; ++u)
-        if (s.mask >> u & 1U) set.push_back(u);
-      if (suffices(set, &placement)) {
+        if (sub.mask >> u & 1U) set.push_back(u);
+      if (suffices(set, &placement_)) {
         chosen = std::move(set);
-        plan.exact = true;
+        plan_.exact = true;
         break;
       }
     }
-  } else {
-    // Greedy: elastic shrinks first, then whole jobs in cost order (or Kueue's order), released one
-    // after another until the preemptor places. The placement is simulated only once the free total
-    // could hold the gang, and then after 1, 2, 4, ... more victims (a few simulations, not one per
-    // victim), so a 64-GPU gang among thousands of candidates costs a handful of placements.
-    //
-    // Checkpoint-aware, the whole-job candidates go node by node: nodes whose candidates free a
-    // preemptor's task (free share plus candidates' share >= its largest task) first, cheapest per
-    // freed milli-GPU first, and within a node by cost. Cost order across the whole cluster frees
-    // one cheap GPU on each of thousands of nodes before any node can take an 8-GPU task (measured:
-    // most of a scheduling cycle's time went there); node order frees whole nodes, and the trimming
-    // below gives back whatever the placement does not need.
-    std::vector<double> node_rank(state.node_count(), 0.0);
-    if (costed) {
-      std::int64_t largest_task = 0;
-      for (const GangGroup& g : spec.groups) largest_task = std::max<std::int64_t>(largest_task, g.request.shape.total_gpu_milli());
-      std::vector<std::int64_t> node_cost(state.node_count(), 0), node_freed(state.node_count(), 0);
-      for (const CandidateUnit& u : units) {
-        if (!u.whole) continue;
-        const NodeId n = facts.task_nodes[facts.jobs[u.job].first_node + u.first];
-        if (n >= node_cost.size()) continue;
-        node_cost[n] = detail::saturating_add(node_cost[n], u.cost);
-        node_freed[n] = detail::saturating_add(node_freed[n], u.freed_milli);
-      }
-      for (NodeId n = 0; n < state.node_count(); ++n) {
-        if (node_freed[n] == 0) continue;
-        const bool enough = state.free_gpu_milli(n) + node_freed[n] >= largest_task;
-        node_rank[n] = (enough ? 0.0 : 1e30) + static_cast<double>(node_cost[n]) / static_cast<double>(node_freed[n]);
-      }
+    return true;
+  }
+
+  // Costed greedy order: the whole-job candidates go node by node. Nodes whose candidates free a
+  // preemptor's task (free share plus candidates' share >= its largest task) first, cheapest per freed
+  // milli-GPU first. Cost order across the whole cluster frees one cheap GPU on each of thousands of
+  // nodes before any node can take an 8-GPU task (measured: most of a scheduling cycle's time went
+  // there); node order frees whole nodes, and the trimming gives back whatever the placement does not
+  // need.
+  std::vector<double> node_ranks() const {
+    std::vector<double> node_rank(state_.node_count(), 0.0);
+    std::int64_t largest_task = 0;
+    for (const GangGroup& g : spec_.groups) largest_task = std::max<std::int64_t>(largest_task, g.request.shape.total_gpu_milli());
+    std::vector<std::int64_t> node_cost(state_.node_count(), 0), node_freed(state_.node_count(), 0);
+    for (const CandidateUnit& u : units_) {
+      if (!u.whole) continue;
+      const NodeId n = facts_.task_nodes[facts_.jobs[u.job].first_node + u.first];
+      if (n >= node_cost.size()) continue;
+      node_cost[n] = saturating_add(node_cost[n], u.cost);
+      node_freed[n] = saturating_add(node_freed[n], u.freed_milli);
     }
-    // The order's key per unit, computed once; fields a mode does not use stay 0, so they tie.
-    struct OrderKey {
-      bool whole;
-      double rank;
-      NodeId node;
-      std::int64_t cost;
-      std::int64_t priority;
-      Seconds start;
-      std::size_t unit;
-    };
+    for (NodeId n = 0; n < state_.node_count(); ++n) {
+      if (node_freed[n] == 0) continue;
+      const bool enough = state_.free_gpu_milli(n) + node_freed[n] >= largest_task;
+      node_rank[n] = (enough ? 0.0 : 1e30) + static_cast<double>(node_cost[n]) / static_cast<double>(node_freed[n]);
+    }
+    return node_rank;
+  }
+
+  // The order the greedy search takes units in, as a heap: elastic shrinks first, then (costed) node
+  // rank, node and cost, then (Kueue's order) lower priority, later start; lower index last.
+  struct OrderKey {
+    bool whole;
+    double rank;
+    NodeId node;
+    std::int64_t cost;
+    std::int64_t priority;
+    Seconds start;
+    std::size_t unit;
+  };
+  static bool after(const OrderKey& a, const OrderKey& b) {  // "a after b": the heap's comparison
+    if (a.whole != b.whole) return a.whole;
+    if (a.rank != b.rank) return a.rank > b.rank;
+    if (a.node != b.node) return a.node > b.node;
+    if (a.cost != b.cost) return a.cost > b.cost;
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.start != b.start) return a.start < b.start;
+    return a.unit > b.unit;
+  }
+  std::vector<OrderKey> greedy_keys() const {
+    const std::vector<double> node_rank = order_ ? node_ranks() : std::vector<double>(state_.node_count(), 0.0);
     std::vector<OrderKey> keys;
-    keys.reserve(units.size());
-    for (std::size_t u = 0; u < units.size(); ++u) {
-      const CandidateUnit& x = units[u];
-      const RunningFacts::Job& f = facts.jobs[x.job];
-      OrderKey k{x.whole, 0.0, 0, 0, f.priority, f.start_time, u};
-      if (costed) {
+    keys.reserve(units_.size());
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      const CandidateUnit& x = units_[u];
+      const RunningFacts::Job& f = facts_.jobs[x.job];
+      OrderKey k{x.whole, 0.0, 0, 0, f.priority, f.start_time, u};  // fields a mode does not use tie
+      if (order_) {
         if (x.whole) {
-          k.node = facts.task_nodes[f.first_node + x.first];
+          k.node = facts_.task_nodes[f.first_node + x.first];
           k.rank = k.node < node_rank.size() ? node_rank[k.node] : 0.0;
         }
         k.cost = x.cost;
       }
       keys.push_back(k);
     }
-    // "a after b": the heap's comparison, so the heap's top is the first unit in order. Shrinks
-    // first, then (checkpoint-aware) node rank, node and cost, then lower priority, later start,
-    // lower index.
-    auto after = [](const OrderKey& a, const OrderKey& b) {
-      if (a.whole != b.whole) return a.whole;
-      if (a.rank != b.rank) return a.rank > b.rank;
-      if (a.node != b.node) return a.node > b.node;
-      if (a.cost != b.cost) return a.cost > b.cost;
-      if (a.priority != b.priority) return a.priority > b.priority;
-      if (a.start != b.start) return a.start < b.start;
-      return a.unit > b.unit;
-    };
-    // A heap, not a sort: the loop below usually stops after a few hundred of tens of thousands of
+    return keys;
+  }
+
+  // Greedy: units released one after another in order until the preemptor places. The placement is
+  // simulated only once the free total could hold the gang, and then after 1, 2, 4, ... more victims
+  // (a few simulations, not one per victim), so a 64-GPU gang among thousands of candidates costs a
+  // handful of placements. Then trimmed. false: not even every candidate suffices.
+  bool search_greedy(std::vector<std::size_t>& chosen) {
+    // A heap, not a sort: the loop usually stops after a few hundred of tens of thousands of
     // candidates, so the order is produced lazily (O(n) to build, O(log n) per unit taken).
+    std::vector<OrderKey> keys = greedy_keys();
     std::make_heap(keys.begin(), keys.end(), after);
-    std::vector<std::uint8_t> job_released(running.size(), 0);  // 1: shed tasks, 2: all tasks
+    std::vector<std::uint8_t> job_released(running_.size(), 0);  // 1: shed tasks, 2: all tasks
     std::size_t since_bound = 0, next_check = 1;
     bool found = false;
     while (!keys.empty()) {
       std::pop_heap(keys.begin(), keys.end(), after);
       const std::size_t u = keys.back().unit;
       keys.pop_back();
-      const CandidateUnit& unit = units[u];
-      const RunningJob& job = running[unit.job];
+      const CandidateUnit& unit = units_[u];
+      const RunningJob& job = running_[unit.job];
       const std::uint8_t level = unit.whole ? 2 : 1;
       if (job_released[unit.job] >= level) continue;
       // A whole eviction after a shrink releases only the tasks still held.
       const std::uint32_t last = job_released[unit.job] == 1 ? static_cast<std::uint32_t>(job.min_tasks)
                                                              : unit.first + unit.count;
-      for (std::uint32_t t = unit.first; t < last; ++t) (void)state.release_journaled(job.tasks[t].assignment);
+      for (std::uint32_t t = unit.first; t < last; ++t) (void)state_.release_journaled(job.tasks[t].assignment);
       job_released[unit.job] = level;
       chosen.push_back(u);
-      if (state.total_gpu_milli_free() < needed) continue;
+      if (state_.total_gpu_milli_free() < needed_) continue;
       if (++since_bound < next_check) continue;
       next_check *= 2;
-      if (detail::preemptor_fits(state, spec, options.placement, &placement, plan.placements_tried)) {
+      if (preemptor_fits(state_, spec_, options_.placement, &placement_, plan_.placements_tried)) {
         found = true;
         break;
       }
     }
-    if (!found) found = detail::preemptor_fits(state, spec, options.placement, &placement, plan.placements_tried);
-    state.rollback(base);
-    if (!found) return refuse();
-    // Victims on nodes the simulated placement does not use cannot matter to it: give them back at
-    // once (checked), then trim the rest like Kueue's reverse pass: every victim the preemptor can do
-    // without returns.
-    std::vector<std::uint8_t> placement_node(state.node_count(), 0);
-    for (const TaskPlacement& t : placement)
+    if (!found) found = preemptor_fits(state_, spec_, options_.placement, &placement_, plan_.placements_tried);
+    state_.rollback(base_);
+    if (!found) return false;
+    trim_greedy(chosen);
+    return true;
+  }
+
+  // Victims on nodes the simulated placement does not use cannot matter to it: given back at once
+  // (checked); then Kueue's reverse pass: every victim the preemptor can do without returns.
+  void trim_greedy(std::vector<std::size_t>& chosen) {
+    std::vector<std::uint8_t> placement_node(state_.node_count(), 0);
+    for (const TaskPlacement& t : placement_)
       if (t.assignment.node < placement_node.size()) placement_node[t.assignment.node] = 1;
     std::vector<std::size_t> near;
     for (std::size_t u : chosen) {
-      const RunningJob& job = running[units[u].job];
-      for (std::uint32_t t = units[u].first; t < units[u].first + units[u].count; ++t)
+      const RunningJob& job = running_[units_[u].job];
+      for (std::uint32_t t = units_[u].first; t < units_[u].first + units_[u].count; ++t)
         if (placement_node[job.tasks[t].assignment.node]) {
           near.push_back(u);
           break;
         }
     }
-    if (found && near.size() < chosen.size() && suffices(near, nullptr)) chosen = std::move(near);
+    if (near.size() < chosen.size() && suffices(near, nullptr)) chosen = std::move(near);
     for (std::size_t k = chosen.size(); k-- > 0;) {
       std::vector<std::size_t> without = chosen;
       without.erase(without.begin() + static_cast<std::ptrdiff_t>(k));
       if (suffices(without, nullptr)) chosen = std::move(without);
     }
-    placement.clear();
-    if (!suffices(chosen, &placement)) chosen.clear();
+    placement_.clear();
+    if (!suffices(chosen, &placement_)) chosen.clear();
   }
 
-  if (!chosen.empty()) trim_shrinks(units, chosen, placement);
+  // A chosen shrink sheds every task above the job's minimum; the preemptor may need fewer. Each is
+  // cut to the fewest of its last tasks with which the set still suffices (binary search: shedding
+  // more never frees less), so an elastic victim keeps the rest running. If the cut set's placement
+  // fails (the gang solver is not monotone in every corner), the full shrinks stay.
+  void trim_shrinks(std::span<const std::size_t> set) {
+    std::vector<std::pair<std::size_t, CandidateUnit>> full;
+    for (std::size_t u : set) {
+      if (units_[u].whole || units_[u].count <= 1) continue;
+      const bool evicted_whole =
+          std::any_of(set.begin(), set.end(), [&](std::size_t v) { return units_[v].whole && units_[v].job == units_[u].job; });
+      if (evicted_whole) continue;
+      full.emplace_back(u, units_[u]);
+      const CandidateUnit all_extra = units_[u];
+      auto cut = [&](std::uint32_t c) {  // its last c tasks
+        return candidate_unit(running_, all_extra.job, all_extra.first + all_extra.count - c, c, false, facts_.now, order_);
+      };
+      std::uint32_t lo = 1, hi = all_extra.count;
+      while (lo < hi) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        units_[u] = cut(mid);
+        if (suffices(set, nullptr)) hi = mid;
+        else lo = mid + 1;
+      }
+      units_[u] = cut(hi);
+    }
+    if (full.empty()) return;
+    std::vector<TaskPlacement> cut_placement;
+    if (suffices(set, &cut_placement)) {
+      placement_ = std::move(cut_placement);
+      return;
+    }
+    for (const auto& [u, unit] : full) units_[u] = unit;
+  }
 
-  if (chosen.empty() && placement.empty()) {
-    // Unreachable in practice (the full set sufficed), but never report a plan that does not place.
-    plan.verdict = Verdict::kNotNow;
-    plan.reasons.push_back({ReasonKind::kSearchBudget});
+  // The plan of the victims `chosen`: one victim per job (the whole eviction when chosen, else the
+  // shrink), in job order.
+  PreemptionPlan finish(std::vector<std::size_t> chosen) {
+    if (chosen.empty() && placement_.empty()) {
+      // Unreachable in practice (the full set sufficed), but never report a plan that does not place.
+      plan_.verdict = Verdict::kNotNow;
+      plan_.reasons.push_back({ReasonKind::kSearchBudget});
+      return std::move(plan_);
+    }
+    std::sort(chosen.begin(), chosen.end(), [&](std::size_t a, std::size_t b) {
+      if (units_[a].job != units_[b].job) return units_[a].job < units_[b].job;
+      return units_[a].whole && !units_[b].whole;
+    });
+    for (std::size_t u : chosen) {
+      const CandidateUnit& unit = units_[u];
+      if (!plan_.victims.empty() && plan_.victims.back().job == unit.job) continue;
+      plan_.victims.push_back({unit.job, unit.count, unit.whole, unit.lost, unit.restart});
+      plan_.cost = saturating_add(plan_.cost, unit.cost);
+    }
+    plan_.placement = std::move(placement_);
+    plan_.verdict = Verdict::kPlaced;
+    return std::move(plan_);
+  }
+
+  ClusterState& state_;
+  const Preemptor& pre_;
+  const GangSpec& spec_;
+  std::span<const RunningJob> running_;
+  const RunningFacts& facts_;
+  const PreemptionOptions& options_;
+  std::span<const std::uint8_t> reclaimable_;
+  const VictimOrder* order_;  // null: Kueue's order
+  ClusterState::Checkpoint base_;
+  std::int64_t needed_;
+  PreemptionPlan plan_;
+  std::vector<CandidateUnit> units_;
+  std::vector<TaskPlacement> placement_;  // the preemptor's simulated placement with the victims chosen
+};
+
+}  // namespace detail
+
+GPUSCHED_DECL PreemptionPlan detail::find_victims_with(ClusterState& state, const Preemptor& preemptor,
+                                                std::span<const RunningJob> running, const RunningFacts& facts,
+                                                const PreemptionOptions& options,
+                                                std::span<const std::uint8_t> reclaimable) {
+  if (preemptor.spec == nullptr || preemptor.spec->groups.empty()) {
+    PreemptionPlan plan;
+    plan.verdict = Verdict::kInvalid;
+    plan.reasons.push_back({ReasonKind::kOther});
     return plan;
   }
-  // One victim per job: the whole eviction when chosen, else the shrink.
-  std::sort(chosen.begin(), chosen.end(), [&](std::size_t a, std::size_t b) {
-    if (units[a].job != units[b].job) return units[a].job < units[b].job;
-    return units[a].whole && !units[b].whole;
-  });
-  for (std::size_t u : chosen) {
-    const CandidateUnit& unit = units[u];
-    if (!plan.victims.empty() && plan.victims.back().job == unit.job) continue;
-    plan.victims.push_back({unit.job, unit.count, unit.whole, unit.lost, unit.restart});
-    plan.cost = detail::saturating_add(plan.cost, unit.cost);
-  }
-  plan.placement = std::move(placement);
-  plan.verdict = Verdict::kPlaced;
-  return plan;
+  return VictimSearch(state, preemptor, running, facts, options, reclaimable).run();
 }
 
 }  // namespace gpusched::scheduler
