@@ -33,21 +33,13 @@ struct SeedResult {
 
 // The two LP bounds over the requests that arrived up to 100 %.
 void bounds(const sim::TraceWorkload& w, const std::vector<std::uint32_t>& order, MilliGpu forced, SeedResult& out) {
-  std::map<MilliGpu, std::int64_t> sizes;
-  std::int64_t arrived = 0;
-  for (const std::uint32_t i : order) {
-    const TaskShape& s = w.pods[i].shape;
-    if (s.needs_gpu()) sizes[s.gpu_milli] += s.gpus;
-    arrived += s.total_gpu_milli();
-    if (arrived >= w.capacity) break;
-  }
-  std::vector<sim::ItemDemand> all, rest;
-  for (const auto& [size, count] : sizes) {
-    all.push_back({size, count});
-    if (size != forced) rest.push_back({size, count});
+  const std::vector<sim::ItemDemand> all = sim::arrived_gpu_demand(w, order);
+  std::vector<sim::ItemDemand> rest;
+  for (const sim::ItemDemand& d : all) {
+    if (d.size == forced) out.forced_arrived = d.count;
+    else rest.push_back(d);
   }
   const std::int64_t gpus = w.capacity / kMilliPerGpu;
-  out.forced_arrived = sizes.count(forced) ? sizes[forced] : 0;
   const double cap = static_cast<double>(w.capacity);
   out.lp = 100.0 * (cap - sim::cutting_stock_bound(all, gpus).value().max_allocatable_milli) / cap;
   // Each forced request on a GPU of its own; the rest packed into the other GPUs (the forced GPUs'
@@ -56,8 +48,8 @@ void bounds(const sim::TraceWorkload& w, const std::vector<std::uint32_t>& order
   out.lp_forced = 100.0 * (cap - static_cast<double>(out.forced_arrived * forced) - rest_milli) / cap;
   // A strict floor: as if every share that fits beside a forced one filled those leftovers too.
   std::int64_t riders = 0;
-  for (const auto& [size, count] : sizes)
-    if (size + forced <= kMilliPerGpu) riders += size * count;
+  for (const sim::ItemDemand& d : all)
+    if (d.size + forced <= kMilliPerGpu) riders += d.size * d.count;
   const std::int64_t room = out.forced_arrived * (kMilliPerGpu - forced);
   out.lp_forced_floor = out.lp_forced - 100.0 * static_cast<double>(std::min(riders, room)) / cap;
 }

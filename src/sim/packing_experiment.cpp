@@ -80,6 +80,20 @@ std::vector<std::uint32_t> arrival_order(const TraceWorkload& w, std::uint64_t s
   return order;
 }
 
+std::vector<ItemDemand> arrived_gpu_demand(const TraceWorkload& w, const std::vector<std::uint32_t>& order) {
+  std::map<MilliGpu, std::int64_t> sizes;
+  std::int64_t arrived = 0;
+  for (const std::uint32_t i : order) {
+    const TaskShape& s = w.pods[i].shape;
+    if (s.needs_gpu()) sizes[s.gpu_milli] += s.gpus;
+    arrived += s.total_gpu_milli();
+    if (arrived >= w.capacity) break;
+  }
+  std::vector<ItemDemand> demand;
+  for (const auto& [size, count] : sizes) demand.push_back({size, count});
+  return demand;
+}
+
 RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& order, PlacementPolicy& policy,
                    const std::vector<double>& points, std::uint64_t seed) {
   ClusterState state = w.initial;
@@ -130,18 +144,8 @@ namespace {
 // The LP bound at 100 % for one arrival order: the pods up to and including the one that makes the
 // arrived request reach capacity.
 Result<double> lower_bound_at_100(const TraceWorkload& w, const std::vector<std::uint32_t>& order) {
-  std::map<MilliGpu, std::int64_t> sizes;
-  std::int64_t arrived = 0;
-  for (const std::uint32_t i : order) {
-    const TaskShape& s = w.pods[i].shape;
-    if (s.needs_gpu()) sizes[s.gpu_milli] += s.gpus;
-    arrived += s.total_gpu_milli();
-    if (arrived >= w.capacity) break;
-  }
-  std::vector<ItemDemand> demand;
-  for (const auto& [size, count] : sizes) demand.push_back({size, count});
   const std::int64_t gpus = w.capacity / kMilliPerGpu;
-  auto lp = cutting_stock_bound(demand, gpus);
+  auto lp = cutting_stock_bound(arrived_gpu_demand(w, order), gpus);
   if (!lp) return lp.error();
   const double cap = static_cast<double>(w.capacity);
   return std::max(0.0, 100.0 * (cap - lp->max_allocatable_milli) / cap);

@@ -35,6 +35,7 @@
 #include "gpusched/io/alibaba_trace.hpp"
 #include "gpusched/packing/fgd.hpp"
 #include "gpusched/packing/registry.hpp"
+#include "gpusched/sim/lp_bound.hpp"
 
 namespace gpusched::sim {
 
@@ -53,6 +54,11 @@ Result<TraceWorkload> make_trace_workload(const std::vector<io::TraceNode>& node
 
 // The arrival order for a seed: indices into `w.pods` (step 1 of the protocol).
 std::vector<std::uint32_t> arrival_order(const TraceWorkload& w, std::uint64_t seed, double target_ratio);
+
+// The GPU requests of the pods of `order` up to and including the one whose arrival makes the
+// requested total reach the cluster's capacity (100 % arrived): pieces by size (a k-GPU pod counts k
+// pieces of 1000), ascending — the demand the LP bound packs (lp_bound.hpp).
+std::vector<ItemDemand> arrived_gpu_demand(const TraceWorkload& w, const std::vector<std::uint32_t>& order);
 
 struct ExperimentConfig {
   std::vector<std::string> policies;  // empty = trace_policy_names()
