@@ -99,17 +99,10 @@ struct gpusched_result {
   mutable std::string json;
 };
 
-// The orders a cycle's options name ("order", "victim_order"), made from `registry`, applied to the
-// options. Empty names: the defaults.
-struct CycleOrders {
-  std::unique_ptr<gpusched::scheduler::JobOrder> order;
-  std::unique_ptr<gpusched::scheduler::VictimOrder> victim_order;
-};
-
 struct gpusched_session {
   gpusched_state* state = nullptr;  // borrowed: it must outlive the session
   std::unique_ptr<gpusched::PlacementPolicy> policy;  // the options' "policy", for every cycle
-  CycleOrders orders;                                 // the options' "order" and "victim_order"
+  gpusched::scheduler::Orders orders;                 // the options' "order" and "victim_order"
   std::optional<gpusched::io::CycleSession> session;
 };
 
@@ -295,22 +288,14 @@ std::unique_ptr<gpusched::PlacementPolicy> policy_named(const gpusched::PolicyRe
   return std::move(*policy);
 }
 
-// The orders `document` names, resolved in `registry`, applied to its options.
-CycleOrders orders_named(const gpusched::scheduler::OrderRegistry& registry, gpusched::io::CycleOptionsDocument& document) {
-  CycleOrders out;
-  if (!document.order.empty()) {
-    auto o = registry.make_job_order(document.order);
-    if (!o) fail(o.error(), "order");
-    out.order = std::move(*o);
-  }
-  if (!document.victim_order.empty()) {
-    auto o = registry.make_victim_order(document.victim_order);
-    if (!o) fail(o.error(), "victim_order");
-    out.victim_order = std::move(*o);
-  }
-  document.options.order = out.order.get();
-  document.options.preemption.victim_order = out.victim_order.get();
-  return out;
+// The orders `document` names ("" = the defaults), resolved in `registry`, applied to its options.
+gpusched::scheduler::Orders orders_named(const gpusched::scheduler::OrderRegistry& registry,
+                                         gpusched::io::CycleOptionsDocument& document) {
+  auto made = registry.make_orders(document.order, document.victim_order);
+  if (!made) fail(made.error(), made.error().field);
+  document.options.order = made->order.get();
+  document.options.preemption.victim_order = made->victim_order.get();
+  return std::move(*made);
 }
 
 // After a call decided with `policy`: its user code's failure is the call's error (and a kept
@@ -1003,7 +988,7 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
     gpusched::scheduler::CycleOptions* options = &document->options;
     const auto policy = policy_named(state->policies, document->policy.c_str(), document->seed, [&] { return tasks_of(state->state, *jobs); });
     options->placement.policy = policy.get();
-    const CycleOrders orders = orders_named(state->orders, *document);
+    const gpusched::scheduler::Orders orders = orders_named(state->orders, *document);
     const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) || options->dry_run;
     options->dry_run = dry_run;  // a plan changes nothing; the running jobs' reservations are undone below
     const std::string_view queues = queues_json ? queues_json : "", running = running_json ? running_json : "";
@@ -1053,7 +1038,7 @@ gpusched_status gpusched_cycle_slurm(const char* sinfo_json, const char* squeue_
       return tasks;
     });
     options->placement.policy = policy.get();
-    const CycleOrders orders = orders_named(gpusched::scheduler::OrderRegistry::with_builtins(), *document);
+    const gpusched::scheduler::Orders orders = orders_named(gpusched::scheduler::OrderRegistry::with_builtins(), *document);
     auto decisions = gpusched::io::run_cycle_on(*cycle->state, cycle->inputs, now, *options, "squeue");
     if (!decisions) fail(decisions.error());
     const gpusched::io::CycleRun run{std::move(cycle->inputs), std::move(*decisions)};

@@ -85,10 +85,7 @@ struct PluginRegistries {
 };
 PluginRegistries plugin_registries(const std::vector<std::string>& plugins);
 void add_order_options(CLI::App* sub, std::string& order, std::string& victim_order);
-struct Orders {
-  std::unique_ptr<scheduler::JobOrder> order;           // null: the default
-  std::unique_ptr<scheduler::VictimOrder> victim_order;  // null: the default
-};
+using scheduler::Orders;
 Orders make_orders(const scheduler::OrderRegistry& orders, const std::string& order, const std::string& victim_order);
 
 }  // namespace gpusched::cli

@@ -42,18 +42,9 @@ void add_order_options(CLI::App* sub, std::string& order, std::string& victim_or
 }
 
 Orders make_orders(const scheduler::OrderRegistry& orders, const std::string& order, const std::string& victim_order) {
-  Orders out;
-  if (!order.empty()) {
-    auto o = orders.make_job_order(order);
-    if (!o) throw InputError("--order: " + o.error().message);
-    out.order = std::move(*o);
-  }
-  if (!victim_order.empty()) {
-    auto o = orders.make_victim_order(victim_order);
-    if (!o) throw InputError("--victim-order: " + o.error().message);
-    out.victim_order = std::move(*o);
-  }
-  return out;
+  auto made = orders.make_orders(order, victim_order);
+  if (!made) throw InputError((made.error().field == "order" ? "--order: " : "--victim-order: ") + made.error().message);
+  return std::move(*made);
 }
 
 std::string policy_help(PolicySet set) {

@@ -156,8 +156,7 @@ class Engine {
   ClusterState state_;
   std::vector<JobState> js_;
   std::unique_ptr<PlacementPolicy> placement_;
-  std::unique_ptr<scheduler::JobOrder> order_;           // SimConfig::order (null: the policy's)
-  std::unique_ptr<scheduler::VictimOrder> victim_order_;  // SimConfig::victim_order
+  scheduler::Orders orders_;  // SimConfig::order, victim_order (null: the policy's own)
   std::optional<scheduler::Session> session_;
   bool las_running_ = false;    // LAS: running jobs' priorities follow their service (preemption, grow order)
   bool srtf_running_ = false;   // SRTF: likewise, every second
@@ -619,17 +618,9 @@ Result<std::unique_ptr<PlacementPolicy>> Engine::make_placement() const {
 Status Engine::make_orders() {
   const scheduler::OrderRegistry builtins =
       config_.orders ? scheduler::OrderRegistry{} : scheduler::OrderRegistry::with_builtins();
-  const scheduler::OrderRegistry& orders = config_.orders ? *config_.orders : builtins;
-  if (!config_.order.empty()) {
-    auto o = orders.make_job_order(config_.order);
-    if (!o) return Error{"order: " + o.error().message, o.error().code, "order"};
-    order_ = std::move(*o);
-  }
-  if (!config_.victim_order.empty()) {
-    auto o = orders.make_victim_order(config_.victim_order);
-    if (!o) return Error{"victim_order: " + o.error().message, o.error().code, "victim_order"};
-    victim_order_ = std::move(*o);
-  }
+  auto made = (config_.orders ? *config_.orders : builtins).make_orders(config_.order, config_.victim_order);
+  if (!made) return Error{made.error().field + ": " + made.error().message, made.error().code, made.error().field};
+  orders_ = std::move(*made);
   return {};
 }
 
@@ -642,7 +633,7 @@ Result<SimResult> Engine::run() {
   if (auto p = make_placement(); !p) return p.error();
   else placement_ = std::move(*p);
   if (Status ok = make_orders(); !ok) return ok.error();
-  auto session = detail::open_policy_session(config_.policy, jobs_, state_, *placement_, order_.get(), victim_order_.get());
+  auto session = detail::open_policy_session(config_.policy, jobs_, state_, *placement_, orders_.order.get(), orders_.victim_order.get());
   if (!session) return session.error();
   session_.emplace(std::move(*session));
   const bool grows = session_->options().grow_elastic;

@@ -69,6 +69,12 @@ class NewestFirstVictimOrder final : public VictimOrder {
   std::int64_t cost(const VictimCandidate& c) const override;
 };
 
+// The orders a path names, made fresh: null for the default of each.
+struct Orders {
+  std::unique_ptr<JobOrder> order;
+  std::unique_ptr<VictimOrder> victim_order;
+};
+
 struct OrderEntry {
   std::string name;
   std::string summary;                                     // one line, for --help and docs
@@ -89,6 +95,9 @@ class OrderRegistry {
   // A fresh order: kUnknownName naming the known ones of that kind.
   Result<std::unique_ptr<JobOrder>> make_job_order(std::string_view name) const;
   Result<std::unique_ptr<VictimOrder>> make_victim_order(std::string_view name) const;
+  // Both, by the names a path was given ("" = the default); the error's field says which name
+  // failed ("order" or "victim_order").
+  Result<Orders> make_orders(std::string_view order, std::string_view victim_order) const;
   // Names of the job orders / victim orders, in registration order (built-ins first).
   std::vector<std::string_view> job_order_names() const;
   std::vector<std::string_view> victim_order_names() const;

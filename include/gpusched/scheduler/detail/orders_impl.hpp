@@ -118,6 +118,21 @@ GPUSCHED_DECL Result<std::unique_ptr<VictimOrder>> OrderRegistry::make_victim_or
   return o;
 }
 
+GPUSCHED_DECL Result<Orders> OrderRegistry::make_orders(std::string_view order, std::string_view victim_order) const {
+  Orders out;
+  if (!order.empty()) {
+    auto o = make_job_order(order);
+    if (!o) return o.error();
+    out.order = std::move(*o);
+  }
+  if (!victim_order.empty()) {
+    auto o = make_victim_order(victim_order);
+    if (!o) return o.error();
+    out.victim_order = std::move(*o);
+  }
+  return out;
+}
+
 GPUSCHED_DECL std::vector<std::string_view> OrderRegistry::job_order_names() const {
   std::vector<std::string_view> out;
   for (const OrderEntry& e : entries_)
