@@ -79,6 +79,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -161,6 +162,17 @@ Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJ
 // When running job `job` is expected to end, as the profile sees it at `now` (rounded up to the
 // grid; past its estimate: now + resolution; unknown: kForever).
 Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution);
+
+namespace detail {
+// When running job `job` ends by its estimate, before the profile's rounding (start_time +
+// runtime_estimate, kForever past the end of time); nullopt without an estimate. expected_end is a
+// non-decreasing function of it at any `now`, so running jobs in this order are in profile order.
+inline std::optional<Seconds> estimated_end(const RunningJob& job) {
+  if (job.runtime_estimate <= 0) return std::nullopt;
+  Seconds out = 0;
+  return __builtin_add_overflow(job.start_time, job.runtime_estimate, &out) ? kForever : out;
+}
+}  // namespace detail
 
 }  // namespace gpusched::scheduler
 

@@ -327,6 +327,8 @@ struct CycleKept {
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;
   bool validate_queues = true;  // false: the queues were validated against this cluster layout
+  // The running jobs with an estimate, by (estimated_end, index) (null: sorted by the cycle).
+  const std::vector<std::size_t>* running_by_end = nullptr;
 };
 
 // run_cycle with what a session keeps (null: computed) and how much to say.

@@ -178,6 +178,13 @@ class Session {
   std::vector<std::size_t> running_queue_;         // queue index (0 without queues)
   std::unordered_map<std::string, std::size_t> running_slot_;
   RunningUsage usage_;
+  // The slots of the running jobs with an estimate, by (estimated end, slot): the order the backfill
+  // profile releases them in (CycleKept::running_by_end), kept by each event instead of sorted by
+  // every cycle. by_end_insert/erase keep it as a job's slot or estimated end changes.
+  std::vector<std::size_t> by_end_;
+  void by_end_insert(std::size_t j);
+  void by_end_erase(std::size_t j);
+  std::vector<std::size_t>::iterator by_end_at(std::size_t j, Seconds end);
 
   std::vector<Nomination> held_;
   FailureHistory history_;

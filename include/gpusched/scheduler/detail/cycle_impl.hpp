@@ -165,8 +165,9 @@ struct CycleRun {
   std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension (with queues only)
   std::vector<std::uint8_t> victim_mark;   // kExcludedVictim once evicted or shrunk
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
-  std::vector<ReleaseEntry> running_releases;  // profile_releases()' running part, as of
+  std::vector<ReleaseEntry> running_releases;  // running_profile(), as of
   std::size_t running_releases_at = SIZE_MAX;  // this many evictions
+  std::vector<std::size_t> own_running_by_end;  // running_end_order() without a session
   std::vector<FailedShape> failed;
   // Preemption searches that found nothing, by queue and priority: a job of that queue with no more
   // priority asking for at least as much finds nothing either (evictions and starts during the
@@ -934,26 +935,50 @@ struct CycleRun {
   bool backfill_on() const { return options.backfill.mode != BackfillMode::kNone; }
 
   // The running work whose end the backfill profile can know: running jobs with an estimate (not
-  // evicted or shrunk this cycle) and this cycle's starts with one, as each task's release at its
-  // job's expected end. Work without an estimate stays on the state and holds its resources for
-  // ever, as the profile assumes of unknown estimates. The running jobs' part is kept between plans
-  // (conservative backfill plans once per blocked job) until an eviction changes it.
-  std::vector<ReleaseEntry> profile_releases() {
+  // evicted or shrunk this cycle), each task's release at its job's expected end, in the order of
+  // running_by_end (sorted by end, as the plan needs, without sorting: the rounding to the grid keeps
+  // that order). Work without an estimate stays on the state and holds its resources for ever, as the
+  // profile assumes of unknown estimates. Kept between plans (conservative backfill plans once per
+  // blocked job) until an eviction changes it.
+  std::span<const ReleaseEntry> running_profile() {
     if (running_releases_at != out.evictions.size()) {
       running_releases.clear();
-      for (std::size_t j = 0; j < running.size(); ++j)
-        if (victim_mark[j] != kExcludedVictim && running[j].runtime_estimate > 0)
+      const std::span<const std::size_t> order = running_end_order();
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        // Bound by memory latency (each job and its tasks are somewhere in the caller's lists):
+        // fetched a few jobs ahead.
+        if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8]]);
+        if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4]].tasks.data());
+        const std::size_t j = order[i];
+        if (victim_mark[j] != kExcludedVictim)
           add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks);
-      sort_by_end(running_releases);  // once: every plan's Profile then only merges the starts in
+      }
       running_releases_at = out.evictions.size();
     }
-    std::vector<ReleaseEntry> releases = running_releases;
+    return running_releases;
+  }
+  // This cycle's starts with an estimate, as the profile releases them.
+  std::vector<ReleaseEntry> start_releases() const {
+    std::vector<ReleaseEntry> releases;
     for (const Start& s : out.starts)
       if (const Seconds estimate = pending[s.pending].runtime_estimate; estimate > 0) {
         const Seconds end = grid_up(saturating_add_time(now, estimate), now, std::max<Seconds>(options.backfill.resolution, 1));
         add_releases(releases, end, s.tasks);
       }
     return releases;
+  }
+  // The running jobs with an estimate by estimated end, then index: the session keeps this order
+  // (kept->running_by_end); a one-shot cycle sorts it here.
+  std::span<const std::size_t> running_end_order() {
+    if (kept != nullptr && kept->running_by_end != nullptr) return *kept->running_by_end;
+    if (own_running_by_end.empty()) {
+      for (std::size_t j = 0; j < running.size(); ++j)
+        if (estimated_end(running[j])) own_running_by_end.push_back(j);
+      std::sort(own_running_by_end.begin(), own_running_by_end.end(), [&](std::size_t a, std::size_t b) {
+        return std::pair(*estimated_end(running[a]), a) < std::pair(*estimated_end(running[b]), b);
+      });
+    }
+    return own_running_by_end;
   }
 
   BackfillOptions backfill_options() const {
@@ -983,7 +1008,7 @@ struct CycleRun {
       for (const GuardMemo& m : guard_memo)
         if (m.key == *key && m.replicas == replicas && m.duration <= duration) not_before = std::max(not_before, m.earliest);
     if (not_before == kForever) return;
-    auto plan = plan_backfill_on(state, profile_releases(), std::span<const BlockedJob>(&b, 1), now, bo, not_before);
+    auto plan = plan_backfill_on(state, running_profile(), start_releases(), std::span<const BlockedJob>(&b, 1), now, bo, not_before);
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
     if (key) {
@@ -1036,7 +1061,7 @@ struct CycleRun {
       jobs.push_back({&*specs[b.pending], pending[b.pending].runtime_estimate});
     }
     if (cand.empty()) return;
-    auto plan = plan_backfill_on(state, profile_releases(), jobs, now, backfill_options());
+    auto plan = plan_backfill_on(state, running_profile(), start_releases(), jobs, now, backfill_options());
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
     out.reservations.clear();

@@ -175,7 +175,25 @@ GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<Pendi
   running_queue_.push_back(q);
   running_.push_back(std::move(job));
   origin_.push_back(std::move(origin));
+  by_end_insert(running_.size() - 1);
   return {};
+}
+
+// by_end_'s order: (estimated end, slot), read from the jobs themselves.
+GPUSCHED_DECL std::vector<std::size_t>::iterator Session::by_end_at(std::size_t j, Seconds end) {
+  return std::lower_bound(by_end_.begin(), by_end_.end(), j, [&](std::size_t a, std::size_t b) {
+    return std::pair(*detail::estimated_end(running_[a]), a) < std::pair(end, b);
+  });
+}
+
+GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
+  if (const std::optional<Seconds> end = detail::estimated_end(running_[j])) by_end_.insert(by_end_at(j, *end), j);
+}
+
+GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
+  const std::optional<Seconds> end = detail::estimated_end(running_[j]);
+  if (!end) return;
+  if (const auto at = by_end_at(j, *end); at != by_end_.end() && *at == j) by_end_.erase(at);
 }
 
 GPUSCHED_DECL Status Session::add_running(RunningJob job, std::optional<PendingJob> requeue_as) {
@@ -187,11 +205,14 @@ GPUSCHED_DECL void Session::remove_running(std::size_t j) {
   if (fair_) (void)usage_.add(*state_, running_[j], -1);  // (a subtraction of what was added cannot overflow)
   running_slot_.erase(running_[j].name);
   const std::size_t last = running_.size() - 1;
+  by_end_erase(j);
   if (j != last) {
+    by_end_erase(last);
     running_[j] = std::move(running_[last]);
     origin_[j] = std::move(origin_[last]);
     running_queue_[j] = running_queue_[last];
     running_slot_[running_[j].name] = j;
+    by_end_insert(j);
   }
   running_.pop_back();
   origin_.pop_back();
@@ -302,7 +323,9 @@ GPUSCHED_DECL Status Session::set_priority(std::string_view job, std::int32_t pr
 
 GPUSCHED_DECL Status Session::set_runtime_estimate(std::string_view job, Seconds estimate) {
   if (const std::size_t j = running_index(job); j != kNone) {
+    by_end_erase(j);
     running_[j].runtime_estimate = estimate;
+    by_end_insert(j);
     return {};
   }
   const std::size_t p = pending_index(job);
@@ -329,7 +352,12 @@ GPUSCHED_DECL Status Session::set_not_before(std::string_view job, Seconds t) {
 }
 
 GPUSCHED_DECL Status Session::set_start_time(std::string_view job, Seconds t) {
-  return change_running(job, [t](RunningJob& r) { r.start_time = t; });
+  const std::size_t j = running_index(job);
+  if (j == kNone) return unknown(job, "running");
+  by_end_erase(j);
+  running_[j].start_time = t;
+  by_end_insert(j);
+  return {};
 }
 
 // ---- nodes ------------------------------------------------------------------------------------------
@@ -413,7 +441,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   o.dry_run = apply == CycleApply::kPlan;
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
-  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_};
+  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_, &by_end_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
