@@ -2,7 +2,7 @@
 // random event sequences (scheduler/session.hpp): every policy and modifier the cycle has (strict
 // and best-effort FIFO, priorities, H-DRF queues with quotas and a cohort, fair-share and cohort
 // reclaim, EASY and conservative backfill, checkpoint-aware victims, nominations, elastic gangs),
-// with arrivals, finishes, cancellations, priority and estimate changes, node and GPU failures,
+// with arrivals, finishes, cancellations, priority, estimate and start-time changes, node and GPU failures,
 // repairs and cordons between cycles. Before every committed cycle the reference is run_cycle on a
 // copy of the state over the session's own lists; a plan (dry run) in between must change nothing.
 #include <map>
@@ -244,6 +244,8 @@ void run_sequence(std::uint64_t seed, int steps, Counts& counts) {
       REQUIRE(session.set_runtime_estimate(name, 10 * static_cast<Seconds>(rng.next() % 8)).ok());
       REQUIRE(session.set_last_checkpoint(name, now - static_cast<Seconds>(rng.next() % 20)).ok());
     }
+    if (rng.next() % 6 == 0 && !session.running().empty())  // restarted in place: its run counts from now
+      REQUIRE(session.set_start_time(session.running()[rng.next() % session.running().size()].name, now).ok());
     if (setup.options.order && rng.next() % 3 == 0 && !session.pending().empty())  // its key may change
       REQUIRE(session.set_runtime_estimate(session.pending()[rng.next() % session.pending().size()].job.name,
                                            10 * static_cast<Seconds>(rng.next() % 8)).ok());
