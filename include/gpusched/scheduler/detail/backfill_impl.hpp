@@ -74,7 +74,9 @@ struct Claim {
 // free of running work and of other claims during its interval). count[k][g] = sum_n floor(E_n[k] /
 // g) then bounds how many tasks of g whole GPUs could run at any instant of slot k, and a group of m
 // such tasks fits during [t, t + d) only if count[k][g] >= m at every slot k the interval meets.
-// Only the nodes that claims touch get a materialized E_n; the sums start from difference arrays.
+// Only the nodes that claims touch get a materialized E_n; the sums start from difference arrays, and
+// only for the task sizes g the plan's jobs ask for (a plan of one 1-GPU job keeps one column, not
+// one per size up to the node's GPUs: the sums over every release were most of a one-event cycle).
 // Disabled (always "may fit") when the GPUs per node are too many for its arrays.
 //
 // An earlier version cut the window into equal slots (at most two per expected end, so that a plan
@@ -85,15 +87,25 @@ class IdleGpuBound {
   static constexpr std::int32_t kMaxGpus = 16;
 
   // `times`: the plan's time points, ascending, times[0] = now; `releases` sorted by end, each end
-  // one of the times (releases beyond the window were dropped by the plan).
-  IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, std::span<const Seconds> times)
+  // one of the times (releases beyond the window were dropped by the plan); `jobs`: the specs the
+  // plan will ask about (bad_slots), whose whole-GPU task sizes are counted.
+  IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, std::span<const Seconds> times,
+               std::span<const BlockedJob> jobs)
       : bounds_(times.begin(), times.end()) {
     max_gpus_ = state.max_gpus_per_node();
     if (bounds_.empty() || max_gpus_ > kMaxGpus || max_gpus_ <= 0) return;
+    column_.fill(-1);
+    for (const BlockedJob& job : jobs)
+      for (const GangGroup& group : job.spec->groups)
+        if (const std::int32_t g = counted_size(group); g > 0 && g <= max_gpus_ && column_[static_cast<std::size_t>(g)] < 0) {
+          column_[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(sizes_.size());
+          sizes_.push_back(g);
+        }
+    if (sizes_.empty()) return;  // nothing to bound
     enabled_ = true;
     const std::size_t slots = bounds_.size();
     const std::size_t nodes = state.node_count();
-    const auto g_count = static_cast<std::size_t>(max_gpus_);
+    const std::size_t g_count = sizes_.size();
     // Per-node release lists (CSR by node): (time, slot, GPUs touched), in time order. The slot of
     // each release comes from one walk over the sorted times, not a search per release.
     node_begin_.assign(nodes + 1, 0);
@@ -118,16 +130,15 @@ class IdleGpuBound {
       gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
       idle_now_[n] = state.idle_gpus(n);
       std::int32_t cur = idle_now_[n];
-      for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(0, g)] += quotient(cur, g);
+      add_change(0, 0, cur);
       for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1] && cur < gpus_[n]; ++i) {
         const std::int32_t next = std::min(gpus_[n], cur + events_[i].gpus);
-        if (next != cur)
-          for (std::int32_t g = 1; g <= max_gpus_; ++g) diff[index(events_[i].slot, g)] += quotient(next, g) - quotient(cur, g);
+        add_change(events_[i].slot, cur, next);
         cur = next;
       }
     }
     for (std::size_t k = 1; k < slots; ++k)
-      for (std::int32_t g = 1; g <= max_gpus_; ++g) count_[index(k, g)] += count_[index(k - 1, g)];
+      for (std::size_t c = 0; c < g_count; ++c) count_[k * g_count + c] += count_[(k - 1) * g_count + c];
     timeline_of_.assign(nodes, -1);
   }
 
@@ -163,8 +174,7 @@ class IdleGpuBound {
         const std::int32_t old = e[k];
         const std::int32_t next = std::max(0, old - taken);
         e[k] = next;
-        if (next != old)
-          for (std::int32_t g = 1; g <= max_gpus_; ++g) count_[index(k, g)] += quotient(next, g) - quotient(old, g);
+        add_change(k, old, next);
       }
     }
   }
@@ -179,10 +189,9 @@ class IdleGpuBound {
     for (std::size_t k = slots; k-- > 0;) {
       bool bad = false;
       for (const GangGroup& group : spec.groups) {
-        const TaskShape& shape = group.request.shape;
-        if (group.request.mig.any() || !shape.needs_gpu() || shape.gpu_milli != kMilliPerGpu || group.min_replicas <= 0)
-          continue;
-        if (shape.gpus > max_gpus_ || count_[index(k, static_cast<std::int32_t>(shape.gpus))] < group.min_replicas) {
+        const std::int32_t g = counted_size(group);
+        if (g <= 0) continue;
+        if (g > max_gpus_ || (column_[static_cast<std::size_t>(g)] >= 0 && count_[index(k, g)] < group.min_replicas)) {
           bad = true;
           break;
         }
@@ -208,8 +217,22 @@ class IdleGpuBound {
     }();
     return kTable[static_cast<std::size_t>(idle)][static_cast<std::size_t>(g)];
   }
+  // The whole GPUs per task of a group the bound counts (> 0), or 0: not one it can say anything
+  // about (MIG instances, shares, no GPU, no minimum).
+  static std::int32_t counted_size(const GangGroup& group) {
+    const TaskShape& shape = group.request.shape;
+    if (group.request.mig.any() || !shape.needs_gpu() || shape.gpu_milli != kMilliPerGpu || group.min_replicas <= 0)
+      return 0;
+    return static_cast<std::int32_t>(std::min<std::int64_t>(shape.gpus, kMaxGpus + 1));
+  }
   std::size_t index(std::size_t k, std::int32_t g) const {
-    return k * static_cast<std::size_t>(max_gpus_) + static_cast<std::size_t>(g - 1);
+    return k * sizes_.size() + static_cast<std::size_t>(column_[static_cast<std::size_t>(g)]);
+  }
+  // A node's whole idle GPUs go from `old` to `next` in slot k: every counted size's count changes.
+  void add_change(std::size_t k, std::int32_t old, std::int32_t next) {
+    if (old == next) return;
+    std::int64_t* row = count_.data() + k * sizes_.size();
+    for (std::size_t c = 0; c < sizes_.size(); ++c) row[c] += quotient(next, sizes_[c]) - quotient(old, sizes_[c]);
   }
   // Makes t a boundary: the slot holding it splits in two with the same counts (nothing changes
   // inside a slot).
@@ -218,7 +241,7 @@ class IdleGpuBound {
     if (it != bounds_.end() && *it == t) return;
     const auto k = static_cast<std::size_t>(it - bounds_.begin());  // the new slot's index; k >= 1
     bounds_.insert(it, t);
-    const auto g_count = static_cast<std::size_t>(max_gpus_);
+    const std::size_t g_count = sizes_.size();
     const auto at = count_.begin() + static_cast<std::ptrdiff_t>(k * g_count);
     count_.insert(at, g_count, 0);
     std::copy_n(count_.begin() + static_cast<std::ptrdiff_t>((k - 1) * g_count), g_count,
@@ -245,10 +268,12 @@ class IdleGpuBound {
   bool enabled_ = false;
   std::vector<Seconds> bounds_;  // slot k begins at bounds_[k]
   std::int32_t max_gpus_ = 0;
+  std::vector<std::int32_t> sizes_;                 // the counted task sizes
+  std::array<std::int32_t, kMaxGpus + 2> column_{};  // size -> its column in count_ (-1: not counted)
   std::vector<std::uint32_t> node_begin_;
   std::vector<Event> events_;
   std::vector<std::int32_t> idle_now_, gpus_;
-  std::vector<std::int64_t> count_;  // [k][g - 1]
+  std::vector<std::int64_t> count_;  // [k][column of g]
   std::vector<std::int32_t> timeline_of_;
   std::vector<std::vector<std::int32_t>> timelines_;
 };
@@ -556,7 +581,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   std::vector<Seconds> times{now};
   for (const detail::ReleaseEntry& e : profile.releases())
     if (e.end != times.back()) times.push_back(e.end);
-  detail::IdleGpuBound bound(state, profile.releases(), times);
+  detail::IdleGpuBound bound(state, profile.releases(), times, blocked);
 
   // Placements of started and reserved jobs live here (stable addresses for the claims).
   std::vector<std::vector<TaskPlacement>> placements(blocked.size());
