@@ -86,6 +86,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
@@ -327,8 +328,9 @@ struct CycleKept {
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;
   bool validate_queues = true;  // false: the queues were validated against this cluster layout
-  // The running jobs with an estimate, by (estimated_end, index) (null: sorted by the cycle).
-  const std::vector<std::size_t>* running_by_end = nullptr;
+  // The running jobs with an estimate as (estimated_end, index), ascending (empty: sorted by the
+  // cycle when there are running jobs with an estimate).
+  std::span<const std::pair<Seconds, std::size_t>> running_by_end;
 };
 
 // run_cycle with what a session keeps (null: computed) and how much to say.

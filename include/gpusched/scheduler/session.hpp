@@ -178,13 +178,16 @@ class Session {
   std::vector<std::size_t> running_queue_;         // queue index (0 without queues)
   std::unordered_map<std::string, std::size_t> running_slot_;
   RunningUsage usage_;
-  // The slots of the running jobs with an estimate, by (estimated end, slot): the order the backfill
+  // The running jobs with an estimate as (estimated end, slot), ascending: the order the backfill
   // profile releases them in (CycleKept::running_by_end), kept by each event instead of sorted by
-  // every cycle. by_end_insert/erase keep it as a job's slot or estimated end changes.
-  std::vector<std::size_t> by_end_;
-  void by_end_insert(std::size_t j);
-  void by_end_erase(std::size_t j);
-  std::vector<std::size_t>::iterator by_end_at(std::size_t j, Seconds end);
+  // every cycle. The first by_end_sorted_ are in order, the rest appended since and merged in by
+  // by_end_settle (before a cycle, or when they grow many: a session opened with 50,000 running
+  // jobs does not pay an insertion into a long vector for each).
+  std::vector<std::pair<Seconds, std::size_t>> by_end_;
+  std::size_t by_end_sorted_ = 0;
+  void by_end_insert(std::size_t j);  // as running_[j] is now
+  void by_end_erase(std::size_t j);   // as running_[j] is now
+  void by_end_settle();
 
   std::vector<Nomination> held_;
   FailureHistory history_;

@@ -167,7 +167,7 @@ struct CycleRun {
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
   std::vector<ReleaseEntry> running_releases;  // running_profile(), as of
   std::size_t running_releases_at = SIZE_MAX;  // this many evictions
-  std::vector<std::size_t> own_running_by_end;  // running_end_order() without a session
+  std::vector<std::pair<Seconds, std::size_t>> own_running_by_end;  // running_end_order() without a session
   std::vector<FailedShape> failed;
   // Preemption searches that found nothing, by queue and priority: a job of that queue with no more
   // priority asking for at least as much finds nothing either (evictions and starts during the
@@ -943,13 +943,13 @@ struct CycleRun {
   std::span<const ReleaseEntry> running_profile() {
     if (running_releases_at != out.evictions.size()) {
       running_releases.clear();
-      const std::span<const std::size_t> order = running_end_order();
+      const std::span<const std::pair<Seconds, std::size_t>> order = running_end_order();
       for (std::size_t i = 0; i < order.size(); ++i) {
         // Bound by memory latency (each job and its tasks are somewhere in the caller's lists):
         // fetched a few jobs ahead.
-        if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8]]);
-        if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4]].tasks.data());
-        const std::size_t j = order[i];
+        if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8].second]);
+        if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4].second].tasks.data());
+        const std::size_t j = order[i].second;
         if (victim_mark[j] != kExcludedVictim)
           add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks);
       }
@@ -969,14 +969,12 @@ struct CycleRun {
   }
   // The running jobs with an estimate by estimated end, then index: the session keeps this order
   // (kept->running_by_end); a one-shot cycle sorts it here.
-  std::span<const std::size_t> running_end_order() {
-    if (kept != nullptr && kept->running_by_end != nullptr) return *kept->running_by_end;
+  std::span<const std::pair<Seconds, std::size_t>> running_end_order() {
+    if (kept != nullptr) return kept->running_by_end;
     if (own_running_by_end.empty()) {
       for (std::size_t j = 0; j < running.size(); ++j)
-        if (estimated_end(running[j])) own_running_by_end.push_back(j);
-      std::sort(own_running_by_end.begin(), own_running_by_end.end(), [&](std::size_t a, std::size_t b) {
-        return std::pair(*estimated_end(running[a]), a) < std::pair(*estimated_end(running[b]), b);
-      });
+        if (const std::optional<Seconds> end = estimated_end(running[j])) own_running_by_end.emplace_back(*end, j);
+      std::sort(own_running_by_end.begin(), own_running_by_end.end());
     }
     return own_running_by_end;
   }

@@ -179,21 +179,43 @@ GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<Pendi
   return {};
 }
 
-// by_end_'s order: (estimated end, slot), read from the jobs themselves.
-GPUSCHED_DECL std::vector<std::size_t>::iterator Session::by_end_at(std::size_t j, Seconds end) {
-  return std::lower_bound(by_end_.begin(), by_end_.end(), j, [&](std::size_t a, std::size_t b) {
-    return std::pair(*detail::estimated_end(running_[a]), a) < std::pair(end, b);
-  });
-}
-
 GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
-  if (const std::optional<Seconds> end = detail::estimated_end(running_[j])) by_end_.insert(by_end_at(j, *end), j);
+  const std::optional<Seconds> end = detail::estimated_end(running_[j]);
+  if (!end) return;
+  by_end_.emplace_back(*end, j);
+  if (by_end_.size() - by_end_sorted_ > std::max<std::size_t>(64, by_end_sorted_ / 4)) by_end_settle();
 }
 
 GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
   const std::optional<Seconds> end = detail::estimated_end(running_[j]);
   if (!end) return;
-  if (const auto at = by_end_at(j, *end); at != by_end_.end() && *at == j) by_end_.erase(at);
+  const std::pair<Seconds, std::size_t> key(*end, j);
+  const auto sorted_end = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
+  if (const auto at = std::lower_bound(by_end_.begin(), sorted_end, key); at != sorted_end && *at == key) {
+    by_end_.erase(at);
+    --by_end_sorted_;
+  } else if (const auto late = std::find(sorted_end, by_end_.end(), key); late != by_end_.end()) {
+    by_end_.erase(late);
+  }
+}
+
+// A few late ones are inserted where they belong; many are sorted and merged in one pass.
+GPUSCHED_DECL void Session::by_end_settle() {
+  const std::size_t late = by_end_.size() - by_end_sorted_;
+  if (late == 0) return;
+  const auto mid = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
+  if (late <= 8) {
+    for (std::size_t k = by_end_sorted_; k < by_end_.size(); ++k) {
+      const auto key = by_end_[k];
+      const auto at = std::upper_bound(by_end_.begin(), by_end_.begin() + static_cast<std::ptrdiff_t>(k), key);
+      std::move_backward(at, by_end_.begin() + static_cast<std::ptrdiff_t>(k), by_end_.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      *at = key;
+    }
+  } else {
+    std::sort(mid, by_end_.end());
+    std::inplace_merge(by_end_.begin(), mid, by_end_.end());
+  }
+  by_end_sorted_ = by_end_.size();
 }
 
 GPUSCHED_DECL Status Session::add_running(RunningJob job, std::optional<PendingJob> requeue_as) {
@@ -441,7 +463,8 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   o.dry_run = apply == CycleApply::kPlan;
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
-  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_, &by_end_};
+  by_end_settle();
+  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_, by_end_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
