@@ -331,6 +331,8 @@ struct CycleKept {
   // The running jobs with an estimate as (estimated_end, index), ascending (empty: sorted by the
   // cycle when there are running jobs with an estimate).
   std::span<const std::pair<Seconds, std::size_t>> running_by_end;
+  // The running jobs that may grow (max_tasks > 0), in any order (null: every running job is looked at).
+  const std::vector<std::size_t>* elastic = nullptr;
 };
 
 // run_cycle with what a session keeps (null: computed) and how much to say.

@@ -188,6 +188,7 @@ class Session {
   void by_end_insert(std::size_t j);  // as running_[j] is now
   void by_end_erase(std::size_t j);   // as running_[j] is now
   void by_end_settle();
+  std::vector<std::size_t> elastic_;  // slots of the running jobs that may grow (CycleKept::elastic)
 
   std::vector<Nomination> held_;
   FailureHistory history_;

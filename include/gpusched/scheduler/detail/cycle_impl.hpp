@@ -1115,11 +1115,15 @@ struct CycleRun {
   // ---- stage 4 ----------------------------------------------------------------------------------
   void grow() {
     std::vector<std::size_t> order;
-    for (std::size_t j = 0; j < running.size(); ++j) {
+    auto consider = [&](std::size_t j) {
       const RunningJob& r = running[j];
-      if (victim_mark[j] == kExcludedVictim || r.tasks.empty() || r.max_tasks <= static_cast<std::int32_t>(r.tasks.size()))
-        continue;
-      order.push_back(j);
+      if (victim_mark[j] != kExcludedVictim && !r.tasks.empty() && r.max_tasks > static_cast<std::int32_t>(r.tasks.size()))
+        order.push_back(j);
+    };
+    if (kept != nullptr && kept->elastic != nullptr) {  // a session knows which jobs may ever grow
+      for (const std::size_t j : *kept->elastic) consider(j);
+    } else {
+      for (std::size_t j = 0; j < running.size(); ++j) consider(j);
     }
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       if (running[a].priority != running[b].priority) return running[a].priority > running[b].priority;

@@ -176,6 +176,7 @@ GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<Pendi
   running_.push_back(std::move(job));
   origin_.push_back(std::move(origin));
   by_end_insert(running_.size() - 1);
+  if (running_.back().max_tasks > 0) elastic_.push_back(running_.size() - 1);
   return {};
 }
 
@@ -228,8 +229,10 @@ GPUSCHED_DECL void Session::remove_running(std::size_t j) {
   running_slot_.erase(running_[j].name);
   const std::size_t last = running_.size() - 1;
   by_end_erase(j);
+  std::erase(elastic_, j);
   if (j != last) {
     by_end_erase(last);
+    std::replace(elastic_.begin(), elastic_.end(), last, j);
     running_[j] = std::move(running_[last]);
     origin_[j] = std::move(origin_[last]);
     running_queue_[j] = running_queue_[last];
@@ -464,7 +467,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
   by_end_settle();
-  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_, by_end_};
+  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_, by_end_, &elastic_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
