@@ -164,6 +164,19 @@ Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJ
 Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution);
 
 namespace detail {
+// One task that frees its resources at `end`, with what the profile's bounds read of it copied in:
+// a plan reads every release once or twice (the share prefix, the idle-GPU bound), and following
+// the pointer into the caller's jobs for each was most of that time (perf of a one-event cycle at
+// 10,000 nodes and 50,000 running tasks).
+struct ReleaseEntry {
+  Seconds end = 0;
+  const TaskAssignment* assignment = nullptr;
+  std::int64_t milli = 0;        // the GPU share it holds (MIG instances: 0)
+  NodeId node = 0;               // assignment->node
+  std::int32_t whole_gpus = -1;  // the GPUs it touches; -1: a MIG instance (the idle-GPU bound skips it)
+  std::uint32_t job = 0;         // its job's index in the caller's running list
+};
+
 // When running job `job` ends by its estimate, before the profile's rounding (start_time +
 // runtime_estimate, kForever past the end of time); nullopt without an estimate. expected_end is a
 // non-decreasing function of it at any `now`, so running jobs in this order are in profile order.

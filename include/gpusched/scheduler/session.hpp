@@ -189,6 +189,16 @@ class Session {
   void by_end_erase(std::size_t j);   // as running_[j] is now
   void by_end_settle();
   std::vector<std::size_t> elastic_;  // slots of the running jobs that may grow (CycleKept::elastic)
+  // CycleKept::raw_releases, sorted by (estimated end, job slot): changed in place by the events
+  // that change a running job's tasks, end or slot, remade at a cycle after many (valid_ false).
+  std::vector<detail::ReleaseEntry> releases_;
+  bool releases_valid_ = false;
+  std::size_t release_changes_ = 0;  // since the last cycle
+  static constexpr std::size_t kReleaseChanges = 16;
+  const std::vector<detail::ReleaseEntry>& raw_releases();
+  std::vector<detail::ReleaseEntry>::iterator releases_at(std::size_t j, Seconds end);
+  void releases_insert(std::size_t j, Seconds end);
+  void releases_erase(std::size_t j, Seconds end);
 
   std::vector<Nomination> held_;
   FailureHistory history_;

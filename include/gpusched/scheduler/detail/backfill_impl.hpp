@@ -36,20 +36,8 @@ GPUSCHED_DECL Seconds grid_duration(Seconds estimate, Seconds resolution) {
   return __builtin_mul_overflow(steps, resolution, &out) ? kForever : out;
 }
 
-// One task that frees its resources at `end`, with what the profile's bounds read of it copied in:
-// a plan reads every release once or twice (the share prefix, the idle-GPU bound), and following
-// the pointer into the caller's jobs for each was most of that time (perf of a one-event cycle at
-// 10,000 nodes and 50,000 running tasks).
-struct ReleaseEntry {
-  Seconds end = 0;
-  const TaskAssignment* assignment = nullptr;
-  std::int64_t milli = 0;         // held_milli(*assignment)
-  NodeId node = 0;                // assignment->node
-  std::int32_t whole_gpus = -1;   // the GPUs it touches; -1: a MIG instance (the bound skips it)
-};
-
-GPUSCHED_DECL ReleaseEntry release_of(Seconds end, const TaskAssignment& a) {
-  return {end, &a, held_milli(a), a.node, a.is_mig() ? -1 : static_cast<std::int32_t>(a.gpus.size())};
+GPUSCHED_DECL ReleaseEntry release_of(Seconds end, const TaskAssignment& a, std::uint32_t job) {
+  return {end, &a, held_milli(a), a.node, a.is_mig() ? -1 : static_cast<std::int32_t>(a.gpus.size()), job};
 }
 
 GPUSCHED_DECL bool earlier_end(const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; }
@@ -490,9 +478,11 @@ GPUSCHED_DECL FitTest test_fit(Profile& profile, std::span<const Claim> claims, 
   return out;
 }
 
-// Every task of a job expected to end at `end`, as the plan releases them.
-GPUSCHED_DECL void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std::span<const RunningTask> tasks) {
-  for (const RunningTask& t : tasks) out.push_back(release_of(end, t.assignment));
+// Every task of job `job` (an index into the caller's list) expected to end at `end`, as the plan
+// releases them.
+GPUSCHED_DECL void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std::span<const RunningTask> tasks,
+                                std::size_t job) {
+  for (const RunningTask& t : tasks) out.push_back(release_of(end, t.assignment, static_cast<std::uint32_t>(job)));
 }
 
 // The plan on running work given as its tasks' releases: `running` sorted by end (the scheduling
@@ -538,7 +528,8 @@ GPUSCHED_DECL Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<
                                           std::span<const BlockedJob> blocked, Seconds now,
                                           const BackfillOptions& options) {
   std::vector<detail::ReleaseEntry> releases;
-  for (const RunningJob& job : running) detail::add_releases(releases, expected_end(job, now, options.resolution), job.tasks);
+  for (std::size_t j = 0; j < running.size(); ++j)
+    detail::add_releases(releases, expected_end(running[j], now, options.resolution), running[j].tasks, j);
   std::stable_sort(releases.begin(), releases.end(), detail::earlier_end);
   return detail::plan_backfill_on(state, releases, {}, blocked, now, options);
 }

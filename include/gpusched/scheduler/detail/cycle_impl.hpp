@@ -941,19 +941,35 @@ struct CycleRun {
   // profile assumes of unknown estimates. Kept between plans (conservative backfill plans once per
   // blocked job) until an eviction changes it.
   std::span<const ReleaseEntry> running_profile() {
-    if (running_releases_at != out.evictions.size()) {
-      running_releases.clear();
-      const std::span<const std::pair<Seconds, std::size_t>> order = running_end_order();
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        // Bound by memory latency (each job and its tasks are somewhere in the caller's lists):
-        // fetched a few jobs ahead.
-        if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8].second]);
-        if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4].second].tasks.data());
-        const std::size_t j = order[i].second;
-        if (victim_mark[j] != kExcludedVictim)
-          add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks);
+    if (running_releases_at == out.evictions.size()) return running_releases;
+    running_releases_at = out.evictions.size();
+    running_releases.clear();
+    const Seconds resolution = std::max<Seconds>(options.backfill.resolution, 1);
+    if (kept != nullptr && kept->raw_releases != nullptr) {  // the session's, at their estimated ends
+      running_releases.reserve(kept->raw_releases->size());
+      Seconds lo = 0, hi = -1;  // (lo, hi]: the estimated ends the last one rounded up to hi
+      for (const ReleaseEntry& e : *kept->raw_releases) {
+        if (victim_mark[e.job] == kExcludedVictim) continue;
+        running_releases.push_back(e);
+        if (e.end > lo && e.end <= hi && e.end > now) {  // sorted: a run of ends shares one grid point
+          running_releases.back().end = hi;
+          continue;
+        }
+        running_releases.back().end = grid_up(e.end, now, resolution);
+        hi = running_releases.back().end;
+        lo = hi == kForever ? kForever : hi - resolution;
       }
-      running_releases_at = out.evictions.size();
+      return running_releases;
+    }
+    const std::span<const std::pair<Seconds, std::size_t>> order = running_end_order();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      // Bound by memory latency (each job and its tasks are somewhere in the caller's lists):
+      // fetched a few jobs ahead.
+      if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8].second]);
+      if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4].second].tasks.data());
+      const std::size_t j = order[i].second;
+      if (victim_mark[j] != kExcludedVictim)
+        add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks, j);
     }
     return running_releases;
   }
@@ -963,7 +979,7 @@ struct CycleRun {
     for (const Start& s : out.starts)
       if (const Seconds estimate = pending[s.pending].runtime_estimate; estimate > 0) {
         const Seconds end = grid_up(saturating_add_time(now, estimate), now, std::max<Seconds>(options.backfill.resolution, 1));
-        add_releases(releases, end, s.tasks);
+        add_releases(releases, end, s.tasks, UINT32_MAX);  // (not a running job)
       }
     return releases;
   }

@@ -2,6 +2,8 @@
 // or, under GPUSCHED_SEPARATE_COMPILATION, once per program by gpusched/compiled.hpp (core/config.hpp)).
 #pragma once
 
+#include <type_traits>
+
 #include "gpusched/core/config.hpp"
 #include "gpusched/scheduler/session.hpp"
 
@@ -183,6 +185,7 @@ GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<Pendi
 GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
   const std::optional<Seconds> end = detail::estimated_end(running_[j]);
   if (!end) return;
+  releases_insert(j, *end);
   by_end_.emplace_back(*end, j);
   if (by_end_.size() - by_end_sorted_ > std::max<std::size_t>(64, by_end_sorted_ / 4)) by_end_settle();
 }
@@ -190,6 +193,7 @@ GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
 GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
   const std::optional<Seconds> end = detail::estimated_end(running_[j]);
   if (!end) return;
+  releases_erase(j, *end);
   const std::pair<Seconds, std::size_t> key(*end, j);
   const auto sorted_end = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
   if (const auto at = std::lower_bound(by_end_.begin(), sorted_end, key); at != sorted_end && *at == key) {
@@ -198,6 +202,49 @@ GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
   } else if (const auto late = std::find(sorted_end, by_end_.end(), key); late != by_end_.end()) {
     by_end_.erase(late);
   }
+}
+
+// Pointers into the running jobs' tasks stay valid while the jobs move (a move keeps the tasks'
+// buffer); every event that adds, removes or changes a running job's tasks or end invalidates them.
+static_assert(std::is_nothrow_move_constructible_v<RunningJob> && std::is_nothrow_move_assignable_v<RunningJob>);
+GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::raw_releases() {
+  if (!releases_valid_) {
+    by_end_settle();
+    releases_.clear();
+    for (const auto& [end, j] : by_end_) detail::add_releases(releases_, end, running_[j].tasks, j);
+    releases_valid_ = true;
+  }
+  release_changes_ = 0;
+  return releases_;
+}
+
+// Job j's tasks join (leave) the kept releases where (end, j) orders them; past a few changes
+// between two cycles they are remade at the next one instead (each change moves the whole list).
+GPUSCHED_DECL std::vector<detail::ReleaseEntry>::iterator Session::releases_at(std::size_t j, Seconds end) {
+  return std::lower_bound(releases_.begin(), releases_.end(), std::pair(end, j), [](const detail::ReleaseEntry& e, const auto& key) {
+    return std::pair(e.end, static_cast<std::size_t>(e.job)) < key;
+  });
+}
+
+GPUSCHED_DECL void Session::releases_insert(std::size_t j, Seconds end) {
+  if (!releases_valid_ || ++release_changes_ > kReleaseChanges) {
+    releases_valid_ = false;
+    return;
+  }
+  std::vector<detail::ReleaseEntry> tasks;
+  detail::add_releases(tasks, end, running_[j].tasks, j);
+  releases_.insert(releases_at(j, end), tasks.begin(), tasks.end());
+}
+
+GPUSCHED_DECL void Session::releases_erase(std::size_t j, Seconds end) {
+  if (!releases_valid_ || ++release_changes_ > kReleaseChanges) {
+    releases_valid_ = false;
+    return;
+  }
+  const auto first = releases_at(j, end);
+  auto last = first;
+  while (last != releases_.end() && last->job == j && last->end == end) ++last;
+  releases_.erase(first, last);
 }
 
 // A few late ones are inserted where they belong; many are sorted and merged in one pass.
@@ -296,6 +343,7 @@ GPUSCHED_DECL Status Session::requeue(std::string_view job, Seconds not_before, 
 
 // Drops tasks (indices into job j's tasks) from its list and its queue's usage; nothing released.
 GPUSCHED_DECL void Session::drop_tasks(std::size_t j, std::span<const std::uint32_t> tasks) {
+  by_end_erase(j);  // (the tasks after a dropped one move)
   RunningJob& r = running_[j];
   std::vector<std::uint32_t> idx(tasks.begin(), tasks.end());
   std::sort(idx.rbegin(), idx.rend());
@@ -307,6 +355,7 @@ GPUSCHED_DECL void Session::drop_tasks(std::size_t j, std::span<const std::uint3
       r.tasks.erase(r.tasks.begin() + t);
     }
   if (fair_) (void)usage_.add(*state_, r.queue, shed, -1, false);
+  by_end_insert(j);
 }
 
 GPUSCHED_DECL Status Session::shrink(std::string_view job, std::span<const std::uint32_t> tasks) {
@@ -419,7 +468,9 @@ GPUSCHED_DECL void Session::commit(const CycleDecisions& d) {
     if (!e.whole) drop_tasks(e.running, e.tasks);
   for (const Grow& g : d.grows) {
     RunningJob& r = running_[g.running];
+    by_end_erase(g.running);  // (its tasks may move)
     r.tasks.insert(r.tasks.end(), g.tasks.begin(), g.tasks.end());
+    by_end_insert(g.running);
     if (fair_) (void)usage_.add(*state_, r.queue, g.tasks, 1, false);
   }
   // Starts leave pending in one pass; they run in the order started.
@@ -467,7 +518,8 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
   by_end_settle();
-  const detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, layout != validated_layout_, by_end_, &elastic_};
+  const detail::CycleKept kept{specs_,  keys_,   members_,         unqueued_, running_queue_, layout != validated_layout_,
+                               by_end_, &raw_releases(), &elastic_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
