@@ -223,7 +223,7 @@ TEST_CASE("cordon and failure take a node out of the index and back; failure rep
   CHECK(s.idle_bucket(t4, 1)->contains(0));  // GPUs 0,1 taken, 2 idle, 3 has 400 free
   CHECK(s.partial_nodes().contains(0));
 
-  const std::uint64_t g0 = s.generation(), l0 = s.layout_generation();
+  const std::uint64_t g0 = s.generation(), l0 = s.layout_generation(), c0 = s.capacity_generation();
   REQUIRE(s.cordon(0).ok());
   CHECK_FALSE(s.schedulable(0));
   CHECK_FALSE(s.idle_bucket(t4, 1)->contains(0));
@@ -231,6 +231,7 @@ TEST_CASE("cordon and failure take a node out of the index and back; failure rep
   CHECK(s.check_fit(0, compile_shape(s, 0, 0, 0)) == FitReason::kNodeUnschedulable);
   CHECK(s.generation() == g0 + 1);
   CHECK(s.layout_generation() == l0 + 1);
+  CHECK(s.capacity_generation() == c0);  // what the node holds when empty did not change
   CHECK(s.node_version(0) == s.generation());
   REQUIRE(s.cordon(0).ok());  // repeated: no change, no new generation
   CHECK(s.generation() == g0 + 1);
@@ -248,6 +249,10 @@ TEST_CASE("cordon and failure take a node out of the index and back; failure rep
   REQUIRE(s.release(a).ok());  // the caller releases the work of a failed node as usual
   REQUIRE(s.recover_node(0).ok());
   CHECK(s.idle_bucket(t4, 3)->contains(0));
+  REQUIRE(s.set_gpu_health(0, 1, false).ok());
+  CHECK(s.capacity_generation() == c0);  // cordons, failures and GPU health: availability only
+  REQUIRE(s.set_label(0, "rack", "r2").ok());
+  CHECK(s.capacity_generation() == c0 + 1);  // a label changes the domains a gang counts
 }
 
 TEST_CASE("an unhealthy GPU reads 0 and gets back exactly what was free on it") {
@@ -293,6 +298,7 @@ TEST_CASE("add_node and remove_node: stable ids, tombstones, names free again, i
   CHECK(s.total_gpu_milli_capacity() == 10000);
   CHECK(s.node_label_value(1, s.label_key_id("rack")) == s.label_value_id("r1"));
   CHECK(s.layout_generation() == l0 + 1);
+  CHECK(s.capacity_generation() == l0 + 1);
 
   // Work on b, then b leaves: its usage is reported, its resources leave the totals, its name is free.
   const TaskRequest four = compile_shape(s, 1000, 4, 1000);

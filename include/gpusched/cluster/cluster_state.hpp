@@ -363,6 +363,10 @@ class ClusterState {
   std::uint64_t instance_id() const { return instance_.value(); }
   std::uint64_t generation() const { return generation_; }
   std::uint64_t layout_generation() const { return layout_generation_; }
+  // Grows with the events that change what the nodes could hold when empty (nodes added or removed,
+  // GPUs, MIG layouts, labels, interconnects), not with cordons, failures or GPU health: a summary of
+  // capacity at empty keys on it, and a scheduling cycle cordons nodes while it plans.
+  std::uint64_t capacity_generation() const { return capacity_generation_; }
   std::uint64_t node_version(NodeId n) const { return node_version_[n]; }
 
   // --- the index ---------------------------------------------------------------------------------
@@ -503,7 +507,11 @@ class ClusterState {
 
   // The hook every mutation ends with (see "Extending the state" above).
   void note_node_change(NodeId n) { node_version_[n] = ++generation_; }
-  void note_layout_change() { ++layout_generation_; }
+  void note_layout_change() {
+    ++layout_generation_;
+    ++capacity_generation_;
+  }
+  void note_availability_change() { ++layout_generation_; }  // cordon, failure, GPU health
 
   void apply(const TaskAssignment& a, int sign);
   // Cluster events that change whether node n takes work (cordon, failure, GPU health) call this so
@@ -619,6 +627,7 @@ class ClusterState {
   detail::ClusterStateInstanceId instance_;
   std::uint64_t generation_ = 0;
   std::uint64_t layout_generation_ = 0;
+  std::uint64_t capacity_generation_ = 0;
 
   InterconnectTable interconnects_;
   // Cache of the readers: (model << 32 | GPU count) -> interned known interconnect, or kNoShape.

@@ -50,7 +50,7 @@
 // against the largest node, GPU share against the cluster's total), then per group and per domain
 // of a required level at capacity. After a node scan (steps 2-4) these are counted node by node; on
 // the index-only path (step 1) they come from the cluster's capacity at empty per domain, summarised
-// once per layout generation (GangCapacityCache), so a gang no rack could ever hold is infeasible
+// once per capacity generation (GangCapacityCache), so a gang no rack could ever hold is infeasible
 // there too.
 // How it decides, cheapest first:
 //
@@ -147,8 +147,9 @@ Result<GangSpec> make_gang_spec(const CompiledJob& job, const GangConstraints& c
 Status validate_gang(const GangSpec& spec);
 
 // The cluster's capacity as if empty, per domain of each level asked (what tells "infeasible" from
-// "not now"), kept between calls. It is rebuilt when the state's layout generation moves (an event:
-// cordon, failure, relabel, node added, MIG re-partition...), never by allocations, so a scheduler
+// "not now"), kept between calls. It is rebuilt when the state's capacity generation moves (an event
+// that changes what nodes hold when empty: relabel, node added or removed, MIG re-partition...;
+// not a cordon or a failure), never by allocations, so a scheduler
 // that keeps one beside its state pays the O(nodes) summary once per event, not once per gang.
 // Not thread-safe: one per scheduling thread. place_gangs uses one for its queue when none is given.
 class GangCapacityCache {

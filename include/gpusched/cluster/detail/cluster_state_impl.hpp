@@ -1092,7 +1092,7 @@ GPUSCHED_DECL Status ClusterState::set_flag(NodeId n, std::uint8_t flag, bool on
   index_insert(n);
   sync_mig_availability(n);
   note_node_change(n);
-  note_layout_change();
+  note_availability_change();
   return {};
 }
 
@@ -1141,7 +1141,7 @@ GPUSCHED_DECL Status ClusterState::set_gpu_health(NodeId n, std::size_t gpu, boo
   index_insert(n);
   sync_mig_availability(n);
   note_node_change(n);
-  note_layout_change();
+  note_availability_change();
   return {};
 }
 

@@ -104,14 +104,15 @@ inline std::int64_t gang_indexed_idle_gpus(const ClusterState& state) {
 
 }  // namespace gpusched::detail
 
-// --- capacity at empty, per domain (cached per layout generation) ----------------------------------
+// --- capacity at empty, per domain (cached per capacity generation) --------------------------------
 //
 // Whether a gang that does not fit now could ever fit is a question about the cluster as if every
 // allocation were gone and every node repaired: the capacities of all nodes not removed (CPU,
 // memory, GPUs by model and GPU memory, MIG GPUs by MIG model). A cordoned or failed node, or a
 // failed GPU, comes back (uncordon, recover_node, set_gpu_health): a gang that needs it waits ("not
-// now", kNodeUnschedulable/kNodeUnhealthy in its reasons) rather than being turned away for good. That changes only with cluster events, never with
-// allocations, so it is summarised once per layout generation of the state (cluster_state.hpp) as
+// now", kNodeUnschedulable/kNodeUnhealthy in its reasons) rather than being turned away for good.
+// That changes only with cluster events (not cordons or failures), never with allocations, so it is
+// summarised once per capacity generation of the state (cluster_state.hpp) as
 // classes of identical empty nodes, and per domain of a level as (class, count) pairs: a 10,000-node
 // cluster has a handful of node shapes, so a bound per domain costs O(domains x shapes), not a node
 // scan. The counts ignore node selectors (an upper bound, which is what a proof of infeasibility
@@ -185,13 +186,15 @@ class GangEmptyCapacity {
     std::vector<std::vector<std::pair<std::uint32_t, std::int64_t>>> shapes;  // per domain
   };
 
-  // Forgets everything when the state (instance) or its layout generation changed, and summarises
-  // the nodes again: O(nodes x GPUs) once per layout generation.
+  // Forgets everything when the state (instance) or its capacity generation changed, and summarises
+  // the nodes again: O(nodes x GPUs) once per generation. (Not per layout generation: a scheduling
+  // cycle's reservations cordon nodes, and the summary was made again after each; a one-shot cycle
+  // at 10,000 nodes spent half its time there.)
   void refresh(const ClusterState& state) {
-    if (valid_ && instance_ == state.instance_id() && layout_generation_ == state.layout_generation()) return;
+    if (valid_ && instance_ == state.instance_id() && capacity_generation_ == state.capacity_generation()) return;
     valid_ = true;
     instance_ = state.instance_id();
-    layout_generation_ = state.layout_generation();
+    capacity_generation_ = state.capacity_generation();
     shapes_.clear();
     count_.clear();
     rep_.clear();
@@ -285,7 +288,7 @@ class GangEmptyCapacity {
   std::string rep_name(std::size_t s, const DomainMap& m) const { return m.names[m.node_domain[rep_[s]]]; }
 
   bool valid_ = false;
-  std::uint64_t instance_ = 0, layout_generation_ = 0;
+  std::uint64_t instance_ = 0, capacity_generation_ = 0;
   std::vector<GangEmptyShape> shapes_;
   std::vector<std::int64_t> count_;  // nodes per shape
   std::vector<NodeId> rep_;          // per shape, its node whose name sorts first

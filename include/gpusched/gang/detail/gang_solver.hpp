@@ -782,7 +782,7 @@ GPUSCHED_DECL std::string GangSolver::largest_domain_text(std::uint32_t g) const
 // node as if empty) fails too. First the O(1) bounds (the largest node's GPUs, the cluster's GPU
 // total); then per group over the whole cluster and per domain of a required level: counted node by
 // node (selectors included) after a node scan, or, on the index-only path of a gang with a required
-// level, from the capacity-at-empty summary (cached per layout generation, selectors aside).
+// level, from the capacity-at-empty summary (cached per capacity generation, selectors aside).
 GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes) {
   auto infeasible = [&](std::string what, ReasonKind kind, Unit unit, std::int64_t need, std::int64_t have,
                         std::int32_t subject) {
@@ -831,7 +831,7 @@ GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes)
     }
   } else {
     // Index-only path: the per-group totals at empty come from the summary, a node pass once per
-    // layout generation (per call without a GangCapacityCache), then O(node shapes) per group.
+    // capacity generation (per call without a GangCapacityCache), then O(node shapes) per group.
     // Only the O(1) bounds ran here once, and an elastic gang asking a GPU model the cluster does
     // not have was "not now" for ever: the simulator never rejected it, and the jobs queued behind
     // it under FIFO were lost. The O(1) bounds above still answer first, in microseconds

@@ -794,6 +794,7 @@ struct CycleRun {
       }
     }
     PreemptionOptions po = options.preemption;
+    if (po.placement.capacity_cache == nullptr) po.placement.capacity_cache = options.placement.capacity_cache;
     if (fair && queues[q].within_queue) po.within_queue = *queues[q].within_queue;
     po.classify_refusal = false;  // the placement's own verdict stands (see below)
     PreemptionPlan plan = find_victims_with(state, pre, running, *victim_facts, po, mark);
