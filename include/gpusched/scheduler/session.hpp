@@ -17,7 +17,9 @@
 // gang spec and its place in its queue's policy order (priority, then submit time, then that
 // order); the running jobs (a finished job's place is taken by the last one), each with its queue,
 // the queues' usage (RunningUsage) and, for requeueing after an eviction, the PendingJob it
-// started from; the nominations of the last committed cycle; the failure history of the nodes.
+// started from; the backfill profile's inputs (the running jobs by estimated end, every running
+// task's release at its job's estimated end, the jobs that may grow), changed in place by the
+// events; the nominations of the last committed cycle; the failure history of the nodes.
 //
 // The same decisions as run_cycle. A cycle is the one cycle engine of cycle.hpp run on the kept
 // lists: `cycle(now)` decides exactly what `run_cycle(state, running(), pending(), queues, now,
