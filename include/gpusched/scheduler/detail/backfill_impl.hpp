@@ -112,7 +112,6 @@ class IdleGpuBound {
     gpus_.assign(nodes, 0);
     // count_ first holds the differences between consecutive slots, then their running sums.
     count_.assign(slots * g_count, 0);
-    std::vector<std::int64_t>& diff = count_;
     for (NodeId n = 0; n < nodes; ++n) {
       if (!state.eligible(n)) continue;
       gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
