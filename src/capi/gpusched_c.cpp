@@ -993,6 +993,8 @@ gpusched_status gpusched_cycle(gpusched_state* state, const gpusched_jobs* jobs,
     options->dry_run = dry_run;  // a plan changes nothing; the running jobs' reservations are undone below
     const std::string_view queues = queues_json ? queues_json : "", running = running_json ? running_json : "";
     gpusched::ClusterState& s = state->state;
+    // Before the running jobs are reserved: a refused time changes nothing, not even the generation.
+    if (gpusched::Status st = gpusched::scheduler::check_cycle_time(now); !st) fail(st.error());
     Undo undo(s);  // the running jobs' reservations and the decisions, kept only when all went well
     auto inputs = gpusched::io::read_cycle_inputs(s, jobs->doc, queues, running);
     if (!inputs) fail(inputs.error());

@@ -669,6 +669,8 @@ Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleI
 Result<CycleRun> cycle_run(ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                            std::string_view running_text, std::int64_t now, const scheduler::CycleOptions& options,
                            const CycleSources& sources) {
+  // Before the running jobs are reserved: a refused time changes nothing, not even the generation.
+  if (Status st = scheduler::check_cycle_time(now); !st) return st.error();
   const ClusterState::Checkpoint mark = state.checkpoint();
   auto inputs = read_cycle_inputs(state, jobs, queues_text, running_text, sources);
   if (!inputs) return inputs.error();

@@ -437,6 +437,17 @@ static void test_cycle(void) {
   gpusched_cycle_result_free(r);
   CHECK(gpusched_state_idle_gpus(s, 0) == 4 && gpusched_state_idle_gpus(s, 1) == 8);
 
+  /* A time out of range is refused before anything is reserved: not even the generation moves. */
+  {
+    const uint64_t before = gpusched_state_generation(s);
+    r = NULL;
+    CHECK(gpusched_cycle(s, jobs, NULL, kRunning, INT64_MAX, NULL, 0, &r, &err) == GPUSCHED_ERROR_INVALID_INPUT);
+    CHECK(r == NULL);
+    CHECK_HAS(err.message, "now: expected seconds in");
+    CHECK(gpusched_cycle(s, jobs, NULL, kRunning, -1, NULL, 0, &r, &err) != GPUSCHED_OK);
+    CHECK(gpusched_state_generation(s) == before);
+  }
+
   /* Without preemption high waits (not now) and low keeps n1. */
   r = NULL;
   CHECK(gpusched_cycle(s, jobs, "", kRunning, 1000, "{\"preempt\": false}", GPUSCHED_CYCLE_DRY_RUN, &r, &err) == GPUSCHED_OK);

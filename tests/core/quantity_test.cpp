@@ -83,6 +83,8 @@ TEST_CASE("parse_quantity follows resource.Quantity's grammar: exponents, E and 
   const auto r = parse_quantity(long_text, QuantityUnit::kCount);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.size() < 200);
+  // ... as every reader cuts one: its first 100 bytes quoted, then its whole size.
+  CHECK(r.error().message.find("\"" + std::string(100, '9') + "\"... (5000 bytes))") != std::string::npos);
 }
 
 TEST_CASE("format_bytes prints the exact Kubernetes spelling") {

@@ -499,6 +499,12 @@ def test_cycle_errors_name_the_field():
         gpusched.cycle(cluster, {"jobs": [{"name": "a", "gpus": 1, "runtime_estimate": -5}]}, now=0)
     with pytest.raises(ValueError, match=r"jobs\[0\]: start_time/placement belong to running jobs"):
         gpusched.cycle(cluster, {"jobs": [{"name": "a", "gpus": 1, "start_time": 3}]}, now=0)
+    # A time out of range is refused before the running jobs are reserved: not even the generation moves.
+    generation = cluster.generation
+    for now in (2**63 - 1, -1):
+        with pytest.raises(ValueError, match=r"now: expected seconds in"):
+            gpusched.cycle(cluster, CYCLE_PENDING, running=CYCLE_RUNNING, now=now)
+    assert cluster.generation == generation
     # Nothing was kept by the failed calls.
     assert [n["idle_gpus"] for n in cluster.nodes()] == [4, 8, 0]
 

@@ -115,6 +115,13 @@ TEST_CASE("node topology set: an event that replaces a node's interconnect, refu
   REQUIRE(s.remove_node(*added).ok());
   CHECK(s.node_interconnect(*added) == nullptr);
 
+  // PCIe servers: the default up to 64 GPUs; a larger node (no such server exists) gets none, so
+  // reading a 65,535-GPU node of T4 does not build a 65,535 x 65,535 pair matrix.
+  CHECK(known_interconnect("T4", 64).has_value());
+  CHECK_FALSE(known_interconnect("T4", 65).has_value());
+  ClusterState huge = build_state({gpu_box("big", "T4", 65535)});
+  CHECK(huge.node_interconnect(0) == nullptr);
+
   ClusterState four = build_state({gpu_box("n0", "L4", 4)});
   Status wrong = four.set_node_interconnect(0, *dgx1);
   REQUIRE_FALSE(wrong.ok());

@@ -243,9 +243,12 @@ inline bool model_is_one_of(std::string_view model, std::initializer_list<std::s
 //     18 NVLink 4 links per GPU).
 //   * B200 x 8: DGX/HGX B200, NV18 of NVLink 5 (NVIDIA Blackwell datasheet: 18 links, 1.8 TB/s).
 //     GB200 x 4 per compute tray: NV18 of NVLink 5 to the rack's NVLink switches (GB200 NVL72 spec).
-//   * any other model with 2+ GPUs (PCIe cards: L40S, L4, A10, T4, A30, P100, the trace's G2/G3):
-//     a two-socket PCIe server, half the GPUs per socket, pairs behind one PCIe switch — the common
-//     4-GPU-per-CPU layout of 8-GPU PCIe servers (e.g. tests/fixtures/topology/pcie_2socket.txt).
+//   * any other model with 2 to 64 GPUs (PCIe cards: L40S, L4, A10, T4, A30, P100, the trace's
+//     G2/G3): a two-socket PCIe server, half the GPUs per socket, pairs behind one PCIe switch — the
+//     common 4-GPU-per-CPU layout of 8-GPU PCIe servers (e.g. tests/fixtures/topology/pcie_2socket.txt).
+//     No PCIe server holds more than 64 GPUs; a larger node gets no default (its pair matrix grew as
+//     the square of its GPUs: a 65,535-GPU node of T4 took 2 GB and 15 s to read).
+inline constexpr std::size_t kMaxPcieServerGpus = 64;
 inline std::optional<NodeInterconnect> known_interconnect(std::string_view model, std::size_t gpus) {
   using detail::model_is_one_of;
   if (gpus < 2) return std::nullopt;
@@ -263,6 +266,7 @@ inline std::optional<NodeInterconnect> known_interconnect(std::string_view model
   if (model_is_one_of(model, {"V100M16", "V100M32", "A100-SXM4-40GB", "A100-80GB", "H100-80GB", "H200-141GB",
                               "B200-180GB", "GB200"}))
     return std::nullopt;  // NVLink boards of another size: no default we can cite
+  if (gpus > kMaxPcieServerGpus) return std::nullopt;
   return detail::pcie_two_socket_interconnect(gpus);
 }
 

@@ -107,8 +107,10 @@ inline Result<std::int64_t> parse_quantity(std::string_view text, QuantityUnit u
     std::string message(why);
     message += " (got \"";
     message += text.substr(0, 100);
-    if (text.size() > 100) message += "...";
-    message += "\")";
+    message += '"';
+    // Cut as every reader's messages cut a long value: its first 100 bytes, then its whole size.
+    if (text.size() > 100) message += "... (" + std::to_string(text.size()) + " bytes)";
+    message += ')';
     return Error{std::move(message), code, {}};
   };
   if (text.empty()) return fail("expected a quantity");
