@@ -27,12 +27,14 @@ using namespace gpusched::scheduler;
 // Thrown inside this file only and turned into an Error at the public functions.
 struct CycleInputError {
   Error error;
+  bool names_its_file = false;  // prefixed with the file it is about (not the one being read)
 };
 [[noreturn]] void reject(std::string message, ErrorCode code = ErrorCode::kInvalidValue, std::string field = {}) {
   throw CycleInputError{Error(std::move(message), code, std::move(field))};
 }
 [[noreturn]] void reject(const Error& e, std::string_view prefix = {}) {
-  throw CycleInputError{Error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message), e.code, e.field)};
+  throw CycleInputError{Error(prefix.empty() ? e.message : fmt::format("{}: {}", prefix, e.message), e.code, e.field),
+                        !prefix.empty()};
 }
 
 // Runs `body`, turning our errors and the JSON library's or an allocation's exceptions into an Error.
@@ -460,7 +462,8 @@ Result<CycleInputs> read_cycle_inputs_impl(ClusterState& state, const JobsDocume
       read();
     } catch (CycleInputError& e) {
       const std::string prefix = std::string(source) + ":";
-      if (!source.empty() && !e.error.message.starts_with(prefix)) e.error.message = prefix + " " + e.error.message;
+      if (!source.empty() && !e.names_its_file && !e.error.message.starts_with(prefix))
+        e.error.message = prefix + " " + e.error.message;
       throw;
     }
   };

@@ -158,6 +158,23 @@ TEST_CASE("cycle: bad input is exit status 2 with the field named, nothing on st
   CHECK(missing.out.find("no pending job named \"nobody\"") != std::string::npos);
 }
 
+TEST_CASE("cycle: a cluster whose totals overflow is blamed on the cluster file, not on the queues read after it") {
+  const std::string big = R"({"name": "NAME", "cpu": 9223372036854775, "memory": 9223372036854775807, "gpus": 1, "gpu_model": "A100-80GB"})";
+  std::string nodes;
+  for (const char* name : {"n0", "n1", "n2"}) {
+    std::string node = big;
+    node.replace(node.find("NAME"), 4, name);
+    nodes += (nodes.empty() ? "" : ",") + node;
+  }
+  const std::string cluster = temp_file("ovf_cluster.json", R"({"nodes": [)" + nodes + "]}");
+  const std::string pending = temp_file("ovf_pending.json", R"({"jobs": [{"name": "a", "gpus": 1, "queue": "a"}]})");
+  const std::string queues = temp_file("ovf_queues.json", R"({"queues": [{"name": "a"}]})");
+  const Run r = run_tool("cycle --cluster " + cluster + " --pending " + pending + " --queues " + queues + " --now 0", true);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("ovf_cluster.json: nodes[1] (n1).cpu: the cluster's total exceeds a 64-bit amount") != std::string::npos);
+  CHECK(r.out.find("ovf_queues.json") == std::string::npos);
+}
+
 TEST_CASE("cycle: a job both running and pending is refused, naming it (it would be evicted and queued twice)") {
   const std::string pending = temp_file("dup_pending.json",
                                         R"({"jobs": [{"name": "prod-batch", "queue": "product", "cpu": 1, "gpus": 1}]})");
