@@ -453,7 +453,7 @@ auto guarded(F&& f, std::string_view source) -> decltype(f()) {
   } catch (const ParseError& e) {
     return Error{e.message};
   } catch (const json::exception& e) {
-    return Error{fmt::format("{}: {}", source, e.what()), ErrorCode::kInvalidValue};
+    return Error{fmt::format("{}: {}", source, detail::json_library_text(e.what())), ErrorCode::kInvalidValue};
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: out of memory", source), ErrorCode::kLimit};
   }

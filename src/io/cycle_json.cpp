@@ -45,7 +45,7 @@ Result<T> guarded(std::string_view source, F&& body) {
   } catch (const CycleInputError& e) {
     return e.error;
   } catch (const json::exception& e) {
-    return Error(fmt::format("{}: {}", source, e.what()));
+    return Error(fmt::format("{}: {}", source, detail::json_library_text(e.what())));
   } catch (const std::bad_alloc&) {
     return Error(fmt::format("{}: out of memory", source), ErrorCode::kLimit);
   }

@@ -170,7 +170,7 @@ Result<GangConstraints> read_gang_constraints(const json& job, std::string_view 
     return Error{e.message};
   } catch (const json::exception& e) {
     // The checks above make this unreachable; the reader still never throws.
-    return Error{fmt::format("{}: {}", path, e.what())};
+    return Error{fmt::format("{}: {}", path, detail::json_library_text(e.what()))};
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: out of memory", path), ErrorCode::kLimit};
   }

@@ -111,6 +111,16 @@ std::string cut(std::string_view what, std::size_t max_chars = 300) {
 
 }  // namespace
 
+std::string json_library_text(std::string_view what) {
+  if (what.starts_with("[json.exception.")) {
+    const auto close = what.find("] ");
+    if (close != std::string_view::npos) what.remove_prefix(close + 2);
+  }
+  if (what.starts_with("parse error ")) what.remove_prefix(12);
+  if (what.starts_with("parse error: ")) what.remove_prefix(13);
+  return cut(what);
+}
+
 Result<nlohmann::json> parse_json(std::string_view text, std::string_view source, JsonLimits limits) {
   using json = nlohmann::json;
   if (text.size() > limits.max_bytes)
@@ -150,11 +160,11 @@ Result<nlohmann::json> parse_json(std::string_view text, std::string_view source
     return Error{fmt::format("{}: JSON nested deeper than {} levels", source, limits.max_depth), ErrorCode::kLimit};
   } catch (const json::out_of_range& e) {
     // 406: a number literal beyond a double's range, such as 1e400.
-    return Error{fmt::format("{}: number out of range ({})", source, cut(e.what())), ErrorCode::kOverflow};
+    return Error{fmt::format("{}: number out of range ({})", source, json_library_text(e.what())), ErrorCode::kOverflow};
   } catch (const json::parse_error& e) {
-    return Error{fmt::format("{}: malformed JSON: {}", source, cut(e.what())), ErrorCode::kParse};
+    return Error{fmt::format("{}: malformed JSON {}", source, json_library_text(e.what())), ErrorCode::kParse};
   } catch (const json::exception& e) {
-    return Error{fmt::format("{}: malformed JSON: {}", source, cut(e.what())), ErrorCode::kParse};
+    return Error{fmt::format("{}: malformed JSON: {}", source, json_library_text(e.what())), ErrorCode::kParse};
   } catch (const std::bad_alloc&) {
     return Error{fmt::format("{}: out of memory reading {} bytes of JSON", source, text.size()), ErrorCode::kLimit};
   }

@@ -24,6 +24,11 @@ inline std::string shown(const std::string& text, std::size_t max_chars = 80) {
   return shown(std::string_view(text), max_chars);
 }
 
+// What the JSON library says of an error, without its own labels: "[json.exception.parse_error.101]
+// parse error at line 2, column 1: syntax error ..." becomes "at line 2, column 1: syntax error ..."
+// (a user reads the position and the cause, not the library's exception class and number), cut.
+std::string json_library_text(std::string_view what);
+
 // A message as it is shown to a person (the tool's stderr, the C API's error, Python's exception):
 // bytes below 0x20, 0x7f and bytes that are not UTF-8 written as \xNN (a NUL cut the message, a newline
 // forged a line), and any quoted value longer than 100 bytes cut there ("... (N bytes)"), so that

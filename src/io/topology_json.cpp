@@ -229,7 +229,7 @@ Result<ClusterTopology> read_cluster_topology_json(std::string_view text, const 
     return ClusterTopology::from_paths(state, std::move(*levels), paths);
   } catch (const json::exception& e) {
     // Type checks above should make this unreachable; keep the never-throws promise regardless.
-    return Error{fmt::format("topology JSON: {}", e.what()), ErrorCode::kInvalidValue, "topology"};
+    return Error{fmt::format("topology JSON: {}", detail::json_library_text(e.what())), ErrorCode::kInvalidValue, "topology"};
   } catch (const std::bad_alloc&) {
     return Error{"topology JSON: out of memory", ErrorCode::kLimit, "topology"};
   }

@@ -296,7 +296,7 @@ Result<Shard> read_shard(std::string_view text, std::string_view file) {
   } catch (const Error& e) {
     return e;
   } catch (const nlohmann::json::exception& e) {
-    return Error(fmt::format("{}: malformed JSON ({})", file, io::detail::shown(std::string_view(e.what()), 200)), ErrorCode::kParse);
+    return Error(fmt::format("{}: malformed JSON ({})", file, io::detail::json_library_text(e.what())), ErrorCode::kParse);
   }
 }
 

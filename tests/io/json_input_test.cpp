@@ -46,6 +46,8 @@ TEST_CASE("parse_json: syntax errors name the source and position; size limit") 
   CHECK(r.error().code == ErrorCode::kParse);
   CHECK(r.error().message.find("queues.json: malformed JSON") == 0);
   CHECK(r.error().message.find("line 2") != std::string::npos);
+  CHECK(r.error().message.find("json.exception") == std::string::npos);  // the library's labels are not the user's
+  CHECK(r.error().message.rfind("queues.json: malformed JSON at line 2, column ", 0) == 0);
   CHECK_FALSE(parse_json("", "empty.json").ok());
   auto big = parse_json("[1, 2, 3]", "x", {64, 4});
   REQUIRE_FALSE(big.ok());
