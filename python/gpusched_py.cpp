@@ -443,7 +443,7 @@ std::string bench_packing(const std::string& nodes_csv, const std::string& pods_
     if (nodes && pods) {
       auto w = sim::make_trace_workload(*nodes, *pods, name);
       if (!w) {
-        report = Error(fmt::format("{}: {}", pods_csv, w.error().message), w.error().code);
+        report = Error(fmt::format("{}: {}", w.error().field == "nodes" ? nodes_csv : pods_csv, w.error().message), w.error().code);
       } else {
         sim::ExperimentConfig cfg;
         cfg.policies = std::move(policies);
@@ -585,7 +585,7 @@ py::list trace_target_workload(const std::string& nodes_csv, const std::string& 
   auto pods = io::read_alibaba_pods(pods_csv);
   if (!pods) raise(pods.error());
   auto w = sim::make_trace_workload(*nodes, *pods);
-  if (!w) raise(w.error(), pods_csv);
+  if (!w) raise(w.error(), w.error().field == "nodes" ? nodes_csv : pods_csv);
   const GpuModelRegistry& models = w->initial.registry();
   py::list out;
   for (const TargetShape& s : w->target.shapes) {

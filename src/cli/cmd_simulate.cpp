@@ -141,8 +141,14 @@ int run_simulate(const SimOptions& o) {
   if (!seeds) throw InputError("--" + seeds.error().message);
   sw.seeds = std::move(*seeds);
   if (!o.shard.empty()) {
-    if (std::sscanf(o.shard.c_str(), "%zu/%zu", &sw.shard, &sw.shards) != 2 || sw.shards == 0 || sw.shard >= sw.shards)
-      throw InputError(fmt::format("--shard: expected i/n with 0 <= i < n, got \"{}\"", o.shard));
+    // i/n, each a whole number that fits (sscanf's %zu read 10^20 as 2^64 - 1 and the message then
+    // quoted that instead of what was given).
+    const char* const end = o.shard.data() + o.shard.size();
+    const auto i = std::from_chars(o.shard.data(), end, sw.shard);
+    const bool slash = i.ec == std::errc() && i.ptr != end && *i.ptr == '/';
+    const auto n = slash ? std::from_chars(i.ptr + 1, end, sw.shards) : std::from_chars_result{end, std::errc::invalid_argument};
+    if (!slash || n.ec != std::errc() || n.ptr != end || sw.shards == 0 || sw.shard >= sw.shards)
+      throw InputError(fmt::format("--shard: expected i/n with 0 <= i < n, got {}", io::detail::shown(o.shard)));
   }
   if (!o.failures_file.empty()) {
     sw.failures = read_failures(o.failures_file);

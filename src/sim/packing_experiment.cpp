@@ -32,15 +32,15 @@ double stddev_of(const std::vector<double>& v) {
 Result<TraceWorkload> make_trace_workload(const std::vector<io::TraceNode>& nodes,
                                           const std::vector<io::TracePod>& pods, std::string name) {
   // An empty list would "replay" nothing and report percentages of zero as if they were results.
-  if (pods.empty()) return Error{fmt::format("{}: the pod list has no pods", name), ErrorCode::kMissingField, "pods"};
+  // Errors name no file: the caller knows which file the field ("pods" or "nodes") came from.
+  if (pods.empty()) return Error{"the pod list has no pods", ErrorCode::kMissingField, "pods"};
   const Cluster cluster = io::to_cluster(nodes);
   auto state = ClusterState::build(cluster, GpuModelRegistry::builtin());
   if (!state) return Error{state.error().message, state.error().code, "nodes"};  // the node list's fault
   TraceWorkload w{std::move(state.value()), {}, {}, 0, std::move(name)};
   w.capacity = w.initial.total_gpu_milli_capacity();
   if (w.capacity == 0)
-    return Error{fmt::format("{}: the node list has no GPUs ({} nodes)", name, nodes.size()), ErrorCode::kMissingField,
-                 "nodes"};
+    return Error{fmt::format("the node list has no GPUs ({} nodes)", nodes.size()), ErrorCode::kMissingField, "nodes"};
   w.pods.reserve(pods.size());
   for (const io::TracePod& p : pods) {
     std::vector<std::string_view> models(p.gpu_spec.begin(), p.gpu_spec.end());

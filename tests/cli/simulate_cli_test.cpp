@@ -89,6 +89,12 @@ TEST_CASE("simulate: bad input is one message naming it, exit status 2") {
   r = run_tool("simulate --quiet --shard 3/3", true);
   CHECK(r.status == 2);
   CHECK(r.out.find("--shard") != std::string::npos);
+  // A number past 64 bits is quoted as given (sscanf read it as 2^64 - 1), and so is garbage.
+  for (const char* shard : {"1/99999999999999999999", "1/2x", "-1/2", "1/"}) {
+    r = run_tool(std::string("simulate --quiet --shard ") + shard, true);
+    CHECK(r.status == 2);
+    CHECK(r.out.find(std::string("--shard: expected i/n with 0 <= i < n, got \"") + shard + "\"") != std::string::npos);
+  }
   for (const char* quotas : {"q0=1.5", "q0", "=4", "q0=4,q0=2", "q0=-1"}) {
     r = run_tool(std::string("simulate --quiet --policies drf --queue-quotas ") + quotas, true);
     CHECK(r.status == 2);

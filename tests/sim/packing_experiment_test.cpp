@@ -187,7 +187,8 @@ TEST_CASE("make_trace_workload: an empty pod list or a node list without GPUs is
   REQUIRE(nodes.ok());
   auto no_pods = make_trace_workload(*nodes, {}, "empty");
   REQUIRE_FALSE(no_pods.ok());
-  CHECK(no_pods.error().message == "empty: the pod list has no pods");
+  CHECK(no_pods.error().message == "the pod list has no pods");  // the caller names the file (field "pods")
+  CHECK(no_pods.error().field == "pods");
   auto pods = io::read_alibaba_pods(fixture("pairs_pods.csv"));
   REQUIRE(pods.ok());
   auto cpu_nodes = io::parse_alibaba_nodes("sn,cpu_milli,memory_mib,gpu,model\nn0,1000,100,0,\n", "n.csv");
@@ -195,6 +196,7 @@ TEST_CASE("make_trace_workload: an empty pod list or a node list without GPUs is
   auto no_gpus = make_trace_workload(*cpu_nodes, *pods, "cpu");
   REQUIRE_FALSE(no_gpus.ok());
   CHECK(no_gpus.error().field == "nodes");
+  CHECK(no_gpus.error().message == "the node list has no GPUs (1 nodes)");
 }
 
 TEST_CASE("share prices: the min-GPU cutting-stock LP's duals on hand-worked demands") {
