@@ -6,6 +6,7 @@
 // repairs and cordons between cycles. Before every committed cycle the reference is run_cycle on a
 // copy of the state over the session's own lists; a plan (dry run) in between must change nothing.
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -327,6 +328,32 @@ TEST_CASE("job order: the caller's key first, the default order for equal keys")
   auto session = Session::open(state, {}, o).value();
   for (const PendingJob& p : pending) REQUIRE(session.submit(p).ok());
   CHECK(names(session.cycle(0, CycleApply::kPlan).value()) == "small mid ");
+}
+
+TEST_CASE("session: a copy plans from its own jobs, not from the releases kept for the original's") {
+  // The session keeps its running tasks' releases as pointers into its own jobs; a copy must not
+  // read the original's (ASan: a use after free once the original is gone).
+  ClusterState state = ClusterState::build(make_cluster(2, 4), GpuModelRegistry::builtin()).value();
+  CycleOptions o;
+  o.backfill.mode = BackfillMode::kEasy;
+  std::optional<Session> original(Session::open(state, {}, o).value());
+  for (int k = 0; k < 3; ++k) {
+    PendingJob p = job(state, "r" + std::to_string(k), "", 1, 2, 0, 0);
+    p.runtime_estimate = 100 * (k + 1);
+    REQUIRE(original->submit(std::move(p)).ok());
+  }
+  REQUIRE(original->cycle(0).ok());  // three start; their releases are kept
+  PendingJob big = job(state, "big", "", 2, 4, 0, 1);
+  big.runtime_estimate = 50;
+  REQUIRE(original->submit(big).ok());
+  REQUIRE(original->cycle(1, CycleApply::kPlan).ok());  // the kept releases are in use
+  Session copy = *original;
+  const std::string expected = decisions_text(original->rebuilt().value().cycle(2, CycleApply::kPlan).value(), true);
+  original.reset();
+  auto d = copy.cycle(2, CycleApply::kPlan);
+  REQUIRE(d.ok());
+  CHECK(decisions_text(*d, true) == expected);
+  CHECK(d->reservations.size() == 1);  // big waits for two of the running jobs to end
 }
 
 TEST_CASE("session: events that cannot be honoured are errors naming the job, and change nothing") {

@@ -194,7 +194,23 @@ class Session {
   // CycleKept::raw_releases, sorted by (estimated end, job slot): changed in place by the events
   // that change a running job's tasks, end or slot, remade at a cycle after many (valid_ false).
   std::vector<detail::ReleaseEntry> releases_;
-  bool releases_valid_ = false;
+  // False again in a copy of the session: the copied releases point into this session's jobs.
+  struct ValidUntilCopied {
+    bool value = false;
+    ValidUntilCopied(bool v = false) : value(v) {}  // NOLINT: assigned from bool
+    ValidUntilCopied(const ValidUntilCopied&) {}
+    ValidUntilCopied(ValidUntilCopied&& o) noexcept : value(o.value) {}
+    ValidUntilCopied& operator=(const ValidUntilCopied&) {
+      value = false;
+      return *this;
+    }
+    ValidUntilCopied& operator=(ValidUntilCopied&& o) noexcept {
+      value = o.value;
+      return *this;
+    }
+    explicit operator bool() const { return value; }
+  };
+  ValidUntilCopied releases_valid_;
   std::size_t release_changes_ = 0;  // since the last cycle
   static constexpr std::size_t kReleaseChanges = 16;
   const std::vector<detail::ReleaseEntry>& raw_releases();
