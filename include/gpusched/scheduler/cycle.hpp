@@ -86,7 +86,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
@@ -328,10 +327,7 @@ struct CycleKept {
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;
   bool validate_queues = true;  // false: the queues were validated against this cluster layout
-  // The running jobs with an estimate as (estimated_end, index), ascending (empty: sorted by the
-  // cycle when there are running jobs with an estimate).
-  std::span<const std::pair<Seconds, std::size_t>> running_by_end;
-  // Every task of the running jobs with an estimate, in running_by_end's order, each at its job's
+  // Every task of the running jobs with an estimate, by (estimated end, job index), each at its job's
   // estimated end (not yet rounded to the backfill grid) (null: made by the cycle from the jobs).
   const std::vector<ReleaseEntry>* raw_releases = nullptr;
   // The running jobs that may grow (max_tasks > 0), in any order (null: every running job is looked at).

@@ -181,9 +181,9 @@ class Session {
   std::unordered_map<std::string, std::size_t> running_slot_;
   RunningUsage usage_;
   // The running jobs with an estimate as (estimated end, slot), ascending: the order the backfill
-  // profile releases them in (CycleKept::running_by_end), kept by each event instead of sorted by
+  // profile releases them in (raw_releases() follows it), kept by each event instead of sorted by
   // every cycle. The first by_end_sorted_ are in order, the rest appended since and merged in by
-  // by_end_settle (before a cycle, or when they grow many: a session opened with 50,000 running
+  // by_end_settle (when the releases are remade, or when they grow many: a session opened with 50,000 running
   // jobs does not pay an insertion into a long vector for each).
   std::vector<std::pair<Seconds, std::size_t>> by_end_;
   std::size_t by_end_sorted_ = 0;

@@ -484,6 +484,19 @@ GPUSCHED_DECL void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std
   for (const RunningTask& t : tasks) out.push_back(release_of(end, t.assignment, static_cast<std::uint32_t>(job)));
 }
 
+// Every task of the running jobs in `order` ((estimated end, index into `running`), ascending), at
+// its job's estimated end: the profile's releases before the rounding to a cycle's grid.
+GPUSCHED_DECL void add_raw_releases(std::vector<ReleaseEntry>& out, std::span<const RunningJob> running,
+                                    std::span<const std::pair<Seconds, std::size_t>> order) {
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    // Bound by memory latency (each job and its tasks are somewhere in the caller's list): fetched
+    // a few jobs ahead.
+    if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8].second]);
+    if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4].second].tasks.data());
+    add_releases(out, order[i].first, running[order[i].second].tasks, order[i].second);
+  }
+}
+
 // The plan on running work given as its tasks' releases: `running` sorted by end (the scheduling
 // cycle keeps its running jobs' releases in that order instead of copying and sorting them for
 // every plan), and `more` in any order (the cycle's starts), placed after running releases of the

@@ -167,7 +167,7 @@ struct CycleRun {
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
   std::vector<ReleaseEntry> running_releases;  // running_profile(), as of
   std::size_t running_releases_at = SIZE_MAX;  // this many evictions
-  std::vector<std::pair<Seconds, std::size_t>> own_running_by_end;  // running_end_order() without a session
+  std::vector<ReleaseEntry> own_raw_releases;  // raw_releases() without a session
   std::vector<FailedShape> failed;
   // Preemption searches that found nothing, by queue and priority: a job of that queue with no more
   // priority asking for at least as much finds nothing either (evictions and starts during the
@@ -936,9 +936,9 @@ struct CycleRun {
   bool backfill_on() const { return options.backfill.mode != BackfillMode::kNone; }
 
   // The running work whose end the backfill profile can know: running jobs with an estimate (not
-  // evicted or shrunk this cycle), each task's release at its job's expected end, in the order of
-  // running_by_end (sorted by end, as the plan needs, without sorting: the rounding to the grid keeps
-  // that order). Work without an estimate stays on the state and holds its resources for ever, as the
+  // evicted or shrunk this cycle), each task's release at its job's expected end, sorted by end as
+  // the plan needs (the raw releases are sorted by estimated end, and rounding to the grid keeps that
+  // order). Work without an estimate stays on the state and holds its resources for ever, as the
   // profile assumes of unknown estimates. Kept between plans (conservative backfill plans once per
   // blocked job) until an eviction changes it.
   std::span<const ReleaseEntry> running_profile() {
@@ -946,33 +946,34 @@ struct CycleRun {
     running_releases_at = out.evictions.size();
     running_releases.clear();
     const Seconds resolution = std::max<Seconds>(options.backfill.resolution, 1);
-    if (kept != nullptr && kept->raw_releases != nullptr) {  // the session's, at their estimated ends
-      running_releases.reserve(kept->raw_releases->size());
-      Seconds lo = 0, hi = -1;  // (lo, hi]: the estimated ends the last one rounded up to hi
-      for (const ReleaseEntry& e : *kept->raw_releases) {
-        if (victim_mark[e.job] == kExcludedVictim) continue;
-        running_releases.push_back(e);
-        if (e.end > lo && e.end <= hi && e.end > now) {  // sorted: a run of ends shares one grid point
-          running_releases.back().end = hi;
-          continue;
-        }
-        running_releases.back().end = grid_up(e.end, now, resolution);
-        hi = running_releases.back().end;
-        lo = hi == kForever ? kForever : hi - resolution;
+    const std::vector<ReleaseEntry>& raw = raw_releases();
+    running_releases.reserve(raw.size());
+    Seconds lo = 0, hi = -1;  // (lo, hi]: the estimated ends the last one rounded up to hi
+    for (const ReleaseEntry& e : raw) {
+      if (victim_mark[e.job] == kExcludedVictim) continue;
+      running_releases.push_back(e);
+      if (e.end > lo && e.end <= hi && e.end > now) {  // sorted: a run of ends shares one grid point
+        running_releases.back().end = hi;
+        continue;
       }
-      return running_releases;
-    }
-    const std::span<const std::pair<Seconds, std::size_t>> order = running_end_order();
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      // Bound by memory latency (each job and its tasks are somewhere in the caller's lists):
-      // fetched a few jobs ahead.
-      if (i + 8 < order.size()) __builtin_prefetch(&running[order[i + 8].second]);
-      if (i + 4 < order.size()) __builtin_prefetch(running[order[i + 4].second].tasks.data());
-      const std::size_t j = order[i].second;
-      if (victim_mark[j] != kExcludedVictim)
-        add_releases(running_releases, expected_end(running[j], now, options.backfill.resolution), running[j].tasks, j);
+      running_releases.back().end = grid_up(e.end, now, resolution);
+      hi = running_releases.back().end;
+      lo = hi == kForever ? kForever : hi - resolution;
     }
     return running_releases;
+  }
+  // The running tasks' releases at their jobs' estimated ends: the session keeps them
+  // (kept->raw_releases); a one-shot cycle makes them here, its jobs sorted by (estimated end, index).
+  const std::vector<ReleaseEntry>& raw_releases() {
+    if (kept != nullptr && kept->raw_releases != nullptr) return *kept->raw_releases;
+    if (own_raw_releases.empty()) {
+      std::vector<std::pair<Seconds, std::size_t>> order;
+      for (std::size_t j = 0; j < running.size(); ++j)
+        if (const std::optional<Seconds> end = estimated_end(running[j])) order.emplace_back(*end, j);
+      std::sort(order.begin(), order.end());
+      add_raw_releases(own_raw_releases, running, order);
+    }
+    return own_raw_releases;
   }
   // This cycle's starts with an estimate, as the profile releases them.
   std::vector<ReleaseEntry> start_releases() const {
@@ -984,18 +985,6 @@ struct CycleRun {
       }
     return releases;
   }
-  // The running jobs with an estimate by estimated end, then index: the session keeps this order
-  // (kept->running_by_end); a one-shot cycle sorts it here.
-  std::span<const std::pair<Seconds, std::size_t>> running_end_order() {
-    if (kept != nullptr) return kept->running_by_end;
-    if (own_running_by_end.empty()) {
-      for (std::size_t j = 0; j < running.size(); ++j)
-        if (const std::optional<Seconds> end = estimated_end(running[j])) own_running_by_end.emplace_back(*end, j);
-      std::sort(own_running_by_end.begin(), own_running_by_end.end());
-    }
-    return own_running_by_end;
-  }
-
   BackfillOptions backfill_options() const {
     BackfillOptions bo = options.backfill;
     bo.placement = options.placement;

@@ -211,7 +211,7 @@ GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::raw_releases() {
   if (!releases_valid_) {
     by_end_settle();
     releases_.clear();
-    for (const auto& [end, j] : by_end_) detail::add_releases(releases_, end, running_[j].tasks, j);
+    detail::add_raw_releases(releases_, running_, by_end_);
     releases_valid_ = true;
   }
   release_changes_ = 0;
@@ -517,9 +517,8 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   o.dry_run = apply == CycleApply::kPlan;
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
-  by_end_settle();
-  const detail::CycleKept kept{specs_,  keys_,   members_,         unqueued_, running_queue_, layout != validated_layout_,
-                               by_end_, &raw_releases(), &elastic_};
+  const detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
+                               &raw_releases(), &elastic_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
