@@ -10,13 +10,21 @@
 
 namespace gpusched::sim {
 
-nlohmann::ordered_json run_record(const SimResult& r, std::size_t index, const std::string& trace_label) {
+nlohmann::ordered_json run_record(const SimResult& r, std::size_t index, const std::string& trace_label,
+                                  const OptionsApplied& applied) {
   nlohmann::ordered_json j;
   const SimMetrics& m = r.metrics;
   j["index"] = index;
   j["trace"] = trace_label;
   j["policy"] = r.policy;
   j["seed"] = r.seed;
+  // Keys as sweep.parameters names the options: 0 where the trace gives its own on every job.
+  j["options_applied"] = {{"queues", applied.queues},
+                          {"priorities", applied.priorities},
+                          {"estimate_error", applied.estimate_error},
+                          {"checkpoint_interval_s", applied.checkpoint_interval},
+                          {"restart_cost_s", applied.restart_cost},
+                          {"elastic_fraction", applied.elastic_fraction}};
   j["metrics"] = {{"jobs", m.jobs},
                   {"completed", m.completed},
                   {"rejected", m.rejected},

@@ -155,6 +155,7 @@ Result<LoadedTrace> load_trace(const std::string& spec, const SweepOptions& o, s
   }
   // What a trace lacks comes from the options (a file's columns are its own: SimJob::given).
   if (kind != "synthetic") augment(l.jobs, aug);
+  l.applied = options_applied(l.jobs);
   if (l.cluster.nodes.node_count() == 0) {
     l.cluster = make_uniform_cluster(nodes, o.gpus_per_node, o.model);
     l.cluster.name = l.label;
@@ -300,7 +301,7 @@ Result<SweepRuns> run_sweep(const SweepOptions& o) {
         if (!r->conservation.holds())
           out.conservation_failures.push_back(fmt::format("{} {} seed {}", l->label, o.policies[p], o.seeds[s]));
         // Through text and back: the unsharded report is built exactly as `merge` builds it.
-        out.records.push_back(nlohmann::ordered_json::parse(run_record(*r, run, l->label).dump()));
+        out.records.push_back(nlohmann::ordered_json::parse(run_record(*r, run, l->label, l->applied).dump()));
       }
     }
   return out;

@@ -497,6 +497,20 @@ void augment(std::vector<SimJob>& jobs, const Augment& a) {
   }
 }
 
+OptionsApplied options_applied(const std::vector<SimJob>& jobs) {
+  OptionsApplied n;
+  for (const SimJob& j : jobs) {
+    const auto lacks = [&](std::uint8_t field) -> std::size_t { return (j.given & field) == 0 ? 1 : 0; };
+    n.queues += lacks(SimJob::kGivenQueue);
+    n.priorities += lacks(SimJob::kGivenPriority);
+    n.estimate_error += lacks(SimJob::kGivenEstimate);
+    n.checkpoint_interval += lacks(SimJob::kGivenCheckpoint);
+    n.restart_cost += lacks(SimJob::kGivenRestart);
+    n.elastic_fraction += j.tasks > 1 ? lacks(SimJob::kGivenMinTasks) : 0;
+  }
+  return n;
+}
+
 std::vector<SimJob> synthetic_jobs(const SyntheticSpec& spec) {
   std::vector<SimJob> jobs;
   jobs.reserve(spec.jobs);

@@ -143,11 +143,19 @@ TEST_CASE("simulate: the options add what a file trace lacks, never what it give
     const Run r = run_tool("simulate --quiet --trace " + file + " --nodes 1 --gpus-per-node 4 --policies fifo "
                            "--checkpoint-interval 60 --restart-cost 30 --format json --out " + out, true);
     REQUIRE(r.status == 0);
-    return nlohmann::json::parse(r.out)["runs"][0]["conservation"];
+    return nlohmann::json::parse(r.out)["runs"][0];
   };
   const auto lacks = run("lacks.csv", lacking), gives = run("gives.csv", giving);
-  CHECK(lacks["restart_overhead"] == 40 * 30 * 1000);  // 40 starts x 30 s x 1 GPU
-  CHECK(gives["restart_overhead"] == 0);
+  CHECK(lacks["conservation"]["restart_overhead"] == 40 * 30 * 1000);  // 40 starts x 30 s x 1 GPU
+  CHECK(gives["conservation"]["restart_overhead"] == 0);
+  // Each run says how many jobs took each option's value: the parameters state the options (60, 30)
+  // for both runs, and only the first used them.
+  CHECK(lacks["options_applied"]["checkpoint_interval_s"] == 40);
+  CHECK(lacks["options_applied"]["restart_cost_s"] == 40);
+  CHECK(gives["options_applied"]["checkpoint_interval_s"] == 0);
+  CHECK(gives["options_applied"]["restart_cost_s"] == 0);
+  CHECK(gives["options_applied"]["queues"] == 40);
+  CHECK(gives["options_applied"]["elastic_fraction"] == 0);  // no job has two tasks
 }
 
 TEST_CASE("simulate: progress in a log is at most one line per 10 % of each run, ending at 100 %") {

@@ -139,6 +139,39 @@ TEST_CASE("priority preemption: the lower-priority gang is evicted whole, its lo
   check_no_overcommit(state, running);
 }
 
+TEST_CASE("lost work beyond 64 bits: an eviction or a failure that would report it saturated is refused") {
+  // 1 node x 8 GPUs; low runs 8 GPUs since t=0 without checkpoints. At now = 2^62 its lost work is
+  // 8,000 milli-GPU x 2^62 s, beyond 2^63: the figure would saturate at 9.2e15 GPU-seconds, which is
+  // not the job's work. The cycle is refused, naming the job, and keeps nothing.
+  auto state = cluster(1);
+  std::vector<RunningJob> running{run(state, "low", "", 0, 0, 1, 8, 0, 0)};
+  std::vector<PendingJob> pending{job(state, "high", "", 1, 8, 10, 50)};
+  auto d = run_cycle(state, running, pending, {}, kMaxCycleTime);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().code == ErrorCode::kOverflow);
+  CHECK(d.error().field == "running[0]");
+  CHECK(d.error().message.find("running job \"low\"") != std::string::npos);
+  CHECK(state.total_gpu_milli_free() == 0);  // low still holds its 8 GPUs
+  // 2^50 s is still a number (8,000 x 2^50 < 2^63): evicted, the figure exact.
+  auto ok = run_cycle(state, running, pending, {}, Seconds{1} << 50).value();
+  REQUIRE(ok.evictions.size() == 1);
+  CHECK(ok.evictions[0].lost_milli_gpu_seconds == 8'000 * (std::int64_t{1} << 50));
+  // A failure likewise: refused before the node is marked failed or anything released.
+  auto s2 = cluster(1);
+  std::vector<RunningJob> r2{run(s2, "x", "", 0, 0, 1, 8, 0, 0)};
+  FailureHistory history;
+  auto f = on_failure(s2, r2, 0, -1, kMaxCycleTime, history, FailureOptions{});
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().code == ErrorCode::kOverflow);
+  CHECK(s2.healthy(0));
+  CHECK(s2.total_gpu_milli_free() == 0);
+  // And its clock is the cycle's: a time past 2^62 is refused by name (not_before would wrap).
+  auto late = on_failure(s2, r2, 0, -1, std::numeric_limits<Seconds>::max(), history, FailureOptions{});
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.error().field == "now");
+  CHECK(s2.healthy(0));
+}
+
 TEST_CASE("checkpoints: the victim whose last checkpoint is latest is the cheapest") {
   // 2 nodes x 8 GPUs, a and b each hold one node at priority 0 since t=0; a checkpoints every 30 s
   // (latest at t=90: loses 8 x 10 s = 80,000), b every 1000 s (none yet: loses 8 x 100 s = 800,000).

@@ -16,12 +16,15 @@
 
 #include "gpusched/core/result.hpp"
 #include "gpusched/sim/simulator.hpp"
+#include "gpusched/sim/traces.hpp"
 
 namespace gpusched::sim {
 
-// A run as the reports need it: index, labels, metrics, conservation, samples, the JCT CDF (at most
-// 201 quantiles). Every number is an integer or a double that round-trips through JSON text.
-nlohmann::ordered_json run_record(const SimResult& result, std::size_t index, const std::string& trace_label);
+// A run as the reports need it: index, labels, how many jobs took each option's value
+// (`options_applied`), metrics, conservation, samples, the JCT CDF (at most 201 quantiles). Every
+// number is an integer or a double that round-trips through JSON text.
+nlohmann::ordered_json run_record(const SimResult& result, std::size_t index, const std::string& trace_label,
+                                  const OptionsApplied& applied = {});
 
 struct SweepReport {
   std::string json;  // {"sweep": ..., "runs": [...]} (records in index order)

@@ -66,6 +66,7 @@ struct LoadedTrace {
   std::string label;  // "itp04", "alibaba-default", "synthetic100", a file's stem, a document's name
   SimCluster cluster;
   std::vector<SimJob> jobs;
+  OptionsApplied applied;  // what the options added to `jobs`
 };
 
 // "q0=2,q1=1": queue=value pairs, each value a positive number (`integer`: a positive integer); errors

@@ -63,6 +63,15 @@ struct Augment {
 };
 void augment(std::vector<SimJob>& jobs, const Augment& a);
 
+// How many jobs took each option's value because their trace lacks the field (SimJob::given): what a
+// report states beside the options, so that an option a trace overrides on every job is not taken
+// for one the run used (keys as the report's parameters name the options).
+struct OptionsApplied {
+  std::size_t queues = 0, priorities = 0, estimate_error = 0, checkpoint_interval = 0, restart_cost = 0;
+  std::size_t elastic_fraction = 0;  // multi-task jobs without min_tasks (the candidates the fraction draws from)
+};
+OptionsApplied options_applied(const std::vector<SimJob>& jobs);
+
 // ---- synthetic workloads ----
 // Poisson arrivals at `arrivals_per_hour`; GPUs per job drawn from `size_gpus` with weights `size_weights`
 // (default: the ITP cluster 04 mix); durations log-normal with median `duration_median` seconds and

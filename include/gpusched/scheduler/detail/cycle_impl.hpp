@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <string_view>
@@ -43,6 +44,21 @@ namespace detail {
 GPUSCHED_DECL std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a) {
   if (a.gpus.empty() || a.node >= state.node_count()) return std::nullopt;
   return state.gpu_model(a.node, a.gpus.front());
+}
+
+// Lost and restart work are 64-bit milli-GPU-seconds that saturate rather than wrap (lost_work,
+// restart_work): a saturated figure is not the job's work, so an answer that would report one is
+// refused, naming the job. Only times near the 2^62 bound or restart costs near it reach this (a job
+// of 8 GPUs overflows after 2^50 s, 36 million years).
+GPUSCHED_DECL Status check_eviction_work(const Eviction& e, Seconds now) {
+  constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
+  if (e.lost_milli_gpu_seconds < kSaturated && e.restart_milli_gpu_seconds < kSaturated &&
+      saturating_add(e.lost_milli_gpu_seconds, e.restart_milli_gpu_seconds) < kSaturated)
+    return {};
+  return Error{"running job \"" + e.job.substr(0, 200) + "\": the work its " +
+                   (e.reason == EvictionReason::kFailure ? "failure" : "eviction") + " at now=" + std::to_string(now) +
+                   " loses (since its last checkpoint, plus its restart cost) is beyond 64 bits of milli-GPU-seconds",
+               ErrorCode::kOverflow, "running[" + std::to_string(e.running) + "]"};
 }
 
 }  // namespace detail
@@ -1347,6 +1363,11 @@ GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state,
   if (Status s = run.setup(); !s) return s.error();
   run.out.now = now;
   run.run(held);
+  for (const Eviction& e : run.out.evictions)
+    if (Status s = detail::check_eviction_work(e, now); !s) {
+      state.rollback(base);
+      return s.error();
+    }
   // A placement policy running user code failed (packing/score_function.hpp): it refused every node
   // from the failure on, so the decisions are not the policy's. None is kept; the error says why.
   if (const PlacementPolicy* p = options.placement.policy; p && !p->failure().empty()) {
@@ -1499,15 +1520,12 @@ GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<
     return Error{"gpu: node " + std::string(state.node_name(node)) + " has " + std::to_string(state.gpu_count(node)) +
                      " GPUs, got index " + std::to_string(gpu),
                  ErrorCode::kInvalidValue, "gpu"};
-  if (gpu < 0) {
-    if (state.healthy(node)) {
-      auto r = state.fail_node(node);
-      if (!r) return r.error();
-    }
-  } else if (Status s = state.set_gpu_health(node, static_cast<std::size_t>(gpu), false); !s) {
-    return s.error();
-  }
+  // The same clock as a cycle's (not_before = now + backoff must not wrap).
+  if (Status st = check_cycle_time(now); !st) return st.error();
+  // The response is worked out before anything changes: a refused one (its work beyond 64 bits)
+  // leaves the state as it was.
   FailureResponse out;
+  std::vector<TaskAssignment> released;  // in the order the tasks are found (the state's journal order)
   auto hit = [&](const TaskAssignment& a) {
     if (a.node != node) return false;
     if (gpu < 0) return true;
@@ -1534,10 +1552,11 @@ GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<
     }
     for (std::uint32_t t : e.tasks) {
       e.released.push_back(r.tasks[t].assignment);
-      (void)state.release(r.tasks[t].assignment);
+      released.push_back(r.tasks[t].assignment);
       e.lost_milli_gpu_seconds = detail::saturating_add(e.lost_milli_gpu_seconds, lost_work(r, t, 1, now));
       if (!shrink) e.restart_milli_gpu_seconds = detail::saturating_add(e.restart_milli_gpu_seconds, restart_work(r, t, 1));
     }
+    if (Status st = detail::check_eviction_work(e, now); !st) return st.error();
     if (shrink) {
       out.shrinks.push_back(std::move(e));
       continue;
@@ -1551,10 +1570,19 @@ GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<
     // base * 2^(restarts - 1), capped; the shift is bounded so it cannot overflow.
     const int shift = std::min(rs.restarts - 1, 30);
     const Seconds backoff = std::min(options.backoff_max, detail::saturating_mul(options.backoff_base, Seconds{1} << shift));
-    rs.not_before = now + backoff;
+    rs.not_before = detail::saturating_add(now, backoff);
     out.restarts.push_back(rs);
     out.stopped.push_back(std::move(e));
   }
+  if (gpu < 0) {
+    if (state.healthy(node)) {
+      auto r = state.fail_node(node);
+      if (!r) return r.error();
+    }
+  } else if (Status s = state.set_gpu_health(node, static_cast<std::size_t>(gpu), false); !s) {
+    return s.error();
+  }
+  for (const TaskAssignment& a : released) (void)state.release(a);
   if (options.cordon_after > 0) {
     const std::string name(state.node_name(node));
     auto it = std::find_if(history.nodes.begin(), history.nodes.end(), [&](const auto& e) { return e.first == name; });
