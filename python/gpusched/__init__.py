@@ -351,17 +351,18 @@ def to_frame(rows: Sequence[Mapping[str, Any]]):
 
 def _k8s_sources(sources: Sequence[Any]) -> list:
     """(text, name) pairs: a dict or list is one object or a list of them (sent as JSON), a path is
-    read (JSON or YAML), any other string is the text itself."""
+    read (JSON or YAML), any other string is the text itself. Errors and warnings name a file by its
+    path, and text or objects by their place among the arguments (``sources[1]``), as TypeError does."""
     out = []
     for i, src in enumerate(sources):
         if isinstance(src, (dict, list, tuple)) or isinstance(src, Mapping):
-            out.append((json.dumps(src), f"objects[{i}]"))
+            out.append((json.dumps(src), f"sources[{i}]"))
         elif isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src and os.path.exists(src)):
             path = os.fspath(src)
             with open(path, encoding="utf-8") as f:
                 out.append((f.read(), path))
         elif isinstance(src, str):
-            out.append((src, f"text[{i}]"))
+            out.append((src, f"sources[{i}]"))
         else:
             raise TypeError(f"sources[{i}]: expected a dict, a list, a path or YAML/JSON text, got {type(src).__name__}")
     return out

@@ -604,8 +604,10 @@ def test_kubernetes_objects_in_bindings_out():
     assert c2.node_count == cluster.node_count and len(j2) == 0
     bad = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x", "labels": {"nvidia.com/gpu.product": "NoSuchGPU"}},
            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"}}}
-    with pytest.raises(ValueError, match="NoSuchGPU"):
-        gpusched.load_k8s(bad)
+    with pytest.raises(ValueError, match=r"^sources\[1\]: .*NoSuchGPU"):
+        gpusched.load_k8s(text, bad)  # named by its place among the arguments, as a file by its path
+    with pytest.raises(ValueError, match=r"^sources\[1\]: "):
+        gpusched.load_k8s(text, "kind: Node\nmetadata: {name: [}\n")
     with pytest.raises(TypeError, match=r"sources\[0\]"):
         gpusched.load_k8s(42)
 
