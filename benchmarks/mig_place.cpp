@@ -12,6 +12,8 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "gpusched/mig/cluster_builder.hpp"
@@ -173,16 +175,82 @@ std::vector<std::array<std::uint8_t, kMaxProfiles>> all_layout_counts(const MigG
   return {out.begin(), out.end()};
 }
 
+// The best an online placer can do on these sequences: one that places every request it can (as both
+// placers here do) and sees only the past, told the mix and that 10 requests come in all. Exact
+// expectimax over the two GPUs' occupancies and the arrivals left (a few 100,000 states); the
+// decision it takes for a request is the move of highest expected final count. Its total on the
+// 300 sequences is the online optimum; the offline optimum (above) also sees the future and may
+// refuse.
+class OnlineOptimum {
+ public:
+  OnlineOptimum(const MigGpuSpec& spec, std::span<const int> profiles, std::span<const double> probs)
+      : spec_(spec), profiles_(profiles.begin(), profiles.end()), probs_(probs.begin(), probs.end()) {}
+
+  // Places `profile` with `left` arrivals after it; false when no GPU can take it.
+  bool place(std::array<Occupancy, 2>& gpus, int profile, int left) {
+    int best_gpu = -1, best_start = -1;
+    double best = -1;
+    for (int g = 0; g < 2; ++g)
+      for (SlotMask s = feasible_starts(spec_, gpus[g], profile); s; s = static_cast<SlotMask>(s & (s - 1))) {
+        std::array<Occupancy, 2> next = gpus;
+        add_instance(spec_, next[g], profile, std::countr_zero(static_cast<unsigned>(s)));
+        const double v = value(next, left);
+        if (v > best + 1e-12) best = v, best_gpu = g, best_start = std::countr_zero(static_cast<unsigned>(s));
+      }
+    if (best_gpu < 0) return false;
+    add_instance(spec_, gpus[best_gpu], profile, best_start);
+    return true;
+  }
+
+ private:
+  static std::string key(const Occupancy& o) { return std::string(reinterpret_cast<const char*>(&o.used), sizeof(o.used)) +
+                                                      std::string(o.per_profile.begin(), o.per_profile.end()); }
+  // Expected requests served from here on, `left` arrivals to come, placing each optimally.
+  double value(const std::array<Occupancy, 2>& gpus, int left) {
+    if (left == 0) return 0;
+    std::string a = key(gpus[0]), b = key(gpus[1]);
+    if (b < a) std::swap(a, b);  // the two GPUs are alike
+    const std::string k = std::to_string(left) + a + b;
+    if (auto it = memo_.find(k); it != memo_.end()) return it->second;
+    double e = 0;
+    for (std::size_t i = 0; i < profiles_.size(); ++i) {
+      double best = -1;
+      for (int g = 0; g < 2; ++g)
+        for (SlotMask s = feasible_starts(spec_, gpus[g], profiles_[i]); s; s = static_cast<SlotMask>(s & (s - 1))) {
+          std::array<Occupancy, 2> next = gpus;
+          add_instance(spec_, next[g], profiles_[i], std::countr_zero(static_cast<unsigned>(s)));
+          best = std::max(best, 1 + value(next, left - 1));
+        }
+      e += probs_[i] * (best < 0 ? value(gpus, left - 1) : best);
+    }
+    return memo_[k] = e;
+  }
+
+  const MigGpuSpec& spec_;
+  std::vector<int> profiles_;
+  std::vector<double> probs_;
+  std::map<std::string, double> memo_;
+};
+
 void BM_MigSmallVsExhaustive(benchmark::State& state) {
   const MigGpuSpec& spec = bench::mig_catalog().spec(bench::mig_a100());
   const auto counts = all_layout_counts(spec);
   const auto reqs = bench::mig_mix_requests();
   std::int64_t best_total = 0, frag_total = 0, ff_total = 0, frag_opt = 0, ff_opt = 0;
   std::int64_t best_slices = 0, frag_slices = 0, ff_slices = 0;
+  std::int64_t online_total = 0, online_below_ff = 0, frag_below_ff = 0;
+  std::vector<int> mix_profiles;
+  std::vector<double> mix_probs;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    mix_profiles.push_back(reqs[i].profile[bench::mig_a100()]);
+    mix_probs.push_back(bench::kMigMix[i].permille / 1000.0);
+  }
+  OnlineOptimum online(spec, mix_profiles, mix_probs);
   constexpr int kTrials = 300;
   for (auto _ : state) {
     best_total = frag_total = ff_total = frag_opt = ff_opt = 0;
     best_slices = frag_slices = ff_slices = 0;
+    online_total = online_below_ff = frag_below_ff = 0;
     for (int trial = 0; trial < kTrials; ++trial) {
       SplitMix rng{static_cast<std::uint64_t>(trial) + 1};
       std::vector<std::size_t> seq(10);
@@ -219,6 +287,13 @@ void BM_MigSmallVsExhaustive(benchmark::State& state) {
       };
       const std::int64_t f = served_by(FragAwarePlacer(MigMode::kDynamic, bench::mig_mix_demand()), frag_slices);
       const std::int64_t g = served_by(FirstFitPlacer(MigMode::kDynamic), ff_slices);
+      std::int64_t o = 0;
+      std::array<Occupancy, 2> gpus{};
+      for (std::size_t j = 0; j < seq.size(); ++j)
+        o += online.place(gpus, mix_profiles[seq[j]], static_cast<int>(seq.size() - j - 1)) ? 1 : 0;
+      online_total += o;
+      online_below_ff += o < g;
+      frag_below_ff += f < g;
       best_slices += best_sl;
       best_total += best;
       frag_total += f;
@@ -230,6 +305,9 @@ void BM_MigSmallVsExhaustive(benchmark::State& state) {
   state.counters["exhaustive_served"] = static_cast<double>(best_total);
   state.counters["frag_served"] = static_cast<double>(frag_total);
   state.counters["ff_served"] = static_cast<double>(ff_total);
+  state.counters["online_optimum_served"] = static_cast<double>(online_total);
+  state.counters["online_optimum_cases_below_ff"] = static_cast<double>(online_below_ff);
+  state.counters["frag_cases_below_ff"] = static_cast<double>(frag_below_ff);
   state.counters["frag_optimal_pct"] = 100.0 * static_cast<double>(frag_opt) / kTrials;
   state.counters["ff_optimal_pct"] = 100.0 * static_cast<double>(ff_opt) / kTrials;
   state.counters["exhaustive_slices"] = static_cast<double>(best_slices);
