@@ -664,8 +664,15 @@ Result<scheduler::CycleDecisions> run_cycle_on(ClusterState& state, const CycleI
   running.running_groups.resize(running.running.size());
   if (Status st = session->add_running(std::move(running), running_source); !st) return st.error();
   if (Status st = session->submit(inputs.pending, pending_source); !st) return st.error();
-  auto run = session->cycle(now, options.dry_run, scheduler::CycleDetail::kFull, context);
-  if (!run) return run.error();
+  // An error about a running job (its work beyond 64 bits: field "running[j]") is the running file's,
+  // jobs[j] there (added in file order); any other is the context's (the queues' quotas and tree).
+  auto run = session->cycle(now, options.dry_run, scheduler::CycleDetail::kFull, {});
+  if (!run) {
+    const Error& e = run.error();
+    if (e.field.starts_with("running["))
+      return Error(fmt::format("{}: {}", running_source, e.message), e.code, "jobs" + e.field.substr(std::string_view("running").size()));
+    return in_context(e, context);
+  }
   return std::move(run->decisions);
 }
 

@@ -195,6 +195,19 @@ TEST_CASE("cycle: times at the int64 ends and placements that contradict the job
     CHECK(r.status == 2);
     CHECK(r.out.find("gpusched: error: now: expected seconds in [0, 4611686018427387904]") != std::string::npos);  // no file: the time is the caller's
   }
+  // At the bound itself, the eviction's lost work (since t=0) is beyond 64 bits of milli-GPU-seconds:
+  // refused, naming the running file and the job (it was reported saturated at 9.2e15 GPU-seconds),
+  // with a queues file too (whose name the cycle's other errors carry).
+  for (const char* backfill : {"easy", "conservative"}) {
+    const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + kExample + "running.json --pending " +
+                               kExample + "pending.json --queues " + kExample + "queues.json --now 4611686018427387904 --backfill " +
+                               backfill,
+                           true);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(r.out.find("running.json: running job \"prod-batch\": the work its eviction at now=4611686018427387904 "
+                             "loses") != std::string::npos,
+                  r.out);
+  }
   const auto refused = [](const std::string& running_json, const std::string& message) {
     const std::string running = temp_file("edge_running.json", running_json);
     const Run r = run_tool("cycle --cluster " + kExample + "cluster.json --running " + running + " --pending " + kExample +
