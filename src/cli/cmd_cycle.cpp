@@ -45,6 +45,7 @@ struct CycleCliOptions {
   std::vector<std::string> slurm_files;  // Slurm's JSON (sinfo, squeue) instead of them
   std::string slurm_held = "skip";
   std::string policy = "best-fit";    // placement policy (--policy), resolved with the --plugin ones
+  std::string mig_placement = "first-fit";  // --mig-placement
   std::uint64_t seed = 42;
   std::vector<std::string> plugins;
   std::string order, victim_order;  // --order, --victim-order ("" = the defaults)
@@ -192,9 +193,11 @@ nlohmann::ordered_json slurm_json(const io::slurm::Input& in) {
 // policies get the pending jobs' tasks as their workload.
 struct CyclePolicies {
   std::unique_ptr<PlacementPolicy> policy;
+  std::unique_ptr<GpuPicker> mig_picker;
   Orders orders;
   void apply(CycleOptions& o) const {
     o.placement.policy = policy.get();
+    o.placement.mig_picker = mig_picker.get();
     o.order = orders.order.get();
     o.preemption.victim_order = orders.victim_order.get();
   }
@@ -215,6 +218,7 @@ CyclePolicies cycle_policies(const CycleCliOptions& opt, const Inputs& in) {
     for (const PendingJob& p : in.cycle.pending) append_tasks(p.job, tasks);
     return tasks;
   });
+  out.mig_picker = make_mig_picker(opt.mig_placement);
   out.orders = make_orders(registries.orders, opt.order, opt.victim_order);
   return out;
 }
@@ -401,6 +405,7 @@ void add_common(CLI::App* sub, const std::shared_ptr<CycleCliOptions>& opt) {
                       policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)")
       ->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the random policies")->capture_default_str();
+  add_mig_placement_option(sub, opt->mig_placement);
   add_order_options(sub, opt->order, opt->victim_order);
   add_plugin_option(sub, opt->plugins);
 }

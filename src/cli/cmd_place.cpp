@@ -35,6 +35,7 @@ struct PlaceOptions {
   std::vector<std::string> slurm_files;      // Slurm's JSON (sinfo, squeue) instead of --cluster/--jobs
   std::string slurm_held = "skip";           // with --slurm: held jobs skipped, or planned as if released
   std::vector<std::string> plugins;          // --plugin: shared libraries of policies
+  std::string mig_placement = "first-fit";   // --mig-placement
 };
 
 // `gpusched place --k8s FILE...`: Nodes, Pods, PodGroups, Volcano Jobs, Kueue objects as JSON or
@@ -54,7 +55,8 @@ int run_place_k8s(const PlaceOptions& opt) {
   const PolicyRegistry registry = policy_registry(opt.plugins);
   auto policy = make_placement_policy(registry, "--policy", opt.policy, opt.seed,
                                       [&] { return job_requests(*state, input->jobs); });
-  auto decided = io::k8s::decide(*input, *state, *policy);
+  const auto mig_picker = make_mig_picker(opt.mig_placement);
+  auto decided = io::k8s::decide(*input, *state, *policy, mig_picker.get());
   check_policy(*policy);
   if (!decided) throw InputError(decided.error().message);
   const std::string text = io::k8s::bindings_json(*input, *state, *decided);
@@ -170,6 +172,9 @@ int run_place(const PlaceOptions& opt) {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return compiled[a].priority > compiled[b].priority; });
 
+  const auto mig_picker = make_mig_picker(opt.mig_placement);
+  JobPlacementOptions job_options;
+  job_options.mig_picker = mig_picker.get();
   nlohmann::json placed = nlohmann::json::array();
   nlohmann::json unplaced = nlohmann::json::array();
   std::string table, scontrol;
@@ -180,6 +185,7 @@ int run_place(const PlaceOptions& opt) {
     if (is_gang[j]) {
       GangOptions gopt;
       gopt.policy = policy.get();
+      gopt.mig_picker = mig_picker.get();
       GangResult g = place_gang(*state, gangs[j], gopt);
       nlohmann::json bounds = nlohmann::json::array();
       for (const auto& b : g.bounds)
@@ -199,7 +205,7 @@ int run_place(const PlaceOptions& opt) {
       p.verdict = g.verdict;
       p.tasks = std::move(g.tasks);
     } else {
-      p = place_job(*state, job, *policy);
+      p = place_job(*state, job, *policy, job_options);
     }
     if (p.placed()) {
       state->commit();
@@ -273,6 +279,7 @@ void setup(CLI::App& app) {
                       policy_help(PolicySet::kTrace) + "); or a --plugin's (docs/policies.md)")
       ->capture_default_str();
   add_plugin_option(sub, opt->plugins);
+  add_mig_placement_option(sub, opt->mig_placement);
   add_slurm_options(sub, opt->slurm_files, &opt->slurm_held, "Slurm's JSON instead of --cluster/--jobs");
   sub->add_option("--format", opt->format, "Output format (slurm: the scontrol commands, with --slurm)")
       ->check(CLI::IsMember({"json", "table", "slurm"}))->capture_default_str();

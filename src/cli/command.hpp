@@ -75,6 +75,11 @@ std::unique_ptr<PlacementPolicy> make_placement_policy(const PolicyRegistry& reg
                                                        const std::function<std::vector<TaskRequest>()>& tasks,
                                                        PolicySet prefer = PolicySet::kPlacement);
 void check_policy(const PlacementPolicy& policy);
+// `--mig-placement first-fit|frag-aware`: which MIG instance a task with a MIG profile takes on the
+// node the policy chose (docs/mig.md); nullptr for first-fit (the default), else the MIG family's
+// FragAwareMigPicker with uniform demand (as `gpusched mig place`).
+void add_mig_placement_option(CLI::App* sub, std::string& choice);
+std::unique_ptr<GpuPicker> make_mig_picker(const std::string& choice);
 
 // Orders (docs/policies.md): `--order NAME` and `--victim-order NAME` (both optional), resolved in the
 // built-in orders and the --plugin libraries' (InputError naming the option); the policies and orders

@@ -4,6 +4,7 @@
 
 #include "cli/command.hpp"
 #include "gpusched/io/policy_plugin.hpp"
+#include "gpusched/mig/packer.hpp"
 #include "io/text_input.hpp"
 
 namespace gpusched::cli {
@@ -68,6 +69,19 @@ std::unique_ptr<PlacementPolicy> make_placement_policy(const PolicyRegistry& reg
   auto p = registry.make_for(name, seed, tasks, prefer);
   if (!p) throw InputError(fmt::format("{}: {}", option, p.error().message));
   return std::move(*p);
+}
+
+void add_mig_placement_option(CLI::App* sub, std::string& choice) {
+  sub->add_option("--mig-placement", choice,
+                  "Where a task with a MIG profile goes on its node: first-fit (an idle instance on the lowest GPU, "
+                  "else the lowest free start) or frag-aware (keeps big profiles placeable; docs/mig.md)")
+      ->check(CLI::IsMember({"first-fit", "frag-aware"}))
+      ->capture_default_str();
+}
+
+std::unique_ptr<GpuPicker> make_mig_picker(const std::string& choice) {
+  if (choice != "frag-aware") return nullptr;
+  return std::make_unique<mig::FragAwareMigPicker>(mig::MigDemand::uniform(mig::MigCatalog::builtin()));
 }
 
 void check_policy(const PlacementPolicy& policy) {

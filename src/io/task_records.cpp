@@ -58,8 +58,13 @@ nlohmann::json detail::reasons_json(const std::vector<Reason>& reasons, const Co
 }
 
 nlohmann::json detail::placed_task_json(const TaskRecord& t) {
-  return nlohmann::json{{"group", t.group}, {"replica", t.replica}, {"node", t.node_name}, {"gpus", t.gpus},
-                        {"gpu_milli", t.gpu_milli}};
+  nlohmann::json out{{"group", t.group}, {"replica", t.replica}, {"node", t.node_name}, {"gpus", t.gpus},
+                     {"gpu_milli", t.gpu_milli}};
+  // A MIG task: which instance, as the cycle's starts say it (a MIG GPU alone says nothing of it).
+  if (t.is_mig())
+    out["mig"] = {{"profile", t.mig_profile}, {"profile_index", t.mig_profile_index}, {"start", t.mig_start},
+                  {"create", t.mig_create}};
+  return out;
 }
 
 }  // namespace gpusched::io

@@ -160,3 +160,33 @@ TEST_CASE("mig: bad input exits 2 with one message naming the field") {
   r = err("mig place --cluster " + kEx + "cluster.json --profile 1g.5gb --mode sometimes");
   CHECK(r.status == 2);
 }
+
+TEST_CASE("place and cycle --mig-placement: first fit by default, the frag-aware rule on request") {
+  // One empty A100-40GB: first fit creates a 1g.5gb at slice 0 (ruling out the 4g.20gb); frag-aware
+  // at slice 6 (docs/mig.md). The placed task says which instance.
+  const std::string cluster = temp_file("mig_one_a100.json", R"({"nodes": [{"name": "n0", "cpu": 64, "memory": "256Gi",
+      "gpus": [{"model": "A100-SXM4-40GB", "mig": {"instances": []}}]}]})");
+  const std::string jobs = temp_file("mig_one_job.json", R"({"jobs": [{"name": "infer", "cpu": 1, "mig_profile": "1g.5gb"}]})");
+  const auto start_of = [&](const std::string& extra) {
+    const Run r = run_tool("place --cluster " + cluster + " --jobs " + jobs + " --format json" + extra);
+    REQUIRE(r.status == 0);
+    const auto task = nlohmann::json::parse(r.out)["placed"][0]["tasks"][0];
+    CHECK(task["mig"]["profile"] == "1g.5gb");
+    CHECK(task["mig"]["create"] == true);
+    return task["mig"]["start"].get<int>();
+  };
+  CHECK(start_of("") == 0);
+  CHECK(start_of(" --mig-placement first-fit") == 0);
+  CHECK(start_of(" --mig-placement frag-aware") == 6);
+  CHECK(start_of(" --gang --mig-placement frag-aware") == 6);
+  const auto cycle_start = [&](const std::string& extra) {
+    const Run r = run_tool("cycle --cluster " + cluster + " --pending " + jobs + " --now 0 --format json" + extra);
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out)["starts"][0]["tasks"][0]["mig"]["start"].get<int>();
+  };
+  CHECK(cycle_start("") == 0);
+  CHECK(cycle_start(" --mig-placement frag-aware") == 6);
+  const Run bad = run_tool("place --cluster " + cluster + " --jobs " + jobs + " --mig-placement best", true);
+  CHECK(bad.status != 0);
+  CHECK(bad.out.find("--mig-placement") != std::string::npos);
+}

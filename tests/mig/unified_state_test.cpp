@@ -14,6 +14,7 @@
 #include "gpusched/mig/planner.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/gang/gang.hpp"
+#include "gpusched/scheduler/cycle.hpp"
 
 using namespace gpusched;
 using namespace gpusched::mig;
@@ -589,4 +590,120 @@ TEST_CASE("property: on fixed MIG layouts no placement path changes the instance
       for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) REQUIRE(st.mig().layout(g) == layouts[g]);
     }
   }
+}
+
+namespace {
+
+// A job of `replicas` tasks of one MIG profile, 1 CPU each.
+Job mig_job(std::string name, const char* profile, std::int32_t replicas = 1) {
+  Job job;
+  job.job_name = std::move(name);
+  TaskGroupSpec g;
+  g.name = "server";
+  g.replicas = replicas;
+  g.shape.cpu = 1'000;
+  g.mig_profile = profile;
+  job.groups.push_back(g);
+  return job;
+}
+
+ClusterState empty_a100_node() {
+  MigClusterBuilder b;
+  const auto n = b.add_node("n0", 64'000, Bytes{256} << 30);
+  b.add_gpu(n, model("A100-SXM4-40GB"));
+  return b.build().value();
+}
+
+}  // namespace
+
+TEST_CASE("the frag-aware MIG choice is an option of place_job, place_gang and the cycle (first fit without it)") {
+  // An empty A100: first fit creates a 1g.5gb at slice 0, which rules out the 4g.20gb; the
+  // frag-aware rule creates it at 6 (packer_test: "a 1g.5gb on an empty A100 goes to slice 6").
+  const FragAwareMigPicker picker(MigDemand::uniform(cat()));
+  {
+    ClusterState st = empty_a100_node();
+    const CompiledJob job = compile_job(st, mig_job("a", "1g.5gb")).value();
+    CHECK(place_job(st, job, FirstFitPolicy{}).tasks.at(0).assignment.mig_start == 0);
+    ClusterState st2 = empty_a100_node();
+    JobPlacementOptions o;
+    o.mig_picker = &picker;
+    const JobPlacement p = place_job(st2, job, FirstFitPolicy{}, o);
+    REQUIRE(p.placed());
+    CHECK(p.tasks[0].assignment.mig_start == 6);
+    CHECK(p.tasks[0].assignment.mig_create);
+    CHECK(st2.mig().instances(0).size() == 1);
+  }
+  {
+    ClusterState st = empty_a100_node();
+    const GangSpec spec = make_gang_spec(compile_job(st, mig_job("g", "1g.5gb")).value()).value();
+    GangOptions o;
+    o.mig_picker = &picker;
+    const GangResult r = place_gang(st, spec, o);
+    REQUIRE(r.placed());
+    CHECK(r.tasks.at(0).assignment.mig_start == 6);
+  }
+  {
+    ClusterState st = empty_a100_node();
+    scheduler::PendingJob p;
+    p.job = compile_job(st, mig_job("c", "1g.5gb")).value();
+    scheduler::CycleOptions o;
+    o.placement.mig_picker = &picker;
+    const auto d = scheduler::run_cycle(st, {}, std::span<const scheduler::PendingJob>(&p, 1), {}, 0, o).value();
+    REQUIRE(d.starts.size() == 1);
+    CHECK(d.starts[0].tasks.at(0).assignment.mig_start == 6);
+    ClusterState ff = empty_a100_node();
+    const auto plain = scheduler::run_cycle(ff, {}, std::span<const scheduler::PendingJob>(&p, 1), {}, 0).value();
+    CHECK(plain.starts.at(0).tasks.at(0).assignment.mig_start == 0);
+  }
+}
+
+TEST_CASE("property: on a one-node cluster the MIG picker chooses what FragAwarePlacer chooses") {
+  SplitMix64 rng(2026);
+  const char* const profiles[] = {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", "1g.6gb", "2g.12gb"};
+  const MigDemand demand = MigDemand::uniform(cat());
+  const FragAwareMigPicker picker(demand);
+  const FragAwarePlacer placer(MigMode::kDynamic, demand);
+  int placed = 0, compared = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    MigClusterBuilder b;
+    const auto n = b.add_node("n0", 64'000, Bytes{256} << 30);
+    for (int g = 0; g < 4; ++g) {
+      const MigModelId m = model(rng.below(3) == 0 ? "A30-24GB" : "A100-SXM4-40GB");
+      // Random instances, busy or idle, placed where they fit.
+      const MigGpuSpec& spec = cat().spec(m);
+      Occupancy occ;
+      std::vector<MigInstance> instances;
+      std::vector<char> busy;
+      for (int k = static_cast<int>(rng.below(4)); k > 0; --k) {
+        const int p = static_cast<int>(rng.below(spec.profiles.size()));
+        const SlotMask s = feasible_starts(spec, occ, p);
+        if (!s) continue;
+        const int start = std::countr_zero(static_cast<unsigned>(s));
+        add_instance(spec, occ, p, start);
+        instances.push_back({spec.profiles[static_cast<std::size_t>(p)].id, static_cast<std::uint8_t>(start)});
+        busy.push_back(rng.below(2) == 0);
+      }
+      bool flags[kMaxInstances] = {};
+      for (std::size_t i = 0; i < busy.size(); ++i) flags[i] = busy[i] != 0;
+      b.add_gpu(n, m, instances, std::span<const bool>(flags, busy.size()));
+    }
+    const ClusterState st = b.build().value();
+    const MigRequest request = req(profiles[rng.below(std::size(profiles))]);
+    TaskRequest task;
+    task.mig = request;
+    TaskAssignment a;
+    const bool ok = picker.pick(st, 0, task, a);
+    const MigDecision d = placer.decide(st, request);
+    CAPTURE(trial);
+    REQUIRE(ok == d.placed());
+    ++compared;
+    if (!ok) continue;
+    ++placed;
+    CHECK(a.gpus == std::vector<GpuIndex>{st.mig().local_index(d.gpu)});
+    CHECK(a.mig_start == d.start);
+    CHECK(a.mig_profile == d.profile);
+    CHECK(a.mig_create == (d.action == MigAction::kCreate));
+  }
+  CHECK(placed > 150);  // the comparison is not vacuous
+  CHECK(compared == 300);
 }

@@ -178,6 +178,9 @@ struct GangOptions {
   // Chooses the GPUs on the chosen node in the greedy steps; nullptr = the policy's gpu_picker().
   // (The exact search enumerates the distinct GPU choices itself.)
   const GpuPicker* gpu_picker = nullptr;
+  // Which MIG instance a task with a MIG profile takes on the chosen node; nullptr = the first fit
+  // (as JobPlacementOptions::mig_picker; the exact search enumerates the choices itself).
+  const GpuPicker* mig_picker = nullptr;
   // Work limit of the exact search, in candidate nodes examined; counted, never timed, so the
   // answer is the same on every machine.
   std::uint64_t effort = 2'000'000;

@@ -176,7 +176,9 @@ struct Decisions {
   std::vector<mig::MigDemandItem> repartition_demand;
   mig::MigPlan repartition;
 };
-Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy);
+// `mig_picker`: where a MIG pod goes on its node (JobPlacementOptions::mig_picker; nullptr: first fit).
+Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy,
+                         const GpuPicker* mig_picker = nullptr);
 
 // Decisions back as bindings JSON (docs/kubernetes.md):
 //   {"bindings": [{"pod": "ns/name", "namespace", "name", "node", "gpus": [..],

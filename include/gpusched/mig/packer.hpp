@@ -66,6 +66,7 @@
 #include "gpusched/cluster/cluster_state.hpp"
 #include "gpusched/core/detail/text.hpp"
 #include "gpusched/core/outcome.hpp"
+#include "gpusched/packing/policy.hpp"
 
 namespace gpusched::mig {
 
@@ -120,6 +121,19 @@ class MigDemand {
 std::int64_t fragmentation(const MigGpuSpec& spec, const Occupancy& occ, std::span<const std::int64_t> weights,
                            LayoutRules rules = {});
 
+namespace detail {
+// One GPU's best move for a profile under the frag-aware rule (start -1: none): the idle instance
+// to take (F over the busy instances grows least) or the start to create at (F over all grows
+// least); ties: fewest idle (take) or free (create) slices left, then the lowest start.
+struct MigMove {
+  std::int8_t start = -1;
+  std::int64_t delta = 0;
+  std::int32_t left = 0;
+};
+MigMove frag_aware_take(const MigGpuTable& mig, MigGpuId g, int profile, std::span<const std::int64_t> weights);
+MigMove frag_aware_create(const MigGpuTable& mig, MigGpuId g, int profile, std::span<const std::int64_t> weights);
+}  // namespace detail
+
 class MigPlacer {
  public:
   virtual ~MigPlacer() = default;
@@ -138,11 +152,7 @@ class FragAwarePlacer final : public MigPlacer {
   const MigDemand& demand() const { return demand_; }
 
  private:
-  struct Move {
-    std::int8_t start = -1;
-    std::int64_t delta = 0;
-    std::int32_t left = 0;  // tie-break: free (create) or idle (take) slices left
-  };
+  using Move = detail::MigMove;
   struct Memo {
     std::uint64_t key = ~std::uint64_t{0};
     std::uint16_t done = 0;  // bit p: profile p evaluated
@@ -157,6 +167,23 @@ class FragAwarePlacer final : public MigPlacer {
   MigMode mode_;
   MigDemand demand_;
   mutable std::vector<Memo> memo_;  // by class id; checked against the class key
+};
+
+// The frag-aware rule on the node a placement policy chose, for every path that places jobs:
+// place_job, place_gang and the scheduling cycle take it as `mig_picker` in their options
+// (packing/placement.hpp, gang/gang.hpp), the tool as `--mig-placement frag-aware`. On the node's
+// MIG GPUs it takes an idle instance of the profile if one exists, else creates one, each where
+// FragAwarePlacer would (least growth of F, then fewest slices left, lowest GPU, lowest start): on
+// a one-node cluster its choice is the placer's. Without it, a MIG task takes the first fit
+// (ClusterState::pick_mig_instance). Tasks without a MIG profile are not its to place.
+class FragAwareMigPicker final : public GpuPicker {
+ public:
+  explicit FragAwareMigPicker(MigDemand demand);
+  bool pick(const ClusterState& state, NodeId node, const TaskRequest& request, TaskAssignment& out) const override;
+  const MigDemand& demand() const { return demand_; }
+
+ private:
+  MigDemand demand_;
 };
 
 class FirstFitPlacer final : public MigPlacer {

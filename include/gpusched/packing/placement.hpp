@@ -143,6 +143,10 @@ struct JobPlacementOptions {
   // Which GPUs each task takes on the chosen node; nullptr = the policy's gpu_picker(). A
   // topology-aware picker (topology family) goes here.
   const GpuPicker* gpu_picker = nullptr;
+  // Which MIG instance a task with a MIG profile takes on the chosen node; nullptr = the first fit
+  // (an idle instance on the lowest GPU, else the lowest free start: ClusterState::pick_mig_instance).
+  // The MIG family's FragAwareMigPicker (mig/packer.hpp) keeps big and demanded profiles placeable.
+  const GpuPicker* mig_picker = nullptr;
   // Reasons for a job not placed. false: only its verdict (kNotNow or kInfeasible), without the
   // node-by-node diagnosis behind the reasons (a caller that acts on the verdict alone).
   bool explain = true;

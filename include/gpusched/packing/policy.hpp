@@ -80,6 +80,22 @@ class LowestIndexGpuPicker final : public GpuPicker {
             TaskAssignment& out) const override;
 };
 
+namespace detail {
+// The picker a placement uses: a task with a MIG profile goes to `mig` when the caller gave one
+// (the options' mig_picker, e.g. the MIG family's FragAwareMigPicker), every other task to `gpus`.
+class MigRoutedPicker final : public GpuPicker {
+ public:
+  MigRoutedPicker(const GpuPicker& gpus, const GpuPicker* mig) : gpus_(gpus), mig_(mig) {}
+  bool pick(const ClusterState& state, NodeId node, const TaskRequest& request, TaskAssignment& out) const override {
+    return mig_ != nullptr && request.mig.any() ? mig_->pick(state, node, request, out) : gpus_.pick(state, node, request, out);
+  }
+
+ private:
+  const GpuPicker& gpus_;
+  const GpuPicker* mig_;
+};
+}  // namespace detail
+
 // The least free share a shared request would leave on one of the node's GPUs that fit it (its
 // tightest GPU), or 1001 when none fits. Best-fit ranks shared tasks by it.
 std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request);

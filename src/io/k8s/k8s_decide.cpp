@@ -36,7 +36,8 @@ void add_waiting_mig(std::vector<mig::MigDemandItem>& demand, const CompiledGrou
   it->count += waiting;
 }
 
-Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy) {
+Result<Decisions> decide(const Input& input, ClusterState& state, const PlacementPolicy& policy,
+                         const GpuPicker* mig_picker) {
   if (!input.topology_levels.empty()) {
     auto levels = state.set_topology_levels(input.topology_levels);
     if (!levels) return Error{fmt::format("topology levels: {}", levels.error().message), levels.error().code};
@@ -59,6 +60,9 @@ Result<Decisions> decide(const Input& input, ClusterState& state, const Placemen
                    [&](std::size_t a, std::size_t b) { return compiled[a].priority > compiled[b].priority; });
   GangOptions gopt;
   gopt.policy = &policy;
+  gopt.mig_picker = mig_picker;
+  JobPlacementOptions jopt;
+  jopt.mig_picker = mig_picker;
   for (std::size_t j : order) {
     const CompiledJob& job = compiled[j];
     const bool gang = input.sources[j].kind != "Pod" || job.has_gang_constraints();
@@ -73,7 +77,7 @@ Result<Decisions> decide(const Input& input, ClusterState& state, const Placemen
       p.tasks = std::move(g.tasks);
       if (!p.placed()) out.messages[j] = gang_message(*spec, g, state);
     } else {
-      p = place_job(state, job, policy);
+      p = place_job(state, job, policy, jopt);
       if (!p.placed()) out.messages[j] = describe(job, p);
     }
     if (p.placed()) state.commit();

@@ -64,7 +64,7 @@ class GangSolver {
         spec_(spec),
         opt_(options),
         policy_(policy),
-        picker_(options.gpu_picker ? *options.gpu_picker : policy.gpu_picker()),
+        picker_(options.gpu_picker ? *options.gpu_picker : policy.gpu_picker(), options.mig_picker),
         ranks_(policy.ranks_nodes()),
         n_groups_(spec.groups.size()) {}
 
@@ -115,7 +115,7 @@ class GangSolver {
   const GangSpec& spec_;
   const GangOptions& opt_;
   const PlacementPolicy& policy_;
-  const GpuPicker& picker_;
+  const detail::MigRoutedPicker picker_;
   const bool ranks_;  // policy_.ranks_nodes(): choices can be kept sorted by rank
   const std::size_t n_groups_;
   std::vector<NodeId> scratch_;  // candidates handed to select_among

@@ -14,6 +14,7 @@ namespace gpusched::mig {
 
 GPUSCHED_CTOR_DECL FragAwarePlacer::FragAwarePlacer(MigMode mode, MigDemand demand) : mode_(mode), demand_(std::move(demand)) {}
 GPUSCHED_CTOR_DECL FirstFitPlacer::FirstFitPlacer(MigMode mode) : mode_(mode) {}
+GPUSCHED_CTOR_DECL FragAwareMigPicker::FragAwareMigPicker(MigDemand demand) : demand_(std::move(demand)) {}
 
 GPUSCHED_DECL MigDemand MigDemand::uniform(const MigCatalog& catalog) {
   MigDemand d;
@@ -209,6 +210,49 @@ GPUSCHED_DECL const FragAwarePlacer::Memo& FragAwarePlacer::memo(const ClusterSt
   return evaluate_memo(state, c, p);
 }
 
+GPUSCHED_DECL detail::MigMove detail::frag_aware_take(const MigGpuTable& mig, MigGpuId g, int p,
+                                                     std::span<const std::int64_t> w) {
+  const MigGpuSpec& spec = mig.spec_of(g);
+  const LayoutRules rules = mig.rules();
+  const Occupancy& all = mig.occupancy(g);
+  const Occupancy& busy = mig.busy_occupancy(g);
+  MigMove take;
+  const std::int64_t f_busy = fragmentation(spec, busy, w, rules);
+  for (const MigSlot& s : mig.instances(g)) {
+    if (s.busy || s.profile != p) continue;
+    Occupancy after = busy;
+    add_instance(spec, after, p, s.start);
+    const std::int64_t delta = fragmentation(spec, after, w, rules) - f_busy;
+    const int left = std::popcount(static_cast<unsigned>(all.used & ~after.used));
+    if (take.start < 0 || std::tie(delta, left) < std::tie(take.delta, take.left))
+      take = MigMove{static_cast<std::int8_t>(s.start), delta, left};
+  }
+  return take;
+}
+
+GPUSCHED_DECL detail::MigMove detail::frag_aware_create(const MigGpuTable& mig, MigGpuId g, int p,
+                                                       std::span<const std::int64_t> w) {
+  MigMove create;
+  // A fixed layout's instances are the MIG manager's to create (GpuInfo::mig_layout_fixed).
+  if (mig.layout_fixed(g)) return create;
+  const MigGpuSpec& spec = mig.spec_of(g);
+  const LayoutRules rules = mig.rules();
+  const Occupancy& all = mig.occupancy(g);
+  const SlotMask starts = feasible_starts(spec, all, p, rules);
+  if (!starts) return create;
+  const std::int64_t f_all = fragmentation(spec, all, w, rules);
+  for (SlotMask s = starts; s; s = static_cast<SlotMask>(s & (s - 1))) {
+    const int start = std::countr_zero(static_cast<unsigned>(s));
+    Occupancy after = all;
+    add_instance(spec, after, p, start);
+    const std::int64_t delta = fragmentation(spec, after, w, rules) - f_all;
+    const int left = std::popcount(static_cast<unsigned>(spec.all_slots() & ~after.used));
+    if (create.start < 0 || std::tie(delta, left) < std::tie(create.delta, create.left))
+      create = MigMove{static_cast<std::int8_t>(start), delta, left};
+  }
+  return create;
+}
+
 GPUSCHED_DECL const FragAwarePlacer::Memo& FragAwarePlacer::evaluate_memo(const ClusterState& state, MigClassId c, int p) const {
   Memo& m = memo_[c];
   if (m.key != state.mig().class_key(c)) {
@@ -217,43 +261,43 @@ GPUSCHED_DECL const FragAwarePlacer::Memo& FragAwarePlacer::evaluate_memo(const 
   }
   m.done = static_cast<std::uint16_t>(m.done | (1U << p));
   const MigGpuId g = state.mig().class_first(c);
-  const MigGpuSpec& spec = state.mig().spec_of(g);
   const auto w = demand_.weights(state.mig().class_model(c));
-  const LayoutRules rules = state.mig().rules();
-  const Occupancy& all = state.mig().occupancy(g);
-  const Occupancy& busy = state.mig().busy_occupancy(g);
-  // Taking an idle instance: F over the busy instances.
-  Move take;
-  const std::int64_t f_busy = fragmentation(spec, busy, w, rules);
-  for (const MigSlot& s : state.mig().instances(g)) {
-    if (s.busy || s.profile != p) continue;
-    Occupancy after = busy;
-    add_instance(spec, after, p, s.start);
-    const std::int64_t delta = fragmentation(spec, after, w, rules) - f_busy;
-    const int left = std::popcount(static_cast<unsigned>(all.used & ~after.used));
-    if (take.start < 0 || std::tie(delta, left) < std::tie(take.delta, take.left)) {
-      take = Move{static_cast<std::int8_t>(s.start), delta, left};
-    }
-  }
-  m.take[static_cast<std::size_t>(p)] = take;
-  // Creating: F over all instances.
-  Move create;
-  // A fixed layout's instances are the MIG manager's to create (GpuInfo::mig_layout_fixed).
-  const SlotMask starts = state.mig().layout_fixed(g) ? SlotMask{0} : feasible_starts(spec, all, p, rules);
-  if (starts) {
-    const std::int64_t f_all = fragmentation(spec, all, w, rules);
-    for (SlotMask s = starts; s; s = static_cast<SlotMask>(s & (s - 1))) {
-      const int start = std::countr_zero(static_cast<unsigned>(s));
-      Occupancy after = all;
-      add_instance(spec, after, p, start);
-      const std::int64_t delta = fragmentation(spec, after, w, rules) - f_all;
-      const int left = std::popcount(static_cast<unsigned>(spec.all_slots() & ~after.used));
-      if (create.start < 0 || std::tie(delta, left) < std::tie(create.delta, create.left))
-        create = Move{static_cast<std::int8_t>(start), delta, left};
-    }
-  }
-  m.create[static_cast<std::size_t>(p)] = create;
+  m.take[static_cast<std::size_t>(p)] = detail::frag_aware_take(state.mig(), g, p, w);
+  m.create[static_cast<std::size_t>(p)] = detail::frag_aware_create(state.mig(), g, p, w);
   return m;
+}
+
+GPUSCHED_DECL bool FragAwareMigPicker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
+                                           TaskAssignment& out) const {
+  out = make_assignment(node, request);
+  if (!request.mig.any() || node >= state.node_count()) return false;
+  const MigGpuTable& mig = state.mig();
+  // Take before create, as the placer: an idle instance anywhere on the node needs no re-partition.
+  for (const bool take : {true, false}) {
+    GpuIndex best_gpu = 0;
+    detail::MigMove best;
+    for (GpuIndex gi = 0; gi < state.gpu_count(node); ++gi) {
+      const MigGpuId id = state.mig_gpu(node, gi);
+      if (id == kNoGpu || !mig.available(id) || !(request.models & model_bit(state.gpu_model(node, gi)))) continue;
+      const int p = request.mig.profile[mig.model_of(id)];
+      if (p < 0) continue;
+      const auto w = demand_.weights(mig.model_of(id));
+      const detail::MigMove mv = take ? detail::frag_aware_take(mig, id, p, w) : detail::frag_aware_create(mig, id, p, w);
+      if (mv.start < 0) continue;
+      if (best.start < 0 || std::tie(mv.delta, mv.left) < std::tie(best.delta, best.left)) {
+        best = mv;
+        best_gpu = gi;
+      }
+    }
+    if (best.start < 0) continue;
+    const MigGpuId id = state.mig_gpu(node, best_gpu);
+    out.gpus = {best_gpu};
+    out.mig_profile = static_cast<std::int8_t>(request.mig.profile[mig.model_of(id)]);
+    out.mig_start = best.start;
+    out.mig_create = !take;
+    return true;
+  }
+  return false;
 }
 
 GPUSCHED_DECL MigDecision FragAwarePlacer::decide(const ClusterState& state, const MigRequest& request) const {

@@ -299,7 +299,7 @@ GPUSCHED_DECL Result<CompiledJob> compile_job(const ClusterState& state, const J
 GPUSCHED_DECL JobPlacement place_job(ClusterState& state, const CompiledJob& job, const PlacementPolicy& policy,
                               const JobPlacementOptions& options) {
   JobPlacement result;
-  const GpuPicker& picker = options.gpu_picker ? *options.gpu_picker : policy.gpu_picker();
+  const detail::MigRoutedPicker picker(options.gpu_picker ? *options.gpu_picker : policy.gpu_picker(), options.mig_picker);
   const auto mark = state.checkpoint();
   for (std::uint32_t g = 0; g < job.groups.size(); ++g) {
     const CompiledGroup& group = job.groups[g];

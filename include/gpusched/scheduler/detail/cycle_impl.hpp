@@ -518,6 +518,7 @@ struct CycleRun {
                             spec.groups[0].request, {}});
       JobPlacementOptions jo;
       jo.gpu_picker = options.placement.gpu_picker;
+      jo.mig_picker = options.placement.mig_picker;
       jo.explain = explain;
       JobPlacement jp = place_job(state, job, policy, jo);
       GangResult r;
