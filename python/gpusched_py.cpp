@@ -527,6 +527,7 @@ struct PySession {
   PyCluster* cluster = nullptr;
   std::unique_ptr<PlacementPolicy> policy;  // every cycle's placement policy
   PyOrders orders;  // the order within queues and the victim order (None: the defaults)
+  std::shared_ptr<const GpuPicker> mig_picker;  // the options' "mig_placement"
   std::optional<io::CycleSession> session;
 };
 
@@ -537,6 +538,7 @@ PySession open_session(PyCluster& c, const std::string& queues, const std::strin
   PySession out;
   out.policy = cycle_policy(policy, *document, {});
   out.orders = cycle_orders(order, victim_order, *document);
+  out.mig_picker = document->mig_picker;
   scheduler::CycleOptions* o = &document->options;
   o->placement.policy = out.policy.get();
   out.orders.apply(*o);

@@ -85,7 +85,8 @@ def cycle(cluster: Cluster, jobs: Union[Jobs, Source], queues: Optional[Source] 
     ``options`` are the cycle's knobs: ``preempt`` (True), ``within_queue`` ('lower', 'never',
     'lower-or-newer'), ``reclaim_within_cohort`` ('any', 'lower', 'never'), ``fair_share_reclaim``
     (True), ``grow`` (True), ``min_runtime`` (0), ``backfill`` ('easy', 'conservative', 'none'),
-    ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500), ``seed`` (42).
+    ``backfill_window`` (86400), ``backfill_resolution`` (60), ``backfill_depth`` (500), ``seed`` (42),
+    ``mig_placement`` ('first-fit' or 'frag-aware': where a MIG task goes on its node, docs/mig.md).
     ``policy`` places every task: a name ("best-fit", "FGD", ...) or a policy written in Python
     (docs/policies.md); a Python policy that fails raises PolicyError and the cycle changes nothing.
     ``order`` orders the jobs within each queue: a name ("priority", the default; "shortest-first",

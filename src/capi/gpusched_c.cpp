@@ -103,6 +103,7 @@ struct gpusched_session {
   gpusched_state* state = nullptr;  // borrowed: it must outlive the session
   std::unique_ptr<gpusched::PlacementPolicy> policy;  // the options' "policy", for every cycle
   gpusched::scheduler::Orders orders;                 // the options' "order" and "victim_order"
+  std::shared_ptr<const gpusched::GpuPicker> mig_picker;  // the options' "mig_placement"
   std::optional<gpusched::io::CycleSession> session;
 };
 
@@ -1063,6 +1064,7 @@ gpusched_status gpusched_session_open(gpusched_state* state, const char* queues_
     s->policy = policy_named(state->policies, document->policy.c_str(), document->seed, nullptr);
     options->placement.policy = s->policy.get();
     s->orders = orders_named(state->orders, *document);
+    s->mig_picker = document->mig_picker;
     gpusched::io::QueuesDocument queues;
     if (queues_json && *queues_json) {
       auto q = gpusched::io::read_cycle_queues(state->state, queues_json, "queues");

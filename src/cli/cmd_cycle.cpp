@@ -193,7 +193,7 @@ nlohmann::ordered_json slurm_json(const io::slurm::Input& in) {
 // policies get the pending jobs' tasks as their workload.
 struct CyclePolicies {
   std::unique_ptr<PlacementPolicy> policy;
-  std::unique_ptr<GpuPicker> mig_picker;
+  std::shared_ptr<const GpuPicker> mig_picker;
   Orders orders;
   void apply(CycleOptions& o) const {
     o.placement.policy = policy.get();

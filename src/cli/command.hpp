@@ -79,7 +79,7 @@ void check_policy(const PlacementPolicy& policy);
 // node the policy chose (docs/mig.md); nullptr for first-fit (the default), else the MIG family's
 // FragAwareMigPicker with uniform demand (as `gpusched mig place`).
 void add_mig_placement_option(CLI::App* sub, std::string& choice);
-std::unique_ptr<GpuPicker> make_mig_picker(const std::string& choice);
+std::shared_ptr<const GpuPicker> make_mig_picker(const std::string& choice);
 
 // Orders (docs/policies.md): `--order NAME` and `--victim-order NAME` (both optional), resolved in the
 // built-in orders and the --plugin libraries' (InputError naming the option); the policies and orders

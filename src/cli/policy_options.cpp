@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
+#include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/policy_plugin.hpp"
-#include "gpusched/mig/packer.hpp"
 #include "io/text_input.hpp"
 
 namespace gpusched::cli {
@@ -79,10 +79,7 @@ void add_mig_placement_option(CLI::App* sub, std::string& choice) {
       ->capture_default_str();
 }
 
-std::unique_ptr<GpuPicker> make_mig_picker(const std::string& choice) {
-  if (choice != "frag-aware") return nullptr;
-  return std::make_unique<mig::FragAwareMigPicker>(mig::MigDemand::uniform(mig::MigCatalog::builtin()));
-}
+std::shared_ptr<const GpuPicker> make_mig_picker(const std::string& choice) { return io::mig_picker_named(choice); }
 
 void check_policy(const PlacementPolicy& policy) {
   if (!policy.failure().empty())

@@ -14,11 +14,17 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "gpusched/mig/packer.hpp"
 #include "io/decision_json.hpp"
 #include "io/json_input.hpp"
 
 namespace gpusched::io {
 // A named namespace: the io library compiles as one unit (GPUSCHED_UNITY_BUILD).
+std::shared_ptr<const GpuPicker> mig_picker_named(std::string_view name) {
+  if (name != "frag-aware") return nullptr;
+  return std::make_shared<const mig::FragAwareMigPicker>(mig::MigDemand::uniform(mig::MigCatalog::builtin()));
+}
+
 namespace cycle_json_impl {
 
 using nlohmann::json;
@@ -491,12 +497,17 @@ Result<CycleOptionsDocument> read_cycle_options_impl(std::string_view text, std:
     std::vector<std::string_view> keys = {"preempt", "within_queue", "reclaim_within_cohort", "fair_share_reclaim", "grow",
                                           "min_runtime", "backfill", "backfill_window", "backfill_resolution",
                                           "backfill_depth", "dry_run"};
-    if (policy_keys) keys.insert(keys.end(), {"policy", "seed", "order", "victim_order"});
+    if (policy_keys) keys.insert(keys.end(), {"policy", "seed", "order", "victim_order", "mig_placement"});
     check_keys(*doc, p, keys);
     const json& d = *doc;
     if (auto it = d.find("policy"); it != d.end()) out.policy = read_string(*it, p + ".policy");
     if (auto it = d.find("order"); it != d.end()) out.order = read_string(*it, p + ".order");
     if (auto it = d.find("victim_order"); it != d.end()) out.victim_order = read_string(*it, p + ".victim_order");
+    if (auto it = d.find("mig_placement"); it != d.end()) {
+      static constexpr const char* kNames[] = {"first-fit", "frag-aware"};
+      out.mig_picker = mig_picker_named(kNames[read_choice(*it, p + ".mig_placement", {"first-fit", "frag-aware"})]);
+      o.placement.mig_picker = out.mig_picker.get();
+    }
     if (auto it = d.find("seed"); it != d.end()) out.seed = static_cast<std::uint64_t>(read_int(*it, p + ".seed", 0));
     if (auto it = d.find("preempt"); it != d.end()) o.preempt = read_bool(*it, p + ".preempt");
     if (auto it = d.find("fair_share_reclaim"); it != d.end()) o.fair_share_reclaim = read_bool(*it, p + ".fair_share_reclaim");

@@ -588,6 +588,38 @@ static void test_session(void) {
  *   uncordon n0, fail n1 (it holds 3000 milli-GPU, kept: events never release work);
  *   b (4 GPUs) -> n0 (n1 is down), then f (4 GPUs) is not now; n1 recovers: f -> n1 GPUs 3..6;
  *   GPU 7 of n1 unhealthy; MIG mode on GPU 0 of n0 is refused (b holds it), on GPU 7 of n1 accepted. */
+/* The MIG choice by name in a session's options: the session keeps the picker it names (the options
+ * text is gone after open). An empty A100: first fit creates a 1g.5gb at slice 0, frag-aware at 6. */
+static void test_mig_placement(void) {
+  static const char* kCluster =
+      "{\"nodes\": [{\"name\": \"n0\", \"cpu\": 64, \"memory\": \"256Gi\","
+      " \"gpus\": [{\"model\": \"A100-SXM4-40GB\", \"mig\": {\"instances\": []}}]}]}";
+  const char* const options[2] = {"{\"mig_placement\": \"first-fit\"}", "{\"mig_placement\": \"frag-aware\"}"};
+  const char* const want[2] = {"\"mig\":{\"create\":true,\"profile_index\":0,\"start\":0}",
+                               "\"mig\":{\"create\":true,\"profile_index\":0,\"start\":6}"};
+  gpusched_error err;
+  int k;
+  for (k = 0; k < 2; ++k) {
+    gpusched_state* s = NULL;
+    gpusched_jobs* jobs = NULL;
+    gpusched_session* ses = NULL;
+    gpusched_cycle_result* r = NULL;
+    CHECK(gpusched_state_from_json(kCluster, &s, &err) == GPUSCHED_OK);
+    CHECK(gpusched_jobs_from_json("{\"jobs\": [{\"name\": \"s\", \"cpu\": 1, \"mig_profile\": \"1g.5gb\"}]}", &jobs, &err) ==
+          GPUSCHED_OK);
+    if (s != NULL) CHECK(gpusched_session_open(s, NULL, options[k], &ses, &err) == GPUSCHED_OK);
+    if (ses != NULL && jobs != NULL) {
+      CHECK(gpusched_session_submit(ses, jobs, &err) == GPUSCHED_OK);
+      CHECK(gpusched_session_cycle(ses, 0, 0, &r, &err) == GPUSCHED_OK);
+      if (r != NULL) CHECK_HAS(gpusched_cycle_json(r), want[k]);
+    }
+    gpusched_cycle_result_free(r);
+    gpusched_session_free(ses);
+    gpusched_jobs_free(jobs);
+    gpusched_state_free(s);
+  }
+}
+
 static void test_events(void) {
   gpusched_state* s = three_nodes();
   gpusched_jobs* jobs = NULL;
@@ -975,6 +1007,7 @@ int main(int argc, char** argv) {
   test_fairshare(argv[1]);
   test_cycle();
   test_session();
+  test_mig_placement();
   test_events();
   test_release();
   test_slurm(argv[1]);

@@ -315,6 +315,20 @@ def test_mig_pick():
     jobs = gpusched.load_jobs([{"name": "inf", "mig_profile": "1g.10gb", "cpu": 1, "memory": "1Gi"}])
     p = cluster.place(jobs, 0, dry_run=True)
     assert p.placed and p.tasks[0]["mig_profile"] == "1g.10gb" and p.tasks[0]["mig_start"] >= 0
+    # The cycle takes the MIG choice by name (docs/mig.md): on an empty A100 a 1g.5gb goes to slice 0
+    # by first fit, to slice 6 by the frag-aware rule; a Session likewise.
+    one = {"nodes": [{"name": "n0", "cpu": 64, "memory": "256Gi",
+                      "gpus": [{"model": "A100-SXM4-40GB", "mig": {"instances": []}}]}]}
+    small = [{"name": "s", "mig_profile": "1g.5gb", "cpu": 1}]
+    def start(**options):
+        out = gpusched.cycle(gpusched.load_cluster(one), small, now=0, **options)
+        return out["starts"][0]["tasks"][0]["mig"]["start"]
+    assert start() == 0 and start(mig_placement="first-fit") == 0 and start(mig_placement="frag-aware") == 6
+    session = gpusched.Session(gpusched.load_cluster(one), mig_placement="frag-aware")
+    session.submit(small)
+    assert session.cycle(0)["starts"][0]["tasks"][0]["mig"]["start"] == 6
+    with pytest.raises(ValueError, match="mig_placement"):
+        gpusched.cycle(gpusched.load_cluster(one), small, now=0, mig_placement="best")
 
 
 def test_fairshare():

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -113,14 +114,20 @@ Result<AdapterCycle> read_cycle_inputs_slurm(std::span<const slurm::Source> sour
 Result<scheduler::CycleOptions> read_cycle_options_json(std::string_view text, std::string_view source = "options");
 // The same, for front ends that resolve policies by name (the C API, Python): more keys, "policy" (a
 // name in their PolicyRegistry; "" = best-fit), "seed" (42), "order" and "victim_order" (names in
-// their scheduler::OrderRegistry; "" = the defaults).
+// their scheduler::OrderRegistry; "" = the defaults), "mig_placement" ("first-fit", the default, or
+// "frag-aware": docs/mig.md; the document owns the picker options.placement.mig_picker points to, so
+// keep it, or a copy of `mig_picker`, while the options are used).
 struct CycleOptionsDocument {
   scheduler::CycleOptions options;
+  std::shared_ptr<const GpuPicker> mig_picker;
   std::string policy;
   std::uint64_t seed = 42;
   std::string order, victim_order;
 };
 Result<CycleOptionsDocument> read_cycle_options_document(std::string_view text, std::string_view source = "options");
+// The MIG choice named "first-fit" (nullptr: ClusterState's first fit) or "frag-aware"
+// (mig::FragAwareMigPicker, uniform demand); any other name is refused by the callers' checks.
+std::shared_ptr<const GpuPicker> mig_picker_named(std::string_view name);
 
 struct CycleRun {
   CycleInputs inputs;
