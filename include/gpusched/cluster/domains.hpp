@@ -284,6 +284,35 @@ inline DomainMap build_domains(const DomainTree& tree, const ClusterState& state
   return m;
 }
 
+// Kueue TAS "BestFit" (kueue/pkg/cache/tas_flavor_snapshot.go), written once for the gang and
+// topology families: among `count` candidates (domains, nodes), the one whose room holds `need` with
+// the least room, so that bigger free domains stay whole for bigger jobs; ties to the first. `room(i)`
+// is candidate i's room. count when none holds it.
+template <class Room>
+std::size_t best_fit(std::size_t count, std::int64_t need, Room&& room) {
+  std::size_t best = count;
+  std::int64_t best_room = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::int64_t r = room(i);
+    if (r >= need && (best == count || r < best_room)) {
+      best = i;
+      best_room = r;
+    }
+  }
+  return best;
+}
+
+// The candidates in the order a gang tries them: those whose room holds `need`, least room first
+// (best_fit's choice first), then those that do not, most room first (where an elastic gang gets
+// most); ties keep the given order.
+inline void best_fit_order(std::vector<std::size_t>& candidates, std::span<const std::int64_t> room, std::int64_t need) {
+  std::stable_sort(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
+    const bool fa = room[a] >= need, fb = room[b] >= need;
+    if (fa != fb) return fa;
+    return fa ? room[a] < room[b] : room[a] > room[b];
+  });
+}
+
 namespace detail {
 // Every node its own domain, ids in node-name order.
 inline void one_domain_per_node(const ClusterState& state, DomainMap& m) {

@@ -1042,16 +1042,11 @@ GPUSCHED_DECL GangResult GangSolver::run() {
   if (topo) {
     for (std::size_t d = 0; d < topo->domain_count(); ++d)
       if (count_bounds(&topo->members[d], nullptr)) domain_order.push_back(d);
-    // Kueue TAS best fit: the domain with the least room for the main group that still holds all
-    // its replicas; an elastic gang no domain holds whole goes where it gets the most.
+    // Kueue TAS best fit (cluster/domains.hpp): the domain with the least room for the main group
+    // that still holds all its replicas; an elastic gang no domain holds whole goes where it gets the most.
     std::vector<std::int64_t> room(topo->domain_count(), 0);
     for (auto d : domain_order) room[d] = group_avail(&topo->members[d], main);
-    const std::int64_t full = spec_.groups[main].replicas;
-    std::stable_sort(domain_order.begin(), domain_order.end(), [&](auto a, auto b) {
-      const bool fa = room[a] >= full, fb = room[b] >= full;
-      if (fa != fb) return fa;
-      return fa ? room[a] < room[b] : room[a] > room[b];
-    });
+    best_fit_order(domain_order, room, spec_.groups[main].replicas);
     for (auto d : domain_order) sets.push_back(&topo->members[d]);
   }
   if (required && sets.empty()) {

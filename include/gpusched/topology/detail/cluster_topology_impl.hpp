@@ -281,9 +281,10 @@ GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32
       // If some child at or after i holds all that is left, take the smallest such (best fit; kids
       // are sorted by capacity descending, so it is the last one with cap >= left, and among equal
       // capacities the first of its run, i.e. the lowest id).
-      std::size_t best = kids.size();
-      for (std::size_t j = i; j < kids.size() && kids[j].cap >= left; ++j)
-        if (best == kids.size() || kids[j].cap < kids[best].cap) best = j;
+      std::size_t fitting = i;
+      while (fitting < kids.size() && kids[fitting].cap >= left) ++fitting;
+      std::size_t best = i + best_fit(fitting - i, left, [&](std::size_t j) { return kids[i + j].cap; });
+      if (best == fitting) best = kids.size();
       if (best != kids.size()) {
         chosen.emplace_back(kids[best].id, left);
         left = 0;
@@ -324,28 +325,18 @@ GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32
   }
   // 1. A single node, then the deepest level with one domain that fits.
   if (constraint.mode != LevelMode::kNone) {
-    NodeId best = kNoNode;
-    std::int64_t best_cap = 0;
-    for (NodeId n = 0; n < node_count(); ++n) {
-      const std::int64_t c = node_cap(n);
-      if (c >= tasks && (best == kNoNode || c < best_cap)) {
-        best = n;
-        best_cap = c;
-      }
-    }
-    if (best != kNoNode) {
+    const std::size_t best = best_fit(node_count(), tasks, [&](std::size_t n) { return node_cap(static_cast<NodeId>(n)); });
+    if (best != node_count()) {
       out.outcome = {};  // placed
-      out.nodes.push_back(best);
+      out.nodes.push_back(static_cast<NodeId>(best));
       out.tasks_per_node.push_back(tasks);
     }
   }
   const std::size_t stop = constraint.mode == LevelMode::kRequired ? constraint.level : 0;
   for (std::size_t l = L; constraint.mode != LevelMode::kNone && !out.found() && l-- > stop;) {
-    DomainId best = kNoDomain;
-    for (DomainId d = 0; d < dcap[l].size(); ++d)
-      if (dcap[l][d] >= tasks && (best == kNoDomain || dcap[l][d] < dcap[l][best])) best = d;
-    if (best != kNoDomain) {
-      distribute(distribute, static_cast<std::ptrdiff_t>(l), best, tasks);
+    const std::size_t best = best_fit(dcap[l].size(), tasks, [&](std::size_t d) { return dcap[l][d]; });
+    if (best != dcap[l].size()) {
+      distribute(distribute, static_cast<std::ptrdiff_t>(l), static_cast<std::uint32_t>(best), tasks);
       out.outcome = {};  // placed
     }
   }
