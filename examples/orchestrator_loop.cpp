@@ -8,14 +8,15 @@
 //   fair share   two queues, research (weight 2) and prod (weight 1), served in H-DRF order;
 //   gang         a two-node pretraining job, all ranks in one rack, all or nothing;
 //   topology     GPUs picked by NVLink distance (TopologyGpuPicker): the fine-tune gets a quad;
-//   MIG          an inference server on a 1g.5gb instance of the A100;
+//   MIG          an inference server on a 1g.5gb instance of the A100, where the frag-aware rule
+//                puts it (FragAwareMigPicker: the slice that keeps the 4g and 3g profiles placeable);
 //   preemption   a priority-20 hotfix evicts the lower-priority work of its queue, cheapest first.
 // The session keeps the queue order and the running jobs between cycles, so a minute in which
 // nothing changed costs little; the decisions are exactly those of run_cycle on the same lists.
 // ctest runs this program and compares its output with examples/orchestrator_loop.expected. By hand:
 //   00:00  H-DRF serves research first (equal shares, creation order): llm-pretrain, 2 x 8 H100 in
 //          one rack, only r1 has two free 8-GPU nodes. Then prod, now the lower share: chat-serve on
-//          the A100's 1g.5gb instance (slice 0), the notebook on a quarter of T4 GPU 0, embeddings on
+//          the A100's 1g.5gb instance (slice 6; first fit would take 0), the notebook on a quarter of T4 GPU 0, embeddings on
 //          a V100 pair; then research's finetune gets the fully NVLinked quad {4, 5, 6, 7} of the
 //          DGX-1's hybrid cube mesh (the picker put the pair on {1, 2}, keeping a quad whole).
 //   00:10  the four 2-GPU sweeps fill h100-c.
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/mig/packer.hpp"
 #include "gpusched/scheduler/session.hpp"
 #include "gpusched/topology/gpu_picker.hpp"
 
@@ -184,10 +186,12 @@ int main() {
   queues[0].weight = 2;
   queues[1].name = "prod";
   const gs::topology::TopologyGpuPicker picker;
+  const gs::mig::FragAwareMigPicker mig_picker(gs::mig::MigDemand::uniform(gs::mig::MigCatalog::builtin()));
   const gs::BestFitPolicy policy;
   sc::CycleOptions options;
   options.placement.policy = &policy;
   options.placement.gpu_picker = &picker;
+  options.placement.mig_picker = &mig_picker;
   options.preemption.min_runtime = 600;
   options.backfill.mode = sc::BackfillMode::kNone;
   auto opened = sc::Session::open(*state, queues, options);
