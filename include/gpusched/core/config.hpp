@@ -13,17 +13,23 @@
 // unit of the program includes gpusched/compiled.hpp, which compiles every family's definitions once.
 // The code is the same in both modes; only where it is compiled moves.
 //
-// In that mode the definitions stay `inline`, made to be emitted by [[gnu::used]]: the other units see
-// plain declarations and link to them, while the compiler still inlines within the compiled unit as it
-// does header-only (GCC allows a function declared `inline` 200 instructions at -O3, any other 30;
-// without the keyword the simulator ran 15 % slower, its cluster-state updates no longer inlined).
-// Constructors and destructors are GPUSCHED_CTOR_DECL instead, plain definitions in that mode: for a
-// used inline constructor clang emits only the base-object variant, not the complete-object one
-// other units call.
+// In that mode the other units see plain declarations and link to the definitions compiled once. On
+// any conforming compiler the definitions are plain (not `inline`), as C++ requires of a function
+// declared in several units. GCC and clang keep them `inline`, made to be emitted by [[gnu::used]]
+// (their documented extension): the compiled unit is position-independent, and there a plain
+// external function may be interposed, so GCC does not inline it into its callers — the simulator
+// ran 8-15 % slower with plain definitions (ITP-04 easy + conservative: 1.38 s user inline, 1.44-1.50
+// plain, with -fno-semantic-interposition and a larger inlining budget too; 2026-12-05).
+// GPUSCHED_PLAIN_DEFINITIONS (CMake option of that name) asks for the plain form on GCC and clang as
+// well: CI's sanitized clang build uses it, so the conforming form is built and tested every run.
 #pragma once
 
 #if defined(GPUSCHED_SEPARATE_COMPILATION)
+#if defined(__GNUC__) && !defined(GPUSCHED_PLAIN_DEFINITIONS)
 #define GPUSCHED_DECL [[gnu::used]] inline
+#else
+#define GPUSCHED_DECL
+#endif
 #define GPUSCHED_CTOR_DECL
 #define GPUSCHED_HEADER_ONLY 0
 #else
