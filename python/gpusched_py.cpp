@@ -33,6 +33,7 @@
 #include "gpusched/io/nvidia_smi_topo.hpp"
 #include "gpusched/io/task_records.hpp"
 #include "gpusched/mig/packer.hpp"
+#include "io/json_input.hpp"
 #include "io/text_input.hpp"
 #include "gpusched/packing/placement.hpp"
 #include "gpusched/packing/policy.hpp"
@@ -273,7 +274,8 @@ class Undo {
 };
 
 std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::handle& job, const py::handle& policy_arg,
-                                   std::uint64_t seed, bool dry_run, std::string_view gpu_picker) {
+                                   std::uint64_t seed, bool dry_run, std::string_view gpu_picker,
+                                   std::string_view mig_placement = "first-fit") {
   const std::size_t index = jobs.index_of(job);
   std::shared_ptr<const CompiledJob> compiled = compile(c, jobs, index);
   std::unique_ptr<PlacementPolicy> fresh;
@@ -284,8 +286,13 @@ std::unique_ptr<PyPlacement> place(PyCluster& c, const PyJobs& jobs, const py::h
     topo.emplace();
     options.gpu_picker = &*topo;
   } else if (gpu_picker != "default") {
-    throw py::value_error(fmt::format("gpu_picker: expected \"default\" or \"topology\", got \"{}\"", gpu_picker));
+    throw py::value_error(fmt::format("gpu_picker: expected \"default\" or \"topology\", got {}", io::detail::shown(gpu_picker)));
   }
+  if (mig_placement != "first-fit" && mig_placement != "frag-aware")
+    throw py::value_error(fmt::format("mig_placement: expected \"first-fit\" or \"frag-aware\", got {}",
+                                      io::detail::shown(mig_placement)));
+  const std::shared_ptr<const GpuPicker> mig_picker = io::mig_picker_named(mig_placement);
+  options.mig_picker = mig_picker.get();
   Undo undo(c.state);
   JobPlacement p = place_job(c.state, *compiled, policy, options);
   check_policy(c, policy);
@@ -1144,9 +1151,10 @@ PYBIND11_MODULE(_core, m) {
           },
           "One dict per node: capacity and free CPU, memory, GPUs, GPU models, flags, per-GPU health and MIG mode.")
       .def("place", &place, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit", py::arg("seed") = 42,
-           py::arg("dry_run") = false, py::arg("gpu_picker") = "default",
+           py::arg("dry_run") = false, py::arg("gpu_picker") = "default", py::arg("mig_placement") = "first-fit",
            "Places one job (index or name) with a placement policy, all replicas or none, and keeps it on the "
-           "cluster unless dry_run. gpu_picker='topology' picks GPU sets by the node's interconnect.")
+           "cluster unless dry_run. gpu_picker='topology' picks GPU sets by the node's interconnect; "
+           "mig_placement='frag-aware' places a MIG task where it keeps big profiles placeable (docs/mig.md).")
       .def("place_gang", &place_gang_job, py::arg("jobs"), py::arg("job"), py::arg("policy") = "best-fit",
            py::arg("seed") = 42, py::arg("dry_run") = false,
            "Decides one job as a gang (docs/gang.md): minimum members, topology, spread, anti-affinity.")

@@ -329,6 +329,11 @@ def test_mig_pick():
     assert session.cycle(0)["starts"][0]["tasks"][0]["mig"]["start"] == 6
     with pytest.raises(ValueError, match="mig_placement"):
         gpusched.cycle(gpusched.load_cluster(one), small, now=0, mig_placement="best")
+    for choice, slice_ in (("first-fit", 0), ("frag-aware", 6)):
+        placed = gpusched.load_cluster(one).place(gpusched.load_jobs(small), 0, mig_placement=choice)
+        assert placed.placed and placed.tasks[0]["mig_start"] == slice_
+    with pytest.raises(ValueError, match="mig_placement"):
+        gpusched.load_cluster(one).place(gpusched.load_jobs(small), 0, mig_placement="best")
 
 
 def test_fairshare():
