@@ -86,6 +86,94 @@ bool has_reason(const BackfillWait* w, ReasonKind kind) {
   return false;
 }
 
+// The plan as backfill.hpp defines it, by brute force: no bound, no cursor, no journal. Each blocked
+// job in order is placed on a fresh copy of the state at now, then at every later candidate time
+// (expected ends of running work and of the jobs planned so far, within the window), with the running
+// work ended by then released and the planned jobs whose intervals overlap the tested one taken again
+// as far as they are free (per GPU and per host resource: min(what they hold, what is free)). EASY
+// stops reserving after its first reservation. Returns, per job, its start (now), its reservation's
+// start, or -1 (it waits), and the placements of the jobs started or reserved.
+struct ReferencePlan {
+  std::vector<Seconds> start;
+  std::vector<std::vector<TaskPlacement>> placement;
+};
+
+void overlay_clamped(ClusterState& state, const GangSpec& spec, const std::vector<TaskPlacement>& placement) {
+  for (const TaskPlacement& t : placement) {
+    const TaskAssignment& a = t.assignment;
+    if (state.reserve(spec.groups[t.group].request, a).ok()) continue;
+    TaskAssignment host;
+    host.node = a.node;
+    host.cpu = std::min(a.cpu, state.cpu_free(a.node));
+    host.memory = std::min(a.memory, state.memory_free(a.node));
+    TaskRequest host_request;
+    host_request.shape.cpu = host.cpu;
+    host_request.shape.memory = host.memory;
+    REQUIRE(state.reserve(host_request, host).ok());
+    for (const GpuIndex g : a.gpus) {
+      TaskAssignment piece;
+      piece.node = a.node;
+      piece.gpus = {g};
+      piece.gpu_milli = std::min(a.gpu_milli, state.gpu_free_milli(a.node, g));
+      piece.gpu_memory = std::min(a.gpu_memory, state.gpu_free_memory(a.node, g));
+      if (piece.gpu_milli <= 0) continue;
+      TaskRequest piece_request;
+      piece_request.shape.gpus = 1;
+      piece_request.shape.gpu_milli = piece.gpu_milli;
+      piece_request.shape.gpu_memory = piece.gpu_memory;
+      REQUIRE(state.reserve(piece_request, piece).ok());
+    }
+  }
+}
+
+ReferencePlan reference_plan(const ClusterState& before, std::span<const RunningJob> running,
+                             std::span<const BlockedJob> blocked, Seconds now, const BackfillOptions& options) {
+  const Seconds horizon = now + options.window;
+  ReferencePlan out{std::vector<Seconds>(blocked.size(), -1), std::vector<std::vector<TaskPlacement>>(blocked.size())};
+  std::vector<Seconds> candidates;
+  for (const RunningJob& job : running)
+    if (const Seconds end = expected_end(job, now, options.resolution); end <= horizon) candidates.push_back(end);
+  std::vector<std::pair<Seconds, std::size_t>> claims;  // (end, job)
+  bool reserved = false;
+  for (std::size_t i = 0; i < blocked.size(); ++i) {
+    const Seconds estimate = blocked[i].runtime_estimate;
+    const Seconds duration =
+        estimate <= 0 ? kForever : (estimate + options.resolution - 1) / options.resolution * options.resolution;
+    auto end_at = [&](Seconds t) { return duration == kForever ? kForever : t + duration; };
+    auto place_at = [&](Seconds t) {
+      ClusterState copy = before;
+      for (const RunningJob& job : running)
+        if (t > now && expected_end(job, now, options.resolution) <= t)
+          for (const RunningTask& task : job.tasks) REQUIRE(copy.release(task.assignment).ok());
+      for (const auto& [end, j] : claims)
+        if (out.start[j] < end_at(t) && end > t) overlay_clamped(copy, *blocked[j].spec, out.placement[j]);
+      GangOptions dry;
+      dry.dry_run = true;
+      return place_gang(copy, *blocked[i].spec, dry);
+    };
+    std::vector<Seconds> times{now};
+    if (options.mode == BackfillMode::kConservative || !reserved) {
+      for (const Seconds t : candidates) times.push_back(t);
+      for (const auto& [end, j] : claims)
+        if (end <= horizon) times.push_back(end);
+    }
+    std::sort(times.begin() + 1, times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    for (const Seconds t : times) {
+      if (t < now) continue;
+      GangResult r = place_at(t);
+      if (r.verdict == Verdict::kInfeasible || r.verdict == Verdict::kInvalid) break;
+      if (!r.placed()) continue;
+      out.start[i] = t;
+      out.placement[i] = std::move(r.tasks);
+      claims.emplace_back(end_at(t), i);
+      reserved = reserved || t > now;
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("Mu'alem & Feitelson: EASY protects only the head, conservative every reserved job") {
@@ -526,6 +614,22 @@ TEST_CASE("property: with estimates that hold, reserved gangs find their resourc
       for (const Reservation& r : plan->reservations) {
         CAPTURE(r.job);
         CHECK(all_active_fit(before, running, *plan, blocked, now, options.resolution, r.start));
+      }
+
+      // The plan is the rule, not an approximation of it: the bounds that skip tests (the idle-GPU
+      // bound, the share bounds, the share left once the planned jobs are overlaid) never skip one
+      // that would have placed.
+      const ReferencePlan reference = reference_plan(before, running, blocked, now, options);
+      for (std::size_t j = 0; j < blocked.size(); ++j) {
+        CAPTURE(j);
+        Seconds planned = -1;
+        const std::vector<TaskPlacement>* placement = nullptr;
+        for (const BackfillStart& s : plan->startable)
+          if (s.job == j) planned = now, placement = &s.placement;
+        for (const Reservation& r : plan->reservations)
+          if (r.job == j) planned = r.start, placement = &r.placement;
+        CHECK(planned == reference.start[j]);
+        if (placement != nullptr && planned == reference.start[j]) CHECK(nodes_of(*placement) == nodes_of(reference.placement[j]));
       }
 
       auto again = plan_backfill(state, running, blocked, now, options);

@@ -63,7 +63,8 @@
 //     the plan starts a job, `state` itself is walked that way (journaled, rolled back), so a plan
 //     that starts nothing, like the scheduling cycle's one-job guards, copies nothing;
 //   - before a test overlays the plan's jobs, the GPU share free at t less what the jobs active at t
-//     hold must cover the gang's;
+//     hold must cover the gang's, and so must the share the overlay would leave, computed per GPU
+//     without touching the state (the claims on a GPU take min(free, their sum));
 //   - one dry-run gang placement per test that passes the bounds.
 //
 // Limits. Estimates are trusted (jobs that overrun are handled as above; jobs that end early free
