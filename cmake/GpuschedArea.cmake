@@ -56,6 +56,7 @@ function(gpusched_area name)
   set(GPUSCHED_AREA_TARGETS ${GPUSCHED_AREA_TARGETS} ${target} PARENT_SCOPE)
   set_property(GLOBAL APPEND PROPERTY GPUSCHED_AREAS ${name})
   set_property(GLOBAL PROPERTY GPUSCHED_AREA_DEPENDS_${name} ${ARG_DEPENDS})
+  set_property(GLOBAL PROPERTY GPUSCHED_AREA_LIBS_${name} ${ARG_LIBS})
 endfunction()
 
 # A program of gpusched's own build links the separately compiled families (GPUSCHED_SEPARATE_COMPILATION,
