@@ -141,13 +141,8 @@ std::string where(const gpusched::ClusterState& state, const std::vector<gpusche
   return out;
 }
 
-}  // namespace orchestrator
-
-int main() {
-  using namespace orchestrator;
-  namespace gs = gpusched;
-  namespace sc = gpusched::scheduler;
-
+// The cluster: three H100 nodes in two racks, a DGX-1, one A100 in MIG mode and a T4 node.
+std::vector<Machine> the_machines() {
   std::vector<Machine> machines;
   auto add = [&](std::string name, std::string rack, std::string model, int count) {
     machines.push_back({std::move(name), 96, 1024, std::move(rack), std::vector<Gpu>(static_cast<std::size_t>(count), Gpu{model})});
@@ -159,7 +154,14 @@ int main() {
   add("mig-1", "r3", "A100-SXM4-40GB", 1);
   add("t4-1", "r3", "T4", 4);
   machines[4].gpus[0].mig = true;
+  return machines;
 
+}
+
+// A day of work in two queues: training gangs, a MIG-served chat model, notebooks on shared T4s,
+// a sweep, an evaluation, a high-priority hotfix that preempts, a retrain.
+std::vector<Work> the_work() {
+  namespace gs = gpusched;
   std::vector<Work> work;
   const gs::TaskShape serve{4 * gs::kMilliPerCpu, 16 * gs::kGiB, 0, 0, 0};
   const gs::TaskShape notebook{2 * gs::kMilliPerCpu, 8 * gs::kGiB, 1, 250, 0};
@@ -174,6 +176,68 @@ int main() {
   work.push_back({"eval", "prod", 3, 3600, 3600, 1, gpus(8, 16), "H100-80GB", "", false});
   work.push_back({"hotfix", "research", 20, 2 * 3600 + 1800, 1800, 1, gpus(8, 16), "H100-80GB", "", false});
   work.push_back({"retrain", "research", 0, 5 * 3600, 4 * 3600, 2, gpus(8, 32), "H100-80GB", "", true});
+  return work;
+}
+
+// The work submitted at `now` joins its queue (compiled once, its runtime as the estimate).
+void submit_arrivals(gpusched::scheduler::Session& session, const std::vector<Work>& work, const std::vector<WorkView>& views,
+                     long long now) {
+  for (std::size_t k = 0; k < work.size(); ++k) {
+    if (work[k].submit != now) continue;
+    auto job = gpusched::compile_job(session.state(), views[k]);
+    if (!job) {
+      std::printf("%s %s: invalid: %s\n", hhmm(now).c_str(), work[k].name.c_str(), job.error().message.c_str());
+      continue;
+    }
+    gpusched::scheduler::PendingJob p;
+    p.job = std::move(*job);
+    p.runtime_estimate = work[k].runtime;
+    (void)session.submit(std::move(p));
+  }
+}
+
+// The running jobs whose time is up end: their GPUs go back to the state.
+void finish_ended(gpusched::scheduler::Session& session, std::map<std::string, long long>& ends, long long now) {
+  for (auto it = ends.begin(); it != ends.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    std::printf("%s %-12s ends\n", hhmm(now).c_str(), it->first.c_str());
+    (void)session.finish(it->first);
+    it = ends.erase(it);
+  }
+}
+
+// What a cycle decided, as lines of the day's log; the jobs' expected ends follow the decisions.
+void report(const gpusched::scheduler::CycleDecisions& d, long long now, const gpusched::ClusterState& state,
+            const std::vector<Work>& work, std::map<std::string, std::size_t>& index, std::map<std::string, long long>& ends) {
+  namespace gs = gpusched;
+  namespace sc = gpusched::scheduler;
+  for (const sc::Eviction& e : d.evictions) {
+    std::printf("%s %-12s evicted for %s (%s), loses %.0f GPU-s\n", hhmm(now).c_str(), e.job.c_str(), e.for_job.c_str(),
+                std::string(sc::eviction_reason_name(e.reason)).c_str(), static_cast<double>(e.lost_milli_gpu_seconds) / 1000);
+    ends.erase(e.job);
+  }
+  for (const sc::Start& s : d.starts) {
+    std::printf("%s %-12s starts%s%s\n", hhmm(now).c_str(), s.job.c_str(), where(state, s.tasks).c_str(),
+                s.preempted ? " (after evictions)" : "");
+    ends[s.job] = now + work[index[s.job]].runtime;
+  }
+  for (const sc::Waiting& w : d.waiting)
+    if (now == 0 || w.outcome.verdict != gs::Verdict::kNotNow)
+      std::printf("%s %-12s %s\n", hhmm(now).c_str(), w.job.c_str(), gs::to_string(w.outcome).c_str());
+}
+
+}  // namespace orchestrator
+
+int main() {
+  using namespace orchestrator;
+  namespace gs = gpusched;
+  namespace sc = gpusched::scheduler;
+
+  const std::vector<Machine> machines = the_machines();
+  std::vector<Work> work = the_work();
 
   const Machines view(machines);
   auto state = gs::ClusterState::build(view, gs::GpuModelRegistry::builtin());
@@ -212,26 +276,8 @@ int main() {
 
   for (long long now = 0; now < 24 * 3600; now += 60) {
     // What happened in the last minute: arrivals, ends, a node failure and its repair.
-    for (std::size_t k = 0; k < work.size(); ++k)
-      if (work[k].submit == now) {
-        auto job = gs::compile_job(*state, views[k]);
-        if (!job) {
-          std::printf("%s %s: invalid: %s\n", hhmm(now).c_str(), work[k].name.c_str(), job.error().message.c_str());
-          continue;
-        }
-        sc::PendingJob p;
-        p.job = std::move(*job);
-        p.runtime_estimate = work[k].runtime;
-        (void)session.submit(std::move(p));
-      }
-    for (auto it = ends.begin(); it != ends.end();)
-      if (it->second <= now) {
-        std::printf("%s %-12s ends\n", hhmm(now).c_str(), it->first.c_str());
-        (void)session.finish(it->first);
-        it = ends.erase(it);
-      } else {
-        ++it;
-      }
+    submit_arrivals(session, work, views, now);
+    finish_ended(session, ends, now);
     if (now == 7 * 3600) {
       auto failed = session.fail(h100_a, -1, now);
       std::printf("%s h100-a fails:", hhmm(now).c_str());
@@ -253,19 +299,7 @@ int main() {
     }
     ++cycles;
     busy_cycles += !d->starts.empty() || !d->evictions.empty();
-    for (const sc::Eviction& e : d->evictions) {
-      std::printf("%s %-12s evicted for %s (%s), loses %.0f GPU-s\n", hhmm(now).c_str(), e.job.c_str(), e.for_job.c_str(),
-                  std::string(sc::eviction_reason_name(e.reason)).c_str(), static_cast<double>(e.lost_milli_gpu_seconds) / 1000);
-      ends.erase(e.job);
-    }
-    for (const sc::Start& s : d->starts) {
-      std::printf("%s %-12s starts%s%s\n", hhmm(now).c_str(), s.job.c_str(), where(*state, s.tasks).c_str(),
-                  s.preempted ? " (after evictions)" : "");
-      ends[s.job] = now + work[index[s.job]].runtime;
-    }
-    for (const sc::Waiting& w : d->waiting)
-      if (now == 0 || w.outcome.verdict != gs::Verdict::kNotNow)
-        std::printf("%s %-12s %s\n", hhmm(now).c_str(), w.job.c_str(), gs::to_string(w.outcome).c_str());
+    report(*d, now, *state, work, index, ends);
   }
   std::printf("%zu cycles, %zu of them started or evicted something; %zu jobs still pending, %zu running\n", cycles,
               busy_cycles, session.pending().size(), session.running().size());

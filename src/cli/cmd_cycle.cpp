@@ -268,6 +268,100 @@ std::string not_pending(const CycleCliOptions& opt, const Inputs& in) {
 }
 
 // `explain JOB`: the cycle's answer for one job, then what would let it start if it waits.
+// What `explain` says of the job, as text and as JSON.
+struct Explanation {
+  json out;
+  std::string text;
+};
+
+// It starts this cycle: where, and whom it evicts.
+void explain_start(Explanation& e, const Inputs& in, const CycleDecisions& d, const Start& s, const PendingJob& job) {
+  std::vector<std::string> nodes;
+  for (const RunningTask& t : s.tasks) nodes.emplace_back(in.state->node_name(t.assignment.node));
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  e.out["status"] = "starts";
+  e.out["nodes"] = nodes;
+  e.text += fmt::format("  starts this cycle on {}{}\n", fmt::join(nodes, ", "), s.preempted ? " (after evictions)" : "");
+  for (const Eviction& ev : d.evictions)
+    if (ev.for_job == job.job.name)
+      e.text += fmt::format("  evicting {} ({}): it loses {} GPU-s since its checkpoint + {} GPU-s restart\n", ev.job,
+                            eviction_reason_name(ev.reason), gpu_seconds(ev.lost_milli_gpu_seconds),
+                            gpu_seconds(ev.restart_milli_gpu_seconds));
+}
+
+// It waits: why, who goes before it in its queue, its reservation.
+void explain_waiting(Explanation& e, const CycleCliOptions& opt, const Inputs& in, const CycleDecisions& d, const Waiting& w,
+                     const PendingJob& job, const CyclePolicies& policies) {
+  e.out["status"] = "waits";
+  e.out["verdict"] = std::string(verdict_name(w.outcome.verdict));
+  e.out["message"] = io::waiting_text(in.cycle, w);
+  e.out["reasons"] = io::detail::reasons_json(w.outcome.reasons);
+  e.text += fmt::format("  waits: {}\n", io::waiting_text(in.cycle, w));
+  // Who goes before it in its queue this cycle (by --order's key first, when given).
+  std::size_t ahead = 0;
+  const JobOrder* order = policies.orders.order.get();
+  const std::size_t mine = static_cast<std::size_t>(&job - in.cycle.pending.data());
+  const std::int64_t my_key = order ? order->key(job) : 0;
+  for (std::size_t k = 0; k < in.cycle.pending.size(); ++k) {
+    const PendingJob& p = in.cycle.pending[k];
+    if (k != mine && p.job.queue == job.job.queue &&
+        scheduler::detail::queue_order_before(p, k, order ? order->key(p) : 0, job, mine, my_key))
+      ++ahead;
+  }
+  policies.check_orders();
+  e.out["ahead_in_queue"] = ahead;
+  e.text += fmt::format("  {} job(s) of its queue go before it ({})\n", ahead,
+                      order ? fmt::format("by --order {}, then priority and submit time", order->name())
+                            : std::string("higher priority, or submitted earlier"));
+  if (w.preemption_tried)
+    e.text += fmt::format("  preemption was tried this cycle: {}\n", verdict_name(w.preemption));
+  for (const CycleReservation& r : d.reservations)
+    if (r.job == job.job.name) {
+      e.out["reservation"] = {{"start", r.start}};
+      e.text += fmt::format("  reserved: expected to start at t={} (in {} s)\n", r.start, r.start - opt.now);
+    }
+}
+
+// What would let a job that waits start now: the victims the search would take if every preemptible
+// job were a candidate (the state as it is, before this cycle's other starts), and which the rules
+// allow.
+void explain_would_evict(Explanation& e, const CycleCliOptions& opt, Inputs& in, const PendingJob& job,
+                         const CyclePolicies& policies, const CycleOptions& o) {
+  auto spec = make_gang_spec(job.job);
+  if (!spec) return;
+  Preemptor pre{&*spec, job.job.queue, job.job.priority, job.job.submit_time};
+  std::vector<std::uint8_t> all(in.cycle.running.size(), kReclaimableVictim);
+  PreemptionPlan plan = find_victims(*in.state, pre, in.cycle.running, opt.now, o.preemption, all);
+  policies.check_orders();  // a victim order that failed here priced nothing: no list
+  json victims = json::array();
+  if (plan.verdict == Verdict::kPlaced && plan.victims.empty()) {
+    // The free capacity holds it: what keeps it waiting is the queue order or a reservation
+    // above, not running work (an empty "if these were evicted:" list said nothing).
+    e.text += "  the free capacity holds it now: it waits for the order or reservation above, not for running work\n";
+    e.out["fits_free_capacity"] = true;
+  } else if (plan.verdict == Verdict::kPlaced) {
+    e.text += "  it would start now if these were evicted:\n";
+    for (const Victim& v : plan.victims) {
+      const RunningJob& r = in.cycle.running[v.job];
+      Preemptor rule = pre;
+      if (in.cycle.queues.queues.empty()) rule.queue = r.queue;  // without queues: one queue for all
+      const bool allowed = eligible_victim(r, rule, opt.now, o.preemption, false);
+      e.text += fmt::format("    {} (queue {}, priority {}): {}loses {} GPU-s since its checkpoint + {} GPU-s restart{}\n", r.name,
+                          r.queue.empty() ? "-" : r.queue, r.priority,
+                          v.whole ? "" : fmt::format("shrinks by {} task(s), ", v.tasks_shed), gpu_seconds(v.lost_milli_gpu_seconds),
+                          gpu_seconds(v.restart_milli_gpu_seconds),
+                          allowed ? " [the priority rule allows it]" : " [only by quota or fair-share reclaim]");
+      victims.push_back({{"job", r.name}, {"queue", r.queue}, {"priority", r.priority}, {"whole", v.whole},
+                         {"lost_gpu_seconds", static_cast<double>(v.lost_milli_gpu_seconds) / 1000.0},
+                         {"restart_gpu_seconds", static_cast<double>(v.restart_milli_gpu_seconds) / 1000.0},
+                         {"priority_rule_allows", allowed}});
+    }
+  } else {
+    e.text += "  not even evicting every preemptible job lets it start now\n";
+  }
+  e.out["would_evict"] = victims;
+}
+
 int run_explain(const CycleCliOptions& opt) {
   Inputs in = read_inputs(opt);
   auto it = std::find_if(in.cycle.pending.begin(), in.cycle.pending.end(), [&](const PendingJob& p) { return p.job.name == opt.job; });
@@ -282,94 +376,21 @@ int run_explain(const CycleCliOptions& opt) {
   check_policy(*policies.policy);
   policies.check_orders();
   if (!d) throw InputError(d.error().message);
-  json out{{"job", job.job.name}, {"queue", job.job.queue}, {"priority", job.job.priority}, {"submit_time", job.job.submit_time}};
-  std::string text = fmt::format("job {} (queue {}, priority {}, submitted t={})\n", job.job.name,
-                                 job.job.queue.empty() ? "-" : job.job.queue, job.job.priority, job.job.submit_time);
+  Explanation e;
+  e.out = json{{"job", job.job.name}, {"queue", job.job.queue}, {"priority", job.job.priority}, {"submit_time", job.job.submit_time}};
+  e.text = fmt::format("job {} (queue {}, priority {}, submitted t={})\n", job.job.name,
+                       job.job.queue.empty() ? "-" : job.job.queue, job.job.priority, job.job.submit_time);
   if (const Start* s = d->find_start(job.job.name)) {
-    std::vector<std::string> nodes;
-    for (const RunningTask& t : s->tasks) nodes.emplace_back(in.state->node_name(t.assignment.node));
-    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    out["status"] = "starts";
-    out["nodes"] = nodes;
-    text += fmt::format("  starts this cycle on {}{}\n", fmt::join(nodes, ", "), s->preempted ? " (after evictions)" : "");
-    int evicted = 0;
-    for (const Eviction& e : d->evictions)
-      if (e.for_job == job.job.name) {
-        text += fmt::format("  evicting {} ({}): it loses {} GPU-s since its checkpoint + {} GPU-s restart\n", e.job,
-                            eviction_reason_name(e.reason), gpu_seconds(e.lost_milli_gpu_seconds), gpu_seconds(e.restart_milli_gpu_seconds));
-        ++evicted;
-      }
+    explain_start(e, in, *d, *s, job);
   } else if (const Waiting* w = d->find_waiting(job.job.name)) {
-    out["status"] = "waits";
-    out["verdict"] = std::string(verdict_name(w->outcome.verdict));
-    out["message"] = io::waiting_text(in.cycle, *w);
-    out["reasons"] = io::detail::reasons_json(w->outcome.reasons);
-    text += fmt::format("  waits: {}\n", io::waiting_text(in.cycle, *w));
-    // Who goes before it in its queue this cycle (by --order's key first, when given).
-    std::size_t ahead = 0;
-    const JobOrder* order = policies.orders.order.get();
-    const std::size_t mine = static_cast<std::size_t>(&job - in.cycle.pending.data());
-    const std::int64_t my_key = order ? order->key(job) : 0;
-    for (std::size_t k = 0; k < in.cycle.pending.size(); ++k) {
-      const PendingJob& p = in.cycle.pending[k];
-      if (k != mine && p.job.queue == job.job.queue &&
-          scheduler::detail::queue_order_before(p, k, order ? order->key(p) : 0, job, mine, my_key))
-        ++ahead;
-    }
-    policies.check_orders();
-    out["ahead_in_queue"] = ahead;
-    text += fmt::format("  {} job(s) of its queue go before it ({})\n", ahead,
-                        order ? fmt::format("by --order {}, then priority and submit time", order->name())
-                              : std::string("higher priority, or submitted earlier"));
-    if (w->preemption_tried)
-      text += fmt::format("  preemption was tried this cycle: {}\n", verdict_name(w->preemption));
-    for (const CycleReservation& r : d->reservations)
-      if (r.job == job.job.name) {
-        out["reservation"] = {{"start", r.start}};
-        text += fmt::format("  reserved: expected to start at t={} (in {} s)\n", r.start, r.start - opt.now);
-      }
-    // What would let it start now: the victims the search would take if every preemptible job were
-    // a candidate (the state as it is, before this cycle's other starts), and which the rules allow.
-    auto spec = make_gang_spec(job.job);
-    if (spec && w->outcome.verdict == Verdict::kNotNow) {
-      Preemptor pre{&*spec, job.job.queue, job.job.priority, job.job.submit_time};
-      std::vector<std::uint8_t> all(in.cycle.running.size(), kReclaimableVictim);
-      PreemptionPlan plan = find_victims(*in.state, pre, in.cycle.running, opt.now, o.preemption, all);
-      policies.check_orders();  // a victim order that failed here priced nothing: no list
-      json victims = json::array();
-      if (plan.verdict == Verdict::kPlaced && plan.victims.empty()) {
-        // The free capacity holds it: what keeps it waiting is the queue order or a reservation
-        // above, not running work (an empty "if these were evicted:" list said nothing).
-        text += "  the free capacity holds it now: it waits for the order or reservation above, not for running work\n";
-        out["fits_free_capacity"] = true;
-      } else if (plan.verdict == Verdict::kPlaced) {
-        text += "  it would start now if these were evicted:\n";
-        for (const Victim& v : plan.victims) {
-          const RunningJob& r = in.cycle.running[v.job];
-          Preemptor rule = pre;
-          if (in.cycle.queues.queues.empty()) rule.queue = r.queue;  // without queues: one queue for all
-          const bool allowed = eligible_victim(r, rule, opt.now, o.preemption, false);
-          text += fmt::format("    {} (queue {}, priority {}): {}loses {} GPU-s since its checkpoint + {} GPU-s restart{}\n", r.name,
-                              r.queue.empty() ? "-" : r.queue, r.priority,
-                              v.whole ? "" : fmt::format("shrinks by {} task(s), ", v.tasks_shed), gpu_seconds(v.lost_milli_gpu_seconds),
-                              gpu_seconds(v.restart_milli_gpu_seconds),
-                              allowed ? " [the priority rule allows it]" : " [only by quota or fair-share reclaim]");
-          victims.push_back({{"job", r.name}, {"queue", r.queue}, {"priority", r.priority}, {"whole", v.whole},
-                             {"lost_gpu_seconds", static_cast<double>(v.lost_milli_gpu_seconds) / 1000.0},
-                             {"restart_gpu_seconds", static_cast<double>(v.restart_milli_gpu_seconds) / 1000.0},
-                             {"priority_rule_allows", allowed}});
-        }
-      } else {
-        text += "  not even evicting every preemptible job lets it start now\n";
-      }
-      out["would_evict"] = victims;
-    }
+    explain_waiting(e, opt, in, *d, *w, job, policies);
+    if (w->outcome.verdict == Verdict::kNotNow) explain_would_evict(e, opt, in, job, policies, o);
   } else {
-    out["status"] = "nominated";
-    text += "  nominated: its victims are evicted this cycle, it starts first next cycle\n";
+    e.out["status"] = "nominated";
+    e.text += "  nominated: its victims are evicted this cycle, it starts first next cycle\n";
   }
-  if (opt.format == "json") std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
-  else std::fputs(text.c_str(), stdout);
+  if (opt.format == "json") std::fputs((e.out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+  else std::fputs(e.text.c_str(), stdout);
   return 0;
 }
 

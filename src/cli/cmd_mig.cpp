@@ -319,13 +319,15 @@ struct PlaceOptions {
   bool pre_r510 = false;
 };
 
-int run_place(const PlaceOptions& opt) {
-  ClusterState state = read_cluster(opt.cluster, opt.pre_r510);
-  struct Req {
-    std::string name;
-    mig::MigRequest request;
-  };
-  std::vector<Req> reqs;
+// A named MIG request of `mig place`.
+struct NamedRequest {
+  std::string name;
+  mig::MigRequest request;
+};
+
+// The requests of --requests FILE, then --count of --profile.
+std::vector<NamedRequest> read_requests(const PlaceOptions& opt) {
+  std::vector<NamedRequest> reqs;
   if (!opt.requests.empty()) {
     const json doc = parse_json(opt.requests);
     check_keys(doc, opt.requests + ":", {"requests"});
@@ -334,7 +336,7 @@ int run_place(const PlaceOptions& opt) {
     for (std::size_t i = 0; i < arr.size(); ++i) {
       const std::string w = fmt::format("{}: requests[{}]", opt.requests, i);
       check_keys(arr[i], w, {"name", "profile", "profile_id", "model", "models"});
-      Req r{arr[i].is_object() && arr[i].contains("name") ? get_string(arr[i].at("name"), w + ".name")
+      NamedRequest r{arr[i].is_object() && arr[i].contains("name") ? get_string(arr[i].at("name"), w + ".name")
                                                          : fmt::format("request-{}", i),
             request_of(arr[i], w)};
       // The name is printed in the table: a control character would cut or forge a row.
@@ -348,6 +350,29 @@ int run_place(const PlaceOptions& opt) {
     for (int i = 0; i < opt.count; ++i) reqs.push_back({fmt::format("{}-{}", opt.profile, i), *r});
   }
   if (reqs.empty()) throw InputError("--requests or --profile: nothing to place");
+  return reqs;
+}
+
+// The layouts of the GPUs a run touched, as JSON and as text lines.
+std::pair<json, std::string> touched_layouts(const ClusterState& state, const std::vector<char>& touched) {
+  const mig::MigGpuTable& mig_gpus = state.mig();
+  json layouts = json::array();
+  std::string layout_lines;
+  for (mig::MigGpuId g = 0; g < mig_gpus.gpu_count(); ++g) {
+    if (!touched[g]) continue;
+    const auto l = mig_gpus.layout(g);
+    layouts.push_back(json{{"node", std::string(state.node_name(mig_gpus.node_of(g)))},
+                           {"gpu", mig_gpus.local_index(g)},
+                           {"instances", layout_json(mig_gpus.spec_of(g), l)}});
+    layout_lines += fmt::format("  {} gpu {}: {}\n", state.node_name(mig_gpus.node_of(g)), mig_gpus.local_index(g),
+                                layout_text(mig_gpus.spec_of(g), l));
+  }
+  return {layouts, layout_lines};
+}
+
+int run_place(const PlaceOptions& opt) {
+  ClusterState state = read_cluster(opt.cluster, opt.pre_r510);
+  const std::vector<NamedRequest> reqs = read_requests(opt);
   const mig::MigMode mode = opt.mode == "static" ? mig::MigMode::kStatic : mig::MigMode::kDynamic;
   std::unique_ptr<mig::MigPlacer> placer;
   if (opt.policy == "first-fit")
@@ -360,7 +385,7 @@ int run_place(const PlaceOptions& opt) {
   std::size_t placed = 0;
   const mig::MigGpuTable& mig_gpus = state.mig();
   std::vector<char> touched(mig_gpus.gpu_count(), 0);
-  for (const Req& r : reqs) {
+  for (const NamedRequest& r : reqs) {
     const mig::MigDecision d = placer->decide(state, r.request);
     if (!d.placed()) {
       const std::string reason = mig::explain(state, r.request, d);
@@ -396,17 +421,7 @@ int run_place(const PlaceOptions& opt) {
     touched[d.gpu] = 1;
     ++placed;
   }
-  json layouts = json::array();
-  std::string layout_lines;
-  for (mig::MigGpuId g = 0; g < mig_gpus.gpu_count(); ++g) {
-    if (!touched[g]) continue;
-    const auto l = mig_gpus.layout(g);
-    layouts.push_back(json{{"node", std::string(state.node_name(mig_gpus.node_of(g)))},
-                           {"gpu", mig_gpus.local_index(g)},
-                           {"instances", layout_json(mig_gpus.spec_of(g), l)}});
-    layout_lines += fmt::format("  {} gpu {}: {}\n", state.node_name(mig_gpus.node_of(g)), mig_gpus.local_index(g),
-                                layout_text(mig_gpus.spec_of(g), l));
-  }
+  const auto [layouts, layout_lines] = touched_layouts(state, touched);
   if (opt.format == "json") {
     std::printf("%s\n", json{{"policy", std::string(placer->name())},
                              {"placed", placed},
@@ -430,6 +445,50 @@ struct PlanOptions {
   std::string cluster, demand, format = "table";
   bool keep_idle = false, pre_r510 = false;
 };
+
+// `mig plan --format json`: the demand served, the changes per GPU, the mig-parted configs.
+void print_plan_json(const ClusterState& state, const std::vector<mig::MigDemandItem>& demand, const mig::MigPlan& plan,
+                     const std::vector<mig::MigPartedNode>& parted) {
+  json items = json::array();
+  for (std::size_t i = 0; i < demand.size(); ++i)
+    items.push_back(json{{"profile", demand[i].label},
+                         {"count", demand[i].count},
+                         {"served_by_idle", plan.served_idle[i]},
+                         {"served_by_new", plan.served_created[i]},
+                         {"unserved", plan.unserved[i]}});
+  json changes = json::array();
+  for (const auto& ch : plan.changes) {
+    const auto& spec = state.mig().spec_of(ch.gpu);
+    json serves = json::array();
+    for (std::size_t k : ch.serves) serves.push_back(k < demand.size() ? demand[k].label : "");
+    changes.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(ch.gpu)))},
+                           {"gpu", state.mig().local_index(ch.gpu)},
+                           {"model", spec.model},
+                           {"before", layout_json(spec, ch.before)},
+                           {"after", layout_json(spec, ch.after)},
+                           {"create", layout_json(spec, ch.created)},
+                           {"destroy", layout_json(spec, ch.destroyed)},
+                           {"serves", serves}});
+  }
+  json nodes = json::object();
+  for (const auto& n : parted) {
+    json entries = json::array();
+    for (const auto& e : n.entries) {
+      json devs = json::object();
+      for (const auto& [name, c] : e.mig_devices) devs[name] = c;
+      entries.push_back(json{{"devices", e.devices}, {"mig-enabled", true}, {"mig-devices", devs}});
+    }
+    nodes[n.node] = json{{"config", n.config}, {"mig-configs", json{{n.config, entries}}}};
+  }
+  std::printf("%s\n", json{{"served", plan.total_served()},
+                           {"unserved", plan.total_unserved()},
+                           {"gpus_touched", plan.changes.size()},
+                           {"demand", items},
+                           {"changes", changes},
+                           {"mig_parted", nodes}}
+                          .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                          .c_str());
+}
 
 int run_plan(const PlanOptions& opt) {
   ClusterState state = read_cluster(opt.cluster, opt.pre_r510);
@@ -455,45 +514,7 @@ int run_plan(const PlanOptions& opt) {
     return 0;
   }
   if (opt.format == "json") {
-    json items = json::array();
-    for (std::size_t i = 0; i < demand.size(); ++i)
-      items.push_back(json{{"profile", demand[i].label},
-                           {"count", demand[i].count},
-                           {"served_by_idle", plan.served_idle[i]},
-                           {"served_by_new", plan.served_created[i]},
-                           {"unserved", plan.unserved[i]}});
-    json changes = json::array();
-    for (const auto& ch : plan.changes) {
-      const auto& spec = state.mig().spec_of(ch.gpu);
-      json serves = json::array();
-      for (std::size_t k : ch.serves) serves.push_back(k < demand.size() ? demand[k].label : "");
-      changes.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(ch.gpu)))},
-                             {"gpu", state.mig().local_index(ch.gpu)},
-                             {"model", spec.model},
-                             {"before", layout_json(spec, ch.before)},
-                             {"after", layout_json(spec, ch.after)},
-                             {"create", layout_json(spec, ch.created)},
-                             {"destroy", layout_json(spec, ch.destroyed)},
-                             {"serves", serves}});
-    }
-    json nodes = json::object();
-    for (const auto& n : parted) {
-      json entries = json::array();
-      for (const auto& e : n.entries) {
-        json devs = json::object();
-        for (const auto& [name, c] : e.mig_devices) devs[name] = c;
-        entries.push_back(json{{"devices", e.devices}, {"mig-enabled", true}, {"mig-devices", devs}});
-      }
-      nodes[n.node] = json{{"config", n.config}, {"mig-configs", json{{n.config, entries}}}};
-    }
-    std::printf("%s\n", json{{"served", plan.total_served()},
-                             {"unserved", plan.total_unserved()},
-                             {"gpus_touched", plan.changes.size()},
-                             {"demand", items},
-                             {"changes", changes},
-                             {"mig_parted", nodes}}
-                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                            .c_str());
+    print_plan_json(state, demand, plan, parted);
     return 0;
   }
   std::printf("%-14s %6s %8s %8s %9s\n", "PROFILE", "COUNT", "IDLE", "NEW", "UNSERVED");

@@ -135,6 +135,85 @@ PlaceInputs read_place_inputs(const PlaceOptions& opt) {
   return {std::move(*cluster), std::move(jobs->jobs), opt.cluster_file, opt.jobs_file};
 }
 
+// The gang solver's answer for one job, as `place` prints it.
+nlohmann::json gang_json(const GangSpec& spec, const GangResult& g, const CompiledJob& job, const ClusterState& state) {
+  nlohmann::json bounds = nlohmann::json::array();
+  for (const auto& b : g.bounds) bounds.push_back(nlohmann::json{{"what", b.what}, {"needed", b.needed}, {"available", b.available}});
+  nlohmann::json counts = nlohmann::json::object();
+  for (std::size_t k = 0; k < job.groups.size(); ++k) counts[job.groups[k].name] = g.placed_per_group[k];
+  nlohmann::json out{{"verdict", std::string(verdict_name(g.verdict))},
+                     {"method", std::string(method_name(g.method))},
+                     {"placed", counts},
+                     {"message", gang_message(spec, g, state)},
+                     {"bounds", bounds},
+                     {"reasons", reasons_json(g.reasons, job)},
+                     {"effort", g.effort_used}};
+  if (g.undecided()) out["undecided"] = true;
+  if (!g.domain.empty()) out["domain"] = g.domain;
+  if (g.domains_used > 0) out["domains_used"] = g.domains_used;
+  return out;
+}
+
+// What `place` answers, in its three formats at once: JSON records, the table, scontrol lines.
+struct PlaceReport {
+  nlohmann::json placed = nlohmann::json::array();
+  nlohmann::json unplaced = nlohmann::json::array();
+  std::string table, scontrol;
+
+  void add_placed(const ClusterState& state, const CompiledJob& job, const JobPlacement& p, const nlohmann::json* gang) {
+    nlohmann::json tasks = nlohmann::json::array();
+    for (const io::TaskRecord& t : io::task_records(state, job, p.tasks)) {
+      tasks.push_back(io::detail::placed_task_json(t));
+      std::string gpu_text = t.gpus.empty() ? "-" : fmt::format("{}", fmt::join(t.gpus, ","));
+      if (t.partial_gpu()) gpu_text += fmt::format(" ({}m)", t.gpu_milli);
+      table += fmt::format("{:<24} {:<16} {:>4}  {:<24} {}\n", job.name, t.group, t.replica, t.node_name, gpu_text);
+    }
+    placed.push_back(nlohmann::json{{"job", job.name}, {"queue", job.queue}, {"priority", job.priority}, {"tasks", tasks}});
+    std::vector<std::string> nodes;
+    for (const TaskPlacement& t : p.tasks) nodes.emplace_back(state.node_name(t.assignment.node));
+    scontrol += scontrol_start(job.name, std::move(nodes));
+    if (gang != nullptr) {
+      placed.back()["gang"] = *gang;
+      table += fmt::format("{:<24} gang: {}\n", job.name, (*gang)["message"].get<std::string>());
+    }
+  }
+  void add_unplaced_gang(const CompiledJob& job, const nlohmann::json& gang) {
+    nlohmann::json entry{{"job", job.name}};
+    entry.update(gang);
+    unplaced.push_back(entry);
+    table += fmt::format("{:<24} {} ({}): {}\n", job.name, gang.contains("undecided") ? "UNDECIDED" : "UNSCHEDULABLE",
+                         gang["verdict"].get<std::string>(), gang["message"].get<std::string>());
+  }
+  void add_unplaced_job(const CompiledJob& job, const JobPlacement& p) {
+    const std::string message = describe(job, p);
+    unplaced.push_back(nlohmann::json{{"job", job.name},
+                                      {"verdict", std::string(verdict_name(p.verdict))},
+                                      {"group", job.groups[p.failed_group].name},
+                                      {"replica", p.failed_replica},
+                                      {"message", message},
+                                      {"nodes_total", p.diagnosis.total_nodes},
+                                      {"nodes_fitting", p.diagnosis.fitting()},
+                                      {"reasons", reasons_json(p.diagnosis)},
+                                      {"structured_reasons", reasons_json(p.reasons, job)}});
+    table += fmt::format("{:<24} UNSCHEDULABLE ({}): {}\n", job.name, verdict_name(p.verdict), message);
+  }
+  void print(const std::string& format, std::string_view policy) {
+    const std::string name(policy);
+    if (format == "slurm") {
+      for (const auto& u : unplaced)
+        scontrol += fmt::format("# {} waits ({}): {}\n", u["job"].get<std::string>(), u.value("verdict", ""), u.value("message", ""));
+      std::printf("# gpusched place --policy %s: %zu jobs start now, %zu wait\n%s", name.c_str(), placed.size(), unplaced.size(),
+                  scontrol.c_str());
+    } else if (format == "json") {
+      nlohmann::json out = nlohmann::json{{"policy", name}, {"placed", placed}, {"unschedulable", unplaced}};
+      std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      std::printf("policy: %s\n%-24s %-16s %4s  %-24s %s\n%s", name.c_str(), "JOB", "GROUP", "TASK", "NODE", "GPUS", table.c_str());
+      std::printf("%zu placed, %zu unschedulable\n", placed.size(), unplaced.size());
+    }
+  }
+};
+
 int run_place(const PlaceOptions& opt) {
   if (!opt.k8s_files.empty()) {
     if (!opt.cluster_file.empty() || !opt.jobs_file.empty() || !opt.slurm_files.empty())
@@ -175,9 +254,7 @@ int run_place(const PlaceOptions& opt) {
   const auto mig_picker = make_mig_picker(opt.mig_placement);
   JobPlacementOptions job_options;
   job_options.mig_picker = mig_picker.get();
-  nlohmann::json placed = nlohmann::json::array();
-  nlohmann::json unplaced = nlohmann::json::array();
-  std::string table, scontrol;
+  PlaceReport report;
   for (std::size_t j : order) {
     const CompiledJob& job = compiled[j];
     JobPlacement p;
@@ -187,21 +264,7 @@ int run_place(const PlaceOptions& opt) {
       gopt.policy = policy.get();
       gopt.mig_picker = mig_picker.get();
       GangResult g = place_gang(*state, gangs[j], gopt);
-      nlohmann::json bounds = nlohmann::json::array();
-      for (const auto& b : g.bounds)
-        bounds.push_back(nlohmann::json{{"what", b.what}, {"needed", b.needed}, {"available", b.available}});
-      nlohmann::json counts = nlohmann::json::object();
-      for (std::size_t k = 0; k < job.groups.size(); ++k) counts[job.groups[k].name] = g.placed_per_group[k];
-      gang_out = nlohmann::json{{"verdict", std::string(verdict_name(g.verdict))},
-                                {"method", std::string(method_name(g.method))},
-                                {"placed", counts},
-                                {"message", gang_message(gangs[j], g, *state)},
-                                {"bounds", bounds},
-                                {"reasons", reasons_json(g.reasons, job)},
-                                {"effort", g.effort_used}};
-      if (g.undecided()) gang_out["undecided"] = true;
-      if (!g.domain.empty()) gang_out["domain"] = g.domain;
-      if (g.domains_used > 0) gang_out["domains_used"] = g.domains_used;
+      gang_out = gang_json(gangs[j], g, job, *state);
       p.verdict = g.verdict;
       p.tasks = std::move(g.tasks);
     } else {
@@ -209,55 +272,15 @@ int run_place(const PlaceOptions& opt) {
     }
     if (p.placed()) {
       state->commit();
-      nlohmann::json tasks = nlohmann::json::array();
-      for (const io::TaskRecord& t : io::task_records(*state, job, p.tasks)) {
-        tasks.push_back(io::detail::placed_task_json(t));
-        std::string gpu_text = t.gpus.empty() ? "-" : fmt::format("{}", fmt::join(t.gpus, ","));
-        if (t.partial_gpu()) gpu_text += fmt::format(" ({}m)", t.gpu_milli);
-        table += fmt::format("{:<24} {:<16} {:>4}  {:<24} {}\n", job.name, t.group, t.replica, t.node_name, gpu_text);
-      }
-      placed.push_back(nlohmann::json{{"job", job.name}, {"queue", job.queue}, {"priority", job.priority}, {"tasks", tasks}});
-      std::vector<std::string> nodes;
-      for (const TaskPlacement& t : p.tasks) nodes.emplace_back(state->node_name(t.assignment.node));
-      scontrol += scontrol_start(job.name, std::move(nodes));
-      if (is_gang[j]) {
-        placed.back()["gang"] = gang_out;
-        table += fmt::format("{:<24} gang: {}\n", job.name, gang_out["message"].get<std::string>());
-      }
+      report.add_placed(*state, job, p, is_gang[j] ? &gang_out : nullptr);
     } else if (is_gang[j]) {
-      nlohmann::json entry{{"job", job.name}};
-      entry.update(gang_out);
-      unplaced.push_back(entry);
-      table += fmt::format("{:<24} {} ({}): {}\n", job.name, gang_out.contains("undecided") ? "UNDECIDED" : "UNSCHEDULABLE",
-                           gang_out["verdict"].get<std::string>(), gang_out["message"].get<std::string>());
+      report.add_unplaced_gang(job, gang_out);
     } else {
-      const std::string message = describe(job, p);
-      unplaced.push_back(nlohmann::json{{"job", job.name},
-                          {"verdict", std::string(verdict_name(p.verdict))},
-                          {"group", job.groups[p.failed_group].name},
-                          {"replica", p.failed_replica},
-                          {"message", message},
-                          {"nodes_total", p.diagnosis.total_nodes},
-                          {"nodes_fitting", p.diagnosis.fitting()},
-                          {"reasons", reasons_json(p.diagnosis)},
-                          {"structured_reasons", reasons_json(p.reasons, job)}});
-      table += fmt::format("{:<24} UNSCHEDULABLE ({}): {}\n", job.name, verdict_name(p.verdict), message);
+      report.add_unplaced_job(job, p);
     }
   }
   check_policy(*policy);
-  if (opt.format == "slurm") {
-    for (const auto& u : unplaced)
-      scontrol += fmt::format("# {} waits ({}): {}\n", u["job"].get<std::string>(), u.value("verdict", ""), u.value("message", ""));
-    std::printf("# gpusched place --policy %s: %zu jobs start now, %zu wait\n%s", std::string(policy->name()).c_str(), placed.size(),
-                unplaced.size(), scontrol.c_str());
-  } else if (opt.format == "json") {
-    nlohmann::json out = nlohmann::json{{"policy", std::string(policy->name())}, {"placed", placed}, {"unschedulable", unplaced}};
-    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else {
-    std::printf("policy: %s\n%-24s %-16s %4s  %-24s %s\n%s", std::string(policy->name()).c_str(), "JOB", "GROUP",
-                "TASK", "NODE", "GPUS", table.c_str());
-    std::printf("%zu placed, %zu unschedulable\n", placed.size(), unplaced.size());
-  }
+  report.print(opt.format, policy->name());
   return 0;
 }
 

@@ -125,7 +125,9 @@ void write_report(const std::string& dir, const ordered_json& sweep, std::vector
                            dir.c_str());
 }
 
-int run_simulate(const SimOptions& o) {
+// The sweep the options ask for (but its policies from plugins); a bad value is an InputError naming
+// its option.
+sim::SweepOptions read_sweep_options(const SimOptions& o) {
   sim::SweepOptions sw;
   sw.traces = o.traces;
   sw.policies.clear();
@@ -178,6 +180,53 @@ int run_simulate(const SimOptions& o) {
   if (!quotas) throw InputError(quotas.error().message);
   for (const auto& [name, gpus] : *quotas) sw.queue_quota_gpus.emplace_back(name, static_cast<std::int64_t>(gpus));
   sw.data_dir = data_dir();
+  return sw;
+}
+
+// Progress on stderr: a bar redrawn in place on a terminal; in a log (stderr not a terminal) at most
+// one line per 10 % of each run. Either way a run's progress ends at 100 % (rejected jobs and a
+// horizon end a run before all its jobs are done).
+class SweepProgress {
+ public:
+  void update(std::size_t run, std::size_t total, const std::string& label, const std::string& policy, std::uint64_t seed,
+              double f) {
+    if (shown_run_ != run) {
+      finish_run();
+      shown_run_ = run;
+      shown_tenths_ = -1;
+      what_ = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, label, policy, seed);
+    }
+    draw(f);
+  }
+  void finish_run() {
+    if (shown_run_ == SIZE_MAX) return;
+    draw(1.0);
+    if (terminal_) std::fprintf(stderr, "\n");
+    shown_run_ = SIZE_MAX;
+  }
+
+ private:
+  void draw(double f) {
+    if (terminal_) {
+      const int w = 30, filled = static_cast<int>(f * w);
+      std::fprintf(stderr, "\r%s [%s%s] %3.0f%%", what_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                   std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
+    } else {
+      const int tenths = static_cast<int>(f * 10 + 1e-9);
+      if (tenths <= shown_tenths_ || tenths == 0) return;
+      shown_tenths_ = tenths;
+      std::fprintf(stderr, "%s %d%%\n", what_.c_str(), tenths * 10);
+    }
+    std::fflush(stderr);
+  }
+  const bool terminal_ = isatty(fileno(stderr)) != 0;
+  std::size_t shown_run_ = SIZE_MAX;  // the run being reported
+  std::string what_;
+  int shown_tenths_ = -1;
+};
+
+int run_simulate(const SimOptions& o) {
+  sim::SweepOptions sw = read_sweep_options(o);
   const PluginRegistries registries = plugin_registries(o.plugins);
   const PolicyRegistry& registry = registries.policies;
   sw.placement = o.placement;
@@ -188,46 +237,12 @@ int run_simulate(const SimOptions& o) {
   sw.order = o.order;
   sw.victim_order = o.victim_order;
   sw.orders = &registries.orders;
-  // Progress on stderr: a bar redrawn in place on a terminal; in a log (stderr not a terminal) at most
-  // one line per 10 % of each run. Either way a run's progress ends at 100 % (rejected jobs and a
-  // horizon end a run before all its jobs are done).
-  const bool terminal = isatty(fileno(stderr)) != 0;
-  std::size_t shown_run = SIZE_MAX;  // the run being reported
-  std::string what;
-  int shown_tenths = -1;
-  const auto draw = [&](double f) {
-    if (terminal) {
-      const int w = 30, filled = static_cast<int>(f * w);
-      std::fprintf(stderr, "\r%s [%s%s] %3.0f%%", what.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                   std::string(static_cast<std::size_t>(w - filled), ' ').c_str(), f * 100);
-    } else {
-      const int tenths = static_cast<int>(f * 10 + 1e-9);
-      if (tenths <= shown_tenths || tenths == 0) return;
-      shown_tenths = tenths;
-      std::fprintf(stderr, "%s %d%%\n", what.c_str(), tenths * 10);
-    }
-    std::fflush(stderr);
-  };
-  const auto finish_run = [&] {
-    if (shown_run == SIZE_MAX) return;
-    draw(1.0);
-    if (terminal) std::fprintf(stderr, "\n");
-    shown_run = SIZE_MAX;
-  };
-  if (!o.quiet) {
+  SweepProgress progress;
+  if (!o.quiet)
     sw.progress = [&](std::size_t run, std::size_t total, const std::string& label, const std::string& policy,
-                      std::uint64_t seed, double f) {
-      if (shown_run != run) {
-        finish_run();
-        shown_run = run;
-        shown_tenths = -1;
-        what = fmt::format("[{}/{}] {} {} seed {}", run + 1, total, label, policy, seed);
-      }
-      draw(f);
-    };
-  }
+                      std::uint64_t seed, double f) { progress.update(run, total, label, policy, seed, f); };
   auto runs = sim::run_sweep(sw);
-  finish_run();
+  progress.finish_run();
   if (!runs) throw InputError(runs.error().message);
   for (const auto& f : runs->conservation_failures)
     std::fprintf(stderr, "gpusched: conservation check FAILED for %s\n", f.c_str());

@@ -209,6 +209,25 @@ int run_pick(const TopoOptions& o) {
   return p.found() ? 0 : 1;
 }
 
+// The fabric `topo nodes` picks on: a fabric JSON file (--topology), or label levels (--level) of
+// one link kind.
+Result<ClusterTopology> nodes_topology(const TopoOptions& o, const ClusterState& state) {
+  if (!o.topology.empty()) {
+    auto t = read_cluster_topology_json(read_file(o.topology), state);
+    if (!t) throw InputError(fmt::format("{}: {}", o.topology, t.error().message));
+    return t;
+  }
+  auto link = find_link_kind(o.link);
+  if (!link) throw InputError(fmt::format("--link: unknown link \"{}\"", o.link));
+  if (o.links_per_node < 1)
+    throw InputError(fmt::format("--links-per-node: expected >= 1, got {}", o.links_per_node));
+  std::vector<TopologyLevel> levels;
+  for (const std::string& key : o.levels) levels.push_back({key, *link, o.links_per_node});
+  auto t = ClusterTopology::from_labels(state, levels);
+  if (!t) throw InputError(fmt::format("--level: {}", t.error().message));
+  return t;
+}
+
 int run_nodes(const TopoOptions& o) {
   check_format(o.format);
   auto doc = io::read_cluster_json(read_file(o.file), o.file);
@@ -219,22 +238,7 @@ int run_nodes(const TopoOptions& o) {
     throw InputError("--level, --topology: give label keys (--level, outermost first) or a fabric JSON file, not both");
   if (!(o.node_bus_gbps >= 0) || !std::isfinite(o.node_bus_gbps))
     throw InputError(fmt::format("--node-bus-gbps: expected a bandwidth >= 0, got {}", o.node_bus_gbps));
-  auto topo = [&]() -> Result<ClusterTopology> {
-    if (!o.topology.empty()) {
-      auto t = read_cluster_topology_json(read_file(o.topology), *state);
-      if (!t) throw InputError(fmt::format("{}: {}", o.topology, t.error().message));
-      return t;
-    }
-    auto link = find_link_kind(o.link);
-    if (!link) throw InputError(fmt::format("--link: unknown link \"{}\"", o.link));
-    if (o.links_per_node < 1)
-      throw InputError(fmt::format("--links-per-node: expected >= 1, got {}", o.links_per_node));
-    std::vector<TopologyLevel> levels;
-    for (const std::string& key : o.levels) levels.push_back({key, *link, o.links_per_node});
-    auto t = ClusterTopology::from_labels(*state, levels);
-    if (!t) throw InputError(fmt::format("--level: {}", t.error().message));
-    return t;
-  }();
+  auto topo = nodes_topology(o, *state);
   const double bytes = message_bytes(o.message);
   if (o.tasks < 1) throw InputError(fmt::format("--tasks: expected a positive count, got {}", o.tasks));
   if (o.gpus_per_task < 0) throw InputError(fmt::format("--gpus-per-task: expected >= 0, got {}", o.gpus_per_task));

@@ -167,15 +167,9 @@ void place_running_mig(const ClusterState& st, const TaskRequest& request, const
   a.mig_create = !idle_there;
 }
 
-RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_priority, const json& raw,
-                            const QueuesDocument& queues, const std::string& path, std::vector<std::string>& groups) {
-  auto compiled = compile_job(st, job);
-  if (!compiled) reject(Error(fmt::format("{}.{}", path, compiled.error().message), compiled.error().code, compiled.error().field));
-  RunningJob r;
-  r.name = job.job_name;
-  r.queue = job.queue_name;
-  r.priority = priority_of(job, explicit_priority, queues, path);
-  r.submit_time = raw.contains("submit_time") ? job.job_submit_time : -1;
+// A running job's times and facts beside its placement: start (required), last checkpoint, checkpoint
+// interval, restart cost, runtime estimate, restarts, preemptible, the jobs it was evicted for.
+void read_running_facts(const json& raw, const std::string& path, RunningJob& r) {
   if (auto it = raw.find("start_time"); it != raw.end()) r.start_time = read_time(*it, path + ".start_time");
   else reject(fmt::format("{}.start_time: missing (a running job's start, seconds)", path), ErrorCode::kMissingField, path + ".start_time");
   if (auto it = raw.find("last_checkpoint"); it != raw.end()) r.last_checkpoint = read_time(*it, path + ".last_checkpoint", -1);
@@ -194,6 +188,98 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
       r.evicted_by.push_back(e.get<std::string>());
     }
   }
+}
+
+// The group a running task belongs to: named, or the job's only one.
+std::size_t running_task_group(const CompiledJob& c, const json& t, const std::string& tp) {
+  std::size_t g = 0;
+  if (auto it = t.find("group"); it != t.end()) {
+    const std::string name = read_string(*it, tp + ".group");
+    auto gi = std::find_if(c.groups.begin(), c.groups.end(), [&](const CompiledGroup& x) { return x.name == name; });
+    if (gi == c.groups.end())
+      reject(fmt::format("{}.group: unknown group \"{}\"", tp, name), ErrorCode::kUnknownName, tp + ".group");
+    g = static_cast<std::size_t>(gi - c.groups.begin());
+  } else if (c.groups.size() != 1) {
+    reject(fmt::format("{}.group: missing (the job has {} groups)", tp, c.groups.size()), ErrorCode::kMissingField,
+           tp + ".group");
+  }
+  return g;
+}
+
+// A running task of group g: its node, GPUs and MIG instance, reserved on the state.
+TaskAssignment read_running_task(ClusterState& st, const CompiledJob& c, std::size_t g, const json& t, const std::string& tp) {
+  auto node_it = t.find("node");
+  if (node_it == t.end()) reject(fmt::format("{}.node: missing", tp), ErrorCode::kMissingField, tp + ".node");
+  const std::string node = read_string(*node_it, tp + ".node");
+  const NodeId n = st.find_node(node);
+  if (n == kNoNode) reject(fmt::format("{}.node: no node named \"{}\"", tp, node), ErrorCode::kUnknownName, tp + ".node");
+  const TaskRequest& request = c.groups[g].request;
+  TaskAssignment a = make_assignment(n, request);
+  if (auto gs = t.find("gpus"); gs != t.end()) {
+    if (!gs->is_array())
+      reject(fmt::format("{}.gpus: expected an array of GPU indices, got {}", tp, shown(*gs)), ErrorCode::kInvalidValue, tp + ".gpus");
+    for (std::size_t x = 0; x < gs->size(); ++x) {
+      const std::string gp = fmt::format("{}.gpus[{}]", tp, x);
+      const std::int64_t index = read_int((*gs)[x], gp, 0);
+      if (index >= static_cast<std::int64_t>(st.gpu_count(n)))
+        reject(fmt::format("{}: node \"{}\" has {} GPUs, got index {}", gp, node, st.gpu_count(n), index),
+               ErrorCode::kInvalidValue, gp);
+      a.gpus.push_back(static_cast<GpuIndex>(index));
+    }
+  }
+  if (request.mig.any()) {
+    place_running_mig(st, request, t, tp, a);
+  } else if (t.contains("mig_start")) {
+    reject(fmt::format("{}.mig_start: the group asks for no MIG profile", tp), ErrorCode::kInvalidValue, tp + ".mig_start");
+  }
+  if (Status s = st.reserve(request, a); !s) reject(Error(fmt::format("{}: {}", tp, s.error().message), s.error().code, tp));
+  return a;
+}
+
+// Every group holds what it may hold: replicas (rigid), min..replicas (elastic). (A one-replica job
+// with two tasks placed was accepted.)
+void check_placed_counts(const CompiledJob& c, const json& pl, const std::string& path) {
+  std::vector<std::int32_t> placed(c.groups.size(), 0);
+  for (std::size_t k = 0; k < pl.size(); ++k) {
+    std::size_t g = 0;
+    if (auto it = pl[k].find("group"); it != pl[k].end()) {
+      const std::string name = it->get<std::string>();
+      for (std::size_t x = 0; x < c.groups.size(); ++x)
+        if (c.groups[x].name == name) g = x;
+    }
+    ++placed[g];
+  }
+  for (std::size_t g = 0; g < c.groups.size(); ++g) {
+    const CompiledGroup& cg = c.groups[g];
+    if (placed[g] < cg.min_replicas || placed[g] > cg.replicas)
+      reject(fmt::format("{}.placement: group {} has {} task(s) placed, expected {}", path, shown(cg.name), placed[g],
+                         cg.min_replicas == cg.replicas ? fmt::format("{} (its replicas)", cg.replicas)
+                                                        : fmt::format("{} to {} (min_replicas to replicas)", cg.min_replicas, cg.replicas)),
+             ErrorCode::kInconsistent, path + ".placement");
+  }
+}
+
+// The restart work an eviction costs (restart_cost x the GPU share held) must be a number: a
+// restart_cost near the time bound was reported saturated (9.2e15 GPU-seconds) instead of refused.
+void check_restart_work(const RunningJob& r, const std::string& path) {
+  std::int64_t held = 0, restart_work = 0;
+  for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;  // <= 2^20 GPUs x 1000
+  if (__builtin_mul_overflow(r.restart_cost, held, &restart_work))
+    reject(fmt::format("{}.restart_cost: {} s x the job's {} milli-GPU is beyond 64 bits of milli-GPU-seconds", path,
+                       r.restart_cost, held),
+           ErrorCode::kOverflow, path + ".restart_cost");
+}
+
+RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_priority, const json& raw,
+                            const QueuesDocument& queues, const std::string& path, std::vector<std::string>& groups) {
+  auto compiled = compile_job(st, job);
+  if (!compiled) reject(Error(fmt::format("{}.{}", path, compiled.error().message), compiled.error().code, compiled.error().field));
+  RunningJob r;
+  r.name = job.job_name;
+  r.queue = job.queue_name;
+  r.priority = priority_of(job, explicit_priority, queues, path);
+  r.submit_time = raw.contains("submit_time") ? job.job_submit_time : -1;
+  read_running_facts(raw, path, r);
   auto pl = raw.find("placement");
   if (pl == raw.end() || !pl->is_array() || pl->empty())
     reject(fmt::format("{}.placement: expected a non-empty array of tasks {{\"group\", \"node\", \"gpus\"}}", path),
@@ -212,42 +298,9 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
     const json& t = (*pl)[k];
     const std::string tp = fmt::format("{}.placement[{}]", path, k);
     check_keys(t, tp, {"group", "node", "gpus", "mig_start"});
-    std::size_t g = 0;
-    if (auto it = t.find("group"); it != t.end()) {
-      const std::string name = read_string(*it, tp + ".group");
-      auto gi = std::find_if(compiled->groups.begin(), compiled->groups.end(), [&](const CompiledGroup& x) { return x.name == name; });
-      if (gi == compiled->groups.end())
-        reject(fmt::format("{}.group: unknown group \"{}\"", tp, name), ErrorCode::kUnknownName, tp + ".group");
-      g = static_cast<std::size_t>(gi - compiled->groups.begin());
-    } else if (compiled->groups.size() != 1) {
-      reject(fmt::format("{}.group: missing (the job has {} groups)", tp, compiled->groups.size()), ErrorCode::kMissingField,
-             tp + ".group");
-    }
-    auto node_it = t.find("node");
-    if (node_it == t.end()) reject(fmt::format("{}.node: missing", tp), ErrorCode::kMissingField, tp + ".node");
-    const std::string node = read_string(*node_it, tp + ".node");
-    const NodeId n = st.find_node(node);
-    if (n == kNoNode) reject(fmt::format("{}.node: no node named \"{}\"", tp, node), ErrorCode::kUnknownName, tp + ".node");
+    const std::size_t g = running_task_group(*compiled, t, tp);
     const TaskRequest& request = compiled->groups[g].request;
-    TaskAssignment a = make_assignment(n, request);
-    if (auto gs = t.find("gpus"); gs != t.end()) {
-      if (!gs->is_array())
-        reject(fmt::format("{}.gpus: expected an array of GPU indices, got {}", tp, shown(*gs)), ErrorCode::kInvalidValue, tp + ".gpus");
-      for (std::size_t x = 0; x < gs->size(); ++x) {
-        const std::string gp = fmt::format("{}.gpus[{}]", tp, x);
-        const std::int64_t index = read_int((*gs)[x], gp, 0);
-        if (index >= static_cast<std::int64_t>(st.gpu_count(n)))
-          reject(fmt::format("{}: node \"{}\" has {} GPUs, got index {}", gp, node, st.gpu_count(n), index),
-                 ErrorCode::kInvalidValue, gp);
-        a.gpus.push_back(static_cast<GpuIndex>(index));
-      }
-    }
-    if (request.mig.any()) {
-      place_running_mig(st, request, t, tp, a);
-    } else if (t.contains("mig_start")) {
-      reject(fmt::format("{}.mig_start: the group asks for no MIG profile", tp), ErrorCode::kInvalidValue, tp + ".mig_start");
-    }
-    if (Status s = st.reserve(request, a); !s) reject(Error(fmt::format("{}: {}", tp, s.error().message), s.error().code, tp));
+    TaskAssignment a = read_running_task(st, *compiled, g, t, tp);
     const auto group = static_cast<std::uint32_t>(g);
     if (!elastic || seen[g]++ < compiled->groups[g].min_replicas) {
       core.push_back({request, std::move(a), group});
@@ -257,26 +310,7 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
       extra_groups.push_back(compiled->groups[g].name);
     }
   }
-  // Every group holds what it may hold: replicas (rigid), min..replicas (elastic). (A one-replica job
-  // with two tasks placed was accepted.)
-  std::vector<std::int32_t> placed(compiled->groups.size(), 0);
-  for (std::size_t k = 0; k < pl->size(); ++k) {
-    std::size_t g = 0;
-    if (auto it = (*pl)[k].find("group"); it != (*pl)[k].end()) {
-      const std::string name = it->get<std::string>();
-      for (std::size_t x = 0; x < compiled->groups.size(); ++x)
-        if (compiled->groups[x].name == name) g = x;
-    }
-    ++placed[g];
-  }
-  for (std::size_t g = 0; g < compiled->groups.size(); ++g) {
-    const CompiledGroup& cg = compiled->groups[g];
-    if (placed[g] < cg.min_replicas || placed[g] > cg.replicas)
-      reject(fmt::format("{}.placement: group {} has {} task(s) placed, expected {}", path, shown(cg.name), placed[g],
-                         cg.min_replicas == cg.replicas ? fmt::format("{} (its replicas)", cg.replicas)
-                                                        : fmt::format("{} to {} (min_replicas to replicas)", cg.min_replicas, cg.replicas)),
-             ErrorCode::kInconsistent, path + ".placement");
-  }
+  check_placed_counts(*compiled, *pl, path);
   r.tasks = std::move(core);
   if (elastic) {
     r.min_tasks = static_cast<std::int32_t>(r.tasks.size());
@@ -286,14 +320,7 @@ RunningJob read_running_job(ClusterState& st, const Job& job, bool explicit_prio
   }
   r.tasks.insert(r.tasks.end(), extra.begin(), extra.end());
   core_groups.insert(core_groups.end(), extra_groups.begin(), extra_groups.end());
-  // The restart work an eviction costs (restart_cost x the GPU share held) must be a number: a
-  // restart_cost near the time bound was reported saturated (9.2e15 GPU-seconds) instead of refused.
-  std::int64_t held = 0, restart_work = 0;
-  for (const RunningTask& t : r.tasks) held += static_cast<std::int64_t>(t.assignment.gpus.size()) * t.assignment.gpu_milli;  // <= 2^20 GPUs x 1000
-  if (__builtin_mul_overflow(r.restart_cost, held, &restart_work))
-    reject(fmt::format("{}.restart_cost: {} s x the job's {} milli-GPU is beyond 64 bits of milli-GPU-seconds", path,
-                       r.restart_cost, held),
-           ErrorCode::kOverflow, path + ".restart_cost");
+  check_restart_work(r, path);
   groups = std::move(core_groups);
   return r;
 }

@@ -82,9 +82,8 @@ Amounts read_resource_map(const json& v, const std::string& path, const Resource
   return out;
 }
 
-QueuesDocument read_queues(const json& doc, const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
-  QueuesDocument out;
-  check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
+// priority_classes: name -> a 32-bit priority, as Kubernetes' PriorityClass values.
+std::map<std::string, std::int64_t> read_priority_classes(const json& doc, const std::string& file) {
   std::map<std::string, std::int64_t> classes;
   if (auto it = doc.find("priority_classes"); it != doc.end()) {
     if (!it->is_object()) reject(fmt::format("{}priority_classes: expected an object of name -> integer, got {}", file, shown(*it)));
@@ -98,7 +97,11 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
       classes[name] = v;
     }
   }
-  out.classes = classes;
+  return classes;
+}
+
+// aging: a pending job's priority grows by `step` every `interval` seconds, up to `max_boost`.
+void read_aging(const json& doc, const std::string& file, QueuesDocument& out) {
   if (auto it = doc.find("aging"); it != doc.end()) {
     const std::string p = file + "aging";
     check_keys(*it, p, {"interval", "step", "max_boost"});
@@ -107,6 +110,79 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
     if (auto s = it->find("step"); s != it->end()) out.aging.step = read_int(*s, p + ".step", 0);
     if (auto m = it->find("max_boost"); m != it->end()) out.aging.max_boost = read_int(*m, p + ".max_boost", 0);
   }
+}
+
+// One queue of "queues": its place in the tree, weight, cohort, GPU flavors, strategy, default
+// priority class, quotas and limits, usage.
+fairness::QueueConfig read_queue(const json& v, const std::string& p, const ResourceSpace& space, const GpuModelRegistry& reg,
+                                 const std::map<std::string, std::int64_t>& classes, QueuesDocument& out) {
+  check_keys(v, p, {"name", "parent", "weight", "cohort", "quotas", "borrowing_limits", "lending_limits", "flavors",
+                    "strategy", "priority_class", "usage"});
+  fairness::QueueConfig q;
+  if (auto n = v.find("name"); n != v.end()) q.name = read_string(*n, p + ".name");
+  else reject(fmt::format("{}.name: missing", p));
+  if (auto n = v.find("parent"); n != v.end()) q.parent = read_string(*n, p + ".parent");
+  if (auto w = v.find("weight"); w != v.end()) {
+    if (!w->is_number() || !(w->get<double>() > 0))
+      reject(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
+    q.weight = w->get<double>();
+  }
+  if (auto c = v.find("cohort"); c != v.end()) q.cohort = read_string(*c, p + ".cohort");
+  if (auto f = v.find("flavors"); f != v.end()) {
+    if (!f->is_array()) reject(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
+    for (std::size_t k = 0; k < f->size(); ++k) {
+      const std::string fp = fmt::format("{}.flavors[{}]", p, k);
+      const std::string model = fairness::canonical_model_name(reg, read_string((*f)[k], fp));
+      if (!space.gpu_dim(model))
+        reject(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
+                                     fmt::join(space.gpu_models, ", ")));
+      q.flavor_order.push_back(model);
+    }
+  }
+  if (auto s = v.find("strategy"); s != v.end()) {
+    const std::string st = read_string(*s, p + ".strategy");
+    if (st != "StrictFIFO" && st != "BestEffortFIFO")
+      reject(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
+    q.strict_fifo = st == "StrictFIFO";
+  }
+  if (auto pc = v.find("priority_class"); pc != v.end()) {
+    const std::string name = read_string(*pc, p + ".priority_class");
+    auto it = classes.find(name);
+    if (it == classes.end()) reject(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
+    out.default_class[q.name] = name;
+  }
+  const auto read_amount = [](const json& x, const std::string& path, Eigen::Index d) { return dim_quantity(x, path, d); };
+  const bool has_quota = v.contains("quotas");
+  if (has_quota) {
+    const json& quotas = v["quotas"];
+    // Unlisted cpu/memory: unconstrained; with "gpus", unlisted models: no quota (0).
+    q.nominal = read_resource_map(quotas, p + ".quotas", space, reg, fairness::kNoLimit, 0, read_amount);
+    if (!quotas.contains("gpus") && !q.flavor_order.empty())
+      for (Eigen::Index d = 2; d < space.size(); ++d)
+        if (std::find(q.flavor_order.begin(), q.flavor_order.end(), space.gpu_models[static_cast<std::size_t>(d - 2)]) ==
+            q.flavor_order.end())
+          q.nominal[d] = 0;
+    if (q.flavor_order.empty() && quotas.contains("gpus"))
+      for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(fairness::canonical_model_name(reg, model));
+  }
+  for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
+    if (auto it = v.find(key); it != v.end()) {
+      if (!has_quota) reject(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
+      if (q.cohort.empty()) reject(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
+      *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount);
+    }
+  }
+  if (auto u = v.find("usage"); u != v.end())
+    q.usage = read_resource_map(*u, p + ".usage", space, reg, 0, 0, read_amount);
+  return q;
+}
+
+QueuesDocument read_queues(const json& doc, const std::string& file, const ResourceSpace& space, const GpuModelRegistry& reg) {
+  QueuesDocument out;
+  check_keys(doc, file, {"queues", "priority_classes", "aging", "now"});
+  const std::map<std::string, std::int64_t> classes = read_priority_classes(doc, file);
+  out.classes = classes;
+  read_aging(doc, file, out);
   if (auto it = doc.find("now"); it != doc.end()) {
     out.aging.now = read_int(*it, file + "now");
     out.now_given = true;
@@ -115,67 +191,8 @@ QueuesDocument read_queues(const json& doc, const std::string& file, const Resou
   if (qs == doc.end() || !qs->is_array() || qs->empty())
     reject(fmt::format("{}queues: expected a non-empty array of queues", file));
   for (std::size_t i = 0; i < qs->size(); ++i) {
-    const json& v = (*qs)[i];
     const std::string p = fmt::format("{}queues[{}]", file, i);
-    check_keys(v, p, {"name", "parent", "weight", "cohort", "quotas", "borrowing_limits", "lending_limits", "flavors",
-                      "strategy", "priority_class", "usage"});
-    fairness::QueueConfig q;
-    if (auto n = v.find("name"); n != v.end()) q.name = read_string(*n, p + ".name");
-    else reject(fmt::format("{}.name: missing", p));
-    if (auto n = v.find("parent"); n != v.end()) q.parent = read_string(*n, p + ".parent");
-    if (auto w = v.find("weight"); w != v.end()) {
-      if (!w->is_number() || !(w->get<double>() > 0))
-        reject(fmt::format("{}.weight: expected a positive number, got {}", p, shown(*w)));
-      q.weight = w->get<double>();
-    }
-    if (auto c = v.find("cohort"); c != v.end()) q.cohort = read_string(*c, p + ".cohort");
-    if (auto f = v.find("flavors"); f != v.end()) {
-      if (!f->is_array()) reject(fmt::format("{}.flavors: expected an array of GPU models, got {}", p, shown(*f)));
-      for (std::size_t k = 0; k < f->size(); ++k) {
-        const std::string fp = fmt::format("{}.flavors[{}]", p, k);
-        const std::string model = fairness::canonical_model_name(reg, read_string((*f)[k], fp));
-        if (!space.gpu_dim(model))
-          reject(fmt::format("{}: unknown GPU model \"{}\" (the cluster has: {})", fp, (*f)[k].get<std::string>(),
-                                       fmt::join(space.gpu_models, ", ")));
-        q.flavor_order.push_back(model);
-      }
-    }
-    if (auto s = v.find("strategy"); s != v.end()) {
-      const std::string st = read_string(*s, p + ".strategy");
-      if (st != "StrictFIFO" && st != "BestEffortFIFO")
-        reject(fmt::format("{}.strategy: expected \"BestEffortFIFO\" or \"StrictFIFO\", got \"{}\"", p, st));
-      q.strict_fifo = st == "StrictFIFO";
-    }
-    if (auto pc = v.find("priority_class"); pc != v.end()) {
-      const std::string name = read_string(*pc, p + ".priority_class");
-      auto it = classes.find(name);
-      if (it == classes.end()) reject(fmt::format("{}.priority_class: unknown class \"{}\" (define it in priority_classes)", p, name));
-      out.default_class[q.name] = name;
-    }
-    const auto read_amount = [](const json& x, const std::string& path, Eigen::Index d) { return dim_quantity(x, path, d); };
-    const bool has_quota = v.contains("quotas");
-    if (has_quota) {
-      const json& quotas = v["quotas"];
-      // Unlisted cpu/memory: unconstrained; with "gpus", unlisted models: no quota (0).
-      q.nominal = read_resource_map(quotas, p + ".quotas", space, reg, fairness::kNoLimit, 0, read_amount);
-      if (!quotas.contains("gpus") && !q.flavor_order.empty())
-        for (Eigen::Index d = 2; d < space.size(); ++d)
-          if (std::find(q.flavor_order.begin(), q.flavor_order.end(), space.gpu_models[static_cast<std::size_t>(d - 2)]) ==
-              q.flavor_order.end())
-            q.nominal[d] = 0;
-      if (q.flavor_order.empty() && quotas.contains("gpus"))
-        for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(fairness::canonical_model_name(reg, model));
-    }
-    for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
-      if (auto it = v.find(key); it != v.end()) {
-        if (!has_quota) reject(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
-        if (q.cohort.empty()) reject(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
-        *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount);
-      }
-    }
-    if (auto u = v.find("usage"); u != v.end())
-      q.usage = read_resource_map(*u, p + ".usage", space, reg, 0, 0, read_amount);
-    out.queues.push_back(std::move(q));
+    out.queues.push_back(read_queue((*qs)[i], p, space, reg, classes, out));
   }
   return out;
 }

@@ -141,6 +141,161 @@ namespace {
 // A device name as messages show it (short, control characters escaped).
 std::string shown_name(std::string_view name) { return detail::shown(name, 40); }
 
+// The header's columns: device names, then the trailing affinity columns.
+Status read_header(const Line& header, std::vector<std::string>& names, std::vector<Extra>& extras) {
+  std::vector<std::string> fields;
+  if (header.text.find('\t') != std::string::npos) {
+    for (auto& f : split_tabs(header.text))
+      if (!f.empty()) fields.push_back(f);
+  } else {
+    fields = split_ws(header.text);
+  }
+  std::size_t i = 0;
+  auto word = [&](std::size_t k) { return i + k < fields.size() ? upper(fields[i + k]) : std::string{}; };
+  for (; i < fields.size();) {
+    // A tab-separated header holds "CPU Affinity" in one field; a space-separated one in two.
+    const std::string w = upper(fields[i]);
+    if (w == "CPU AFFINITY") extras.push_back(Extra::kCpu), ++i;
+    else if (w == "NUMA AFFINITY") extras.push_back(Extra::kNuma), ++i;
+    else if (w == "GPU NUMA ID") extras.push_back(Extra::kGpuNuma), ++i;
+    else if (w == "CPU" && word(1) == "AFFINITY") extras.push_back(Extra::kCpu), i += 2;
+    else if (w == "NUMA" && word(1) == "AFFINITY") extras.push_back(Extra::kNuma), i += 2;
+    else if (w == "GPU" && word(1) == "NUMA" && word(2) == "ID") extras.push_back(Extra::kGpuNuma), i += 3;
+    else if (!extras.empty())
+      return Error{fmt::format("line {}: unknown column {} after the affinity columns", header.number, shown_name(fields[i])), ErrorCode::kParse, ""};
+    else {
+      if (std::find(names.begin(), names.end(), fields[i]) != names.end())
+        return Error{fmt::format("line {}: device {} appears twice in the header", header.number, shown_name(fields[i])), ErrorCode::kParse, ""};
+      names.push_back(fields[i]);
+      ++i;
+    }
+  }
+  return {};
+}
+
+// A row's values after the matrix (CPU affinity, NUMA affinity, GPU NUMA ID), in column order.
+Status read_extras(const Line& line, const std::string& row, const std::vector<std::string>& rest,
+                   const std::vector<Extra>& extras, NodeDevice& dev) {
+  for (std::size_t e = 0; e < rest.size(); ++e) {
+    std::string v(trim(rest[e]));
+    if (upper(v) == "N/A") v.clear();
+    if (v.empty()) continue;
+    switch (extras[e]) {
+      case Extra::kCpu:
+        if (!valid_cpu_list(v))
+          return Error{fmt::format("line {}: row {}, {}: expected a CPU list like 0-31,64-95, got {}",
+                                   line.number, row, extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
+        dev.cpu_affinity = v;
+        break;
+      case Extra::kNuma: {
+        if (!valid_cpu_list(v))
+          return Error{fmt::format("line {}: row {}, {}: expected a NUMA node list, got {}", line.number,
+                                   row, extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
+        dev.numa_affinity = v;
+        int node = -1;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), node);
+        dev.numa_node = (ec == std::errc{} && p == v.data() + v.size()) ? node : -1;
+        break;
+      }
+      case Extra::kGpuNuma: {
+        int id = -1;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
+        if (ec != std::errc{} || p != v.data() + v.size() || id < 0)
+          return Error{fmt::format("line {}: row {}, {}: expected a NUMA node id or N/A, got {}", line.number,
+                                   row, extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
+        dev.gpu_numa_id = id;
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+// The NIC legend below the matrix ("  NIC0: mlx5_0") names the NICs' devices.
+void read_nic_legend(const std::vector<Line>& lines, std::size_t li, std::vector<NodeDevice>& devices) {
+  bool in_nic_legend = false;
+  for (; li < lines.size(); ++li) {
+    const std::string_view t = trim(lines[li].text);
+    if (upper(t).rfind("NIC LEGEND", 0) == 0) {
+      in_nic_legend = true;
+      continue;
+    }
+    if (!in_nic_legend || t.empty()) continue;
+    const std::size_t colon = t.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = trim(t.substr(0, colon)), value = trim(t.substr(colon + 1));
+    for (NodeDevice& d : devices)
+      if (d.kind == DeviceKind::kNic && d.name == key && !value.empty()) d.nic_name = value;
+  }
+}
+
+// The matrix with GPUs first, keeping the order within each kind.
+Result<TopoMatrix> gpus_first(const std::vector<NodeDevice>& devices, const std::vector<PairLink>& matrix,
+                              const std::vector<Extra>& extras, const Line& header) {
+  const std::size_t n = devices.size();
+  TopoMatrix out;
+  for (Extra e : extras) {
+    out.has_cpu_affinity |= e == Extra::kCpu;
+    out.has_numa_affinity |= e == Extra::kNuma;
+    out.has_gpu_numa_id |= e == Extra::kGpuNuma;
+  }
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_partition(order.begin(), order.end(), [&](std::size_t d) { return devices[d].kind == DeviceKind::kGpu; });
+  if (order.empty() || devices[order[0]].kind != DeviceKind::kGpu)
+    return Error{fmt::format("line {}: no GPU columns", header.number), ErrorCode::kParse, ""};
+  out.devices.reserve(n);
+  out.matrix.resize(n * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.devices.push_back(devices[order[i]]);
+    for (std::size_t j = 0; j < n; ++j) out.matrix[i * n + j] = matrix[order[i] * n + order[j]];
+  }
+  return out;
+}
+
+
+// Row r of the matrix: its device's name first, n link codes (X on the diagonal only), then the
+// trailing values.
+Status read_row(const Line& line, std::size_t r, const std::vector<std::string>& names, const std::vector<Extra>& extras,
+                std::vector<PairLink>& matrix, NodeDevice& dev) {
+  const std::size_t n = names.size();
+  const bool tabs = line.text.find('\t') != std::string::npos;
+  std::vector<std::string> fields = tabs ? split_tabs(line.text) : split_ws(line.text);
+  if (tabs)  // a leading tab would make an empty first field
+    while (!fields.empty() && fields.front().empty()) fields.erase(fields.begin());
+  if (fields.empty() || fields[0] != names[r])
+    return Error{fmt::format("line {}: row {} where {} was expected", line.number,
+                             shown_name(fields.empty() ? std::string{} : fields[0]), shown_name(names[r])), ErrorCode::kParse, ""};
+  std::size_t cells = 0;
+  while (1 + cells < fields.size() && cells < n && parse_code(fields[1 + cells])) ++cells;
+  if (cells != n) {
+    if (1 + cells < fields.size() && cells < n && !fields[1 + cells].empty() &&
+        std::isalpha(static_cast<unsigned char>(fields[1 + cells][0])) && upper(fields[1 + cells]) != "N/A")
+      return Error{fmt::format("line {}: row {}, column {}: unknown link code {} (expected X, NV#, PIX, PXB, "
+                               "PHB, NODE or SYS)",
+                               line.number, names[r], names[cells], shown_name(fields[1 + cells])), ErrorCode::kParse, ""};
+    return Error{fmt::format("line {}: row {} has {} link cells, expected {} (ragged matrix)", line.number,
+                             names[r], cells, n), ErrorCode::kParse, ""};
+  }
+  for (std::size_t c = 0; c < n; ++c) {
+    const PairLink l = *parse_code(fields[1 + c]);
+    if ((l.cls == PairClass::kSelf) != (c == r))
+      return Error{fmt::format("line {}: row {}, column {}: {}", line.number, names[r], names[c],
+                               c == r ? fmt::format("expected X on the diagonal, got {}", shown_name(fields[1 + c]))
+                                      : std::string{"X off the diagonal"}), ErrorCode::kParse, ""};
+    matrix[r * n + c] = l;
+  }
+  // Trailing values in column order. Empty fields are skipped: nvidia-smi itself pads with double
+  // tabs before GPU NUMA ID, and with spaces empty values vanish anyway.
+  std::vector<std::string> rest;
+  for (std::size_t f = 1 + n; f < fields.size(); ++f)
+    if (!fields[f].empty()) rest.push_back(fields[f]);
+  if (rest.size() > extras.size())
+    return Error{fmt::format("line {}: row {} has {} values after the matrix, the header names {} columns",
+                             line.number, names[r], rest.size(), extras.size()), ErrorCode::kParse, ""};
+  return read_extras(line, names[r], rest, extras, dev);
+}
+
 Result<TopoMatrix> read_matrix(std::string_view text) {
   if (text.size() > detail::kMaxTextBytes)
     return Error{fmt::format("{} bytes, more than the limit of {} for nvidia-smi text", text.size(), detail::kMaxTextBytes),
@@ -162,38 +317,9 @@ Result<TopoMatrix> read_matrix(std::string_view text) {
   if (h == lines.size()) return Error{"no header line naming GPU0 (is this `nvidia-smi topo -m` output?)", ErrorCode::kParse, ""};
   const Line& header = lines[h];
 
-  // Header columns: device names, then the trailing columns.
   std::vector<std::string> names;
   std::vector<Extra> extras;
-  {
-    std::vector<std::string> fields;
-    if (header.text.find('\t') != std::string::npos) {
-      for (auto& f : split_tabs(header.text))
-        if (!f.empty()) fields.push_back(f);
-    } else {
-      fields = split_ws(header.text);
-    }
-    std::size_t i = 0;
-    auto word = [&](std::size_t k) { return i + k < fields.size() ? upper(fields[i + k]) : std::string{}; };
-    for (; i < fields.size();) {
-      // A tab-separated header holds "CPU Affinity" in one field; a space-separated one in two.
-      const std::string w = upper(fields[i]);
-      if (w == "CPU AFFINITY") extras.push_back(Extra::kCpu), ++i;
-      else if (w == "NUMA AFFINITY") extras.push_back(Extra::kNuma), ++i;
-      else if (w == "GPU NUMA ID") extras.push_back(Extra::kGpuNuma), ++i;
-      else if (w == "CPU" && word(1) == "AFFINITY") extras.push_back(Extra::kCpu), i += 2;
-      else if (w == "NUMA" && word(1) == "AFFINITY") extras.push_back(Extra::kNuma), i += 2;
-      else if (w == "GPU" && word(1) == "NUMA" && word(2) == "ID") extras.push_back(Extra::kGpuNuma), i += 3;
-      else if (!extras.empty())
-        return Error{fmt::format("line {}: unknown column {} after the affinity columns", header.number, shown_name(fields[i])), ErrorCode::kParse, ""};
-      else {
-        if (std::find(names.begin(), names.end(), fields[i]) != names.end())
-          return Error{fmt::format("line {}: device {} appears twice in the header", header.number, shown_name(fields[i])), ErrorCode::kParse, ""};
-        names.push_back(fields[i]);
-        ++i;
-      }
-    }
-  }
+  if (auto st = read_header(header, names, extras); !st) return st.error();
   const std::size_t n = names.size();
   // Bound what the header alone claims before allocating n x n cells: each device needs a row
   // below the header, and no machine has more than kMaxDevices GPUs and NICs.
@@ -227,74 +353,8 @@ Result<TopoMatrix> read_matrix(std::string_view text) {
       return Error{fmt::format("line {}: the matrix has {} rows, expected {} (row {} missing)", at, r, n, names[r]), ErrorCode::kParse, ""};
     }
     const Line& line = lines[li];
-    const bool tabs = line.text.find('\t') != std::string::npos;
-    std::vector<std::string> fields = tabs ? split_tabs(line.text) : split_ws(line.text);
-    if (tabs)  // a leading tab would make an empty first field
-      while (!fields.empty() && fields.front().empty()) fields.erase(fields.begin());
-    if (fields.empty() || fields[0] != names[r])
-      return Error{fmt::format("line {}: row {} where {} was expected", line.number,
-                               shown_name(fields.empty() ? std::string{} : fields[0]), shown_name(names[r])), ErrorCode::kParse, ""};
-    std::size_t cells = 0;
-    while (1 + cells < fields.size() && cells < n && parse_code(fields[1 + cells])) ++cells;
-    if (cells != n) {
-      if (1 + cells < fields.size() && cells < n && !fields[1 + cells].empty() &&
-          std::isalpha(static_cast<unsigned char>(fields[1 + cells][0])) && upper(fields[1 + cells]) != "N/A")
-        return Error{fmt::format("line {}: row {}, column {}: unknown link code {} (expected X, NV#, PIX, PXB, "
-                                 "PHB, NODE or SYS)",
-                                 line.number, names[r], names[cells], shown_name(fields[1 + cells])), ErrorCode::kParse, ""};
-      return Error{fmt::format("line {}: row {} has {} link cells, expected {} (ragged matrix)", line.number,
-                               names[r], cells, n), ErrorCode::kParse, ""};
-    }
-    for (std::size_t c = 0; c < n; ++c) {
-      const PairLink l = *parse_code(fields[1 + c]);
-      if ((l.cls == PairClass::kSelf) != (c == r))
-        return Error{fmt::format("line {}: row {}, column {}: {}", line.number, names[r], names[c],
-                                 c == r ? fmt::format("expected X on the diagonal, got {}", shown_name(fields[1 + c]))
-                                        : std::string{"X off the diagonal"}), ErrorCode::kParse, ""};
-      matrix[r * n + c] = l;
-    }
+    if (auto st = read_row(line, r, names, extras, matrix, devices[r]); !st) return st.error();
     row_line[r] = line.number;
-    // Trailing values in column order. Empty fields are skipped: nvidia-smi itself pads with double
-    // tabs before GPU NUMA ID, and with spaces empty values vanish anyway.
-    std::vector<std::string> rest;
-    for (std::size_t f = 1 + n; f < fields.size(); ++f)
-      if (!fields[f].empty()) rest.push_back(fields[f]);
-    if (rest.size() > extras.size())
-      return Error{fmt::format("line {}: row {} has {} values after the matrix, the header names {} columns",
-                               line.number, names[r], rest.size(), extras.size()), ErrorCode::kParse, ""};
-    for (std::size_t e = 0; e < rest.size(); ++e) {
-      std::string v(trim(rest[e]));
-      if (upper(v) == "N/A") v.clear();
-      if (v.empty()) continue;
-      NodeDevice& dev = devices[r];
-      switch (extras[e]) {
-        case Extra::kCpu:
-          if (!valid_cpu_list(v))
-            return Error{fmt::format("line {}: row {}, {}: expected a CPU list like 0-31,64-95, got {}",
-                                     line.number, names[r], extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
-          dev.cpu_affinity = v;
-          break;
-        case Extra::kNuma: {
-          if (!valid_cpu_list(v))
-            return Error{fmt::format("line {}: row {}, {}: expected a NUMA node list, got {}", line.number,
-                                     names[r], extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
-          dev.numa_affinity = v;
-          int node = -1;
-          auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), node);
-          dev.numa_node = (ec == std::errc{} && p == v.data() + v.size()) ? node : -1;
-          break;
-        }
-        case Extra::kGpuNuma: {
-          int id = -1;
-          auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
-          if (ec != std::errc{} || p != v.data() + v.size() || id < 0)
-            return Error{fmt::format("line {}: row {}, {}: expected a NUMA node id or N/A, got {}", line.number,
-                                     names[r], extra_name(extras[e]), shown_name(v)), ErrorCode::kParse, ""};
-          dev.gpu_numa_id = id;
-          break;
-        }
-      }
-    }
   }
   // Symmetry, naming both lines.
   for (std::size_t a = 0; a < n; ++a)
@@ -303,41 +363,8 @@ Result<TopoMatrix> read_matrix(std::string_view text) {
         return Error{fmt::format("line {}: asymmetric: {}-{} is {} but {}-{} (line {}) is {}", row_line[a], names[a],
                                  names[b], pair_link_name(matrix[a * n + b]), names[b], names[a], row_line[b],
                                  pair_link_name(matrix[b * n + a])), ErrorCode::kParse, ""};
-  // The NIC legend: "  NIC0: mlx5_0".
-  bool in_nic_legend = false;
-  for (; li < lines.size(); ++li) {
-    const std::string_view t = trim(lines[li].text);
-    if (upper(t).rfind("NIC LEGEND", 0) == 0) {
-      in_nic_legend = true;
-      continue;
-    }
-    if (!in_nic_legend || t.empty()) continue;
-    const std::size_t colon = t.find(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string_view key = trim(t.substr(0, colon)), value = trim(t.substr(colon + 1));
-    for (NodeDevice& d : devices)
-      if (d.kind == DeviceKind::kNic && d.name == key && !value.empty()) d.nic_name = value;
-  }
-
-  TopoMatrix out;
-  for (Extra e : extras) {
-    out.has_cpu_affinity |= e == Extra::kCpu;
-    out.has_numa_affinity |= e == Extra::kNuma;
-    out.has_gpu_numa_id |= e == Extra::kGpuNuma;
-  }
-  // GPUs first, keeping order within each kind.
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_partition(order.begin(), order.end(), [&](std::size_t d) { return devices[d].kind == DeviceKind::kGpu; });
-  if (order.empty() || devices[order[0]].kind != DeviceKind::kGpu)
-    return Error{fmt::format("line {}: no GPU columns", header.number), ErrorCode::kParse, ""};
-  out.devices.reserve(n);
-  out.matrix.resize(n * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.devices.push_back(devices[order[i]]);
-    for (std::size_t j = 0; j < n; ++j) out.matrix[i * n + j] = matrix[order[i] * n + order[j]];
-  }
-  return out;
+  read_nic_legend(lines, li, devices);
+  return gpus_first(devices, matrix, extras, header);
 }
 
 }  // namespace

@@ -151,10 +151,40 @@ Result<double> lower_bound_at_100(const TraceWorkload& w, const std::vector<std:
   return std::max(0.0, 100.0 * (cap - lp->max_allocatable_milli) / cap);
 }
 
-}  // namespace
+// Per policy: its mean curve, its results at 100 % over the seeds, and its difference to the reference
+// policy paired by seed.
+void summarise(ExperimentReport& rep, const std::vector<std::string>& names, const ExperimentConfig& config) {
+  const std::size_t ns = config.seeds.size();
+  std::vector<double> ref;
+  for (std::size_t p = 0; p < names.size(); ++p) {
+    PolicySummary sum;
+    sum.policy = rep.runs[p * ns].policy;
+    sum.mean_curve.assign(rep.curve_points.size(), 0.0);
+    for (std::size_t s = 0; s < ns; ++s) {
+      const RunResult& r = rep.runs[p * ns + s];
+      sum.per_seed_at_100.push_back(r.unallocated_pct_at_100);
+      for (std::size_t i = 0; i < r.curve.size(); ++i) sum.mean_curve[i] += r.curve[i] / static_cast<double>(ns);
+      sum.mean_placed += static_cast<double>(r.pods_placed) / static_cast<double>(ns);
+      sum.mean_failed += static_cast<double>(r.pods_failed) / static_cast<double>(ns);
+    }
+    sum.mean_at_100 = mean_of(sum.per_seed_at_100);
+    sum.stddev_at_100 = stddev_of(sum.per_seed_at_100);
+    if (sum.policy == config.reference_policy) ref = sum.per_seed_at_100;
+    rep.policies.push_back(std::move(sum));
+  }
+  if (!ref.empty())
+    for (auto& sum : rep.policies) {
+      if (sum.policy == config.reference_policy) continue;
+      std::vector<double> d(ns);
+      for (std::size_t s = 0; s < ns; ++s) d[s] = sum.per_seed_at_100[s] - ref[s];
+      sum.paired_diff_mean = mean_of(d);
+      sum.paired_diff_stderr = stddev_of(d) / std::sqrt(static_cast<double>(ns));
+    }
+}
 
-Result<ExperimentReport> run_experiment(const TraceWorkload& w, const ExperimentConfig& config) {
-  const auto t0 = std::chrono::steady_clock::now();
+// What the report says of the experiment before it runs: the trace, its size, the seeds, the target
+// and the curve's points (50 % to 130 % of the capacity unless given).
+ExperimentReport report_header(const TraceWorkload& w, const ExperimentConfig& config) {
   ExperimentReport rep;
   rep.trace = w.name;
   rep.nodes = w.initial.node_count();
@@ -163,13 +193,21 @@ Result<ExperimentReport> run_experiment(const TraceWorkload& w, const Experiment
   rep.seeds = config.seeds;
   rep.target_ratio = config.target_ratio;
   rep.reference_policy = config.reference_policy;
-  if (config.seeds.empty()) return Error{"seeds: empty list"};
-  if (!(config.target_ratio > 0) || config.target_ratio > 100)
-    return Error{fmt::format("target_ratio: expected a value in (0, 100], got {}", config.target_ratio)};
   rep.curve_points = config.curve_points;
   if (rep.curve_points.empty())
     for (int x = 50; x <= 130; ++x) rep.curve_points.push_back(x);
   std::sort(rep.curve_points.begin(), rep.curve_points.end());
+  return rep;
+}
+
+}  // namespace
+
+Result<ExperimentReport> run_experiment(const TraceWorkload& w, const ExperimentConfig& config) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (config.seeds.empty()) return Error{"seeds: empty list"};
+  if (!(config.target_ratio > 0) || config.target_ratio > 100)
+    return Error{fmt::format("target_ratio: expected a value in (0, 100], got {}", config.target_ratio)};
+  ExperimentReport rep = report_header(w, config);
 
   std::vector<std::string> names = config.policies;
   if (names.empty())
@@ -239,32 +277,7 @@ Result<ExperimentReport> run_experiment(const TraceWorkload& w, const Experiment
   rep.lower_bound_mean = mean_of(lp);
   rep.lower_bound_stddev = stddev_of(lp);
 
-  const std::size_t ns = config.seeds.size();
-  std::vector<double> ref;
-  for (std::size_t p = 0; p < names.size(); ++p) {
-    PolicySummary sum;
-    sum.policy = rep.runs[p * ns].policy;
-    sum.mean_curve.assign(rep.curve_points.size(), 0.0);
-    for (std::size_t s = 0; s < ns; ++s) {
-      const RunResult& r = rep.runs[p * ns + s];
-      sum.per_seed_at_100.push_back(r.unallocated_pct_at_100);
-      for (std::size_t i = 0; i < r.curve.size(); ++i) sum.mean_curve[i] += r.curve[i] / static_cast<double>(ns);
-      sum.mean_placed += static_cast<double>(r.pods_placed) / static_cast<double>(ns);
-      sum.mean_failed += static_cast<double>(r.pods_failed) / static_cast<double>(ns);
-    }
-    sum.mean_at_100 = mean_of(sum.per_seed_at_100);
-    sum.stddev_at_100 = stddev_of(sum.per_seed_at_100);
-    if (sum.policy == config.reference_policy) ref = sum.per_seed_at_100;
-    rep.policies.push_back(std::move(sum));
-  }
-  if (!ref.empty())
-    for (auto& sum : rep.policies) {
-      if (sum.policy == config.reference_policy) continue;
-      std::vector<double> d(ns);
-      for (std::size_t s = 0; s < ns; ++s) d[s] = sum.per_seed_at_100[s] - ref[s];
-      sum.paired_diff_mean = mean_of(d);
-      sum.paired_diff_stderr = stddev_of(d) / std::sqrt(static_cast<double>(ns));
-    }
+  summarise(rep, names, config);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }

@@ -142,6 +142,7 @@ struct FgdOptions {
 
 namespace detail {
 struct FgdCosts;
+struct FgdEvaluation;
 }
 
 class FgdPolicy : public TracePolicy {
@@ -178,6 +179,8 @@ class FgdPolicy : public TracePolicy {
   double stranded_gpu_milli(MilliCpu cpu_free, MilliGpu gpu_free) const;
 
  private:
+  NodeChoice evaluate_indexed(const ClusterState& state, NodeId node, const TaskRequest& request) const;
+  NodeChoice choice_of(const detail::FgdEvaluation& e, std::int32_t gpu) const;
   struct Index;
   NodeId select_scan(const ClusterState& state, const TaskRequest& request) const;
   // The node score of a change of F (plus FGD-OC's cost): the paper's integer or the exact one.

@@ -10,6 +10,40 @@ void Reader::read_node(const Obj& o) {
   node.name = o.name;
   if (node_index_.contains(node.name)) o.fail("metadata.name", fmt::format("duplicate node \"{}\"", node.name), ErrorCode::kDuplicate);
   node.labels = get_string_map(o, path(o.v, {"metadata", "labels"}), "metadata.labels");
+  std::int64_t whole = 0;
+  std::vector<std::pair<std::string, std::int64_t>> mig;
+  read_node_resources(o, node, whole, mig);
+  NodeRec rec;
+  if (whole > 0 || !mig.empty()) read_node_gpus(o, node, rec, whole, mig);
+  if (const json* u = path(o.v, {"spec", "unschedulable"})) {
+    if (!u->is_boolean()) o.fail("spec.unschedulable", fmt::format("expected true or false, got {}", shown(*u)));
+    node.schedulable = !u->get<bool>();
+  }
+  if (const json* conds = path(o.v, {"status", "conditions"})) {
+    get_array(o, conds, "status.conditions");
+    bool ready = false;
+    for (std::size_t i = 0; i < conds->size(); ++i) {
+      const json& c = (*conds)[i];
+      if (get_string(o, child(&c, "type"), fmt::format("status.conditions[{}].type", i)) == "Ready")
+        ready = get_string(o, child(&c, "status"), fmt::format("status.conditions[{}].status", i)) == "True";
+    }
+    node.healthy = ready;
+  }
+  if (const json* ts = path(o.v, {"spec", "taints"})) rec.taint_mask = read_node_taints(o, *ts);
+  gpus_read_ += node.gpus.size();
+  if (gpus_read_ > kMaxClusterGpus)
+    o.fail("status.allocatable", fmt::format("the nodes so far have {} GPUs: more than the {} a cluster may have", gpus_read_,
+                                             kMaxClusterGpus), ErrorCode::kLimit);
+  node_index_.emplace(node.name, nodes_.size());
+  nodes_.push_back(std::move(node));
+  rec.source = o.source;
+  node_recs_.push_back(rec);
+}
+
+// The node's allocatable (or, by option or when it has none, capacity) CPU, memory, whole GPUs
+// (nvidia.com/gpu) and MIG devices by profile (nvidia.com/mig-<profile>, mixed strategy).
+void Reader::read_node_resources(const Obj& o, NodeSpec& node, std::int64_t& whole,
+                                 std::vector<std::pair<std::string, std::int64_t>>& mig) {
   const char* which = opt_.use_capacity ? "capacity" : "allocatable";
   const json* res = path(o.v, {"status", which});
   if (!res && !opt_.use_capacity) {
@@ -18,8 +52,6 @@ void Reader::read_node(const Obj& o) {
   }
   if (!res) o.fail("status.allocatable", "missing (and no status.capacity)", ErrorCode::kMissingField);
   get_object(o, res, fmt::format("status.{}", which));
-  std::int64_t whole = 0;
-  std::vector<std::pair<std::string, std::int64_t>> mig;
   bool has_cpu = false, has_memory = false;
   for (const auto& [key, value] : res->items()) {
     const std::string f = fmt::format("status.{}[\"{}\"]", which, key);
@@ -41,85 +73,71 @@ void Reader::read_node(const Obj& o) {
   if (!has_cpu) o.fail(fmt::format("status.{}.cpu", which), "missing", ErrorCode::kMissingField);
   if (!has_memory) o.fail(fmt::format("status.{}.memory", which), "missing", ErrorCode::kMissingField);
 
-  NodeRec rec;
-  if (whole > 0 || !mig.empty()) {
-    const std::string* product = find_label(node.labels, "nvidia.com/gpu.product");
-    const std::string field = "metadata.labels[\"nvidia.com/gpu.product\"]";
-    if (!product)
-      o.fail(field, fmt::format("missing: the node has {} GPU devices and GPU Feature Discovery names their model here", whole + static_cast<std::int64_t>(mig.size())),
-             ErrorCode::kMissingField);
-    const Product p = split_product(*product);
-    auto model = model_of(reg_, p.base);
-    if (!model) o.fail(field, fmt::format("unknown GPU model {} (not in the GPU model registry; add it as a gpu_models row)", shown(*product)), ErrorCode::kUnknownName);
-    // "A100-SXM4-40GB-MIG-" was read as whole GPUs: GFD's single strategy names the profile.
-    if (p.mig && !mig::parse_profile_name(p.mig_profile))
-      o.fail(field, fmt::format("{}: no MIG profile after \"-MIG-\" (GFD's single strategy writes e.g. A100-SXM4-40GB-MIG-1g.5gb)", shown(*product)));
-    rec.model = *model;
-    if (p.shared)
-      warn_.add(o, field, "time-sliced GPUs (-SHARED): nvidia.com/gpu counts replicas; each replica is read as a whole GPU");
-    const std::string* strategy = find_label(node.labels, "nvidia.com/mig.strategy");
-    std::int64_t physical = -1;
-    if (const std::string* c = find_label(node.labels, "nvidia.com/gpu.count")) {
-      auto q = parse_quantity(*c, QuantityUnit::kCount);
-      if (!q || *q > 65535) o.fail("metadata.labels[\"nvidia.com/gpu.count\"]", fmt::format("expected a GPU count, got \"{}\"", *c));
-      physical = *q;
-    }
-    if (!p.mig_profile.empty()) {
-      // MIG single strategy: nvidia.com/gpu counts MIG devices of the product's profile.
-      if (strategy && *strategy != "single")
-        o.fail(field, fmt::format("a MIG product \"{}\" with nvidia.com/mig.strategy \"{}\" (expected single)", *product, *strategy));
-      if (!mig.empty()) o.fail(field, "MIG single-strategy product and nvidia.com/mig-* resources together");
-      build_mig(o, node, rec.model, 0, {{p.mig_profile, whole}}, -1);
-      rec.mig_profile = p.mig_profile;
-    } else {
-      node.gpus.assign(static_cast<std::size_t>(whole), GpuSpec{rec.model});
-      if (!mig.empty()) build_mig(o, node, rec.model, whole, mig, physical);
-    }
+}
+
+// The GPUs of a node that has some: their model from GPU Feature Discovery's product label, whole
+// GPUs or MIG instances (single strategy: the product names the profile; mixed: per-profile devices).
+void Reader::read_node_gpus(const Obj& o, NodeSpec& node, NodeRec& rec, std::int64_t whole,
+                            const std::vector<std::pair<std::string, std::int64_t>>& mig) {
+  const std::string* product = find_label(node.labels, "nvidia.com/gpu.product");
+  const std::string field = "metadata.labels[\"nvidia.com/gpu.product\"]";
+  if (!product)
+    o.fail(field, fmt::format("missing: the node has {} GPU devices and GPU Feature Discovery names their model here", whole + static_cast<std::int64_t>(mig.size())),
+           ErrorCode::kMissingField);
+  const Product p = split_product(*product);
+  auto model = model_of(reg_, p.base);
+  if (!model) o.fail(field, fmt::format("unknown GPU model {} (not in the GPU model registry; add it as a gpu_models row)", shown(*product)), ErrorCode::kUnknownName);
+  // "A100-SXM4-40GB-MIG-" was read as whole GPUs: GFD's single strategy names the profile.
+  if (p.mig && !mig::parse_profile_name(p.mig_profile))
+    o.fail(field, fmt::format("{}: no MIG profile after \"-MIG-\" (GFD's single strategy writes e.g. A100-SXM4-40GB-MIG-1g.5gb)", shown(*product)));
+  rec.model = *model;
+  if (p.shared)
+    warn_.add(o, field, "time-sliced GPUs (-SHARED): nvidia.com/gpu counts replicas; each replica is read as a whole GPU");
+  const std::string* strategy = find_label(node.labels, "nvidia.com/mig.strategy");
+  std::int64_t physical = -1;
+  if (const std::string* c = find_label(node.labels, "nvidia.com/gpu.count")) {
+    auto q = parse_quantity(*c, QuantityUnit::kCount);
+    if (!q || *q > 65535) o.fail("metadata.labels[\"nvidia.com/gpu.count\"]", fmt::format("expected a GPU count, got \"{}\"", *c));
+    physical = *q;
   }
-  if (const json* u = path(o.v, {"spec", "unschedulable"})) {
-    if (!u->is_boolean()) o.fail("spec.unschedulable", fmt::format("expected true or false, got {}", shown(*u)));
-    node.schedulable = !u->get<bool>();
+  if (!p.mig_profile.empty()) {
+    // MIG single strategy: nvidia.com/gpu counts MIG devices of the product's profile.
+    if (strategy && *strategy != "single")
+      o.fail(field, fmt::format("a MIG product \"{}\" with nvidia.com/mig.strategy \"{}\" (expected single)", *product, *strategy));
+    if (!mig.empty()) o.fail(field, "MIG single-strategy product and nvidia.com/mig-* resources together");
+    build_mig(o, node, rec.model, 0, {{p.mig_profile, whole}}, -1);
+    rec.mig_profile = p.mig_profile;
+  } else {
+    node.gpus.assign(static_cast<std::size_t>(whole), GpuSpec{rec.model});
+    if (!mig.empty()) build_mig(o, node, rec.model, whole, mig, physical);
   }
-  if (const json* conds = path(o.v, {"status", "conditions"})) {
-    get_array(o, conds, "status.conditions");
-    bool ready = false;
-    for (std::size_t i = 0; i < conds->size(); ++i) {
-      const json& c = (*conds)[i];
-      if (get_string(o, child(&c, "type"), fmt::format("status.conditions[{}].type", i)) == "Ready")
-        ready = get_string(o, child(&c, "status"), fmt::format("status.conditions[{}].status", i)) == "True";
+}
+
+// spec.taints as a mask over the cluster's distinct NoSchedule/NoExecute taints (PreferNoSchedule is
+// a scoring preference: warned about, not modelled).
+std::uint64_t Reader::read_node_taints(const Obj& o, const json& ts) {
+  std::uint64_t mask = 0;
+  get_array(o, &ts, "spec.taints");
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const json& t = ts[i];
+    const std::string f = fmt::format("spec.taints[{}]", i);
+    Taint taint{get_string(o, child(&t, "key"), f + ".key", true), get_string(o, child(&t, "value"), f + ".value"),
+                get_string(o, child(&t, "effect"), f + ".effect", true)};
+    if (taint.effect == "PreferNoSchedule") {
+      warn_.add(o, f + ".effect", "PreferNoSchedule taints are a scoring preference, not modelled");
+      continue;
     }
-    node.healthy = ready;
-  }
-  if (const json* ts = path(o.v, {"spec", "taints"})) {
-    get_array(o, ts, "spec.taints");
-    for (std::size_t i = 0; i < ts->size(); ++i) {
-      const json& t = (*ts)[i];
-      const std::string f = fmt::format("spec.taints[{}]", i);
-      Taint taint{get_string(o, child(&t, "key"), f + ".key", true), get_string(o, child(&t, "value"), f + ".value"),
-                  get_string(o, child(&t, "effect"), f + ".effect", true)};
-      if (taint.effect == "PreferNoSchedule") {
-        warn_.add(o, f + ".effect", "PreferNoSchedule taints are a scoring preference, not modelled");
-        continue;
-      }
-      if (taint.effect != "NoSchedule" && taint.effect != "NoExecute")
-        o.fail(f + ".effect", fmt::format("expected NoSchedule, PreferNoSchedule or NoExecute, got \"{}\"", taint.effect));
-      auto it = std::find(taints_.begin(), taints_.end(), taint);
-      if (it == taints_.end()) {
-        if (taints_.size() == kMaxTaints) o.fail(f, fmt::format("more than {} distinct NoSchedule/NoExecute taints in the cluster", kMaxTaints), ErrorCode::kLimit);
-        taints_.push_back(taint);
-        it = taints_.end() - 1;
-      }
-      rec.taint_mask |= std::uint64_t{1} << (it - taints_.begin());
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute")
+      o.fail(f + ".effect", fmt::format("expected NoSchedule, PreferNoSchedule or NoExecute, got \"{}\"", taint.effect));
+    auto it = std::find(taints_.begin(), taints_.end(), taint);
+    if (it == taints_.end()) {
+      if (taints_.size() == kMaxTaints) o.fail(f, fmt::format("more than {} distinct NoSchedule/NoExecute taints in the cluster", kMaxTaints), ErrorCode::kLimit);
+      taints_.push_back(taint);
+      it = taints_.end() - 1;
     }
+    mask |= std::uint64_t{1} << (it - taints_.begin());
   }
-  gpus_read_ += node.gpus.size();
-  if (gpus_read_ > kMaxClusterGpus)
-    o.fail("status.allocatable", fmt::format("the nodes so far have {} GPUs: more than the {} a cluster may have", gpus_read_,
-                                             kMaxClusterGpus), ErrorCode::kLimit);
-  node_index_.emplace(node.name, nodes_.size());
-  nodes_.push_back(std::move(node));
-  rec.source = o.source;
-  node_recs_.push_back(rec);
+  return mask;
 }
 
 // MIG devices as GPU instances on physical GPUs. The device plugin reports only counts per

@@ -137,6 +137,29 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
   PodSpecRead out;
   if (!spec) o.fail(prefix, "missing", ErrorCode::kMissingField);
   get_object(o, spec, prefix);
+  read_pod_requests(o, spec, prefix, out);
+  read_gpu_product_selector(o, spec, prefix, out);
+  out.scheduler = get_string(o, child(spec, "schedulerName"), Field{prefix, ".schedulerName"});
+  if (out.scheduler.empty()) out.scheduler = "default-scheduler";
+  if (const json* p = child(spec, "priority"))
+    out.priority = static_cast<std::int32_t>(get_int(o, p, Field{prefix, ".priority"}, std::numeric_limits<std::int32_t>::min(),
+                                                     std::numeric_limits<std::int32_t>::max()));
+  out.priority_class = get_string(o, child(spec, "priorityClassName"), Field{prefix, ".priorityClassName"});
+  out.node_name = get_string(o, child(spec, "nodeName"), Field{prefix, ".nodeName"});
+
+  bool complex = false;
+  const json* terms = nullptr;
+  read_node_affinity(o, spec, prefix, out, complex, terms);
+  if (child(spec, "topologySpreadConstraints"))
+    warn_.add(o, prefix + ".topologySpreadConstraints", "topology spread constraints of single pods are not modelled");
+  out.cls = constraint_class(o, spec, prefix, complex, terms);
+  return out;
+}
+
+// What the pod asks for, as Kubernetes adds it up: the app containers' requests plus the sidecars
+// (restartPolicy Always init containers), at least the peak of the init containers, plus the
+// overhead; GPUs whole, or one MIG device.
+void Reader::read_pod_requests(const Obj& o, const json* spec, const std::string& prefix, PodSpecRead& out) {
   const json* containers = child(spec, "containers");
   if (!containers) o.fail(prefix + ".containers", "missing", ErrorCode::kMissingField);
   get_array(o, containers, Field{prefix, ".containers"});
@@ -188,6 +211,10 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
     out.shape.gpus = static_cast<GpuCount>(app.gpu);
     out.shape.gpu_milli = kMilliPerGpu;
   }
+}
+
+// nodeSelector, and the GPU model (and MIG single-strategy profile) its GPU product label names.
+void Reader::read_gpu_product_selector(const Obj& o, const json* spec, const std::string& prefix, PodSpecRead& out) {
   out.selector = get_string_map(o, child(spec, "nodeSelector"), Field{prefix, ".nodeSelector"});
   if (const std::string* product = find_label(out.selector, "nvidia.com/gpu.product")) {
     const Product p = split_product(*product);
@@ -202,18 +229,12 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
       out.shape.gpu_milli = 0;
     }
   }
-  out.scheduler = get_string(o, child(spec, "schedulerName"), Field{prefix, ".schedulerName"});
-  if (out.scheduler.empty()) out.scheduler = "default-scheduler";
-  if (const json* p = child(spec, "priority"))
-    out.priority = static_cast<std::int32_t>(get_int(o, p, Field{prefix, ".priority"}, std::numeric_limits<std::int32_t>::min(),
-                                                     std::numeric_limits<std::int32_t>::max()));
-  out.priority_class = get_string(o, child(spec, "priorityClassName"), Field{prefix, ".priorityClassName"});
-  out.node_name = get_string(o, child(spec, "nodeName"), Field{prefix, ".nodeName"});
+}
 
-  // Node affinity: a single term of single-value In expressions is a plain selector; anything else
-  // a constraint class.
-  bool complex = false;
-  const json* terms = nullptr;
+// Node affinity: a single term of single-value In expressions is a plain selector; anything else
+// a constraint class.
+void Reader::read_node_affinity(const Obj& o, const json* spec, const std::string& prefix, PodSpecRead& out, bool& complex,
+                                const json*& terms) {
   if (const json* aff = child(spec, "affinity")) {
     const std::string ap = prefix + ".affinity";
     for (const char* k : {"podAffinity", "podAntiAffinity"})
@@ -242,20 +263,8 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
               const std::string ep = fmt::format("{}.{}[{}]", tp, part, e);
               const std::string key = get_string(o, child(&ex, "key"), ep + ".key", true);
               const std::string op = get_string(o, child(&ex, "operator"), ep + ".operator", true);
-              static const std::set<std::string> ops = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
-              if (!ops.contains(op))
-                o.fail(ep + ".operator", fmt::format("expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got \"{}\"", op));
               const json* values = child(&ex, "values");
-              if (values) {
-                get_array(o, values, ep + ".values");
-                for (std::size_t k = 0; k < values->size(); ++k) get_string(o, &(*values)[k], fmt::format("{}.values[{}]", ep, k));
-              }
-              if (part[5] == 'F' && key != "metadata.name")
-                o.fail(ep + ".key", fmt::format("matchFields supports metadata.name only, got \"{}\"", key));
-              if ((op == "Gt" || op == "Lt") && (!values || values->size() != 1))
-                o.fail(ep + ".values", fmt::format("{} takes exactly one value", op));
-              if ((op == "In" || op == "NotIn") && (!values || values->empty()))
-                o.fail(ep + ".values", fmt::format("{} needs at least one value", op));
+              check_selector_requirement(o, ex, ep, key, op, part[5] == 'F');
               if (terms->size() == 1 && part[5] == 'E' && op == "In" && values->size() == 1)
                 simple.emplace_back(key, (*values)[0].get<std::string>());
               else
@@ -272,10 +281,27 @@ PodSpecRead Reader::read_pod_spec(const Obj& o, const json* spec, const std::str
       }
     }
   }
-  if (child(spec, "topologySpreadConstraints"))
-    warn_.add(o, prefix + ".topologySpreadConstraints", "topology spread constraints of single pods are not modelled");
-  out.cls = constraint_class(o, spec, prefix, complex, terms);
-  return out;
+}
+
+// One requirement of a nodeSelectorTerm (matchExpressions or matchFields; its key and operator read),
+// checked as the API server validates it: a known operator, string values, Gt/Lt with one value,
+// In/NotIn with at least one, matchFields on metadata.name only.
+void Reader::check_selector_requirement(const Obj& o, const json& ex, const std::string& ep, const std::string& key,
+                                        const std::string& op, bool match_fields) {
+  static const std::set<std::string> ops = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+  if (!ops.contains(op))
+    o.fail(ep + ".operator", fmt::format("expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got \"{}\"", op));
+  const json* values = child(&ex, "values");
+  if (values) {
+    get_array(o, values, ep + ".values");
+    for (std::size_t k = 0; k < values->size(); ++k) get_string(o, &(*values)[k], fmt::format("{}.values[{}]", ep, k));
+  }
+  if (match_fields && key != "metadata.name")
+    o.fail(ep + ".key", fmt::format("matchFields supports metadata.name only, got \"{}\"", key));
+  if ((op == "Gt" || op == "Lt") && (!values || values->size() != 1))
+    o.fail(ep + ".values", fmt::format("{} takes exactly one value", op));
+  if ((op == "In" || op == "NotIn") && (!values || values->empty()))
+    o.fail(ep + ".values", fmt::format("{} needs at least one value", op));
 }
 
 // GPU sharing by annotation, as KAI-Scheduler (and Run:ai) read it from a pod with no GPU resources

@@ -62,189 +62,225 @@ struct PendingPod {
   std::int64_t created;
 };
 
-void Reader::read_pods() {
-  // Gangs in first-seen order: key "ns/name" -> pending pods and bound count per task.
-  struct Gang {
-    std::string kind;
-    std::string ns, name;
-    std::vector<PendingPod> pods;
-    std::int64_t running = 0;
-    std::int64_t total_count = -1;  // Kueue pod-group-total-count
-  };
-  std::vector<Gang> gangs;
-  std::map<std::string, std::size_t> gang_index;
+// The gang a pod belongs to, by its annotations and labels: a PodGroup (scheduling.k8s.io's
+// coscheduling or Volcano's), or a Kueue pod group (with its total count); and its Volcano Job.
+struct PodGangRef {
+  std::string key, kind;          // "" when it is in no gang
+  std::int64_t total_count = -1;  // Kueue pod-group-total-count
+  const std::string* volcano_job = nullptr;
+  bool of_volcano_job = false;    // that Volcano Job is in the input
+};
+
+// One gang of pods in the input: its pending pods and its bound ones.
+struct PodGang {
+  std::string kind;
+  std::string ns, name;
+  std::vector<PendingPod> pods;
+  std::int64_t running = 0;
+  std::int64_t total_count = -1;  // Kueue pod-group-total-count
+};
+
+// The gangs in first-seen order, by "ns/name", and the bound pods of Volcano Jobs by task.
+struct PodGangs {
+  std::vector<PodGang> list;
+  std::map<std::string, std::size_t> index;
   std::map<std::string, std::int64_t> volcano_running;  // "ns/job/task" -> bound pods
-  for (Obj& o : objs_) {
-    if (o.kind != "Pod") continue;
-    json lazy_doc;  // a PodList's pod, parsed now and dropped after this iteration
-    if (!o.v) {
-      auto doc = io::detail::parse_json_fast(o.lazy, o.source, {.max_values = detail::kMaxObjectValues});
-      if (!doc) throw ParseError{doc.error()};
-      lazy_doc = std::move(*doc);
-      o.v = &lazy_doc;
-      identify(o);
-      remember(o);
-    }
-    struct Forget {
-      Obj& o;
-      ~Forget() {
-        if (!o.lazy.empty()) o.v = nullptr;
-      }
-    } forget{o};
-    const std::string phase = get_string(o, path(o.v, {"status", "phase"}), "status.phase");
-    if (phase == "Succeeded" || phase == "Failed") continue;  // holds nothing
-    PendingPod p{&o, read_pod_spec(o, child(o.v, "spec"), "spec"), get_string_map(o, path(o.v, {"metadata", "labels"}), "metadata.labels"),
-                 get_string_map(o, path(o.v, {"metadata", "annotations"}), "metadata.annotations"),
-                 parse_timestamp(o, path(o.v, {"metadata", "creationTimestamp"}))};
-    read_gpu_sharing(o, p.annotations, "metadata.annotations", p.spec);
-    const std::string queue = queue_of_pod(o, p.labels);
-    std::string gang_key, gang_kind;
-    std::int64_t total_count = -1;
-    if (const std::string* g = find_label(p.annotations, "scheduling.k8s.io/group-name")) gang_key = *g, gang_kind = "PodGroup";
-    else if (const std::string* k = find_label(p.annotations, "pod-group-name")) gang_key = *k, gang_kind = "PodGroup";
-    else if (const std::string* q = find_label(p.labels, "kueue.x-k8s.io/pod-group-name")) {
-      gang_key = *q, gang_kind = "pod-group";
-      if (const std::string* c = find_label(p.annotations, "kueue.x-k8s.io/pod-group-total-count")) {
-        auto n = parse_quantity(*c, QuantityUnit::kCount);
-        if (!n) o.fail("metadata.annotations[\"kueue.x-k8s.io/pod-group-total-count\"]", n.error().message);
-        total_count = *n;
-      }
-    }
-    const std::string* vjob = find_label(p.labels, "volcano.sh/job-name");
-    const bool of_vjob = vjob && volcano_jobs_.contains(o.ns + "/" + *vjob);
-    if (!p.spec.node_name.empty()) {
-      RunningPod r;
-      r.pod = {o.ns, o.name};
-      r.source = o.source;
-      r.node = p.spec.node_name;
-      r.job.job_name = o.ns + "/" + o.name;
-      r.job.queue_name = queue;
-      if (gang_kind == "PodGroup") {
-        auto pg = podgroups_.find(o.ns + "/" + gang_key);
-        if (pg != podgroups_.end() && r.job.queue_name.empty())
-          r.job.queue_name = get_string(*pg->second, path(pg->second->v, {"spec", "queue"}), "spec.queue");
-      }
-      r.job.groups.push_back(group_from(p.spec, "pod"));
-      r.priority = priority_of(o, p.spec, "spec.priorityClassName");
-      r.start_time = parse_timestamp(o, path(o.v, {"status", "startTime"}), "status.startTime");
-      if (r.start_time == 0) r.start_time = p.created;
-      in_.running.push_back(std::move(r));
-      const std::string* gpu_group = find_label(p.labels, "runai-gpu-group");
-      running_gpu_group_.push_back(gpu_group ? *gpu_group : std::string());
-      if (!gang_key.empty()) {
-        auto [it, fresh] = gang_index.emplace(o.ns + "/" + gang_key, gangs.size());
-        if (fresh) gangs.push_back({gang_kind, o.ns, gang_key, {}, 0, total_count});
-        ++gangs[it->second].running;
-      }
-      if (of_vjob) {
-        const std::string* task = find_label(p.annotations, "volcano.sh/task-spec");
-        ++volcano_running[o.ns + "/" + *vjob + "/" + (task ? *task : std::string())];
-      }
-      continue;
-    }
-    if (!opt_.scheduler_name.empty() && p.spec.scheduler != opt_.scheduler_name) {
-      in_.skipped.push_back({o.ns, o.name});
-      continue;
-    }
-    if (of_vjob) continue;  // the Volcano Job describes its pending pods (read_volcano_jobs)
-    if (!gang_key.empty()) {
-      auto [it, fresh] = gang_index.emplace(o.ns + "/" + gang_key, gangs.size());
-      if (fresh) gangs.push_back({gang_kind, o.ns, gang_key, {}, 0, total_count});
-      gangs[it->second].pods.push_back(std::move(p));
-      continue;
-    }
-    Job job;
-    job.job_name = o.ns + "/" + o.name;
-    job.queue_name = queue;
-    job.job_priority = priority_of(o, p.spec, "spec.priorityClassName");
-    job.job_priority_class = p.spec.priority_class;
-    job.job_submit_time = p.created;
-    job.groups.push_back(group_from(p.spec, "pod"));
-    set_topology(job, p.annotations);
-    in_.jobs.push_back(std::move(job));
-    in_.sources.push_back({"Pod", {o.ns, o.name}, {{{o.ns, o.name}}}});
+  PodGang& of(const std::string& ns, const PodGangRef& ref) {
+    auto [it, fresh] = index.emplace(ns + "/" + ref.key, list.size());
+    if (fresh) list.push_back({ref.kind, ns, ref.key, {}, 0, ref.total_count});
+    return list[it->second];
   }
-  for (Gang& g : gangs) {
-    if (g.pods.empty()) continue;
-    const Obj& first = *g.pods.front().obj;
-    Job job;
-    JobSource src;
-    src.kind = g.kind;
-    src.object = {g.ns, g.name};
-    job.job_name = g.ns + "/" + g.name;
-    // Task groups: pods with the same request, selectors and task name (Volcano's
-    // volcano.sh/task-spec annotation) are replicas of one group.
-    std::map<std::string, std::size_t> by_sig;
-    std::int64_t created = std::numeric_limits<std::int64_t>::max();
-    std::int32_t priority = std::numeric_limits<std::int32_t>::min();
-    for (PendingPod& p : g.pods) {
-      const std::string* task = find_label(p.annotations, "volcano.sh/task-spec");
-      const std::string sig = (task ? *task : std::string()) + "#" + signature_of(p.spec);
-      auto [it, fresh] = by_sig.emplace(sig, job.groups.size());
-      if (fresh) {
-        job.groups.push_back(group_from(p.spec, task ? *task : fmt::format("group-{}", job.groups.size())));
-        job.groups.back().replicas = 0;
-        src.pods.emplace_back();
-      }
-      ++job.groups[it->second].replicas;
-      src.pods[it->second].push_back({p.obj->ns, p.obj->name});
-      created = std::min(created, p.created);
-      priority = std::max(priority, priority_of(*p.obj, p.spec, "spec.priorityClassName"));
-      if (job.queue_name.empty()) job.queue_name = queue_of_pod(*p.obj, p.labels);
-      if (job.job_priority_class.empty()) job.job_priority_class = p.spec.priority_class;
+};
+
+void Reader::read_pods() {
+  PodGangs gangs;
+  for (Obj& o : objs_)
+    if (o.kind == "Pod") read_pod(o, gangs);
+  for (PodGang& g : gangs.list)
+    if (!g.pods.empty()) add_gang_job(g);
+  volcano_running_ = std::move(gangs.volcano_running);
+}
+
+PodGangRef Reader::gang_of_pod(const Obj& o, const PendingPod& p) const {
+  PodGangRef ref;
+  if (const std::string* g = find_label(p.annotations, "scheduling.k8s.io/group-name")) ref.key = *g, ref.kind = "PodGroup";
+  else if (const std::string* k = find_label(p.annotations, "pod-group-name")) ref.key = *k, ref.kind = "PodGroup";
+  else if (const std::string* q = find_label(p.labels, "kueue.x-k8s.io/pod-group-name")) {
+    ref.key = *q, ref.kind = "pod-group";
+    if (const std::string* c = find_label(p.annotations, "kueue.x-k8s.io/pod-group-total-count")) {
+      auto n = parse_quantity(*c, QuantityUnit::kCount);
+      if (!n) o.fail("metadata.annotations[\"kueue.x-k8s.io/pod-group-total-count\"]", n.error().message);
+      ref.total_count = *n;
     }
-    set_topology(job, g.pods.front().annotations);
-    job.job_submit_time = created;
-    job.job_priority = priority;
-    std::int64_t pending = 0;
-    for (const auto& grp : job.groups) pending += grp.replicas;
-    std::int64_t min_member = pending + g.running;  // rigid unless the group says otherwise
-    std::map<std::string, std::int64_t> min_task;
-    if (g.kind == "PodGroup") {
-      auto pg = podgroups_.find(g.ns + "/" + g.name);
-      if (pg == podgroups_.end()) {
-        warn_.add(first, "metadata.annotations[\"scheduling.k8s.io/group-name\"]",
-                  "the pod's PodGroup is not in the input: its pending pods are read as one rigid gang");
-      } else {
-        const Obj& po = *pg->second;
-        if (const json* m = path(po.v, {"spec", "minMember"})) min_member = get_int(po, m, "spec.minMember", 0, 1 << 20);
-        if (const json* q = path(po.v, {"spec", "queue"})) job.queue_name = get_string(po, q, "spec.queue");
-        if (const json* pc = path(po.v, {"spec", "priorityClassName"})) {
-          PodSpecRead s;
-          s.priority_class = get_string(po, pc, "spec.priorityClassName");
-          job.job_priority_class = s.priority_class;
-          job.job_priority = priority_of(po, s, "spec.priorityClassName");
-        }
-        if (const json* mt = path(po.v, {"spec", "minTaskMember"})) {
-          get_object(po, mt, "spec.minTaskMember");
-          for (const auto& [task, n] : mt->items()) min_task[task] = get_int(po, &n, fmt::format("spec.minTaskMember[\"{}\"]", task), 0, 1 << 20);
-        }
-        read_network_topology(po, child(po.v, "spec"), job);
-        if (path(po.v, {"spec", "subGroupPolicy"}))
-          warn_.add(po, "spec.subGroupPolicy",
-                    "Volcano sub-groups (subGroupSize, minSubGroups, their networkTopology) are not read: the gang is "
-                    "placed whole by its minMember");
-        if (path(po.v, {"spec", "minResources"}))
-          warn_.add(po, "spec.minResources", "minResources is not read (the gang's pods are)");
-      }
-    } else if (g.total_count >= 0) {
-      min_member = g.total_count;
-    }
-    const std::int64_t need = std::max<std::int64_t>(0, min_member - g.running);
-    if (!min_task.empty()) {
-      for (auto& grp : job.groups)
-        if (auto it = min_task.find(grp.name); it != min_task.end()) grp.min_replicas = static_cast<std::int32_t>(std::min<std::int64_t>(it->second, grp.replicas));
-    } else if (need < pending) {
-      if (job.groups.size() == 1) job.groups[0].min_replicas = static_cast<std::int32_t>(need);
-      else
-        warn_.add(first, "spec.minMember", "a minimum over several task groups is not expressible per group: the gang is read as rigid");
-    } else if (need > pending) {
-      warn_.add(first, "spec.minMember", fmt::format("minMember {} exceeds the gang's {} pods in the input; read as rigid", min_member, pending + g.running));
-    }
-    in_.jobs.push_back(std::move(job));
-    in_.sources.push_back(std::move(src));
   }
-  volcano_running_ = std::move(volcano_running);
+  ref.volcano_job = find_label(p.labels, "volcano.sh/job-name");
+  ref.of_volcano_job = ref.volcano_job && volcano_jobs_.contains(o.ns + "/" + *ref.volcano_job);
+  return ref;
+}
+
+// One pod: a bound one runs (in_.running, counted in its gang); a pending one of this scheduler is a
+// job of its own, a member of its gang, or described by its Volcano Job; a finished one holds nothing.
+void Reader::read_pod(Obj& o, PodGangs& gangs) {
+  json lazy_doc;  // a PodList's pod, parsed now and dropped after this pod
+  if (!o.v) {
+    auto doc = io::detail::parse_json_fast(o.lazy, o.source, {.max_values = detail::kMaxObjectValues});
+    if (!doc) throw ParseError{doc.error()};
+    lazy_doc = std::move(*doc);
+    o.v = &lazy_doc;
+    identify(o);
+    remember(o);
+  }
+  struct Forget {
+    Obj& o;
+    ~Forget() {
+      if (!o.lazy.empty()) o.v = nullptr;
+    }
+  } forget{o};
+  const std::string phase = get_string(o, path(o.v, {"status", "phase"}), "status.phase");
+  if (phase == "Succeeded" || phase == "Failed") return;  // holds nothing
+  PendingPod p{&o, read_pod_spec(o, child(o.v, "spec"), "spec"), get_string_map(o, path(o.v, {"metadata", "labels"}), "metadata.labels"),
+               get_string_map(o, path(o.v, {"metadata", "annotations"}), "metadata.annotations"),
+               parse_timestamp(o, path(o.v, {"metadata", "creationTimestamp"}))};
+  read_gpu_sharing(o, p.annotations, "metadata.annotations", p.spec);
+  const std::string queue = queue_of_pod(o, p.labels);
+  const PodGangRef ref = gang_of_pod(o, p);
+  if (!p.spec.node_name.empty()) {
+    add_running_pod(o, p, queue, ref, gangs);
+    return;
+  }
+  if (!opt_.scheduler_name.empty() && p.spec.scheduler != opt_.scheduler_name) {
+    in_.skipped.push_back({o.ns, o.name});
+    return;
+  }
+  if (ref.of_volcano_job) return;  // the Volcano Job describes its pending pods (read_volcano_jobs)
+  if (!ref.key.empty()) {
+    gangs.of(o.ns, ref).pods.push_back(std::move(p));
+    return;
+  }
+  Job job;
+  job.job_name = o.ns + "/" + o.name;
+  job.queue_name = queue;
+  job.job_priority = priority_of(o, p.spec, "spec.priorityClassName");
+  job.job_priority_class = p.spec.priority_class;
+  job.job_submit_time = p.created;
+  job.groups.push_back(group_from(p.spec, "pod"));
+  set_topology(job, p.annotations);
+  in_.jobs.push_back(std::move(job));
+  in_.sources.push_back({"Pod", {o.ns, o.name}, {{{o.ns, o.name}}}});
+}
+
+// A pod bound to a node runs: a one-pod job in its queue (its PodGroup's when the pod names none),
+// counted among its gang's and its Volcano Job task's bound pods.
+void Reader::add_running_pod(const Obj& o, const PendingPod& p, const std::string& queue, const PodGangRef& ref,
+                             PodGangs& gangs) {
+  RunningPod r;
+  r.pod = {o.ns, o.name};
+  r.source = o.source;
+  r.node = p.spec.node_name;
+  r.job.job_name = o.ns + "/" + o.name;
+  r.job.queue_name = queue;
+  if (ref.kind == "PodGroup") {
+    auto pg = podgroups_.find(o.ns + "/" + ref.key);
+    if (pg != podgroups_.end() && r.job.queue_name.empty())
+      r.job.queue_name = get_string(*pg->second, path(pg->second->v, {"spec", "queue"}), "spec.queue");
+  }
+  r.job.groups.push_back(group_from(p.spec, "pod"));
+  r.priority = priority_of(o, p.spec, "spec.priorityClassName");
+  r.start_time = parse_timestamp(o, path(o.v, {"status", "startTime"}), "status.startTime");
+  if (r.start_time == 0) r.start_time = p.created;
+  in_.running.push_back(std::move(r));
+  const std::string* gpu_group = find_label(p.labels, "runai-gpu-group");
+  running_gpu_group_.push_back(gpu_group ? *gpu_group : std::string());
+  if (!ref.key.empty()) ++gangs.of(o.ns, ref).running;
+  if (ref.of_volcano_job) {
+    const std::string* task = find_label(p.annotations, "volcano.sh/task-spec");
+    ++gangs.volcano_running[o.ns + "/" + *ref.volcano_job + "/" + (task ? *task : std::string())];
+  }
+}
+
+// A gang's pending pods as one job. Task groups: pods with the same request, selectors and task
+// name (Volcano's volcano.sh/task-spec annotation) are replicas of one group. Its minimum comes from
+// its PodGroup (minMember, minTaskMember) or Kueue's total count; without one it is rigid.
+void Reader::add_gang_job(PodGang& g) {
+  const Obj& first = *g.pods.front().obj;
+  Job job;
+  JobSource src;
+  src.kind = g.kind;
+  src.object = {g.ns, g.name};
+  job.job_name = g.ns + "/" + g.name;
+  std::map<std::string, std::size_t> by_sig;
+  std::int64_t created = std::numeric_limits<std::int64_t>::max();
+  std::int32_t priority = std::numeric_limits<std::int32_t>::min();
+  for (PendingPod& p : g.pods) {
+    const std::string* task = find_label(p.annotations, "volcano.sh/task-spec");
+    const std::string sig = (task ? *task : std::string()) + "#" + signature_of(p.spec);
+    auto [it, fresh] = by_sig.emplace(sig, job.groups.size());
+    if (fresh) {
+      job.groups.push_back(group_from(p.spec, task ? *task : fmt::format("group-{}", job.groups.size())));
+      job.groups.back().replicas = 0;
+      src.pods.emplace_back();
+    }
+    ++job.groups[it->second].replicas;
+    src.pods[it->second].push_back({p.obj->ns, p.obj->name});
+    created = std::min(created, p.created);
+    priority = std::max(priority, priority_of(*p.obj, p.spec, "spec.priorityClassName"));
+    if (job.queue_name.empty()) job.queue_name = queue_of_pod(*p.obj, p.labels);
+    if (job.job_priority_class.empty()) job.job_priority_class = p.spec.priority_class;
+  }
+  set_topology(job, g.pods.front().annotations);
+  job.job_submit_time = created;
+  job.job_priority = priority;
+  std::int64_t pending = 0;
+  for (const auto& grp : job.groups) pending += grp.replicas;
+  std::int64_t min_member = pending + g.running;  // rigid unless the group says otherwise
+  std::map<std::string, std::int64_t> min_task;
+  if (g.kind == "PodGroup") read_pod_group(g, first, job, min_member, min_task);
+  else if (g.total_count >= 0) min_member = g.total_count;
+  const std::int64_t need = std::max<std::int64_t>(0, min_member - g.running);
+  if (!min_task.empty()) {
+    for (auto& grp : job.groups)
+      if (auto it = min_task.find(grp.name); it != min_task.end()) grp.min_replicas = static_cast<std::int32_t>(std::min<std::int64_t>(it->second, grp.replicas));
+  } else if (need < pending) {
+    if (job.groups.size() == 1) job.groups[0].min_replicas = static_cast<std::int32_t>(need);
+    else
+      warn_.add(first, "spec.minMember", "a minimum over several task groups is not expressible per group: the gang is read as rigid");
+  } else if (need > pending) {
+    warn_.add(first, "spec.minMember", fmt::format("minMember {} exceeds the gang's {} pods in the input; read as rigid", min_member, pending + g.running));
+  }
+  in_.jobs.push_back(std::move(job));
+  in_.sources.push_back(std::move(src));
+}
+
+// The gang's PodGroup object: minMember, minTaskMember, its queue and priority class, its network
+// topology; what it says that is not read is warned about. A PodGroup missing from the input leaves
+// the gang rigid.
+void Reader::read_pod_group(const PodGang& g, const Obj& first, Job& job, std::int64_t& min_member,
+                            std::map<std::string, std::int64_t>& min_task) {
+  auto pg = podgroups_.find(g.ns + "/" + g.name);
+  if (pg == podgroups_.end()) {
+    warn_.add(first, "metadata.annotations[\"scheduling.k8s.io/group-name\"]",
+              "the pod's PodGroup is not in the input: its pending pods are read as one rigid gang");
+    return;
+  }
+  const Obj& po = *pg->second;
+  if (const json* m = path(po.v, {"spec", "minMember"})) min_member = get_int(po, m, "spec.minMember", 0, 1 << 20);
+  if (const json* q = path(po.v, {"spec", "queue"})) job.queue_name = get_string(po, q, "spec.queue");
+  if (const json* pc = path(po.v, {"spec", "priorityClassName"})) {
+    PodSpecRead s;
+    s.priority_class = get_string(po, pc, "spec.priorityClassName");
+    job.job_priority_class = s.priority_class;
+    job.job_priority = priority_of(po, s, "spec.priorityClassName");
+  }
+  if (const json* mt = path(po.v, {"spec", "minTaskMember"})) {
+    get_object(po, mt, "spec.minTaskMember");
+    for (const auto& [task, n] : mt->items()) min_task[task] = get_int(po, &n, fmt::format("spec.minTaskMember[\"{}\"]", task), 0, 1 << 20);
+  }
+  read_network_topology(po, child(po.v, "spec"), job);
+  if (path(po.v, {"spec", "subGroupPolicy"}))
+    warn_.add(po, "spec.subGroupPolicy",
+              "Volcano sub-groups (subGroupSize, minSubGroups, their networkTopology) are not read: the gang is "
+              "placed whole by its minMember");
+  if (path(po.v, {"spec", "minResources"})) warn_.add(po, "spec.minResources", "minResources is not read (the gang's pods are)");
 }
 
 // A Volcano Job (batch.volcano.sh/v1alpha1): one gang job whose groups are its tasks, each task's

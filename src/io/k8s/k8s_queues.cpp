@@ -52,7 +52,6 @@ void add_amount(std::vector<std::pair<std::string, std::int64_t>>& v, const std:
 }
 
 void Reader::read_queues() {
-  const std::vector<std::string>& models = cluster_models_;
   std::set<std::string> names;
   for (const Obj& o : objs_) {
     const bool kueue = o.kind == "ClusterQueue" && o.group == "kueue.x-k8s.io";
@@ -63,198 +62,215 @@ void Reader::read_queues() {
     const json* spec = child(o.v, "spec");
     QueueSpec q;
     q.name = o.name;
-    if (kueue) {
-      // Kueue ClusterQueue (kueue.sigs.k8s.io/docs/concepts/cluster_queue): per flavor and resource
-      // nominalQuota, borrowingLimit, lendingLimit; a resource the queue does not cover is
-      // inadmissible (nominal 0). The fairness model has one CPU and one memory dimension, so CPU
-      // and memory quotas of several flavors add up; GPU quotas go to their flavor's GPU model.
-      q.kind = "ClusterQueue";
-      q.unlisted = 0;
-      q.cohort = get_string(o, child(spec, "cohort"), "spec.cohort");
-      if (q.cohort.empty()) q.cohort = get_string(o, child(spec, "cohortName"), "spec.cohortName");
-      const std::string strategy = get_string(o, child(spec, "queueingStrategy"), "spec.queueingStrategy");
-      if (!strategy.empty() && strategy != "BestEffortFIFO" && strategy != "StrictFIFO")
-        o.fail("spec.queueingStrategy", fmt::format("expected BestEffortFIFO or StrictFIFO, got \"{}\"", strategy));
-      q.strict_fifo = strategy == "StrictFIFO";
-      if (const json* w = path(spec, {"fairSharing", "weight"})) {
-        auto r = io::detail::read_quantity(*w, "spec.fairSharing.weight", QuantityUnit::kMilli, kMilliPerCpu);
-        if (!r || *r <= 0) o.fail("spec.fairSharing.weight", fmt::format("expected a positive weight, got {}", shown(*w)));
-        q.weight = static_cast<double>(*r) / 1000.0;
-      }
-      // Kueue's preemption policies, each Never unless set (kueue.sigs.k8s.io "Preemption"), followed
-      // by the cycle for this queue's pending jobs.
-      const json* pre = child(spec, "preemption");
-      constexpr WithinQueue within[] = {WithinQueue::kNever, WithinQueue::kLowerPriority, WithinQueue::kLowerOrNewerEqualPriority};
-      q.within_queue = within[get_choice(o, child(pre, "withinClusterQueue"), "spec.preemption.withinClusterQueue",
-                                         {"Never", "LowerPriority", "LowerOrNewerEqualPriority"}, 0)];
-      constexpr CohortReclaim reclaim[] = {CohortReclaim::kNever, CohortReclaim::kLowerPriority, CohortReclaim::kAny};
-      q.reclaim_within_cohort = reclaim[get_choice(o, child(pre, "reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort",
-                                                   {"Never", "LowerPriority", "Any"}, 0)];
-      if (const json* borrow = child(pre, "borrowWithinCohort")) {
-        q.borrow_within_cohort.lower_priority =
-            get_choice(o, child(borrow, "policy"), "spec.preemption.borrowWithinCohort.policy", {"Never", "LowerPriority"}, 0) == 1;
-        if (const json* t = child(borrow, "maxPriorityThreshold"))
-          q.borrow_within_cohort.max_priority_threshold =
-              get_int(o, t, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", std::numeric_limits<std::int32_t>::min(),
-                      std::numeric_limits<std::int32_t>::max());
-        if (q.borrow_within_cohort.lower_priority && q.reclaim_within_cohort == CohortReclaim::kNever)
-          o.fail("spec.preemption.borrowWithinCohort.policy",
-                 "LowerPriority beside reclaimWithinCohort Never (Kueue refuses it: reclaimWithinCohort=Never and "
-                 "borrowWithinCohort.Policy!=Never)");
-      }
-      if (const json* ns = child(spec, "namespaceSelector"); ns && !(ns->is_object() && ns->empty()))
-        warn_.add(o, "spec.namespaceSelector", "the namespace selector is not checked");
-      if (child(spec, "admissionChecks") || child(spec, "admissionChecksStrategy"))
-        warn_.add(o, "spec.admissionChecks", "admission checks are not modelled");
-      const json* groups = child(spec, "resourceGroups");
-      if (groups) get_array(o, groups, "spec.resourceGroups");
-      for (std::size_t gi = 0; groups && gi < groups->size(); ++gi) {
-        const json& g = (*groups)[gi];
-        const std::string gp = fmt::format("spec.resourceGroups[{}]", gi);
-        const json* flavors = child(&g, "flavors");
-        if (!flavors) o.fail(gp + ".flavors", "missing", ErrorCode::kMissingField);
-        get_array(o, flavors, gp + ".flavors");
-        for (std::size_t fi = 0; fi < flavors->size(); ++fi) {
-          const json& f = (*flavors)[fi];
-          const std::string fp = fmt::format("{}.flavors[{}]", gp, fi);
-          const std::string fname = get_string(o, child(&f, "name"), fp + ".name", true);
-          const json* resources = child(&f, "resources");
-          if (!resources) o.fail(fp + ".resources", "missing", ErrorCode::kMissingField);
-          get_array(o, resources, fp + ".resources");
-          std::string model;
-          bool model_known = false;
-          for (std::size_t ri = 0; ri < resources->size(); ++ri) {
-            const json& r = (*resources)[ri];
-            const std::string rp = fmt::format("{}.resources[{}]", fp, ri);
-            const std::string rname = get_string(o, child(&r, "name"), rp + ".name", true);
-            std::vector<std::string> keys;
-            QuantityUnit unit = QuantityUnit::kMilli;
-            std::int64_t scale = kMilliPerCpu;
-            if (rname == "cpu") keys = {"cpu"};
-            else if (rname == "memory") keys = {"memory"}, unit = QuantityUnit::kBytes, scale = 1;
-            else if (rname == "nvidia.com/gpu") {
-              if (!model_known) model = flavor_model(o, fname), model_known = true;
-              if (model.empty()) {
-                if (models.size() > 1)
-                  warn_.add(o, rp, "a GPU quota whose flavor names no GPU model applies to every GPU model of the cluster");
-                for (const auto& m : models) keys.push_back("gpu/" + m);
-              } else {
-                keys = {"gpu/" + model};
-                if (std::find(q.flavor_order.begin(), q.flavor_order.end(), model) == q.flavor_order.end()) q.flavor_order.push_back(model);
-              }
-            } else {
-              warn_.add(o, rp + ".name", fmt::format("quota on resource {} is not modelled", rname));
-              continue;
-            }
-            auto amount = [&](const char* field) -> std::optional<std::int64_t> {
-              const json* v = child(&r, field);
-              if (!v) return std::nullopt;
-              return get_quantity(o, *v, fmt::format("{}.{}", rp, field), unit, scale);
-            };
-            const auto nominal = amount("nominalQuota");
-            if (!nominal) o.fail(rp + ".nominalQuota", "missing", ErrorCode::kMissingField);
-            for (const auto& key : keys) {
-              add_amount(q.nominal, key, *nominal);
-              if (auto b = amount("borrowingLimit")) add_amount(q.borrowing_limit, key, *b);
-              if (auto l = amount("lendingLimit")) add_amount(q.lending_limit, key, *l);
-            }
-          }
-        }
-        if (flavors->size() > 1) {
-          bool host = false;
-          for (const json& f : *flavors)
-            if (const json* rs = child(&f, "resources"))
-              for (const json& r : *rs) host = host || r.value("name", "") == "cpu" || r.value("name", "") == "memory";
-          if (host) warn_.add(o, gp, "CPU and memory quotas of several flavors are added up (one CPU and one memory dimension)");
-        }
-      }
-    } else if (kai) {
-      // KAI Scheduler Queue (docs/queues): per resource quota (-1 unlimited), limit (-1 none; 0 or
-      // unset: nothing above quota) and overQuotaWeight; CPU in millicores, memory in MB (10^6
-      // bytes), GPUs in devices. Every KAI queue lends what it does not use to the others: one cohort.
-      q.kind = "Queue (KAI)";
-      q.unlisted = fairness::kNoLimit;
-      q.cohort = "kai";
-      q.parent = get_string(o, child(spec, "parentQueue"), "spec.parentQueue");
-      const json* res = child(spec, "resources");
-      bool weight_set = false;
-      for (const char* rname : {"cpu", "memory", "gpu"}) {
-        const json* r = child(res, rname);
-        if (!r) continue;
-        const std::string rp = fmt::format("spec.resources.{}", rname);
-        std::vector<std::string> keys;
-        if (std::string_view(rname) == "gpu")
-          for (const auto& m : models) keys.push_back("gpu/" + m);
-        else keys = {rname};
-        auto scaled = [&](const char* field, std::int64_t dflt) -> std::int64_t {
-          const json* v = child(r, field);
-          if (!v) return dflt;
-          if (!v->is_number()) o.fail(fmt::format("{}.{}", rp, field), fmt::format("expected a number, got {}", shown(*v)));
-          const double x = v->get<double>();
-          if (x == -1) return fairness::kNoLimit;
-          if (x < 0 || x > 1e15) o.fail(fmt::format("{}.{}", rp, field), fmt::format("expected -1 or a non-negative amount, got {}", shown(*v)));
-          const double unit = std::string_view(rname) == "memory" ? 1e6 : 1.0;  // cpu: millicores; gpu: devices -> milli
-          return static_cast<std::int64_t>(std::string_view(rname) == "gpu" ? x * 1000.0 : x * unit);
-        };
-        const std::int64_t quota = scaled("quota", 0);
-        const std::int64_t limit = scaled("limit", 0);
-        std::int64_t borrow = fairness::kNoLimit;
-        if (quota != fairness::kNoLimit && limit != fairness::kNoLimit) borrow = std::max<std::int64_t>(0, limit - quota);
-        for (const auto& key : keys) {
-          add_amount(q.nominal, key, quota);
-          add_amount(q.borrowing_limit, key, borrow);
-        }
-        if (const json* w = child(r, "overQuotaWeight"); w && std::string_view(rname) == "gpu") {
-          if (!w->is_number() || w->get<double>() <= 0)
-            o.fail(rp + ".overQuotaWeight", fmt::format("expected a positive number, got {}", shown(*w)));
-          q.weight = w->get<double>();
-          weight_set = true;
-        }
-      }
-      (void)weight_set;
-      if (child(spec, "priority")) warn_.add(o, "spec.priority", "queue priority (over-quota order) is not modelled");
-      kai_objects_.emplace(q.name, &o);
-    } else {
-      // Volcano Queue (volcano.sh/en/docs/queue): weight; deserved -> nominal quota; capability ->
-      // the most it may hold (nominal + borrowing); all Volcano queues reclaim from each other.
-      q.kind = "Queue (Volcano)";
-      q.unlisted = fairness::kNoLimit;
-      q.cohort = "volcano";
-      if (const json* w = child(spec, "weight")) q.weight = static_cast<double>(get_int(o, w, "spec.weight", 1, 1 << 20));
-      std::vector<std::pair<std::string, std::int64_t>> capability;
-      for (auto [field, target] : {std::pair<const char*, std::vector<std::pair<std::string, std::int64_t>>*>{"deserved", &q.nominal},
-                                   {"capability", &capability}}) {
-        const json* m = child(spec, field);
-        if (!m) continue;
-        get_object(o, m, fmt::format("spec.{}", field));
-        for (const auto& [rname, v] : m->items()) {
-          const std::string rp = fmt::format("spec.{}[\"{}\"]", field, rname);
-          if (rname == "cpu") add_amount(*target, "cpu", get_quantity(o, v, rp, QuantityUnit::kMilli, kMilliPerCpu));
-          else if (rname == "memory") add_amount(*target, "memory", get_quantity(o, v, rp, QuantityUnit::kBytes, 1));
-          else if (rname == "nvidia.com/gpu") {
-            const auto x = get_quantity(o, v, rp, QuantityUnit::kMilli, kMilliPerGpu);
-            for (const auto& m2 : models) add_amount(*target, "gpu/" + m2, x);
-          } else warn_.add(o, rp, fmt::format("resource {} is not modelled", rname));
-        }
-      }
-      for (const auto& [key, cap] : capability) {
-        std::int64_t nominal = fairness::kNoLimit;
-        for (const auto& [k, a] : q.nominal)
-          if (k == key) nominal = a;
-        if (nominal == fairness::kNoLimit) add_amount(q.nominal, key, 0), nominal = 0;
-        add_amount(q.borrowing_limit, key, std::max<std::int64_t>(0, cap - nominal));
-      }
-      if (child(spec, "guarantee")) warn_.add(o, "spec.guarantee", "guarantee is not modelled (deserved is the nominal quota)");
-      if (const json* parent = child(spec, "parent"); parent && get_string(o, parent, "spec.parent") != "root")
-        q.parent = get_string(o, parent, "spec.parent");  // Volcano >= 1.11 (capacity plugin's queue tree)
-      read_volcano_hierarchy(o, q);
-      if (const json* r = child(spec, "reclaimable"); r && r->is_boolean() && !r->get<bool>())
-        warn_.add(o, "spec.reclaimable", "reclaimable: false is not modelled");
-    }
+    if (kueue) read_kueue_queue(o, spec, q);
+    else if (kai) read_kai_queue(o, spec, q);
+    else read_volcano_queue(o, spec, q);
     in_.queues.push_back(std::move(q));
   }
   finish_kai_queues();
   finish_volcano_hierarchy();
+}
+
+// Kueue ClusterQueue (kueue.sigs.k8s.io/docs/concepts/cluster_queue): per flavor and resource
+// nominalQuota, borrowingLimit, lendingLimit; a resource the queue does not cover is
+// inadmissible (nominal 0). The fairness model has one CPU and one memory dimension, so CPU
+// and memory quotas of several flavors add up; GPU quotas go to their flavor's GPU model.
+void Reader::read_kueue_queue(const Obj& o, const json* spec, QueueSpec& q) {
+  q.kind = "ClusterQueue";
+  q.unlisted = 0;
+  q.cohort = get_string(o, child(spec, "cohort"), "spec.cohort");
+  if (q.cohort.empty()) q.cohort = get_string(o, child(spec, "cohortName"), "spec.cohortName");
+  const std::string strategy = get_string(o, child(spec, "queueingStrategy"), "spec.queueingStrategy");
+  if (!strategy.empty() && strategy != "BestEffortFIFO" && strategy != "StrictFIFO")
+    o.fail("spec.queueingStrategy", fmt::format("expected BestEffortFIFO or StrictFIFO, got \"{}\"", strategy));
+  q.strict_fifo = strategy == "StrictFIFO";
+  if (const json* w = path(spec, {"fairSharing", "weight"})) {
+    auto r = io::detail::read_quantity(*w, "spec.fairSharing.weight", QuantityUnit::kMilli, kMilliPerCpu);
+    if (!r || *r <= 0) o.fail("spec.fairSharing.weight", fmt::format("expected a positive weight, got {}", shown(*w)));
+    q.weight = static_cast<double>(*r) / 1000.0;
+  }
+  // Kueue's preemption policies, each Never unless set (kueue.sigs.k8s.io "Preemption"), followed
+  // by the cycle for this queue's pending jobs.
+  const json* pre = child(spec, "preemption");
+  constexpr WithinQueue within[] = {WithinQueue::kNever, WithinQueue::kLowerPriority, WithinQueue::kLowerOrNewerEqualPriority};
+  q.within_queue = within[get_choice(o, child(pre, "withinClusterQueue"), "spec.preemption.withinClusterQueue",
+                                     {"Never", "LowerPriority", "LowerOrNewerEqualPriority"}, 0)];
+  constexpr CohortReclaim reclaim[] = {CohortReclaim::kNever, CohortReclaim::kLowerPriority, CohortReclaim::kAny};
+  q.reclaim_within_cohort = reclaim[get_choice(o, child(pre, "reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort",
+                                               {"Never", "LowerPriority", "Any"}, 0)];
+  if (const json* borrow = child(pre, "borrowWithinCohort")) {
+    q.borrow_within_cohort.lower_priority =
+        get_choice(o, child(borrow, "policy"), "spec.preemption.borrowWithinCohort.policy", {"Never", "LowerPriority"}, 0) == 1;
+    if (const json* t = child(borrow, "maxPriorityThreshold"))
+      q.borrow_within_cohort.max_priority_threshold =
+          get_int(o, t, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", std::numeric_limits<std::int32_t>::min(),
+                  std::numeric_limits<std::int32_t>::max());
+    if (q.borrow_within_cohort.lower_priority && q.reclaim_within_cohort == CohortReclaim::kNever)
+      o.fail("spec.preemption.borrowWithinCohort.policy",
+             "LowerPriority beside reclaimWithinCohort Never (Kueue refuses it: reclaimWithinCohort=Never and "
+             "borrowWithinCohort.Policy!=Never)");
+  }
+  if (const json* ns = child(spec, "namespaceSelector"); ns && !(ns->is_object() && ns->empty()))
+    warn_.add(o, "spec.namespaceSelector", "the namespace selector is not checked");
+  if (child(spec, "admissionChecks") || child(spec, "admissionChecksStrategy"))
+    warn_.add(o, "spec.admissionChecks", "admission checks are not modelled");
+  read_kueue_resource_groups(o, spec, q);
+}
+
+// Kueue ClusterQueue spec.resourceGroups: per flavor and resource nominalQuota, borrowingLimit and
+// lendingLimit, added to the queue's amounts by resource (cpu, memory, gpu/<the flavor's model>).
+void Reader::read_kueue_resource_groups(const Obj& o, const json* spec, QueueSpec& q) {
+  const std::vector<std::string>& models = cluster_models_;
+  const json* groups = child(spec, "resourceGroups");
+  if (groups) get_array(o, groups, "spec.resourceGroups");
+  for (std::size_t gi = 0; groups && gi < groups->size(); ++gi) {
+    const json& g = (*groups)[gi];
+    const std::string gp = fmt::format("spec.resourceGroups[{}]", gi);
+    const json* flavors = child(&g, "flavors");
+    if (!flavors) o.fail(gp + ".flavors", "missing", ErrorCode::kMissingField);
+    get_array(o, flavors, gp + ".flavors");
+    for (std::size_t fi = 0; fi < flavors->size(); ++fi) {
+      const json& f = (*flavors)[fi];
+      const std::string fp = fmt::format("{}.flavors[{}]", gp, fi);
+      const std::string fname = get_string(o, child(&f, "name"), fp + ".name", true);
+      const json* resources = child(&f, "resources");
+      if (!resources) o.fail(fp + ".resources", "missing", ErrorCode::kMissingField);
+      get_array(o, resources, fp + ".resources");
+      std::string model;
+      bool model_known = false;
+      for (std::size_t ri = 0; ri < resources->size(); ++ri) {
+        const json& r = (*resources)[ri];
+        const std::string rp = fmt::format("{}.resources[{}]", fp, ri);
+        const std::string rname = get_string(o, child(&r, "name"), rp + ".name", true);
+        std::vector<std::string> keys;
+        QuantityUnit unit = QuantityUnit::kMilli;
+        std::int64_t scale = kMilliPerCpu;
+        if (rname == "cpu") keys = {"cpu"};
+        else if (rname == "memory") keys = {"memory"}, unit = QuantityUnit::kBytes, scale = 1;
+        else if (rname == "nvidia.com/gpu") {
+          if (!model_known) model = flavor_model(o, fname), model_known = true;
+          if (model.empty()) {
+            if (models.size() > 1)
+              warn_.add(o, rp, "a GPU quota whose flavor names no GPU model applies to every GPU model of the cluster");
+            for (const auto& m : models) keys.push_back("gpu/" + m);
+          } else {
+            keys = {"gpu/" + model};
+            if (std::find(q.flavor_order.begin(), q.flavor_order.end(), model) == q.flavor_order.end()) q.flavor_order.push_back(model);
+          }
+        } else {
+          warn_.add(o, rp + ".name", fmt::format("quota on resource {} is not modelled", rname));
+          continue;
+        }
+        auto amount = [&](const char* field) -> std::optional<std::int64_t> {
+          const json* v = child(&r, field);
+          if (!v) return std::nullopt;
+          return get_quantity(o, *v, fmt::format("{}.{}", rp, field), unit, scale);
+        };
+        const auto nominal = amount("nominalQuota");
+        if (!nominal) o.fail(rp + ".nominalQuota", "missing", ErrorCode::kMissingField);
+        for (const auto& key : keys) {
+          add_amount(q.nominal, key, *nominal);
+          if (auto b = amount("borrowingLimit")) add_amount(q.borrowing_limit, key, *b);
+          if (auto l = amount("lendingLimit")) add_amount(q.lending_limit, key, *l);
+        }
+      }
+    }
+    if (flavors->size() > 1) {
+      bool host = false;
+      for (const json& f : *flavors)
+        if (const json* rs = child(&f, "resources"))
+          for (const json& r : *rs) host = host || r.value("name", "") == "cpu" || r.value("name", "") == "memory";
+      if (host) warn_.add(o, gp, "CPU and memory quotas of several flavors are added up (one CPU and one memory dimension)");
+    }
+  }
+}
+
+// KAI Scheduler Queue (docs/queues): per resource quota (-1 unlimited), limit (-1 none; 0 or
+// unset: nothing above quota) and overQuotaWeight; CPU in millicores, memory in MB (10^6
+// bytes), GPUs in devices. Every KAI queue lends what it does not use to the others: one cohort.
+void Reader::read_kai_queue(const Obj& o, const json* spec, QueueSpec& q) {
+  const std::vector<std::string>& models = cluster_models_;
+  q.kind = "Queue (KAI)";
+  q.unlisted = fairness::kNoLimit;
+  q.cohort = "kai";
+  q.parent = get_string(o, child(spec, "parentQueue"), "spec.parentQueue");
+  const json* res = child(spec, "resources");
+  bool weight_set = false;
+  for (const char* rname : {"cpu", "memory", "gpu"}) {
+    const json* r = child(res, rname);
+    if (!r) continue;
+    const std::string rp = fmt::format("spec.resources.{}", rname);
+    std::vector<std::string> keys;
+    if (std::string_view(rname) == "gpu")
+      for (const auto& m : models) keys.push_back("gpu/" + m);
+    else keys = {rname};
+    auto scaled = [&](const char* field, std::int64_t dflt) -> std::int64_t {
+      const json* v = child(r, field);
+      if (!v) return dflt;
+      if (!v->is_number()) o.fail(fmt::format("{}.{}", rp, field), fmt::format("expected a number, got {}", shown(*v)));
+      const double x = v->get<double>();
+      if (x == -1) return fairness::kNoLimit;
+      if (x < 0 || x > 1e15) o.fail(fmt::format("{}.{}", rp, field), fmt::format("expected -1 or a non-negative amount, got {}", shown(*v)));
+      const double unit = std::string_view(rname) == "memory" ? 1e6 : 1.0;  // cpu: millicores; gpu: devices -> milli
+      return static_cast<std::int64_t>(std::string_view(rname) == "gpu" ? x * 1000.0 : x * unit);
+    };
+    const std::int64_t quota = scaled("quota", 0);
+    const std::int64_t limit = scaled("limit", 0);
+    std::int64_t borrow = fairness::kNoLimit;
+    if (quota != fairness::kNoLimit && limit != fairness::kNoLimit) borrow = std::max<std::int64_t>(0, limit - quota);
+    for (const auto& key : keys) {
+      add_amount(q.nominal, key, quota);
+      add_amount(q.borrowing_limit, key, borrow);
+    }
+    if (const json* w = child(r, "overQuotaWeight"); w && std::string_view(rname) == "gpu") {
+      if (!w->is_number() || w->get<double>() <= 0)
+        o.fail(rp + ".overQuotaWeight", fmt::format("expected a positive number, got {}", shown(*w)));
+      q.weight = w->get<double>();
+      weight_set = true;
+    }
+  }
+  (void)weight_set;
+  if (child(spec, "priority")) warn_.add(o, "spec.priority", "queue priority (over-quota order) is not modelled");
+  kai_objects_.emplace(q.name, &o);
+}
+
+// Volcano Queue (volcano.sh/en/docs/queue): weight; deserved -> nominal quota; capability ->
+// the most it may hold (nominal + borrowing); all Volcano queues reclaim from each other.
+void Reader::read_volcano_queue(const Obj& o, const json* spec, QueueSpec& q) {
+  const std::vector<std::string>& models = cluster_models_;
+  q.kind = "Queue (Volcano)";
+  q.unlisted = fairness::kNoLimit;
+  q.cohort = "volcano";
+  if (const json* w = child(spec, "weight")) q.weight = static_cast<double>(get_int(o, w, "spec.weight", 1, 1 << 20));
+  std::vector<std::pair<std::string, std::int64_t>> capability;
+  for (auto [field, target] : {std::pair<const char*, std::vector<std::pair<std::string, std::int64_t>>*>{"deserved", &q.nominal},
+                               {"capability", &capability}}) {
+    const json* m = child(spec, field);
+    if (!m) continue;
+    get_object(o, m, fmt::format("spec.{}", field));
+    for (const auto& [rname, v] : m->items()) {
+      const std::string rp = fmt::format("spec.{}[\"{}\"]", field, rname);
+      if (rname == "cpu") add_amount(*target, "cpu", get_quantity(o, v, rp, QuantityUnit::kMilli, kMilliPerCpu));
+      else if (rname == "memory") add_amount(*target, "memory", get_quantity(o, v, rp, QuantityUnit::kBytes, 1));
+      else if (rname == "nvidia.com/gpu") {
+        const auto x = get_quantity(o, v, rp, QuantityUnit::kMilli, kMilliPerGpu);
+        for (const auto& m2 : models) add_amount(*target, "gpu/" + m2, x);
+      } else warn_.add(o, rp, fmt::format("resource {} is not modelled", rname));
+    }
+  }
+  for (const auto& [key, cap] : capability) {
+    std::int64_t nominal = fairness::kNoLimit;
+    for (const auto& [k, a] : q.nominal)
+      if (k == key) nominal = a;
+    if (nominal == fairness::kNoLimit) add_amount(q.nominal, key, 0), nominal = 0;
+    add_amount(q.borrowing_limit, key, std::max<std::int64_t>(0, cap - nominal));
+  }
+  if (child(spec, "guarantee")) warn_.add(o, "spec.guarantee", "guarantee is not modelled (deserved is the nominal quota)");
+  if (const json* parent = child(spec, "parent"); parent && get_string(o, parent, "spec.parent") != "root")
+    q.parent = get_string(o, parent, "spec.parent");  // Volcano >= 1.11 (capacity plugin's queue tree)
+  read_volcano_hierarchy(o, q);
+  if (const json* r = child(spec, "reclaimable"); r && r->is_boolean() && !r->get<bool>())
+    warn_.add(o, "spec.reclaimable", "reclaimable: false is not modelled");
 }
 
 // Volcano's hierarchical DRF (docs/design/hdrf.md; the drf plugin with enableHierarchy): a Queue's

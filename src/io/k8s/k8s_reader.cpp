@@ -54,63 +54,68 @@ void identify(Obj& o) {
   if (namespaced && o.ns.empty()) o.ns = "default";
 }
 
+// One input: a JSON List's envelope checked on its own and its items one by one (its Pods parsed
+// only when the pods are read, one at a time: see scan_json_list), or every YAML / JSON document.
+void Reader::collect_source(const Source& s) {
+  const std::string name(s.name);
+  if (auto scan = detail::scan_json_list(s.text)) {
+    const std::string envelope =
+        std::string(s.text.substr(0, scan->array_open + 1)) + std::string(s.text.substr(scan->array_close));
+    auto env = io::detail::parse_json(envelope, s.name);
+    if (!env) throw ParseError{env.error()};
+    const json* kind = child(&*env, "kind");
+    if (kind && kind->is_string() && kind->get_ref<const std::string&>().ends_with("List")) {
+      for (const auto& item : scan->items) {
+        const std::string_view text = s.text.substr(item.begin, item.end - item.begin);
+        if (item.kind == "Pod") {
+          Obj o;
+          o.source = name;
+          o.kind = "Pod";
+          o.lazy = text;
+          objs_.push_back(std::move(o));
+          continue;
+        }
+        auto doc = io::detail::parse_json_fast(text, s.name, {.max_values = detail::kMaxObjectValues});
+        if (!doc) throw ParseError{doc.error()};
+        docs_.push_back(std::move(*doc));
+        collect(docs_.back(), name, 1);
+      }
+      return;
+    }
+  }
+  auto parsed = detail::parse_documents(s.text, s.name);
+  if (!parsed) throw ParseError{parsed.error()};
+  // docs/formats.md: empty input is an error, never an empty success ("0 bound", exit 0).
+  if (parsed->empty())
+    throw ParseError{Error{fmt::format("{}: no Kubernetes object (no YAML or JSON document in the file)", name),
+                           ErrorCode::kMissingField, "kind"}};
+  for (auto& d : *parsed) {
+    docs_.push_back(std::move(d));
+    collect(docs_.back(), name, 0);
+  }
+}
+
+// A Kueue Topology: its levels' node labels, in order, after those of the options.
+void Reader::read_topology_levels(const Obj& o) {
+  const json* levels = path(o.v, {"spec", "levels"});
+  if (!levels) o.fail("spec.levels", "missing", ErrorCode::kMissingField);
+  get_array(o, levels, "spec.levels");
+  for (std::size_t l = 0; l < levels->size(); ++l) {
+    const std::string key = get_string(o, child(&(*levels)[l], "nodeLabel"), fmt::format("spec.levels[{}].nodeLabel", l), true);
+    if (std::find(in_.topology_levels.begin(), in_.topology_levels.end(), key) == in_.topology_levels.end())
+      in_.topology_levels.push_back(key);
+  }
+}
+
 Input Reader::run(std::span<const Source> sources) {
   in_.registry = reg_;
   in_.topology_levels = opt_.topology_levels;
-  for (const Source& s : sources) {
-    const std::string name(s.name);
-    // A JSON list: its envelope checked on its own, its items one by one; Pods are parsed only when
-    // the pods are read, one at a time (see scan_json_list).
-    if (auto scan = detail::scan_json_list(s.text)) {
-      const std::string envelope =
-          std::string(s.text.substr(0, scan->array_open + 1)) + std::string(s.text.substr(scan->array_close));
-      auto env = io::detail::parse_json(envelope, s.name);
-      if (!env) throw ParseError{env.error()};
-      const json* kind = child(&*env, "kind");
-      if (kind && kind->is_string() && kind->get_ref<const std::string&>().ends_with("List")) {
-        for (const auto& item : scan->items) {
-          const std::string_view text = s.text.substr(item.begin, item.end - item.begin);
-          if (item.kind == "Pod") {
-            Obj o;
-            o.source = name;
-            o.kind = "Pod";
-            o.lazy = text;
-            objs_.push_back(std::move(o));
-            continue;
-          }
-          auto doc = io::detail::parse_json_fast(text, s.name, {.max_values = detail::kMaxObjectValues});
-          if (!doc) throw ParseError{doc.error()};
-          docs_.push_back(std::move(*doc));
-          collect(docs_.back(), name, 1);
-        }
-        continue;
-      }
-    }
-    auto parsed = detail::parse_documents(s.text, s.name);
-    if (!parsed) throw ParseError{parsed.error()};
-    // docs/formats.md: empty input is an error, never an empty success ("0 bound", exit 0).
-    if (parsed->empty())
-      throw ParseError{Error{fmt::format("{}: no Kubernetes object (no YAML or JSON document in the file)", name),
-                             ErrorCode::kMissingField, "kind"}};
-    for (auto& d : *parsed) {
-      docs_.push_back(std::move(d));
-      collect(docs_.back(), name, 0);
-    }
-  }
+  for (const Source& s : sources) collect_source(s);
 
   // Order of reading: what others refer to first.
   for (const Obj& o : objs_) {
     if (o.kind == "PriorityClass") read_priority_class(o);
-    else if (o.kind == "Topology" && o.group == "kueue.x-k8s.io") {
-      const json* levels = path(o.v, {"spec", "levels"});
-      if (!levels) o.fail("spec.levels", "missing", ErrorCode::kMissingField);
-      get_array(o, levels, "spec.levels");
-      for (std::size_t l = 0; l < levels->size(); ++l) {
-        const std::string key = get_string(o, child(&(*levels)[l], "nodeLabel"), fmt::format("spec.levels[{}].nodeLabel", l), true);
-        if (std::find(in_.topology_levels.begin(), in_.topology_levels.end(), key) == in_.topology_levels.end())
-          in_.topology_levels.push_back(key);
-      }
-    }
+    else if (o.kind == "Topology" && o.group == "kueue.x-k8s.io") read_topology_levels(o);
   }
   for (const Obj& o : objs_)
     if (o.kind == "Node") read_node(o);

@@ -347,6 +347,11 @@ struct NodeRec {
 // The object's name and namespace, checked as the API server checks them (k8s_reader.cpp).
 void identify(Obj& o);
 
+struct PendingPod;
+struct PodGangRef;
+struct PodGang;
+struct PodGangs;
+
 class Reader {
  public:
   explicit Reader(const Options& opt) : opt_(opt), reg_(opt.registry ? *opt.registry : GpuModelRegistry::builtin()) {}
@@ -354,12 +359,25 @@ class Reader {
   Input run(std::span<const Source> sources);
 
  private:
+  void collect_source(const Source& s);
   void collect(const json& doc, const std::string& source, int depth);
+  void read_topology_levels(const Obj& o);
   void remember(const Obj& o);
   void read_node(const Obj& o);
+  void read_node_resources(const Obj& o, NodeSpec& node, std::int64_t& whole,
+                           std::vector<std::pair<std::string, std::int64_t>>& mig);
+  void read_node_gpus(const Obj& o, NodeSpec& node, NodeRec& rec, std::int64_t whole,
+                      const std::vector<std::pair<std::string, std::int64_t>>& mig);
+  std::uint64_t read_node_taints(const Obj& o, const json& taints);
   void build_mig(const Obj& o, NodeSpec& node, const std::string& model, std::int64_t whole,
                  const std::vector<std::pair<std::string, std::int64_t>>& mig, std::int64_t physical_label);
   PodSpecRead read_pod_spec(const Obj& o, const json* spec, const std::string& prefix);
+  void read_pod_requests(const Obj& o, const json* spec, const std::string& prefix, PodSpecRead& out);
+  void read_gpu_product_selector(const Obj& o, const json* spec, const std::string& prefix, PodSpecRead& out);
+  void read_node_affinity(const Obj& o, const json* spec, const std::string& prefix, PodSpecRead& out, bool& complex,
+                          const json*& terms);
+  void check_selector_requirement(const Obj& o, const json& ex, const std::string& ep, const std::string& key,
+                                  const std::string& op, bool match_fields);
   void read_gpu_sharing(const Obj& o, const std::vector<std::pair<std::string, std::string>>& annotations,
                         const std::string& prefix, PodSpecRead& s);
   MilliGpu memory_share(const std::vector<std::string>& models, Bytes memory) const;
@@ -371,10 +389,20 @@ class Reader {
   std::int32_t priority_of(const Obj& o, const PodSpecRead& s, std::string_view field);
   void read_priority_class(const Obj& o);
   void read_queues();
+  void read_kueue_queue(const Obj& o, const json* spec, QueueSpec& q);
+  void read_kueue_resource_groups(const Obj& o, const json* spec, QueueSpec& q);
+  void read_kai_queue(const Obj& o, const json* spec, QueueSpec& q);
+  void read_volcano_queue(const Obj& o, const json* spec, QueueSpec& q);
   void finish_kai_queues();
   void read_volcano_hierarchy(const Obj& o, QueueSpec& q);
   void finish_volcano_hierarchy();
   void read_pods();
+  void read_pod(Obj& o, PodGangs& gangs);
+  PodGangRef gang_of_pod(const Obj& o, const PendingPod& p) const;
+  void add_running_pod(const Obj& o, const PendingPod& p, const std::string& queue, const PodGangRef& ref, PodGangs& gangs);
+  void add_gang_job(PodGang& g);
+  void read_pod_group(const PodGang& g, const Obj& first, Job& job, std::int64_t& min_member,
+                      std::map<std::string, std::int64_t>& min_task);
   void read_volcano_jobs();
   void read_network_topology(const Obj& o, const json* spec, Job& job);
   void apply_running();

@@ -44,6 +44,28 @@ GPUSCHED_DECL double dominant_share(const Vector& allocation, const Vector& capa
 // once, so there are at most n + m events; rho is updated by subtraction when a user stops and
 // recomputed exactly after each saturation to keep rounding from accumulating.
 
+namespace detail {
+// Each user's weight and demand checked and its d_i (one task's dominant share) found; a user that
+// cannot be served or asks for no task is stopped at once, every other one is active.
+GPUSCHED_DECL Status start_users(const Vector& capacity, std::span<const FractionalUser> users, std::vector<double>& per_task,
+                                 std::vector<char>& active, FractionalAllocation& out) {
+  for (std::size_t i = 0; i < users.size(); ++i) {
+    const auto& u = users[i];
+    if (!std::isfinite(u.weight) || u.weight <= 0)
+      return fairness_error(ErrorCode::kInvalidValue, fairness_text("users[", i, "].weight: expected a positive finite number, got ", u.weight));
+    auto check = check_demand(fairness_text("users[", i, "]"), u.demand, u.max_tasks, capacity);
+    if (!check) return check.error();
+    const auto [any, unservable, d_i] = *check;
+    per_task[i] = d_i;
+    if (!any) return fairness_error(ErrorCode::kInvalidValue, fairness_text("users[", i, "].demand: all zero (a task must need something)"));
+    if (unservable) out.stop[i] = StopReason::kUnservable;
+    else if (u.max_tasks == 0) out.stop[i] = StopReason::kDemandMet;
+    else active[i] = 1;
+  }
+  return {};
+}
+}  // namespace detail
+
 GPUSCHED_DECL Result<FractionalAllocation> progressive_filling(const Vector& capacity, std::span<const FractionalUser> users) {
   const Eigen::Index m = capacity.size();
   if (auto ok = detail::check_capacity(capacity); !ok) return ok.error();
@@ -52,19 +74,7 @@ GPUSCHED_DECL Result<FractionalAllocation> progressive_filling(const Vector& cap
   FractionalAllocation out = detail::empty_allocation(n, m);
 
   std::vector<char> active(n, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& u = users[i];
-    if (!std::isfinite(u.weight) || u.weight <= 0)
-      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].weight: expected a positive finite number, got ", u.weight));
-    auto check = detail::check_demand(detail::fairness_text("users[", i, "]"), u.demand, u.max_tasks, capacity);
-    if (!check) return check.error();
-    const auto [any, unservable, d_i] = *check;
-    per_task[i] = d_i;
-    if (!any) return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("users[", i, "].demand: all zero (a task must need something)"));
-    if (unservable) out.stop[i] = StopReason::kUnservable;
-    else if (u.max_tasks == 0) out.stop[i] = StopReason::kDemandMet;
-    else active[i] = 1;
-  }
+  if (Status st = detail::start_users(capacity, users, per_task, active, out); !st) return st.error();
 
   // Users in the order their caps are reached (level = max_tasks·d_i/w_i); ties by index.
   std::vector<std::size_t> by_cap;

@@ -703,6 +703,48 @@ GPUSCHED_DECL std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu g
   }
 }
 
+// The choice an evaluation makes on GPU (or level's GPU) `gpu`.
+GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::choice_of(const detail::FgdEvaluation& e, std::int32_t gpu) const {
+  NodeChoice c;
+  c.fits = true;
+  c.frag_before = e.before;
+  c.frag_after = e.after;
+  c.cost = e.cost;
+  c.gpu = gpu;
+  c.score = score_of(e.before, e.after + e.cost);
+  return c;
+}
+
+// evaluate() of a shared task from the node's class levels and the state's share index (its
+// conditions hold: see evaluate).
+GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate_indexed(const ClusterState& state, NodeId node,
+                                                                const TaskRequest& request) const {
+  Index& ix = *index_;
+  const Index::Class& cl = ix.classes[ix.node_class[node]];
+  detail::FgdEvaluation e;
+  std::int32_t gpu = -1;
+  if (std::has_single_bit(state.node_models(node))) {
+    e = detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
+    gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
+  } else {
+    detail::fgd_sums_of(cl.levels, workload_, ix.sums);
+    ix.shared.clear();
+    ix.taken.clear();
+    for (std::size_t i = 0; i < cl.levels.size(); ++i) {
+      const detail::FgdLevel& lv = cl.levels[i];
+      if (lv.free < request.shape.gpu_milli || !(request.models & model_bit(lv.model))) continue;
+      const std::int32_t lowest = state.least_share_gpu(node, lv.free, model_bit(lv.model));
+      if (lowest >= 0) ix.shared.push_back({i, lowest});
+    }
+    std::sort(ix.shared.begin(), ix.shared.end(),
+              [](const detail::FgdCandidate& a, const detail::FgdCandidate& b) { return a.slot < b.slot; });
+    e = detail::fgd_evaluate_levels(cl.cpu, cl.levels, ix.sums, request, workload_, costs_.get(), ix.shared, ix.taken,
+                                    false);
+    gpu = e.fits ? e.slot : -1;
+  }
+  return gpu < 0 ? NodeChoice{} : choice_of(e, gpu);
+}
+
 GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& state, NodeId node, const TaskRequest& request) const {
   NodeChoice c;
   if (state.check_fit(node, request) != FitReason::kFits) return c;
@@ -717,37 +759,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
       index_->seen_generation == state.generation() && node < index_->node_class.size() &&
       index_->node_class[node] != Index::kNone && detail::policy_share_index_answers(state, node, request) &&
       request.shape.gpu_memory == 0) {
-    Index& ix = *index_;
-    const Index::Class& cl = ix.classes[ix.node_class[node]];
-    detail::FgdEvaluation e;
-    std::int32_t gpu = -1;
-    if (std::has_single_bit(state.node_models(node))) {
-      e = detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
-      gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
-    } else {
-      detail::fgd_sums_of(cl.levels, workload_, ix.sums);
-      ix.shared.clear();
-      ix.taken.clear();
-      for (std::size_t i = 0; i < cl.levels.size(); ++i) {
-        const detail::FgdLevel& lv = cl.levels[i];
-        if (lv.free < request.shape.gpu_milli || !(request.models & model_bit(lv.model))) continue;
-        const std::int32_t lowest = state.least_share_gpu(node, lv.free, model_bit(lv.model));
-        if (lowest >= 0) ix.shared.push_back({i, lowest});
-      }
-      std::sort(ix.shared.begin(), ix.shared.end(),
-                [](const detail::FgdCandidate& a, const detail::FgdCandidate& b) { return a.slot < b.slot; });
-      e = detail::fgd_evaluate_levels(cl.cpu, cl.levels, ix.sums, request, workload_, costs_.get(), ix.shared, ix.taken,
-                                      false);
-      gpu = e.fits ? e.slot : -1;
-    }
-    if (gpu < 0) return c;
-    c.fits = true;
-    c.frag_before = e.before;
-    c.frag_after = e.after;
-    c.cost = e.cost;
-    c.gpu = gpu;
-    c.score = score_of(e.before, e.after + e.cost);
-    return c;
+    return evaluate_indexed(state, node, request);
   }
   // The node as levels (sorted (free, model) runs); the GPUs the task may use are scanned in index
   // order, so the reported GPU is the first best one. O(G log G), not a re-evaluation per GPU.
@@ -790,14 +802,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
   }
   const detail::FgdEvaluation e = detail::fgd_evaluate_levels(state.cpu_free(node), levels, sums, request, workload_,
                                                               costs_.get(), shared, taken, whole_fits);
-  if (!e.fits) return c;
-  c.fits = true;
-  c.frag_before = e.before;
-  c.frag_after = e.after;
-  c.cost = e.cost;
-  c.gpu = e.slot;
-  c.score = score_of(e.before, e.after + e.cost);
-  return c;
+  return e.fits ? choice_of(e, e.slot) : c;
 }
 
 GPUSCHED_DECL NodeId FgdPolicy::select_scan(const ClusterState& state, const TaskRequest& request) const {

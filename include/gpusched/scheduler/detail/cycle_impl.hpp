@@ -327,39 +327,46 @@ struct CycleRun {
       book = std::move(*b);
       for (std::size_t q = 0; q < nq; ++q)
         if (leaf[q]) book->admit(q, usage[q]);
-      // H-DRF over the queue tree, parents before children (validated acyclic above).
-      hdrf.emplace(capacity, Amounts::Ones(dims));
-      node_of_queue.assign(nq, 0);
-      std::vector<char> added(nq, 0);
-      std::size_t done = 0;
-      while (done < nq) {
-        for (std::size_t q = 0; q < nq; ++q) {
-          if (added[q]) continue;
-          const std::int64_t p = parent[q];
-          if (p >= 0 && !added[static_cast<std::size_t>(p)]) continue;
-          const auto at = p < 0 ? fairness::HdrfScheduler::kRoot : node_of_queue[static_cast<std::size_t>(p)];
-          node_of_queue[q] = hdrf->add_node(at, queues[q].weight).value();
-          queue_of_node.resize(node_of_queue[q] + 1, SIZE_MAX);
-          queue_of_node[node_of_queue[q]] = q;
-          added[q] = 1;
-          ++done;
-        }
-      }
-      // Usage no queue accounts for (work outside the queues) sits in a blocked leaf.
-      Amounts attributed = Amounts::Zero(dims);
-      for (std::size_t q = 0; q < nq; ++q) attributed += usage[q];
-      const Amounts other = (capacity - free - attributed).cwiseMax(0);
-      const auto hidden = hdrf->add_node(fairness::HdrfScheduler::kRoot, 1.0).value();
-      hdrf->block(hidden);
-      if (!other.isZero()) hdrf->allocate(hidden, other);
-      for (std::size_t q = 0; q < nq; ++q)
-        if (leaf[q] && !usage[q].isZero()) hdrf->allocate(node_of_queue[q], usage[q]);
+      build_hdrf(usage, free);
     } else {
       // One implicit queue: its GPU usage is read only by fair-share reclaim between queues, so it
       // is not summed over every running job (a cycle on a large cluster would pay for it).
       leaf.assign(1, 1);
     }
     return {};
+  }
+
+  // The H-DRF tree of the queues with their usage allocated: queues added parents before children
+  // (validated acyclic by setup), and the usage no queue accounts for in a blocked leaf.
+  void build_hdrf(const std::vector<Amounts>& usage, const Amounts& free) {
+    const std::size_t nq = queue_count();
+    const std::vector<std::int64_t>& parent = queue_parent;
+    hdrf.emplace(capacity, Amounts::Ones(dims));
+    node_of_queue.assign(nq, 0);
+    std::vector<char> added(nq, 0);
+    std::size_t done = 0;
+    while (done < nq) {
+      for (std::size_t q = 0; q < nq; ++q) {
+        if (added[q]) continue;
+        const std::int64_t p = parent[q];
+        if (p >= 0 && !added[static_cast<std::size_t>(p)]) continue;
+        const auto at = p < 0 ? fairness::HdrfScheduler::kRoot : node_of_queue[static_cast<std::size_t>(p)];
+        node_of_queue[q] = hdrf->add_node(at, queues[q].weight).value();
+        queue_of_node.resize(node_of_queue[q] + 1, SIZE_MAX);
+        queue_of_node[node_of_queue[q]] = q;
+        added[q] = 1;
+        ++done;
+      }
+    }
+    // Usage no queue accounts for (work outside the queues) sits in a blocked leaf.
+    Amounts attributed = Amounts::Zero(dims);
+    for (std::size_t q = 0; q < nq; ++q) attributed += usage[q];
+    const Amounts other = (capacity - free - attributed).cwiseMax(0);
+    const auto hidden = hdrf->add_node(fairness::HdrfScheduler::kRoot, 1.0).value();
+    hdrf->block(hidden);
+    if (!other.isZero()) hdrf->allocate(hidden, other);
+    for (std::size_t q = 0; q < nq; ++q)
+      if (leaf[q] && !usage[q].isZero()) hdrf->allocate(node_of_queue[q], usage[q]);
   }
 
   // Sums the running jobs' usage per queue (and learns each one's queue): O(running tasks).
@@ -587,13 +594,7 @@ struct CycleRun {
         if (key) {
           // Only the same shape reuses the outcome: a larger one fails too, but its own reasons
           // (its numbers; and infeasible where it fits no node at all) are its placement's to say.
-          const FailedShape* hit = nullptr;
-          for (const FailedShape& f : failed)
-            if (*key == f.key) {
-              hit = &f;
-              break;
-            }
-          if (hit) {
+          if (const FailedShape* hit = failed_shape(*key)) {
             ++out.stats.cache_hits;
             if (!have_placement_miss) placement_miss = hit->outcome;
             have_placement_miss = true;
@@ -622,20 +623,31 @@ struct CycleRun {
     if (!have_placement_miss && !have_quota_miss) at.outcome = Outcome::with(Verdict::kNotNow, {ReasonKind::kOther});
     // Stage 2: preemption, when the job could fit the cluster at all.
     if (options.preempt && at.outcome.verdict == Verdict::kNotNow &&
-        out.stats.preemption_attempts < options.max_preemption_attempts) {
-      if (preempt_dim == -2) preempt_dim = fl.front();
-      const auto key = shape_key(preempt_dim >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(preempt_dim)]) : spec);
-      const std::int32_t prio = pending[p].job.priority;
-      if (key && hopeless_search(p, q, *key)) {
-        ++out.stats.cache_hits;
-      } else {
-        at.preemption_tried = true;
-        ++out.stats.preemption_attempts;
-        at.preemption = preempt(p, q, spec, preempt_dim, at);
-        if (key && at.preemption != Verdict::kPlaced) failed_preemptions.push_back({q, prio, *key});
-      }
-    }
+        out.stats.preemption_attempts < options.max_preemption_attempts)
+      try_preemption(p, q, spec, preempt_dim == -2 ? fl.front() : preempt_dim, at);
     return at;
+  }
+
+  // The outcome of a shape whose placement failed earlier in this cycle (nullptr: none did).
+  const FailedShape* failed_shape(const ShapeKey& key) const {
+    for (const FailedShape& f : failed)
+      if (key == f.key) return &f;
+    return nullptr;
+  }
+
+  // Stage 2 for a job that did not start: a victim search on flavor `dim` (-1: the job's own spec),
+  // unless one for a job of no higher priority and no larger shape already failed in this cycle.
+  void try_preemption(std::size_t p, std::size_t q, const GangSpec& spec, Eigen::Index dim, Attempt& at) {
+    const auto key = shape_key(dim >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(dim)]) : spec);
+    const std::int32_t prio = pending[p].job.priority;
+    if (key && hopeless_search(p, q, *key)) {
+      ++out.stats.cache_hits;
+      return;
+    }
+    at.preemption_tried = true;
+    ++out.stats.preemption_attempts;
+    at.preemption = preempt(p, q, spec, dim, at);
+    if (key && at.preemption != Verdict::kPlaced) failed_preemptions.push_back({q, prio, *key});
   }
 
   // Decisions only: a job that cannot start in this cycle for a reason the cycle has found already
@@ -1513,6 +1525,36 @@ GPUSCHED_DECL void advance(std::vector<RunningJob>& running, std::vector<Pending
 
 // --- failures ------------------------------------------------------------------------------------
 
+namespace detail {
+// A job stopped by a failure restarts after an exponential backoff: base * 2^(restarts - 1), capped
+// (the shift is bounded so it cannot overflow).
+GPUSCHED_DECL Restart restart_after_failure(const Eviction& e, const RunningJob& r, Seconds now, const FailureOptions& options) {
+  Restart rs;
+  rs.running = e.running;
+  rs.job = r.name;
+  rs.lost_milli_gpu_seconds = e.lost_milli_gpu_seconds;
+  rs.restart_milli_gpu_seconds = e.restart_milli_gpu_seconds;
+  rs.restarts = r.restarts + 1;
+  const int shift = std::min(rs.restarts - 1, 30);
+  const Seconds backoff = std::min(options.backoff_max, saturating_mul(options.backoff_base, Seconds{1} << shift));
+  rs.not_before = saturating_add(now, backoff);
+  return rs;
+}
+
+// The node's failure at `now` joins its history (failures older than the window forgotten); true when
+// it has failed cordon_after times within the window.
+GPUSCHED_DECL bool note_failure(FailureHistory& history, std::string_view node, Seconds now, const FailureOptions& options) {
+  auto it = std::find_if(history.nodes.begin(), history.nodes.end(), [&](const auto& e) { return e.first == node; });
+  if (it == history.nodes.end()) {
+    history.nodes.push_back({std::string(node), {}});
+    it = history.nodes.end() - 1;
+  }
+  std::erase_if(it->second, [&](Seconds t) { return t <= now - options.window; });
+  it->second.push_back(now);
+  return static_cast<std::int32_t>(it->second.size()) >= options.cordon_after;
+}
+}  // namespace detail
+
 GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<const RunningJob> running, NodeId node, int gpu,
                                           Seconds now, FailureHistory& history, const FailureOptions& options) {
   if (node >= state.node_count() || state.removed(node))
@@ -1562,17 +1604,7 @@ GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<
       out.shrinks.push_back(std::move(e));
       continue;
     }
-    Restart rs;
-    rs.running = j;
-    rs.job = r.name;
-    rs.lost_milli_gpu_seconds = e.lost_milli_gpu_seconds;
-    rs.restart_milli_gpu_seconds = e.restart_milli_gpu_seconds;
-    rs.restarts = r.restarts + 1;
-    // base * 2^(restarts - 1), capped; the shift is bounded so it cannot overflow.
-    const int shift = std::min(rs.restarts - 1, 30);
-    const Seconds backoff = std::min(options.backoff_max, detail::saturating_mul(options.backoff_base, Seconds{1} << shift));
-    rs.not_before = detail::saturating_add(now, backoff);
-    out.restarts.push_back(rs);
+    out.restarts.push_back(detail::restart_after_failure(e, r, now, options));
     out.stopped.push_back(std::move(e));
   }
   if (gpu < 0) {
@@ -1584,19 +1616,8 @@ GPUSCHED_DECL Result<FailureResponse> on_failure(ClusterState& state, std::span<
     return s.error();
   }
   for (const TaskAssignment& a : released) (void)state.release(a);
-  if (options.cordon_after > 0) {
-    const std::string name(state.node_name(node));
-    auto it = std::find_if(history.nodes.begin(), history.nodes.end(), [&](const auto& e) { return e.first == name; });
-    if (it == history.nodes.end()) {
-      history.nodes.push_back({name, {}});
-      it = history.nodes.end() - 1;
-    }
-    std::erase_if(it->second, [&](Seconds t) { return t <= now - options.window; });
-    it->second.push_back(now);
-    if (static_cast<std::int32_t>(it->second.size()) >= options.cordon_after && state.schedulable(node)) {
-      if (Status s = state.cordon(node); s) out.cordoned.push_back(node);
-    }
-  }
+  if (options.cordon_after > 0 && detail::note_failure(history, state.node_name(node), now, options) && state.schedulable(node))
+    if (Status s = state.cordon(node); s) out.cordoned.push_back(node);
   return out;
 }
 

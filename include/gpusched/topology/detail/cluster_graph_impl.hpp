@@ -27,6 +27,11 @@ GPUSCHED_DECL bool is_nvlink_kind(LinkKind k) {
 // The intra-node NVLink hop: the floor of a ring step's latency (same figure as node_topology).
 inline constexpr double kMinRingHopUs = 0.5;
 
+// A host vertex's name: its node's, or "host<id>" without a state.
+GPUSCHED_DECL std::string host_name(const ClusterState* state, NodeId n) {
+  return state && n < state->node_count() ? std::string(state->node_name(n)) : fmt::format("host{}", n);
+}
+
 }  // namespace detail
 
 GPUSCHED_DECL ClusterGraph ClusterGraph::build(const ClusterTopology& topo, const ClusterState* state) {
@@ -91,9 +96,7 @@ GPUSCHED_DECL ClusterGraph ClusterGraph::build(const ClusterTopology& topo, cons
       return;
     }
     for (NodeId n : topo.domain_nodes(l, d)) {
-      const std::string name = state && n < state->node_count() ? std::string(state->node_name(n))
-                                                                : fmt::format("host{}", n);
-      const Vertex h = add(VertexKind::kHost, name, v, base + static_cast<std::int32_t>(L));
+      const Vertex h = add(VertexKind::kHost, detail::host_name(state, n), v, base + static_cast<std::int32_t>(L));
       g.hosts_below_[h] = 1;
       link_up(h, v, topo.level(L - 1), 1.0, 1.0);
       g.host_[n] = h;
@@ -104,10 +107,7 @@ GPUSCHED_DECL ClusterGraph ClusterGraph::build(const ClusterTopology& topo, cons
   for (DomainId d : topo.top_domains()) visit(visit, 0, d, root);
   // Unplaced nodes still get a (disconnected) host vertex so every node has a name in the graph.
   for (NodeId n = 0; n < topo.node_count(); ++n) {
-    if (g.host_[n] != kNoVertex) continue;
-    const std::string name = state && n < state->node_count() ? std::string(state->node_name(n))
-                                                              : fmt::format("host{}", n);
-    add(VertexKind::kHost, name, kNoVertex, 0);
+    if (g.host_[n] == kNoVertex) add(VertexKind::kHost, detail::host_name(state, n), kNoVertex, 0);
   }
   return g;
 }
