@@ -1048,6 +1048,7 @@ void install_events(py::class_<PyCluster>& cls) {
 }  // namespace
 }  // namespace gpusched::python
 
+// One function on purpose: the module's binding table: one .def per name Python sees.
 PYBIND11_MODULE(_core, m) {
   using namespace gpusched;
   using namespace gpusched::python;

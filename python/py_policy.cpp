@@ -378,15 +378,8 @@ PolicyRegistry registry_with(const std::vector<py::object>& policies, std::vecto
   return registry;
 }
 
-void install_policies(py::module_& m) {
-  policy_error_class = PyErr_NewExceptionWithDoc(
-      "gpusched.PolicyError",
-      "A placement policy written in Python failed: it raised (the exception is the __cause__), returned "
-      "something that is not a score, or chose GPUs the task cannot take. The message names the policy.",
-      PyExc_RuntimeError, nullptr);
-  if (!policy_error_class) throw py::error_already_set();
-  m.attr("PolicyError") = py::handle(policy_error_class);
-
+// gpusched.Policy: a placement policy from Python callables.
+void install_policy_class(py::module_& m) {
   py::class_<PyPolicySpec>(m, "Policy",
                            "A placement policy written in Python (docs/policies.md): score(node, task) -> int (higher "
                            "is better) or None (refuse the node), called for every node that fits.")
@@ -405,7 +398,10 @@ void install_policies(py::module_& m) {
       .def_property_readonly("ties", [](const PyPolicySpec& p) {
         return p.ties == TieRule::kLowestId ? "lowest-id" : "seeded";
       });
+}
 
+// The read-only views a Python policy or order is handed during one call.
+void install_job_view(py::module_& m) {
   py::class_<PyJobView>(m, "JobView", "A pending job as a job order sees it, during one call (read-only).")
       .def_property_readonly("name", [](const PyJobView& v) { return pending_job(v).job.name; })
       .def_property_readonly("queue", [](const PyJobView& v) { return pending_job(v).job.queue; })
@@ -429,7 +425,9 @@ void install_policies(py::module_& m) {
       .def("__repr__", [](const PyJobView& v) {
         return v.job ? fmt::format("<JobView {}>", v.job->job.name) : std::string("<JobView (expired)>");
       });
+}
 
+void install_victim_view(py::module_& m) {
   py::class_<PyVictimView>(m, "VictimView",
                            "A candidate victim of a preemption as a victim order sees it, during one call "
                            "(read-only): a running job evicted whole, or the tasks an elastic job would shed.")
@@ -449,7 +447,9 @@ void install_policies(py::module_& m) {
       .def("__repr__", [](const PyVictimView& v) {
         return v.candidate ? fmt::format("<VictimView {}>", v.candidate->job->name) : std::string("<VictimView (expired)>");
       });
+}
 
+void install_node_view(py::module_& m) {
   py::class_<PyNodeView>(m, "NodeView", "A node as a policy sees it, during one call (read-only).")
       .def_property_readonly("id", [](const PyNodeView& v) { return (void)node_state(v), v.node; })
       .def_property_readonly("name", [](const PyNodeView& v) { return std::string(node_state(v).node_name(v.node)); })
@@ -479,7 +479,9 @@ void install_policies(py::module_& m) {
       .def("__repr__", [](const PyNodeView& v) {
         return v.state ? fmt::format("<NodeView {}>", v.state->node_name(v.node)) : std::string("<NodeView (expired)>");
       });
+}
 
+void install_task_view(py::module_& m) {
   py::class_<PyTaskView>(m, "TaskView", "One task of a job as a policy sees it, during one call (read-only).")
       .def_property_readonly("cpu_milli", [](const PyTaskView& v) { return task_request(v).shape.cpu; })
       .def_property_readonly("memory", [](const PyTaskView& v) { return task_request(v).shape.memory; })
@@ -502,6 +504,21 @@ void install_policies(py::module_& m) {
         const TaskShape& s = v.request->shape;
         return fmt::format("<TaskView cpu_milli={} gpus={} gpu_milli={}>", s.cpu, s.gpus, s.gpu_milli);
       });
+}
+
+void install_policies(py::module_& m) {
+  policy_error_class = PyErr_NewExceptionWithDoc(
+      "gpusched.PolicyError",
+      "A placement policy written in Python failed: it raised (the exception is the __cause__), returned "
+      "something that is not a score, or chose GPUs the task cannot take. The message names the policy.",
+      PyExc_RuntimeError, nullptr);
+  if (!policy_error_class) throw py::error_already_set();
+  m.attr("PolicyError") = py::handle(policy_error_class);
+  install_policy_class(m);
+  install_job_view(m);
+  install_victim_view(m);
+  install_node_view(m);
+  install_task_view(m);
 }
 
 }  // namespace gpusched::python

@@ -624,6 +624,8 @@ Status Engine::make_orders() {
   return {};
 }
 
+// One function on purpose: the event loop: every kind of event (arrival, end, failure, repair, wake-up,
+// cycle) reads and moves the same clock, queues and metrics.
 Result<SimResult> Engine::run() {
   const std::size_t n_jobs = jobs_.size();
   node_watts_.assign(state_.node_count(), 0);

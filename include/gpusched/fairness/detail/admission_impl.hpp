@@ -582,6 +582,8 @@ GPUSCHED_DECL std::string FairSharePlanner::reason(const AdmissionPlan& plan, co
   return detail::fairness_pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind);
 }
 
+// One function on purpose: its two passes and the admission loop share packed per-queue buckets (issue 32
+// item 1, one admission rule with the cycle, will replace it).
 GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
   const Eigen::Index m = space_.size();
   const auto mu = static_cast<std::size_t>(m);

@@ -537,6 +537,8 @@ GPUSCHED_DECL Result<HdrfAllocation> hdrf_whole_tasks(const Amounts& capacity, s
 // complementary sibling from starving its cousin (the paper's two examples). Saturated resources
 // drop out of S (no growing leaf needs them), so internal shares ignore them, as in dynamic H-DRF.
 // On a one-level tree this is exactly weighted progressive filling (DRF).
+// One function on purpose: one event-driven sweep whose clocks, caps and saturations move together (the essay
+// above).
 GPUSCHED_DECL Result<FractionalAllocation> hdrf_progressive_filling(const Vector& capacity, std::span<const std::int64_t> parents,
                                                       std::span<const double> weights,
                                                       std::span<const FractionalUser> nodes) {

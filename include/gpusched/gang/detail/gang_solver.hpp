@@ -105,6 +105,16 @@ class GangSolver {
 
   GangResult finish(GangResult r, GangMethod method);
   void classify_capacity(GangResult& r, bool scan_nodes);
+  // classify_capacity's counts: per group, the tasks that fit at capacity, in all and per domain.
+  struct CapacityAtEmpty {
+    std::vector<std::int64_t> total;
+    std::vector<std::vector<std::int64_t>> per_domain;
+    const std::vector<std::string>* names = nullptr;  // the domains' names, when known
+    std::string level_name;
+    bool domains_known = false, totals_known = false;
+  };
+  CapacityAtEmpty capacity_by_scan(bool required);
+  CapacityAtEmpty capacity_from_summary(bool required);
   GangEmptyCapacity& capacity_cache() { return opt_.capacity_cache ? opt_.capacity_cache->impl_ : local_capacity_; }
   std::string bound_text(const GangBound& b) const;
   std::uint32_t main_group() const;
@@ -778,6 +788,68 @@ GPUSCHED_DECL std::string GangSolver::largest_domain_text(std::uint32_t g) const
 
 // --- the decision --------------------------------------------------------------------------------
 
+// Per group, the tasks that fit the cluster at capacity (every node as if empty), over it and per
+// domain of a required level, counted node by node (selectors included) after a node scan.
+GPUSCHED_DECL GangSolver::CapacityAtEmpty GangSolver::capacity_by_scan(bool required) {
+  CapacityAtEmpty cap;
+  cap.total.assign(n_groups_, 0);
+  cap.per_domain.resize(n_groups_);
+  cap.totals_known = true;
+  const DomainMap* topo = required && topo_ ? &maps_[*topo_] : nullptr;
+  const std::size_t n_domains = topo ? topo->domain_count() : 0;
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    if (spec_.groups[g].min_replicas == 0) continue;
+    cap.per_domain[g].assign(n_domains, 0);
+    for (NodeId n = 0; n < st_.node_count(); ++n) {
+      const std::int64_t k = placement_tasks_at_capacity(st_, n, req(g));
+      cap.total[g] = gang_sat_add(cap.total[g], k);
+      if (topo && topo->node_domain[n] != DomainMap::kNone)
+        cap.per_domain[g][topo->node_domain[n]] = gang_sat_add(cap.per_domain[g][topo->node_domain[n]], k);
+    }
+  }
+  if (topo && topo->resolved) {
+    cap.domains_known = true;
+    cap.names = &topo->names;
+    cap.level_name = topo->per_node ? std::string("node") : topo->key;
+  }
+  return cap;
+}
+
+// The same from the capacity-at-empty summary, on the index-only path (no node scan ran).
+GPUSCHED_DECL GangSolver::CapacityAtEmpty GangSolver::capacity_from_summary(bool required) {
+  CapacityAtEmpty cap;
+  cap.total.assign(n_groups_, 0);
+  cap.per_domain.resize(n_groups_);
+  // Index-only path: the per-group totals at empty come from the summary, a node pass once per
+  // capacity generation (per call without a GangCapacityCache), then O(node shapes) per group.
+  // Only the O(1) bounds ran here once, and an elastic gang asking a GPU model the cluster does
+  // not have was "not now" for ever: the simulator never rejected it, and the jobs queued behind
+  // it under FIFO were lost. The O(1) bounds above still answer first, in microseconds
+  // (BM_GangInfeasibleBound).
+  GangEmptyCapacity& cache = capacity_cache();
+  cache.refresh(st_);
+  cap.totals_known = true;
+  const GangEmptyCapacity::Level* level = nullptr;
+  if (required)
+    level = &cache.level(spec_.topology.level, opt_.domains, [&]() -> const DomainMap& {
+      if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
+      return maps_[*topo_];
+    });
+  for (std::uint32_t g = 0; g < n_groups_; ++g) {
+    if (spec_.groups[g].min_replicas == 0) continue;
+    const std::vector<std::int64_t> caps = cache.shape_capacities(st_, req(g));
+    cap.total[g] = cache.total(caps);
+    if (level && level->resolved)
+      for (std::size_t d = 0; d < level->names.size(); ++d) cap.per_domain[g].push_back(cache.domain_total(*level, d, caps));
+  }
+  if (level && level->resolved) {
+    cap.domains_known = true;
+    cap.names = &level->names;
+    cap.level_name = level->per_node ? std::string("node") : level->key;
+  }
+  return cap;
+}
+
 // Infeasible or not now: a gang that does not fit now is infeasible when a capacity bound (every
 // node as if empty) fails too. First the O(1) bounds (the largest node's GPUs, the cluster's GPU
 // total); then per group over the whole cluster and per domain of a required level: counted node by
@@ -805,59 +877,12 @@ GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes)
                       need_milli, st_.total_gpu_milli_capacity(), -1);
   // Per group over the cluster, and per domain of a required level: total[g], per_domain[g][d].
   const bool required = topology_in_force() && spec_.topology.mode == LevelMode::kRequired;
-  std::vector<std::int64_t> total(n_groups_, 0);
-  std::vector<std::vector<std::int64_t>> per_domain(n_groups_);
-  const std::vector<std::string>* names = nullptr;
-  std::string level_name;
-  bool domains_known = false;
-  bool totals_known = scan_nodes;  // per-group totals at empty: counted after a scan or from the summary
-  if (scan_nodes) {
-    const DomainMap* topo = required && topo_ ? &maps_[*topo_] : nullptr;
-    const std::size_t n_domains = topo ? topo->domain_count() : 0;
-    for (std::uint32_t g = 0; g < n_groups_; ++g) {
-      if (spec_.groups[g].min_replicas == 0) continue;
-      per_domain[g].assign(n_domains, 0);
-      for (NodeId n = 0; n < st_.node_count(); ++n) {
-        const std::int64_t k = placement_tasks_at_capacity(st_, n, req(g));
-        total[g] = gang_sat_add(total[g], k);
-        if (topo && topo->node_domain[n] != DomainMap::kNone)
-          per_domain[g][topo->node_domain[n]] = gang_sat_add(per_domain[g][topo->node_domain[n]], k);
-      }
-    }
-    if (topo && topo->resolved) {
-      domains_known = true;
-      names = &topo->names;
-      level_name = topo->per_node ? std::string("node") : topo->key;
-    }
-  } else {
-    // Index-only path: the per-group totals at empty come from the summary, a node pass once per
-    // capacity generation (per call without a GangCapacityCache), then O(node shapes) per group.
-    // Only the O(1) bounds ran here once, and an elastic gang asking a GPU model the cluster does
-    // not have was "not now" for ever: the simulator never rejected it, and the jobs queued behind
-    // it under FIFO were lost. The O(1) bounds above still answer first, in microseconds
-    // (BM_GangInfeasibleBound).
-    GangEmptyCapacity& cache = capacity_cache();
-    cache.refresh(st_);
-    totals_known = true;
-    const GangEmptyCapacity::Level* level = nullptr;
-    if (required)
-      level = &cache.level(spec_.topology.level, opt_.domains, [&]() -> const DomainMap& {
-        if (!topo_) topo_ = map_for(spec_.topology.level, Unlabelled::kExcluded);
-        return maps_[*topo_];
-      });
-    for (std::uint32_t g = 0; g < n_groups_; ++g) {
-      if (spec_.groups[g].min_replicas == 0) continue;
-      const std::vector<std::int64_t> caps = cache.shape_capacities(st_, req(g));
-      total[g] = cache.total(caps);
-      if (level && level->resolved)
-        for (std::size_t d = 0; d < level->names.size(); ++d) per_domain[g].push_back(cache.domain_total(*level, d, caps));
-    }
-    if (level && level->resolved) {
-      domains_known = true;
-      names = &level->names;
-      level_name = level->per_node ? std::string("node") : level->key;
-    }
-  }
+  const CapacityAtEmpty cap = scan_nodes ? capacity_by_scan(required) : capacity_from_summary(required);
+  const std::vector<std::int64_t>& total = cap.total;
+  const std::vector<std::vector<std::int64_t>>& per_domain = cap.per_domain;
+  const std::vector<std::string>* names = cap.names;
+  const std::string& level_name = cap.level_name;
+  const bool domains_known = cap.domains_known, totals_known = cap.totals_known;
   for (std::uint32_t g = 0; g < n_groups_ && totals_known; ++g) {
     const std::int64_t need = spec_.groups[g].min_replicas;
     if (need > 0 && total[g] < need)
@@ -943,6 +968,8 @@ GPUSCHED_DECL GangResult GangSolver::finish(GangResult r, GangMethod method) {
   return r;
 }
 
+// One function on purpose: its stages (bounds, whole-cluster greedy, node sets by domain, search) share the
+// journaled state and each may end the solve.
 GPUSCHED_DECL GangResult GangSolver::run() {
   GangResult r;
   r.placed_per_group.assign(n_groups_, 0);

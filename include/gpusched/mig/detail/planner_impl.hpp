@@ -122,6 +122,8 @@ class MigFillSearch {
 
 }  // namespace detail
 
+// One function on purpose: three numbered steps (idle instances, GPU groups, greedy fills) over the same
+// demand counters.
 GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<const MigDemandItem> demand, MigPlanOptions options) {
   const MigCatalog& catalog = state.mig().catalog();
   const std::size_t n_items = demand.size();

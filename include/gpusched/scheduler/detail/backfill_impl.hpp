@@ -592,6 +592,8 @@ GPUSCHED_DECL Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<
   return detail::plan_backfill_on(state, releases, {}, blocked, now, options);
 }
 
+// One function on purpose: one pass over the blocked jobs whose claims, bounds, time points and cursors every
+// step reads and extends.
 GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::span<const ReleaseEntry> running,
                                                      std::vector<ReleaseEntry> more, std::span<const BlockedJob> blocked,
                                                      Seconds now, const BackfillOptions& options, Seconds not_before) {

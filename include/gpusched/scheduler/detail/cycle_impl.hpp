@@ -540,6 +540,22 @@ struct CycleRun {
     return place_gang(state, spec, o);
   }
 
+  // The quota's answer for `*chosen` charged on flavor d. An elastic job the quota does not admit
+  // whole is tried at its minimum (it may grow later, stage 4): `chosen` then points at that minimum,
+  // kept in `restricted`.
+  fairness::QuotaCheck check_quota(std::size_t q, Eigen::Index d, const GangSpec& spec, GangSpec& restricted,
+                                   const GangSpec*& chosen) {
+    fairness::QuotaCheck c = book->check(q, job_amounts(*chosen, dims, d, false));
+    if (c.admitted() || !elastic(*chosen)) return c;
+    c = book->check(q, job_amounts(*chosen, dims, d, true));
+    if (c.admitted()) {
+      if (chosen == &spec) restricted = spec;
+      for (GangGroup& g : restricted.groups) g.replicas = g.min_replicas;
+      chosen = &restricted;
+    }
+    return c;
+  }
+
   Attempt admit(std::size_t p, std::size_t q, const GangSpec& spec) {
     Attempt at;
     const std::vector<Eigen::Index>& fl = flavors(q, spec);
@@ -564,18 +580,7 @@ struct CycleRun {
         }
         bool borrows = false;
         if (fair) {
-          Amounts req = job_amounts(*chosen, dims, d, false);
-          auto c = book->check(q, req);
-          if (!c.admitted() && elastic(*chosen)) {
-            // The quota holds its minimum only: place the minimum (it may grow later, stage 4).
-            req = job_amounts(*chosen, dims, d, true);
-            c = book->check(q, req);
-            if (c.admitted()) {
-              if (chosen == &spec) restricted = spec;
-              for (GangGroup& g : restricted.groups) g.replicas = g.min_replicas;
-              chosen = &restricted;
-            }
-          }
+          const fairness::QuotaCheck c = check_quota(q, d, spec, restricted, chosen);
           if (!c.admitted()) {
             if (pass == 0) {
               if (!have_quota_miss) quota_miss = quota_reason(c);
@@ -714,6 +719,8 @@ struct CycleRun {
     return false;
   }
 
+  // One function on purpose: Kueue's reclaim and borrow rules and H-DRF's sibling comparison build one victim
+  // mask together.
   Verdict preempt(std::size_t p, std::size_t q, const GangSpec& spec, Eigen::Index d, Attempt& at) {
     const GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
     const CompiledJob& job = pending[p].job;

@@ -219,6 +219,8 @@ GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(const ClusterState& state,
   return pick;
 }
 
+// One function on purpose: the numbered rules (one node, the deepest domain that fits, spread) share the
+// domain capacities computed at its top.
 GPUSCHED_DECL NodeSetPick ClusterTopology::pick_nodes(std::span<const std::int32_t> capacity, std::int32_t tasks,
                                         const LevelConstraint& constraint) const {
   NodeSetPick out;

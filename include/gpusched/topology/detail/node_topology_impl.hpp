@@ -73,6 +73,7 @@ struct NodeTopology::Impl {
 
   double nvl(std::size_t a, std::size_t b) const { return nv[a * n_gpu + b]; }
   void finish();
+  void build_pcie_tree(const std::vector<Device>& devices, const std::vector<PairLink>& matrix);
   double bus_bandwidth(std::span<const std::uint16_t> set) const;
   SetScore score_of(std::span<const std::uint16_t> set, double bytes) const;
 };
@@ -166,18 +167,12 @@ GPUSCHED_DECL void NodeTopology::Impl::finish() {
     }
 }
 
-GPUSCHED_DECL Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vector<PairLink> matrix,
-                                         NodeTopologyOptions options) {
+namespace detail {
+// The link matrix as the node's devices read it: X exactly on the diagonal, symmetric, NVLink only
+// between GPUs and with at least one link.
+GPUSCHED_DECL Status check_pair_matrix(const std::vector<Device>& devices, const std::vector<PairLink>& matrix,
+                                       std::size_t n_gpu) {
   const std::size_t n = devices.size();
-  if (n == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
-  if (matrix.size() != n * n) return Error{fmt::format("matrix: {} entries for {} devices", matrix.size(), n), ErrorCode::kInconsistent, "matrix"};
-  std::size_t n_gpu = 0;
-  while (n_gpu < n && devices[n_gpu].kind == DeviceKind::kGpu) ++n_gpu;
-  for (std::size_t d = n_gpu; d < n; ++d)
-    if (devices[d].kind == DeviceKind::kGpu)
-      return Error{fmt::format("devices[{}] ({}): GPUs must come before NICs", d, devices[d].name), ErrorCode::kInvalidValue, "devices"};
-  if (n_gpu == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
-  if (n_gpu > 4096) return Error{fmt::format("devices: {} GPUs, at most 4096", n_gpu), ErrorCode::kInvalidValue, "devices"};
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = 0; b < n; ++b) {
       const PairLink l = matrix[a * n + b];
@@ -193,6 +188,97 @@ GPUSCHED_DECL Result<NodeTopology> NodeTopology::build(std::vector<Device> devic
       if (l.cls == PairClass::kNvLink && l.nvlinks == 0)
         return Error{fmt::format("matrix[{}][{}] ({}-{}): NV0", a, b, devices[a].name, devices[b].name), ErrorCode::kInvalidValue, "matrix"};
     }
+  return {};
+}
+}  // namespace detail
+
+// The PCIe tree: close "class <= c" for c = PIX, PXB, PHB, NODE; NUMA affinity joins at NODE. A group
+// per closed set of several devices that is not the set below it (and per NUMA node); each device
+// and group hangs from the next group above it, else the root.
+GPUSCHED_DECL void NodeTopology::Impl::build_pcie_tree(const std::vector<Device>& devices, const std::vector<PairLink>& matrix) {
+  const std::size_t n = devices.size();
+  groups.push_back({VertexKind::kHost, -1, pcie, 1, "host"});
+  const PairClass levels[4] = {PairClass::kPix, PairClass::kPxb, PairClass::kPhb, PairClass::kNode};
+  const VertexKind kinds[4] = {VertexKind::kPcieSwitch, VertexKind::kPcieSwitch, VertexKind::kHostBridge,
+                               VertexKind::kNumaNode};
+  detail::PcieClassUnionFind dsu(n);
+  std::vector<std::vector<int>> comp_group(4, std::vector<int>(n, -1));  // [level][root] -> group
+  std::vector<std::vector<int>> root_at(4, std::vector<int>(n, 0));      // [level][device] -> root
+  std::vector<int> prev_size(n, 1);
+  for (int lv = 0; lv < 4; ++lv) {
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = a + 1; b < n; ++b) {
+        const PairClass c = matrix[a * n + b].cls;
+        if (c != PairClass::kNvLink && c != PairClass::kSelf && c <= levels[lv])
+          dsu.unite(static_cast<int>(a), static_cast<int>(b));
+      }
+    if (lv == 3)
+      for (std::size_t a = 0; a < n; ++a)
+        for (std::size_t b = a + 1; b < n; ++b)
+          if (devices[a].numa_node >= 0 && devices[a].numa_node == devices[b].numa_node)
+            dsu.unite(static_cast<int>(a), static_cast<int>(b));
+    std::vector<int> size(n, 0);
+    for (std::size_t d = 0; d < n; ++d) {
+      root_at[lv][d] = dsu.find(static_cast<int>(d));
+      ++size[static_cast<std::size_t>(root_at[lv][d])];
+    }
+    for (std::size_t d = 0; d < n; ++d) {
+      const auto r = static_cast<std::size_t>(root_at[lv][d]);
+      if (comp_group[lv][r] >= 0) continue;
+      // A new group when it has several members and is not the same set as one group below it
+      // (NUMA nodes always: sockets are real even with one device).
+      bool create = lv == 3 || size[r] >= 2;
+      if (create && lv > 0) {
+        const auto below_root = static_cast<std::size_t>(root_at[lv - 1][d]);
+        int below_size = 0;
+        for (std::size_t e = 0; e < n; ++e) below_size += root_at[lv - 1][e] == static_cast<int>(below_root);
+        if (below_size == size[r] && lv < 3) create = false;
+      }
+      if (!create) continue;
+      comp_group[lv][r] = static_cast<int>(groups.size());
+      const LinkKind up = lv == 3 ? LinkKind::kUpi : pcie;
+      std::string name;
+      if (lv == 3) {
+        int numa = -1;
+        for (std::size_t e = 0; e < n; ++e)
+          if (root_at[lv][e] == static_cast<int>(r) && devices[e].numa_node >= 0) numa = devices[e].numa_node;
+        name = numa >= 0 ? fmt::format("numa{}", numa) : fmt::format("numa?{}", groups.size());
+      } else {
+        name = fmt::format("{}{}", lv == 2 ? "hostbridge" : lv == 1 ? "pcie-upper" : "pcie-switch", groups.size());
+      }
+      groups.push_back({kinds[lv], 0, up, lv == 3 ? upi_links : 1, name});
+    }
+  }
+  // Parents: the next created group above, else the root.
+  auto group_above = [&](std::size_t d, int from_level) {
+    for (int lv = from_level; lv < 4; ++lv) {
+      const int g = comp_group[lv][static_cast<std::size_t>(root_at[lv][d])];
+      if (g >= 0) return g;
+    }
+    return 0;
+  };
+  for (int lv = 0; lv < 4; ++lv)
+    for (std::size_t d = 0; d < n; ++d) {
+      const int g = comp_group[lv][static_cast<std::size_t>(root_at[lv][d])];
+      if (g >= 0) groups[static_cast<std::size_t>(g)].parent = group_above(d, lv + 1);
+    }
+  dev_parent.assign(n, 0);
+  for (std::size_t d = 0; d < n; ++d) dev_parent[d] = group_above(d, 0);
+}
+
+GPUSCHED_DECL Result<NodeTopology> NodeTopology::build(std::vector<Device> devices, std::vector<PairLink> matrix,
+                                         NodeTopologyOptions options) {
+  const std::size_t n = devices.size();
+  if (n == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
+  if (matrix.size() != n * n) return Error{fmt::format("matrix: {} entries for {} devices", matrix.size(), n), ErrorCode::kInconsistent, "matrix"};
+  std::size_t n_gpu = 0;
+  while (n_gpu < n && devices[n_gpu].kind == DeviceKind::kGpu) ++n_gpu;
+  for (std::size_t d = n_gpu; d < n; ++d)
+    if (devices[d].kind == DeviceKind::kGpu)
+      return Error{fmt::format("devices[{}] ({}): GPUs must come before NICs", d, devices[d].name), ErrorCode::kInvalidValue, "devices"};
+  if (n_gpu == 0) return Error{"devices: no GPUs", ErrorCode::kInvalidValue, "devices"};
+  if (n_gpu > 4096) return Error{fmt::format("devices: {} GPUs, at most 4096", n_gpu), ErrorCode::kInvalidValue, "devices"};
+  if (Status st = detail::check_pair_matrix(devices, matrix, n_gpu); !st) return st.error();
   if (options.nvlink_generation != 0 && !nvlink_of_generation(options.nvlink_generation))
     return Error{fmt::format("nvlink_generation: expected 1..5, got {}", options.nvlink_generation), ErrorCode::kInvalidValue, "nvlink_generation"};
   if (options.pcie_generation != 0 && !pcie_of_generation(options.pcie_generation))
@@ -235,74 +321,7 @@ GPUSCHED_DECL Result<NodeTopology> NodeTopology::build(std::vector<Device> devic
         if (matrix[a * n + b].cls == PairClass::kNvLink) m.nv[a * n_gpu + b] = per_link * matrix[a * n + b].nvlinks;
   }
 
-  // The PCIe tree: close "class <= c" for c = PIX, PXB, PHB, NODE; NUMA affinity joins at NODE.
-  m.groups.push_back({VertexKind::kHost, -1, m.pcie, 1, "host"});
-  const PairClass levels[4] = {PairClass::kPix, PairClass::kPxb, PairClass::kPhb, PairClass::kNode};
-  const VertexKind kinds[4] = {VertexKind::kPcieSwitch, VertexKind::kPcieSwitch, VertexKind::kHostBridge,
-                               VertexKind::kNumaNode};
-  detail::PcieClassUnionFind dsu(n);
-  std::vector<std::vector<int>> comp_group(4, std::vector<int>(n, -1));  // [level][root] -> group
-  std::vector<std::vector<int>> root_at(4, std::vector<int>(n, 0));      // [level][device] -> root
-  std::vector<int> prev_size(n, 1);
-  for (int lv = 0; lv < 4; ++lv) {
-    for (std::size_t a = 0; a < n; ++a)
-      for (std::size_t b = a + 1; b < n; ++b) {
-        const PairClass c = matrix[a * n + b].cls;
-        if (c != PairClass::kNvLink && c != PairClass::kSelf && c <= levels[lv])
-          dsu.unite(static_cast<int>(a), static_cast<int>(b));
-      }
-    if (lv == 3)
-      for (std::size_t a = 0; a < n; ++a)
-        for (std::size_t b = a + 1; b < n; ++b)
-          if (devices[a].numa_node >= 0 && devices[a].numa_node == devices[b].numa_node)
-            dsu.unite(static_cast<int>(a), static_cast<int>(b));
-    std::vector<int> size(n, 0);
-    for (std::size_t d = 0; d < n; ++d) {
-      root_at[lv][d] = dsu.find(static_cast<int>(d));
-      ++size[static_cast<std::size_t>(root_at[lv][d])];
-    }
-    for (std::size_t d = 0; d < n; ++d) {
-      const auto r = static_cast<std::size_t>(root_at[lv][d]);
-      if (comp_group[lv][r] >= 0) continue;
-      // A new group when it has several members and is not the same set as one group below it
-      // (NUMA nodes always: sockets are real even with one device).
-      bool create = lv == 3 || size[r] >= 2;
-      if (create && lv > 0) {
-        const auto below_root = static_cast<std::size_t>(root_at[lv - 1][d]);
-        int below_size = 0;
-        for (std::size_t e = 0; e < n; ++e) below_size += root_at[lv - 1][e] == static_cast<int>(below_root);
-        if (below_size == size[r] && lv < 3) create = false;
-      }
-      if (!create) continue;
-      comp_group[lv][r] = static_cast<int>(m.groups.size());
-      const LinkKind up = lv == 3 ? LinkKind::kUpi : m.pcie;
-      std::string name;
-      if (lv == 3) {
-        int numa = -1;
-        for (std::size_t e = 0; e < n; ++e)
-          if (root_at[lv][e] == static_cast<int>(r) && devices[e].numa_node >= 0) numa = devices[e].numa_node;
-        name = numa >= 0 ? fmt::format("numa{}", numa) : fmt::format("numa?{}", m.groups.size());
-      } else {
-        name = fmt::format("{}{}", lv == 2 ? "hostbridge" : lv == 1 ? "pcie-upper" : "pcie-switch", m.groups.size());
-      }
-      m.groups.push_back({kinds[lv], 0, up, lv == 3 ? m.upi_links : 1, name});
-    }
-  }
-  // Parents: the next created group above, else the root.
-  auto group_above = [&](std::size_t d, int from_level) {
-    for (int lv = from_level; lv < 4; ++lv) {
-      const int g = comp_group[lv][static_cast<std::size_t>(root_at[lv][d])];
-      if (g >= 0) return g;
-    }
-    return 0;
-  };
-  for (int lv = 0; lv < 4; ++lv)
-    for (std::size_t d = 0; d < n; ++d) {
-      const int g = comp_group[lv][static_cast<std::size_t>(root_at[lv][d])];
-      if (g >= 0) m.groups[static_cast<std::size_t>(g)].parent = group_above(d, lv + 1);
-    }
-  m.dev_parent.assign(n, 0);
-  for (std::size_t d = 0; d < n; ++d) m.dev_parent[d] = group_above(d, 0);
+  m.build_pcie_tree(devices, matrix);
   m.devices = std::move(devices);
   m.matrix = std::move(matrix);
   m.finish();
@@ -543,6 +562,8 @@ GPUSCHED_DECL bool nearly_equal_times(double a, double b) {
 
 }  // namespace detail
 
+// One function on purpose: the exhaustive k-subset search and the hierarchical best fit score candidates the
+// same way in one loop.
 GPUSCHED_DECL GpuPick NodeTopology::best_gpus(std::span<const std::uint16_t> free, std::size_t k, const PickOptions& options) const {
   const Impl& im = *impl_;
   GpuPick out;
