@@ -15,6 +15,7 @@
 #include "gpusched/core/random.hpp"
 #include "gpusched/scheduler/backfill.hpp"
 #include "scheduler/cycle_util.hpp"
+#include "test_util.hpp"
 
 using namespace gpusched;
 using namespace gpusched::scheduler;
@@ -619,8 +620,11 @@ TEST_CASE("property: with estimates that hold, reserved gangs find their resourc
       // The plan is the rule, not an approximation of it: the bounds that skip tests (the idle-GPU
       // bound, the share bounds, the share left once the planned jobs are overlaid) never skip one
       // that would have placed.
-      const ReferencePlan reference = reference_plan(before, running, blocked, now, options);
-      for (std::size_t j = 0; j < blocked.size(); ++j) {
+      // (A sanitized build checks every eighth instance, as testing::trials samples: test_util.hpp.)
+      const bool check_reference = round % (gpusched::testing::sanitized ? 8 : 1) == 0;
+      const ReferencePlan reference =
+          check_reference ? reference_plan(before, running, blocked, now, options) : ReferencePlan{};
+      for (std::size_t j = 0; j < blocked.size() && check_reference; ++j) {
         CAPTURE(j);
         Seconds planned = -1;
         const std::vector<TaskPlacement>* placement = nullptr;
