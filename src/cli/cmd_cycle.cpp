@@ -294,9 +294,10 @@ void explain_waiting(Explanation& e, const CycleCliOptions& opt, const Inputs& i
                      const PendingJob& job, const CyclePolicies& policies) {
   e.out["status"] = "waits";
   e.out["verdict"] = std::string(verdict_name(w.outcome.verdict));
-  e.out["message"] = io::waiting_text(in.cycle, w);
+  const std::string message = io::waiting_text(in.cycle, w);
+  e.out["message"] = message;
   e.out["reasons"] = io::detail::reasons_json(w.outcome.reasons);
-  e.text += fmt::format("  waits: {}\n", io::waiting_text(in.cycle, w));
+  e.text += fmt::format("  waits: {}\n", message);
   // Who goes before it in its queue this cycle (by --order's key first, when given).
   std::size_t ahead = 0;
   const JobOrder* order = policies.orders.order.get();
@@ -311,8 +312,8 @@ void explain_waiting(Explanation& e, const CycleCliOptions& opt, const Inputs& i
   policies.check_orders();
   e.out["ahead_in_queue"] = ahead;
   e.text += fmt::format("  {} job(s) of its queue go before it ({})\n", ahead,
-                      order ? fmt::format("by --order {}, then priority and submit time", order->name())
-                            : std::string("higher priority, or submitted earlier"));
+                        order ? fmt::format("by --order {}, then priority and submit time", order->name())
+                              : std::string("higher priority, or submitted earlier"));
   if (w.preemption_tried)
     e.text += fmt::format("  preemption was tried this cycle: {}\n", verdict_name(w.preemption));
   for (const CycleReservation& r : d.reservations)
@@ -347,10 +348,10 @@ void explain_would_evict(Explanation& e, const CycleCliOptions& opt, Inputs& in,
       if (in.cycle.queues.queues.empty()) rule.queue = r.queue;  // without queues: one queue for all
       const bool allowed = eligible_victim(r, rule, opt.now, o.preemption, false);
       e.text += fmt::format("    {} (queue {}, priority {}): {}loses {} GPU-s since its checkpoint + {} GPU-s restart{}\n", r.name,
-                          r.queue.empty() ? "-" : r.queue, r.priority,
-                          v.whole ? "" : fmt::format("shrinks by {} task(s), ", v.tasks_shed), gpu_seconds(v.lost_milli_gpu_seconds),
-                          gpu_seconds(v.restart_milli_gpu_seconds),
-                          allowed ? " [the priority rule allows it]" : " [only by quota or fair-share reclaim]");
+                            r.queue.empty() ? "-" : r.queue, r.priority,
+                            v.whole ? "" : fmt::format("shrinks by {} task(s), ", v.tasks_shed), gpu_seconds(v.lost_milli_gpu_seconds),
+                            gpu_seconds(v.restart_milli_gpu_seconds),
+                            allowed ? " [the priority rule allows it]" : " [only by quota or fair-share reclaim]");
       victims.push_back({{"job", r.name}, {"queue", r.queue}, {"priority", r.priority}, {"whole", v.whole},
                          {"lost_gpu_seconds", static_cast<double>(v.lost_milli_gpu_seconds) / 1000.0},
                          {"restart_gpu_seconds", static_cast<double>(v.restart_milli_gpu_seconds) / 1000.0},
