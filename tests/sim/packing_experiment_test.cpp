@@ -248,12 +248,15 @@ TEST_CASE("FGD-OC leaves fewer GPUs unallocated than FGD on the shipped default 
   auto pods = io::read_alibaba_pods(dir + "openb_pod_list_default.csv");
   REQUIRE(nodes.ok());
   REQUIRE(pods.ok());
+  // The sanitized run checks the same code for memory errors on the trace's first 200 nodes and one
+  // seed (the whole cluster took it 18 s); the claim itself is the Release run's.
+  if (gpusched::testing::sanitized) nodes->resize(200);
   const TraceWorkload w = make_trace_workload(*nodes, *pods, "default").value();
   CHECK_FALSE(w.target.share_prices.empty());
   ExperimentConfig cfg;
   cfg.policies = {"FGD", "FGD-OC"};
   cfg.seeds = {42, 43, 44};
-  if (gpusched::testing::sanitized) cfg.seeds = {42};  // the sanitized run: one seed of the same check
+  if (gpusched::testing::sanitized) cfg.seeds = {42};
   cfg.lower_bound = false;
   cfg.curve_points = {100};
   auto rep = run_experiment(w, cfg);
@@ -261,6 +264,7 @@ TEST_CASE("FGD-OC leaves fewer GPUs unallocated than FGD on the shipped default 
   const PolicySummary& fgd = rep->policies[0];
   const PolicySummary& oc = rep->policies[1];
   REQUIRE(oc.policy == "FGD-OC");
+  if (gpusched::testing::sanitized) return;
   for (std::size_t s = 0; s < cfg.seeds.size(); ++s) {
     INFO("seed " << cfg.seeds[s]);
     // Measured: FGD 4.5-5.0 %, FGD-OC 3.7-3.8 %; the LP bound is about 3.1 %.

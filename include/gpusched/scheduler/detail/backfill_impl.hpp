@@ -557,6 +557,52 @@ GPUSCHED_DECL void insert_time(std::vector<Seconds>& times, Seconds t) {
   if (at == times.end() || *at != t) times.insert(at, t);
 }
 
+// Conservative backfill: what the plan learned of a job shape. A job of a simple shape (shape_key),
+// `replicas` tasks and duration d found its earliest start T (kForever: none within the window), so
+// it fits at no time in [now, T): not at the time points it tested, nor between two of them (the
+// state there is that of the point before, with at least the same claims overlapping). A later job of
+// the same shape and replicas that runs at least d fits at none of those times either: it meets the
+// same running work and more claims (the plan only adds them, a longer interval overlaps a superset,
+// and each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests
+// then begin at T. The same monotonicity as EASY's failed shapes below and the cycle's guard memo
+// (cycle.hpp).
+class ShapeMemo {
+ public:
+  // The earliest start a job of this shape, replicas and duration can have (now when nothing is known).
+  Seconds not_before(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds now) const {
+    Seconds out = now;
+    if (const std::size_t g = key ? group_of(*key, replicas) : groups_.size(); g < groups_.size())
+      for (const Entry& e : groups_[g].entries)
+        if (e.duration <= duration) out = std::max(out, e.earliest);
+    return out;
+  }
+  // A job of this shape found its earliest start (kForever: none). An entry that binds fewer jobs (a
+  // longer duration) with no later start is dropped: the new one rules out all it did.
+  void record(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds earliest) {
+    if (!key) return;
+    const std::size_t at = group_of(*key, replicas);
+    Group& g = at < groups_.size() ? groups_[at] : groups_.emplace_back(Group{*key, replicas, {}});
+    std::erase_if(g.entries, [&](const Entry& e) { return e.duration >= duration && e.earliest <= earliest; });
+    g.entries.push_back({duration, earliest});
+  }
+
+ private:
+  struct Entry {
+    Seconds duration = 0, earliest = 0;
+  };
+  struct Group {
+    ShapeKey key;
+    std::int64_t replicas = 0;
+    std::vector<Entry> entries;
+  };
+  std::size_t group_of(const ShapeKey& key, std::int64_t replicas) const {
+    std::size_t g = 0;
+    while (g < groups_.size() && !(groups_[g].key == key && groups_[g].replicas == replicas)) ++g;
+    return g;
+  }
+  std::vector<Group> groups_;
+};
+
 }  // namespace detail
 
 GPUSCHED_DECL std::string_view backfill_mode_name(BackfillMode mode) {
@@ -640,6 +686,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   std::size_t fcfs_head = blocked.size();  // kNone: the first job that did not start
   std::vector<std::size_t> next_bad;
   std::vector<std::pair<detail::ShapeKey, Seconds>> failed_now;  // EASY: shapes that could not start now, for so long
+  detail::ShapeMemo memo;  // conservative
 
   for (std::size_t i = 0; i < blocked.size(); ++i) {
     const GangSpec& spec = *blocked[i].spec;
@@ -691,13 +738,20 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       return test;
     };
 
+    const bool conservative = options.mode == BackfillMode::kConservative;
+    const std::optional<detail::ShapeKey> memo_key = conservative ? detail::shape_key(spec) : std::nullopt;
+    const std::int64_t replicas = memo_key ? spec.groups.front().replicas : 0;
+    const Seconds job_not_before = std::max(not_before, memo.not_before(memo_key, replicas, duration, now));
+    auto remember = [&](Seconds earliest) { memo.record(memo_key, replicas, duration, earliest); };
+
     // Now: on the state with the jobs started so far, and the reservations that overlap.
     detail::FitTest now_test;
-    if (not_before <= now && may_fit_now())
+    if (job_not_before <= now && may_fit_now())
       now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
                                   plan.placements_tried, plan.overlaid_tasks);
     if (now_test.fits) {
       profile.add_started(spec, now_test.result.tasks);
+      remember(now);
       const Seconds end = claim(now, std::move(now_test.result.tasks));
       plan.startable.push_back({i, end, placements[i]});
       continue;
@@ -741,7 +795,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     bool share_ok = false;
     for (std::size_t k = 1; k < times.size() && times[k] <= horizon; ++k) {
       const Seconds t = times[k];
-      if (t < not_before) continue;
+      if (t < job_not_before) continue;
       first_slot = bound.slot_of(t, first_slot);
       stop_slot = bound.slot_of(end_at(t), stop_slot);
       if (next_bad[first_slot] < stop_slot) continue;
@@ -755,6 +809,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
         }
         continue;
       }
+      remember(t);
       const Seconds end = claim(t, std::move(test.result.tasks));
       plan.reservations.push_back({i, t, end, placements[i]});
       reserved = true;
@@ -766,6 +821,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
         plan.waiting.push_back({i, why.result.verdict, why.result.reasons});
         continue;
       }
+      remember(kForever);
       BackfillWait wait{i, Verdict::kNotNow, {{ReasonKind::kBeyondWindow, Unit::kNone, -1, -1, 0, -1}}};
       for (const Reason& r : why.result.reasons) wait.reasons.push_back(r);
       plan.waiting.push_back(std::move(wait));
