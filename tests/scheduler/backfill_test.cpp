@@ -510,7 +510,7 @@ bool same_plan(const BackfillPlan& a, const BackfillPlan& b) {
 TEST_CASE("property: with estimates that hold, reserved gangs find their resources free; never over-commit") {
   // Random clusters of 3-8 nodes x 4 or 8 GPUs, running jobs of whole and shared GPUs with random
   // starts and estimates (some past them, some unknown), and 1-10 blocked gangs of 1-4 tasks (whole
-  // GPUs or a share; often the shape of the one before) with random estimates. For EASY and conservative: every job is accounted once;
+  // GPUs or a share; often the shape of the one before, or one task more) with random estimates. For EASY and conservative: every job is accounted once;
   // gangs are whole; at now and at every reservation's start, everything active fits together;
   // the state is unchanged; the same input gives the same plan.
   SplitMix64 rng{20261201};
@@ -564,9 +564,11 @@ TEST_CASE("property: with estimates that hold, reserved gangs find their resourc
     std::vector<GangSpec> specs;
     const auto blocked_count = static_cast<std::size_t>(rng.uniform(1, 10));
     for (std::size_t b = 0; b < blocked_count; ++b) {
-      if (b > 0 && rng.chance(40)) {  // the same shape again (the plan's shape memo), another estimate
+      if (b > 0 && rng.chance(40)) {  // the same shape again or one task more (the plan's shape memo)
         specs.push_back(specs.back());
         specs.back().name = "b" + std::to_string(b);
+        GangGroup& group = specs.back().groups.front();
+        if (rng.chance(50)) group.min_replicas = group.replicas = group.replicas + 1;
         continue;
       }
       TaskShape shape;

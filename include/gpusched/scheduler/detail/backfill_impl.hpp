@@ -560,20 +560,23 @@ GPUSCHED_DECL void insert_time(std::vector<Seconds>& times, Seconds t) {
 // Conservative backfill: what the plan learned of a job shape. A job of a simple shape (shape_key),
 // `replicas` tasks and duration d found its earliest start T (kForever: none within the window), so
 // it fits at no time in [now, T): not at the time points it tested, nor between two of them (the
-// state there is that of the point before, with at least the same claims overlapping). A later job of
-// the same shape and replicas that runs at least d fits at none of those times either: it meets the
-// same running work and more claims (the plan only adds them, a longer interval overlaps a superset,
-// and each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests
-// then begin at T. The same monotonicity as EASY's failed shapes below and the cycle's guard memo
-// (cycle.hpp).
+// state there is that of the point before, with at least the same claims overlapping). A later job
+// asking at least as much (the same models, at least as much per task, at least as many tasks:
+// ShapeKey::dominated_by) that runs at least d fits at none of those times either: it meets the same
+// running work and more claims (the plan only adds them, a longer interval overlaps a superset, and
+// each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests then
+// begin at T. The same monotonicity as EASY's failed shapes below and the cycle's memos (cycle.hpp).
+// ITP-04 contended conservative: 40.6 -> 25.1 s (benchmarks/README.md, "Conservative's plan").
 class ShapeMemo {
  public:
   // The earliest start a job of this shape, replicas and duration can have (now when nothing is known).
   Seconds not_before(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds now) const {
     Seconds out = now;
-    if (const std::size_t g = key ? group_of(*key, replicas) : groups_.size(); g < groups_.size())
-      for (const Entry& e : groups_[g].entries)
-        if (e.duration <= duration) out = std::max(out, e.earliest);
+    if (!key) return out;
+    for (const Group& g : groups_)
+      if (key->dominated_by(g.key) && replicas >= g.replicas)
+        for (const Entry& e : g.entries)
+          if (e.duration <= duration) out = std::max(out, e.earliest);
     return out;
   }
   // A job of this shape found its earliest start (kForever: none). An entry that binds fewer jobs (a
