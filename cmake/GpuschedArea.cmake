@@ -62,7 +62,12 @@ endfunction()
 # A program of gpusched's own build links the separately compiled families (GPUSCHED_SEPARATE_COMPILATION,
 # top-level CMakeLists.txt); without that option it compiles them inline like any consumer.
 function(gpusched_use_compiled target)
+  # PUBLIC for the installed libraries (io, sim): their users compile the families the same way.
+  set(scope PRIVATE)
+  if(ARGN)
+    set(scope ${ARGN})
+  endif()
   if(GPUSCHED_SEPARATE_COMPILATION)
-    target_link_libraries(${target} PRIVATE gpusched_compiled)
+    target_link_libraries(${target} ${scope} gpusched_compiled)
   endif()
 endfunction()

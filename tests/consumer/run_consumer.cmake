@@ -44,6 +44,22 @@ if(MODE STREQUAL "install")
     run(${CMAKE_COMMAND} --build ${WORK_DIR}/c_app)
     run(${WORK_DIR}/c_app/place_c ${CONSUMER_DIR}/../../examples/cluster.json ${CONSUMER_DIR}/../../examples/jobs.json)
   endif()
+  # A C++ program linking gpusched::io (tests/consumer/io/): built, run on the shipped example, and
+  # its own object defines no family function (place_gang comes from the installed library).
+  run(${CMAKE_COMMAND} -S ${CONSUMER_DIR}/io -B ${WORK_DIR}/io_app -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix ${flags})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/io_app)
+  run(${WORK_DIR}/io_app/place_io ${CONSUMER_DIR}/../../examples/cluster.json)
+  file(GLOB_RECURSE io_objects ${WORK_DIR}/io_app/CMakeFiles/place_io.dir/*.o)
+  find_program(NM nm REQUIRED)
+  execute_process(COMMAND ${NM} -C --defined-only ${io_objects} OUTPUT_VARIABLE io_defined RESULT_VARIABLE nm_rc)
+  if(NOT nm_rc EQUAL 0 OR NOT io_objects)
+    message(FATAL_ERROR "could not list the symbols of ${io_objects}")
+  endif()
+  if(io_defined MATCHES "gpusched::place_gang\\(")
+    message(FATAL_ERROR "a program linking gpusched::io defines gpusched::place_gang itself, beside the installed "
+                        "library's: the families were compiled header-only in it")
+  endif()
   file(GLOB_RECURSE python_modules ${WORK_DIR}/prefix/_core*)
   file(GLOB_RECURSE built_modules ${BUILD_DIR}/python/_core*)
   if(built_modules AND NOT python_modules)
