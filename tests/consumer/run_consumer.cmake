@@ -49,7 +49,7 @@ if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} -S ${CONSUMER_DIR}/io -B ${WORK_DIR}/io_app -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
       -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix ${flags})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/io_app)
-  run(${WORK_DIR}/io_app/place_io ${CONSUMER_DIR}/../../examples/cluster.json)
+  run(${WORK_DIR}/io_app/place_io ${CONSUMER_DIR}/../../examples/cluster.json ${CONSUMER_DIR}/../../examples/jobs.json)
   file(GLOB_RECURSE io_objects ${WORK_DIR}/io_app/CMakeFiles/place_io.dir/*.o)
   find_program(NM nm REQUIRED)
   execute_process(COMMAND ${NM} -C --defined-only ${io_objects} OUTPUT_VARIABLE io_defined RESULT_VARIABLE nm_rc)

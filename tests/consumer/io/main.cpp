@@ -1,5 +1,6 @@
-// Reads a cluster document and places a two-task gang of 4 GPUs on it; prints the verdict.
-// Built against the installed package with gpusched::io (tests/consumer/io/CMakeLists.txt).
+// Reads a cluster document and a jobs document (the io library) and places each job as a gang, one
+// after the other, on the one state (a policy family); prints each verdict. Built against the
+// installed package with gpusched::io (tests/consumer/io/CMakeLists.txt).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,30 +12,29 @@
 // What links gpusched::io compiles the families as io was compiled: declarations only.
 static_assert(!GPUSCHED_HEADER_ONLY, "a target linking gpusched::io must use the installed compiled families");
 
-int main(int argc, char** argv) {
-  if (argc != 2) return 2;
-  std::ifstream in(argv[1]);
+static std::string slurp(const char* path) {
+  std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
-  auto doc = gpusched::io::read_cluster_json(text.str(), argv[1]);
-  if (!doc) {
-    std::fprintf(stderr, "%s\n", doc.error().message.c_str());
-    return 2;
-  }
-  auto state = gpusched::ClusterState::build(doc->cluster, doc->registry);
+  return text.str();
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  auto cluster = gpusched::io::read_cluster_json(slurp(argv[1]), argv[1]);
+  auto jobs = gpusched::io::read_jobs_json(slurp(argv[2]), argv[2]);
+  if (!cluster || !jobs) return 2;
+  auto state = gpusched::ClusterState::build(cluster->cluster, cluster->registry);
   if (!state) return 2;
-  gpusched::Job job;
-  job.job_name = "allreduce";
-  gpusched::TaskGroupSpec group;
-  group.name = "worker";
-  group.replicas = 2;
-  group.shape = gpusched::TaskShape{4000, gpusched::kGiB, 4, 1000, 0};
-  job.groups.push_back(group);
-  auto compiled = gpusched::compile_job(*state, job);
-  if (!compiled) return 2;
-  auto spec = gpusched::make_gang_spec(*compiled);
-  if (!spec) return 2;
-  const gpusched::GangResult gang = gpusched::place_gang(*state, *spec);
-  std::printf("gang: %s\n", std::string(gpusched::verdict_name(gang.verdict)).c_str());
-  return gang.placed() ? 0 : 1;
+  int placed = 0;
+  for (const gpusched::Job& job : jobs->jobs) {
+    const auto compiled = gpusched::compile_job(*state, job);
+    if (!compiled) return 2;
+    const auto spec = gpusched::make_gang_spec(*compiled);
+    if (!spec) return 2;
+    const gpusched::GangResult r = gpusched::place_gang(*state, *spec);
+    std::printf("%s: %s\n", job.job_name.c_str(), std::string(gpusched::verdict_name(r.verdict)).c_str());
+    placed += r.placed() ? 1 : 0;
+  }
+  return placed > 0 ? 0 : 1;
 }
