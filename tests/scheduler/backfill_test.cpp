@@ -507,6 +507,53 @@ bool same_plan(const BackfillPlan& a, const BackfillPlan& b) {
 
 }  // namespace
 
+TEST_CASE("conservative's shape memo: a job it keeps from earlier times still says it is infeasible") {
+  // One node of 8 idle GPUs whose CPUs (62 of 64) are held for ever by CPU-only work. `starved`
+  // (1 GPU, 4 CPUs) can never start: no reservation within the window, and the plan learns that its
+  // shape starts at no time. `huge` asks for all of that and 1 TiB of memory, more than the node has:
+  // infeasible, which its test at now says even though the memo rules out every time for it.
+  auto state = ClusterState::build(make_cluster(1, 8), GpuModelRegistry::builtin()).value();
+  TaskShape cpu_only;
+  cpu_only.cpu = 62 * kMilliPerCpu;
+  cpu_only.memory = kGiB;
+  RunningJob hog;
+  hog.name = "hog";
+  hog.queue = "q";
+  hog.runtime_estimate = -1;  // unknown: it holds its CPUs within every window
+  RunningTask task{state.compile(cpu_only).value(), {}};
+  task.assignment = make_assignment(0, task.request);
+  REQUIRE(state.reserve(task.request, task.assignment).ok());
+  hog.tasks.push_back(std::move(task));
+  state.commit();
+  const std::vector<RunningJob> running{hog};
+  TaskShape small;
+  small.cpu = 4 * kMilliPerCpu;
+  small.memory = kGiB;
+  small.gpus = 1;
+  small.gpu_milli = kMilliPerGpu;
+  TaskShape large = small;
+  large.memory = 1024 * kGiB;
+  GangSpec starved, huge;
+  starved.name = "starved";
+  starved.groups.push_back({"w", 1, 1, state.compile(small).value()});
+  huge.name = "huge";
+  huge.groups.push_back({"w", 1, 1, state.compile(large).value()});
+  const std::vector<BlockedJob> blocked{{&starved, 60}, {&huge, 60}};
+  for (const bool explain : {false, true}) {
+    CAPTURE(explain);
+    BackfillOptions options;
+    options.mode = BackfillMode::kConservative;
+    options.explain = explain;
+    auto plan = plan_backfill(state, running, blocked, 0, options);
+    REQUIRE(plan.ok());
+    CHECK(plan->startable.empty());
+    CHECK(plan->reservations.empty());
+    REQUIRE(plan->waiting.size() == 2);
+    CHECK(plan->waiting[0].verdict == Verdict::kNotNow);
+    CHECK(plan->waiting[1].verdict == Verdict::kInfeasible);
+  }
+}
+
 TEST_CASE("property: with estimates that hold, reserved gangs find their resources free; never over-commit") {
   // Random clusters of 3-8 nodes x 4 or 8 GPUs, running jobs of whole and shared GPUs with random
   // starts and estimates (some past them, some unknown), and 1-10 blocked gangs of 1-4 tasks (whole

@@ -819,6 +819,12 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       break;
     }
     if (!reserved) {
+      // The memo says when a job can start, not whether it ever can: a job it kept from its test at
+      // now is tested there as it would have been, so that one that fits no node at all (more than
+      // the job it learned from asks) still says kInfeasible.
+      if (!now_test.tried && not_before <= now && job_not_before > now && may_fit_now())
+        now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
+                                    plan.placements_tried, plan.overlaid_tasks);
       const detail::FitTest& why = now_reasons(now_test);
       if (why.result.verdict == Verdict::kInfeasible || why.result.verdict == Verdict::kInvalid) {
         plan.waiting.push_back({i, why.result.verdict, why.result.reasons});
