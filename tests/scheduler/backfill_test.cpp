@@ -557,9 +557,10 @@ TEST_CASE("conservative's shape memo: a job it keeps from earlier times still sa
 TEST_CASE("property: with estimates that hold, reserved gangs find their resources free; never over-commit") {
   // Random clusters of 3-8 nodes x 4 or 8 GPUs, running jobs of whole and shared GPUs with random
   // starts and estimates (some past them, some unknown), and 1-10 blocked gangs of 1-4 tasks (whole
-  // GPUs or a share; often the shape of the one before, or one task more) with random estimates. For EASY and conservative: every job is accounted once;
-  // gangs are whole; at now and at every reservation's start, everything active fits together;
-  // the state is unchanged; the same input gives the same plan.
+  // GPUs or a share; often the shape of the one before, or one task more) with random estimates. For
+  // EASY and conservative: every job is accounted once; gangs are whole; at now and at every
+  // reservation's start, everything active fits together; the state is unchanged; the same input
+  // gives the same plan.
   SplitMix64 rng{20261201};
   int reservations_seen = 0, starts_seen = 0;
   for (int round = 0; round < 150; ++round) {

@@ -566,7 +566,7 @@ GPUSCHED_DECL void insert_time(std::vector<Seconds>& times, Seconds t) {
 // running work and more claims (the plan only adds them, a longer interval overlaps a superset, and
 // each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests then
 // begin at T. The same monotonicity as EASY's failed shapes below and the cycle's memos (cycle.hpp).
-// ITP-04 contended conservative: 40.6 -> 25.1 s (benchmarks/README.md, "Conservative's plan").
+// ITP-04 contended conservative: 40.6 -> 25.4 s (benchmarks/README.md, "The plan's shape memo").
 class ShapeMemo {
  public:
   // The earliest start a job of this shape, replicas and duration can have (now when nothing is known).
@@ -729,15 +729,18 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       if (end <= horizon) detail::insert_time(times, end);
       return end;
     };
+    // Now: on the state with the jobs started so far, and the reservations that overlap.
+    auto test_now = [&] {
+      return detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
+                              plan.placements_tried, plan.overlaid_tasks);
+    };
     // The reasons it cannot start now (placed on the state of now, with the reservations that overlap).
     auto now_reasons = [&](detail::FitTest& test) -> detail::FitTest& {
       if (!test.tried && !options.explain) {
         test.result.verdict = Verdict::kNotNow;  // unexplained: no placement only to say why
         return test;
       }
-      if (!test.tried)
-        test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
-                                plan.placements_tried, plan.overlaid_tasks);
+      if (!test.tried) test = test_now();
       return test;
     };
 
@@ -747,11 +750,8 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     const Seconds job_not_before = std::max(not_before, memo.not_before(memo_key, replicas, duration, now));
     auto remember = [&](Seconds earliest) { memo.record(memo_key, replicas, duration, earliest); };
 
-    // Now: on the state with the jobs started so far, and the reservations that overlap.
     detail::FitTest now_test;
-    if (job_not_before <= now && may_fit_now())
-      now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
-                                  plan.placements_tried, plan.overlaid_tasks);
+    if (job_not_before <= now && may_fit_now()) now_test = test_now();
     if (now_test.fits) {
       profile.add_started(spec, now_test.result.tasks);
       remember(now);
@@ -822,9 +822,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       // The memo says when a job can start, not whether it ever can: a job it kept from its test at
       // now is tested there as it would have been, so that one that fits no node at all (more than
       // the job it learned from asks) still says kInfeasible.
-      if (!now_test.tried && not_before <= now && job_not_before > now && may_fit_now())
-        now_test = detail::test_fit(profile, claims, spec, now, now, end_at(now), needed, gang_options, false,
-                                    plan.placements_tried, plan.overlaid_tasks);
+      if (!now_test.tried && not_before <= now && job_not_before > now && may_fit_now()) now_test = test_now();
       const detail::FitTest& why = now_reasons(now_test);
       if (why.result.verdict == Verdict::kInfeasible || why.result.verdict == Verdict::kInvalid) {
         plan.waiting.push_back({i, why.result.verdict, why.result.reasons});
