@@ -104,6 +104,13 @@ GPUSCHED_DECL std::int64_t placement_tasks_at_capacity(const ClusterState& state
   return std::min(cap, shape.shares_gpu() ? per_gpus : per_gpus / shape.gpus);
 }
 
+// Whether some node could hold one task of `request` once empty (diagnose_capacity(...).fitting() > 0).
+GPUSCHED_DECL bool placement_some_node_holds(const ClusterState& state, const TaskRequest& request) {
+  for (NodeId n = 0; n < state.node_count(); ++n)
+    if (placement_capacity_fit(state, n, request) == FitReason::kFits) return true;
+  return false;
+}
+
 // What a node offers in the unit of a failing reason (now), for FitDiagnosis::best_available.
 GPUSCHED_DECL std::int64_t placement_offered(const ClusterState& state, NodeId n, FitReason reason) {
   switch (reason) {
@@ -317,9 +324,12 @@ GPUSCHED_DECL JobPlacement place_job(ClusterState& state, const CompiledJob& job
       result.gpu_pick_failed = node != kNoNode;
       result.tasks.clear();
       // Infeasible when proved on the empty cluster: one task fits no node's capacity, or some
-      // group has more replicas than every node's capacity together holds.
-      const FitDiagnosis at_capacity = diagnose_capacity(state, group.request);
-      if (at_capacity.fitting() == 0) {
+      // group has more replicas than every node's capacity together holds. The first test stops at
+      // the first node that holds the task; every node's reason is counted only for an infeasible
+      // job, whose reasons are those counts (a one-event cycle at 10,000 nodes spent a fifth of its
+      // time counting them for jobs that merely wait).
+      if (!detail::placement_some_node_holds(state, group.request)) {
+        const FitDiagnosis at_capacity = diagnose_capacity(state, group.request);
         result.verdict = Verdict::kInfeasible;
         result.diagnosis = at_capacity;
         result.reasons = fit_reasons(at_capacity, group.request, static_cast<std::int32_t>(g));

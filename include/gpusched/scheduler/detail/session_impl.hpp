@@ -204,6 +204,27 @@ GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
   }
 }
 
+GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
+  const std::optional<Seconds> end = detail::estimated_end(running_[from]);
+  if (!end) return;
+  const std::pair<Seconds, std::size_t> key(*end, from), target(*end, to);
+  const auto sorted_end = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
+  if (const auto at = std::lower_bound(by_end_.begin(), sorted_end, key); at != sorted_end && *at == key) {
+    const auto dest = std::lower_bound(by_end_.begin(), at, target);  // only entries of this end lie between
+    std::rotate(dest, at, at + 1);
+    *dest = target;
+  } else if (const auto late = std::find(sorted_end, by_end_.end(), key); late != by_end_.end()) {
+    *late = target;  // (the late ones are in no order)
+  }
+  if (!releases_valid_) return;
+  const auto first = releases_at(from, *end);
+  auto last = first;
+  while (last != releases_.end() && last->job == from && last->end == *end) ++last;
+  const auto dest = releases_at(to, *end);
+  std::rotate(dest, first, last);
+  for (auto e = dest; e != dest + (last - first); ++e) e->job = static_cast<std::uint32_t>(to);
+}
+
 // Pointers into the running jobs' tasks stay valid while the jobs move (a move keeps the tasks'
 // buffer); every event that adds, removes or changes a running job's tasks or end invalidates them.
 static_assert(std::is_nothrow_move_constructible_v<RunningJob> && std::is_nothrow_move_assignable_v<RunningJob>);
@@ -278,13 +299,12 @@ GPUSCHED_DECL void Session::remove_running(std::size_t j) {
   by_end_erase(j);
   std::erase(elastic_, j);
   if (j != last) {
-    by_end_erase(last);
+    by_end_renumber(last, j);
     std::replace(elastic_.begin(), elastic_.end(), last, j);
     running_[j] = std::move(running_[last]);
     origin_[j] = std::move(origin_[last]);
     running_queue_[j] = running_queue_[last];
     running_slot_[running_[j].name] = j;
-    by_end_insert(j);
   }
   running_.pop_back();
   origin_.pop_back();
