@@ -97,41 +97,41 @@ class IdleGpuBound {
       first_fit_ = first_slot_with_room(state, releases, *single_);
       return;
     }
-    const std::size_t slots = bounds_.size();
-    const std::size_t nodes = state.node_count();
-    const std::size_t g_count = sizes_.size();
-    // Per-node release lists (CSR by node): (time, slot, GPUs touched), in time order. The slot of
-    // each release comes from one walk over the sorted times, not a search per release.
-    node_begin_.assign(nodes + 1, 0);
-    for (const ReleaseEntry& e : releases)
-      if (e.whole_gpus >= 0 && e.node < nodes) ++node_begin_[e.node + 1];
-    for (std::size_t n = 0; n < nodes; ++n) node_begin_[n + 1] += node_begin_[n];
-    events_.resize(node_begin_[nodes]);
-    std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
-    std::size_t slot = 0;
-    for (const ReleaseEntry& e : releases) {  // sorted by end: each node's list is too
-      if (e.whole_gpus < 0 || e.node >= nodes) continue;
-      slot = slot_of(e.end, slot);
-      events_[fill[e.node]++] = {e.end, static_cast<std::uint32_t>(slot), e.whole_gpus};
-    }
+    const std::size_t slots = bounds_.size(), nodes = state.node_count(), g_count = sizes_.size();
+    const auto levels = static_cast<std::size_t>(max_gpus_) + 1;
+    releases_ = releases;
     idle_now_.assign(nodes, 0);
     gpus_.assign(nodes, 0);
-    // count_ first holds the differences between consecutive slots, then their running sums.
-    count_.assign(slots * g_count, 0);
+    // How many nodes have v whole idle GPUs in slot k: first as differences between consecutive
+    // slots, then their running sums. An event moves one node between two levels, whatever the
+    // task sizes asked about (per size it changed every count: most of the bound's time).
+    std::vector<std::int32_t> nodes_at(slots * levels, 0);
+    std::vector<std::int32_t> idle(nodes, 0);
     for (NodeId n = 0; n < nodes; ++n) {
-      if (!state.eligible(n)) continue;
+      if (!state.eligible(n)) continue;  // cordoned and failed nodes take no new work
       gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
-      idle_now_[n] = state.idle_gpus(n);
-      std::int32_t cur = idle_now_[n];
-      add_change(0, 0, cur);
-      for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1] && cur < gpus_[n]; ++i) {
-        const std::int32_t next = std::min(gpus_[n], cur + events_[i].gpus);
-        add_change(events_[i].slot, cur, next);
-        cur = next;
-      }
+      idle_now_[n] = idle[n] = state.idle_gpus(n);
+      ++nodes_at[static_cast<std::size_t>(idle[n])];
     }
-    for (std::size_t k = 1; k < slots; ++k)
-      for (std::size_t c = 0; c < g_count; ++c) count_[k * g_count + c] += count_[(k - 1) * g_count + c];
+    // One walk over the releases in time order moves each node's idle GPUs; the slot of each comes
+    // from a cursor over the sorted times. (Per-node lists are made only for the nodes claims touch:
+    // materialize.)
+    std::size_t slot = 0;
+    for (const ReleaseEntry& e : releases) {
+      if (e.whole_gpus < 0 || e.node >= nodes || idle[e.node] >= gpus_[e.node]) continue;
+      slot = slot_of(e.end, slot);
+      const std::int32_t next = std::min(gpus_[e.node], idle[e.node] + e.whole_gpus);
+      --nodes_at[slot * levels + static_cast<std::size_t>(idle[e.node])];
+      ++nodes_at[slot * levels + static_cast<std::size_t>(next)];
+      idle[e.node] = next;
+    }
+    count_.assign(slots * g_count, 0);
+    for (std::size_t k = 0; k < slots; ++k)
+      for (std::size_t v = 0; v < levels; ++v) {
+        if (k > 0) nodes_at[k * levels + v] += nodes_at[(k - 1) * levels + v];
+        for (std::size_t c = 0; c < g_count; ++c)
+          count_[k * g_count + c] += std::int64_t{nodes_at[k * levels + v]} * quotient(static_cast<std::int32_t>(v), sizes_[c]);
+      }
     timeline_of_.assign(nodes, -1);
   }
 
@@ -158,10 +158,11 @@ class IdleGpuBound {
     if (!enabled_ || single_ != nullptr) return;  // one job: nothing is asked after its claim
     if (end != kForever) split_at(end);
     const std::size_t first = slot_of(start), stop = slot_of(end);
+    materialize(placement);
     for (const TaskPlacement& t : placement) {
       const TaskAssignment& a = t.assignment;
-      if (a.is_mig() || a.gpu_milli != kMilliPerGpu || a.gpus.empty() || a.node >= timeline_of_.size()) continue;
-      std::vector<std::int32_t>& e = timeline(a.node);
+      if (!counted(a)) continue;
+      std::vector<std::int32_t>& e = timelines_[static_cast<std::size_t>(timeline_of_[a.node])];
       const auto taken = static_cast<std::int32_t>(a.gpus.size());
       for (std::size_t k = first; k < stop; ++k) {
         const std::int32_t old = e[k];
@@ -201,9 +202,9 @@ class IdleGpuBound {
  private:
   struct Event {
     Seconds end = 0;
-    std::uint32_t slot = 0;  // at construction (split_at shifts slots later: timelines use `end`)
     std::int32_t gpus = 0;
   };
+  static constexpr int kWalks = 4;  // walks over every release for claims, before per-node lists
   // floor(idle / g) for idle, g <= kMaxGpus: the counts change by these on every event, and a
   // division per node and size was a tenth of a conservative replay.
   static std::int32_t quotient(std::int32_t idle, std::int32_t g) {
@@ -246,21 +247,58 @@ class IdleGpuBound {
                 count_.begin() + static_cast<std::ptrdiff_t>(k * g_count));
     for (std::vector<std::int32_t>& e : timelines_) e.insert(e.begin() + static_cast<std::ptrdiff_t>(k), e[k - 1]);
   }
-  std::vector<std::int32_t>& timeline(NodeId n) {
-    if (timeline_of_[n] < 0) {
-      const std::size_t slots = bounds_.size();
-      std::vector<std::int32_t> e(slots, 0);
-      std::int32_t cur = idle_now_[n];
-      std::size_t k = 0;
-      for (std::uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
-        for (const std::size_t until = slot_of(events_[i].end); k < until; ++k) e[k] = cur;
-        cur = std::min(gpus_[n], cur + events_[i].gpus);
+  bool counted(const TaskAssignment& a) const {
+    return !a.is_mig() && a.gpu_milli == kMilliPerGpu && !a.gpus.empty() && a.node < timeline_of_.size();
+  }
+  // Each node a claim touches gets its whole idle GPUs per slot (E_n), from its releases: found by
+  // one walk over all releases for the first few claims (a plan that claims a handful of nodes does
+  // not pay for per-node lists of every node), then from per-node lists made once.
+  void materialize(const std::vector<TaskPlacement>& placement) {
+    const auto first_new = static_cast<std::int32_t>(timelines_.size());
+    std::vector<NodeId> fresh;
+    for (const TaskPlacement& t : placement)
+      if (counted(t.assignment) && timeline_of_[t.assignment.node] < 0) {
+        timeline_of_[t.assignment.node] = static_cast<std::int32_t>(timelines_.size() + fresh.size());
+        fresh.push_back(t.assignment.node);
       }
-      for (; k < slots; ++k) e[k] = cur;
-      timeline_of_[n] = static_cast<std::int32_t>(timelines_.size());
-      timelines_.push_back(std::move(e));
+    if (fresh.empty()) return;
+    const std::size_t slots = bounds_.size();
+    std::vector<std::int32_t> idle;
+    std::vector<std::size_t> filled(fresh.size(), 0);
+    for (NodeId n : fresh) {
+      timelines_.emplace_back(slots, 0);
+      idle.push_back(idle_now_[n]);
     }
-    return timelines_[static_cast<std::size_t>(timeline_of_[n])];
+    // Job after job, E_n[k] for k up to the release's slot is what the node had before it.
+    const auto release = [&](std::size_t i, const Seconds end, const std::int32_t gpus) {
+      std::vector<std::int32_t>& e = timelines_[static_cast<std::size_t>(first_new) + i];
+      for (const std::size_t until = slot_of(end); filled[i] < until; ++filled[i]) e[filled[i]] = idle[i];
+      idle[i] = std::min(gpus_[fresh[i]], idle[i] + gpus);
+    };
+    if (node_begin_.empty() && ++walks_ > kWalks) make_lists();
+    if (node_begin_.empty()) {
+      for (const ReleaseEntry& r : releases_)
+        if (r.whole_gpus >= 0 && r.node < timeline_of_.size() && timeline_of_[r.node] >= first_new)
+          release(static_cast<std::size_t>(timeline_of_[r.node] - first_new), r.end, r.whole_gpus);
+    } else {
+      for (std::size_t i = 0; i < fresh.size(); ++i)
+        for (std::uint32_t k = node_begin_[fresh[i]]; k < node_begin_[fresh[i] + 1]; ++k) release(i, events_[k].end, events_[k].gpus);
+    }
+    for (std::size_t i = 0; i < fresh.size(); ++i)
+      for (std::vector<std::int32_t>& e = timelines_[static_cast<std::size_t>(first_new) + i]; filled[i] < slots; ++filled[i])
+        e[filled[i]] = idle[i];
+  }
+  // Per-node release lists (CSR by node): (time, GPUs touched), in time order.
+  void make_lists() {
+    const std::size_t nodes = timeline_of_.size();
+    node_begin_.assign(nodes + 1, 0);
+    for (const ReleaseEntry& e : releases_)
+      if (e.whole_gpus >= 0 && e.node < nodes) ++node_begin_[e.node + 1];
+    for (std::size_t n = 0; n < nodes; ++n) node_begin_[n + 1] += node_begin_[n];
+    events_.resize(node_begin_[nodes]);
+    std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
+    for (const ReleaseEntry& e : releases_)  // sorted by end: each node's list is too
+      if (e.whole_gpus >= 0 && e.node < nodes) events_[fill[e.node]++] = {e.end, e.whole_gpus};
   }
 
   // A plan of one job (the scheduling cycle's guards) asks about that job before it claims anything,
@@ -312,7 +350,9 @@ class IdleGpuBound {
   std::int32_t max_gpus_ = 0;
   std::vector<std::int32_t> sizes_;                 // the counted task sizes
   std::array<std::int32_t, kMaxGpus + 2> column_{};  // size -> its column in count_ (-1: not counted)
-  std::vector<std::uint32_t> node_begin_;
+  std::span<const ReleaseEntry> releases_;  // the plan's, for the nodes claims touch
+  int walks_ = 0;
+  std::vector<std::uint32_t> node_begin_;  // made by make_lists (empty before)
   std::vector<Event> events_;
   std::vector<std::int32_t> idle_now_, gpus_;
   std::vector<std::int64_t> count_;  // [k][column of g]
@@ -332,9 +372,9 @@ class Profile {
   // `running`: sorted by end; the profile reads it until it is destroyed.
   Profile(ClusterState& state, std::span<const ReleaseEntry> running, Seconds now)
       : state_(state), running_(running), now_(now) {
-    running_prefix_.assign(running_.size() + 1, 0);
-    for (std::size_t i = 0; i < running_.size(); ++i)
-      running_prefix_[i + 1] = saturating_add(running_prefix_[i], running_[i].milli);
+    running_prefix_.reserve(running_.size() + 1);  // (not zeroed first: a plan on 50,000 tasks writes it once)
+    running_prefix_.push_back(0);
+    for (const ReleaseEntry& e : running_) running_prefix_.push_back(saturating_add(running_prefix_.back(), e.milli));
     base_ = state.checkpoint();
     started_top_ = base_;
     in_place_.push_back({now_, base_, 0});
