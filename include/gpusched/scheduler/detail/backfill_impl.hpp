@@ -63,9 +63,9 @@ struct Claim {
 // free of running work and of other claims during its interval). count[k][g] = sum_n floor(E_n[k] /
 // g) then bounds how many tasks of g whole GPUs could run at any instant of slot k, and a group of m
 // such tasks fits during [t, t + d) only if count[k][g] >= m at every slot k the interval meets.
-// Only the nodes that claims touch get a materialized E_n; the sums start from difference arrays, and
-// only for the task sizes g the plan's jobs ask for (a plan of one 1-GPU job keeps one column, not
-// one per size up to the node's GPUs: the sums over every release were most of a one-event cycle).
+// Only the nodes that claims touch get a materialized E_n; the counts come from how many nodes have
+// each idle level per slot (difference arrays over one walk of the releases), and only for the task
+// sizes g the plan's jobs ask for. A plan of one job needs less (first_slot_with_room).
 // Disabled (always "may fit") when the GPUs per node are too many for its arrays.
 //
 // An earlier version cut the window into equal slots (at most two per expected end, so that a plan
