@@ -269,7 +269,7 @@ class IdleGpuBound {
       timelines_.emplace_back(slots, 0);
       idle.push_back(idle_now_[n]);
     }
-    // Job after job, E_n[k] for k up to the release's slot is what the node had before it.
+    // Release after release: E_n[k] for the slots before the release's is what the node had before it.
     const auto release = [&](std::size_t i, const Seconds end, const std::int32_t gpus) {
       std::vector<std::int32_t>& e = timelines_[static_cast<std::size_t>(first_new) + i];
       for (const std::size_t until = slot_of(end); filled[i] < until; ++filled[i]) e[filled[i]] = idle[i];
@@ -312,6 +312,7 @@ class IdleGpuBound {
     for (const GangGroup& group : spec.groups)
       if (counted_size(group) > max_gpus_) return slots;
     std::vector<std::int64_t> count(sizes_.size(), 0);
+    // idle_now_ is walked forward here: a one-job bound never reads it again (no claims).
     idle_now_.assign(nodes, 0);
     gpus_.assign(nodes, 0);
     for (NodeId n = 0; n < nodes; ++n) {
@@ -330,6 +331,7 @@ class IdleGpuBound {
     while (!room()) {
       if (i == releases.size()) return slots;  // nothing more is freed
       k = slot_of(releases[i].end, k);         // the next slot at which running work ends
+      if (k >= slots) return slots;            // (the plan gives no release past its last time)
       const Seconds until = k + 1 < slots ? bounds_[k + 1] : kForever;
       for (; i < releases.size() && releases[i].end < until; ++i) {
         const ReleaseEntry& e = releases[i];
