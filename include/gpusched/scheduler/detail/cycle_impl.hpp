@@ -121,15 +121,20 @@ struct FailedShape {
   Outcome outcome;
 };
 
-// The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas.
-GPUSCHED_DECL Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
-  Amounts out = Amounts::Zero(dims);
+// The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas,
+// written into `out` (its buffer reused: the cycle asks this for every job it serves).
+GPUSCHED_DECL void job_amounts_into(Amounts& out, const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+  out.setZero(dims);
   for (const GangGroup& g : spec.groups) {
     const std::int64_t n = at_min ? g.min_replicas : g.replicas;
     out[fairness::ResourceSpace::kCpu] += n * g.request.shape.cpu;
     out[fairness::ResourceSpace::kMemory] += n * g.request.shape.memory;
     if (gpu_dim >= 0) out[gpu_dim] += n * g.request.shape.total_gpu_milli();
   }
+}
+GPUSCHED_DECL Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+  Amounts out;
+  job_amounts_into(out, spec, dims, gpu_dim, at_min);
   return out;
 }
 
@@ -1287,10 +1292,13 @@ struct CycleRun {
     const std::size_t nq = queue_count();
     std::vector<std::size_t> head(nq, 0);
 
+    Amounts need;  // tier_of's request, its buffer reused (an allocation per served job)
     auto tier_of = [&](std::size_t q) -> std::uint8_t {
       const std::size_t p = members[q][head[q]];
-      for (Eigen::Index d : flavors(q, *specs[p]))
-        if (book->within_nominal(q, job_amounts(*specs[p], dims, d, true))) return 0;
+      for (Eigen::Index d : flavors(q, *specs[p])) {
+        job_amounts_into(need, *specs[p], dims, d, true);
+        if (book->within_nominal(q, need)) return 0;
+      }
       return 1;
     };
     auto refresh = [&](std::size_t q) {
