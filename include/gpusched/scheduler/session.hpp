@@ -193,6 +193,8 @@ class Session {
   // those of that end, instead of leaving and rejoining lists of 50,000 entries (a finish did three
   // such moves of each list, a fifth of a one-event cycle at 10,000 nodes).
   void by_end_renumber(std::size_t from, std::size_t to);
+  std::vector<std::pair<Seconds, std::size_t>>::iterator by_end_find(Seconds end, std::size_t j);
+  bool by_end_in_order(std::vector<std::pair<Seconds, std::size_t>>::iterator at) const;
   void by_end_settle();
   std::vector<std::size_t> elastic_;  // slots of the running jobs that may grow (CycleKept::elastic)
   // CycleKept::raw_releases, sorted by (estimated end, job slot): changed in place by the events
@@ -221,6 +223,8 @@ class Session {
   std::vector<detail::ReleaseEntry>::iterator releases_at(std::size_t j, Seconds end);
   void releases_insert(std::size_t j, Seconds end);
   void releases_erase(std::size_t j, Seconds end);
+  std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator> releases_of(
+      std::size_t j, Seconds end);
 
   std::vector<Nomination> held_;
   FailureHistory history_;

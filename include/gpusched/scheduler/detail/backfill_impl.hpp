@@ -100,19 +100,13 @@ class IdleGpuBound {
     const std::size_t slots = bounds_.size(), nodes = state.node_count(), g_count = sizes_.size();
     const auto levels = static_cast<std::size_t>(max_gpus_) + 1;
     releases_ = releases;
-    idle_now_.assign(nodes, 0);
-    gpus_.assign(nodes, 0);
+    read_nodes(state);
     // How many nodes have v whole idle GPUs in slot k: first as differences between consecutive
     // slots, then their running sums. An event moves one node between two levels, whatever the
     // task sizes asked about (per size it changed every count: most of the bound's time).
     std::vector<std::int32_t> nodes_at(slots * levels, 0);
-    std::vector<std::int32_t> idle(nodes, 0);
-    for (NodeId n = 0; n < nodes; ++n) {
-      if (!state.eligible(n)) continue;  // cordoned and failed nodes take no new work
-      gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
-      idle_now_[n] = idle[n] = state.idle_gpus(n);
-      ++nodes_at[static_cast<std::size_t>(idle[n])];
-    }
+    std::vector<std::int32_t> idle = idle_now_;
+    for (const std::int32_t v : idle) ++nodes_at[static_cast<std::size_t>(v)];
     // One walk over the releases in time order moves each node's idle GPUs; the slot of each comes
     // from a cursor over the sorted times. (Per-node lists are made only for the nodes claims touch:
     // materialize.)
@@ -247,6 +241,18 @@ class IdleGpuBound {
                 count_.begin() + static_cast<std::ptrdiff_t>(k * g_count));
     for (std::vector<std::int32_t>& e : timelines_) e.insert(e.begin() + static_cast<std::ptrdiff_t>(k), e[k - 1]);
   }
+  // Each node's GPUs and whole idle GPUs now; 0 and 0 for the nodes that take no new work
+  // (cordoned, failed): their releases then free nothing either.
+  void read_nodes(const ClusterState& state) {
+    const std::size_t nodes = state.node_count();
+    idle_now_.assign(nodes, 0);
+    gpus_.assign(nodes, 0);
+    for (NodeId n = 0; n < nodes; ++n) {
+      if (!state.eligible(n)) continue;
+      gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
+      idle_now_[n] = state.idle_gpus(n);
+    }
+  }
   bool counted(const TaskAssignment& a) const {
     return !a.is_mig() && a.gpu_milli == kMilliPerGpu && !a.gpus.empty() && a.node < timeline_of_.size();
   }
@@ -313,14 +319,9 @@ class IdleGpuBound {
       if (counted_size(group) > max_gpus_) return slots;
     std::vector<std::int64_t> count(sizes_.size(), 0);
     // idle_now_ is walked forward here: a one-job bound never reads it again (no claims).
-    idle_now_.assign(nodes, 0);
-    gpus_.assign(nodes, 0);
-    for (NodeId n = 0; n < nodes; ++n) {
-      if (!state.eligible(n)) continue;
-      gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
-      idle_now_[n] = state.idle_gpus(n);
-      for (std::size_t c = 0; c < sizes_.size(); ++c) count[c] += quotient(idle_now_[n], sizes_[c]);
-    }
+    read_nodes(state);
+    for (const std::int32_t v : idle_now_)
+      for (std::size_t c = 0; c < sizes_.size(); ++c) count[c] += quotient(v, sizes_[c]);
     const auto room = [&] {
       for (const GangGroup& group : spec.groups)
         if (const std::int32_t g = counted_size(group); g > 0 && count[static_cast<std::size_t>(column_[static_cast<std::size_t>(g)])] < group.min_replicas)

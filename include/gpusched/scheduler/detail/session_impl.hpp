@@ -190,36 +190,43 @@ GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
   if (by_end_.size() - by_end_sorted_ > std::max<std::size_t>(64, by_end_sorted_ / 4)) by_end_settle();
 }
 
+// Where (end, j) is in by_end_: by search in the sorted part, else among the late ones; end() if absent.
+GPUSCHED_DECL std::vector<std::pair<Seconds, std::size_t>>::iterator Session::by_end_find(Seconds end, std::size_t j) {
+  const std::pair<Seconds, std::size_t> key(end, j);
+  const auto sorted_end = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
+  if (const auto at = std::lower_bound(by_end_.begin(), sorted_end, key); at != sorted_end && *at == key) return at;
+  return std::find(sorted_end, by_end_.end(), key);
+}
+
+GPUSCHED_DECL bool Session::by_end_in_order(std::vector<std::pair<Seconds, std::size_t>>::iterator at) const {
+  return at - by_end_.begin() < static_cast<std::ptrdiff_t>(by_end_sorted_);
+}
+
 GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
   const std::optional<Seconds> end = detail::estimated_end(running_[j]);
   if (!end) return;
   releases_erase(j, *end);
-  const std::pair<Seconds, std::size_t> key(*end, j);
-  const auto sorted_end = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
-  if (const auto at = std::lower_bound(by_end_.begin(), sorted_end, key); at != sorted_end && *at == key) {
-    by_end_.erase(at);
-    --by_end_sorted_;
-  } else if (const auto late = std::find(sorted_end, by_end_.end(), key); late != by_end_.end()) {
-    by_end_.erase(late);
-  }
+  const auto at = by_end_find(*end, j);
+  if (at == by_end_.end()) return;
+  if (by_end_in_order(at)) --by_end_sorted_;
+  by_end_.erase(at);
 }
 
 GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
   const std::optional<Seconds> end = detail::estimated_end(running_[from]);
   if (!end) return;
-  const std::pair<Seconds, std::size_t> key(*end, from), target(*end, to);
-  const auto sorted_end = by_end_.begin() + static_cast<std::ptrdiff_t>(by_end_sorted_);
-  if (const auto at = std::lower_bound(by_end_.begin(), sorted_end, key); at != sorted_end && *at == key) {
-    const auto dest = std::lower_bound(by_end_.begin(), at, target);  // only entries of this end lie between
-    std::rotate(dest, at, at + 1);
-    *dest = target;
-  } else if (const auto late = std::find(sorted_end, by_end_.end(), key); late != by_end_.end()) {
-    *late = target;  // (the late ones are in no order)
+  const std::pair<Seconds, std::size_t> target(*end, to);
+  if (const auto at = by_end_find(*end, from); at != by_end_.end()) {
+    if (by_end_in_order(at)) {
+      const auto dest = std::lower_bound(by_end_.begin(), at, target);  // only entries of this end lie between
+      std::rotate(dest, at, at + 1);
+      *dest = target;
+    } else {
+      *at = target;  // (the late ones are in no order)
+    }
   }
   if (!releases_valid_) return;
-  const auto first = releases_at(from, *end);
-  auto last = first;
-  while (last != releases_.end() && last->job == from && last->end == *end) ++last;
+  const auto [first, last] = releases_of(from, *end);
   const auto dest = releases_at(to, *end);
   std::rotate(dest, first, last);
   for (auto e = dest; e != dest + (last - first); ++e) e->job = static_cast<std::uint32_t>(to);
@@ -247,6 +254,15 @@ GPUSCHED_DECL std::vector<detail::ReleaseEntry>::iterator Session::releases_at(s
   });
 }
 
+// Job j's tasks among the kept releases (an empty range at their place when it has none there).
+GPUSCHED_DECL std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator>
+Session::releases_of(std::size_t j, Seconds end) {
+  const auto first = releases_at(j, end);
+  auto last = first;
+  while (last != releases_.end() && last->job == j && last->end == end) ++last;
+  return {first, last};
+}
+
 GPUSCHED_DECL void Session::releases_insert(std::size_t j, Seconds end) {
   if (!releases_valid_ || ++release_changes_ > kReleaseChanges) {
     releases_valid_ = false;
@@ -262,9 +278,7 @@ GPUSCHED_DECL void Session::releases_erase(std::size_t j, Seconds end) {
     releases_valid_ = false;
     return;
   }
-  const auto first = releases_at(j, end);
-  auto last = first;
-  while (last != releases_.end() && last->job == j && last->end == end) ++last;
+  const auto [first, last] = releases_of(j, end);
   releases_.erase(first, last);
 }
 
