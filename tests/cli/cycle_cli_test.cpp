@@ -89,14 +89,14 @@ TEST_CASE("explain: why a job starts, whom it evicts; why another waits") {
 TEST_CASE("explain: the victims that would let a job start, and what they lose") {
   // Without queues (one queue, priority order) and without preemption: hi (priority 9, 8 GPUs)
   // waits; evicting prod-batch (node-2) would let it start, and the priority rule allows it (0 < 9).
-  // Its reservation: prod-batch is expected to end at 3000 + 7200 = 10200, on the 60 s grid from
-  // now 3700 + 109 x 60 = 10240.
+  // Its reservation: prod-batch is expected to end at 3000 + 7200 = 10200, already a point of the
+  // 60 s grid (170 x 60, counted from the epoch), so it is not rounded.
   const std::string jobs = temp_file("hi.json", R"({"jobs": [{"name": "hi", "priority": 9, "cpu": 8, "gpus": 8}]})");
   const Run r = run_tool("explain hi --cluster " + kExample + "cluster.json --running " + kExample +
                          "running.json --pending " + jobs + " --now 3700 --no-preempt");
   REQUIRE(r.status == 0);
   CHECK(r.out.find("it would start now if these were evicted:") != std::string::npos);
-  CHECK(r.out.find("reserved: expected to start at t=10240 (in 6540 s)") != std::string::npos);
+  CHECK(r.out.find("reserved: expected to start at t=10200 (in 6500 s)") != std::string::npos);
   CHECK(r.out.find("prod-batch (queue product, priority 0): loses 3200.0 GPU-s since its checkpoint + 480.0 GPU-s "
                    "restart [the priority rule allows it]") != std::string::npos);
 }

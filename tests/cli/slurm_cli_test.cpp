@@ -30,8 +30,9 @@ TEST_CASE("cycle --slurm: Slurm's plan, as JSON and as scontrol commands") {
   r = run_tool("cycle --slurm " + kHeld + " --backfill conservative --no-preempt --format slurm");
   REQUIRE(r.status == 0);
   CHECK(r.out.find("scontrol update JobId=5 ReqNodeList=localhost\n") != std::string::npos);
-  // r1 ends at 1796396613: job 3 (8 GPUs) starts on the 60 s grid at or after it.
-  CHECK(r.out.find("TZ=UTC scontrol update JobId=3 StartTime=2026-12-04T15:03:35 ReqNodeList=localhost") != std::string::npos);
+  // r1 ends at 1796396613: job 3 (8 GPUs) starts at the first point of the 60 s grid (multiples of
+  // 60 from the epoch, as Slurm's) at or after it, 29,939,944 x 60 = 1796396640 = 15:04:00.
+  CHECK(r.out.find("TZ=UTC scontrol update JobId=3 StartTime=2026-12-04T15:04:00 ReqNodeList=localhost") != std::string::npos);
   // Held jobs skipped: nothing pending, the reason counted on stderr.
   r = run_tool("cycle --slurm " + kSlurm + "sinfo-8gpu.json " + kSlurm + "squeue-held.json --now 1796394815", true);
   REQUIRE(r.status == 0);

@@ -244,15 +244,42 @@ TEST_CASE("Mu'alem & Feitelson: EASY protects only the head, conservative every 
   CHECK(state.journal_size() == 0);
 }
 
+TEST_CASE("the backfill grid is absolute: expected ends do not move with now") {
+  // Slurm rounds ends to multiples of bf_resolution (backfill.c); we round up, never down.
+  auto state = ClusterState::build(make_cluster(1, 8), GpuModelRegistry::builtin()).value();
+  std::vector<RunningJob> running{running_job(state, "X", {0}, 1000, 517)};  // ends 1517
+  for (const Seconds now : {1000, 1401, 1459, 1499, 1516})
+    CHECK(expected_end(running[0], now, 60) == 1560);  // 26 x 60, whatever the cycle's time
+  // Past its estimate: the first grid point after now (not now + resolution).
+  CHECK(expected_end(running[0], 1517, 60) == 1560);
+  CHECK(expected_end(running[0], 1559, 60) == 1560);
+  CHECK(expected_end(running[0], 1560, 60) == 1620);
+  CHECK(expected_end(running[0], 1600, 60) == 1620);
+  // On the grid: kept. Resolution 1: the end itself.
+  running[0].runtime_estimate = 440;  // ends 1440 = 24 x 60
+  CHECK(expected_end(running[0], 1000, 60) == 1440);
+  CHECK(expected_end(running[0], 1439, 60) == 1440);
+  CHECK(expected_end(running[0], 1440, 60) == 1500);
+  CHECK(expected_end(running[0], 1000, 1) == 1440);
+  CHECK(expected_end(running[0], 1440, 1) == 1441);
+  // Near the end of the representable range: the last grid point below it, then kForever (no wrap).
+  running[0].start_time = kForever - 100;
+  running[0].runtime_estimate = 50;  // ends INT64_MAX - 50
+  CHECK(expected_end(running[0], 0, 60) == kForever / 60 * 60);
+  running[0].runtime_estimate = 95;  // ends INT64_MAX - 5, past the last multiple of 60
+  CHECK(expected_end(running[0], 0, 60) == kForever);
+}
+
 TEST_CASE("a reservation is on concrete nodes and GPUs; a small job fills the hole beside it") {
-  // Two nodes of 8 GPUs, now = 1000, resolution 60.
-  //   X holds n0 GPUs 4-7, started 1000 with estimate 480: until 1480 (on the grid); n0 GPUs 0-3 free.
-  //   Z holds n1 GPUs 0-7, started 0, estimate 1130: ends 1130, rounded up to 1000 + 3 x 60 = 1180.
-  //   G (head): 1 task x 8 GPUs, 600 s. n0 has 4 free until 1480; n1 frees at 1180: reserved on n1,
-  //     GPUs 0-7, [1180, 1780).
+  // Two nodes of 8 GPUs, now = 1000, resolution 60 (the grid: multiples of 60).
+  //   X holds n0 GPUs 4-7, started 1000 with estimate 480: ends 1480, rounded up to 25 x 60 = 1500;
+  //     n0 GPUs 0-3 free.
+  //   Z holds n1 GPUs 0-7, started 0, estimate 1130: ends 1130, rounded up to 19 x 60 = 1140.
+  //   G (head): 1 task x 8 GPUs, 600 s. n0 has 4 free until 1500; n1 frees at 1140: reserved on n1,
+  //     GPUs 0-7, [1140, 1740).
   //   S: 1 task x 4 GPUs, 3600 s: fits now on n0 GPUs 0-3 and G does not use n0: starts now.
-  //   T: 1 task x 4 GPUs, 60 s: nothing free now but n1, which G holds from 1180 (T would end at
-  //     1060... but n1 is busy until 1180 anyway): waits, not because of the reservation.
+  //   T: 1 task x 4 GPUs, 60 s: nothing free now but n1, which G holds from 1140 (T would end at
+  //     1060... but n1 is busy until 1140 anyway): waits, not because of the reservation.
   auto state = ClusterState::build(make_cluster(2, 8), GpuModelRegistry::builtin()).value();
   std::vector<RunningJob> running{running_job(state, "X", {0}, 1000, 480, 4, 4), running_job(state, "Z", {1}, 0, 1130)};
   state.commit();
@@ -266,8 +293,8 @@ TEST_CASE("a reservation is on concrete nodes and GPUs; a small job fills the ho
     REQUIRE(plan.ok());
     const Reservation* r = reservation_of(*plan, 0);
     REQUIRE(r != nullptr);
-    CHECK(r->start == 1180);
-    CHECK(r->end == 1780);
+    CHECK(r->start == 1140);
+    CHECK(r->end == 1740);
     REQUIRE(r->placement.size() == 1);
     CHECK(r->placement[0].assignment.node == 1);
     CHECK(r->placement[0].assignment.gpus == std::vector<GpuIndex>{0, 1, 2, 3, 4, 5, 6, 7});
@@ -278,11 +305,11 @@ TEST_CASE("a reservation is on concrete nodes and GPUs; a small job fills the ho
       REQUIRE(wait_of(*plan, 2) != nullptr);
       CHECK(!has_reason(wait_of(*plan, 2), ReasonKind::kReservedForOther));
     } else {
-      // Conservative reserves T too: the earliest 4 free GPUs for 60 s. At 1180 n1 is G's; at 1480 X
+      // Conservative reserves T too: the earliest 4 free GPUs for 60 s. At 1140 n1 is G's; at 1500 X
       // ends: n0 GPUs 4-7 are free (S holds 0-3 until 4600) — T reserved there.
       const Reservation* rt = reservation_of(*plan, 2);
       REQUIRE(rt != nullptr);
-      CHECK(rt->start == 1480);
+      CHECK(rt->start == 1500);
       CHECK(rt->placement[0].assignment.node == 0);
       CHECK(rt->placement[0].assignment.gpus == std::vector<GpuIndex>{4, 5, 6, 7});
     }
@@ -453,9 +480,9 @@ bool all_active_fit(const ClusterState& original, std::span<const RunningJob> ru
       if (!state.release(t.assignment).ok()) return false;
   for (const RunningJob& job : running) {
     // Its estimate holds: it ends at start + estimate (not rounded up); one already past it ends at
-    // now + resolution, as the plan assumes.
+    // the first grid point after now, as the plan assumes.
     Seconds end = job.runtime_estimate <= 0 ? kForever : job.start_time + job.runtime_estimate;
-    if (end <= now) end = now + resolution;
+    if (end <= now) end = (now / resolution + 1) * resolution;
     if (end > at)
       for (const RunningTask& t : job.tasks)
         if (!state.reserve(t.request, t.assignment).ok()) return false;

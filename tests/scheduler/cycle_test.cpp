@@ -633,10 +633,10 @@ TEST_CASE("backfill in the cycle: EASY protects the first blocked job, conservat
 
 TEST_CASE("backfill: the first blocked job's reservation is protected; a short job fills the hole") {
   // 2 nodes x 8 GPUs at t=10. r1 holds 4 GPUs of n0 until t=100 (estimate), r2 all of n1 until
-  // t=1000. big (priority 10) needs 8 GPUs on one node: blocked now; EASY reserves n0 from the first
-  // grid time after r1's end (resolution 60: 10 + 2 x 60 = 130). small (4 GPUs, no estimate) would
-  // take n0's 4 idle GPUs and delay big for ever: it waits. short (4 GPUs, 60 s: ends at 70 <= 130)
-  // is backfilled onto n0.
+  // t=1000. big (priority 10) needs 8 GPUs on one node: blocked now; EASY reserves n0 from r1's end
+  // rounded up to the grid (resolution 60: 120). small (4 GPUs, no estimate) would take n0's 4 idle
+  // GPUs and delay big for ever: it waits. short (4 GPUs, 60 s: ends at 70 <= 120) is backfilled
+  // onto n0.
   auto state = cluster(2);
   std::vector<RunningJob> running{run(state, "r1", "", 0, 0, 1, 4, 0, 0), run(state, "r2", "", 1, 0, 1, 8, 0, 0)};
   running[0].runtime_estimate = 100;
@@ -653,7 +653,7 @@ TEST_CASE("backfill: the first blocked job's reservation is protected; a short j
   CHECK(d.starts[0].backfilled);
   REQUIRE(d.reservations.size() == 1);
   CHECK(d.reservations[0].job == "big");
-  CHECK(d.reservations[0].start == 130);
+  CHECK(d.reservations[0].start == 120);
   CHECK(d.reservations[0].nodes == std::vector<NodeId>{0});
   const Waiting* small = d.find_waiting("small");
   REQUIRE(small);

@@ -5,6 +5,7 @@
 // with arrivals, finishes, cancellations, priority, estimate and start-time changes, node and GPU failures,
 // repairs and cordons between cycles. Before every committed cycle the reference is run_cycle on a
 // copy of the state over the session's own lists; a plan (dry run) in between must change nothing.
+#include <array>
 #include <map>
 #include <optional>
 #include <set>
@@ -130,7 +131,7 @@ Setup random_setup(SplitMix64& rng) {
   o.preemptor_starts_next_cycle = rng.next() % 3 == 0;
   o.grow_elastic = rng.next() % 4 != 0;
   o.backfill.mode = static_cast<BackfillMode>(rng.next() % 3);
-  o.backfill.resolution = rng.next() % 2 ? 1 : 10;
+  o.backfill.resolution = std::array<Seconds, 3>{1, 10, 25}[rng.next() % 3];  // (25: ends off the grid)
   o.backfill.depth = 2 + rng.next() % 6;
   o.max_preemption_attempts = 1 + rng.next() % 4;
   o.never_evict_back = rng.next() % 4 != 0;
@@ -187,8 +188,10 @@ void run_sequence(std::uint64_t seed, int steps, Counts& counts) {
   std::vector<std::pair<NodeId, int>> down;  // failed or cordoned nodes and the step they come back
   int next_job = 0;
 
+  Seconds now = 0;
   for (int step = 0; step < steps; ++step) {
-    const Seconds now = step * 10;
+    // Cycles 5-15 s apart: `now` off the backfill grid too, its first point after now moving or not.
+    if (step > 0) now += 5 + static_cast<Seconds>(rng.next() % 11);
     // Finishes (by run time), a random cancellation.
     std::vector<std::string> done;
     for (const RunningJob& r : session.running())
@@ -354,6 +357,37 @@ TEST_CASE("session: a copy plans from its own jobs, not from the releases kept f
   REQUIRE(d.ok());
   CHECK(decisions_text(*d, true) == expected);
   CHECK(d->reservations.size() == 1);  // big waits for two of the running jobs to end
+}
+
+TEST_CASE("session: the kept releases follow each cycle's grid, later or earlier than the last") {
+  // Ends are kept rounded to the grid; the ones a cycle's `now` has passed (or a job past its
+  // estimate) end at the first grid point after now, which a cycle at an earlier time lowers again.
+  ClusterState state = ClusterState::build(make_cluster(2, 4), GpuModelRegistry::builtin()).value();
+  CycleOptions o;
+  o.backfill.mode = BackfillMode::kConservative;
+  o.backfill.resolution = 25;
+  Session s = Session::open(state, {}, o).value();
+  for (int k = 0; k < 4; ++k) {
+    PendingJob p = job(state, "r" + std::to_string(k), "", 1, 2, 0, 0);
+    p.runtime_estimate = 30 + 40 * k;  // ends 33, 73, 113, 153: off the grid
+    REQUIRE(s.submit(std::move(p)).ok());
+  }
+  REQUIRE(s.cycle(3).value().starts.size() == 4);
+  for (int k = 0; k < 3; ++k) {
+    PendingJob p = job(state, "w" + std::to_string(k), "", 1 + k % 2, 4, 0, 5);
+    p.runtime_estimate = 20 + 15 * k;
+    REQUIRE(s.submit(std::move(p)).ok());
+  }
+  for (const Seconds now : {4, 60, 90, 74, 160, 20, 200}) {
+    CAPTURE(now);
+    ClusterState copy = state;
+    const std::vector<RunningJob> running(s.running().begin(), s.running().end());
+    const std::vector<PendingJob> pending(s.pending().begin(), s.pending().end());
+    const auto expected = run_cycle(copy, running, pending, {}, now, o).value();
+    const auto got = s.cycle(now, CycleApply::kPlan).value();
+    CHECK(decisions_text(got, true) == decisions_text(expected, true));
+    CHECK(!got.reservations.empty());
+  }
 }
 
 TEST_CASE("session: events that cannot be honoured are errors naming the job, and change nothing") {

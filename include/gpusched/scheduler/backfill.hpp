@@ -20,15 +20,17 @@
 // Slurm's knobs (sched_config: SchedulerParameters), with Slurm's defaults:
 //   window      bf_window: how far ahead reservations are looked for (Slurm: 1 day); a job whose
 //               earliest start lies beyond now + window gets no reservation (reason kBeyondWindow);
-//   resolution  bf_resolution: the time grid (Slurm: 60 s). Expected ends are rounded *up* to
-//               now + k * resolution, so resources are assumed held slightly longer, never shorter;
+//   resolution  bf_resolution: the time grid (Slurm: 60 s), absolute like Slurm's: the multiples
+//               of `resolution`. Expected ends of running work are rounded *up* to it (Slurm rounds
+//               down), so resources are assumed held slightly longer, never shorter; an end does
+//               not move with `now`, so a scheduler session keeps them rounded between cycles;
 //   depth       bf_max_job_test: how many blocked jobs are tested (Slurm: 500); the rest wait with
 //               reason kBeyondDepth, untested.
 //
 // The availability profile. A running job ends at start_time + runtime_estimate (unknown estimate:
-// never, within the window). A job already past its estimate is assumed to end one resolution step
-// from now ("now + resolution"), and, since each cycle computes its plan afresh, keeps being extended
-// step by step for as long as it runs. That keeps its resources held in every plan: no job is ever
+// never, within the window). A job already past its estimate is assumed to end at the first grid
+// point after now, and, since each cycle computes its plan afresh, keeps being extended step by
+// step for as long as it runs. That keeps its resources held in every plan: no job is ever
 // started on them, and a reservation that needs them is planned for when it can really begin, while
 // the reservations on other resources are planned as if it did not exist (test "a job past its
 // estimate does not break others' reservations").
@@ -160,8 +162,9 @@ Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJ
                                    std::span<const BlockedJob> blocked, Seconds now,
                                    const BackfillOptions& options = {});
 
-// When running job `job` is expected to end, as the profile sees it at `now` (rounded up to the
-// grid; past its estimate: now + resolution; unknown: kForever).
+// When running job `job` is expected to end, as the profile sees it at `now`: its estimated end
+// rounded up to a multiple of `resolution`, and no earlier than the first multiple after now (past
+// its estimate); unknown: kForever.
 Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution);
 
 namespace detail {

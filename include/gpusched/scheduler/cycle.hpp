@@ -327,9 +327,10 @@ struct CycleKept {
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;
   bool validate_queues = true;  // false: the queues were validated against this cluster layout
-  // Every task of the running jobs with an estimate, by (estimated end, job index), each at its job's
-  // estimated end (not yet rounded to the backfill grid) (null: made by the cycle from the jobs).
-  const std::vector<ReleaseEntry>* raw_releases = nullptr;
+  // Every task of the running jobs with an estimate, each at its job's expected end on the cycle's
+  // backfill grid (grid_end at the cycle's `now`), by (that end, job index) (null: made by the
+  // cycle from the jobs).
+  const std::vector<ReleaseEntry>* releases = nullptr;
   // The running jobs that may grow (max_tasks > 0), in any order (null: every running job is looked at).
   const std::vector<std::size_t>* elastic = nullptr;
 };

@@ -180,13 +180,14 @@ class Session {
   std::vector<std::size_t> running_queue_;         // queue index (0 without queues)
   std::unordered_map<std::string, std::size_t> running_slot_;
   RunningUsage usage_;
-  // The running jobs with an estimate as (estimated end, slot), ascending: the order the backfill
-  // profile releases them in (raw_releases() follows it), kept by each event instead of sorted by
-  // every cycle. The first by_end_sorted_ are in order, the rest appended since and merged in by
+  // The running jobs with an estimate as (expected end on the backfill grid, slot), ascending: the
+  // order the backfill profile releases them in (releases_ follows it), kept by each event instead
+  // of sorted by every cycle. The grid is absolute (backfill.hpp), so the keys do not move with `now`. The first by_end_sorted_ are in order, the rest appended since and merged in by
   // by_end_settle (when the releases are remade, or when they grow many: a session opened with 50,000 running
   // jobs does not pay an insertion into a long vector for each).
   std::vector<std::pair<Seconds, std::size_t>> by_end_;
   std::size_t by_end_sorted_ = 0;
+  std::optional<Seconds> grid_key(std::size_t j) const;  // running_[j]'s key (none without an estimate)
   void by_end_insert(std::size_t j);  // as running_[j] is now
   void by_end_erase(std::size_t j);   // as running_[j] is now
   // Job `from` is about to take slot `to` (to < from) with the same end: its entries move among
@@ -197,8 +198,10 @@ class Session {
   bool by_end_in_order(std::vector<std::pair<Seconds, std::size_t>>::iterator at) const;
   void by_end_settle();
   std::vector<std::size_t> elastic_;  // slots of the running jobs that may grow (CycleKept::elastic)
-  // CycleKept::raw_releases, sorted by (estimated end, job slot): changed in place by the events
-  // that change a running job's tasks, end or slot, remade at a cycle after many (valid_ false).
+  // CycleKept::releases: every running task's release at its job's grid key, or at the floor of the
+  // last cycle (the first grid point after its `now`) when that is later, sorted by (that end, job
+  // slot): changed in place by the events that change a running job's tasks, end or slot, remade at
+  // a cycle after many (valid_ false), brought to each cycle's floor by raise_floor.
   std::vector<detail::ReleaseEntry> releases_;
   // False again in a copy of the session: the copied releases point into this session's jobs.
   struct ValidUntilCopied {
@@ -219,7 +222,9 @@ class Session {
   ValidUntilCopied releases_valid_;
   std::size_t release_changes_ = 0;  // since the last cycle
   static constexpr std::size_t kReleaseChanges = 16;
-  const std::vector<detail::ReleaseEntry>& raw_releases();
+  Seconds releases_floor_ = 0;
+  const std::vector<detail::ReleaseEntry>& releases_for(Seconds now);
+  void raise_floor(Seconds floor);
   std::vector<detail::ReleaseEntry>::iterator releases_at(std::size_t j, Seconds end);
   void releases_insert(std::size_t j, Seconds end);
   void releases_erase(std::size_t j, Seconds end);

@@ -17,16 +17,31 @@ GPUSCHED_DECL Seconds saturating_add_time(Seconds a, Seconds b) {
   return __builtin_add_overflow(a, b, &out) ? kForever : out;
 }
 
-// `t` rounded up to the grid now + k * resolution (k >= 1: nothing is expected to end at `now`
-// itself, it is running). kForever stays kForever.
-GPUSCHED_DECL Seconds grid_up(Seconds t, Seconds now, Seconds resolution) {
+// The backfill grid is absolute, as Slurm's is (backfill.c rounds every end to `end / bf_resolution *
+// bf_resolution`): the multiples of `resolution`. An end does not move when `now` does, so a scheduler
+// session keeps its running jobs' releases rounded between cycles instead of rounding every one at
+// every cycle. Ours rounds up where Slurm rounds down: resources are assumed held a little longer,
+// never shorter, so no job is started on GPUs that are still busy.
+
+// The least multiple of `resolution` >= t (kForever when there is none below it).
+GPUSCHED_DECL Seconds grid_ceil(Seconds t, Seconds resolution) {
   if (t == kForever) return kForever;
-  if (t <= now) return saturating_add_time(now, resolution);
-  const Seconds delta = t - now;
-  const Seconds steps = delta / resolution + (delta % resolution != 0 ? 1 : 0);
+  Seconds steps = t / resolution;
+  if (t % resolution > 0) ++steps;  // (division truncates: for t < 0 it already rounded up)
   Seconds out = 0;
-  if (__builtin_mul_overflow(steps, resolution, &out)) return kForever;
-  return saturating_add_time(now, out);
+  return __builtin_mul_overflow(steps, resolution, &out) ? kForever : out;
+}
+
+// The first grid point after `now`: the earliest a running job is expected to end (it is running at
+// `now`, so it has not ended by then).
+GPUSCHED_DECL Seconds grid_after(Seconds now, Seconds resolution) {
+  return now == kForever ? kForever : grid_ceil(saturating_add_time(now, 1), resolution);
+}
+
+// When work expected to end at `t` is released in a plan at `now`: t rounded up to the grid, and no
+// earlier than the first grid point after now (a job past its estimate is assumed to end there).
+GPUSCHED_DECL Seconds grid_end(Seconds t, Seconds now, Seconds resolution) {
+  return std::max(grid_ceil(t, resolution), grid_after(now, resolution));
 }
 
 // A duration rounded up to whole resolution steps (unknown: kForever).
@@ -628,9 +643,9 @@ GPUSCHED_DECL void add_releases(std::vector<ReleaseEntry>& out, Seconds end, std
   for (const RunningTask& t : tasks) out.push_back(release_of(end, t.assignment, static_cast<std::uint32_t>(job)));
 }
 
-// Every task of the running jobs in `order` ((estimated end, index into `running`), ascending), at
-// its job's estimated end: the profile's releases before the rounding to a cycle's grid.
-GPUSCHED_DECL void add_raw_releases(std::vector<ReleaseEntry>& out, std::span<const RunningJob> running,
+// Every task of the running jobs in `order` ((end, index into `running`), ascending), each at its
+// job's end as `order` gives it.
+GPUSCHED_DECL void add_job_releases(std::vector<ReleaseEntry>& out, std::span<const RunningJob> running,
                                     std::span<const std::pair<Seconds, std::size_t>> order) {
   for (std::size_t i = 0; i < order.size(); ++i) {
     // Bound by memory latency (each job and its tasks are somewhere in the caller's list): fetched
@@ -726,7 +741,7 @@ GPUSCHED_DECL std::vector<NodeId> Reservation::nodes() const {
 GPUSCHED_DECL Seconds expected_end(const RunningJob& job, Seconds now, Seconds resolution) {
   if (resolution <= 0) resolution = 1;
   const std::optional<Seconds> end = detail::estimated_end(job);
-  return end ? detail::grid_up(*end, now, resolution) : kForever;
+  return end ? detail::grid_end(*end, now, resolution) : kForever;
 }
 
 GPUSCHED_DECL Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<const RunningJob> running,

@@ -188,7 +188,7 @@ struct CycleRun {
   std::optional<RunningFacts> victim_facts;  // read by every preemption search; built by the first
   std::vector<ReleaseEntry> running_releases;  // running_profile(), as of
   std::size_t running_releases_at = SIZE_MAX;  // this many evictions
-  std::vector<ReleaseEntry> own_raw_releases;  // raw_releases() without a session
+  std::vector<ReleaseEntry> own_releases;  // grid_releases() without a session
   std::vector<FailedShape> failed;
   // Preemption searches that found nothing, by queue and priority: a job of that queue with no more
   // priority asking for at least as much finds nothing either (evictions and starts during the
@@ -982,46 +982,39 @@ struct CycleRun {
   // order). Work without an estimate stays on the state and holds its resources for ever, as the
   // profile assumes of unknown estimates. Kept between plans (conservative backfill plans once per
   // blocked job) until an eviction changes it.
+  // The running tasks' releases, each at its job's expected end on the grid (grid_end), by (that
+  // end, job index), without the jobs this cycle evicted or shrank (their tasks are released now).
   std::span<const ReleaseEntry> running_profile() {
+    const std::vector<ReleaseEntry>& all = grid_releases();
+    if (out.evictions.empty()) return all;  // (only an eviction excludes a job)
     if (running_releases_at == out.evictions.size()) return running_releases;
     running_releases_at = out.evictions.size();
     running_releases.clear();
-    const Seconds resolution = std::max<Seconds>(options.backfill.resolution, 1);
-    const std::vector<ReleaseEntry>& raw = raw_releases();
-    running_releases.reserve(raw.size());
-    Seconds lo = 0, hi = -1;  // (lo, hi]: the estimated ends the last one rounded up to hi
-    for (const ReleaseEntry& e : raw) {
-      if (victim_mark[e.job] == kExcludedVictim) continue;
-      running_releases.push_back(e);
-      if (e.end > lo && e.end <= hi && e.end > now) {  // sorted: a run of ends shares one grid point
-        running_releases.back().end = hi;
-        continue;
-      }
-      running_releases.back().end = grid_up(e.end, now, resolution);
-      hi = running_releases.back().end;
-      lo = hi == kForever ? kForever : hi - resolution;
-    }
+    for (const ReleaseEntry& e : all)
+      if (victim_mark[e.job] != kExcludedVictim) running_releases.push_back(e);
     return running_releases;
   }
-  // The running tasks' releases at their jobs' estimated ends: the session keeps them
-  // (kept->raw_releases); a one-shot cycle makes them here, its jobs sorted by (estimated end, index).
-  const std::vector<ReleaseEntry>& raw_releases() {
-    if (kept != nullptr && kept->raw_releases != nullptr) return *kept->raw_releases;
-    if (own_raw_releases.empty()) {
+  // Every running task's release on this cycle's grid: the session keeps them (kept->releases,
+  // changed by each event and brought to this `now` before the cycle); a one-shot cycle makes them
+  // here. The grid is absolute, so that a session need not round them again at every cycle.
+  const std::vector<ReleaseEntry>& grid_releases() {
+    if (kept != nullptr && kept->releases != nullptr) return *kept->releases;
+    if (own_releases.empty()) {
+      const Seconds resolution = std::max<Seconds>(options.backfill.resolution, 1);
       std::vector<std::pair<Seconds, std::size_t>> order;
       for (std::size_t j = 0; j < running.size(); ++j)
-        if (const std::optional<Seconds> end = estimated_end(running[j])) order.emplace_back(*end, j);
+        if (const std::optional<Seconds> end = estimated_end(running[j])) order.emplace_back(grid_end(*end, now, resolution), j);
       std::sort(order.begin(), order.end());
-      add_raw_releases(own_raw_releases, running, order);
+      add_job_releases(own_releases, running, order);
     }
-    return own_raw_releases;
+    return own_releases;
   }
   // This cycle's starts with an estimate, as the profile releases them.
   std::vector<ReleaseEntry> start_releases() const {
     std::vector<ReleaseEntry> releases;
     for (const Start& s : out.starts)
       if (const Seconds estimate = pending[s.pending].runtime_estimate; estimate > 0) {
-        const Seconds end = grid_up(saturating_add_time(now, estimate), now, std::max<Seconds>(options.backfill.resolution, 1));
+        const Seconds end = grid_end(saturating_add_time(now, estimate), now, std::max<Seconds>(options.backfill.resolution, 1));
         add_releases(releases, end, s.tasks, UINT32_MAX);  // (not a running job)
       }
     return releases;

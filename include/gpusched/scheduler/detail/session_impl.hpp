@@ -8,6 +8,7 @@
 #include "gpusched/scheduler/session.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace gpusched::scheduler {
 
@@ -182,8 +183,16 @@ GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<Pendi
   return {};
 }
 
-GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
+// Running job j's expected end on the backfill grid, before a cycle's floor (grid_end): the key of
+// by_end_, which does not move with `now`.
+GPUSCHED_DECL std::optional<Seconds> Session::grid_key(std::size_t j) const {
   const std::optional<Seconds> end = detail::estimated_end(running_[j]);
+  if (!end) return std::nullopt;
+  return detail::grid_ceil(*end, std::max<Seconds>(options_.backfill.resolution, 1));
+}
+
+GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
+  const std::optional<Seconds> end = grid_key(j);
   if (!end) return;
   releases_insert(j, *end);
   by_end_.emplace_back(*end, j);
@@ -203,7 +212,7 @@ GPUSCHED_DECL bool Session::by_end_in_order(std::vector<std::pair<Seconds, std::
 }
 
 GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
-  const std::optional<Seconds> end = detail::estimated_end(running_[j]);
+  const std::optional<Seconds> end = grid_key(j);
   if (!end) return;
   releases_erase(j, *end);
   const auto at = by_end_find(*end, j);
@@ -213,7 +222,7 @@ GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
 }
 
 GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
-  const std::optional<Seconds> end = detail::estimated_end(running_[from]);
+  const std::optional<Seconds> end = grid_key(from);
   if (!end) return;
   const std::pair<Seconds, std::size_t> target(*end, to);
   if (const auto at = by_end_find(*end, from); at != by_end_.end()) {
@@ -226,8 +235,9 @@ GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
     }
   }
   if (!releases_valid_) return;
-  const auto [first, last] = releases_of(from, *end);
-  const auto dest = releases_at(to, *end);
+  const Seconds release = std::max(*end, releases_floor_);
+  const auto [first, last] = releases_of(from, release);
+  const auto dest = releases_at(to, release);
   std::rotate(dest, first, last);
   for (auto e = dest; e != dest + (last - first); ++e) e->job = static_cast<std::uint32_t>(to);
 }
@@ -235,15 +245,32 @@ GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
 // Pointers into the running jobs' tasks stay valid while the jobs move (a move keeps the tasks'
 // buffer); every event that adds, removes or changes a running job's tasks or end invalidates them.
 static_assert(std::is_nothrow_move_constructible_v<RunningJob> && std::is_nothrow_move_assignable_v<RunningJob>);
-GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::raw_releases() {
+GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::releases_for(Seconds now) {
+  const Seconds floor = detail::grid_after(now, std::max<Seconds>(options_.backfill.resolution, 1));
   if (!releases_valid_) {
     by_end_settle();
     releases_.clear();
-    detail::add_raw_releases(releases_, running_, by_end_);
+    detail::add_job_releases(releases_, running_, by_end_);  // at their grid keys: no floor yet
+    releases_floor_ = std::numeric_limits<Seconds>::min();
     releases_valid_ = true;
   }
+  if (floor != releases_floor_) raise_floor(floor);
   release_changes_ = 0;
   return releases_;
+}
+
+// The releases at a cycle's floor: the ones expected by then (a prefix: they are in end order) end
+// there, in job order among the others that end there, as a one-shot cycle orders them. Between
+// two cycles that is the jobs past their estimate and those whose grid point `now` passed.
+GPUSCHED_DECL void Session::raise_floor(Seconds floor) {
+  const Seconds reach = std::max(floor, releases_floor_);  // (a `now` earlier than the last lowers it)
+  const auto stop = std::upper_bound(releases_.begin(), releases_.end(), reach,
+                                     [](Seconds t, const detail::ReleaseEntry& e) { return t < e.end; });
+  for (auto e = releases_.begin(); e != stop; ++e) e->end = std::max(*grid_key(e->job), floor);
+  std::stable_sort(releases_.begin(), stop, [](const detail::ReleaseEntry& a, const detail::ReleaseEntry& b) {
+    return a.end != b.end ? a.end < b.end : a.job < b.job;
+  });
+  releases_floor_ = floor;
 }
 
 // Job j's tasks join (leave) the kept releases where (end, j) orders them; past a few changes
@@ -268,9 +295,10 @@ GPUSCHED_DECL void Session::releases_insert(std::size_t j, Seconds end) {
     releases_valid_ = false;
     return;
   }
+  const Seconds release = std::max(end, releases_floor_);
   std::vector<detail::ReleaseEntry> tasks;
-  detail::add_releases(tasks, end, running_[j].tasks, j);
-  releases_.insert(releases_at(j, end), tasks.begin(), tasks.end());
+  detail::add_releases(tasks, release, running_[j].tasks, j);
+  releases_.insert(releases_at(j, release), tasks.begin(), tasks.end());
 }
 
 GPUSCHED_DECL void Session::releases_erase(std::size_t j, Seconds end) {
@@ -278,7 +306,7 @@ GPUSCHED_DECL void Session::releases_erase(std::size_t j, Seconds end) {
     releases_valid_ = false;
     return;
   }
-  const auto [first, last] = releases_of(j, end);
+  const auto [first, last] = releases_of(j, std::max(end, releases_floor_));
   releases_.erase(first, last);
 }
 
@@ -552,7 +580,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
   const detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
-                               &raw_releases(), &elastic_};
+                               &releases_for(now), &elastic_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
