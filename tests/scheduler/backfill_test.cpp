@@ -270,6 +270,25 @@ TEST_CASE("the backfill grid is absolute: expected ends do not move with now") {
   CHECK(expected_end(running[0], 0, 60) == kForever);
 }
 
+TEST_CASE("the plan's time points: each distinct end of the releases once, in order") {
+  // Runs of equal ends of every length from 1 to 40 (the galloping search steps 1, 2, 4, ... ahead),
+  // against a visit of every release.
+  SplitMix64 rng{7};
+  for (int round = 0; round < 200; ++round) {
+    std::vector<scheduler::detail::ReleaseEntry> releases;
+    Seconds end = 0;
+    for (int run = 0, runs = static_cast<int>(rng.below(12)); run < runs; ++run) {
+      end += 1 + static_cast<Seconds>(rng.below(100));
+      for (std::uint64_t k = 0, n = 1 + rng.below(40); k < n; ++k) releases.push_back({end, nullptr, 0, 0, 1, 0});
+    }
+    std::vector<Seconds> expected, got;
+    for (const auto& e : releases)
+      if (expected.empty() || expected.back() != e.end) expected.push_back(e.end);
+    scheduler::detail::for_each_end(releases, [&](Seconds t) { got.push_back(t); });
+    REQUIRE(got == expected);
+  }
+}
+
 TEST_CASE("a reservation is on concrete nodes and GPUs; a small job fills the hole beside it") {
   // Two nodes of 8 GPUs, now = 1000, resolution 60 (the grid: multiples of 60).
   //   X holds n0 GPUs 4-7, started 1000 with estimate 480: ends 1480, rounded up to 25 x 60 = 1500;

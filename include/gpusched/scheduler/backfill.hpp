@@ -181,6 +181,27 @@ struct ReleaseEntry {
   std::uint32_t job = 0;         // its job's index in the caller's running list
 };
 
+// Calls f(end) once per distinct end of `releases` (sorted by end), in order. On the grid of
+// `bf_resolution` many releases share an end: the next end is found by galloping (1, 2, 4, ...
+// entries ahead, then a binary search), not by visiting every release of the current one.
+template <typename F>
+void for_each_end(std::span<const ReleaseEntry> releases, F&& f) {
+  const auto later = [](Seconds t, const ReleaseEntry& e) { return t < e.end; };
+  for (std::size_t i = 0; i < releases.size();) {
+    const Seconds end = releases[i].end;
+    f(end);
+    std::size_t lo = i, step = 1;  // releases[lo].end == end
+    while (lo + step < releases.size() && releases[lo + step].end == end) {
+      lo += step;
+      step *= 2;
+    }
+    const std::size_t hi = std::min(lo + step, releases.size());
+    i = static_cast<std::size_t>(std::upper_bound(releases.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                  releases.begin() + static_cast<std::ptrdiff_t>(hi), end, later) -
+                                 releases.begin());
+  }
+}
+
 // When running job `job` ends by its estimate, before the profile's rounding (start_time +
 // runtime_estimate, kForever past the end of time); nullopt without an estimate. expected_end is a
 // non-decreasing function of it at any `now`, so running jobs in this order are in profile order.

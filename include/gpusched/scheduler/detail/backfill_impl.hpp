@@ -390,9 +390,7 @@ class Profile {
   // `running`: sorted by end; the profile reads it until it is destroyed.
   Profile(ClusterState& state, std::span<const ReleaseEntry> running, Seconds now)
       : state_(state), running_(running), now_(now) {
-    running_prefix_.reserve(running_.size() + 1);  // (not zeroed first: a plan on 50,000 tasks writes it once)
-    running_prefix_.push_back(0);
-    for (const ReleaseEntry& e : running_) running_prefix_.push_back(saturating_add(running_prefix_.back(), e.milli));
+    running_prefix_.push_back(0);  // extended as far as may_fit asks (a plan of one job rarely asks far)
     base_ = state.checkpoint();
     started_top_ = base_;
     in_place_.push_back({now_, base_, 0});
@@ -406,10 +404,13 @@ class Profile {
 
   // A necessary condition for any gang needing `needed` milli-GPU to fit at t: the GPU share free
   // now plus what running work frees by t (the plan's own jobs only take more).
-  bool may_fit(Seconds t, std::int64_t needed) const {
+  bool may_fit(Seconds t, std::int64_t needed) {
     const auto it = std::upper_bound(running_.begin(), running_.end(), t,
                                      [](Seconds value, const ReleaseEntry& e) { return value < e.end; });
-    return saturating_add(free_now_, running_prefix_[static_cast<std::size_t>(it - running_.begin())]) >= needed;
+    const auto released = static_cast<std::size_t>(it - running_.begin());
+    for (std::size_t i = running_prefix_.size() - 1; i < released; ++i)
+      running_prefix_.push_back(saturating_add(running_prefix_.back(), running_[i].milli));
+    return saturating_add(free_now_, running_prefix_[released]) >= needed;
   }
 
   // The state as it is at t with the running work that ended by then released (no overlay yet).
@@ -570,7 +571,7 @@ class Profile {
 
   ClusterState& state_;
   std::span<const ReleaseEntry> running_;
-  std::vector<std::int64_t> running_prefix_;
+  std::vector<std::int64_t> running_prefix_;  // [i]: the share the first i releases free (as far as asked)
   Seconds now_ = 0;
   ClusterState::Checkpoint base_ = 0, started_top_ = 0;
   struct Cursor {
@@ -792,8 +793,9 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   }
   detail::Profile profile(state, running, now);
   std::vector<Seconds> times{now};
-  for (const detail::ReleaseEntry& e : profile.releases())
-    if (e.end != times.back()) times.push_back(e.end);
+  detail::for_each_end(profile.releases(), [&](Seconds end) {
+    if (end != times.back()) times.push_back(end);
+  });
   detail::IdleGpuBound bound(state, profile.releases(), times, blocked);
 
   // Placements of started and reserved jobs live here (stable addresses for the claims).
