@@ -289,6 +289,39 @@ TEST_CASE("the plan's time points: each distinct end of the releases once, in or
   }
 }
 
+TEST_CASE("a plan's two release lists read as their merge, the kept ones first on equal ends") {
+  // Against std::merge of the two (stable: the first range first on ties): the cursor's walk, the
+  // runs, and the count ending by each time. `job` numbers each entry to tell equal ends apart.
+  using scheduler::detail::ReleaseEntry;
+  using scheduler::detail::ReleaseLists;
+  SplitMix64 rng{11};
+  for (int round = 0; round < 300; ++round) {
+    std::vector<ReleaseEntry> kept, more;
+    std::uint32_t id = 0;
+    for (std::uint64_t k = 0, n = rng.below(30); k < n; ++k) kept.push_back({static_cast<Seconds>(rng.below(20)), nullptr, 0, 0, 1, id++});
+    for (std::uint64_t k = 0, n = rng.below(5); k < n; ++k) more.push_back({static_cast<Seconds>(rng.below(20)), nullptr, 0, 0, 1, id++});
+    const auto by_end = [](const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; };
+    std::stable_sort(kept.begin(), kept.end(), by_end);
+    std::stable_sort(more.begin(), more.end(), by_end);
+    std::vector<ReleaseEntry> merged(kept.size() + more.size());
+    std::merge(kept.begin(), kept.end(), more.begin(), more.end(), merged.begin(), by_end);
+    std::vector<std::uint32_t> expected, walked, in_runs;
+    for (const ReleaseEntry& e : merged) expected.push_back(e.job);
+    const ReleaseLists lists{kept, more};
+    std::size_t steps = 0;
+    for (ReleaseLists::Cursor c = lists.start(); const ReleaseEntry* e = lists.at(c); lists.advance(c)) {
+      REQUIRE(c.position() == steps++);
+      walked.push_back(e->job);
+    }
+    for (const auto run : lists.runs())
+      for (const ReleaseEntry& e : run) in_runs.push_back(e.job);
+    CHECK(walked == expected);
+    CHECK(in_runs == expected);
+    for (Seconds t = -1; t <= 20; ++t)
+      CHECK(lists.count_by(t) == static_cast<std::size_t>(std::count_if(merged.begin(), merged.end(), [&](const ReleaseEntry& e) { return e.end <= t; })));
+  }
+}
+
 TEST_CASE("a reservation is on concrete nodes and GPUs; a small job fills the hole beside it") {
   // Two nodes of 8 GPUs, now = 1000, resolution 60 (the grid: multiples of 60).
   //   X holds n0 GPUs 4-7, started 1000 with estimate 480: ends 1480, rounded up to 25 x 60 = 1500;

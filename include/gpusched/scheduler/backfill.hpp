@@ -202,6 +202,65 @@ void for_each_end(std::span<const ReleaseEntry> releases, F&& f) {
   }
 }
 
+// A plan's releases as two lists sorted by end, read as their merge (on equal ends the kept ones
+// first, as std::merge orders them): the running work, kept by a session across cycles or made by
+// the one-shot call, and the few tasks this cycle started. Merging them into one list copied the
+// 50,000 kept releases for every plan after a start (a fifth of a one-event cycle at 10,000 nodes).
+struct ReleaseLists {
+  std::span<const ReleaseEntry> kept, more;
+
+  // A position in the merged order: the first k kept and m more come before it; the kept ones
+  // before `limit` come before more[m] (so that stepping through them is one comparison).
+  struct Cursor {
+    std::size_t k = 0, m = 0, limit = 0;
+    std::size_t position() const { return k + m; }
+  };
+  Cursor start() const { return {0, 0, limit_from(0, 0)}; }
+  std::size_t size() const { return kept.size() + more.size(); }
+  // How many releases end by t: the position after them.
+  std::size_t count_by(Seconds t) const {
+    return static_cast<std::size_t>(std::upper_bound(kept.begin(), kept.end(), t, later) - kept.begin()) +
+           static_cast<std::size_t>(std::upper_bound(more.begin(), more.end(), t, later) - more.begin());
+  }
+  // The release at c (null at the end), and c moved past it.
+  // (Past the last of `more`, limit is the end of `kept`.)
+  const ReleaseEntry* at(const Cursor& c) const {
+    if (c.k < c.limit) return &kept[c.k];
+    return c.m < more.size() ? &more[c.m] : nullptr;
+  }
+  void advance(Cursor& c) const {
+    if (c.k < c.limit) {
+      ++c.k;
+    } else if (c.m < more.size()) {
+      ++c.m;
+      c.limit = limit_from(c.k, c.m);
+    }
+  }
+  // The merged order as consecutive runs, each a span of one list: a loop over them is a plain
+  // loop over spans (through a per-release callback, the idle-GPU bound's walk over 50,000
+  // releases ran 5-10 % more instructions).
+  std::vector<std::span<const ReleaseEntry>> runs() const {
+    std::vector<std::span<const ReleaseEntry>> out;
+    std::size_t k = 0;
+    for (std::size_t m = 0; m < more.size(); ++m) {
+      const std::size_t stop = limit_from(k, m);
+      if (stop > k) out.push_back(kept.subspan(k, stop - k));
+      out.push_back(more.subspan(m, 1));
+      k = stop;
+    }
+    if (k < kept.size()) out.push_back(kept.subspan(k));
+    return out;
+  }
+
+  static bool later(Seconds value, const ReleaseEntry& e) { return value < e.end; }
+  // The end of the kept ones from k that come before more[m] (all of them past the last).
+  std::size_t limit_from(std::size_t k, std::size_t m) const {
+    if (m >= more.size()) return kept.size();
+    return static_cast<std::size_t>(std::upper_bound(kept.begin() + static_cast<std::ptrdiff_t>(k), kept.end(), more[m].end, later) -
+                                    kept.begin());
+  }
+};
+
 // When running job `job` ends by its estimate, before the profile's rounding (start_time +
 // runtime_estimate, kForever past the end of time); nullopt without an estimate. expected_end is a
 // non-decreasing function of it at any `now`, so running jobs in this order are in profile order.

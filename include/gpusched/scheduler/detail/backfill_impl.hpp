@@ -93,7 +93,7 @@ class IdleGpuBound {
   // `times`: the plan's time points, ascending, times[0] = now; `releases` sorted by end, each end
   // one of the times (releases beyond the window were dropped by the plan); `jobs`: the specs the
   // plan will ask about (bad_slots), whose whole-GPU task sizes are counted.
-  IdleGpuBound(const ClusterState& state, std::span<const ReleaseEntry> releases, std::span<const Seconds> times,
+  IdleGpuBound(const ClusterState& state, const ReleaseLists& releases, std::span<const Seconds> times,
                std::span<const BlockedJob> jobs)
       : bounds_(times.begin(), times.end()) {
     max_gpus_ = state.max_gpus_per_node();
@@ -126,14 +126,15 @@ class IdleGpuBound {
     // from a cursor over the sorted times. (Per-node lists are made only for the nodes claims touch:
     // materialize.)
     std::size_t slot = 0;
-    for (const ReleaseEntry& e : releases) {
-      if (e.whole_gpus < 0 || e.node >= nodes || idle[e.node] >= gpus_[e.node]) continue;
-      slot = slot_of(e.end, slot);
-      const std::int32_t next = std::min(gpus_[e.node], idle[e.node] + e.whole_gpus);
-      --nodes_at[slot * levels + static_cast<std::size_t>(idle[e.node])];
-      ++nodes_at[slot * levels + static_cast<std::size_t>(next)];
-      idle[e.node] = next;
-    }
+    for (const std::span<const ReleaseEntry> run : releases.runs())
+      for (const ReleaseEntry& e : run) {
+        if (e.whole_gpus < 0 || e.node >= nodes || idle[e.node] >= gpus_[e.node]) continue;
+        slot = slot_of(e.end, slot);
+        const std::int32_t next = std::min(gpus_[e.node], idle[e.node] + e.whole_gpus);
+        --nodes_at[slot * levels + static_cast<std::size_t>(idle[e.node])];
+        ++nodes_at[slot * levels + static_cast<std::size_t>(next)];
+        idle[e.node] = next;
+      }
     count_.assign(slots * g_count, 0);
     for (std::size_t k = 0; k < slots; ++k)
       for (std::size_t v = 0; v < levels; ++v) {
@@ -298,9 +299,10 @@ class IdleGpuBound {
     };
     if (node_begin_.empty() && ++walks_ > kWalks) make_lists();
     if (node_begin_.empty()) {
-      for (const ReleaseEntry& r : releases_)
-        if (r.whole_gpus >= 0 && r.node < timeline_of_.size() && timeline_of_[r.node] >= first_new)
-          release(static_cast<std::size_t>(timeline_of_[r.node] - first_new), r.end, r.whole_gpus);
+      for (const std::span<const ReleaseEntry> run : releases_.runs())
+        for (const ReleaseEntry& r : run)
+          if (r.whole_gpus >= 0 && r.node < timeline_of_.size() && timeline_of_[r.node] >= first_new)
+            release(static_cast<std::size_t>(timeline_of_[r.node] - first_new), r.end, r.whole_gpus);
     } else {
       for (std::size_t i = 0; i < fresh.size(); ++i)
         for (std::uint32_t k = node_begin_[fresh[i]]; k < node_begin_[fresh[i] + 1]; ++k) release(i, events_[k].end, events_[k].gpus);
@@ -313,13 +315,16 @@ class IdleGpuBound {
   void make_lists() {
     const std::size_t nodes = timeline_of_.size();
     node_begin_.assign(nodes + 1, 0);
-    for (const ReleaseEntry& e : releases_)
-      if (e.whole_gpus >= 0 && e.node < nodes) ++node_begin_[e.node + 1];
+    const auto runs = releases_.runs();
+    for (const std::span<const ReleaseEntry> run : runs)
+      for (const ReleaseEntry& e : run)
+        if (e.whole_gpus >= 0 && e.node < nodes) ++node_begin_[e.node + 1];
     for (std::size_t n = 0; n < nodes; ++n) node_begin_[n + 1] += node_begin_[n];
     events_.resize(node_begin_[nodes]);
     std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
-    for (const ReleaseEntry& e : releases_)  // sorted by end: each node's list is too
-      if (e.whole_gpus >= 0 && e.node < nodes) events_[fill[e.node]++] = {e.end, e.whole_gpus};
+    for (const std::span<const ReleaseEntry> run : runs)  // in end order: each node's list is too
+      for (const ReleaseEntry& e : run)
+        if (e.whole_gpus >= 0 && e.node < nodes) events_[fill[e.node]++] = {e.end, e.whole_gpus};
   }
 
   // A plan of one job (the scheduling cycle's guards) asks about that job before it claims anything,
@@ -328,7 +333,7 @@ class IdleGpuBound {
   // count suffices. One walk over the releases in time order finds it, stopping there, with no
   // per-node lists (the guard's bound was a third of a one-event cycle at 10,000 nodes). The counts
   // and the answer are those the lists would give.
-  std::size_t first_slot_with_room(const ClusterState& state, std::span<const ReleaseEntry> releases, const GangSpec& spec) {
+  std::size_t first_slot_with_room(const ClusterState& state, const ReleaseLists& releases, const GangSpec& spec) {
     const std::size_t nodes = state.node_count(), slots = bounds_.size();
     for (const GangGroup& group : spec.groups)
       if (counted_size(group) > max_gpus_) return slots;
@@ -343,14 +348,15 @@ class IdleGpuBound {
           return false;
       return true;
     };
-    std::size_t k = 0, i = 0;
+    std::size_t k = 0;
+    ReleaseLists::Cursor i = releases.start();
     while (!room()) {
-      if (i == releases.size()) return slots;  // nothing more is freed
-      k = slot_of(releases[i].end, k);         // the next slot at which running work ends
-      if (k >= slots) return slots;            // (the plan gives no release past its last time)
+      if (releases.at(i) == nullptr) return slots;  // nothing more is freed
+      k = slot_of(releases.at(i)->end, k);         // the next slot at which running work ends
+      if (k >= slots) return slots;                // (the plan gives no release past its last time)
       const Seconds until = k + 1 < slots ? bounds_[k + 1] : kForever;
-      for (; i < releases.size() && releases[i].end < until; ++i) {
-        const ReleaseEntry& e = releases[i];
+      for (const ReleaseEntry* next_release; (next_release = releases.at(i)) != nullptr && next_release->end < until; releases.advance(i)) {
+        const ReleaseEntry& e = *next_release;
         if (e.whole_gpus < 0 || e.node >= nodes) continue;
         std::int32_t& cur = idle_now_[e.node];
         const std::int32_t next = std::min(gpus_[e.node], cur + e.whole_gpus);
@@ -368,7 +374,7 @@ class IdleGpuBound {
   std::int32_t max_gpus_ = 0;
   std::vector<std::int32_t> sizes_;                 // the counted task sizes
   std::array<std::int32_t, kMaxGpus + 2> column_{};  // size -> its column in count_ (-1: not counted)
-  std::span<const ReleaseEntry> releases_;  // the plan's, for the nodes claims touch
+  ReleaseLists releases_;  // the plan's, for the nodes claims touch
   int walks_ = 0;
   std::vector<std::uint32_t> node_begin_;  // made by make_lists (empty before)
   std::vector<Event> events_;
@@ -387,29 +393,27 @@ class IdleGpuBound {
 // cursor never walks back to now when a job is started, so it mostly moves forward.
 class Profile {
  public:
-  // `running`: sorted by end; the profile reads it until it is destroyed.
-  Profile(ClusterState& state, std::span<const ReleaseEntry> running, Seconds now)
+  // `running`: each list sorted by end; the profile reads them until it is destroyed.
+  Profile(ClusterState& state, ReleaseLists running, Seconds now)
       : state_(state), running_(running), now_(now) {
     running_prefix_.push_back(0);  // extended as far as may_fit asks (a plan of one job rarely asks far)
     base_ = state.checkpoint();
     started_top_ = base_;
-    in_place_.push_back({now_, base_, 0});
+    in_place_.push_back({now_, base_, running_.start()});
     free_now_ = state.total_gpu_milli_free();
     // Measured (benchmarks/README.md, "Backfill"): copying 10,000 nodes x 8 GPUs (0.7 ms CPU) costs
     // about what 1,000 journaled releases do.
     copy_cost_ = (state.node_count() + state.total_gpu_count()) / 90;
   }
 
-  std::span<const ReleaseEntry> releases() const { return running_; }
+  const ReleaseLists& releases() const { return running_; }
 
   // A necessary condition for any gang needing `needed` milli-GPU to fit at t: the GPU share free
   // now plus what running work frees by t (the plan's own jobs only take more).
   bool may_fit(Seconds t, std::int64_t needed) {
-    const auto it = std::upper_bound(running_.begin(), running_.end(), t,
-                                     [](Seconds value, const ReleaseEntry& e) { return value < e.end; });
-    const auto released = static_cast<std::size_t>(it - running_.begin());
-    for (std::size_t i = running_prefix_.size() - 1; i < released; ++i)
-      running_prefix_.push_back(saturating_add(running_prefix_.back(), running_[i].milli));
+    const std::size_t released = running_.count_by(t);
+    for (; prefix_cursor_.position() < released; running_.advance(prefix_cursor_))
+      running_prefix_.push_back(saturating_add(running_prefix_.back(), running_.at(prefix_cursor_)->milli));
     return saturating_add(free_now_, running_prefix_[released]) >= needed;
   }
 
@@ -426,14 +430,11 @@ class Profile {
     if (started_top_ == base_) return walk(state_, in_place_, t);
     // The cursor nearest to t, or a new one when that is cheaper than walking (a copy of the state
     // costs about as much as releasing `copy_cost_` tasks).
-    const auto target = static_cast<std::size_t>(
-        std::upper_bound(running_.begin(), running_.end(), t,
-                         [](Seconds value, const ReleaseEntry& e) { return value < e.end; }) -
-        running_.begin());
+    const std::size_t target = running_.count_by(t);
     Cursor* best = nullptr;
     std::size_t best_cost = 0;
     for (const std::unique_ptr<Cursor>& c : cursors_) {
-      const std::size_t at = c->marks.back().running;
+      const std::size_t at = c->marks.back().running.position();
       const std::size_t cost = at > target ? at - target : target - at;
       if (best == nullptr || cost < best_cost) {
         best = c.get();
@@ -443,7 +444,7 @@ class Profile {
     if (best == nullptr || (cursors_.size() < kMaxCursors && best_cost > target + copy_cost_)) {
       auto c = std::make_unique<Cursor>(Cursor{state_, {}});
       c->state.rollback(base_);  // the jobs started so far are claims there, like the reserved ones
-      c->marks.push_back({now_, c->state.checkpoint(), 0});
+      c->marks.push_back({now_, c->state.checkpoint(), running_.start()});
       best = c.get();
       cursors_.push_back(std::move(c));
     }
@@ -538,7 +539,7 @@ class Profile {
   struct Mark {
     Seconds time = 0;
     ClusterState::Checkpoint checkpoint = 0;
-    std::size_t running = 0;
+    ReleaseLists::Cursor running;
   };
   // Moves a cursor (a state and its marks) to t: back by rolling back to the last mark at or before
   // t, then forward by releasing the running tasks that end by t.
@@ -548,13 +549,14 @@ class Profile {
     f.rollback(marks.back().checkpoint);
     if (marks.back().time == t) return f;
     Mark m = marks.back();
-    for (std::size_t i = m.running; i < m.running + 8 && i < running_.size() && running_[i].end <= t; ++i)
-      __builtin_prefetch(running_[i].assignment);
-    for (; m.running < running_.size() && running_[m.running].end <= t; ++m.running) {
-      prefetch_ahead(m.running);
-      (void)f.release_journaled(*running_[m.running].assignment);
+    const std::span<const ReleaseEntry> kept = running_.kept;
+    for (std::size_t i = m.running.k; i < m.running.k + 8 && i < kept.size() && kept[i].end <= t; ++i)
+      __builtin_prefetch(kept[i].assignment);
+    for (const ReleaseEntry* e; (e = running_.at(m.running)) != nullptr && e->end <= t; running_.advance(m.running)) {
+      prefetch_ahead(m.running.k);
+      (void)f.release_journaled(*e->assignment);
     }
-    cursor_steps_ += m.running - marks.back().running;
+    cursor_steps_ += m.running.position() - marks.back().running.position();
     m.time = t;
     m.checkpoint = f.checkpoint();
     marks.push_back(m);
@@ -565,13 +567,15 @@ class Profile {
   // caller's running jobs, then its GPU list (perf: half of ClusterState::release's samples were the
   // load of the assignment's node). Fetching them a few releases ahead hides most of it.
   void prefetch_ahead(std::size_t i) const {
-    if (i + 8 < running_.size()) __builtin_prefetch(running_[i + 8].assignment);
-    if (i + 4 < running_.size()) __builtin_prefetch(running_[i + 4].assignment->gpus.data());
+    const std::span<const ReleaseEntry> kept = running_.kept;  // (the few more are not worth it)
+    if (i + 8 < kept.size()) __builtin_prefetch(kept[i + 8].assignment);
+    if (i + 4 < kept.size()) __builtin_prefetch(kept[i + 4].assignment->gpus.data());
   }
 
   ClusterState& state_;
-  std::span<const ReleaseEntry> running_;
+  ReleaseLists running_;
   std::vector<std::int64_t> running_prefix_;  // [i]: the share the first i releases free (as far as asked)
+  ReleaseLists::Cursor prefix_cursor_ = running_.start();  // the release after the last one summed
   Seconds now_ = 0;
   ClusterState::Checkpoint base_ = 0, started_top_ = 0;
   struct Cursor {
@@ -660,7 +664,7 @@ GPUSCHED_DECL void add_job_releases(std::vector<ReleaseEntry>& out, std::span<co
 // The plan on running work given as its tasks' releases: `running` sorted by end (the scheduling
 // cycle keeps its running jobs' releases in that order instead of copying and sorting them for
 // every plan), and `more` in any order (the cycle's starts), placed after running releases of the
-// same end. `not_before`: a start time before which none of the blocked jobs can start (the
+// same end; the two are read as one list (ReleaseLists), never copied into one. `not_before`: a start time before which none of the blocked jobs can start (the
 // scheduling cycle knows one from an earlier plan of the same shape); times before it are not tested.
 GPUSCHED_DECL Result<BackfillPlan> plan_backfill_on(ClusterState& state, std::span<const ReleaseEntry> running,
                                              std::vector<ReleaseEntry> more, std::span<const BlockedJob> blocked,
@@ -784,18 +788,15 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   // at kForever was a slot past the bound's arrays).
   auto beyond = [&](const detail::ReleaseEntry& e) { return e.end > horizon || e.end == kForever; };
   running = running.first(static_cast<std::size_t>(std::partition_point(running.begin(), running.end(), [&](const detail::ReleaseEntry& e) { return !beyond(e); }) - running.begin()));
-  std::vector<detail::ReleaseEntry> merged;  // running and `more`, when there are more
-  if (std::erase_if(more, beyond); !more.empty()) {
-    std::stable_sort(more.begin(), more.end(), detail::earlier_end);
-    merged.resize(running.size() + more.size());
-    std::merge(running.begin(), running.end(), more.begin(), more.end(), merged.begin(), detail::earlier_end);
-    running = merged;
-  }
-  detail::Profile profile(state, running, now);
+  std::erase_if(more, beyond);
+  std::stable_sort(more.begin(), more.end(), detail::earlier_end);
+  detail::Profile profile(state, {running, more}, now);
   std::vector<Seconds> times{now};
-  detail::for_each_end(profile.releases(), [&](Seconds end) {
+  detail::for_each_end(running, [&](Seconds end) {
     if (end != times.back()) times.push_back(end);
   });
+  for (const detail::ReleaseEntry& e : more)  // (a few: the jobs this cycle started)
+    if (const auto at = std::lower_bound(times.begin(), times.end(), e.end); at == times.end() || *at != e.end) times.insert(at, e.end);
   detail::IdleGpuBound bound(state, profile.releases(), times, blocked);
 
   // Placements of started and reserved jobs live here (stable addresses for the claims).
