@@ -203,6 +203,10 @@ class Session {
   // slot): changed in place by the events that change a running job's tasks, end or slot, remade at
   // a cycle after many (valid_ false), brought to each cycle's floor by raise_floor.
   std::vector<detail::ReleaseEntry> releases_;
+  // CycleKept::fresh_releases: those of the jobs that joined since the list above was remade or
+  // last took them in, in the same order (a short list: an insertion into the long one moved half
+  // of it).
+  std::vector<detail::ReleaseEntry> fresh_releases_;
   // False again in a copy of the session: the copied releases point into this session's jobs.
   struct ValidUntilCopied {
     bool value = false;
@@ -225,11 +229,12 @@ class Session {
   Seconds releases_floor_ = 0;
   const std::vector<detail::ReleaseEntry>& releases_for(Seconds now);
   void raise_floor(Seconds floor);
-  std::vector<detail::ReleaseEntry>::iterator releases_at(std::size_t j, Seconds end);
+  static std::vector<detail::ReleaseEntry>::iterator releases_at(std::vector<detail::ReleaseEntry>& list, std::size_t j,
+                                                                 Seconds end);
   void releases_insert(std::size_t j, Seconds end);
   void releases_erase(std::size_t j, Seconds end);
-  std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator> releases_of(
-      std::size_t j, Seconds end);
+  static std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator> releases_of(
+      std::vector<detail::ReleaseEntry>& list, std::size_t j, Seconds end);
 
   std::vector<Nomination> held_;
   FailureHistory history_;

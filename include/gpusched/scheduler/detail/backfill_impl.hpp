@@ -57,6 +57,10 @@ GPUSCHED_DECL ReleaseEntry release_of(Seconds end, const TaskAssignment& a, std:
 }
 
 GPUSCHED_DECL bool earlier_end(const ReleaseEntry& a, const ReleaseEntry& b) { return a.end < b.end; }
+// By (end, job): the order a session keeps its releases in, as a one-shot cycle makes them.
+GPUSCHED_DECL bool earlier_release(const ReleaseEntry& a, const ReleaseEntry& b) {
+  return a.end != b.end ? a.end < b.end : a.job < b.job;
+}
 
 // A job this plan reserved: its gang on concrete nodes during [start, end).
 struct Claim {

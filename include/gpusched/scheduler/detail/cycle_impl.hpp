@@ -1009,9 +1009,13 @@ struct CycleRun {
     }
     return own_releases;
   }
-  // This cycle's starts with an estimate, as the profile releases them.
-  std::vector<ReleaseEntry> start_releases() const {
+  // The releases read with running_profile() as one list: the session's fresh ones (less an
+  // excluded victim's) and this cycle's starts with an estimate, as the profile releases them.
+  std::vector<ReleaseEntry> more_releases() const {
     std::vector<ReleaseEntry> releases;
+    if (kept != nullptr && kept->fresh_releases != nullptr)
+      for (const ReleaseEntry& e : *kept->fresh_releases)
+        if (out.evictions.empty() || victim_mark[e.job] != kExcludedVictim) releases.push_back(e);
     for (const Start& s : out.starts)
       if (const Seconds estimate = pending[s.pending].runtime_estimate; estimate > 0) {
         const Seconds end = grid_end(saturating_add_time(now, estimate), now, std::max<Seconds>(options.backfill.resolution, 1));
@@ -1046,7 +1050,7 @@ struct CycleRun {
       for (const GuardMemo& m : guard_memo)
         if (m.key == *key && m.replicas == replicas && m.duration <= duration) not_before = std::max(not_before, m.earliest);
     if (not_before == kForever) return;
-    auto plan = plan_backfill_on(state, running_profile(), start_releases(), std::span<const BlockedJob>(&b, 1), now, bo, not_before);
+    auto plan = plan_backfill_on(state, running_profile(), more_releases(), std::span<const BlockedJob>(&b, 1), now, bo, not_before);
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
     if (key) {
@@ -1099,7 +1103,7 @@ struct CycleRun {
       jobs.push_back({&*specs[b.pending], pending[b.pending].runtime_estimate});
     }
     if (cand.empty()) return;
-    auto plan = plan_backfill_on(state, running_profile(), start_releases(), jobs, now, backfill_options());
+    auto plan = plan_backfill_on(state, running_profile(), more_releases(), jobs, now, backfill_options());
     if (!plan) return;
     out.stats.placements_tried += plan->placements_tried;
     out.reservations.clear();

@@ -236,10 +236,12 @@ GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
   }
   if (!releases_valid_) return;
   const Seconds release = std::max(*end, releases_floor_);
-  const auto [first, last] = releases_of(from, release);
-  const auto dest = releases_at(to, release);
-  std::rotate(dest, first, last);
-  for (auto e = dest; e != dest + (last - first); ++e) e->job = static_cast<std::uint32_t>(to);
+  for (std::vector<detail::ReleaseEntry>* list : {&releases_, &fresh_releases_}) {
+    const auto [first, last] = releases_of(*list, from, release);
+    const auto dest = releases_at(*list, to, release);
+    std::rotate(dest, first, last);
+    for (auto e = dest; e != dest + (last - first); ++e) e->job = static_cast<std::uint32_t>(to);
+  }
 }
 
 // Pointers into the running jobs' tasks stay valid while the jobs move (a move keeps the tasks'
@@ -250,6 +252,7 @@ GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::releases_for(Sec
   if (!releases_valid_) {
     by_end_settle();
     releases_.clear();
+    fresh_releases_.clear();
     detail::add_job_releases(releases_, running_, by_end_);  // at their grid keys: no floor yet
     releases_floor_ = std::numeric_limits<Seconds>::min();
     releases_valid_ = true;
@@ -264,50 +267,59 @@ GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::releases_for(Sec
 // two cycles that is the jobs past their estimate and those whose grid point `now` passed.
 GPUSCHED_DECL void Session::raise_floor(Seconds floor) {
   const Seconds reach = std::max(floor, releases_floor_);  // (a `now` earlier than the last lowers it)
-  const auto stop = std::upper_bound(releases_.begin(), releases_.end(), reach,
-                                     [](Seconds t, const detail::ReleaseEntry& e) { return t < e.end; });
-  for (auto e = releases_.begin(); e != stop; ++e) e->end = std::max(*grid_key(e->job), floor);
-  std::stable_sort(releases_.begin(), stop, [](const detail::ReleaseEntry& a, const detail::ReleaseEntry& b) {
-    return a.end != b.end ? a.end < b.end : a.job < b.job;
-  });
+  for (std::vector<detail::ReleaseEntry>* list : {&releases_, &fresh_releases_}) {
+    const auto stop = std::upper_bound(list->begin(), list->end(), reach,
+                                       [](Seconds t, const detail::ReleaseEntry& e) { return t < e.end; });
+    for (auto e = list->begin(); e != stop; ++e) e->end = std::max(*grid_key(e->job), floor);
+    std::stable_sort(list->begin(), stop, detail::earlier_release);
+  }
   releases_floor_ = floor;
 }
 
-// Job j's tasks join (leave) the kept releases where (end, j) orders them; past a few changes
-// between two cycles they are remade at the next one instead (each change moves the whole list).
-GPUSCHED_DECL std::vector<detail::ReleaseEntry>::iterator Session::releases_at(std::size_t j, Seconds end) {
-  return std::lower_bound(releases_.begin(), releases_.end(), std::pair(end, j), [](const detail::ReleaseEntry& e, const auto& key) {
+// Where job j's tasks are, or would be, in a list sorted by (end, job).
+GPUSCHED_DECL std::vector<detail::ReleaseEntry>::iterator Session::releases_at(std::vector<detail::ReleaseEntry>& list,
+                                                                               std::size_t j, Seconds end) {
+  return std::lower_bound(list.begin(), list.end(), std::pair(end, j), [](const detail::ReleaseEntry& e, const auto& key) {
     return std::pair(e.end, static_cast<std::size_t>(e.job)) < key;
   });
 }
 
-// Job j's tasks among the kept releases (an empty range at their place when it has none there).
+// Job j's tasks in such a list (an empty range at their place when it has none there).
 GPUSCHED_DECL std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator>
-Session::releases_of(std::size_t j, Seconds end) {
-  const auto first = releases_at(j, end);
+Session::releases_of(std::vector<detail::ReleaseEntry>& list, std::size_t j, Seconds end) {
+  const auto first = releases_at(list, j, end);
   auto last = first;
-  while (last != releases_.end() && last->job == j && last->end == end) ++last;
+  while (last != list.end() && last->job == j && last->end == end) ++last;
   return {first, last};
 }
 
+// Job j's tasks join the fresh releases where (end, j) orders them: a short list, folded into the
+// long one when it grows past 1/128 of it (an insertion into 50,000 entries moved a
+// megabyte; a cycle reads the two as one, ReleaseLists).
 GPUSCHED_DECL void Session::releases_insert(std::size_t j, Seconds end) {
-  if (!releases_valid_ || ++release_changes_ > kReleaseChanges) {
-    releases_valid_ = false;
-    return;
-  }
+  if (!releases_valid_) return;
   const Seconds release = std::max(end, releases_floor_);
   std::vector<detail::ReleaseEntry> tasks;
   detail::add_releases(tasks, release, running_[j].tasks, j);
-  releases_.insert(releases_at(j, release), tasks.begin(), tasks.end());
+  fresh_releases_.insert(releases_at(fresh_releases_, j, release), tasks.begin(), tasks.end());
+  if (fresh_releases_.size() <= std::max<std::size_t>(8, releases_.size() / 128)) return;
+  std::vector<detail::ReleaseEntry> merged(releases_.size() + fresh_releases_.size());
+  std::merge(releases_.begin(), releases_.end(), fresh_releases_.begin(), fresh_releases_.end(), merged.begin(),
+             detail::earlier_release);
+  releases_.swap(merged);
+  fresh_releases_.clear();
 }
 
+// Job j's tasks leave the list that holds them; past a few such changes between two cycles the
+// releases are remade at the next one instead (each moves half of the long list on average).
 GPUSCHED_DECL void Session::releases_erase(std::size_t j, Seconds end) {
   if (!releases_valid_ || ++release_changes_ > kReleaseChanges) {
     releases_valid_ = false;
     return;
   }
-  const auto [first, last] = releases_of(j, std::max(end, releases_floor_));
-  releases_.erase(first, last);
+  const Seconds release = std::max(end, releases_floor_);
+  if (const auto [first, last] = releases_of(releases_, j, release); first != last) releases_.erase(first, last);
+  else if (const auto [f, l] = releases_of(fresh_releases_, j, release); f != l) fresh_releases_.erase(f, l);
 }
 
 // A few late ones are inserted where they belong; many are sorted and merged in one pass.
@@ -580,7 +592,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
   const detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
-                               &releases_for(now), &elastic_};
+                               &releases_for(now), &fresh_releases_, &elastic_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
