@@ -508,9 +508,12 @@ class Profile {
   // claims was 75 % of its time (perf, benchmarks/README.md "Backfill").
   template <typename Overlaps>
   std::int64_t free_after_overlay(const ClusterState& state, std::span<const Claim> claims, const Overlaps& overlaps) {
-    if (demand_at_.empty()) demand_at_.assign(state.node_count(), kUntouched);
+    if (gpu_offset_.empty()) {
+      gpu_offset_.resize(state.node_count() + 1, 0);
+      for (NodeId n = 0; n < state.node_count(); ++n) gpu_offset_[n + 1] = gpu_offset_[n] + state.gpu_count(n);
+      demand_.assign(gpu_offset_.back(), 0);
+    }
     touched_.clear();
-    demand_.clear();
     for (const Claim& c : claims) {
       if (!overlaps(c)) continue;
       for (const TaskPlacement& tp : *c.placement) {
@@ -518,20 +521,18 @@ class Profile {
         if (a.is_mig() || a.node >= state.node_count() || !state.eligible(a.node)) continue;
         for (const GpuIndex g : a.gpus) {
           if (g >= state.gpu_count(a.node)) continue;
-          std::uint32_t& first = demand_at_[a.node];
-          if (first == kUntouched) {  // the node's GPUs get their place in demand_
-            first = static_cast<std::uint32_t>(demand_.size());
-            demand_.resize(demand_.size() + state.gpu_count(a.node), 0);
-          }
-          std::int64_t& d = demand_[first + g];
-          if (d == 0) touched_.push_back({a.node, g});
-          d += a.gpu_milli;
+          const std::size_t at = gpu_offset_[a.node] + g;
+          if (demand_[at] == 0) touched_.push_back({a.node, g});
+          demand_[at] += a.gpu_milli;
         }
       }
     }
     std::int64_t free = state.total_gpu_milli_free();
-    for (const auto& [n, g] : touched_) free -= std::min<std::int64_t>(state.gpu_free_milli(n, g), demand_[demand_at_[n] + g]);
-    for (const auto& [n, g] : touched_) demand_at_[n] = kUntouched;
+    for (const auto& [n, g] : touched_) {
+      std::int64_t& d = demand_[gpu_offset_[n] + g];
+      free -= std::min<std::int64_t>(state.gpu_free_milli(n, g), d);
+      d = 0;
+    }
     return free;
   }
 
@@ -591,11 +592,9 @@ class Profile {
   std::size_t copy_cost_ = 0;
   std::int64_t free_now_ = 0;
   std::uint64_t cursor_steps_ = 0;
-  // free_after_overlay's scratch: where each node's GPUs are in demand_ (kUntouched between calls:
-  // only the nodes a call touches get a place, so a plan at 10,000 nodes does not zero a slot for
-  // each of 80,000 GPUs), the claims' share per GPU, the GPUs it touched.
-  static constexpr std::uint32_t kUntouched = UINT32_MAX;
-  std::vector<std::uint32_t> demand_at_;
+  // free_after_overlay's scratch: the first GPU of each node in demand_, the claims' share per GPU
+  // (zero between calls), the GPUs it touched.
+  std::vector<std::size_t> gpu_offset_;
   std::vector<std::int64_t> demand_;
   std::vector<std::pair<NodeId, GpuIndex>> touched_;
 };
