@@ -190,7 +190,11 @@ void for_each_end(std::span<const ReleaseEntry> releases, F&& f) {
   for (std::size_t i = 0; i < releases.size();) {
     const Seconds end = releases[i].end;
     f(end);
-    std::size_t lo = i, step = 1;  // releases[lo].end == end
+    if (i + 1 == releases.size() || releases[i + 1].end != end) {  // (at resolution 1 most ends are distinct)
+      ++i;
+      continue;
+    }
+    std::size_t lo = i + 1, step = 1;  // releases[lo].end == end
     while (lo + step < releases.size() && releases[lo + step].end == end) {
       lo += step;
       step *= 2;
