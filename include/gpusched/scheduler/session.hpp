@@ -182,9 +182,10 @@ class Session {
   RunningUsage usage_;
   // The running jobs with an estimate as (expected end on the backfill grid, slot), ascending: the
   // order the backfill profile releases them in (releases_ follows it), kept by each event instead
-  // of sorted by every cycle. The grid is absolute (backfill.hpp), so the keys do not move with `now`. The first by_end_sorted_ are in order, the rest appended since and merged in by
-  // by_end_settle (when the releases are remade, or when they grow many: a session opened with 50,000 running
-  // jobs does not pay an insertion into a long vector for each).
+  // of sorted by every cycle. The grid is absolute (backfill.hpp), so the keys do not move with
+  // `now`. The first by_end_sorted_ are in order, the rest appended since and merged in by
+  // by_end_settle (when the releases are remade, or when they grow many: a session opened with
+  // 50,000 running jobs does not pay an insertion into a long vector for each).
   std::vector<std::pair<Seconds, std::size_t>> by_end_;
   std::size_t by_end_sorted_ = 0;
   std::optional<Seconds> grid_key(std::size_t j) const;  // running_[j]'s key (none without an estimate)
