@@ -330,10 +330,10 @@ struct CycleKept {
   // Every task of the running jobs with an estimate, each at its job's expected end on the cycle's
   // backfill grid (grid_end at the cycle's `now`), by (that end, job index) (null: made by the
   // cycle from the jobs).
-  const std::vector<ReleaseEntry>* releases = nullptr;
+  std::optional<std::span<const ReleaseEntry>> releases;
   // More of them in the same order, read with those as one list: the jobs that joined since the
-  // session last merged them in (null: none).
-  const std::vector<ReleaseEntry>* fresh_releases = nullptr;
+  // session last merged them in.
+  std::span<const ReleaseEntry> fresh_releases;
   // The running jobs that may grow (max_tasks > 0), in any order (null: every running job is looked at).
   const std::vector<std::size_t>* elastic = nullptr;
 };

@@ -203,11 +203,28 @@ class Session {
   // last cycle (the first grid point after its `now`) when that is later, sorted by (that end, job
   // slot): changed in place by the events that change a running job's tasks, end or slot, remade at
   // a cycle after many (valid_ false), brought to each cycle's floor by raise_floor.
-  std::vector<detail::ReleaseEntry> releases_;
+  // A list sorted by (end, job) from which an erase moves the shorter side: the entries before
+  // `head` are gone (a simulator finishes the jobs with the earliest ends, near the front of a list
+  // of 50,000: an erase there moved nearly all of it).
+  struct ReleaseList {
+    std::vector<detail::ReleaseEntry> entries;
+    std::size_t head = 0;
+    using iterator = std::vector<detail::ReleaseEntry>::iterator;
+    iterator begin() { return entries.begin() + static_cast<std::ptrdiff_t>(head); }
+    iterator end() { return entries.end(); }
+    std::size_t size() const { return entries.size() - head; }
+    std::span<const detail::ReleaseEntry> view() const { return std::span(entries).subspan(head); }
+    void clear() {
+      entries.clear();
+      head = 0;
+    }
+    void erase(iterator first, iterator last);
+  };
+  ReleaseList releases_;
   // CycleKept::fresh_releases: those of the jobs that joined since the list above was remade or
   // last took them in, in the same order (a short list: an insertion into the long one moved half
   // of it).
-  std::vector<detail::ReleaseEntry> fresh_releases_;
+  ReleaseList fresh_releases_;
   // False again in a copy of the session: the copied releases point into this session's jobs.
   struct ValidUntilCopied {
     bool value = false;
@@ -228,14 +245,12 @@ class Session {
   std::size_t release_changes_ = 0;  // since the last cycle
   static constexpr std::size_t kReleaseChanges = 16;
   Seconds releases_floor_ = 0;
-  const std::vector<detail::ReleaseEntry>& releases_for(Seconds now);
+  std::span<const detail::ReleaseEntry> releases_for(Seconds now);
   void raise_floor(Seconds floor);
-  static std::vector<detail::ReleaseEntry>::iterator releases_at(std::vector<detail::ReleaseEntry>& list, std::size_t j,
-                                                                 Seconds end);
+  static ReleaseList::iterator releases_at(ReleaseList& list, std::size_t j, Seconds end);
   void releases_insert(std::size_t j, Seconds end);
   void releases_erase(std::size_t j, Seconds end);
-  static std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator> releases_of(
-      std::vector<detail::ReleaseEntry>& list, std::size_t j, Seconds end);
+  static std::pair<ReleaseList::iterator, ReleaseList::iterator> releases_of(ReleaseList& list, std::size_t j, Seconds end);
 
   std::vector<Nomination> held_;
   FailureHistory history_;

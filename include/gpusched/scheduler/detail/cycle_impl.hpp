@@ -985,7 +985,7 @@ struct CycleRun {
   // The running tasks' releases, each at its job's expected end on the grid (grid_end), by (that
   // end, job index), without the jobs this cycle evicted or shrank (their tasks are released now).
   std::span<const ReleaseEntry> running_profile() {
-    const std::vector<ReleaseEntry>& all = grid_releases();
+    const std::span<const ReleaseEntry> all = grid_releases();
     if (out.evictions.empty()) return all;  // (only an eviction excludes a job)
     if (running_releases_at == out.evictions.size()) return running_releases;
     running_releases_at = out.evictions.size();
@@ -997,8 +997,8 @@ struct CycleRun {
   // Every running task's release on this cycle's grid: the session keeps them (kept->releases,
   // changed by each event and brought to this `now` before the cycle); a one-shot cycle makes them
   // here. The grid is absolute, so that a session need not round them again at every cycle.
-  const std::vector<ReleaseEntry>& grid_releases() {
-    if (kept != nullptr && kept->releases != nullptr) return *kept->releases;
+  std::span<const ReleaseEntry> grid_releases() {
+    if (kept != nullptr && kept->releases) return *kept->releases;
     if (own_releases.empty()) {
       const Seconds resolution = std::max<Seconds>(options.backfill.resolution, 1);
       std::vector<std::pair<Seconds, std::size_t>> order;
@@ -1013,8 +1013,8 @@ struct CycleRun {
   // excluded victim's) and this cycle's starts with an estimate, as the profile releases them.
   std::vector<ReleaseEntry> more_releases() const {
     std::vector<ReleaseEntry> releases;
-    if (kept != nullptr && kept->fresh_releases != nullptr)
-      for (const ReleaseEntry& e : *kept->fresh_releases)
+    if (kept != nullptr)
+      for (const ReleaseEntry& e : kept->fresh_releases)
         if (out.evictions.empty() || victim_mark[e.job] != kExcludedVictim) releases.push_back(e);
     for (const Start& s : out.starts)
       if (const Seconds estimate = pending[s.pending].runtime_estimate; estimate > 0) {

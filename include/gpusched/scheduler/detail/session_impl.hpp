@@ -236,7 +236,7 @@ GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
   }
   if (!releases_valid_) return;
   const Seconds release = std::max(*end, releases_floor_);
-  for (std::vector<detail::ReleaseEntry>* list : {&releases_, &fresh_releases_}) {
+  for (ReleaseList* list : {&releases_, &fresh_releases_}) {
     const auto [first, last] = releases_of(*list, from, release);
     const auto dest = releases_at(*list, to, release);
     std::rotate(dest, first, last);
@@ -247,19 +247,19 @@ GPUSCHED_DECL void Session::by_end_renumber(std::size_t from, std::size_t to) {
 // Pointers into the running jobs' tasks stay valid while the jobs move (a move keeps the tasks'
 // buffer); every event that adds, removes or changes a running job's tasks or end invalidates them.
 static_assert(std::is_nothrow_move_constructible_v<RunningJob> && std::is_nothrow_move_assignable_v<RunningJob>);
-GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::releases_for(Seconds now) {
+GPUSCHED_DECL std::span<const detail::ReleaseEntry> Session::releases_for(Seconds now) {
   const Seconds floor = detail::grid_after(now, std::max<Seconds>(options_.backfill.resolution, 1));
   if (!releases_valid_) {
     by_end_settle();
     releases_.clear();
     fresh_releases_.clear();
-    detail::add_job_releases(releases_, running_, by_end_);  // at their grid keys: no floor yet
+    detail::add_job_releases(releases_.entries, running_, by_end_);  // at their grid keys: no floor yet
     releases_floor_ = std::numeric_limits<Seconds>::min();
     releases_valid_ = true;
   }
   if (floor != releases_floor_) raise_floor(floor);
   release_changes_ = 0;
-  return releases_;
+  return releases_.view();
 }
 
 // The releases at a cycle's floor: the ones expected by then (a prefix: they are in end order) end
@@ -267,7 +267,7 @@ GPUSCHED_DECL const std::vector<detail::ReleaseEntry>& Session::releases_for(Sec
 // two cycles that is the jobs past their estimate and those whose grid point `now` passed.
 GPUSCHED_DECL void Session::raise_floor(Seconds floor) {
   const Seconds reach = std::max(floor, releases_floor_);  // (a `now` earlier than the last lowers it)
-  for (std::vector<detail::ReleaseEntry>* list : {&releases_, &fresh_releases_}) {
+  for (ReleaseList* list : {&releases_, &fresh_releases_}) {
     const auto stop = std::upper_bound(list->begin(), list->end(), reach,
                                        [](Seconds t, const detail::ReleaseEntry& e) { return t < e.end; });
     for (auto e = list->begin(); e != stop; ++e) e->end = std::max(*grid_key(e->job), floor);
@@ -277,16 +277,15 @@ GPUSCHED_DECL void Session::raise_floor(Seconds floor) {
 }
 
 // Where job j's tasks are, or would be, in a list sorted by (end, job).
-GPUSCHED_DECL std::vector<detail::ReleaseEntry>::iterator Session::releases_at(std::vector<detail::ReleaseEntry>& list,
-                                                                               std::size_t j, Seconds end) {
+GPUSCHED_DECL Session::ReleaseList::iterator Session::releases_at(ReleaseList& list, std::size_t j, Seconds end) {
   return std::lower_bound(list.begin(), list.end(), std::pair(end, j), [](const detail::ReleaseEntry& e, const auto& key) {
     return std::pair(e.end, static_cast<std::size_t>(e.job)) < key;
   });
 }
 
 // Job j's tasks in such a list (an empty range at their place when it has none there).
-GPUSCHED_DECL std::pair<std::vector<detail::ReleaseEntry>::iterator, std::vector<detail::ReleaseEntry>::iterator>
-Session::releases_of(std::vector<detail::ReleaseEntry>& list, std::size_t j, Seconds end) {
+GPUSCHED_DECL std::pair<Session::ReleaseList::iterator, Session::ReleaseList::iterator> Session::releases_of(
+    ReleaseList& list, std::size_t j, Seconds end) {
   const auto first = releases_at(list, j, end);
   auto last = first;
   while (last != list.end() && last->job == j && last->end == end) ++last;
@@ -301,12 +300,13 @@ GPUSCHED_DECL void Session::releases_insert(std::size_t j, Seconds end) {
   const Seconds release = std::max(end, releases_floor_);
   std::vector<detail::ReleaseEntry> tasks;
   detail::add_releases(tasks, release, running_[j].tasks, j);
-  fresh_releases_.insert(releases_at(fresh_releases_, j, release), tasks.begin(), tasks.end());
+  fresh_releases_.entries.insert(releases_at(fresh_releases_, j, release), tasks.begin(), tasks.end());
   if (fresh_releases_.size() <= std::max<std::size_t>(8, releases_.size() / 128)) return;
   std::vector<detail::ReleaseEntry> merged(releases_.size() + fresh_releases_.size());
   std::merge(releases_.begin(), releases_.end(), fresh_releases_.begin(), fresh_releases_.end(), merged.begin(),
              detail::earlier_release);
-  releases_.swap(merged);
+  releases_.entries.swap(merged);
+  releases_.head = 0;
   fresh_releases_.clear();
 }
 
@@ -320,6 +320,17 @@ GPUSCHED_DECL void Session::releases_erase(std::size_t j, Seconds end) {
   const Seconds release = std::max(end, releases_floor_);
   if (const auto [first, last] = releases_of(releases_, j, release); first != last) releases_.erase(first, last);
   else if (const auto [f, l] = releases_of(fresh_releases_, j, release); f != l) fresh_releases_.erase(f, l);
+}
+
+// The shorter side moves over the gap: the entries before it one place per erased entry towards
+// the end (the front then grows by as many gone ones), or the entries after it towards the front.
+GPUSCHED_DECL void Session::ReleaseList::erase(iterator first, iterator last) {
+  if (first - begin() < end() - last) {
+    std::move_backward(begin(), first, last);
+    head += static_cast<std::size_t>(last - first);
+  } else {
+    entries.erase(first, last);
+  }
 }
 
 // A few late ones are inserted where they belong; many are sorted and merged in one pass.
@@ -592,7 +603,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
   const detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
-                               &releases_for(now), &fresh_releases_, &elastic_};
+                               releases_for(now), fresh_releases_.view(), &elastic_};
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
