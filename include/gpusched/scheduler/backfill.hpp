@@ -181,12 +181,15 @@ struct ReleaseEntry {
   std::uint32_t job = 0;         // its job's index in the caller's running list
 };
 
+// Whether a release ends after t: the comparator that finds, in releases sorted by end, the first
+// one still running at t (std::upper_bound).
+inline bool ends_after(Seconds t, const ReleaseEntry& e) { return t < e.end; }
+
 // Calls f(end) once per distinct end of `releases` (sorted by end), in order. On the grid of
 // `bf_resolution` many releases share an end: the next end is found by galloping (1, 2, 4, ...
 // entries ahead, then a binary search), not by visiting every release of the current one.
 template <typename F>
 void for_each_end(std::span<const ReleaseEntry> releases, F&& f) {
-  const auto later = [](Seconds t, const ReleaseEntry& e) { return t < e.end; };
   for (std::size_t i = 0; i < releases.size();) {
     const Seconds end = releases[i].end;
     f(end);
@@ -201,7 +204,7 @@ void for_each_end(std::span<const ReleaseEntry> releases, F&& f) {
     }
     const std::size_t hi = std::min(lo + step, releases.size());
     i = static_cast<std::size_t>(std::upper_bound(releases.begin() + static_cast<std::ptrdiff_t>(lo),
-                                                  releases.begin() + static_cast<std::ptrdiff_t>(hi), end, later) -
+                                                  releases.begin() + static_cast<std::ptrdiff_t>(hi), end, ends_after) -
                                  releases.begin());
   }
 }
@@ -220,11 +223,10 @@ struct ReleaseLists {
     std::size_t position() const { return k + m; }
   };
   Cursor start() const { return {0, 0, limit_from(0, 0)}; }
-  std::size_t size() const { return kept.size() + more.size(); }
   // How many releases end by t: the position after them.
   std::size_t count_by(Seconds t) const {
-    return static_cast<std::size_t>(std::upper_bound(kept.begin(), kept.end(), t, later) - kept.begin()) +
-           static_cast<std::size_t>(std::upper_bound(more.begin(), more.end(), t, later) - more.begin());
+    return static_cast<std::size_t>(std::upper_bound(kept.begin(), kept.end(), t, ends_after) - kept.begin()) +
+           static_cast<std::size_t>(std::upper_bound(more.begin(), more.end(), t, ends_after) - more.begin());
   }
   // The release at c (null at the end), and c moved past it.
   // (Past the last of `more`, limit is the end of `kept`.)
@@ -256,11 +258,10 @@ struct ReleaseLists {
     return out;
   }
 
-  static bool later(Seconds value, const ReleaseEntry& e) { return value < e.end; }
   // The end of the kept ones from k that come before more[m] (all of them past the last).
   std::size_t limit_from(std::size_t k, std::size_t m) const {
     if (m >= more.size()) return kept.size();
-    return static_cast<std::size_t>(std::upper_bound(kept.begin() + static_cast<std::ptrdiff_t>(k), kept.end(), more[m].end, later) -
+    return static_cast<std::size_t>(std::upper_bound(kept.begin() + static_cast<std::ptrdiff_t>(k), kept.end(), more[m].end, ends_after) -
                                     kept.begin());
   }
 };

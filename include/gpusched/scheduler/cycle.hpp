@@ -328,7 +328,7 @@ struct CycleKept {
   std::span<const std::size_t> running_queue;
   bool validate_queues = true;  // false: the queues were validated against this cluster layout
   // Every task of the running jobs with an estimate, each at its job's expected end on the cycle's
-  // backfill grid (grid_end at the cycle's `now`), by (that end, job index) (null: made by the
+  // backfill grid (grid_end at the cycle's `now`), by (that end, job index) (nullopt: made by the
   // cycle from the jobs).
   std::optional<std::span<const ReleaseEntry>> releases;
   // More of them in the same order, read with those as one list: the jobs that joined since the

@@ -46,10 +46,7 @@ GPUSCHED_DECL Seconds grid_end(Seconds t, Seconds now, Seconds resolution) {
 
 // A duration rounded up to whole resolution steps (unknown: kForever).
 GPUSCHED_DECL Seconds grid_duration(Seconds estimate, Seconds resolution) {
-  if (estimate <= 0) return kForever;
-  const Seconds steps = estimate / resolution + (estimate % resolution != 0 ? 1 : 0);
-  Seconds out = 0;
-  return __builtin_mul_overflow(steps, resolution, &out) ? kForever : out;
+  return estimate <= 0 ? kForever : grid_ceil(estimate, resolution);
 }
 
 GPUSCHED_DECL ReleaseEntry release_of(Seconds end, const TaskAssignment& a, std::uint32_t job) {
@@ -355,11 +352,12 @@ class IdleGpuBound {
     std::size_t k = 0;
     ReleaseLists::Cursor i = releases.start();
     while (!room()) {
-      if (releases.at(i) == nullptr) return slots;  // nothing more is freed
-      k = slot_of(releases.at(i)->end, k);         // the next slot at which running work ends
-      if (k >= slots) return slots;                // (the plan gives no release past its last time)
+      const ReleaseEntry* next_release = releases.at(i);
+      if (next_release == nullptr) return slots;  // nothing more is freed
+      k = slot_of(next_release->end, k);         // the next slot at which running work ends
+      if (k >= slots) return slots;              // (the plan gives no release past its last time)
       const Seconds until = k + 1 < slots ? bounds_[k + 1] : kForever;
-      for (const ReleaseEntry* next_release; (next_release = releases.at(i)) != nullptr && next_release->end < until; releases.advance(i)) {
+      for (; (next_release = releases.at(i)) != nullptr && next_release->end < until; releases.advance(i)) {
         const ReleaseEntry& e = *next_release;
         if (e.whole_gpus < 0 || e.node >= nodes) continue;
         std::int32_t& cur = idle_now_[e.node];

@@ -977,13 +977,11 @@ struct CycleRun {
   bool backfill_on() const { return options.backfill.mode != BackfillMode::kNone; }
 
   // The running work whose end the backfill profile can know: running jobs with an estimate (not
-  // evicted or shrunk this cycle), each task's release at its job's expected end, sorted by end as
-  // the plan needs (the raw releases are sorted by estimated end, and rounding to the grid keeps that
-  // order). Work without an estimate stays on the state and holds its resources for ever, as the
-  // profile assumes of unknown estimates. Kept between plans (conservative backfill plans once per
-  // blocked job) until an eviction changes it.
-  // The running tasks' releases, each at its job's expected end on the grid (grid_end), by (that
-  // end, job index), without the jobs this cycle evicted or shrank (their tasks are released now).
+  // evicted or shrunk this cycle: their tasks are released now), each task's release at its job's
+  // expected end on the grid (grid_end), by (that end, job index). Work without an estimate stays
+  // on the state and holds its resources for ever, as the profile assumes of unknown estimates.
+  // The filtered copy is kept between plans (conservative plans once per blocked job) until another
+  // eviction changes it.
   std::span<const ReleaseEntry> running_profile() {
     const std::span<const ReleaseEntry> all = grid_releases();
     if (out.evictions.empty()) return all;  // (only an eviction excludes a job)

@@ -268,8 +268,7 @@ GPUSCHED_DECL std::span<const detail::ReleaseEntry> Session::releases_for(Second
 GPUSCHED_DECL void Session::raise_floor(Seconds floor) {
   const Seconds reach = std::max(floor, releases_floor_);  // (a `now` earlier than the last lowers it)
   for (ReleaseList* list : {&releases_, &fresh_releases_}) {
-    const auto stop = std::upper_bound(list->begin(), list->end(), reach,
-                                       [](Seconds t, const detail::ReleaseEntry& e) { return t < e.end; });
+    const auto stop = std::upper_bound(list->begin(), list->end(), reach, detail::ends_after);
     for (auto e = list->begin(); e != stop; ++e) e->end = std::max(*grid_key(e->job), floor);
     std::stable_sort(list->begin(), stop, detail::earlier_release);
   }
