@@ -291,6 +291,93 @@ void run_sequence(std::uint64_t seed, int steps, Counts& counts) {
   }
 }
 
+// The kept prefix (cycle.hpp, CyclePrefix): a session resumes its last cycle where jobs only
+// arrived since. Sequences made for it: no queues, preemption or growth (the cycles that keep one),
+// every backfill mode, resolution and job order, windows short enough for time points to enter them,
+// and mostly arrivals between cycles 0-12 s apart (some ahead of older jobs in the order), with now
+// and then a finish, an overrun, a cancellation, a changed fact, a backoff, a cordon or a plan.
+struct PrefixCounts {
+  int cycles = 0, starts = 0, reservations = 0, resumed_cycles = 0;
+  std::size_t resumed_jobs = 0;
+};
+
+void run_arrivals(std::uint64_t seed, int steps, PrefixCounts& counts) {
+  CAPTURE(seed);
+  SplitMix64 rng(seed);
+  ClusterState state = ClusterState::build(make_cluster(4, 4), GpuModelRegistry::builtin()).value();
+  CycleOptions o;
+  o.preempt = false;
+  o.grow_elastic = false;
+  o.backfill.mode = static_cast<BackfillMode>(rng.next() % 3);
+  o.backfill.resolution = std::array<Seconds, 3>{1, 10, 25}[rng.next() % 3];
+  o.backfill.window = std::array<Seconds, 3>{40, 150, 86'400}[rng.next() % 3];
+  o.backfill.depth = 2 + rng.next() % 30;
+  o.strict_fifo = rng.next() % 4 == 0;
+  const auto order = rng.next() % 3;
+  o.order = order == 1 ? static_cast<const JobOrder*>(&kFewestGpusFirst) : order == 2 ? &kShortestFirst : nullptr;
+  CAPTURE(static_cast<int>(o.backfill.mode));
+  Session session = Session::open(state, {}, o).value();
+  std::map<std::string, Seconds> runtime;
+  bool cordoned = false;
+  auto any_pending = [&]() -> std::string {
+    return session.pending()[rng.next() % session.pending().size()].job.name;
+  };
+  Seconds now = 0;
+  for (int step = 0, next_job = 0; step < steps; ++step) {
+    now += static_cast<Seconds>(rng.next() % 13);
+    std::vector<std::string> done;
+    for (const RunningJob& r : session.running())
+      if (now - r.start_time >= runtime[r.name]) done.push_back(r.name);
+    for (const std::string& name : done) REQUIRE(session.finish(name).ok());
+    if (!session.pending().empty()) {
+      const auto event = rng.next() % 40;
+      if (event == 0) REQUIRE(session.cancel(any_pending()).ok());
+      if (event == 1) REQUIRE(session.set_not_before(any_pending(), now + static_cast<Seconds>(rng.next() % 30)).ok());
+      if (event == 2) REQUIRE(session.set_runtime_estimate(any_pending(), 10 * static_cast<Seconds>(rng.next() % 20)).ok());
+      if (event == 3) REQUIRE(session.set_priority(any_pending(), static_cast<std::int32_t>(rng.next() % 2)).ok());
+    }
+    if (rng.next() % 25 == 0) {
+      REQUIRE((cordoned ? state.uncordon(0) : state.cordon(0)).ok());
+      cordoned = !cordoned;
+    }
+    const int arrivals = static_cast<int>(rng.next() % 3);
+    for (int a = 0; a < arrivals; ++a) {
+      const std::string name = "a" + std::to_string(next_job++);
+      const std::int32_t tasks = 1 + static_cast<std::int32_t>(rng.next() % 2);
+      const GpuCount gpus = rng.next() % 30 == 0 ? 8 : GpuCount{1} << (rng.next() % 3);  // (8: infeasible)
+      const std::int32_t priority = rng.next() % 8 == 0 ? 1 : 0;
+      PendingJob p = job(state, name, "", tasks, gpus, priority, now - (rng.next() % 8 == 0 ? 30 : 0));
+      p.runtime_estimate = rng.next() % 12 == 0 ? 0 : 10 * (2 + static_cast<Seconds>(rng.next() % 20));
+      // Mostly within the estimate; now and then past it (its release moves with the floor).
+      runtime[name] = rng.next() % 6 == 0 ? p.runtime_estimate + 40 : std::max<Seconds>(p.runtime_estimate, 40) - 10;
+      REQUIRE(session.submit(std::move(p)).ok());
+    }
+
+    ClusterState copy = state;
+    const std::vector<RunningJob> running(session.running().begin(), session.running().end());
+    const std::vector<PendingJob> pending(session.pending().begin(), session.pending().end());
+    auto expected = run_cycle(copy, running, pending, {}, now, o);
+    REQUIRE(expected.ok());
+    if (rng.next() % 10 == 0) {
+      auto plan = session.cycle(now, CycleApply::kPlan, CycleDetail::kDecisions);
+      REQUIRE(plan.ok());
+      CHECK(decisions_text(*plan, false) == decisions_text(*expected, false));
+    }
+    const CycleDetail detail = rng.next() % 8 == 0 ? CycleDetail::kFull : CycleDetail::kDecisions;
+    auto got = session.cycle(now, CycleApply::kCommit, detail);
+    REQUIRE(got.ok());
+    CAPTURE(step);
+    CAPTURE(now);
+    REQUIRE(decisions_text(*got, false) == decisions_text(*expected, false));
+    CHECK(state_text(state) == state_text(copy));
+    ++counts.cycles;
+    counts.starts += static_cast<int>(got->starts.size());
+    counts.reservations += static_cast<int>(got->reservations.size());
+    counts.resumed_cycles += got->stats.resumed > 0;
+    counts.resumed_jobs += got->stats.resumed;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("session: the same decisions as run_cycle from scratch at every cycle, every policy and event") {
@@ -434,4 +521,17 @@ TEST_CASE("session: a plan changes nothing, with or without running jobs") {
   REQUIRE(s.cycle(0).ok());
   CHECK(state_text(state) != before);
   CHECK(s.running().size() == 1);
+}
+
+TEST_CASE("session: an arrival-only instant resumes the last cycle and decides what run_cycle does") {
+  PrefixCounts counts;
+  for (std::uint64_t seed = 1; seed <= (testing::sanitized ? 4U : 60U); ++seed)
+    run_arrivals(seed, testing::sanitized ? 80 : 150, counts);
+  MESSAGE("cycles " << counts.cycles << ", starts " << counts.starts << ", reservations " << counts.reservations
+                    << ", resumed cycles " << counts.resumed_cycles << " (" << counts.resumed_jobs << " jobs not served again)");
+  // The resumed path was taken often, over queues that had jobs (so the comparison compared it).
+  CHECK(counts.resumed_cycles > counts.cycles / 10);
+  CHECK(counts.resumed_jobs > 5 * static_cast<std::size_t>(counts.resumed_cycles));
+  CHECK(counts.starts > 200);
+  CHECK(counts.reservations > 500);
 }

@@ -266,6 +266,72 @@ struct ReleaseLists {
   }
 };
 
+// Conservative backfill: what the plan learned of a job shape. A job of a simple shape (shape_key),
+// `replicas` tasks and duration d found its earliest start T (kForever: none within the window), so
+// it fits at no time in [now, T): not at the time points it tested, nor between two of them (the
+// state there is that of the point before, with at least the same claims overlapping). A later job
+// asking at least as much (the same models, at least as much per task, at least as many tasks:
+// ShapeKey::dominated_by) that runs at least d fits at none of those times either: it meets the same
+// running work and more claims (the plan only adds them, a longer interval overlaps a superset, and
+// each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests then
+// begin at T. The same monotonicity as EASY's failed shapes below and the cycle's memos (cycle.hpp).
+// ITP-04 contended conservative: 40.6 -> 25.4 s (benchmarks/README.md, "The plan's shape memo").
+class ShapeMemo {
+ public:
+  // The earliest start a job of this shape, replicas and duration can have (now when nothing is known).
+  Seconds not_before(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds now) const {
+    Seconds out = now;
+    if (!key) return out;
+    for (const Group& g : groups_)
+      if (key->dominated_by(g.key) && replicas >= g.replicas)
+        for (const Entry& e : g.entries)
+          if (e.duration <= duration) out = std::max(out, e.earliest);
+    return out;
+  }
+  // A job of this shape found its earliest start (kForever: none). An entry that binds fewer jobs (a
+  // longer duration) with no later start is dropped: the new one rules out all it did.
+  void record(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds earliest) {
+    if (!key) return;
+    const std::size_t at = group_of(*key, replicas);
+    Group& g = at < groups_.size() ? groups_[at] : groups_.emplace_back(Group{*key, replicas, {}});
+    std::erase_if(g.entries, [&](const Entry& e) { return e.duration >= duration && e.earliest <= earliest; });
+    g.entries.push_back({duration, earliest});
+  }
+
+ private:
+  struct Entry {
+    Seconds duration = 0, earliest = 0;
+  };
+  struct Group {
+    ShapeKey key;
+    std::int64_t replicas = 0;
+    std::vector<Entry> entries;
+  };
+  std::size_t group_of(const ShapeKey& key, std::int64_t replicas) const {
+    std::size_t g = 0;
+    while (g < groups_.size() && !(groups_[g].key == key && groups_[g].replicas == replicas)) ++g;
+    return g;
+  }
+  std::vector<Group> groups_;
+};
+
+// A plan resumed where an earlier one stopped. An earlier plan at t0 over blocked jobs B, none of
+// which it started, found their reservations and waiting records and learned its memos. A plan at a
+// later now over B followed by more jobs, with nothing else changed (the same state, running work and
+// B in the same order; no time point of the earlier plan in (t0, now] nor past its window's end and
+// within the new one's), finds the same for B: every time it tests for a job of B is the same, and
+// at now a job of B meets the same state and no fewer claims (all of them reserved later than now),
+// so it fits no more than it did at t0. The later plan then begins with the jobs after B. A
+// scheduling session keeps one across an arrival-only instant (cycle.hpp, CyclePrefix).
+struct PlanPrefix {
+  std::size_t jobs = 0;                   // how many blocked jobs it covers (the first ones)
+  std::vector<Reservation> reservations;  // theirs, in blocked order
+  std::vector<BackfillWait> waiting;      // theirs, in blocked order
+  ShapeMemo memo;                         // conservative
+  std::vector<std::pair<ShapeKey, Seconds>> failed_now;  // EASY
+  std::optional<std::size_t> fcfs_head;   // kNone: the first job that did not start
+};
+
 // When running job `job` ends by its estimate, before the profile's rounding (start_time +
 // runtime_estimate, kForever past the end of time); nullopt without an estimate. expected_end is a
 // non-decreasing function of it at any `now`, so running jobs in this order are in profile order.

@@ -277,6 +277,7 @@ struct CycleStats {
   std::uint64_t placements_tried = 0;
   std::uint64_t cache_hits = 0;    // jobs refused by an earlier failure of the same shape (placement), or a failed preemption search of a smaller one
   std::size_t preemption_attempts = 0;
+  std::size_t resumed = 0;  // pending jobs served by the session's last cycle and not again (CyclePrefix)
 };
 
 struct CycleDecisions {
@@ -316,6 +317,53 @@ Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob
 enum class CycleDetail : std::uint8_t { kFull, kDecisions };
 
 namespace detail {
+// A pending job that did not start, in cycle order; `candidate`: waiting kNotNow on its own account
+// (not behind a StrictFIFO head), so the backfill stage may plan it.
+struct BlockedPending {
+  std::size_t pending = 0;
+  bool candidate = false;
+};
+
+// What a guard's plan found for a job shape: while the state only loses capacity (no eviction
+// since), a job of the same shape and replicas running at least as long cannot start before the
+// earliest start found for it (kForever: none within the window, or never), so its plan tests no
+// earlier time, or is not made. Blocked jobs of a contended cluster share a few shapes.
+struct GuardMemo {
+  ShapeKey key;
+  std::int64_t replicas = 0;
+  Seconds duration = 0, earliest = 0;
+};
+
+// A shape whose placement failed in this cycle, and how.
+struct FailedShape {
+  ShapeKey key;
+  Outcome outcome;
+};
+
+// What a cycle that decided nothing leaves for the next one of a session, so that an instant where
+// jobs only arrived costs what the arrivals can change (issue 30; Slurm's backfill keeps nothing and
+// replans every job at every pass). A cycle over the same state, running work and queue at a later
+// now, with more jobs at the end of the queue, treats the jobs served here exactly as this one did:
+// none fits now on the same state with the same guards (the guards' plans test the same times), and
+// the backfill plan over them finds the same (PlanPrefix, which says when). It then serves and plans
+// only the jobs after them. The session says when the conditions hold (Session::prefix_usable); the
+// cycle checks the queue's order itself and resumes only a cycle without queues, preemption,
+// elastic growth, nominations or reasons (CycleDetail::kDecisions).
+struct CyclePrefix {
+  bool ready = false;                   // filled by a committed cycle that decided nothing
+  Seconds now = 0;                      // that cycle's
+  std::vector<std::size_t> order;       // the queue it served, in order (pending indices)
+  std::vector<Waiting> waiting;         // the records serving them wrote (kInfeasible, kInvalid)
+  std::vector<BlockedPending> blocked;  // the cycle's state after serving them: what did not start,
+  std::size_t guards = 0;               // the guards reserved and the nodes they closed,
+  std::vector<NodeId> guard_cordoned;
+  std::vector<GuardMemo> guard_memo;    // and its memos
+  std::vector<FailedShape> failed;
+  bool held_by_head = false;            // a StrictFIFO head blocked the rest of the queue
+  CycleStats stats;
+  PlanPrefix plan;                      // the backfill plan over the candidates among them
+};
+
 // What a scheduler session (scheduler/session.hpp) keeps between cycles and hands to the cycle
 // instead of letting it recompute them: per pending job its gang spec and its shape; per queue its members in
 // policy order (priority, submit time, pending index); the pending jobs in no queue (a bad spec,
@@ -336,6 +384,10 @@ struct CycleKept {
   std::span<const ReleaseEntry> fresh_releases;
   // The running jobs that may grow (max_tasks > 0), in any order (null: every running job is looked at).
   const std::vector<std::size_t>* elastic = nullptr;
+  // The last cycle's prefix (null: none is kept), resumed when `resume` (the session found its
+  // conditions met) and filled again by this cycle.
+  CyclePrefix* prefix = nullptr;
+  bool resume = false;
 };
 
 // run_cycle with what a session keeps (null: computed) and how much to say.

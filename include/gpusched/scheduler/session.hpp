@@ -19,7 +19,11 @@
 // the queues' usage (RunningUsage) and, for requeueing after an eviction, the PendingJob it
 // started from; the backfill profile's inputs (the running jobs by estimated end, every running
 // task's release at its job's estimated end, the jobs that may grow), changed in place by the
-// events; the nominations of the last committed cycle; the failure history of the nodes.
+// events; the nominations of the last committed cycle; the failure history of the nodes; and, when
+// the last committed cycle decided nothing, what it found for the jobs it served (cycle.hpp,
+// CyclePrefix): at an instant where jobs only arrived since, the next cycle serves and plans only
+// the new ones (without queues, preemption, growth or reasons; the same answers: PlanPrefix says
+// why, and Session::prefix_usable when).
 //
 // The same decisions as run_cycle. A cycle is the one cycle engine of cycle.hpp run on the kept
 // lists: `cycle(now)` decides exactly what `run_cycle(state, running(), pending(), queues, now,
@@ -251,6 +255,20 @@ class Session {
   void releases_insert(std::size_t j, Seconds end);
   void releases_erase(std::size_t j, Seconds end);
   static std::pair<ReleaseList::iterator, ReleaseList::iterator> releases_of(ReleaseList& list, std::size_t j, Seconds end);
+
+  // What the last committed cycle left for an arrival-only instant (cycle.hpp, CyclePrefix): usable
+  // while no event but a submit came since (prefix_valid_; the events forget it), the state is as
+  // it was left (its generation) and the times allow it (prefix_usable). prefix_pending_: the
+  // pending jobs it knew (a change to a later one's facts changes only that job).
+  detail::CyclePrefix prefix_;
+  bool prefix_valid_ = false;
+  std::uint64_t prefix_generation_ = 0;
+  std::size_t prefix_pending_ = 0;
+  Seconds prefix_backoff_end_ = 0;  // the first end of a backoff after the prefix's cycle
+  bool prefix_usable(Seconds now) const;
+  void forget_prefix_of(std::size_t p) {
+    if (p < prefix_pending_) prefix_valid_ = false;
+  }
 
   std::vector<Nomination> held_;
   FailureHistory history_;

@@ -668,63 +668,18 @@ GPUSCHED_DECL void add_job_releases(std::vector<ReleaseEntry>& out, std::span<co
 // every plan), and `more` in any order (the cycle's starts), placed after running releases of the
 // same end; the two are read as one list (ReleaseLists), never copied into one. `not_before`: a start time before which none of the blocked jobs can start (the
 // scheduling cycle knows one from an earlier plan of the same shape); times before it are not tested.
+// `prefix`: in, an earlier plan to resume (PlanPrefix: its `jobs` are the first of `blocked`; 0: none),
+// its reservations and waiting records moved into the plan returned; out, what this plan learned over
+// all of `blocked` (its reservations and waiting records are the plan's: the caller moves them back).
 GPUSCHED_DECL Result<BackfillPlan> plan_backfill_on(ClusterState& state, std::span<const ReleaseEntry> running,
                                              std::vector<ReleaseEntry> more, std::span<const BlockedJob> blocked,
-                                             Seconds now, const BackfillOptions& options, Seconds not_before = 0);
+                                             Seconds now, const BackfillOptions& options, Seconds not_before = 0,
+                                             PlanPrefix* prefix = nullptr);
 
 GPUSCHED_DECL void insert_time(std::vector<Seconds>& times, Seconds t) {
   const auto at = std::lower_bound(times.begin(), times.end(), t);
   if (at == times.end() || *at != t) times.insert(at, t);
 }
-
-// Conservative backfill: what the plan learned of a job shape. A job of a simple shape (shape_key),
-// `replicas` tasks and duration d found its earliest start T (kForever: none within the window), so
-// it fits at no time in [now, T): not at the time points it tested, nor between two of them (the
-// state there is that of the point before, with at least the same claims overlapping). A later job
-// asking at least as much (the same models, at least as much per task, at least as many tasks:
-// ShapeKey::dominated_by) that runs at least d fits at none of those times either: it meets the same
-// running work and more claims (the plan only adds them, a longer interval overlaps a superset, and
-// each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests then
-// begin at T. The same monotonicity as EASY's failed shapes below and the cycle's memos (cycle.hpp).
-// ITP-04 contended conservative: 40.6 -> 25.4 s (benchmarks/README.md, "The plan's shape memo").
-class ShapeMemo {
- public:
-  // The earliest start a job of this shape, replicas and duration can have (now when nothing is known).
-  Seconds not_before(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds now) const {
-    Seconds out = now;
-    if (!key) return out;
-    for (const Group& g : groups_)
-      if (key->dominated_by(g.key) && replicas >= g.replicas)
-        for (const Entry& e : g.entries)
-          if (e.duration <= duration) out = std::max(out, e.earliest);
-    return out;
-  }
-  // A job of this shape found its earliest start (kForever: none). An entry that binds fewer jobs (a
-  // longer duration) with no later start is dropped: the new one rules out all it did.
-  void record(const std::optional<ShapeKey>& key, std::int64_t replicas, Seconds duration, Seconds earliest) {
-    if (!key) return;
-    const std::size_t at = group_of(*key, replicas);
-    Group& g = at < groups_.size() ? groups_[at] : groups_.emplace_back(Group{*key, replicas, {}});
-    std::erase_if(g.entries, [&](const Entry& e) { return e.duration >= duration && e.earliest <= earliest; });
-    g.entries.push_back({duration, earliest});
-  }
-
- private:
-  struct Entry {
-    Seconds duration = 0, earliest = 0;
-  };
-  struct Group {
-    ShapeKey key;
-    std::int64_t replicas = 0;
-    std::vector<Entry> entries;
-  };
-  std::size_t group_of(const ShapeKey& key, std::int64_t replicas) const {
-    std::size_t g = 0;
-    while (g < groups_.size() && !(groups_[g].key == key && groups_[g].replicas == replicas)) ++g;
-    return g;
-  }
-  std::vector<Group> groups_;
-};
 
 }  // namespace detail
 
@@ -765,7 +720,8 @@ GPUSCHED_DECL Result<BackfillPlan> plan_backfill(ClusterState& state, std::span<
 // step reads and extends.
 GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state, std::span<const ReleaseEntry> running,
                                                      std::vector<ReleaseEntry> more, std::span<const BlockedJob> blocked,
-                                                     Seconds now, const BackfillOptions& options, Seconds not_before) {
+                                                     Seconds now, const BackfillOptions& options, Seconds not_before,
+                                                     PlanPrefix* prefix) {
   if (options.resolution <= 0)
     return Error{"resolution: must be positive, got " + std::to_string(options.resolution), ErrorCode::kInvalidValue,
                  "resolution"};
@@ -808,8 +764,29 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   std::vector<std::size_t> next_bad;
   std::vector<std::pair<detail::ShapeKey, Seconds>> failed_now;  // EASY: shapes that could not start now, for so long
   detail::ShapeMemo memo;  // conservative
+  // Job j holds `placement` during [t, end): a claim the later jobs' tests overlay.
+  auto claim_job = [&](std::size_t j, Seconds t, Seconds end, std::vector<TaskPlacement> placement) {
+    placements[j] = std::move(placement);
+    std::int64_t held = 0;
+    for (const TaskPlacement& p : placements[j])
+      if (!p.assignment.is_mig()) held = detail::saturating_add(held, detail::held_milli(p.assignment));
+    claims.push_back({j, t, end, blocked[j].spec, &placements[j], held});
+    bound.add_claim(placements[j], t, end);
+    if (end <= horizon) detail::insert_time(times, end);
+  };
 
-  for (std::size_t i = 0; i < blocked.size(); ++i) {
+  std::size_t resumed = 0;  // the jobs an earlier plan covered (PlanPrefix)
+  if (prefix != nullptr && prefix->jobs > 0 && prefix->jobs <= blocked.size()) {
+    resumed = prefix->jobs;
+    plan.reservations = std::move(prefix->reservations);
+    plan.waiting = std::move(prefix->waiting);
+    for (const Reservation& r : plan.reservations) claim_job(r.job, r.start, r.end, r.placement);
+    memo = std::move(prefix->memo);
+    failed_now = std::move(prefix->failed_now);
+    if (prefix->fcfs_head) fcfs_head = *prefix->fcfs_head;
+  }
+
+  for (std::size_t i = resumed; i < blocked.size(); ++i) {
     const GangSpec& spec = *blocked[i].spec;
     if (options.mode == BackfillMode::kNone && fcfs_head < blocked.size()) {
       plan.waiting.push_back({i, Verdict::kNotNow, {{ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
@@ -837,14 +814,8 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     bound.bad_slots(spec, next_bad);
     auto may_fit_now = [&] { return next_bad[0] >= bound.slot_of(end_at(now)); };
     auto claim = [&](Seconds t, std::vector<TaskPlacement> placement) {
-      placements[i] = std::move(placement);
       const Seconds end = end_at(t);
-      std::int64_t held = 0;
-      for (const TaskPlacement& p : placements[i])
-        if (!p.assignment.is_mig()) held = detail::saturating_add(held, detail::held_milli(p.assignment));
-      claims.push_back({i, t, end, &spec, &placements[i], held});
-      bound.add_claim(placements[i], t, end);
-      if (end <= horizon) detail::insert_time(times, end);
+      claim_job(i, t, end, std::move(placement));
       return end;
     };
     // Now: on the state with the jobs started so far, and the reservations that overlap.
@@ -955,6 +926,12 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   plan.time_points = times.size();
   plan.cursor_steps = profile.cursor_steps();
   profile.restore();
+  if (prefix != nullptr) {
+    prefix->jobs = blocked.size();
+    prefix->memo = std::move(memo);
+    prefix->failed_now = std::move(failed_now);
+    prefix->fcfs_head = fcfs_head < blocked.size() ? std::optional<std::size_t>(fcfs_head) : std::nullopt;
+  }
   return plan;
 }
 

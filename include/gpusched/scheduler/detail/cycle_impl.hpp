@@ -116,11 +116,6 @@ GPUSCHED_DECL void add_assignment(Amounts& out, const ClusterState& state, const
   if (d >= 0) out[d] += sign * static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
 }
 
-struct FailedShape {
-  ShapeKey key;
-  Outcome outcome;
-};
-
 // The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas,
 // written into `out` (its buffer reused: the cycle asks this for every job it serves).
 GPUSCHED_DECL void job_amounts_into(Amounts& out, const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
@@ -199,13 +194,7 @@ struct CycleRun {
     ShapeKey key;
   };
   std::vector<FailedPreemption> failed_preemptions;
-  // Pending jobs that did not start, in cycle order; `candidate`: waiting kNotNow on its own account
-  // (not behind a StrictFIFO head), so the backfill stage may plan it.
-  struct Blocked {
-    std::size_t pending;
-    bool candidate;
-  };
-  std::vector<Blocked> blocked;
+  std::vector<BlockedPending> blocked;  // pending jobs that did not start, in cycle order
   // Per pending job: its gang spec (the session's, kept from submit, or compiled here) and queue.
   std::span<const Result<GangSpec>> specs;
   std::vector<Result<GangSpec>> own_specs;
@@ -224,16 +213,12 @@ struct CycleRun {
   std::size_t guards = 0;
   std::vector<NodeId> guard_cordoned;
   std::size_t first_guard = SIZE_MAX;  // the first protected reservation (index into out.reservations)
-  // What each guard's plan found for a job shape: while the state only loses capacity (no eviction
-  // since), a job of the same shape and replicas running at least as long cannot start before the
-  // earliest start found for it (kForever: none within the window, or never), so its plan tests no
-  // earlier time, or is not made. Blocked jobs of a contended cluster share a few shapes.
-  struct GuardMemo {
-    ShapeKey key;
-    std::int64_t replicas = 0;
-    Seconds duration = 0, earliest = 0;
-  };
   std::vector<GuardMemo> guard_memo;
+  // The prefix a session keeps (CyclePrefix): whether this cycle fills it, whether it resumed it,
+  // whether its backfill stage made a plan; the waiting records written before any job was served.
+  bool keeps = false, resuming = false, planned = false;
+  bool held_by_head = false;  // a StrictFIFO head blocked: the jobs after it were not served
+  std::size_t queued_records = 0;
   struct FlavorList {
     std::size_t queue;
     GpuModelMask allowed;
@@ -1092,7 +1077,7 @@ struct CycleRun {
     if (!backfill_on() || blocked.empty()) return;
     std::vector<std::size_t> cand;
     std::vector<BlockedJob> jobs;
-    for (const Blocked& b : blocked) {
+    for (const BlockedPending& b : blocked) {
       if (!b.candidate) continue;  // StrictFIFO keeps its meaning; infeasible and invalid jobs wait
       // Without reasons the jobs past the plan's depth are not given to it: it would only record
       // that they were not tested (kBeyondDepth).
@@ -1101,8 +1086,13 @@ struct CycleRun {
       jobs.push_back({&*specs[b.pending], pending[b.pending].runtime_estimate});
     }
     if (cand.empty()) return;
-    auto plan = plan_backfill_on(state, running_profile(), more_releases(), jobs, now, backfill_options());
+    // The kept plan is resumed when this cycle resumes the prefix and no job started before the plan:
+    // a start (a new job that fit on the nodes the guards left open) is running work the plan meets.
+    PlanPrefix* carry = keeps ? &kept->prefix->plan : nullptr;
+    if (carry != nullptr && !out.starts.empty()) *carry = PlanPrefix{};
+    auto plan = plan_backfill_on(state, running_profile(), more_releases(), jobs, now, backfill_options(), 0, carry);
     if (!plan) return;
+    planned = true;
     out.stats.placements_tried += plan->placements_tried;
     out.reservations.clear();
     for (const Reservation& r : plan->reservations)
@@ -1136,6 +1126,10 @@ struct CycleRun {
       queue_gpu_used[q] += gpu_total(a);
       out.starts.push_back(std::move(s));
       started.insert(std::lower_bound(started.begin(), started.end(), p), p);
+    }
+    if (carry != nullptr) {
+      carry->reservations = std::move(plan->reservations);
+      carry->waiting = std::move(plan->waiting);
     }
     if (!explain) return;  // no waiting records to amend
     std::unordered_map<std::size_t, std::size_t> waiting_of;  // pending index -> its waiting record
@@ -1275,6 +1269,44 @@ struct CycleRun {
     }
   }
 
+  // ---- the prefix a session keeps (cycle.hpp, CyclePrefix) ----------------------------------------
+  // Takes up the last cycle's prefix: its serving of the queue's first members as it left the cycle
+  // (records, blocked jobs, guards with their nodes closed again, memos). Returns how many members
+  // it served (0, and nothing taken, when the queue no longer begins with them).
+  std::size_t resume_prefix() {
+    CyclePrefix& k = *kept->prefix;
+    const std::vector<std::size_t>& m = members[0];
+    if (!k.ready || k.order.size() > m.size() || !std::equal(k.order.begin(), k.order.end(), m.begin())) return 0;
+    resuming = true;
+    out.waiting.insert(out.waiting.end(), k.waiting.begin(), k.waiting.end());
+    blocked = std::move(k.blocked);
+    guards = k.guards;
+    guard_cordoned = std::move(k.guard_cordoned);
+    for (NodeId n : guard_cordoned) (void)state.cordon(n);  // (the same state: they were open before the guards)
+    guard_memo = std::move(k.guard_memo);
+    failed = std::move(k.failed);
+    out.stats = k.stats;
+    out.stats.resumed = k.order.size();
+    held_by_head = k.held_by_head;
+    return held_by_head ? m.size() : k.order.size();  // (behind a blocked StrictFIFO head, new jobs wait too)
+  }
+  // Keeps what serving the queue left, for the next cycle to resume (the plan's part: backfill_stage).
+  // Its guards' reservations are not kept: when there are guards, the plan replaces them.
+  void keep_served() {
+    CyclePrefix& k = *kept->prefix;
+    k.now = now;
+    k.order.assign(members[0].begin(), members[0].end());
+    k.waiting.assign(out.waiting.begin() + static_cast<std::ptrdiff_t>(queued_records), out.waiting.end());
+    k.blocked = blocked;
+    k.guards = guards;
+    k.guard_cordoned = guard_cordoned;
+    k.guard_memo = guard_memo;
+    k.failed = failed;
+    k.stats = out.stats;
+    k.held_by_head = held_by_head;
+    if (!resuming) k.plan = PlanPrefix{};
+  }
+
   // Steps queue q's head past the jobs that are not served this cycle (nominated, backing off).
   void skip_unserved(std::size_t q, std::vector<std::size_t>& head) const {
     const std::vector<std::size_t>& m = members[q];
@@ -1286,6 +1318,11 @@ struct CycleRun {
     queue_up();
     const std::size_t nq = queue_count();
     std::vector<std::size_t> head(nq, 0);
+    queued_records = out.waiting.size();
+    keeps = kept != nullptr && kept->prefix != nullptr && !fair && held.empty() && !explain && !options.preempt &&
+            !options.grow_elastic && !options.dry_run;
+    if (keeps && kept->resume) head[0] = resume_prefix();
+    if (kept != nullptr && kept->prefix != nullptr) kept->prefix->ready = false;  // (until this cycle has filled it)
 
     Amounts need;  // tier_of's request, its buffer reused (an allocation per served job)
     auto tier_of = [&](std::size_t q) -> std::uint8_t {
@@ -1325,6 +1362,7 @@ struct CycleRun {
                                                      static_cast<std::int32_t>(p)}), nullptr, p);
           }
           head[q] = members[q].size();
+          held_by_head = true;
         }
       }
       refresh(q);
@@ -1342,12 +1380,16 @@ struct CycleRun {
     } else {
       for (skip_unserved(0, head); head[0] < members[0].size(); skip_unserved(0, head)) serve(0);
     }
+    if (keeps) keep_served();
 
     // Stage 4 on the nodes the protected reservation leaves open, then stage 3's plan over every
     // blocked job (backfill.hpp): reservations, and the starts that delay none of them.
     if (options.grow_elastic) grow();
     unguard();
     backfill_stage();
+    if (keeps)
+      kept->prefix->ready = out.starts.empty() && out.evictions.empty() && out.grows.empty() &&
+                            out.nominations.empty() && (guards == 0 || planned);
 
     // Nominated placements were reserved to hold them through this cycle; between cycles they are
     // free again and the next cycle's stage 0 takes them first.

@@ -98,6 +98,7 @@ GPUSCHED_DECL void Session::enqueue(std::size_t p) {
 }
 
 GPUSCHED_DECL void Session::dequeue(std::size_t p) {
+  forget_prefix_of(p);
   auto drop = [p](std::vector<std::size_t>& v) {
     auto it = std::find(v.begin(), v.end(), p);
     if (it == v.end()) return false;
@@ -124,6 +125,7 @@ GPUSCHED_DECL void Session::append_pending(PendingJob job) {
 // Removes pending jobs (ascending indices) and renumbers the kept ones in every queue: O(pending).
 GPUSCHED_DECL void Session::remove_pending(std::span<const std::size_t> gone) {
   if (gone.empty()) return;
+  prefix_valid_ = false;  // (the indices move)
   const std::size_t n = pending_.size();
   std::vector<std::size_t> renumber(n, kNone);
   std::size_t kept = 0;
@@ -174,6 +176,7 @@ GPUSCHED_DECL Status Session::append_running(RunningJob job, std::optional<Pendi
                    ErrorCode::kUnknownName, "queue"};
     if (Status s = usage_.add(*state_, job); !s) return s;
   }
+  prefix_valid_ = false;
   running_slot_[job.name] = running_.size();
   running_queue_.push_back(q);
   running_.push_back(std::move(job));
@@ -192,6 +195,7 @@ GPUSCHED_DECL std::optional<Seconds> Session::grid_key(std::size_t j) const {
 }
 
 GPUSCHED_DECL void Session::by_end_insert(std::size_t j) {
+  prefix_valid_ = false;  // (the running work changed)
   const std::optional<Seconds> end = grid_key(j);
   if (!end) return;
   releases_insert(j, *end);
@@ -212,6 +216,7 @@ GPUSCHED_DECL bool Session::by_end_in_order(std::vector<std::pair<Seconds, std::
 }
 
 GPUSCHED_DECL void Session::by_end_erase(std::size_t j) {
+  prefix_valid_ = false;
   const std::optional<Seconds> end = grid_key(j);
   if (!end) return;
   releases_erase(j, *end);
@@ -357,6 +362,7 @@ GPUSCHED_DECL Status Session::add_running(RunningJob job, std::optional<PendingJ
 }
 
 GPUSCHED_DECL void Session::remove_running(std::size_t j) {
+  prefix_valid_ = false;
   if (fair_) (void)usage_.add(*state_, running_[j], -1);  // (a subtraction of what was added cannot overflow)
   running_slot_.erase(running_[j].name);
   const std::size_t last = running_.size() - 1;
@@ -489,6 +495,7 @@ GPUSCHED_DECL Status Session::set_runtime_estimate(std::string_view job, Seconds
   const std::size_t p = pending_index(job);
   if (p == kNone) return unknown(job, "pending or running");
   if (!options_.order) {
+    forget_prefix_of(p);
     pending_[p].runtime_estimate = estimate;
     return {};
   }
@@ -505,6 +512,7 @@ GPUSCHED_DECL Status Session::set_last_checkpoint(std::string_view job, Seconds 
 GPUSCHED_DECL Status Session::set_not_before(std::string_view job, Seconds t) {
   const std::size_t p = pending_index(job);
   if (p == kNone) return unknown(job, "pending");
+  forget_prefix_of(p);
   pending_[p].not_before = t;
   return {};
 }
@@ -601,13 +609,47 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   o.dry_run = apply == CycleApply::kPlan;
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   const std::uint64_t layout = state_->layout_generation();
-  const detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
-                               releases_for(now), fresh_releases_.view(), &elastic_};
+  // Only a committed cycle without reasons keeps a prefix, and only such a cycle resumes one.
+  const bool keeps = apply == CycleApply::kCommit && detail == CycleDetail::kDecisions;
+  const bool resume = keeps && prefix_usable(now);
+  detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
+                         releases_for(now), fresh_releases_.view(), &elastic_};
+  kept.prefix = keeps ? &prefix_ : nullptr;
+  kept.resume = resume;
+  prefix_valid_ = false;
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
   validated_layout_ = layout;
   if (apply == CycleApply::kCommit) commit(*d);
+  if (keeps && prefix_.ready) {
+    prefix_valid_ = true;
+    prefix_generation_ = state_->generation();
+    prefix_pending_ = pending_.size();
+    prefix_backoff_end_ = kForever;
+    for (const PendingJob& p : pending_)
+      if (p.not_before > now) prefix_backoff_end_ = std::min(prefix_backoff_end_, p.not_before);
+  }
   return d;
+}
+
+// Whether the kept prefix (CyclePrefix) is what a cycle at `now` would find again for the jobs it
+// covers (PlanPrefix says why): nothing changed since but arrivals (events forget it, and the state's
+// generation is the one the prefix was kept at), no job it covers stops backing off by now, no release
+// of running work is due by now (none past its estimate is moved to the new floor), and no time point
+// enters the plan's window (a release or reservation end in (t0 + window, now + window]).
+GPUSCHED_DECL bool Session::prefix_usable(Seconds now) const {
+  if (!prefix_valid_ || !releases_valid_ || !prefix_.ready || !held_.empty()) return false;
+  if (state_->generation() != prefix_generation_ || now < prefix_.now || prefix_backoff_end_ <= now) return false;
+  const Seconds window = options_.backfill.window;
+  const Seconds was = detail::saturating_add_time(prefix_.now, window), is = detail::saturating_add_time(now, window);
+  const auto enters = [&](Seconds end) { return end > was && end <= is; };
+  for (const std::span<const detail::ReleaseEntry> list : {releases_.view(), fresh_releases_.view()}) {
+    if (!list.empty() && list.front().end <= now) return false;
+    const auto first_past = std::upper_bound(list.begin(), list.end(), was, detail::ends_after);
+    if (first_past != list.end() && enters(first_past->end)) return false;
+  }
+  return std::none_of(prefix_.plan.reservations.begin(), prefix_.plan.reservations.end(),
+                      [&](const Reservation& r) { return enters(r.end); });
 }
 
 }  // namespace gpusched::scheduler
