@@ -13,10 +13,14 @@
 //                      one-GPU job submitted; one running job finished) and one committed cycle,
 //                      decisions only (the simulator's and an orchestrator's loop). Issue 30: <= 1 ms.
 //                      Counter bytes_per_pending: the session's memory per pending job.
+//   BM_SessionAfterArrival/mode/resume   a job that only arrives, without queues or preemption (EASY 1,
+//                      conservative 2): the cycle resumes the last one (resume 1) or serves from the
+//                      top (resume 0).
 #include <benchmark/benchmark.h>
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +147,47 @@ void BM_SessionAfterFinish(benchmark::State& st) {
   st.counters["starts_per_cycle"] = static_cast<double>(starts) / static_cast<double>(st.iterations());
 }
 
+// An instant where a job only arrives (issue 30, scheduler/cycle.hpp CyclePrefix): the instance without
+// queues or preemption, EASY (1) or conservative (2) backfill, after a first committed cycle. Each
+// iteration submits a gang of 4 x 8 GPUs at the lowest priority, which waits, and commits a cycle; resume 0 makes the session
+// forget its kept prefix first (a backoff set again to what it was on a kept job: the same decisions,
+// served from the top). Counter resumed: the pending jobs a cycle did not serve again.
+void BM_SessionAfterArrival(benchmark::State& st) {
+  Instance& in = instance();
+  ClusterState state = in.state;
+  CycleOptions o;
+  o.preempt = false;
+  o.backfill.mode = st.range(0) == 2 ? BackfillMode::kConservative : BackfillMode::kEasy;
+  Session session = Session::open(state, {}, o).value();
+  for (const RunningJob& r : in.running) (void)session.add_running(r);
+  for (const PendingJob& p : in.pending) (void)session.submit(p);
+  (void)session.cycle(4000, CycleApply::kCommit, CycleDetail::kDecisions);
+  const auto gang = std::find_if(in.pending.begin(), in.pending.end(), [](const PendingJob& p) {
+    return p.job.groups.size() == 1 && p.job.groups[0].replicas == 4;
+  });
+  const bool resume = st.range(1) != 0;
+  Seconds now = 4001;
+  std::size_t starts = 0, resumed = 0;
+  int next = 0;
+  for (auto _ : st) {
+    if (!resume) (void)session.set_not_before(session.pending().front().job.name, session.pending().front().not_before);
+    PendingJob p = *gang;
+    p.job.name = "arrival-" + std::to_string(next++);
+    p.job.submit_time = now;
+    p.job.priority = 0;  // (the lowest: it joins the end of the queue)
+    (void)session.submit(std::move(p));
+    auto d = session.cycle(now++, CycleApply::kCommit, CycleDetail::kDecisions);
+    if (d) {
+      starts += d->starts.size();
+      resumed += d->stats.resumed;
+    }
+    benchmark::DoNotOptimize(d);
+  }
+  st.counters["starts_per_cycle"] = static_cast<double>(starts) / static_cast<double>(st.iterations());
+  st.counters["resumed"] = static_cast<double>(resumed) / static_cast<double>(st.iterations());
+  st.counters["pending"] = static_cast<double>(session.pending().size());
+}
+
 // The session's memory per pending job: what 10,000 more submitted jobs take (glibc's mallinfo2).
 void BM_SessionMemoryPerPending(benchmark::State& st) {
   for (auto _ : st) {
@@ -160,6 +205,7 @@ void BM_SessionMemoryPerPending(benchmark::State& st) {
 
 BENCHMARK(BM_SessionAfterSubmit)->ArgName("preempt")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200)->Repetitions(3);
 BENCHMARK(BM_SessionAfterFinish)->ArgName("preempt")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200)->Repetitions(3);
+BENCHMARK(BM_SessionAfterArrival)->ArgNames({"mode", "resume"})->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(20)->Repetitions(3);
 BENCHMARK(BM_SessionMemoryPerPending)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Cycle)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(5)->Repetitions(3);
 BENCHMARK(BM_CycleRebuild)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(3)->Repetitions(3);

@@ -292,12 +292,12 @@ void run_sequence(std::uint64_t seed, int steps, Counts& counts) {
 }
 
 // The kept prefix (cycle.hpp, CyclePrefix): a session resumes its last cycle where jobs only
-// arrived since. Sequences made for it: no queues, preemption or growth (the cycles that keep one),
-// every backfill mode, resolution and job order, windows short enough for time points to enter them,
+// arrived since. Sequences made for it: no queues or preemption (the cycles that keep one), elastic
+// gangs with growth on or off, every backfill mode, resolution and job order, windows short enough for time points to enter them,
 // and mostly arrivals between cycles 0-12 s apart (some ahead of older jobs in the order), with now
 // and then a finish, an overrun, a cancellation, a changed fact, a backoff, a cordon or a plan.
 struct PrefixCounts {
-  int cycles = 0, starts = 0, reservations = 0, resumed_cycles = 0;
+  int cycles = 0, starts = 0, reservations = 0, grows = 0, resumed_cycles = 0;
   std::size_t resumed_jobs = 0;
 };
 
@@ -307,7 +307,7 @@ void run_arrivals(std::uint64_t seed, int steps, PrefixCounts& counts) {
   ClusterState state = ClusterState::build(make_cluster(4, 4), GpuModelRegistry::builtin()).value();
   CycleOptions o;
   o.preempt = false;
-  o.grow_elastic = false;
+  o.grow_elastic = rng.next() % 2 == 0;
   o.backfill.mode = static_cast<BackfillMode>(rng.next() % 3);
   o.backfill.resolution = std::array<Seconds, 3>{1, 10, 25}[rng.next() % 3];
   o.backfill.window = std::array<Seconds, 3>{40, 150, 86'400}[rng.next() % 3];
@@ -346,7 +346,9 @@ void run_arrivals(std::uint64_t seed, int steps, PrefixCounts& counts) {
       const std::int32_t tasks = 1 + static_cast<std::int32_t>(rng.next() % 2);
       const GpuCount gpus = rng.next() % 30 == 0 ? 8 : GpuCount{1} << (rng.next() % 3);  // (8: infeasible)
       const std::int32_t priority = rng.next() % 8 == 0 ? 1 : 0;
-      PendingJob p = job(state, name, "", tasks, gpus, priority, now - (rng.next() % 8 == 0 ? 30 : 0));
+      const bool elastic = rng.next() % 5 == 0;  // (it may grow by 2 tasks once running)
+      PendingJob p = job(state, name, "", tasks + (elastic ? 2 : 0), gpus, priority, now - (rng.next() % 8 == 0 ? 30 : 0),
+                         elastic ? tasks : -1);
       p.runtime_estimate = rng.next() % 12 == 0 ? 0 : 10 * (2 + static_cast<Seconds>(rng.next() % 20));
       // Mostly within the estimate; now and then past it (its release moves with the floor).
       runtime[name] = rng.next() % 6 == 0 ? p.runtime_estimate + 40 : std::max<Seconds>(p.runtime_estimate, 40) - 10;
@@ -373,6 +375,7 @@ void run_arrivals(std::uint64_t seed, int steps, PrefixCounts& counts) {
     ++counts.cycles;
     counts.starts += static_cast<int>(got->starts.size());
     counts.reservations += static_cast<int>(got->reservations.size());
+    counts.grows += static_cast<int>(got->grows.size());
     counts.resumed_cycles += got->stats.resumed > 0;
     counts.resumed_jobs += got->stats.resumed;
   }
@@ -528,10 +531,11 @@ TEST_CASE("session: an arrival-only instant resumes the last cycle and decides w
   for (std::uint64_t seed = 1; seed <= (testing::sanitized ? 4U : 60U); ++seed)
     run_arrivals(seed, testing::sanitized ? 80 : 150, counts);
   MESSAGE("cycles " << counts.cycles << ", starts " << counts.starts << ", reservations " << counts.reservations
-                    << ", resumed cycles " << counts.resumed_cycles << " (" << counts.resumed_jobs << " jobs not served again)");
+                    << ", grows " << counts.grows << ", resumed cycles " << counts.resumed_cycles << " (" << counts.resumed_jobs << " jobs not served again)");
   // The resumed path was taken often, over queues that had jobs (so the comparison compared it).
   CHECK(counts.resumed_cycles > counts.cycles / 10);
   CHECK(counts.resumed_jobs > 5 * static_cast<std::size_t>(counts.resumed_cycles));
   CHECK(counts.starts > 200);
   CHECK(counts.reservations > 500);
+  CHECK(counts.grows > (testing::sanitized ? 0 : 20));
 }

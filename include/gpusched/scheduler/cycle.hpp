@@ -345,10 +345,11 @@ struct FailedShape {
 // replans every job at every pass). A cycle over the same state, running work and queue at a later
 // now, with more jobs at the end of the queue, treats the jobs served here exactly as this one did:
 // none fits now on the same state with the same guards (the guards' plans test the same times), and
-// the backfill plan over them finds the same (PlanPrefix, which says when). It then serves and plans
+// the backfill plan over them finds the same (PlanPrefix, which says when); no running job grows
+// (none could on the nodes left open then, and the new jobs only take more). It then serves and plans
 // only the jobs after them. The session says when the conditions hold (Session::prefix_usable); the
 // cycle checks the queue's order itself and resumes only a cycle without queues, preemption,
-// elastic growth, nominations or reasons (CycleDetail::kDecisions).
+// nominations or reasons (CycleDetail::kDecisions).
 struct CyclePrefix {
   bool ready = false;                   // filled by a committed cycle that decided nothing
   Seconds now = 0;                      // that cycle's

@@ -22,7 +22,7 @@
 // events; the nominations of the last committed cycle; the failure history of the nodes; and, when
 // the last committed cycle decided nothing, what it found for the jobs it served (cycle.hpp,
 // CyclePrefix): at an instant where jobs only arrived since, the next cycle serves and plans only
-// the new ones (without queues, preemption, growth or reasons; the same answers: PlanPrefix says
+// the new ones (without queues, preemption or reasons; the same answers: PlanPrefix says
 // why, and Session::prefix_usable when).
 //
 // The same decisions as run_cycle. A cycle is the one cycle engine of cycle.hpp run on the kept

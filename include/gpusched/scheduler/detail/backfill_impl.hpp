@@ -755,7 +755,11 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   });
   for (const detail::ReleaseEntry& e : more)  // (a few: the jobs this cycle started)
     if (const auto at = std::lower_bound(times.begin(), times.end(), e.end); at == times.end() || *at != e.end) times.insert(at, e.end);
-  detail::IdleGpuBound bound(state, profile.releases(), times, blocked);
+  // A resumed plan (PlanPrefix) tests only the jobs after the earlier one's: the bound counts their
+  // task sizes only (one job: its single-job walk, which stops at the first slot with room and does
+  // not count the claims; the bound is a necessary condition either way).
+  const std::size_t resumed = prefix != nullptr && prefix->jobs <= blocked.size() ? prefix->jobs : 0;
+  detail::IdleGpuBound bound(state, profile.releases(), times, blocked.subspan(resumed));
 
   // Placements of started and reserved jobs live here (stable addresses for the claims).
   std::vector<std::vector<TaskPlacement>> placements(blocked.size());
@@ -775,9 +779,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     if (end <= horizon) detail::insert_time(times, end);
   };
 
-  std::size_t resumed = 0;  // the jobs an earlier plan covered (PlanPrefix)
-  if (prefix != nullptr && prefix->jobs > 0 && prefix->jobs <= blocked.size()) {
-    resumed = prefix->jobs;
+  if (resumed > 0) {
     plan.reservations = std::move(prefix->reservations);
     plan.waiting = std::move(prefix->waiting);
     for (const Reservation& r : plan.reservations) claim_job(r.job, r.start, r.end, r.placement);

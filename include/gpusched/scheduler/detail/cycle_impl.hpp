@@ -1320,7 +1320,7 @@ struct CycleRun {
     std::vector<std::size_t> head(nq, 0);
     queued_records = out.waiting.size();
     keeps = kept != nullptr && kept->prefix != nullptr && !fair && held.empty() && !explain && !options.preempt &&
-            !options.grow_elastic && !options.dry_run;
+            !options.dry_run;
     if (keeps && kept->resume) head[0] = resume_prefix();
     if (kept != nullptr && kept->prefix != nullptr) kept->prefix->ready = false;  // (until this cycle has filled it)
 
