@@ -274,7 +274,7 @@ struct ReleaseLists {
 // ShapeKey::dominated_by) that runs at least d fits at none of those times either: it meets the same
 // running work and more claims (the plan only adds them, a longer interval overlaps a superset, and
 // each overlay takes min(free, held)), so its placement sees no more free capacity. Its tests then
-// begin at T. The same monotonicity as EASY's failed shapes below and the cycle's memos (cycle.hpp).
+// begin at T. The same monotonicity as EASY's failed shapes (plan_backfill_on) and the cycle's memos (cycle.hpp).
 // ITP-04 contended conservative: 40.6 -> 25.4 s (benchmarks/README.md, "The plan's shape memo").
 class ShapeMemo {
  public:

@@ -1270,6 +1270,19 @@ struct CycleRun {
   }
 
   // ---- the prefix a session keeps (cycle.hpp, CyclePrefix) ----------------------------------------
+  // Whether this cycle keeps a prefix, and the last one's resumed when the session says it may be:
+  // the queue's members served already (0: none).
+  std::size_t take_up_prefix(std::span<const Nomination> held) {
+    queued_records = out.waiting.size();
+    keeps = kept != nullptr && kept->prefix != nullptr && !fair && held.empty() && !explain && !options.preempt &&
+            !options.dry_run;
+    const std::size_t served = keeps && kept->resume ? resume_prefix() : 0;
+    if (kept != nullptr && kept->prefix != nullptr) kept->prefix->ready = false;  // (until this cycle has filled it)
+    return served;
+  }
+  bool decided_nothing() const {
+    return out.starts.empty() && out.evictions.empty() && out.grows.empty() && out.nominations.empty();
+  }
   // Takes up the last cycle's prefix: its serving of the queue's first members as it left the cycle
   // (records, blocked jobs, guards with their nodes closed again, memos). Returns how many members
   // it served (0, and nothing taken, when the queue no longer begins with them).
@@ -1318,11 +1331,7 @@ struct CycleRun {
     queue_up();
     const std::size_t nq = queue_count();
     std::vector<std::size_t> head(nq, 0);
-    queued_records = out.waiting.size();
-    keeps = kept != nullptr && kept->prefix != nullptr && !fair && held.empty() && !explain && !options.preempt &&
-            !options.dry_run;
-    if (keeps && kept->resume) head[0] = resume_prefix();
-    if (kept != nullptr && kept->prefix != nullptr) kept->prefix->ready = false;  // (until this cycle has filled it)
+    head[0] = take_up_prefix(held);
 
     Amounts need;  // tier_of's request, its buffer reused (an allocation per served job)
     auto tier_of = [&](std::size_t q) -> std::uint8_t {
@@ -1387,9 +1396,7 @@ struct CycleRun {
     if (options.grow_elastic) grow();
     unguard();
     backfill_stage();
-    if (keeps)
-      kept->prefix->ready = out.starts.empty() && out.evictions.empty() && out.grows.empty() &&
-                            out.nominations.empty() && (guards == 0 || planned);
+    if (keeps) kept->prefix->ready = decided_nothing() && (guards == 0 || planned);
 
     // Nominated placements were reserved to hold them through this cycle; between cycles they are
     // free again and the next cycle's stage 0 takes them first.
