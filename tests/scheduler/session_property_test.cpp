@@ -535,7 +535,7 @@ TEST_CASE("session: an arrival-only instant resumes the last cycle and decides w
   // The resumed path was taken often, over queues that had jobs (so the comparison compared it).
   CHECK(counts.resumed_cycles > counts.cycles / 10);
   CHECK(counts.resumed_jobs > 5 * static_cast<std::size_t>(counts.resumed_cycles));
-  CHECK(counts.starts > 200);
-  CHECK(counts.reservations > 500);
-  CHECK(counts.grows > (testing::sanitized ? 0 : 20));
+  CHECK(counts.starts > counts.cycles / 45);
+  CHECK(counts.reservations > counts.cycles / 18);
+  if (!testing::sanitized) CHECK(counts.grows > 20);  // (the sanitized run's 4 sequences have no growth)
 }
