@@ -29,6 +29,7 @@
 #include "gpusched/fairness/detail/quota_impl.hpp"
 #include "gpusched/fairness/detail/drf_impl.hpp"
 #include "gpusched/fairness/detail/hdrf_impl.hpp"
+#include "gpusched/fairness/detail/admission_rule_impl.hpp"
 #include "gpusched/fairness/detail/admission_impl.hpp"
 #include "gpusched/mig/detail/packer_impl.hpp"
 #include "gpusched/mig/detail/planner_impl.hpp"

@@ -150,8 +150,14 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
       parent[q] = find(queues[q].parent);
       leaf[parent[q]] = 0;
     }
-  // Node ids in the order the planner creates them: for each queue in input order, its unplaced
-  // ancestors top-down, then itself.
+  // Node ids in the order the planner creates them: by depth, and at one depth in input order (so
+  // siblings, which alone are compared by id, go in the order listed: ties to the queue listed first).
+  std::vector<std::size_t> depth(nq, 0);
+  for (std::size_t q = 0; q < nq; ++q)
+    for (std::size_t at = parent[q]; at != SIZE_MAX; at = parent[at]) ++depth[q];
+  std::vector<std::size_t> by_depth(nq);
+  for (std::size_t q = 0; q < nq; ++q) by_depth[q] = q;
+  std::stable_sort(by_depth.begin(), by_depth.end(), [&](std::size_t a, std::size_t b) { return depth[a] < depth[b]; });
   std::vector<std::size_t> node(nq, SIZE_MAX);
   RefTree tree;
   auto add_node = [&](std::size_t p, double w) {
@@ -166,12 +172,7 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
     return id;
   };
   add_node(0, 1.0);
-  for (std::size_t q = 0; q < nq; ++q) {
-    std::vector<std::size_t> chain;
-    for (std::size_t at = q; at != SIZE_MAX && node[at] == SIZE_MAX; at = parent[at]) chain.push_back(at);
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-      node[*it] = add_node(parent[*it] == SIZE_MAX ? 0 : node[parent[*it]], queues[*it].weight);
-  }
+  for (const std::size_t q : by_depth) node[q] = add_node(parent[q] == SIZE_MAX ? 0 : node[parent[q]], queues[q].weight);
   std::vector<QueueQuota> quotas;
   for (const auto& q : queues) quotas.push_back({q.name, q.cohort, q.nominal, q.borrowing_limit, q.lending_limit});
   QuotaBook book = QuotaBook::build(static_cast<std::size_t>(m), quotas).value();

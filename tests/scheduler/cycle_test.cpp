@@ -94,6 +94,56 @@ TEST_CASE("StrictFIFO: the head that does not place blocks its queue") {
   CHECK(c->behind == 1);
 }
 
+TEST_CASE("queue order: the cycle serves queues as the fair-share planner does (equal shares: the queue listed first)") {
+  // fairness/admission_rule.hpp's QueueOrder, as in tests/fairness/admission_rule_test.cpp: P1 and
+  // P2 are siblings with equal shares and P1 is listed first, so its child b is served before a
+  // (listed first, under P2). One 8-GPU node: only the first job served starts.
+  auto state = cluster(1);
+  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit),
+                                            queue(state, "P1", 0), queue(state, "P2", 0)};
+  queues[0].parent = "P2";
+  queues[1].parent = "P1";
+  for (auto& q : queues) q.nominal = fairness::Amounts();  // no quotas
+  std::vector<PendingJob> pending{job(state, "ja", "a", 1, 8), job(state, "jb", "b", 1, 8)};
+  auto d = run_cycle(state, {}, pending, queues, 100).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"jb"});
+}
+
+TEST_CASE("flavors: a flavor within nominal quota is taken before an earlier one that borrows") {
+  // fairness::choose_flavor in the cycle. n0 has 8 A100s, n1 8 H100s. Queue q's flavor order is
+  // A100 then H100; its nominal quota is 0 A100s (it may borrow the 8 that `lender` lends to their
+  // cohort) and 8 H100s. Its 4-GPU job fits both; it starts on the H100s, not borrowing (Kueue).
+  std::vector<NodeSpec> specs(2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    specs[i].name = "n" + std::to_string(i);
+    specs[i].cpu = 64 * kMilliPerCpu;
+    specs[i].memory = 512 * kGiB;
+    specs[i].gpus.assign(8, GpuSpec{i == 0 ? kModel : "H100-80GB"});
+  }
+  auto state = ClusterState::build(Cluster(std::move(specs)), GpuModelRegistry::builtin()).value();
+  const auto space = fairness::fairness_cluster(state).value().space;
+  const Eigen::Index a100 = *space.gpu_dim(kModel), h100 = *space.gpu_dim("H100-80GB");
+  std::vector<fairness::QueueConfig> queues{queue(state, "q", 0, "c"), queue(state, "lender", 8, "c")};
+  queues[0].nominal[h100] = 8 * kMilliPerGpu;
+  queues[0].flavor_order = {kModel, "H100-80GB"};
+  queues[1].nominal[h100] = 0;
+  std::vector<PendingJob> pending{job(state, "j", "q", 1, 4)};
+  pending[0].job.groups[0].request.models = kAnyGpuModel;
+  auto d = run_cycle(state, {}, pending, queues, 100).value();
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].gpu_dim == h100);
+  CHECK_FALSE(d.starts[0].borrowed);
+  CHECK(d.starts[0].tasks[0].assignment.node == 1);
+  // With H100s not offered to q, the same job borrows A100s.
+  for (const Start& s : d.starts)
+    for (const RunningTask& t : s.tasks) REQUIRE(state.release(t.assignment).ok());
+  queues[0].flavor_order = {kModel};
+  auto borrowing = run_cycle(state, {}, pending, queues, 100).value();
+  REQUIRE(borrowing.starts.size() == 1);
+  CHECK(borrowing.starts[0].gpu_dim == a100);
+  CHECK(borrowing.starts[0].borrowed);
+}
+
 TEST_CASE("quota: a job over its queue's nominal quota waits even on an idle cluster; the next fits") {
   // Queue q, no cohort, nominal 8 GPUs: x (12 GPUs) is over nominal (need 12000, have 8000
   // milli-GPU); y (8 GPUs) fits exactly.

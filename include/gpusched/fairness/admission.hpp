@@ -14,7 +14,8 @@
 //   * Across queues: a queue whose head job fits within its own nominal quota goes before any queue
 //     whose head would borrow (Kueue admits non-borrowing workloads first); within each of those two
 //     tiers the lowest hierarchical weighted dominant share goes first, ties to the queue listed
-//     first.
+//     first. (These two rules and the flavor rule below are admission_rule.hpp's, which the
+//     scheduling cycle uses too: one admission rule, two meanings of "fits".)
 //   * Flavor assignment: a GPU job allowing several models tries them in the queue's flavor order
 //     (else the resource space's order) and takes the first that fits without borrowing, else the
 //     first that fits by borrowing. Borrowing on one flavor therefore never pushes a job that fits
@@ -42,42 +43,11 @@
 #include "gpusched/core/outcome.hpp"
 #include "gpusched/core/preemption_policy.hpp"
 #include "gpusched/core/result.hpp"
+#include "gpusched/fairness/admission_rule.hpp"
 #include "gpusched/fairness/drf.hpp"
 #include "gpusched/fairness/quota.hpp"
 
 namespace gpusched::fairness {
-
-// The dimensions fairness works in: cpu (milli-CPU), memory (bytes), then one per GPU model
-// (milli-GPU), named "gpu:<model>".
-struct ResourceSpace {
-  static constexpr Eigen::Index kCpu = 0;
-  static constexpr Eigen::Index kMemory = 1;
-  std::vector<std::string> gpu_models;
-
-  Eigen::Index size() const { return 2 + static_cast<Eigen::Index>(gpu_models.size()); }
-  std::string name(Eigen::Index dim) const;
-  std::optional<Eigen::Index> gpu_dim(std::string_view model) const;
-  // An amount in the dimension's natural spelling: "4.5" cores, "64Gi", "2.5" GPUs.
-  std::string format(Eigen::Index dim, std::int64_t amount) const;
-};
-
-struct QueueConfig {
-  std::string name;
-  std::string parent;                     // empty: directly under the root
-  double weight = 1.0;
-  std::string cohort;
-  Amounts nominal;                        // empty or per dimension; kNoLimit = unconstrained
-  Amounts borrowing_limit;                // empty = unbounded
-  Amounts lending_limit;                  // empty = all of nominal
-  std::vector<std::string> flavor_order;  // GPU models in preference order; empty = space order
-  bool strict_fifo = false;
-  Amounts usage;                          // already admitted; empty = none
-  // The queue's own preemption policies (Kueue's ClusterQueue spec.preemption), for its pending
-  // jobs in the scheduling cycle; unset: the cycle's options (scheduler::CycleOptions) decide.
-  std::optional<WithinQueue> within_queue;
-  std::optional<CohortReclaim> reclaim_within_cohort;
-  BorrowWithinCohort borrow_within_cohort;  // Never unless set (no cycle-wide default)
-};
 
 // One task group of a job, per replica. With min_replicas below replicas the job is elastic and may
 // be admitted partially (Kueue's partial admission: PodSet minCount): when the whole job does not
@@ -237,16 +207,8 @@ class FairSharePlanner {
   ResourceSpace space_;
   Amounts capacity_, free_;
   std::vector<QueueConfig> queues_;
-  std::vector<std::int64_t> parent_;       // queue index or -1 (root)
-  std::vector<char> leaf_;
-  std::vector<std::size_t> topo_;          // parents before children
+  QueueTree tree_;
   QuotaBook book_;
-  // Queue index by name, looked up by string_view without allocating.
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> queue_by_name_;
 
   FairSharePlanner() = default;
 };

@@ -22,9 +22,10 @@
 //   0. Nominations of the previous cycle are honoured first: a preemptor whose victims were evicted
 //      takes the capacity they freed before anyone else is considered (no loop where the victims
 //      come back and take it, kueue#13662).
-//   1. Admission that places. Queues are served in H-DRF order (fairness/hdrf.hpp), queues whose
-//      head fits its nominal quota before borrowers (Kueue), and within a queue by priority, then
-//      submit time, then input order — the order FairSharePlanner::plan uses. The head job's quota
+//   1. Admission that places, by the fairness family's one admission rule (fairness/
+//      admission_rule.hpp, which FairSharePlanner::plan uses too). Queues are served in H-DRF order
+//      (fairness/hdrf.hpp), queues whose head fits its nominal quota before borrowers (Kueue), and
+//      within a queue by priority, then submit time, then input order. The head job's quota
 //      is checked per flavor (GPU model; the queue's flavor order, nominal before borrowing) and the
 //      job is admitted only if its gang places on that flavor's GPUs (place_gang: topology, MIG,
 //      shares, whole GPUs). If it does not place, nothing was charged to its queue and the cycle goes
@@ -89,7 +90,7 @@
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
-#include "gpusched/fairness/admission.hpp"
+#include "gpusched/fairness/admission_rule.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "gpusched/fairness/hdrf.hpp"
 #include "gpusched/fairness/quota.hpp"
@@ -375,7 +376,6 @@ struct CycleKept {
   std::span<const std::vector<std::size_t>> members;
   std::span<const std::size_t> unqueued;
   std::span<const std::size_t> running_queue;
-  bool validate_queues = true;  // false: the queues were validated against this cluster layout
   // Every task of the running jobs with an estimate, each at its job's expected end on the cycle's
   // backfill grid (grid_end at the cycle's `now`), by (that end, job index) (nullopt: made by the
   // cycle from the jobs).

@@ -272,7 +272,6 @@ class Session {
 
   std::vector<Nomination> held_;
   FailureHistory history_;
-  std::uint64_t validated_layout_ = UINT64_MAX;  // the layout the queues were last validated against
   GangCapacityCache capacity_cache_;  // capacity at empty, refreshed per capacity generation
 };
 

@@ -23,33 +23,6 @@
 
 namespace gpusched::fairness {
 
-GPUSCHED_DECL std::string ResourceSpace::name(Eigen::Index dim) const {
-  if (dim == kCpu) return "cpu";
-  if (dim == kMemory) return "memory";
-  return detail::fairness_text("gpu:", gpu_models[static_cast<std::size_t>(dim - 2)]);
-}
-
-GPUSCHED_DECL std::optional<Eigen::Index> ResourceSpace::gpu_dim(std::string_view model) const {
-  for (std::size_t k = 0; k < gpu_models.size(); ++k)
-    if (gpu_models[k] == model) return static_cast<Eigen::Index>(2 + k);
-  return std::nullopt;
-}
-
-namespace detail {
-// A milli-unit amount in whole units: "4", or "4.500" (three decimals, as the CLI's tables print).
-GPUSCHED_DECL std::string fairness_format_milli(std::int64_t v) {
-  if (v % 1000 == 0) return fairness_text(v / 1000);
-  char buffer[48];
-  const int n = std::snprintf(buffer, sizeof buffer, "%.3f", static_cast<double>(v) / 1000.0);
-  return std::string(buffer, static_cast<std::size_t>(n > 0 ? n : 0));
-}
-}  // namespace detail
-
-GPUSCHED_DECL std::string ResourceSpace::format(Eigen::Index dim, std::int64_t amount) const {
-  if (dim == kMemory) return format_bytes(amount);
-  return detail::fairness_format_milli(amount);  // cores or GPUs
-}
-
 GPUSCHED_DECL std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging) {
   if (aging.interval <= 0 || aging.step <= 0 || aging.max_boost <= 0 || job.submit_time >= aging.now) return 0;
   // now - submit_time can exceed INT64_MAX (now huge, submit far negative): such a wait is longer
@@ -113,57 +86,18 @@ GPUSCHED_DECL Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace spa
   for (Eigen::Index r = 0; r < m; ++r)
     if (capacity[r] < 0 || free[r] < 0 || free[r] > capacity[r])
       return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("capacity: ", space.name(r), " has capacity ", capacity[r], " and free ", free[r], " (expected 0 <= free <= capacity)"));
+  auto tree = QueueTree::build(space, queues);
+  if (!tree) return tree.error();
   FairSharePlanner p;
-  std::map<std::string, std::size_t, std::less<>> index;
-  for (std::size_t q = 0; q < queues.size(); ++q) {
-    const auto& queue = queues[q];
-    if (queue.name.empty()) return detail::fairness_error(ErrorCode::kMissingField, detail::fairness_text("queues[", q, "].name: must not be empty"));
-    if (!index.emplace(queue.name, q).second)
-      return detail::fairness_error(ErrorCode::kDuplicate, detail::fairness_text("queues[", q, "].name: duplicate queue name \"", queue.name, "\""));
-    if (!std::isfinite(queue.weight) || queue.weight <= 0)
-      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("queues[", q, "] (", queue.name, ").weight: expected a positive number, got ", queue.weight));
-    for (const auto& model : queue.flavor_order)
-      if (!space.gpu_dim(model))
-        return detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("queues[", q, "] (", queue.name, ").flavors: unknown GPU model \"", model, "\" (not in the cluster)"));
-  }
-  p.parent_.assign(queues.size(), -1);
-  p.leaf_.assign(queues.size(), 1);
-  for (std::size_t q = 0; q < queues.size(); ++q) {
-    if (queues[q].parent.empty()) continue;
-    auto it = index.find(queues[q].parent);
-    if (it == index.end())
-      return detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("queues[", q, "] (", queues[q].name, ").parent: no queue named \"", queues[q].parent, "\""));
-    p.parent_[q] = static_cast<std::int64_t>(it->second);
-    p.leaf_[it->second] = 0;
-  }
-  // Parents before children; a cycle leaves some queue unplaced.
-  std::vector<int> state(queues.size(), 0);
-  for (std::size_t q = 0; q < queues.size(); ++q) {
-    std::vector<std::size_t> chain;
-    std::size_t at = q;
-    while (state[at] == 0) {
-      state[at] = 1;
-      chain.push_back(at);
-      if (p.parent_[at] < 0) break;
-      at = static_cast<std::size_t>(p.parent_[at]);
-      if (state[at] == 1)
-        return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("queues[", q, "] (", queues[q].name, ").parent: the queue tree has a cycle through \"", queues[at].name, "\""));
-    }
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-      state[*it] = 2;
-      p.topo_.push_back(*it);
-    }
+  p.tree_ = std::move(*tree);
+  for (std::size_t q = 0; q < queues.size(); ++q) {  // (the usage given: the planner's own input)
+    if (!p.tree_.leaf(q) && queues[q].usage.size() != 0) return detail::internal_queue_error(q, queues[q]);
+    if (queues[q].usage.size() != 0 && queues[q].usage.size() != m)
+      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("queues[", q, "] (", queues[q].name, ").usage: expected ", m, " dimensions, got ", queues[q].usage.size()));
   }
   std::vector<QueueQuota> quotas;
-  for (std::size_t q = 0; q < queues.size(); ++q) {
-    const auto& queue = queues[q];
-    if (!p.leaf_[q] && (queue.nominal.size() != 0 || !queue.cohort.empty() || queue.usage.size() != 0))
-      return detail::fairness_error(ErrorCode::kInconsistent, detail::fairness_text("queues[", q, "] (", queue.name, "): a queue with child queues takes no quota, cohort or usage "
-                               "(put them on its leaf queues)"));
-    if (queue.usage.size() != 0 && queue.usage.size() != m)
-      return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("queues[", q, "] (", queue.name, ").usage: expected ", m, " dimensions, got ", queue.usage.size()));
+  for (const QueueConfig& queue : queues)
     quotas.push_back(QueueQuota{queue.name, queue.cohort, queue.nominal, queue.borrowing_limit, queue.lending_limit});
-  }
   auto book = QuotaBook::build(static_cast<std::size_t>(m), std::move(quotas));
   if (!book) return book.error();
   p.book_ = std::move(book.value());
@@ -173,14 +107,11 @@ GPUSCHED_DECL Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace spa
   p.capacity_ = std::move(capacity);
   p.free_ = std::move(free);
   p.queues_ = std::move(queues);
-  for (std::size_t q = 0; q < p.queues_.size(); ++q) p.queue_by_name_.emplace(p.queues_[q].name, q);
   return p;
 }
 
 GPUSCHED_DECL std::optional<std::size_t> FairSharePlanner::find_queue(std::string_view name) const {
-  const auto it = queue_by_name_.find(name);
-  if (it == queue_by_name_.end()) return std::nullopt;
-  return it->second;
+  return tree_.find(name);
 }
 
 namespace detail {
@@ -212,9 +143,8 @@ GPUSCHED_DECL std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace
   return order;
 }
 
-// Candidate k of a job: -1 (the only one) for CPU-only jobs, else the k-th allowed flavor of the
-// queue. Writes the request into `scratch` (no allocation) and returns the GPU dimension, or -2 when
-// there is no k-th candidate.
+// A job's candidate flavors (admission_rule.hpp): -1 alone for a job without GPUs, else the queue's
+// flavors the job allows, in the queue's order; and the request charged on each.
 struct FlavorCandidates {
   const std::vector<Eigen::Index>& flavors;
   // The request without GPUs: `full_base` (space.size() entries) when given, else cpu and memory
@@ -225,6 +155,7 @@ struct FlavorCandidates {
   std::int64_t gpu_milli;
   std::uint64_t allowed;
   bool names_models;          // the job lists allowed GPU models
+  std::vector<Eigen::Index>* order;  // where list() writes (a buffer the planner reuses)
 
   void load_base(Amounts& scratch) const {
     if (full_base) {
@@ -235,22 +166,20 @@ struct FlavorCandidates {
       scratch[ResourceSpace::kMemory] = memory;
     }
   }
-
-  int get(std::size_t k, std::size_t& cursor, Amounts& scratch) const {
+  // The request charged on flavor d, written into `scratch` (no allocation).
+  void request(Eigen::Index d, Amounts& scratch) const {
+    load_base(scratch);
+    if (d >= 0) scratch[d] += gpu_milli;
+  }
+  std::span<const Eigen::Index> list() const {
+    order->clear();
     if (gpu_milli <= 0) {
-      if (k > 0) return -2;
-      load_base(scratch);
-      return -1;
+      order->push_back(-1);
+    } else {
+      for (const Eigen::Index d : flavors)
+        if (d - 2 >= 64 || ((allowed >> (d - 2)) & 1)) order->push_back(d);
     }
-    for (; cursor < flavors.size(); ++cursor) {
-      const Eigen::Index d = flavors[cursor];
-      if (d - 2 < 64 && !((allowed >> (d - 2)) & 1)) continue;
-      load_base(scratch);
-      scratch[d] += gpu_milli;
-      ++cursor;
-      return static_cast<int>(d);
-    }
-    return -2;
+    return *order;
   }
 };
 
@@ -265,13 +194,12 @@ GPUSCHED_DECL std::string fairness_quota_reason(const ResourceSpace& space, cons
   return text;
 }
 
-// Tier 0 when some candidate fits the queue's own nominal quota (own usage only).
+// The tier of a queue whose head has these candidates (admission_rule.hpp's head_tier).
 GPUSCHED_DECL std::uint8_t fairness_tier_of(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, Amounts& scratch) {
-  std::size_t cursor = 0;
-  for (std::size_t k = 0;; ++k) {
-    if (cands.get(k, cursor, scratch) == -2) return 1;
-    if (book.within_nominal(q, scratch)) return 0;
-  }
+  return head_tier(cands.list(), [&](Eigen::Index d) {
+    cands.request(d, scratch);
+    return book.within_nominal(q, scratch);
+  });
 }
 
 // What decide_flavor() found: admitted (with the flavor), or why not; the misses of every candidate go to
@@ -283,59 +211,53 @@ struct FlavorDecision {
   PendingKind kind = PendingKind::kDoesNotFit;
 };
 
-// Chooses the flavor for a job (first within nominal quota, else first by borrowing) and fills
-// `request` with what it takes. When nothing fits, `misses` gains one entry per candidate, in the
-// order tried; when something fits, `misses` is left as it was.
+// Chooses the flavor for a job by the one rule (admission_rule.hpp's choose_flavor: a candidate fits
+// when the cluster's aggregate free amounts hold its request) and fills `request` with what it takes.
+// When nothing fits, `misses` gains one entry per candidate, in the candidates' order; when something
+// fits, `misses` is left as it was.
 GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, const Amounts& free, Amounts& request,
                Amounts& scratch, std::vector<CandidateMiss>& misses) {
   const std::size_t mark = misses.size();
-  int borrowing_dim = -2;
-  std::size_t cursor = 0;
-  std::size_t count = 0;
-  for (std::size_t k = 0;; ++k) {
-    const int d = cands.get(k, cursor, scratch);
-    if (d == -2) break;
-    ++count;
-    QuotaCheck check = book.check(q, scratch);
-    if (!check.admitted()) {
-      CandidateMiss miss;
-      miss.gpu_dim = d;
-      miss.quota = std::move(check);
-      misses.push_back(std::move(miss));
-      continue;
-    }
-    Eigen::Index short_dim = -1;
+  const std::span<const Eigen::Index> candidates = cands.list();
+  if (candidates.empty())
+    return {false, false, -1, !cands.names_models ? PendingKind::kNoFlavorOffered : PendingKind::kNoAllowedFlavor};
+  const auto check = [&](Eigen::Index d) {
+    cands.request(d, scratch);
+    return book.check(q, scratch);
+  };
+  const auto refused = [&](Eigen::Index d, const QuotaCheck& c) {
+    CandidateMiss miss;
+    miss.gpu_dim = static_cast<int>(d);
+    miss.quota = c;
+    misses.push_back(std::move(miss));
+  };
+  const auto fits = [&](Eigen::Index d, bool) {  // (scratch holds d's request: check(d) came just before)
     for (Eigen::Index r = 0; r < scratch.size(); ++r)
       if (scratch[r] > free[r]) {
-        short_dim = r;
-        break;
+        CandidateMiss miss;
+        miss.gpu_dim = static_cast<int>(d);
+        miss.cluster = true;
+        miss.dimension = static_cast<int>(r);
+        miss.requested = scratch[r];
+        miss.free = free[r];
+        misses.push_back(std::move(miss));
+        return false;
       }
-    if (short_dim >= 0) {
-      CandidateMiss miss;
-      miss.gpu_dim = d;
-      miss.cluster = true;
-      miss.dimension = static_cast<int>(short_dim);
-      miss.requested = scratch[short_dim];
-      miss.free = free[short_dim];
-      misses.push_back(std::move(miss));
-      continue;
-    }
-    if (!check.borrows) {
-      request = scratch;
-      misses.resize(mark);
-      return {true, false, d, PendingKind::kDoesNotFit};
-    }
-    if (borrowing_dim == -2) {
-      borrowing_dim = d;
-      request = scratch;
-    }
-  }
-  if (borrowing_dim != -2) {
+    request = scratch;
+    return true;
+  };
+  const FlavorChoice choice = choose_flavor(candidates, check, refused, fits);
+  if (choice.found) {
     misses.resize(mark);
-    return {true, true, borrowing_dim, PendingKind::kDoesNotFit};
+    return {true, choice.borrows, static_cast<int>(choice.gpu_dim), PendingKind::kDoesNotFit};
   }
-  if (count == 0)
-    return {false, false, -1, !cands.names_models ? PendingKind::kNoFlavorOffered : PendingKind::kNoAllowedFlavor};
+  // Quota refusals come from the first pass, a borrowing flavor's cluster miss from the second: one
+  // miss per candidate, reported in the candidates' order.
+  const auto position = [&](const CandidateMiss& m) {
+    return std::find(candidates.begin(), candidates.end(), static_cast<Eigen::Index>(m.gpu_dim)) - candidates.begin();
+  };
+  std::stable_sort(misses.begin() + static_cast<std::ptrdiff_t>(mark), misses.end(),
+                   [&](const CandidateMiss& a, const CandidateMiss& b) { return position(a) < position(b); });
   return {false, false, -1, PendingKind::kDoesNotFit};
 }
 
@@ -377,7 +299,7 @@ GPUSCHED_DECL std::int64_t decide_flavor_elastic(const PendingJob& job, const Fl
       gpu -= dropped * g.gpu_milli;
     }
     base = base.cwiseMax(0);
-    const FlavorCandidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
+    const FlavorCandidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models, whole.order};
     return decide_flavor(reduced, q, book, free, request, scratch, misses);
   };
   misses.resize(mark);
@@ -519,7 +441,7 @@ GPUSCHED_DECL Outcome fairness_kind_outcome(PendingKind kind, std::size_t behind
 
 GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
   auto q = find_queue(job.queue);
-  if (!q || !leaf_[*q]) {
+  if (!q || !tree_.leaf(*q)) {
     AdmissionDecision d;
     const PendingKind kind = q ? PendingKind::kNotLeaf : PendingKind::kNoSuchQueue;
     d.reason = detail::fairness_pending_text(space_, book_, kind, SIZE_MAX, job, {}, nullptr);
@@ -539,7 +461,8 @@ GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) c
     d.outcome = Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kOther});
     return d;
   }
-  const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty()};
+  std::vector<Eigen::Index> order;
+  const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty(), &order};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
   detail::FlavorDecision o;
@@ -582,140 +505,169 @@ GPUSCHED_DECL std::string FairSharePlanner::reason(const AdmissionPlan& plan, co
   return detail::fairness_pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind);
 }
 
-// One function on purpose: its two passes and the admission loop share packed per-queue buckets (issue 32
-// item 1, one admission rule with the cycle, will replace it).
-GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
-  const Eigen::Index m = space_.size();
-  const auto mu = static_cast<std::size_t>(m);
-  const std::size_t nq = queues_.size();
-  const std::size_t nj = jobs.size();
-  AdmissionPlan plan;
-  QuotaBook book = book_;
-  Amounts free = free_;
+namespace detail {
 
-  // Pass 1 (input order): each job's queue (hashed name), per-queue counts, the spreads of effective
-  // priority and submit time among queued jobs (for the packed sort keys below) and the saturation
-  // thresholds. Jobs naming no leaf queue are reported here, in input order.
-  constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
-  std::vector<std::uint32_t> queue_of;
-  queue_of.reserve(nj);
-  std::vector<std::size_t> start(nq + 1, 0);
-  Amounts threshold = Amounts::Ones(m);  // saturation: the smallest positive request per dimension
-  std::vector<char> seen(mu, 0);
-  auto note = [&](Eigen::Index d, std::int64_t v) {
-    if (v <= 0) return;
-    auto& sd = seen[static_cast<std::size_t>(d)];
-    threshold[d] = sd ? std::min(threshold[d], v) : v;
-    sd = 1;
-  };
-  std::int64_t min_gpu = 0;
-  std::int64_t pmin = 0, pmax = 0, smin = 0, smax = 0;
-  bool any_queued = false;
-  for (std::size_t j = 0; j < nj; ++j) {
-    const PendingJob& job = jobs[j];
-    std::int64_t p = 0;
-    const bool priority_overflows = !detail::fairness_add_priority(job, aging, p);
-    if (priority_overflows) p = std::numeric_limits<std::int64_t>::max();
-    const auto q = find_queue(job.queue);
-    if (priority_overflows || request_problem(job, m) != nullptr) {
-      // Reported, never planned: a wrapped priority or request total would be a wrong answer.
-      plan.pending.push_back({j, q && leaf_[*q] ? *q : SIZE_MAX,
-                              priority_overflows ? PendingKind::kPriorityOverflow : PendingKind::kInvalidRequest, p});
-      queue_of.push_back(kNoQueue);
-      continue;
-    }
-    if (!q || !leaf_[*q]) {
-      plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
-      queue_of.push_back(kNoQueue);
-    } else {
-      queue_of.push_back(static_cast<std::uint32_t>(*q));
-      ++start[*q + 1];
-      pmin = any_queued ? std::min(pmin, p) : p;
-      pmax = any_queued ? std::max(pmax, p) : p;
-      smin = any_queued ? std::min(smin, job.submit_time) : job.submit_time;
-      smax = any_queued ? std::max(smax, job.submit_time) : job.submit_time;
-      any_queued = true;
-    }
-    if (job.base.size() == m) {
-      note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
-      note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
-    }
-    if (job.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, job.gpu_milli) : job.gpu_milli;
-  }
-  for (Eigen::Index d = 2; d < m; ++d) note(d, min_gpu);
+// One plan (FairSharePlanner::plan): the jobs bucketed by queue in queue order, then admitted by the
+// one rule (admission_rule.hpp: QueueOrder picks the queue, choose_flavor the flavor; a job fits when
+// the cluster's aggregate free amounts hold it), then the per-queue report.
+struct PlanRun {
+  const ResourceSpace& space;
+  const QueueTree& tree;
+  std::span<const QueueConfig> queues;
+  const Amounts& capacity;
+  std::span<const PendingJob> jobs;
+  const AgingPolicy& aging;
+  AdmissionPlan plan;
+  QuotaBook book;
+  Amounts free;
+
+  static constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
+  std::vector<std::uint32_t> queue_of;   // per job: its queue, or kNoQueue (reported at once)
+  std::vector<std::size_t> start;        // queue q's jobs are records [start[q], start[q + 1])
+  Amounts threshold;                     // saturation: the smallest positive request per dimension
+  std::int64_t pmin = 0, pmax = 0, smin = 0, smax = 0;  // spreads of priority and submit time
   std::size_t max_bucket = 0;
-  for (std::size_t q = 0; q < nq; ++q) {
-    max_bucket = std::max(max_bucket, start[q + 1]);
-    start[q + 1] += start[q];
+  std::unique_ptr<PlannerJobRecord[]> hot;  // the queued jobs' records, each queue's in queue order
+  std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
+  std::vector<std::vector<Eigen::Index>> flavors;  // per queue, fairness_flavor_dims
+  std::vector<Eigen::Index> order;                 // FlavorCandidates' buffer
+
+  PlanRun(const ResourceSpace& s, const QueueTree& t, std::span<const QueueConfig> q, const Amounts& c,
+          std::span<const PendingJob> j, const AgingPolicy& a, const QuotaBook& b, const Amounts& f)
+      : space(s), tree(t), queues(q), capacity(c), jobs(j), aging(a), book(b), free(f) {}
+
+  std::size_t total() const { return start.back(); }
+  FlavorCandidates candidates(std::size_t q, std::size_t k) {
+    const PlannerJobRecord& h = hot[k];
+    return FlavorCandidates{flavors[q], (h.flags & kJobFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory,
+                            h.gpu_milli, h.allowed, (h.flags & kJobNamesModels) != 0, &order};
   }
-  const std::size_t total = start[nq];
-  std::vector<std::vector<Eigen::Index>> flavors(nq);
-  for (std::size_t q = 0; q < nq; ++q) flavors[q] = detail::fairness_flavor_dims(space_, queues_[q]);
+
+  // Pass 1 (input order): each job's queue, per-queue counts, the spreads of effective priority and
+  // submit time among queued jobs (for the packed sort keys) and the saturation thresholds. Jobs
+  // naming no leaf queue, or whose priority or request is unusable, are reported here, in input order.
+  void bucket(const FairSharePlanner& planner) {
+    const Eigen::Index m = space.size();
+    std::vector<char> seen(static_cast<std::size_t>(m), 0);
+    threshold = Amounts::Ones(m);
+    auto note = [&](Eigen::Index d, std::int64_t v) {
+      if (v <= 0) return;
+      auto& sd = seen[static_cast<std::size_t>(d)];
+      threshold[d] = sd ? std::min(threshold[d], v) : v;
+      sd = 1;
+    };
+    std::int64_t min_gpu = 0;
+    bool any_queued = false;
+    queue_of.reserve(jobs.size());
+    start.assign(queues.size() + 1, 0);
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const PendingJob& job = jobs[j];
+      std::int64_t p = 0;
+      const bool priority_overflows = !fairness_add_priority(job, aging, p);
+      if (priority_overflows) p = std::numeric_limits<std::int64_t>::max();
+      const auto q = planner.find_queue(job.queue);
+      const bool leaf = q && tree.leaf(*q);
+      if (priority_overflows || request_problem(job, m) != nullptr) {
+        // Reported, never planned: a wrapped priority or request total would be a wrong answer.
+        plan.pending.push_back({j, leaf ? *q : SIZE_MAX,
+                                priority_overflows ? PendingKind::kPriorityOverflow : PendingKind::kInvalidRequest, p});
+        queue_of.push_back(kNoQueue);
+      } else if (!leaf) {
+        plan.pending.push_back({j, SIZE_MAX, !q ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, p});
+        queue_of.push_back(kNoQueue);
+      } else {
+        queue_of.push_back(static_cast<std::uint32_t>(*q));
+        ++start[*q + 1];
+        pmin = any_queued ? std::min(pmin, p) : p;
+        pmax = any_queued ? std::max(pmax, p) : p;
+        smin = any_queued ? std::min(smin, job.submit_time) : job.submit_time;
+        smax = any_queued ? std::max(smax, job.submit_time) : job.submit_time;
+        any_queued = true;
+      }
+      if (job.base.size() == m) {
+        note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
+        note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
+      }
+      if (job.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, job.gpu_milli) : job.gpu_milli;
+    }
+    for (Eigen::Index d = 2; d < m; ++d) note(d, min_gpu);
+    for (std::size_t q = 0; q < queues.size(); ++q) {
+      max_bucket = std::max(max_bucket, start[q + 1]);
+      start[q + 1] += start[q];
+    }
+    flavors.resize(queues.size());
+    for (std::size_t q = 0; q < queues.size(); ++q) flavors[q] = fairness_flavor_dims(space, queues[q]);
+  }
+
+  // A queued job's compact record.
+  PlannerJobRecord record(std::size_t j) const {
+    const PendingJob& job = jobs[j];
+    const Eigen::Index m = space.size();
+    std::int64_t cpu = 0, memory = 0;  // a malformed base (wrong size) is treated as requesting nothing
+    bool full = false;
+    if (job.base.size() == m) {
+      cpu = job.base[ResourceSpace::kCpu];
+      memory = job.base[ResourceSpace::kMemory];
+      for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
+    }
+    const bool elastic = replica_elastic_steps(job) > 0;
+    return PlannerJobRecord{job.gpu_milli, fairness_allowed_mask(space, job), effective_priority(job, aging), cpu, memory,
+                            static_cast<std::uint32_t>(j),
+                            static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kJobNamesModels) |
+                                                      (job.groups.empty() ? 0 : kJobHasGroups) |
+                                                      (elastic ? kJobElastic : 0) | (full ? kJobFullBase : 0))};
+  }
 
   // Pass 2 (input order again): each queued job's compact record, written straight into its queue's
   // bucket (a counting sort; within a bucket, input order), with its sort key beside it. Then each
   // bucket is sorted by (effective priority desc, submit time asc, input order) and its records
-  // permuted to match, so the planning loop walks each queue's jobs through adjacent memory (chasing
+  // permuted to match, so the admission loop walks each queue's jobs through adjacent memory (chasing
   // each job's own heap vectors in queue order was mostly cache misses). When the spreads of priority
   // and submit time and the position in the bucket fit in 64 bits together (any realistic input) the
   // key is one order-preserving integer, (pmax - p, submit - smin, position) packed high to low;
   // otherwise the three fields are compared. Positions are distinct, so an unstable sort gives the
   // stable order. The arrays are written before they are read: allocated without zero-filling (fresh
   // pages are a visible part of the cost on the VMs this runs on).
-  auto hot = std::make_unique_for_overwrite<detail::PlannerJobRecord[]>(total);
-  std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
-  {
+  void pack() {
+    hot = std::make_unique_for_overwrite<PlannerJobRecord[]>(total());
     const auto bits = [](std::uint64_t v) { return static_cast<unsigned>(std::bit_width(v)); };
     const unsigned bl = bits(max_bucket), bp = bits(static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(pmin)),
                    bs = bits(static_cast<std::uint64_t>(smax) - static_cast<std::uint64_t>(smin));
     const bool packed = bl + bp + bs <= 64;
     std::unique_ptr<std::uint64_t[]> keys;
-    std::unique_ptr<detail::PlannerSortKey[]> wide_keys;
-    if (packed) keys = std::make_unique_for_overwrite<std::uint64_t[]>(total);
-    else wide_keys = std::make_unique_for_overwrite<detail::PlannerSortKey[]>(total);
+    std::unique_ptr<PlannerSortKey[]> wide_keys;
+    if (packed) keys = std::make_unique_for_overwrite<std::uint64_t[]>(total());
+    else wide_keys = std::make_unique_for_overwrite<PlannerSortKey[]>(total());
     std::vector<std::size_t> cursor(start.begin(), start.end() - 1);
-    for (std::size_t j = 0; j < nj; ++j) {
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
       const std::uint32_t q = queue_of[j];
       if (q == kNoQueue) continue;
-      const PendingJob& job = jobs[j];
-      const std::int64_t p = effective_priority(job, aging);
-      std::int64_t cpu = 0, memory = 0;  // a malformed base (wrong size) is treated as requesting nothing
-      bool full = false;
-      if (job.base.size() == m) {
-        cpu = job.base[ResourceSpace::kCpu];
-        memory = job.base[ResourceSpace::kMemory];
-        for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
-      }
-      const bool elastic = detail::replica_elastic_steps(job) > 0;
       const std::size_t pos = cursor[q]++;
       const std::uint64_t local = pos - start[q];
-      hot[pos] = detail::PlannerJobRecord{job.gpu_milli, detail::fairness_allowed_mask(space_, job), p, cpu, memory, static_cast<std::uint32_t>(j),
-                        static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : detail::kJobNamesModels) |
-                                                  (job.groups.empty() ? 0 : detail::kJobHasGroups) | (elastic ? detail::kJobElastic : 0) |
-                                                  (full ? detail::kJobFullBase : 0))};
-      miss_bound += job.gpu_milli > 0 ? flavors[q].size() : 1;
+      hot[pos] = record(j);
+      miss_bound += jobs[j].gpu_milli > 0 ? flavors[q].size() : 1;
       if (packed) {
-        const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(p);
-        const std::uint64_t ds = static_cast<std::uint64_t>(job.submit_time) - static_cast<std::uint64_t>(smin);
+        const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(hot[pos].priority);
+        const std::uint64_t ds = static_cast<std::uint64_t>(jobs[j].submit_time) - static_cast<std::uint64_t>(smin);
         // A zero-width field contributes nothing (and is not shifted by the full width).
         std::uint64_t key = bp ? dp << (bs + bl) : 0;
         if (bs) key |= ds << bl;
         keys[pos] = key | local;
       } else {
-        wide_keys[pos] = detail::PlannerSortKey{p, job.submit_time, static_cast<std::uint32_t>(local)};
+        wide_keys[pos] = PlannerSortKey{hot[pos].priority, jobs[j].submit_time, static_cast<std::uint32_t>(local)};
       }
     }
     const std::uint64_t mask = bl >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bl) - 1;
-    std::vector<detail::PlannerJobRecord> bucket;
+    std::vector<PlannerJobRecord> bucket;
     bucket.reserve(max_bucket);
-    for (std::size_t q = 0; q < nq; ++q) {
+    for (std::size_t q = 0; q < queues.size(); ++q) {
       const std::size_t b = start[q], e = start[q + 1];
       bucket.assign(hot.get() + b, hot.get() + e);
       if (packed) {
         std::sort(keys.get() + b, keys.get() + e);
         for (std::size_t k = b; k < e; ++k) hot[k] = bucket[keys[k] & mask];
       } else {
-        std::sort(wide_keys.get() + b, wide_keys.get() + e, [](const detail::PlannerSortKey& x, const detail::PlannerSortKey& y) {
+        std::sort(wide_keys.get() + b, wide_keys.get() + e, [](const PlannerSortKey& x, const PlannerSortKey& y) {
           if (x.priority != y.priority) return x.priority > y.priority;
           if (x.submit != y.submit) return x.submit < y.submit;
           return x.job < y.job;
@@ -725,134 +677,126 @@ GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> j
     }
   }
 
-  HdrfScheduler sched(capacity_, threshold);
-  std::vector<HdrfScheduler::NodeId> node(nq, 0);
-  std::vector<std::size_t> queue_of_node(1, SIZE_MAX);
-  for (std::size_t q : topo_) {
-    const auto parent = parent_[q] < 0 ? HdrfScheduler::kRoot : node[static_cast<std::size_t>(parent_[q])];
-    node[q] = sched.add_node(parent, queues_[q].weight).value();  // validated in build()
-    queue_of_node.resize(node[q] + 1, SIZE_MAX);
-    queue_of_node[node[q]] = q;
-  }
-  // What the cluster has in use but no queue accounts for sits in a blocked leaf under the root, so
-  // the scheduler's view of free resources (and saturation) matches the cluster's.
-  {
-    Amounts attributed = Amounts::Zero(m);
-    for (std::size_t q = 0; q < nq; ++q)
-      if (leaf_[q]) attributed += book.usage(q);
-    const Amounts other = (capacity_ - free_ - attributed).cwiseMax(0);
-    const auto hidden = sched.add_node(HdrfScheduler::kRoot, 1.0).value();
-    sched.block(hidden);
-    if (!other.isZero()) sched.allocate(hidden, other);
-    for (std::size_t q = 0; q < nq; ++q)
-      if (leaf_[q] && !book.usage(q).isZero()) sched.allocate(node[q], book.usage(q));
-  }
-
-  auto cands_at = [&](std::size_t q, std::size_t k) {
-    const detail::PlannerJobRecord& h = hot[k];
-    return detail::FlavorCandidates{flavors[q], (h.flags & detail::kJobFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory, h.gpu_milli, h.allowed,
-                      (h.flags & detail::kJobNamesModels) != 0};
-  };
-  Amounts request(m), scratch(m);
-  plan.admitted.reserve(total);
-  plan.pending.reserve(nj);
-  plan.misses.reserve(miss_bound);
-
-  // head[q]: the position (in queue order) of queue q's next job. What the H-DRF scheduler must know
-  // about a queue after its head moved: the tier of the new head, or that the queue is done.
-  std::vector<std::size_t> head(start.begin(), start.end() - 1);
-  auto head_change = [&](std::size_t q, const Amounts* admitted) {
-    HdrfScheduler::LeafChange change;
-    change.allocate = admitted;
-    if (head[q] >= start[q + 1]) change.blocked = true;
-    else change.tier = detail::fairness_tier_of(cands_at(q, head[q]), q, book, scratch);
-    return change;
-  };
-  for (std::size_t q = 0; q < nq; ++q)
-    if (leaf_[q]) sched.apply(node[q], head_change(q, nullptr));
-  while (auto leaf = sched.pick()) {
-    const std::size_t q = queue_of_node[*leaf];
-    const std::size_t k = head[q];
-    const detail::PlannerJobRecord& h = hot[k];
-    const std::size_t j = h.job;
-    const std::int64_t pj = h.priority;
-    const detail::FlavorCandidates cands = cands_at(q, k);
-    const std::size_t mark = plan.misses.size();
-    detail::FlavorDecision d;
-    std::int64_t step = 0;
-    if (h.flags & detail::kJobElastic) step = detail::decide_flavor_elastic(jobs[j], cands, q, book, free, request, scratch, plan.misses, d);
-    else d = detail::decide_flavor(cands, q, book, free, request, scratch, plan.misses);
-    ++head[q];
-    if (d.admitted) {
-      book.admit(q, request);
-      free -= request;
-      plan.admitted.push_back({j, q, d.gpu_dim, d.borrows, pj, step > 0, {}});
-      if (h.flags & detail::kJobHasGroups) plan.admitted.back().replicas = detail::replicas_of_job(jobs[j], step);
-      // One H-DRF update for the admission and the queue's new head together.
-      sched.apply(*leaf, head_change(q, &request));
-      continue;
-    }
-    PendingJobReport report{j, q, d.kind, pj};
-    report.first_miss = static_cast<std::uint32_t>(mark);
-    report.miss_count = static_cast<std::uint32_t>(plan.misses.size() - mark);
-    plan.pending.push_back(report);
-    if (queues_[q].strict_fifo) {
-      for (; head[q] < start[q + 1]; ++head[q]) {
-        PendingJobReport behind{hot[head[q]].job, q, PendingKind::kBehindStrictHead, hot[head[q]].priority};
-        behind.behind = j;
-        plan.pending.push_back(behind);
+  // Serves the queues in QueueOrder's order, each its head job, until every queue is done.
+  void admit_all(QueueOrder& order_of_queues) {
+    const Eigen::Index m = space.size();
+    Amounts request(m), scratch(m);
+    plan.admitted.reserve(total());
+    plan.pending.reserve(jobs.size());
+    plan.misses.reserve(miss_bound);
+    // head[q]: the position (in queue order) of queue q's next job.
+    std::vector<std::size_t> head(start.begin(), start.end() - 1);
+    const auto head_tier = [&](std::size_t q) -> std::optional<std::uint8_t> {
+      if (head[q] >= start[q + 1]) return std::nullopt;
+      return fairness_tier_of(candidates(q, head[q]), q, book, scratch);
+    };
+    for (std::size_t q = 0; q < queues.size(); ++q)
+      if (tree.leaf(q)) order_of_queues.update(q, nullptr, head_tier(q));
+    while (const std::optional<std::size_t> next = order_of_queues.pick()) {
+      const std::size_t q = *next;
+      const std::size_t k = head[q]++;
+      const PlannerJobRecord& h = hot[k];
+      const std::size_t mark = plan.misses.size();
+      FlavorDecision d;
+      std::int64_t step = 0;
+      if (h.flags & kJobElastic) step = decide_flavor_elastic(jobs[h.job], candidates(q, k), q, book, free, request, scratch, plan.misses, d);
+      else d = decide_flavor(candidates(q, k), q, book, free, request, scratch, plan.misses);
+      if (d.admitted) {
+        book.admit(q, request);
+        free -= request;
+        plan.admitted.push_back({h.job, q, d.gpu_dim, d.borrows, h.priority, step > 0, {}});
+        if (h.flags & kJobHasGroups) plan.admitted.back().replicas = replicas_of_job(jobs[h.job], step);
+        order_of_queues.update(q, &request, head_tier(q));  // (one H-DRF update for both)
+        continue;
       }
+      PendingJobReport report{h.job, q, d.kind, h.priority};
+      report.first_miss = static_cast<std::uint32_t>(mark);
+      report.miss_count = static_cast<std::uint32_t>(plan.misses.size() - mark);
+      plan.pending.push_back(report);
+      if (queues[q].strict_fifo) {
+        for (; head[q] < start[q + 1]; ++head[q]) {
+          PendingJobReport behind{hot[head[q]].job, q, PendingKind::kBehindStrictHead, hot[head[q]].priority};
+          behind.behind = h.job;
+          plan.pending.push_back(behind);
+        }
+      }
+      order_of_queues.update(q, nullptr, head_tier(q));
     }
-    sched.apply(*leaf, head_change(q, nullptr));
   }
 
-  // Per-queue report.
-  plan.queues.resize(nq);
-  std::vector<Amounts> usage(nq, Amounts::Zero(m));
-  for (std::size_t q = 0; q < nq; ++q)
-    if (leaf_[q]) usage[q] = book.usage(q);
-  for (auto it = topo_.rbegin(); it != topo_.rend(); ++it)
-    if (parent_[*it] >= 0) usage[static_cast<std::size_t>(parent_[*it])] += usage[*it];
-  for (const auto& a : plan.admitted) ++plan.queues[a.queue].admitted;
-  for (const auto& p : plan.pending)
-    if (p.queue != SIZE_MAX) ++plan.queues[p.queue].pending;
-  for (std::size_t q = 0; q < nq; ++q) {
-    auto& r = plan.queues[q];
-    r.name = queues_[q].name;
-    r.leaf = leaf_[q] != 0;
-    r.usage = usage[q];
-    r.borrowed = r.leaf ? book.borrowed(q) : Amounts::Zero(m);
-    r.dominant_share = dominant_share(usage[q], capacity_);
-    r.weighted_share = sched.share(node[q]);
+  // Per queue: usage after the plan (internal queues: their subtree's), borrowed, shares, counts.
+  void report_queues(const QueueOrder& order_of_queues) {
+    const Eigen::Index m = space.size();
+    const std::size_t nq = queues.size();
+    plan.queues.resize(nq);
+    std::vector<Amounts> usage(nq, Amounts::Zero(m));
+    for (std::size_t q = 0; q < nq; ++q)
+      if (tree.leaf(q)) usage[q] = book.usage(q);
+    const std::span<const std::size_t> topo = tree.parents_first();
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it)
+      if (tree.parent(*it) >= 0) usage[static_cast<std::size_t>(tree.parent(*it))] += usage[*it];
+    for (const auto& a : plan.admitted) ++plan.queues[a.queue].admitted;
+    for (const auto& p : plan.pending)
+      if (p.queue != SIZE_MAX) ++plan.queues[p.queue].pending;
+    for (std::size_t q = 0; q < nq; ++q) {
+      auto& r = plan.queues[q];
+      r.name = queues[q].name;
+      r.leaf = tree.leaf(q);
+      r.usage = usage[q];
+      r.borrowed = r.leaf ? book.borrowed(q) : Amounts::Zero(m);
+      r.dominant_share = dominant_share(usage[q], capacity);
+      r.weighted_share = order_of_queues.share(q);
+    }
   }
 
   // Fair share: each queue's fractional H-DRF entitlement (static H-DRF by progressive filling over
-  // the queue tree, hdrf_progressive_filling) given its demand: what it holds plus everything it has
-  // pending, GPU work on its first flavor. Internal queues report their subtree's total.
-  {
+  // the queue tree, hdrf_progressive_filling) given its demand: what it held before the plan
+  // (`before`) plus everything it has pending, GPU work on its first flavor. Internal queues report
+  // their subtree's total.
+  void fair_shares(const QuotaBook& before) {
+    const Eigen::Index m = space.size();
+    const std::size_t nq = queues.size();
     std::vector<std::int64_t> tree_parent{-1};
     std::vector<double> tree_weight{1.0};
     std::vector<FractionalUser> tree_nodes(1);
     std::vector<std::size_t> tree_node(nq, 0);
-    for (std::size_t q : topo_) {
+    Amounts scratch(m);
+    for (const std::size_t q : tree.parents_first()) {
       tree_node[q] = tree_parent.size();
-      tree_parent.push_back(parent_[q] < 0 ? 0 : static_cast<std::int64_t>(tree_node[static_cast<std::size_t>(parent_[q])]));
-      tree_weight.push_back(queues_[q].weight);
-      FractionalUser node{Vector::Zero(m), queues_[q].weight, 1.0};
-      if (leaf_[q]) {
-        node.demand = book_.usage(q).cast<double>();
+      tree_parent.push_back(tree.parent(q) < 0 ? 0 : static_cast<std::int64_t>(tree_node[static_cast<std::size_t>(tree.parent(q))]));
+      tree_weight.push_back(queues[q].weight);
+      FractionalUser node{Vector::Zero(m), queues[q].weight, 1.0};
+      if (tree.leaf(q)) {
+        node.demand = before.usage(q).cast<double>();
         for (std::size_t k = start[q]; k < start[q + 1]; ++k) {
-          std::size_t cursor = 0;
-          if (cands_at(q, k).get(0, cursor, scratch) != -2) node.demand += scratch.cast<double>();
+          const FlavorCandidates c = candidates(q, k);
+          const std::span<const Eigen::Index> first = c.list();
+          if (first.empty()) continue;
+          c.request(first.front(), scratch);
+          node.demand += scratch.cast<double>();
         }
       }
       tree_nodes.push_back(std::move(node));
     }
     // Inputs are validated in build(); an error here would be a bug, reported as no fair share.
-    if (auto frac = hdrf_progressive_filling(capacity_.cast<double>(), tree_parent, tree_weight, tree_nodes))
+    if (auto frac = hdrf_progressive_filling(capacity.cast<double>(), tree_parent, tree_weight, tree_nodes))
       for (std::size_t q = 0; q < nq; ++q) plan.queues[q].fair_share = frac->dominant_share[tree_node[q]];
   }
-  return plan;
+};
+
+}  // namespace detail
+
+GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
+  detail::PlanRun run(space_, tree_, queues_, capacity_, jobs, aging, book_, free_);
+  run.bucket(*this);
+  run.pack();
+  std::vector<Amounts> usage(queues_.size());
+  for (std::size_t q = 0; q < queues_.size(); ++q) usage[q] = tree_.leaf(q) ? book_.usage(q) : Amounts::Zero(space_.size());
+  QueueOrder order(tree_, queues_, capacity_, free_, usage, run.threshold);
+  run.admit_all(order);
+  run.report_queues(order);
+  run.fair_shares(book_);
+  return std::move(run.plan);
 }
 
 }  // namespace gpusched::fairness

@@ -169,10 +169,9 @@ struct CycleRun {
   Eigen::Index dims = 2;
   std::vector<Eigen::Index> dim_of_model;  // GpuModelId -> fairness dimension (-1 none)
   std::vector<GpuModelId> model_of_dim;     // dimension -> GpuModelId
+  std::optional<fairness::QueueTree> tree;    // the one admission rule's pieces (fairness/admission_rule.hpp)
   std::optional<fairness::QuotaBook> book;
-  std::optional<fairness::HdrfScheduler> hdrf;
-  std::vector<fairness::HdrfScheduler::NodeId> node_of_queue;
-  std::vector<std::size_t> queue_of_node;
+  std::optional<fairness::QueueOrder> order;
   std::vector<char> leaf;
   std::vector<std::int64_t> queue_parent;  // index of each queue's parent queue (-1: under the root)
   std::unordered_map<std::string_view, std::size_t> queue_index;  // by name (with queues)
@@ -258,14 +257,10 @@ struct CycleRun {
       capacity = std::move(cluster->capacity);
       free = std::move(cluster->free);
       dims = space.size();
-      // Validation of the queue tree and quotas, exactly as the fairness family does it (a session
-      // skips it while the cluster's layout is the one it last validated against).
-      if (kept == nullptr || kept->validate_queues) {
-        std::vector<fairness::QueueConfig> configs(queues.begin(), queues.end());
-        for (auto& c : configs) c.usage = Amounts();
-        auto planner = fairness::FairSharePlanner::build(space, capacity, free, configs);
-        if (!planner) return planner.error();
-      }
+      // The queue tree, validated as the fairness family validates it (its quotas: QuotaBook below).
+      auto t = fairness::QueueTree::build(space, queues);
+      if (!t) return t.error();
+      tree = std::move(*t);
     } else {
       capacity = Amounts::Zero(dims);
     }
@@ -286,13 +281,8 @@ struct CycleRun {
     if (fair) {
       for (std::size_t q = 0; q < queues.size(); ++q) queue_index.emplace(queues[q].name, q);
       leaf.assign(nq, 1);
-      std::vector<std::int64_t>& parent = queue_parent;
-      parent.assign(nq, -1);
-      for (std::size_t q = 0; q < nq; ++q)
-        if (!queues[q].parent.empty()) {
-          parent[q] = static_cast<std::int64_t>(queue_index.at(queues[q].parent));
-          leaf[static_cast<std::size_t>(parent[q])] = 0;
-        }
+      for (std::size_t q = 0; q < nq; ++q) leaf[q] = tree->leaf(q) ? 1 : 0;
+      queue_parent.assign(tree->parents().begin(), tree->parents().end());
       // The caller's sums when it keeps them and they name only leaf queues (otherwise the sum over
       // the running jobs finds the job to blame).
       bool summed = options.usage != nullptr && usage_from_tally(*options.usage, usage);
@@ -317,46 +307,15 @@ struct CycleRun {
       book = std::move(*b);
       for (std::size_t q = 0; q < nq; ++q)
         if (leaf[q]) book->admit(q, usage[q]);
-      build_hdrf(usage, free);
+      // H-DRF over the queues; a dimension saturates only when nothing of it is free (a job fits
+      // here when it places on nodes, not by the aggregate amounts).
+      order.emplace(*tree, queues, capacity, free, usage, Amounts::Ones(dims));
     } else {
       // One implicit queue: its GPU usage is read only by fair-share reclaim between queues, so it
       // is not summed over every running job (a cycle on a large cluster would pay for it).
       leaf.assign(1, 1);
     }
     return {};
-  }
-
-  // The H-DRF tree of the queues with their usage allocated: queues added parents before children
-  // (validated acyclic by setup), and the usage no queue accounts for in a blocked leaf.
-  void build_hdrf(const std::vector<Amounts>& usage, const Amounts& free) {
-    const std::size_t nq = queue_count();
-    const std::vector<std::int64_t>& parent = queue_parent;
-    hdrf.emplace(capacity, Amounts::Ones(dims));
-    node_of_queue.assign(nq, 0);
-    std::vector<char> added(nq, 0);
-    std::size_t done = 0;
-    while (done < nq) {
-      for (std::size_t q = 0; q < nq; ++q) {
-        if (added[q]) continue;
-        const std::int64_t p = parent[q];
-        if (p >= 0 && !added[static_cast<std::size_t>(p)]) continue;
-        const auto at = p < 0 ? fairness::HdrfScheduler::kRoot : node_of_queue[static_cast<std::size_t>(p)];
-        node_of_queue[q] = hdrf->add_node(at, queues[q].weight).value();
-        queue_of_node.resize(node_of_queue[q] + 1, SIZE_MAX);
-        queue_of_node[node_of_queue[q]] = q;
-        added[q] = 1;
-        ++done;
-      }
-    }
-    // Usage no queue accounts for (work outside the queues) sits in a blocked leaf.
-    Amounts attributed = Amounts::Zero(dims);
-    for (std::size_t q = 0; q < nq; ++q) attributed += usage[q];
-    const Amounts other = (capacity - free - attributed).cwiseMax(0);
-    const auto hidden = hdrf->add_node(fairness::HdrfScheduler::kRoot, 1.0).value();
-    hdrf->block(hidden);
-    if (!other.isZero()) hdrf->allocate(hidden, other);
-    for (std::size_t q = 0; q < nq; ++q)
-      if (leaf[q] && !usage[q].isZero()) hdrf->allocate(node_of_queue[q], usage[q]);
   }
 
   // Sums the running jobs' usage per queue (and learns each one's queue): O(running tasks).
@@ -468,12 +427,12 @@ struct CycleRun {
   void charge(std::size_t q, const Amounts& a) {
     if (!fair) return;
     book->admit(q, a);
-    hdrf->allocate(node_of_queue[q], a);
+    order->allocate(q, a);
   }
   void refund(std::size_t q, const Amounts& a) {
     if (!fair) return;
     book->release(q, a);
-    hdrf->release(node_of_queue[q], a);
+    order->release(q, a);
   }
 
   Start make_start(std::size_t p, const GangSpec& spec, const std::vector<TaskPlacement>& placement,
@@ -558,60 +517,52 @@ struct CycleRun {
     Reason quota_miss{};
     bool have_quota_miss = false;
     Eigen::Index preempt_dim = -2;
-    // Flavors within nominal quota first, then those that borrow (Kueue; FairSharePlanner's rule).
-    for (int pass = 0; pass < 2 && !at.started; ++pass) {
-      for (Eigen::Index d : fl) {
-        // The spec as charged on flavor d (a copy only when it differs from the job's own).
-        GangSpec restricted;
-        const GangSpec* chosen = &spec;
-        if (d >= 0) {
-          restricted = restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]);
-          chosen = &restricted;
-        }
-        bool borrows = false;
-        if (fair) {
-          const fairness::QuotaCheck c = check_quota(q, d, spec, restricted, chosen);
-          if (!c.admitted()) {
-            if (pass == 0) {
-              if (!have_quota_miss) quota_miss = quota_reason(c);
-              have_quota_miss = true;
-              if (preempt_dim == -2 && c.verdict == fairness::QuotaVerdict::kReclaimable) preempt_dim = d;
-            }
-            continue;
-          }
-          borrows = c.borrows;
-          if ((pass == 0) == borrows) continue;
-        } else if (pass == 1) {
-          continue;
-        }
-        if (preempt_dim == -2) preempt_dim = d;
-        const auto key = shape_key(*chosen);
-        if (key) {
-          // Only the same shape reuses the outcome: a larger one fails too, but its own reasons
-          // (its numbers; and infeasible where it fits no node at all) are its placement's to say.
-          if (const FailedShape* hit = failed_shape(*key)) {
-            ++out.stats.cache_hits;
-            if (!have_placement_miss) placement_miss = hit->outcome;
-            have_placement_miss = true;
-            continue;
-          }
-        }
-        GangResult r = place(*chosen);
-        if (r.placed()) {
-          const Start s = make_start(p, *chosen, r.tasks, r.placed_per_group, d, borrows);
-          charge(q, assignment_amounts(s.tasks));
-          out.starts.push_back(s);
-          at.started = true;
-          break;
-        }
-        Outcome o{r.verdict, r.reasons};
-        if (key && r.verdict == Verdict::kNotNow && !r.undecided()) {
-          failed.push_back({*key, o});  // (not there: a hit above would have skipped the placement)
-        }
-        if (!have_placement_miss || placement_miss.verdict == Verdict::kInfeasible) placement_miss = std::move(o);
-        have_placement_miss = true;
+    // The spec as charged on the flavor tried (a copy only when it differs from the job's own).
+    GangSpec restricted;
+    const GangSpec* chosen = &spec;
+    const auto check = [&](Eigen::Index d) {
+      chosen = &spec;
+      if (d >= 0) {
+        restricted = restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]);
+        chosen = &restricted;
       }
-    }
+      return fair ? check_quota(q, d, spec, restricted, chosen) : fairness::QuotaCheck{};  // (no queues: all nominal)
+    };
+    const auto refused = [&](Eigen::Index d, const fairness::QuotaCheck& c) {
+      if (!have_quota_miss) quota_miss = quota_reason(c);
+      have_quota_miss = true;
+      if (preempt_dim == -2 && c.verdict == fairness::QuotaVerdict::kReclaimable) preempt_dim = d;
+    };
+    // The job fits flavor d when its gang places there (and then stays placed and charged).
+    const auto fits = [&](Eigen::Index d, bool borrows) {
+      if (preempt_dim == -2) preempt_dim = d;
+      const auto key = shape_key(*chosen);
+      if (key) {
+        // Only the same shape reuses the outcome: a larger one fails too, but its own reasons
+        // (its numbers; and infeasible where it fits no node at all) are its placement's to say.
+        if (const FailedShape* hit = failed_shape(*key)) {
+          ++out.stats.cache_hits;
+          if (!have_placement_miss) placement_miss = hit->outcome;
+          have_placement_miss = true;
+          return false;
+        }
+      }
+      GangResult r = place(*chosen);
+      if (r.placed()) {
+        const Start s = make_start(p, *chosen, r.tasks, r.placed_per_group, d, borrows);
+        charge(q, assignment_amounts(s.tasks));
+        out.starts.push_back(s);
+        return true;
+      }
+      Outcome o{r.verdict, r.reasons};
+      if (key && r.verdict == Verdict::kNotNow && !r.undecided()) {
+        failed.push_back({*key, o});  // (not there: a hit above would have skipped the placement)
+      }
+      if (!have_placement_miss || placement_miss.verdict == Verdict::kInfeasible) placement_miss = std::move(o);
+      have_placement_miss = true;
+      return false;
+    };
+    at.started = fairness::choose_flavor(fl, check, refused, fits).found;
     if (at.started) return at;
     if (have_placement_miss) at.outcome = placement_miss;
     else at.outcome = Outcome::with(Verdict::kNotNow, quota_miss);
@@ -1333,22 +1284,21 @@ struct CycleRun {
     std::vector<std::size_t> head(nq, 0);
     head[0] = take_up_prefix(held);
 
-    Amounts need;  // tier_of's request, its buffer reused (an allocation per served job)
-    auto tier_of = [&](std::size_t q) -> std::uint8_t {
-      const std::size_t p = members[q][head[q]];
-      for (Eigen::Index d : flavors(q, *specs[p])) {
-        job_amounts_into(need, *specs[p], dims, d, true);
-        if (book->within_nominal(q, need)) return 0;
-      }
-      return 1;
+    Amounts need;  // head_tier's request, its buffer reused (an allocation per served job)
+    // The head's tier (fairness::head_tier) on its smallest request: an elastic job starts at its
+    // minimum when its quota does not hold more (check_quota).
+    auto tier_of = [&](std::size_t q) -> std::optional<std::uint8_t> {
+      if (head[q] >= members[q].size()) return std::nullopt;
+      const GangSpec& spec = *specs[members[q][head[q]]];
+      return fairness::head_tier(flavors(q, spec), [&](Eigen::Index d) {
+        job_amounts_into(need, spec, dims, d, true);
+        return book->within_nominal(q, need);
+      });
     };
     auto refresh = [&](std::size_t q) {
       if (!fair) return;
       skip_unserved(q, head);
-      fairness::HdrfScheduler::LeafChange change;
-      if (head[q] >= members[q].size()) change.blocked = true;
-      else change.tier = tier_of(q);
-      hdrf->apply(node_of_queue[q], change);
+      order->update(q, nullptr, tier_of(q));
     };
     for (std::size_t q = 0; q < nq; ++q)
       if (leaf[q]) refresh(q);
@@ -1377,14 +1327,13 @@ struct CycleRun {
       refresh(q);
     };
     if (fair) {
-      while (auto node = hdrf->pick()) {
-        const std::size_t q = queue_of_node[*node];
-        if (q != SIZE_MAX) skip_unserved(q, head);
-        if (q == SIZE_MAX || head[q] >= members[q].size()) {
-          hdrf->block(*node);
+      while (const std::optional<std::size_t> q = order->pick()) {
+        skip_unserved(*q, head);
+        if (head[*q] >= members[*q].size()) {
+          order->block(*q);
           continue;
         }
-        serve(q);
+        serve(*q);
       }
     } else {
       for (skip_unserved(0, head); head[0] < members[0].size(); skip_unserved(0, head)) serve(0);

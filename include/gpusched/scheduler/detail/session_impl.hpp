@@ -608,18 +608,15 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   o.usage = fair_ ? &usage_ : nullptr;
   o.dry_run = apply == CycleApply::kPlan;
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
-  const std::uint64_t layout = state_->layout_generation();
   // Only a committed cycle without reasons keeps a prefix, and only such a cycle resumes one.
   const bool keeps = apply == CycleApply::kCommit && detail == CycleDetail::kDecisions;
   const bool resume = keeps && prefix_usable(now);
-  detail::CycleKept kept{specs_,         keys_,          members_, unqueued_, running_queue_, layout != validated_layout_,
-                         releases_for(now), fresh_releases_.view(), &elastic_};
+  detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, releases_for(now), fresh_releases_.view(), &elastic_};
   kept.prefix = keeps ? &prefix_ : nullptr;
   kept.resume = resume;
   prefix_valid_ = false;
   auto d = detail::run_cycle_with(*state_, running_, pending_, queues_, now, o, held_, &kept, detail);
   if (!d) return d.error();
-  validated_layout_ = layout;
   if (apply == CycleApply::kCommit) commit(*d);
   if (keeps && prefix_.ready) {
     prefix_valid_ = true;

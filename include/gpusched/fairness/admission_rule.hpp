@@ -1,0 +1,165 @@
+// gpusched/fairness/admission_rule.hpp — the one admission rule: which queue is served next, and on
+// which flavor its head job is charged. FairSharePlanner::plan (admission.hpp) and the scheduling
+// cycle (scheduler/cycle.hpp) both admit through these pieces; they differ only in what "the job
+// fits" means (the cluster's aggregate free amounts for the planner, a placement of the whole gang on
+// concrete nodes for the cycle) and in what they report.
+//
+//   * QueueTree: the queues as a validated tree (unique non-empty names, positive finite weights,
+//     flavors the cluster has, known parents, no cycle, quotas only on leaves), parents listed before
+//     children. Jobs go to leaf queues.
+//   * QueueOrder: which queue is served next. Hierarchical DRF (hdrf.hpp) over the tree with every
+//     leaf's usage allocated; a queue whose head job fits its own nominal quota (tier 0) goes before
+//     one whose head would borrow (tier 1), as Kueue admits non-borrowing workloads first; within a
+//     tier the lowest weighted dominant share, ties to the queue listed first. What the cluster has
+//     in use that no queue accounts for sits in a blocked leaf under the root, so shares and
+//     saturation see the cluster as it is.
+//   * choose_flavor: the flavors a job may be charged on, in the queue's flavor order (else the
+//     resource space's); the first whose quota check admits the job without borrowing and on which
+//     it fits, else the first that admits it by borrowing and on which it fits. Borrowing on one
+//     flavor therefore never pushes a job that fits another flavor's nominal quota behind borrowers
+//     (kueue issue #9406). A flavor is tried for fit only in its own pass, so a caller whose fit test
+//     reserves (the cycle's placement) never holds a borrowing placement while a nominal one exists.
+//   * head_tier: the tier of a queue's head job, from the same candidates.
+#pragma once
+
+#include "gpusched/core/config.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusched/core/preemption_policy.hpp"
+#include "gpusched/core/result.hpp"
+#include "gpusched/fairness/drf.hpp"
+#include "gpusched/fairness/hdrf.hpp"
+#include "gpusched/fairness/quota.hpp"
+
+namespace gpusched::fairness {
+
+// The dimensions fairness works in: cpu (milli-CPU), memory (bytes), then one per GPU model
+// (milli-GPU), named "gpu:<model>".
+struct ResourceSpace {
+  static constexpr Eigen::Index kCpu = 0;
+  static constexpr Eigen::Index kMemory = 1;
+  std::vector<std::string> gpu_models;
+
+  Eigen::Index size() const { return 2 + static_cast<Eigen::Index>(gpu_models.size()); }
+  std::string name(Eigen::Index dim) const;
+  std::optional<Eigen::Index> gpu_dim(std::string_view model) const;
+  // An amount in the dimension's natural spelling: "4.5" cores, "64Gi", "2.5" GPUs.
+  std::string format(Eigen::Index dim, std::int64_t amount) const;
+};
+
+struct QueueConfig {
+  std::string name;
+  std::string parent;                     // empty: directly under the root
+  double weight = 1.0;
+  std::string cohort;
+  Amounts nominal;                        // empty or per dimension; kNoLimit = unconstrained
+  Amounts borrowing_limit;                // empty = unbounded
+  Amounts lending_limit;                  // empty = all of nominal
+  std::vector<std::string> flavor_order;  // GPU models in preference order; empty = space order
+  bool strict_fifo = false;
+  Amounts usage;                          // already admitted; empty = none
+  // The queue's own preemption policies (Kueue's ClusterQueue spec.preemption), for its pending
+  // jobs in the scheduling cycle; unset: the cycle's options (scheduler::CycleOptions) decide.
+  std::optional<WithinQueue> within_queue;
+  std::optional<CohortReclaim> reclaim_within_cohort;
+  BorrowWithinCohort borrow_within_cohort;  // Never unless set (no cycle-wide default)
+};
+
+class QueueTree {
+ public:
+  // Validates the queues against the resource space (errors name the queue and the field, as
+  // FairSharePlanner::build reports them). A queue's `usage` is not read (the planner's input).
+  static Result<QueueTree> build(const ResourceSpace& space, std::span<const QueueConfig> queues);
+
+  std::size_t size() const { return parent_.size(); }
+  std::int64_t parent(std::size_t q) const { return parent_[q]; }  // -1: under the root
+  std::span<const std::int64_t> parents() const { return parent_; }
+  bool leaf(std::size_t q) const { return leaf_[q] != 0; }
+  // Every queue, parents before children.
+  std::span<const std::size_t> parents_first() const { return topo_; }
+  std::optional<std::size_t> find(std::string_view name) const;
+
+ private:
+  std::vector<std::int64_t> parent_;
+  std::vector<char> leaf_;
+  std::vector<std::size_t> topo_;
+  std::map<std::string, std::size_t, std::less<>> index_;
+};
+
+class QueueOrder {
+ public:
+  // `usage[q]` is what leaf q holds (entries of internal queues are ignored); capacity and free are
+  // the cluster's aggregate amounts. A dimension counts as saturated once its free amount is below
+  // `saturation_threshold` (HdrfScheduler; empty: below one unit).
+  QueueOrder(const QueueTree& tree, std::span<const QueueConfig> queues, const Amounts& capacity, const Amounts& free,
+             std::span<const Amounts> usage, Amounts saturation_threshold = {});
+
+  // The queue to serve next, or nothing when every queue is blocked.
+  std::optional<std::size_t> pick();
+  // After queue q's head was served: what it was charged (null: nothing), and the tier of its new
+  // head, or no head (the queue is blocked): one update of the tree for both.
+  void update(std::size_t q, const Amounts* charged, std::optional<std::uint8_t> head_tier);
+  void block(std::size_t q);
+  // Usage that changes outside a head's admission (a preemption's victims, an elastic grow).
+  void allocate(std::size_t q, const Amounts& a);
+  void release(std::size_t q, const Amounts& a);
+  // H-DRF's weighted dominant share of queue q as its parent sees it.
+  double share(std::size_t q) const;
+
+ private:
+  HdrfScheduler hdrf_;
+  std::vector<HdrfScheduler::NodeId> node_of_queue_;
+  std::vector<std::size_t> queue_of_node_;  // SIZE_MAX: the root and the blocked leaf of other usage
+};
+
+// What choose_flavor found: the flavor (a GPU dimension of the space, -1 for a job without GPUs) and
+// whether it borrows; `found` false when no candidate both passed its quota check and fit.
+struct FlavorChoice {
+  bool found = false;
+  Eigen::Index gpu_dim = -1;
+  bool borrows = false;
+};
+
+// The flavor rule (above). `candidates` are the flavors the job may be charged on, in order (-1 alone
+// for a job without GPUs). `check(d)` is the quota's answer for the job charged on d (a QuotaCheck);
+// `refused(d, check)` is told, once per candidate and in order, each check that does not admit;
+// `fits(d, borrows)` answers whether the job can have flavor d now (it may reserve what it found
+// when it says yes: it is asked again for no other candidate after a yes).
+template <class Check, class Refused, class Fits>
+FlavorChoice choose_flavor(std::span<const Eigen::Index> candidates, Check&& check, Refused&& refused, Fits&& fits) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Eigen::Index d : candidates) {
+      const QuotaCheck c = check(d);
+      if (!c.admitted()) {
+        if (pass == 0) refused(d, c);
+        continue;
+      }
+      if ((pass == 1) != c.borrows) continue;  // nominal in the first pass, borrowing in the second
+      if (fits(d, c.borrows)) return {true, d, c.borrows};
+    }
+  }
+  return {};
+}
+
+// The tier of a queue whose head job has these candidates: 0 when some candidate lies within the
+// queue's own nominal quota (`within_nominal(d)`), else 1.
+template <class WithinNominal>
+std::uint8_t head_tier(std::span<const Eigen::Index> candidates, WithinNominal&& within_nominal) {
+  for (const Eigen::Index d : candidates)
+    if (within_nominal(d)) return 0;
+  return 1;
+}
+
+}  // namespace gpusched::fairness
+
+#if GPUSCHED_HEADER_ONLY
+#include "gpusched/fairness/detail/admission_rule_impl.hpp"
+#endif
