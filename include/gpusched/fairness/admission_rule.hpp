@@ -25,12 +25,14 @@
 #include "gpusched/core/config.hpp"
 
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gpusched/core/preemption_policy.hpp"
@@ -91,7 +93,12 @@ class QueueTree {
   std::vector<std::int64_t> parent_;
   std::vector<char> leaf_;
   std::vector<std::size_t> topo_;
-  std::map<std::string, std::size_t, std::less<>> index_;
+  // Queue index by name, looked up by string_view without allocating (a lookup per job of a plan).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> index_;
 };
 
 class QueueOrder {
@@ -130,21 +137,29 @@ struct FlavorChoice {
 
 // The flavor rule (above). `candidates` are the flavors the job may be charged on, in order (-1 alone
 // for a job without GPUs). `check(d)` is the quota's answer for the job charged on d (a QuotaCheck);
-// `refused(d, check)` is told, once per candidate and in order, each check that does not admit;
+// `refused(d, check)` is told, once per candidate and in order, each check that does not admit (an
+// rvalue: it may keep it);
 // `fits(d, borrows)` answers whether the job can have flavor d now (it may reserve what it found
 // when it says yes: it is asked again for no other candidate after a yes).
 template <class Check, class Refused, class Fits>
 FlavorChoice choose_flavor(std::span<const Eigen::Index> candidates, Check&& check, Refused&& refused, Fits&& fits) {
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const Eigen::Index d : candidates) {
-      const QuotaCheck c = check(d);
-      if (!c.admitted()) {
-        if (pass == 0) refused(d, c);
-        continue;
-      }
-      if ((pass == 1) != c.borrows) continue;  // nominal in the first pass, borrowing in the second
-      if (fits(d, c.borrows)) return {true, d, c.borrows};
+  // The first pass remembers which of the first 64 candidates would borrow: the second asks the
+  // quota again only for those (the check may set up what `fits` reads) and skips the rest.
+  std::uint64_t borrowing = 0;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    QuotaCheck c = check(candidates[k]);
+    if (!c.admitted()) {
+      refused(candidates[k], std::move(c));
+    } else if (c.borrows) {
+      if (k < 64) borrowing |= std::uint64_t{1} << k;
+    } else if (fits(candidates[k], false)) {
+      return {true, candidates[k], false};
     }
+  }
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    if (k < 64 && !((borrowing >> k) & 1)) continue;
+    const QuotaCheck c = check(candidates[k]);
+    if (c.admitted() && c.borrows && fits(candidates[k], true)) return {true, candidates[k], true};
   }
   return {};
 }

@@ -143,6 +143,14 @@ GPUSCHED_DECL std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace
   return order;
 }
 
+// A list of candidate flavors and what it was made from (FlavorCandidates::list).
+struct CandidateList {
+  std::vector<Eigen::Index> dims;
+  const std::vector<Eigen::Index>* flavors = nullptr;
+  std::uint64_t allowed = 0;
+  bool gpu = false;
+};
+
 // A job's candidate flavors (admission_rule.hpp): -1 alone for a job without GPUs, else the queue's
 // flavors the job allows, in the queue's order; and the request charged on each.
 struct FlavorCandidates {
@@ -155,7 +163,7 @@ struct FlavorCandidates {
   std::int64_t gpu_milli;
   std::uint64_t allowed;
   bool names_models;          // the job lists allowed GPU models
-  std::vector<Eigen::Index>* order;  // where list() writes (a buffer the planner reuses)
+  CandidateList* order;       // where list() writes (the planner reuses it across jobs)
 
   void load_base(Amounts& scratch) const {
     if (full_base) {
@@ -171,15 +179,22 @@ struct FlavorCandidates {
     load_base(scratch);
     if (d >= 0) scratch[d] += gpu_milli;
   }
+  // The candidates in order; the last list is kept with what it was made from, so a run of jobs of
+  // one queue allowing the same models (most of a long queue) makes it once.
   std::span<const Eigen::Index> list() const {
-    order->clear();
-    if (gpu_milli <= 0) {
-      order->push_back(-1);
+    const bool gpu = gpu_milli > 0;
+    if (order->flavors == &flavors && order->allowed == allowed && order->gpu == gpu) return order->dims;
+    order->flavors = &flavors;
+    order->allowed = allowed;
+    order->gpu = gpu;
+    order->dims.clear();
+    if (!gpu) {
+      order->dims.push_back(-1);
     } else {
       for (const Eigen::Index d : flavors)
-        if (d - 2 >= 64 || ((allowed >> (d - 2)) & 1)) order->push_back(d);
+        if (d - 2 >= 64 || ((allowed >> (d - 2)) & 1)) order->dims.push_back(d);
     }
-    return *order;
+    return order->dims;
   }
 };
 
@@ -225,10 +240,10 @@ GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::s
     cands.request(d, scratch);
     return book.check(q, scratch);
   };
-  const auto refused = [&](Eigen::Index d, const QuotaCheck& c) {
+  const auto refused = [&](Eigen::Index d, QuotaCheck&& c) {
     CandidateMiss miss;
     miss.gpu_dim = static_cast<int>(d);
-    miss.quota = c;
+    miss.quota = std::move(c);
     misses.push_back(std::move(miss));
   };
   const auto fits = [&](Eigen::Index d, bool) {  // (scratch holds d's request: check(d) came just before)
@@ -252,12 +267,12 @@ GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::s
     return {true, choice.borrows, static_cast<int>(choice.gpu_dim), PendingKind::kDoesNotFit};
   }
   // Quota refusals come from the first pass, a borrowing flavor's cluster miss from the second: one
-  // miss per candidate, reported in the candidates' order.
+  // miss per candidate, put in the candidates' order (an insertion sort: a few flavors, mostly in order).
   const auto position = [&](const CandidateMiss& m) {
     return std::find(candidates.begin(), candidates.end(), static_cast<Eigen::Index>(m.gpu_dim)) - candidates.begin();
   };
-  std::stable_sort(misses.begin() + static_cast<std::ptrdiff_t>(mark), misses.end(),
-                   [&](const CandidateMiss& a, const CandidateMiss& b) { return position(a) < position(b); });
+  for (std::size_t i = mark + 1; i < misses.size(); ++i)
+    for (std::size_t k = i; k > mark && position(misses[k]) < position(misses[k - 1]); --k) std::swap(misses[k], misses[k - 1]);
   return {false, false, -1, PendingKind::kDoesNotFit};
 }
 
@@ -461,7 +476,7 @@ GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) c
     d.outcome = Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kOther});
     return d;
   }
-  std::vector<Eigen::Index> order;
+  detail::CandidateList order;
   const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty(), &order};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
@@ -530,7 +545,7 @@ struct PlanRun {
   std::unique_ptr<PlannerJobRecord[]> hot;  // the queued jobs' records, each queue's in queue order
   std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
   std::vector<std::vector<Eigen::Index>> flavors;  // per queue, fairness_flavor_dims
-  std::vector<Eigen::Index> order;                 // FlavorCandidates' buffer
+  CandidateList order;                             // FlavorCandidates' buffer
 
   PlanRun(const ResourceSpace& s, const QueueTree& t, std::span<const QueueConfig> q, const Amounts& c,
           std::span<const PendingJob> j, const AgingPolicy& a, const QuotaBook& b, const Amounts& f)

@@ -46,8 +46,8 @@ GPUSCHED_DECL std::string ResourceSpace::format(Eigen::Index dim, std::int64_t a
 
 namespace detail {
 // Names, weights and flavors of every queue (before the tree is linked).
-GPUSCHED_DECL Status check_queue_fields(const ResourceSpace& space, std::span<const QueueConfig> queues,
-                                        std::map<std::string, std::size_t, std::less<>>& index) {
+template <class Index>
+Status check_queue_fields(const ResourceSpace& space, std::span<const QueueConfig> queues, Index& index) {
   for (std::size_t q = 0; q < queues.size(); ++q) {
     const QueueConfig& queue = queues[q];
     if (queue.name.empty()) return fairness_error(ErrorCode::kMissingField, fairness_text("queues[", q, "].name: must not be empty"));
