@@ -129,8 +129,8 @@ void BM_PlanAdmission(benchmark::State& state) {
     c.name = fmt::format("q{}", q);
     c.cohort = fmt::format("c{}", q % 10);
     c.weight = 1.0 + static_cast<double>(q % 4);
-    c.nominal = Amounts::Constant(m, kNoLimit);
-    for (Eigen::Index d = 2; d < m; ++d) c.nominal[d] = 20 * 1000;
+    c.nominal.assign(static_cast<std::size_t>(m), kNoLimit);
+    for (std::size_t d = 2; d < c.nominal.size(); ++d) c.nominal[d] = 20 * 1000;
     queues.push_back(std::move(c));
   }
   auto planner = FairSharePlanner::build(space, cap, cap, queues).value();

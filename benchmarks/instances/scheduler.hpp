@@ -98,7 +98,7 @@ inline CycleInstance cycle_instance(std::size_t nodes) {
     fairness::QueueConfig q;
     q.name = name;
     q.cohort = "all";
-    q.nominal = fairness::Amounts::Constant(space.size(), fairness::kNoLimit);
+    q.nominal.assign(static_cast<std::size_t>(space.size()), fairness::kNoLimit);
     q.nominal[2] = static_cast<std::int64_t>(2 * nodes) * kMilliPerGpu;  // 20,000 GPUs at 10,000 nodes
     in.queues.push_back(std::move(q));
   }

@@ -122,7 +122,7 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   }
   auto usage = fairness::queue_usage_from_running(running, resources->space, input->registry, names);
   if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
-  for (std::size_t q = 0; q < queues->queues.size(); ++q) queues->queues[q].usage = (*usage)[q];
+  for (std::size_t q = 0; q < queues->queues.size(); ++q) queues->queues[q].usage = fairness::queue_amounts((*usage)[q]);
   fairness::AgingPolicy aging = queues->aging;
   if (opt.now) aging.now = *opt.now;
   else if (!queues->now_given) aging.now = io::latest_submit_time(input->jobs);

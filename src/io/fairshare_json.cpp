@@ -156,24 +156,24 @@ fairness::QueueConfig read_queue(const json& v, const std::string& p, const Reso
   if (has_quota) {
     const json& quotas = v["quotas"];
     // Unlisted cpu/memory: unconstrained; with "gpus", unlisted models: no quota (0).
-    q.nominal = read_resource_map(quotas, p + ".quotas", space, reg, fairness::kNoLimit, 0, read_amount);
+    q.nominal = fairness::queue_amounts(read_resource_map(quotas, p + ".quotas", space, reg, fairness::kNoLimit, 0, read_amount));
     if (!quotas.contains("gpus") && !q.flavor_order.empty())
       for (Eigen::Index d = 2; d < space.size(); ++d)
         if (std::find(q.flavor_order.begin(), q.flavor_order.end(), space.gpu_models[static_cast<std::size_t>(d - 2)]) ==
             q.flavor_order.end())
-          q.nominal[d] = 0;
+          q.nominal[static_cast<std::size_t>(d)] = 0;
     if (q.flavor_order.empty() && quotas.contains("gpus"))
       for (const auto& [model, unused] : quotas["gpus"].items()) q.flavor_order.push_back(fairness::canonical_model_name(reg, model));
   }
-  for (auto [key, target] : {std::pair<const char*, Amounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
+  for (auto [key, target] : {std::pair<const char*, fairness::QueueAmounts*>{"borrowing_limits", &q.borrowing_limit}, {"lending_limits", &q.lending_limit}}) {
     if (auto it = v.find(key); it != v.end()) {
       if (!has_quota) reject(fmt::format("{}.{}: needs \"quotas\" to limit", p, key));
       if (q.cohort.empty()) reject(fmt::format("{}.{}: only meaningful with a \"cohort\"", p, key));
-      *target = read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount);
+      *target = fairness::queue_amounts(read_resource_map(*it, fmt::format("{}.{}", p, key), space, reg, fairness::kNoLimit, fairness::kNoLimit, read_amount));
     }
   }
   if (auto u = v.find("usage"); u != v.end())
-    q.usage = read_resource_map(*u, p + ".usage", space, reg, 0, 0, read_amount);
+    q.usage = fairness::queue_amounts(read_resource_map(*u, p + ".usage", space, reg, 0, 0, read_amount));
   return q;
 }
 

@@ -66,9 +66,9 @@ Result<scheduler::Session> open_policy_session(const PolicyConfig& p, const std:
         if (name == n) q.weight = w;
       for (const auto& [name, g] : p.queue_quota_gpus)
         if (name == n) {
-          q.nominal = fairness::Amounts::Constant(dims, fairness::kNoLimit);
-          for (Eigen::Index d = 2; d < dims; ++d) q.nominal[d] = g * kMilliPerGpu;
-          q.borrowing_limit = fairness::Amounts::Zero(dims);
+          q.nominal.assign(static_cast<std::size_t>(dims), fairness::kNoLimit);
+          for (std::size_t d = 2; d < q.nominal.size(); ++d) q.nominal[d] = g * kMilliPerGpu;
+          q.borrowing_limit.assign(static_cast<std::size_t>(dims), 0);
         }
       queues.push_back(std::move(q));
     }

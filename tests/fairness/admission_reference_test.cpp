@@ -174,14 +174,14 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
   add_node(0, 1.0);
   for (const std::size_t q : by_depth) node[q] = add_node(parent[q] == SIZE_MAX ? 0 : node[parent[q]], queues[q].weight);
   std::vector<QueueQuota> quotas;
-  for (const auto& q : queues) quotas.push_back({q.name, q.cohort, q.nominal, q.borrowing_limit, q.lending_limit});
+  for (const auto& q : queues) quotas.push_back(queue_quota(q));
   QuotaBook book = QuotaBook::build(static_cast<std::size_t>(m), quotas).value();
   Amounts sched_free = cap;
   Amounts attributed = Amounts::Zero(m);
   for (std::size_t q = 0; q < nq; ++q)
-    if (queues[q].usage.size() == m) {
-      book.admit(q, queues[q].usage);
-      attributed += queues[q].usage;
+    if (queues[q].usage.size() == static_cast<std::size_t>(m)) {
+      book.admit(q, amounts_of(queues[q].usage));
+      attributed += amounts_of(queues[q].usage);
     }
   const std::size_t hidden = add_node(0, 1.0);
   tree.leaf_blocked[hidden] = 1;
@@ -189,10 +189,10 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
   for (Eigen::Index r = 0; r < m; ++r) tree.alloc[hidden][static_cast<std::size_t>(r)] = static_cast<double>(other[r]);
   sched_free -= other;
   for (std::size_t q = 0; q < nq; ++q)
-    if (leaf[q] && queues[q].usage.size() == m) {
+    if (leaf[q] && queues[q].usage.size() == static_cast<std::size_t>(m)) {
       for (Eigen::Index r = 0; r < m; ++r)
-        tree.alloc[node[q]][static_cast<std::size_t>(r)] += static_cast<double>(queues[q].usage[r]);
-      sched_free -= queues[q].usage;
+        tree.alloc[node[q]][static_cast<std::size_t>(r)] += static_cast<double>(queues[q].usage[static_cast<std::size_t>(r)]);
+      sched_free -= amounts_of(queues[q].usage);
     }
   Amounts threshold = Amounts::Ones(m);
   std::vector<char> seen(static_cast<std::size_t>(m), 0);
@@ -381,18 +381,18 @@ Instance random_instance(SplitMix& rng) {
     if (internal > 0 && rng.below(3) != 0) q.parent = fmt::format("org{}", rng.below(internal));
     if (cohorts > 0 && rng.below(3) != 0) q.cohort = fmt::format("c{}", rng.below(cohorts));
     if (rng.below(4) != 0) {
-      q.nominal = Amounts::Constant(m, kNoLimit);
+      q.nominal.assign(static_cast<std::size_t>(m), kNoLimit);
       for (Eigen::Index r = 0; r < m; ++r)
-        if (rng.below(3) != 0) q.nominal[r] = in.cap[r] / static_cast<std::int64_t>(1 + rng.below(6));
+        if (rng.below(3) != 0) q.nominal[static_cast<std::size_t>(r)] = in.cap[r] / static_cast<std::int64_t>(1 + rng.below(6));
       if (!q.cohort.empty() && rng.below(2) == 0) {
-        q.borrowing_limit = Amounts::Constant(m, kNoLimit);
+        q.borrowing_limit.assign(static_cast<std::size_t>(m), kNoLimit);
         for (Eigen::Index r = 0; r < m; ++r)
-          if (rng.below(2) == 0) q.borrowing_limit[r] = in.cap[r] / static_cast<std::int64_t>(2 + rng.below(6));
+          if (rng.below(2) == 0) q.borrowing_limit[static_cast<std::size_t>(r)] = in.cap[r] / static_cast<std::int64_t>(2 + rng.below(6));
       }
       if (!q.cohort.empty() && rng.below(2) == 0) {
-        q.lending_limit = Amounts::Constant(m, kNoLimit);
+        q.lending_limit.assign(static_cast<std::size_t>(m), kNoLimit);
         for (Eigen::Index r = 0; r < m; ++r)
-          if (rng.below(2) == 0) q.lending_limit[r] = in.cap[r] / static_cast<std::int64_t>(2 + rng.below(6));
+          if (rng.below(2) == 0) q.lending_limit[static_cast<std::size_t>(r)] = in.cap[r] / static_cast<std::int64_t>(2 + rng.below(6));
       }
     }
     if (rng.below(2) == 0)
@@ -400,7 +400,7 @@ Instance random_instance(SplitMix& rng) {
         if (rng.below(3) != 0) q.flavor_order.insert(q.flavor_order.begin() + static_cast<std::ptrdiff_t>(rng.below(q.flavor_order.size() + 1)), model);
     q.strict_fifo = rng.below(5) == 0;
     if (rng.below(4) == 0) {
-      q.usage = Amounts::Zero(m);
+      q.usage.assign(static_cast<std::size_t>(m), 0);
       q.usage[0] = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(in.free[0] / 8 + 1)));
     }
     in.queues.push_back(std::move(q));

@@ -42,7 +42,7 @@ QueueConfig queue(std::string name, std::string cohort = {}, Amounts nominal = {
   QueueConfig q;
   q.name = std::move(name);
   q.cohort = std::move(cohort);
-  q.nominal = std::move(nominal);
+  q.nominal = queue_amounts(nominal);
   return q;
 }
 
@@ -108,9 +108,9 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
   // "modest" holds nothing.
   const Amounts cap = cpu_mem_gpus(100, 100, 0, 8);
   auto greedy = queue("greedy", "lab", cpu_mem_gpus(100, 100, 0, 4));
-  greedy.usage = cpu_mem_gpus(0, 0, 0, 2);
+  greedy.usage = queue_amounts(cpu_mem_gpus(0, 0, 0, 2));
   auto modest = queue("modest", "lab", cpu_mem_gpus(100, 100, 0, 4));
-  auto p = FairSharePlanner::build(space2(), cap, cap - greedy.usage, {greedy, modest}).value();
+  auto p = FairSharePlanner::build(space2(), cap, cap - amounts_of(greedy.usage), {greedy, modest}).value();
   std::vector<PendingJob> jobs{job("g1", "greedy", 2, {"H100"}), job("g2", "greedy", 2, {"H100"}),
                                job("g3", "greedy", 2, {"H100"}), job("m1", "modest", 2, {"H100"}),
                                job("m2", "modest", 2, {"H100"})};
@@ -127,10 +127,10 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
   // Now make the borrower the lower share: "greedy" would borrow with its head, "modest" holds 3
   // (share 0.375 > greedy's 0.25) but is below nominal with a 1-GPU head: modest goes first.
   auto greedy2 = queue("greedy", "lab", cpu_mem_gpus(100, 100, 0, 2));
-  greedy2.usage = cpu_mem_gpus(0, 0, 0, 2);
+  greedy2.usage = queue_amounts(cpu_mem_gpus(0, 0, 0, 2));
   auto modest2 = queue("modest", "lab", cpu_mem_gpus(100, 100, 0, 6));
-  modest2.usage = cpu_mem_gpus(0, 0, 0, 3);
-  auto p2 = FairSharePlanner::build(space2(), cap, cap - greedy2.usage - modest2.usage, {greedy2, modest2}).value();
+  modest2.usage = queue_amounts(cpu_mem_gpus(0, 0, 0, 3));
+  auto p2 = FairSharePlanner::build(space2(), cap, cap - amounts_of(greedy2.usage) - amounts_of(modest2.usage), {greedy2, modest2}).value();
   std::vector<PendingJob> jobs2{job("borrow", "greedy", 1, {"H100"}), job("own", "modest", 1, {"H100"})};
   const auto plan2 = p2.plan(jobs2);
   CHECK(order(plan2, jobs2) == std::vector<std::string>{"own", "borrow"});
@@ -141,9 +141,9 @@ TEST_CASE("flavors: first flavor within nominal, borrowing on one flavor does no
   const Amounts cap = cpu_mem_gpus(100, 100, 8, 8);
   auto t = queue("t", "lab", cpu_mem_gpus(100, 100, 4, 4));
   t.flavor_order = {"A100", "H100"};
-  t.usage = cpu_mem_gpus(0, 0, 6, 0);  // borrows 2 A100
+  t.usage = queue_amounts(cpu_mem_gpus(0, 0, 6, 0));  // borrows 2 A100
   auto u = queue("u", "lab", cpu_mem_gpus(100, 100, 4, 4));
-  auto p = FairSharePlanner::build(space2(), cap, cap - t.usage, {t, u}).value();
+  auto p = FairSharePlanner::build(space2(), cap, cap - amounts_of(t.usage), {t, u}).value();
   // Any model: A100 would borrow, H100 is within nominal -> H100, not borrowing.
   const auto d = p.query(job("any", "t", 2));
   CHECK(d.admitted());

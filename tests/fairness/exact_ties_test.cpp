@@ -106,7 +106,7 @@ void check_gpu_leaf_admitted_first(const std::vector<QueueConfig>& queues) {
   const Amounts capacity = amounts({30000, std::int64_t{1} << 40, 20000});
   Amounts free = capacity;
   for (const QueueConfig& q : queues)
-    if (q.usage.size() > 0) free -= q.usage;
+    if (q.usage.size() > 0) free -= amounts_of(q.usage);
   auto planner = FairSharePlanner::build(space, capacity, free, queues);
   REQUIRE(planner.ok());
   std::vector<PendingJob> jobs(2);
@@ -130,10 +130,10 @@ TEST_CASE("exact ties: the admission planner admits the team listed first on an 
   queues[1].weight = 3.0;
   queues[2].name = "gpu";
   queues[2].parent = "gpu-team";
-  queues[2].usage = amounts({0, 0, 4000});
+  queues[2].usage = queue_amounts(amounts({0, 0, 4000}));
   queues[3].name = "cpu";
   queues[3].parent = "cpu-team";
-  queues[3].usage = amounts({9000, 0, 0});
+  queues[3].usage = queue_amounts(amounts({9000, 0, 0}));
   check_gpu_leaf_admitted_first(queues);
 }
 
@@ -141,10 +141,10 @@ TEST_CASE("exact ties: the admission planner admits the queue listed first on an
   std::vector<QueueConfig> queues(2);
   queues[0].name = "gpu";
   queues[0].weight = 2.0;
-  queues[0].usage = amounts({0, 0, 4000});
+  queues[0].usage = queue_amounts(amounts({0, 0, 4000}));
   queues[1].name = "cpu";
   queues[1].weight = 3.0;
-  queues[1].usage = amounts({9000, 0, 0});
+  queues[1].usage = queue_amounts(amounts({9000, 0, 0}));
   check_gpu_leaf_admitted_first(queues);
 }
 

@@ -200,10 +200,10 @@ TEST_CASE("one vocabulary: pending reasons map onto Verdict and ReasonKind") {
   const Amounts capacity = amounts({40000, 64 * kGi});
   std::vector<QueueConfig> queues(2);
   queues[0].name = "small";
-  queues[0].nominal = amounts({2000, -1});  // 2 cores, memory unconstrained
-  queues[0].usage = amounts({1000, 0});
+  queues[0].nominal = queue_amounts(amounts({2000, -1}));  // 2 cores, memory unconstrained
+  queues[0].usage = queue_amounts(amounts({1000, 0}));
   queues[1].name = "open";
-  auto planner = FairSharePlanner::build(space, capacity, capacity - queues[0].usage, queues);
+  auto planner = FairSharePlanner::build(space, capacity, capacity - amounts_of(queues[0].usage), queues);
   REQUIRE(planner.ok());
   std::vector<PendingJob> jobs(4);
   jobs[0] = {"over-now", "small", 0, 0, amounts({1500, 0}), 0, {}, {}};     // 1000 + 1500 > 2000, 1500 <= 2000

@@ -47,7 +47,7 @@ int run_world(std::uint64_t seed, bool nominate, Queues queues, int arrival_cycl
     // fair-share reclaim, decided where the paths part (org against x, or a against b).
     for (const char* name : {"org", "a", "b", "x"}) {
       w.queues.push_back(queue(w.state, name, fairness::kNoLimit));
-      w.queues.back().nominal = fairness::Amounts();
+      w.queues.back().nominal.clear();
     }
     w.queues[1].parent = w.queues[2].parent = "org";
     w.queues[1].weight = 2;

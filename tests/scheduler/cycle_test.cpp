@@ -27,7 +27,7 @@ struct FairShareCase {
   ClusterState state = cluster(2);
   std::vector<fairness::QueueConfig> queues = [this] {
     std::vector<fairness::QueueConfig> qs{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit)};
-    for (auto& q : qs) q.nominal = fairness::Amounts();
+    for (auto& q : qs) q.nominal.clear();
     return qs;
   }();
   std::vector<RunningJob> running{run(state, "b1", "b", 0, 0, 1, 8, 0, 0), run(state, "b2", "b", 1, 0, 1, 8, 0, 10)};
@@ -103,7 +103,7 @@ TEST_CASE("queue order: the cycle serves queues as the fair-share planner does (
                                             queue(state, "P1", 0), queue(state, "P2", 0)};
   queues[0].parent = "P2";
   queues[1].parent = "P1";
-  for (auto& q : queues) q.nominal = fairness::Amounts();  // no quotas
+  for (auto& q : queues) q.nominal.clear();  // no quotas
   std::vector<PendingJob> pending{job(state, "ja", "a", 1, 8), job(state, "jb", "b", 1, 8)};
   auto d = run_cycle(state, {}, pending, queues, 100).value();
   CHECK(names(d.starts) == std::vector<std::string>{"jb"});
@@ -124,9 +124,9 @@ TEST_CASE("flavors: a flavor within nominal quota is taken before an earlier one
   const auto space = fairness::fairness_cluster(state).value().space;
   const Eigen::Index a100 = *space.gpu_dim(kModel), h100 = *space.gpu_dim("H100-80GB");
   std::vector<fairness::QueueConfig> queues{queue(state, "q", 0, "c"), queue(state, "lender", 8, "c")};
-  queues[0].nominal[h100] = 8 * kMilliPerGpu;
+  queues[0].nominal[static_cast<std::size_t>(h100)] = 8 * kMilliPerGpu;
   queues[0].flavor_order = {kModel, "H100-80GB"};
-  queues[1].nominal[h100] = 0;
+  queues[1].nominal[static_cast<std::size_t>(h100)] = 0;
   std::vector<PendingJob> pending{job(state, "j", "q", 1, 4)};
   pending[0].job.groups[0].request.models = kAnyGpuModel;
   auto d = run_cycle(state, {}, pending, queues, 100).value();
@@ -419,7 +419,7 @@ TEST_CASE("fair-share reclaim compares the queues' subtrees where their paths pa
   auto tree = [&](double w_a1, double w_a2) {
     std::vector<fairness::QueueConfig> qs{queue(state, "A", fairness::kNoLimit), queue(state, "A1", fairness::kNoLimit),
                                           queue(state, "A2", fairness::kNoLimit), queue(state, "B", fairness::kNoLimit)};
-    for (auto& q : qs) q.nominal = fairness::Amounts();
+    for (auto& q : qs) q.nominal.clear();
     qs[1].parent = qs[2].parent = "A";
     qs[1].weight = w_a1;
     qs[2].weight = w_a2;
@@ -778,7 +778,7 @@ TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions 
   SUBCASE("sums naming a queue that is not a leaf: the cycle sums the jobs and names the one to blame") {
     std::vector<fairness::QueueConfig> tree = queues;
     tree.push_back(queue(state, "leaf", fairness::kNoLimit));
-    tree.back().nominal = fairness::Amounts();
+    tree.back().nominal.clear();
     tree.back().parent = "b";
     auto r = run_cycle(state, running, pending, tree, 100, o);
     REQUIRE_FALSE(r.ok());

@@ -84,8 +84,8 @@ inline fairness::QueueConfig queue(const ClusterState& state, std::string name, 
   q.name = std::move(name);
   q.cohort = std::move(cohort);
   q.strict_fifo = strict;
-  q.nominal = fairness::Amounts::Constant(cluster.space.size(), fairness::kNoLimit);
-  for (Eigen::Index d = 2; d < cluster.space.size(); ++d) q.nominal[d] = nominal_gpus * kMilliPerGpu;
+  q.nominal.assign(static_cast<std::size_t>(cluster.space.size()), fairness::kNoLimit);
+  for (std::size_t d = 2; d < q.nominal.size(); ++d) q.nominal[d] = nominal_gpus * kMilliPerGpu;
   return q;
 }
 

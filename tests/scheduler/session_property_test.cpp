@@ -146,7 +146,7 @@ std::vector<fairness::QueueConfig> make_queues(const ClusterState& state, int ki
   std::vector<fairness::QueueConfig> q;
   if (kind == 1) {
     q.push_back(queue(state, "main", 0, "", true));
-    q.back().nominal = fairness::Amounts();
+    q.back().nominal.clear();
     leaves = {"main"};
   } else if (kind == 2) {
     q.push_back(queue(state, "a", 12, "c"));
@@ -156,7 +156,7 @@ std::vector<fairness::QueueConfig> make_queues(const ClusterState& state, int ki
   } else if (kind == 3) {
     for (const char* name : {"org", "a", "b", "x"}) {
       q.push_back(queue(state, name, fairness::kNoLimit));
-      q.back().nominal = fairness::Amounts();
+      q.back().nominal.clear();
     }
     q[1].parent = q[2].parent = "org";
     q[1].weight = 2;

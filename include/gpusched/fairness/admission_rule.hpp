@@ -57,23 +57,38 @@ struct ResourceSpace {
   std::string format(Eigen::Index dim, std::int64_t amount) const;
 };
 
+// A queue's amounts per dimension of the resource space (cpu milli-cores, memory bytes, then milli-GPU
+// per model), as plain integers: a queue is configured without Eigen, which stays inside the family.
+using QueueAmounts = std::vector<std::int64_t>;
+// The family's vector of the same amounts (empty stays empty), and back.
+inline Amounts amounts_of(const QueueAmounts& a) {
+  return Eigen::Map<const Amounts>(a.data(), static_cast<Eigen::Index>(a.size()));
+}
+inline QueueAmounts queue_amounts(const Amounts& a) { return QueueAmounts(a.data(), a.data() + a.size()); }
+
 struct QueueConfig {
   std::string name;
   std::string parent;                     // empty: directly under the root
   double weight = 1.0;
   std::string cohort;
-  Amounts nominal;                        // empty or per dimension; kNoLimit = unconstrained
-  Amounts borrowing_limit;                // empty = unbounded
-  Amounts lending_limit;                  // empty = all of nominal
+  QueueAmounts nominal;                   // empty or per dimension; kNoLimit = unconstrained
+  QueueAmounts borrowing_limit;           // empty = unbounded
+  QueueAmounts lending_limit;             // empty = all of nominal
   std::vector<std::string> flavor_order;  // GPU models in preference order; empty = space order
   bool strict_fifo = false;
-  Amounts usage;                          // already admitted; empty = none
+  QueueAmounts usage;                     // already admitted (FairSharePlanner; the cycle sums its running
+                                          // jobs instead); empty = none
   // The queue's own preemption policies (Kueue's ClusterQueue spec.preemption), for its pending
   // jobs in the scheduling cycle; unset: the cycle's options (scheduler::CycleOptions) decide.
   std::optional<WithinQueue> within_queue;
   std::optional<CohortReclaim> reclaim_within_cohort;
   BorrowWithinCohort borrow_within_cohort;  // Never unless set (no cycle-wide default)
 };
+
+// The quota part of a queue, for QuotaBook (quota.hpp).
+inline QueueQuota queue_quota(const QueueConfig& q) {
+  return QueueQuota{q.name, q.cohort, amounts_of(q.nominal), amounts_of(q.borrowing_limit), amounts_of(q.lending_limit)};
+}
 
 class QueueTree {
  public:

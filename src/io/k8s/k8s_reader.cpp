@@ -342,9 +342,9 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
       out.push_back(std::move(c));
       continue;
     }
-    c.nominal = *fill(q, q.nominal, q.unlisted);
-    if (!q.borrowing_limit.empty()) c.borrowing_limit = *fill(q, q.borrowing_limit, fairness::kNoLimit);
-    if (!q.lending_limit.empty()) c.lending_limit = *fill(q, q.lending_limit, fairness::kNoLimit);
+    c.nominal = fairness::queue_amounts(*fill(q, q.nominal, q.unlisted));
+    if (!q.borrowing_limit.empty()) c.borrowing_limit = fairness::queue_amounts(*fill(q, q.borrowing_limit, fairness::kNoLimit));
+    if (!q.lending_limit.empty()) c.lending_limit = fairness::queue_amounts(*fill(q, q.lending_limit, fairness::kNoLimit));
     out.push_back(std::move(c));
   }
   std::vector<fairness::RunningJob> running;
@@ -353,7 +353,7 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
   auto usage = fairness::queue_usage_from_running(running, space, input.registry, names);
   if (!usage) return Error{fmt::format("running pods: {}", usage.error().message), usage.error().code, usage.error().field};
   for (std::size_t q = 0; q < out.size(); ++q)
-    if (!parents.contains(out[q].name)) out[q].usage = (*usage)[q];  // jobs run in leaf queues only
+    if (!parents.contains(out[q].name)) out[q].usage = fairness::queue_amounts((*usage)[q]);  // jobs run in leaf queues only
   return out;
 }
 

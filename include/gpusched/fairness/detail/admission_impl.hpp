@@ -92,17 +92,17 @@ GPUSCHED_DECL Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace spa
   p.tree_ = std::move(*tree);
   for (std::size_t q = 0; q < queues.size(); ++q) {  // (the usage given: the planner's own input)
     if (!p.tree_.leaf(q) && queues[q].usage.size() != 0) return detail::internal_queue_error(q, queues[q]);
-    if (queues[q].usage.size() != 0 && queues[q].usage.size() != m)
+    if (queues[q].usage.size() != 0 && queues[q].usage.size() != static_cast<std::size_t>(m))
       return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("queues[", q, "] (", queues[q].name, ").usage: expected ", m, " dimensions, got ", queues[q].usage.size()));
   }
   std::vector<QueueQuota> quotas;
   for (const QueueConfig& queue : queues)
-    quotas.push_back(QueueQuota{queue.name, queue.cohort, queue.nominal, queue.borrowing_limit, queue.lending_limit});
+    quotas.push_back(queue_quota(queue));
   auto book = QuotaBook::build(static_cast<std::size_t>(m), std::move(quotas));
   if (!book) return book.error();
   p.book_ = std::move(book.value());
   for (std::size_t q = 0; q < queues.size(); ++q)
-    if (queues[q].usage.size() == m) p.book_.admit(q, queues[q].usage);
+    if (queues[q].usage.size() == static_cast<std::size_t>(m)) p.book_.admit(q, amounts_of(queues[q].usage));
   p.space_ = std::move(space);
   p.capacity_ = std::move(capacity);
   p.free_ = std::move(free);

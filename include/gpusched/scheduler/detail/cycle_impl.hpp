@@ -301,7 +301,7 @@ struct CycleRun {
       if (!summed)
         if (Status st = sum_running(usage); !st) return st;
       std::vector<fairness::QueueQuota> quotas;
-      for (const auto& c : queues) quotas.push_back({c.name, c.cohort, c.nominal, c.borrowing_limit, c.lending_limit});
+      for (const auto& c : queues) quotas.push_back(fairness::queue_quota(c));
       auto b = fairness::QuotaBook::build(static_cast<std::size_t>(dims), std::move(quotas));
       if (!b) return b.error();
       book = std::move(*b);
@@ -644,12 +644,13 @@ struct CycleRun {
   bool within_own_nominal(std::size_t v) const {
     if (!fair) return false;
     const fairness::QueueConfig& c = queues[v];
-    if (c.nominal.size() != dims) return false;
+    if (c.nominal.size() != static_cast<std::size_t>(dims)) return false;
     bool any = false;
     for (Eigen::Index d = 2; d < dims; ++d) {
-      if (c.nominal[d] < 0) continue;
+      const std::int64_t nominal = c.nominal[static_cast<std::size_t>(d)];
+      if (nominal < 0) continue;
       any = true;
-      if (book->usage(v)[d] > c.nominal[d]) return false;
+      if (book->usage(v)[d] > nominal) return false;
     }
     return any;
   }
