@@ -151,38 +151,43 @@ struct FlavorChoice {
 };
 
 // The flavor rule (above). `candidates` are the flavors the job may be charged on, in order (-1 alone
-// for a job without GPUs). `check(d)` is the quota's answer for the job charged on d (a QuotaCheck);
+// for a job without GPUs): any range of Eigen::Index that can be walked twice. `check(d)` is the quota's answer for the job charged on d (a QuotaCheck);
 // `refused(d, check)` is told, once per candidate and in order, each check that does not admit (an
 // rvalue: it may keep it);
 // `fits(d, borrows)` answers whether the job can have flavor d now (it may reserve what it found
 // when it says yes: it is asked again for no other candidate after a yes).
-template <class Check, class Refused, class Fits>
-FlavorChoice choose_flavor(std::span<const Eigen::Index> candidates, Check&& check, Refused&& refused, Fits&& fits) {
+template <class Candidates, class Check, class Refused, class Fits>
+FlavorChoice choose_flavor(const Candidates& candidates, Check&& check, Refused&& refused, Fits&& fits) {
   // The first pass remembers which of the first 64 candidates would borrow: the second asks the
   // quota again only for those (the check may set up what `fits` reads) and skips the rest.
   std::uint64_t borrowing = 0;
-  for (std::size_t k = 0; k < candidates.size(); ++k) {
-    QuotaCheck c = check(candidates[k]);
+  std::size_t k = 0;
+  for (const Eigen::Index d : candidates) {
+    QuotaCheck c = check(d);
     if (!c.admitted()) {
-      refused(candidates[k], std::move(c));
+      refused(d, std::move(c));
     } else if (c.borrows) {
       if (k < 64) borrowing |= std::uint64_t{1} << k;
-    } else if (fits(candidates[k], false)) {
-      return {true, candidates[k], false};
+    } else if (fits(d, false)) {
+      return {true, d, false};
     }
+    ++k;
   }
-  for (std::size_t k = 0; k < candidates.size(); ++k) {
-    if (k < 64 && !((borrowing >> k) & 1)) continue;
-    const QuotaCheck c = check(candidates[k]);
-    if (c.admitted() && c.borrows && fits(candidates[k], true)) return {true, candidates[k], true};
+  k = 0;
+  for (const Eigen::Index d : candidates) {
+    const bool skip = k < 64 && !((borrowing >> k) & 1);
+    ++k;
+    if (skip) continue;
+    const QuotaCheck c = check(d);
+    if (c.admitted() && c.borrows && fits(d, true)) return {true, d, true};
   }
   return {};
 }
 
 // The tier of a queue whose head job has these candidates: 0 when some candidate lies within the
 // queue's own nominal quota (`within_nominal(d)`), else 1.
-template <class WithinNominal>
-std::uint8_t head_tier(std::span<const Eigen::Index> candidates, WithinNominal&& within_nominal) {
+template <class Candidates, class WithinNominal>
+std::uint8_t head_tier(const Candidates& candidates, WithinNominal&& within_nominal) {
   for (const Eigen::Index d : candidates)
     if (within_nominal(d)) return 0;
   return 1;

@@ -143,12 +143,36 @@ GPUSCHED_DECL std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace
   return order;
 }
 
-// A list of candidate flavors and what it was made from (FlavorCandidates::list).
-struct CandidateList {
-  std::vector<Eigen::Index> dims;
-  const std::vector<Eigen::Index>* flavors = nullptr;
-  std::uint64_t allowed = 0;
-  bool gpu = false;
+// The flavors a job may be charged on, walked without building a list: the queue's flavors the job
+// allows (a bit per GPU dimension below 2 + 64; those above are always allowed), or -1 alone.
+struct CandidateRange {
+  const Eigen::Index* first;
+  const Eigen::Index* last;
+  std::uint64_t allowed;
+
+  static bool allows(std::uint64_t allowed, Eigen::Index d) { return d < 2 || d - 2 >= 64 || ((allowed >> (d - 2)) & 1); }
+  struct iterator {
+    const Eigen::Index* at;
+    const Eigen::Index* last;
+    std::uint64_t allowed;
+    void skip() {
+      while (at != last && !allows(allowed, *at)) ++at;
+    }
+    Eigen::Index operator*() const { return *at; }
+    iterator& operator++() {
+      ++at;
+      skip();
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return at == o.at; }
+  };
+  iterator begin() const {
+    iterator it{first, last, allowed};
+    it.skip();
+    return it;
+  }
+  iterator end() const { return {last, last, allowed}; }
+  bool empty() const { return begin() == end(); }
 };
 
 // A job's candidate flavors (admission_rule.hpp): -1 alone for a job without GPUs, else the queue's
@@ -163,7 +187,6 @@ struct FlavorCandidates {
   std::int64_t gpu_milli;
   std::uint64_t allowed;
   bool names_models;          // the job lists allowed GPU models
-  CandidateList* order;       // where list() writes (the planner reuses it across jobs)
 
   void load_base(Amounts& scratch) const {
     if (full_base) {
@@ -179,22 +202,10 @@ struct FlavorCandidates {
     load_base(scratch);
     if (d >= 0) scratch[d] += gpu_milli;
   }
-  // The candidates in order; the last list is kept with what it was made from, so a run of jobs of
-  // one queue allowing the same models (most of a long queue) makes it once.
-  std::span<const Eigen::Index> list() const {
-    const bool gpu = gpu_milli > 0;
-    if (order->flavors == &flavors && order->allowed == allowed && order->gpu == gpu) return order->dims;
-    order->flavors = &flavors;
-    order->allowed = allowed;
-    order->gpu = gpu;
-    order->dims.clear();
-    if (!gpu) {
-      order->dims.push_back(-1);
-    } else {
-      for (const Eigen::Index d : flavors)
-        if (d - 2 >= 64 || ((allowed >> (d - 2)) & 1)) order->dims.push_back(d);
-    }
-    return order->dims;
+  CandidateRange list() const {
+    static constexpr Eigen::Index kNoGpu[] = {-1};
+    if (gpu_milli <= 0) return {kNoGpu, kNoGpu + 1, ~std::uint64_t{0}};
+    return {flavors.data(), flavors.data() + flavors.size(), allowed};
   }
 };
 
@@ -233,7 +244,7 @@ struct FlavorDecision {
 GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::size_t q, const QuotaBook& book, const Amounts& free, Amounts& request,
                Amounts& scratch, std::vector<CandidateMiss>& misses) {
   const std::size_t mark = misses.size();
-  const std::span<const Eigen::Index> candidates = cands.list();
+  const CandidateRange candidates = cands.list();
   if (candidates.empty())
     return {false, false, -1, !cands.names_models ? PendingKind::kNoFlavorOffered : PendingKind::kNoAllowedFlavor};
   const auto check = [&](Eigen::Index d) {
@@ -269,7 +280,9 @@ GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::s
   // Quota refusals come from the first pass, a borrowing flavor's cluster miss from the second: one
   // miss per candidate, put in the candidates' order (an insertion sort: a few flavors, mostly in order).
   const auto position = [&](const CandidateMiss& m) {
-    return std::find(candidates.begin(), candidates.end(), static_cast<Eigen::Index>(m.gpu_dim)) - candidates.begin();
+    std::size_t k = 0;
+    for (auto it = candidates.begin(); it != candidates.end() && *it != m.gpu_dim; ++it) ++k;
+    return k;
   };
   for (std::size_t i = mark + 1; i < misses.size(); ++i)
     for (std::size_t k = i; k > mark && position(misses[k]) < position(misses[k - 1]); --k) std::swap(misses[k], misses[k - 1]);
@@ -314,7 +327,7 @@ GPUSCHED_DECL std::int64_t decide_flavor_elastic(const PendingJob& job, const Fl
       gpu -= dropped * g.gpu_milli;
     }
     base = base.cwiseMax(0);
-    const FlavorCandidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models, whole.order};
+    const FlavorCandidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
     return decide_flavor(reduced, q, book, free, request, scratch, misses);
   };
   misses.resize(mark);
@@ -476,8 +489,7 @@ GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) c
     d.outcome = Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kOther});
     return d;
   }
-  detail::CandidateList order;
-  const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty(), &order};
+  const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty()};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
   detail::FlavorDecision o;
@@ -545,7 +557,6 @@ struct PlanRun {
   std::unique_ptr<PlannerJobRecord[]> hot;  // the queued jobs' records, each queue's in queue order
   std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
   std::vector<std::vector<Eigen::Index>> flavors;  // per queue, fairness_flavor_dims
-  CandidateList order;                             // FlavorCandidates' buffer
 
   PlanRun(const ResourceSpace& s, const QueueTree& t, std::span<const QueueConfig> q, const Amounts& c,
           std::span<const PendingJob> j, const AgingPolicy& a, const QuotaBook& b, const Amounts& f)
@@ -555,7 +566,7 @@ struct PlanRun {
   FlavorCandidates candidates(std::size_t q, std::size_t k) {
     const PlannerJobRecord& h = hot[k];
     return FlavorCandidates{flavors[q], (h.flags & kJobFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory,
-                            h.gpu_milli, h.allowed, (h.flags & kJobNamesModels) != 0, &order};
+                            h.gpu_milli, h.allowed, (h.flags & kJobNamesModels) != 0};
   }
 
   // Pass 1 (input order): each job's queue, per-queue counts, the spreads of effective priority and
@@ -785,9 +796,9 @@ struct PlanRun {
         node.demand = before.usage(q).cast<double>();
         for (std::size_t k = start[q]; k < start[q + 1]; ++k) {
           const FlavorCandidates c = candidates(q, k);
-          const std::span<const Eigen::Index> first = c.list();
+          const CandidateRange first = c.list();
           if (first.empty()) continue;
-          c.request(first.front(), scratch);
+          c.request(*first.begin(), scratch);
           node.demand += scratch.cast<double>();
         }
       }
