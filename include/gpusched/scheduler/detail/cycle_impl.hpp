@@ -257,10 +257,16 @@ struct CycleRun {
       capacity = std::move(cluster->capacity);
       free = std::move(cluster->free);
       dims = space.size();
-      // The queue tree, validated as the fairness family validates it (its quotas: QuotaBook below).
+      // The queue tree and its quotas, validated as the fairness family validates them (before any
+      // running job is read, so a bad queue is reported first).
       auto t = fairness::QueueTree::build(space, queues);
       if (!t) return t.error();
       tree = std::move(*t);
+      std::vector<fairness::QueueQuota> quotas;
+      for (const auto& c : queues) quotas.push_back(fairness::queue_quota(c));
+      auto b = fairness::QuotaBook::build(static_cast<std::size_t>(dims), std::move(quotas));
+      if (!b) return b.error();
+      book = std::move(*b);
     } else {
       capacity = Amounts::Zero(dims);
     }
@@ -300,11 +306,6 @@ struct CycleRun {
 #endif
       if (!summed)
         if (Status st = sum_running(usage); !st) return st;
-      std::vector<fairness::QueueQuota> quotas;
-      for (const auto& c : queues) quotas.push_back(fairness::queue_quota(c));
-      auto b = fairness::QuotaBook::build(static_cast<std::size_t>(dims), std::move(quotas));
-      if (!b) return b.error();
-      book = std::move(*b);
       for (std::size_t q = 0; q < nq; ++q)
         if (leaf[q]) book->admit(q, usage[q]);
       // H-DRF over the queues; a dimension saturates only when nothing of it is free (a job fits
