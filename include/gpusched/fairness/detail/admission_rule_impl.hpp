@@ -83,8 +83,9 @@ GPUSCHED_DECL Result<QueueTree> QueueTree::build(const ResourceSpace& space, std
   }
   // No cycle: a walk up from every queue reaches the root, each queue's depth known on the way.
   std::vector<std::int64_t> depth(queues.size(), -1);  // -2: on the walk being made
+  std::vector<std::size_t> chain;
   for (std::size_t q = 0; q < queues.size(); ++q) {
-    std::vector<std::size_t> chain;
+    chain.clear();
     std::size_t at = q;
     while (depth[at] == -1) {
       depth[at] = -2;
@@ -99,9 +100,15 @@ GPUSCHED_DECL Result<QueueTree> QueueTree::build(const ResourceSpace& space, std
   }
   // Parents before children, and siblings in the order listed: H-DRF breaks equal shares by creation
   // order, so this is what makes ties go to the queue listed first.
+  // A counting sort by depth (stable: index order within a depth).
+  std::vector<std::size_t> start;
+  for (const std::int64_t d : depth) {
+    if (static_cast<std::size_t>(d) + 2 > start.size()) start.resize(static_cast<std::size_t>(d) + 2, 0);
+    ++start[static_cast<std::size_t>(d) + 1];
+  }
+  for (std::size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
   t.topo_.resize(queues.size());
-  for (std::size_t q = 0; q < queues.size(); ++q) t.topo_[q] = q;
-  std::stable_sort(t.topo_.begin(), t.topo_.end(), [&](std::size_t a, std::size_t b) { return depth[a] < depth[b]; });
+  for (std::size_t q = 0; q < queues.size(); ++q) t.topo_[start[static_cast<std::size_t>(depth[q])]++] = q;
   for (std::size_t q = 0; q < queues.size(); ++q) {
     const QueueConfig& queue = queues[q];
     if (!t.leaf_[q] && (queue.nominal.size() != 0 || !queue.cohort.empty()))

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
+#include <unordered_set>
 
 namespace gpusched::scheduler {
 
@@ -17,12 +19,13 @@ GPUSCHED_CTOR_DECL Session::Session(ClusterState& state, std::vector<fairness::Q
   fair_ = !queues_.empty();
   options_.usage = nullptr;
   options_.dry_run = false;
-  std::vector<char> leaf(queues_.size(), 1);
+  // Jobs join leaf queues: a queue no other queue names as its parent (one pass, not a scan per queue:
+  // a tree may have tens of thousands of queues).
+  std::unordered_set<std::string_view> parents;
   for (const fairness::QueueConfig& q : queues_)
-    for (std::size_t p = 0; p < queues_.size(); ++p)
-      if (queues_[p].name == q.parent) leaf[p] = 0;
+    if (!q.parent.empty()) parents.insert(q.parent);
   for (std::size_t q = 0; q < queues_.size(); ++q)
-    if (leaf[q]) queue_index_.emplace(queues_[q].name, q);
+    if (!parents.contains(queues_[q].name)) queue_index_.emplace(queues_[q].name, q);
   members_.assign(fair_ ? queues_.size() : 1, {});
 }
 
