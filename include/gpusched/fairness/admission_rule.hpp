@@ -26,7 +26,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -85,6 +84,10 @@ struct QueueConfig {
   BorrowWithinCohort borrow_within_cohort;  // Never unless set (no cycle-wide default)
 };
 
+// The flavors (GPU dimensions) a queue offers, in the order they are tried: its flavor order, else
+// the resource space's (the queue validated by QueueTree::build: every model it names is in the space).
+std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueConfig& queue);
+
 // The quota part of a queue, for QuotaBook (quota.hpp).
 inline QueueQuota queue_quota(const QueueConfig& q) {
   return QueueQuota{q.name, q.cohort, amounts_of(q.nominal), amounts_of(q.borrowing_limit), amounts_of(q.lending_limit)};
@@ -125,7 +128,7 @@ class QueueOrder {
              std::span<const Amounts> usage, Amounts saturation_threshold = {});
 
   // The queue to serve next, or nothing when every queue is blocked.
-  std::optional<std::size_t> pick();
+  std::optional<std::size_t> pick() const;
   // After queue q's head was served: what it was charged (null: nothing), and the tier of its new
   // head, or no head (the queue is blocked): one update of the tree for both.
   void update(std::size_t q, const Amounts* charged, std::optional<std::uint8_t> head_tier);
@@ -151,11 +154,11 @@ struct FlavorChoice {
 };
 
 // The flavor rule (above). `candidates` are the flavors the job may be charged on, in order (-1 alone
-// for a job without GPUs): any range of Eigen::Index that can be walked twice. `check(d)` is the quota's answer for the job charged on d (a QuotaCheck);
-// `refused(d, check)` is told, once per candidate and in order, each check that does not admit (an
-// rvalue: it may keep it);
-// `fits(d, borrows)` answers whether the job can have flavor d now (it may reserve what it found
-// when it says yes: it is asked again for no other candidate after a yes).
+// for a job without GPUs): any range of Eigen::Index that can be walked twice. `check(d)` is the
+// quota's answer for the job charged on d (a QuotaCheck); `refused(d, check)` is told, once per
+// candidate and in order, each check that does not admit (an rvalue: it may keep it); `fits(d,
+// borrows)` answers whether the job can have flavor d now (it may reserve what it found when it says
+// yes: it is asked again for no other candidate after a yes).
 template <class Candidates, class Check, class Refused, class Fits>
 FlavorChoice choose_flavor(const Candidates& candidates, Check&& check, Refused&& refused, Fits&& fits) {
   // The first pass remembers which of the first 64 candidates would borrow: the second asks the

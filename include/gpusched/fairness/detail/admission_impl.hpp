@@ -132,17 +132,6 @@ GPUSCHED_DECL std::uint64_t fairness_allowed_mask(const ResourceSpace& space, co
   return mask;
 }
 
-// The flavors (GPU dimensions) a queue offers, in the order they are tried.
-GPUSCHED_DECL std::vector<Eigen::Index> fairness_flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
-  std::vector<Eigen::Index> order;
-  if (!queue.flavor_order.empty()) {
-    for (const auto& model : queue.flavor_order) order.push_back(*space.gpu_dim(model));
-  } else {
-    for (Eigen::Index d = 2; d < space.size(); ++d) order.push_back(d);
-  }
-  return order;
-}
-
 // The flavors a job may be charged on, walked without building a list: the queue's flavors the job
 // allows (a bit per GPU dimension below 2 + 64; those above are always allowed), or -1 alone.
 struct CandidateRange {
@@ -482,7 +471,7 @@ GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) c
     d.outcome = detail::fairness_kind_outcome(PendingKind::kInvalidRequest, SIZE_MAX);
     return d;
   }
-  const auto flavors = detail::fairness_flavor_dims(space_, queues_[*q]);
+  const auto flavors = flavor_dims(space_, queues_[*q]);
   if (job.base.size() != space_.size()) {
     AdmissionDecision d;
     d.reason = detail::fairness_text("job ", job.name, ": base request has ", job.base.size(), " dimensions, expected ", space_.size());
@@ -556,7 +545,7 @@ struct PlanRun {
   std::size_t max_bucket = 0;
   std::unique_ptr<PlannerJobRecord[]> hot;  // the queued jobs' records, each queue's in queue order
   std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
-  std::vector<std::vector<Eigen::Index>> flavors;  // per queue, fairness_flavor_dims
+  std::vector<std::vector<Eigen::Index>> flavors;  // per queue, flavor_dims
 
   PlanRun(const ResourceSpace& s, const QueueTree& t, std::span<const QueueConfig> q, const Amounts& c,
           std::span<const PendingJob> j, const AgingPolicy& a, const QuotaBook& b, const Amounts& f)
@@ -622,7 +611,7 @@ struct PlanRun {
       start[q + 1] += start[q];
     }
     flavors.resize(queues.size());
-    for (std::size_t q = 0; q < queues.size(); ++q) flavors[q] = fairness_flavor_dims(space, queues[q]);
+    for (std::size_t q = 0; q < queues.size(); ++q) flavors[q] = flavor_dims(space, queues[q]);
   }
 
   // A queued job's compact record.

@@ -8,7 +8,6 @@
 #include "gpusched/core/config.hpp"
 #include "gpusched/fairness/admission_rule.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -117,6 +116,17 @@ GPUSCHED_DECL Result<QueueTree> QueueTree::build(const ResourceSpace& space, std
   return t;
 }
 
+GPUSCHED_DECL std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
+  std::vector<Eigen::Index> order;
+  if (!queue.flavor_order.empty()) {
+    for (const auto& model : queue.flavor_order)
+      if (const auto d = space.gpu_dim(model)) order.push_back(*d);
+  } else {
+    for (Eigen::Index d = 2; d < space.size(); ++d) order.push_back(d);
+  }
+  return order;
+}
+
 GPUSCHED_DECL std::optional<std::size_t> QueueTree::find(std::string_view name) const {
   const auto it = index_.find(name);
   if (it == index_.end()) return std::nullopt;
@@ -148,12 +158,11 @@ GPUSCHED_CTOR_DECL QueueOrder::QueueOrder(const QueueTree& tree, std::span<const
     if (tree.leaf(q) && !usage[q].isZero()) hdrf_.allocate(node_of_queue_[q], usage[q]);
 }
 
-GPUSCHED_DECL std::optional<std::size_t> QueueOrder::pick() {
-  while (const std::optional<HdrfScheduler::NodeId> node = hdrf_.pick()) {
-    if (queue_of_node_[*node] != SIZE_MAX) return queue_of_node_[*node];
-    hdrf_.block(*node);  // (no queue's leaf: never served)
-  }
-  return std::nullopt;
+GPUSCHED_DECL std::optional<std::size_t> QueueOrder::pick() const {
+  // H-DRF picks leaves only: every leaf is a leaf queue's but the blocked one of other usage.
+  const std::optional<HdrfScheduler::NodeId> node = hdrf_.pick();
+  if (!node) return std::nullopt;
+  return queue_of_node_[*node];
 }
 
 GPUSCHED_DECL void QueueOrder::update(std::size_t q, const Amounts* charged, std::optional<std::uint8_t> head_tier) {

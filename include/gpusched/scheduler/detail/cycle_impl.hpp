@@ -172,9 +172,6 @@ struct CycleRun {
   std::optional<fairness::QueueTree> tree;    // the one admission rule's pieces (fairness/admission_rule.hpp)
   std::optional<fairness::QuotaBook> book;
   std::optional<fairness::QueueOrder> order;
-  std::vector<char> leaf;
-  std::vector<std::int64_t> queue_parent;  // index of each queue's parent queue (-1: under the root)
-  std::unordered_map<std::string_view, std::size_t> queue_index;  // by name (with queues)
   std::vector<std::size_t> running_queue;  // queue index of each running job: read through queue_of()
   bool running_queue_known = false;
   std::vector<std::int64_t> queue_gpu_used;  // milli-GPU over every GPU dimension (with queues only)
@@ -231,6 +228,8 @@ struct CycleRun {
       : state(s), running(r), pending(p), queues(q), now(n), options(o), kept(k), explain(e) {}
 
   std::size_t queue_count() const { return fair ? queues.size() : 1; }
+  // Jobs join leaf queues (without queues: the one implicit queue).
+  bool is_leaf(std::size_t q) const { return !fair || tree->leaf(q); }
 
   void add_amounts(Amounts& a, std::span<const RunningTask> tasks) const {
     for (const RunningTask& t : tasks) add_assignment(a, state, space, dim_of_model, t.assignment, 1);
@@ -285,10 +284,6 @@ struct CycleRun {
     victim_mark.assign(running.size(), kRulesOnly);
     std::vector<Amounts> usage(nq, Amounts::Zero(dims));
     if (fair) {
-      for (std::size_t q = 0; q < queues.size(); ++q) queue_index.emplace(queues[q].name, q);
-      leaf.assign(nq, 1);
-      for (std::size_t q = 0; q < nq; ++q) leaf[q] = tree->leaf(q) ? 1 : 0;
-      queue_parent.assign(tree->parents().begin(), tree->parents().end());
       // The caller's sums when it keeps them and they name only leaf queues (otherwise the sum over
       // the running jobs finds the job to blame).
       bool summed = options.usage != nullptr && usage_from_tally(*options.usage, usage);
@@ -307,14 +302,13 @@ struct CycleRun {
       if (!summed)
         if (Status st = sum_running(usage); !st) return st;
       for (std::size_t q = 0; q < nq; ++q)
-        if (leaf[q]) book->admit(q, usage[q]);
+        if (is_leaf(q)) book->admit(q, usage[q]);
       // H-DRF over the queues; a dimension saturates only when nothing of it is free (a job fits
       // here when it places on nodes, not by the aggregate amounts).
       order.emplace(*tree, queues, capacity, free, usage, Amounts::Ones(dims));
     } else {
       // One implicit queue: its GPU usage is read only by fair-share reclaim between queues, so it
       // is not summed over every running job (a cycle on a large cluster would pay for it).
-      leaf.assign(1, 1);
     }
     return {};
   }
@@ -327,12 +321,12 @@ struct CycleRun {
     for (std::size_t j = 0; j < running.size(); ++j) {
       const std::string& name = running[j].queue;
       if (last == SIZE_MAX || name != queues[last].name) {
-        auto it = queue_index.find(name);
-        if (it == queue_index.end())
+        const std::optional<std::size_t> found = tree->find(name);
+        if (!found)
           return Error{"running[" + std::to_string(j) + "].queue: no queue named \"" + name + "\"",
                        ErrorCode::kUnknownName, "running[" + std::to_string(j) + "].queue"};
-        last = it->second;
-        if (!leaf[last])
+        last = *found;
+        if (!is_leaf(last))
           return Error{"running[" + std::to_string(j) + "].queue: \"" + name + "\" has child queues",
                        ErrorCode::kInconsistent, "running[" + std::to_string(j) + "].queue"};
       }
@@ -356,23 +350,23 @@ struct CycleRun {
   // The caller's per-queue sums as usage, when every queue they name with running jobs is a leaf.
   bool usage_from_tally(const RunningUsage& tally, std::vector<Amounts>& usage) {
     for (const RunningUsage::Queue& t : tally.queues()) {
-      auto it = queue_index.find(t.name);
+      const std::optional<std::size_t> found = tree->find(t.name);
       const bool empty = t.jobs == 0 && t.cpu == 0 && t.memory == 0 &&
                          std::all_of(t.gpu_milli.begin(), t.gpu_milli.end(), [](std::int64_t g) { return g == 0; });
       if (empty) continue;
-      if (it == queue_index.end() || !leaf[it->second]) return false;
+      if (!found || !is_leaf(*found)) return false;
     }
     for (const RunningUsage::Queue& t : tally.queues()) {
-      auto it = queue_index.find(t.name);
-      if (it == queue_index.end()) continue;
-      Amounts& u = usage[it->second];
+      const std::optional<std::size_t> found = tree->find(t.name);
+      if (!found) continue;
+      Amounts& u = usage[*found];
       u[fairness::ResourceSpace::kCpu] += t.cpu;
       u[fairness::ResourceSpace::kMemory] += t.memory;
       for (std::size_t m = 0; m < t.gpu_milli.size(); ++m) {
         const Eigen::Index d = m < dim_of_model.size() ? dim_of_model[m] : -1;
         if (d < 0) continue;
         u[d] += t.gpu_milli[m];
-        queue_gpu_used[it->second] += t.gpu_milli[m];
+        queue_gpu_used[*found] += t.gpu_milli[m];
       }
     }
     return true;
@@ -388,7 +382,7 @@ struct CycleRun {
     }
     if (!running_queue_known) {
       running_queue.assign(running.size(), 0);
-      for (std::size_t r = 0; r < running.size(); ++r) running_queue[r] = queue_index.at(running[r].queue);
+      for (std::size_t r = 0; r < running.size(); ++r) running_queue[r] = tree->find(running[r].queue).value();
       running_queue_known = true;
     }
     return running_queue[j];
@@ -404,15 +398,8 @@ struct CycleRun {
     // A few (queue, allowed models) pairs recur for every job of a long queue: each list is made once.
     for (const FlavorList& f : flavor_lists)
       if (f.queue == q && f.allowed == allowed) return f.dims;
-    std::vector<Eigen::Index> order;
-    if (!queues[q].flavor_order.empty()) {
-      for (const auto& m : queues[q].flavor_order)
-        if (auto d = space.gpu_dim(m)) order.push_back(*d);
-    } else {
-      for (Eigen::Index d = 2; d < dims; ++d) order.push_back(d);
-    }
     FlavorList& f = flavor_lists.emplace_back(FlavorList{q, allowed, {}});
-    for (Eigen::Index d : order)
+    for (Eigen::Index d : fairness::flavor_dims(space, queues[q]))
       if (allowed & model_bit(model_of_dim[static_cast<std::size_t>(d)])) f.dims.push_back(d);
     return f.dims;
   }
@@ -700,25 +687,26 @@ struct CycleRun {
     if (options.fair_share_reclaim && nq > 0) {
       // Only leaves hold work: each climbs once (a deep chain of queues has one leaf).
       subtree_gpu.assign(nq, 0);
+      const auto parent = [&](std::int64_t a) { return tree->parent(static_cast<std::size_t>(a)); };
       for (std::size_t v = 0; v < nq; ++v)
-        if (leaf[v] && queue_gpu_used[v] != 0)
-          for (std::int64_t a = static_cast<std::int64_t>(v); a >= 0; a = queue_parent[static_cast<std::size_t>(a)])
+        if (tree->leaf(v) && queue_gpu_used[v] != 0)
+          for (std::int64_t a = static_cast<std::int64_t>(v); a >= 0; a = parent(a))
             subtree_gpu[static_cast<std::size_t>(a)] += queue_gpu_used[v];
       // below_on_path[a]: for a queue on q's path from the root, its child on that path (q: itself).
       std::vector<std::size_t> below_on_path(nq, SIZE_MAX);
       std::size_t top_q = q;
-      for (std::int64_t a = static_cast<std::int64_t>(q), below = a; a >= 0; below = a, a = queue_parent[static_cast<std::size_t>(a)]) {
+      for (std::int64_t a = static_cast<std::int64_t>(q), below = a; a >= 0; below = a, a = parent(a)) {
         below_on_path[static_cast<std::size_t>(a)] = static_cast<std::size_t>(below);
         top_q = static_cast<std::size_t>(a);
       }
       for (std::size_t v = 0; v < nq; ++v) {
-        if (!leaf[v] || v == q) continue;
+        if (!tree->leaf(v) || v == q) continue;
         // Climb from v until its parent is on q's path: that parent is where the paths part.
         std::size_t cv = v;
-        while (queue_parent[cv] >= 0 && below_on_path[static_cast<std::size_t>(queue_parent[cv])] == SIZE_MAX)
-          cv = static_cast<std::size_t>(queue_parent[cv]);
+        while (tree->parent(cv) >= 0 && below_on_path[static_cast<std::size_t>(tree->parent(cv))] == SIZE_MAX)
+          cv = static_cast<std::size_t>(tree->parent(cv));
         side_v[v] = cv;
-        side_q[v] = queue_parent[cv] < 0 ? top_q : below_on_path[static_cast<std::size_t>(queue_parent[cv])];
+        side_q[v] = tree->parent(cv) < 0 ? top_q : below_on_path[static_cast<std::size_t>(tree->parent(cv))];
       }
     }
     for (std::size_t v = 0; v < nq; ++v) {
@@ -1175,10 +1163,10 @@ struct CycleRun {
   Queuing queuing(std::size_t p) const {
     if (!specs[p]) return {false, ReasonKind::kOther};
     if (!fair) return {};
-    auto it = queue_index.find(pending[p].job.queue);
-    if (it == queue_index.end()) return {false, ReasonKind::kNoSuchQueue};
-    if (!leaf[it->second]) return {false, ReasonKind::kNotLeafQueue};
-    return {true, ReasonKind::kOther, it->second};
+    const std::optional<std::size_t> found = tree->find(pending[p].job.queue);
+    if (!found) return {false, ReasonKind::kNoSuchQueue};
+    if (!is_leaf(*found)) return {false, ReasonKind::kNotLeafQueue};
+    return {true, ReasonKind::kOther, *found};
   }
   bool backing_off(std::size_t p) const { return pending[p].not_before > now; }
 
@@ -1303,7 +1291,7 @@ struct CycleRun {
       order->update(q, nullptr, tier_of(q));
     };
     for (std::size_t q = 0; q < nq; ++q)
-      if (leaf[q]) refresh(q);
+      if (is_leaf(q)) refresh(q);
 
     auto serve = [&](std::size_t q) {
       const std::size_t p = members[q][head[q]++];
