@@ -13,6 +13,7 @@
 #endif
 
 #include "gpusched/cluster/detail/cluster_state_impl.hpp"
+#include "gpusched/cluster/detail/jobs_impl.hpp"
 #include "gpusched/packing/detail/placement_impl.hpp"
 #include "gpusched/packing/detail/policy_impl.hpp"
 #include "gpusched/packing/detail/fgd_impl.hpp"

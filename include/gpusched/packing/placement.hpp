@@ -1,9 +1,8 @@
 // gpusched/packing/placement.hpp — placing a whole job, and explaining why it cannot be placed.
 //
-// `compile_job` reads a `JobView` (the one job model, cluster/views.hpp) once against a state into
-// a `CompiledJob`: one resolved `TaskRequest` per group, the replica counts, and everything else the
-// job said (queue, priority and its class, submit time, MIG profiles, gang constraints), so every
-// family takes the same compiled job.
+// A job reaches this header compiled (`compile_job`, cluster/jobs.hpp: the one job model every
+// family reads): one resolved `TaskRequest` per group, the replica counts, and everything else the
+// job said.
 //
 // `place_job` places every task of every group of a job with one policy, all or nothing: either
 // every task is reserved on the state, or the state is left exactly as it was and the answer says
@@ -26,8 +25,8 @@
 // the one-job building block it composes.)
 //
 // Header-only: the definitions are in packing/detail/placement_impl.hpp.
-// Threads: compile_job reads the state (const, may run concurrently with other readers); place_job
-// reserves on the state it is given (one thread per state: give each thread its own copy).
+// Threads: place_job reserves on the state it is given (one thread per state: give each thread its
+// own copy).
 // Policies with a seeded generator or a cache (RandomPolicy, FgdPolicy, the trace policies) change
 // inside their const calls: one policy object per thread. BestFitPolicy and the other stateless
 // policies may be shared.
@@ -41,6 +40,7 @@
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
+#include "gpusched/cluster/jobs.hpp"
 #include "gpusched/packing/policy.hpp"
 
 namespace gpusched {
@@ -86,58 +86,6 @@ struct JobPlacement {
   bool placed() const { return verdict == Verdict::kPlaced; }
 };
 
-// Gang constraints, resolved to group indices (the gang module reads them; docs/gang.md).
-struct TopologyConstraint {
-  std::string level;  // kNodeLevel or a node label key; empty = no topology constraint
-  LevelMode mode = LevelMode::kRequired;
-};
-
-struct SpreadConstraint {
-  std::string level;                  // kNodeLevel or a node label key (a failure domain)
-  std::vector<std::uint32_t> groups;  // the groups counted together; empty = every group
-  std::int32_t max_per_domain = 0;    // 0 = no cap
-  std::int32_t min_domains = 0;       // 0 = no minimum
-};
-
-struct AntiAffinity {
-  std::uint32_t group_a = 0;
-  std::uint32_t group_b = 0;  // == group_a: the group's replicas repel each other
-  std::string level = std::string(kNodeLevel);
-};
-
-// A job compiled against a state: one request per group, with replica counts, and what the JobView
-// said about the job (see cluster/views.hpp for each field's meaning).
-struct CompiledGroup {
-  std::string name;
-  std::int32_t replicas = 1;
-  std::int32_t min_replicas = 1;
-  TaskRequest request;
-  std::string mig_profile = {};  // "" = none; the MIG family resolves it
-};
-struct CompiledJob {
-  std::string name;
-  std::string queue;
-  std::int32_t priority = 0;
-  std::string priority_class;
-  std::int64_t submit_time = 0;
-  std::vector<CompiledGroup> groups;
-  TopologyConstraint topology;
-  std::vector<SpreadConstraint> spread;
-  std::vector<AntiAffinity> anti_affinity;
-
-  // A topology, spread or anti-affinity constraint, or an elastic group: a job for the gang solver.
-  bool has_gang_constraints() const;
-};
-
-// Appends every task of `job`, replica by replica, to `out` (the tasks a path packs for: FGD's target
-// workload is made of them).
-inline void append_tasks(const CompiledJob& job, std::vector<TaskRequest>& out) {
-  for (const CompiledGroup& g : job.groups) out.insert(out.end(), static_cast<std::size_t>(g.replicas), g.request);
-}
-
-// Fails (with the field path) on a group the state cannot compile, negative replicas, min_replicas
-// above replicas, a constraint naming a group the job does not have, or an empty spread level.
-Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job);
 
 struct JobPlacementOptions {
   // Which GPUs each task takes on the chosen node; nullptr = the policy's gpu_picker(). A

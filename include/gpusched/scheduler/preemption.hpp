@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "gpusched/core/outcome.hpp"
+#include "gpusched/cluster/jobs.hpp"
 #include "gpusched/core/preemption_policy.hpp"
 #include "gpusched/gang/gang.hpp"
 
@@ -58,57 +59,10 @@ namespace gpusched::scheduler {
 
 using Seconds = std::int64_t;
 
-struct RunningTask {
-  TaskRequest request;
-  TaskAssignment assignment;
-  std::uint32_t group = 0;  // its group: an index into RunningJob::groups (0 for a job of one group)
-};
-
-// A group of an elastic job of several groups: what a grow adds to it, and up to how many tasks.
-struct ElasticGroup {
-  std::string name;
-  TaskRequest request;
-  std::int32_t max_tasks = 0;  // its replicas
-};
-
-// A job running on the cluster as the cycle sees it.
-struct RunningJob {
-  std::string name;
-  std::string queue;
-  std::int32_t priority = 0;
-  Seconds start_time = 0;
-  Seconds last_checkpoint = -1;  // the last checkpoint's time; before start_time (or -1): none yet
-  Seconds restart_cost = 0;      // seconds every GPU it holds spends restarting (load, warm up)
-  bool preemptible = true;
-  std::int32_t min_tasks = -1;   // elastic: tasks beyond the first min_tasks may be shed; -1 = rigid
-  Seconds runtime_estimate = -1;  // expected run time from start_time (backfill.hpp); <= 0: unknown
-  std::vector<RunningTask> tasks;
-  // Added by the scheduling cycle (scheduler/cycle.hpp); the defaults keep the meanings above.
-  // When it was submitted (queue order; "newer" in kLowerOrNewerEqualPriority); -1 = use start_time.
-  Seconds submit_time = -1;
-  // It checkpoints every `checkpoint_interval` seconds after its start (0 = only at the times
-  // `last_checkpoint` says): its latest checkpoint is then the later of last_checkpoint and
-  // start_time + k * interval, the last such time not after now.
-  Seconds checkpoint_interval = 0;
-  std::int32_t max_tasks = -1;   // elastic: grows up to this many tasks (the request of its last
-                                 // task); -1 = tasks.size() (never grows)
-  // Elastic with several groups: each group grows up to its own max_tasks with its own request, its
-  // tasks counted by RunningTask::group (empty: one group, as max_tasks says).
-  std::vector<ElasticGroup> groups;
-  std::int32_t restarts = 0;     // failures it was restarted after (the backoff exponent)
-  std::vector<std::string> evicted_by;  // jobs that evicted it before (cycle.hpp: never evicted back)
-
-  bool elastic() const { return min_tasks >= 0 && static_cast<std::size_t>(min_tasks) < tasks.size(); }
-  // The time the queue rules compare: submit_time, else start_time.
-  Seconds queued_since() const { return submit_time >= 0 ? submit_time : start_time; }
-  // Its latest checkpoint at `now` (start_time when none yet): lost work is counted from there.
-  Seconds checkpoint_at(Seconds now) const {
-    Seconds since = std::max(start_time, last_checkpoint);
-    if (checkpoint_interval > 0 && now > start_time)
-      since = std::max(since, start_time + (now - start_time) / checkpoint_interval * checkpoint_interval);
-    return since;
-  }
-};
+// The running job model (RunningTask, ElasticGroup, RunningJob) is the one of cluster/jobs.hpp.
+using gpusched::ElasticGroup;
+using gpusched::RunningJob;
+using gpusched::RunningTask;
 
 using gpusched::WithinQueue;  // core/preemption_policy.hpp (a queue may set its own)
 
