@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,14 +116,25 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   std::vector<std::string> names;
   for (const auto& q : queues->queues) names.push_back(q.name);
   held.reserve(input->running.size());
+  // Jobs run in leaf queues only: a parent queue takes no usage (its leaves' sum is its own), so a
+  // running job charged to a parent account is reported and counted nowhere.
+  std::set<std::string, std::less<>> parents;
+  for (const auto& q : queues->queues)
+    if (!q.parent.empty()) parents.insert(q.parent);
   for (const io::slurm::RunningInfo& r : input->running) {
     if (std::find(names.begin(), names.end(), r.account) == names.end() || r.tasks.empty()) continue;
+    if (parents.contains(r.account)) {
+      std::fprintf(stderr, "gpusched: warning: running job %s: account \"%s\" is a parent queue in %s; its usage counts in no queue (jobs run in leaf queues)\n",
+                   io::detail::tidy_message(r.id).c_str(), io::detail::tidy_message(r.account).c_str(), opt.queues_file.c_str());
+      continue;
+    }
     held.push_back(io::slurm::running_job(r));
     running.push_back({&held.back(), r.tasks.front().gpu_model});
   }
   auto usage = fairness::queue_usage_from_running(running, resources->space, input->registry, names);
   if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
-  for (std::size_t q = 0; q < queues->queues.size(); ++q) queues->queues[q].usage = fairness::queue_amounts((*usage)[q]);
+  for (std::size_t q = 0; q < queues->queues.size(); ++q)
+    if (!parents.contains(queues->queues[q].name)) queues->queues[q].usage = fairness::queue_amounts((*usage)[q]);
   fairness::AgingPolicy aging = queues->aging;
   if (opt.now) aging.now = *opt.now;
   else if (!queues->now_given) aging.now = io::latest_submit_time(input->jobs);

@@ -66,13 +66,14 @@ TEST_CASE("fairshare --slurm: the accounts' queues, usage from the running jobs"
   const std::string meta = R"("meta": {"plugin": {"type": "openapi/v0.0.38"}})";
   const std::string nodes = temp_file("slurm-nodes.json", "{" + meta + R"J(, "nodes": [
     {"name": "g1", "cpus": 64, "real_memory": 262144, "gres": "gpu:h100:8", "state": "mixed", "partitions": ["gpu"]}]})J");
-  const std::string jobs = temp_file("slurm-jobs.json", "{" + meta + R"J(, "jobs": [
+  const std::string jobs_text = "{" + meta + R"J(, "jobs": [
     {"job_id": 1, "job_state": "RUNNING", "account": "ml", "nodes": "g1", "cpus": 8, "start_time": 100, "end_time": 3700,
      "time_limit": 60, "gres_detail": ["gpu:h100:4(IDX:0-3)"], "partition": "gpu"},
     {"job_id": 2, "job_state": "PENDING", "state_reason": "Priority", "account": "ml", "priority": 10, "cpus": 8,
      "tres_per_node": "gres:gpu:h100:2", "partition": "gpu", "submit_time": 200},
     {"job_id": 3, "job_state": "PENDING", "state_reason": "Priority", "account": "cv", "priority": 5, "cpus": 8,
-     "tres_per_node": "gres:gpu:h100:2", "partition": "gpu", "submit_time": 300}]})J");
+     "tres_per_node": "gres:gpu:h100:2", "partition": "gpu", "submit_time": 300}]})J";
+  const std::string jobs = temp_file("slurm-jobs.json", jobs_text);
   const std::string queues = temp_file("accounts.json", R"({"queues": [{"name": "ml", "weight": 1}, {"name": "cv", "weight": 1}]})");
   Run r = run_tool("fairshare --slurm " + nodes + " " + jobs + " --queues " + queues + " --format json");
   REQUIRE(r.status == 0);
@@ -83,4 +84,28 @@ TEST_CASE("fairshare --slurm: the accounts' queues, usage from the running jobs"
   CHECK(out["admitted"][0]["job"] == "3");
   CHECK(out["admitted"][1]["job"] == "2");
   CHECK(run_tool("fairshare --slurm " + nodes + " " + jobs).status == 2);  // no queues: refused by name
+
+  // The accounts under a parent queue: the same plan (the parent takes no usage of its own; it was
+  // refused as "a queue with child queues takes no ... usage" before).
+  const std::string tree = temp_file("accounts-tree.json", R"({"queues": [{"name": "org"},
+    {"name": "ml", "parent": "org", "weight": 1}, {"name": "cv", "parent": "org", "weight": 1}]})");
+  r = run_tool("fairshare --slurm " + nodes + " " + jobs + " --queues " + tree + " --format json");
+  REQUIRE(r.status == 0);
+  const auto in_tree = nlohmann::json::parse(r.out);
+  REQUIRE(in_tree["admitted"].size() == 2);
+  CHECK(in_tree["admitted"][0]["job"] == "3");
+  CHECK(in_tree["admitted"][1]["job"] == "2");
+  CHECK(in_tree["queues"][1]["usage"]["gpus"]["H100-80GB"] == 6.0);  // ml after the plan: 4 running + 2
+
+  // A running job charged to the parent account is reported by its id and counted in no queue: both
+  // accounts then hold nothing, and the tie goes to the queue listed first (ml).
+  std::string parent_jobs = jobs_text;
+  parent_jobs.replace(parent_jobs.find(R"("account": "ml")"), 15, R"("account": "org")");
+  const std::string org_jobs = temp_file("slurm-jobs-org.json", parent_jobs);
+  r = run_tool("fairshare --slurm " + nodes + " " + org_jobs + " --queues " + tree + " --format json", true);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("running job 1: account \"org\" is a parent queue") != std::string::npos);
+  const auto org = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  REQUIRE(org["admitted"].size() == 2);
+  CHECK(org["admitted"][0]["job"] == "2");
 }
