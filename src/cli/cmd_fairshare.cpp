@@ -112,7 +112,7 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   if (!queues) throw InputError(queues.error().message);
   // Each account's usage: what its running jobs hold (a job of an account no queue names counts nowhere).
   std::vector<Job> held;
-  std::vector<fairness::RunningJob> running;
+  std::vector<fairness::RunningJobView> running;
   std::vector<std::string> names;
   for (const auto& q : queues->queues) names.push_back(q.name);
   held.reserve(input->running.size());

@@ -182,17 +182,66 @@ TEST_CASE("one model: per-queue usage from running jobs and where they run") {
   a.groups = {group(2, 1000, 1)};  // 2 cores, 2 GiB, 2 GPUs on H100
   b.groups = {group(1, 500, 0)};   // CPU only
   c.groups = {group(1, 2000, 4)};  // 4 A100s
-  const std::vector<RunningJob> running{{&a, "H100"}, {&b, ""}, {&c, "A100"}};
+  const std::vector<RunningJobView> running{{&a, "H100"}, {&b, ""}, {&c, "A100"}};
   const std::vector<std::string> queues{"nlp", "vision"};
   auto usage = queue_usage_from_running(running, space, registry, queues);
   REQUIRE(usage.ok());
   CHECK((*usage)[0] == amounts({2000, kGi, 4000, 0}));
   CHECK((*usage)[1] == amounts({2500, 3 * kGi, 0, 2000}));
 
-  const std::vector<RunningJob> lost{{&a, "TPU"}};
+  const std::vector<RunningJobView> lost{{&a, "TPU"}};
   auto bad = queue_usage_from_running(lost, space, registry, queues);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().field == "running[0].gpu_model");
+}
+
+TEST_CASE("one model: per-queue usage from the running jobs' assignments, as the cycle counts it") {
+  const auto registry = GpuModelRegistry::builtin();
+  auto state = ClusterState::build(three_nodes(), registry);
+  REQUIRE(state.ok());
+  auto c = fairness_cluster(*state);
+  REQUIRE(c.ok());
+  const std::vector<Eigen::Index> dims = gpu_dims_by_model(c->space, registry);
+  // Each id of the registry by its name: A100-40GB is dimension 2, H100 3, a model the cluster lacks -1.
+  CHECK(dims.at(*registry.find("A100-SXM4-40GB")) == 2);
+  CHECK(dims.at(*registry.find("H100-80GB")) == 3);
+  CHECK(dims.at(*registry.find("T4")) == -1);
+
+  // vision: a 2-GPU task on n0's A100s 2-3 (4 cores) and a half-GPU task on n2's H100 0 (1 core);
+  // nlp: a CPU-only task (3 cores, 2 GiB). A task counts its GPUs on its first GPU's model.
+  const auto task = [](NodeId node, std::vector<GpuIndex> gpus, MilliGpu milli, MilliCpu cpu, Bytes memory) {
+    RunningTask t;
+    t.assignment.node = node;
+    t.assignment.gpus = std::move(gpus);
+    t.assignment.gpu_milli = milli;
+    t.assignment.cpu = cpu;
+    t.assignment.memory = memory;
+    return t;
+  };
+  std::vector<RunningJob> running(2);
+  running[0].name = "train";
+  running[0].queue = "vision";
+  running[0].tasks = {task(0, {2, 3}, 1000, 4000, 0), task(2, {0}, 500, 1000, kGi)};
+  running[1].name = "etl";
+  running[1].queue = "nlp";
+  running[1].tasks = {task(0, {}, 0, 3000, 2 * kGi)};
+  const std::vector<std::string> queues{"nlp", "vision"};
+  auto usage = queue_usage_from_running(running, *state, c->space, queues);
+  REQUIRE(usage.ok());
+  CHECK((*usage)[0] == amounts({3000, 2 * kGi, 0, 0}));
+  CHECK((*usage)[1] == amounts({5000, kGi, 2000, 500}));
+
+  // One task's share, added and taken back: the milli-GPUs counted are returned.
+  Amounts u = Amounts::Zero(c->space.size());
+  CHECK(task_usage(u, *state, dims, running[0].tasks[1].assignment) == 500);
+  CHECK(u == amounts({1000, kGi, 0, 500}));
+  CHECK(task_usage(u, *state, dims, running[0].tasks[1].assignment, -1) == 500);
+  CHECK(u == Amounts::Zero(c->space.size()));
+
+  running[1].queue = "audio";
+  auto bad = queue_usage_from_running(running, *state, c->space, queues);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().field == "running[1].queue");
 }
 
 TEST_CASE("one vocabulary: pending reasons map onto Verdict and ReasonKind") {

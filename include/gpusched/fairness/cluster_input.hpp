@@ -13,8 +13,15 @@
 //     intersection over GPU groups: one flavor per job), queue, priority or priority class, submit
 //     time. Every total is summed with overflow checks: a job asking for ~9.2e18 cores is an
 //     `ErrorCode::kOverflow` error naming the field, never a wrapped total.
-//   * `queue_usage_from_running(running, ...)`: each queue's usage from the jobs that run now and
-//     the GPU model they run on, for `QueueConfig::usage`.
+//   * what a running job charges its queue, read from the one running job model (`RunningJob`,
+//     cluster/jobs.hpp): `task_usage` adds one task's assignment (its CPU and memory, its GPU share
+//     on the dimension of the model its first GPU is of, `counted_gpu_model`), and
+//     `queue_usage_from_running(running, state, ...)` sums every running job into its queue's usage.
+//     The scheduling cycle, its kept usage (scheduler::RunningUsage) and the tools count with these,
+//     so a queue's usage is one sum wherever it is asked for.
+//   * `queue_usage_from_running(running views, ...)`: the same sums for a reader that knows a running
+//     job's request and model but placed none of it (Kubernetes bound Pods, Slurm's running jobs, read
+//     with their requests taken off the nodes): `RunningJobView` names the job and its GPU model.
 //
 //   auto cluster = gpusched::fairness::fairness_cluster(state).value();
 //   auto job = gpusched::fairness::pending_job_from_view(view, cluster.space, state.registry(), classes);
@@ -34,6 +41,7 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/cluster/jobs.hpp"
 #include "gpusched/cluster/views.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
@@ -100,17 +108,38 @@ class WithAdmissionFields final : public JobView {
   std::int64_t submit_time_;
 };
 
-// A running job and the GPU model its GPUs are on (empty for a CPU-only job).
-struct RunningJob {
+// A running job a reader knows by its request and the GPU model it runs on (empty for a CPU-only
+// job), without an assignment on a state.
+struct RunningJobView {
   const JobView* job = nullptr;
   std::string_view gpu_model;
 };
 
 // Per-queue usage (one Amounts per queue of `queue_names`, in that order) of the running jobs.
 // Errors name the job by index ("running[3].queue", "running[3].gpu_model", "running[3].groups[0].cpu").
-Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running, const ResourceSpace& space,
+Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJobView> running, const ResourceSpace& space,
                                                       const GpuModelRegistry& registry,
                                                       std::span<const std::string> queue_names);
+
+// The fairness dimension of each GPU model id of `registry` (2 + the model's index in the space, by
+// name: two ids of one name share it), -1 for a model the space does not have.
+std::vector<Eigen::Index> gpu_dims_by_model(const ResourceSpace& space, const GpuModelRegistry& registry);
+
+// The GPU model a task's GPUs are counted on: the model of its first GPU (none for a task without
+// GPUs, or on a node the state does not have).
+std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a);
+
+// Adds (sign +1) or subtracts (sign -1) what one task's assignment holds to `usage` (dimensions of
+// the space `dim_of_model` was made for, gpu_dims_by_model): its CPU and memory, and its GPUs'
+// share on its counted model's dimension. Returns the milli-GPUs counted (0 for none). Unchecked:
+// the state's own totals bound every sum (its capacity is within 64 bits, fairness_cluster).
+std::int64_t task_usage(Amounts& usage, const ClusterState& state, std::span<const Eigen::Index> dim_of_model,
+                        const TaskAssignment& a, int sign = 1);
+
+// Per-queue usage (one Amounts per queue of `queue_names`, in that order) of jobs running on
+// `state`, counted by task_usage. Errors name the job: "running[3].queue" for a queue not listed.
+Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running, const ClusterState& state,
+                                                      const ResourceSpace& space, std::span<const std::string> queue_names);
 
 // --- definitions -----------------------------------------------------------------------------------
 
@@ -270,7 +299,7 @@ inline Result<PendingJob> pending_job_from_view(const JobView& job, const Resour
   return p;
 }
 
-inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running,
+inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJobView> running,
                                                              const ResourceSpace& space, const GpuModelRegistry& registry,
                                                              std::span<const std::string> queue_names) {
   std::vector<Amounts> usage(queue_names.size(), Amounts::Zero(space.size()));
@@ -298,6 +327,45 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
       if (target[k] && __builtin_add_overflow(*target[k], amount[k], target[k]))
         return prefixed(detail::fairness_error(ErrorCode::kOverflow,
                                                detail::fairness_text("queue: usage of queue \"", job.queue(), "\" exceeds a 64-bit amount (overflow)")));
+  }
+  return usage;
+}
+
+inline std::vector<Eigen::Index> gpu_dims_by_model(const ResourceSpace& space, const GpuModelRegistry& registry) {
+  std::vector<Eigen::Index> out(registry.size(), -1);
+  for (GpuModelId id = 0; id < registry.size(); ++id)
+    if (const auto d = space.gpu_dim(registry.model(id).name)) out[id] = *d;
+  return out;
+}
+
+inline std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a) {
+  if (a.gpus.empty() || a.node >= state.node_count()) return std::nullopt;
+  return state.gpu_model(a.node, a.gpus.front());
+}
+
+inline std::int64_t task_usage(Amounts& usage, const ClusterState& state, std::span<const Eigen::Index> dim_of_model,
+                               const TaskAssignment& a, int sign) {
+  usage[ResourceSpace::kCpu] += sign * a.cpu;
+  usage[ResourceSpace::kMemory] += sign * a.memory;
+  const std::optional<GpuModelId> model = counted_gpu_model(state, a);
+  if (!model || *model >= dim_of_model.size() || dim_of_model[*model] < 0) return 0;
+  const std::int64_t gpu = static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
+  usage[dim_of_model[*model]] += sign * gpu;
+  return gpu;
+}
+
+inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running, const ClusterState& state,
+                                                             const ResourceSpace& space,
+                                                             std::span<const std::string> queue_names) {
+  std::vector<Amounts> usage(queue_names.size(), Amounts::Zero(space.size()));
+  const std::vector<Eigen::Index> dims = gpu_dims_by_model(space, state.registry());
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const auto q = std::find(queue_names.begin(), queue_names.end(), running[i].queue);
+    if (q == queue_names.end())
+      return detail::fairness_error(ErrorCode::kUnknownName,
+                                    detail::fairness_text("running[", i, "].queue: no queue named \"", running[i].queue, "\""));
+    Amounts& u = usage[static_cast<std::size_t>(q - queue_names.begin())];
+    for (const RunningTask& t : running[i].tasks) task_usage(u, state, dims, t.assignment);
   }
   return usage;
 }

@@ -347,7 +347,7 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     if (!q.lending_limit.empty()) c.lending_limit = fairness::queue_amounts(*fill(q, q.lending_limit, fairness::kNoLimit));
     out.push_back(std::move(c));
   }
-  std::vector<fairness::RunningJob> running;
+  std::vector<fairness::RunningJobView> running;
   for (const RunningPod& r : input.running)
     if (std::find(names.begin(), names.end(), r.job.queue_name) != names.end()) running.push_back({&r.job, r.gpu_model});
   auto usage = fairness::queue_usage_from_running(running, space, input.registry, names);

@@ -39,13 +39,6 @@ GPUSCHED_DECL const Waiting* CycleDecisions::find_waiting(std::string_view job) 
 
 namespace detail {
 
-// The GPU model a task's GPUs are counted on, by the cycle's sums and by RunningUsage alike: the
-// model of its first GPU (none for a task without GPUs or on a node the state does not have).
-GPUSCHED_DECL std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a) {
-  if (a.gpus.empty() || a.node >= state.node_count()) return std::nullopt;
-  return state.gpu_model(a.node, a.gpus.front());
-}
-
 // Lost and restart work are 64-bit milli-GPU-seconds that saturate rather than wrap (lost_work,
 // restart_work): a saturated figure is not the job's work, so an answer that would report one is
 // refused, naming the job. Only times near the 2^62 bound or restart costs near it reach this (a job
@@ -79,7 +72,7 @@ GPUSCHED_DECL Status RunningUsage::add(const ClusterState& state, std::string_vi
     const TaskAssignment& a = t.assignment;
     if (__builtin_add_overflow(next.cpu, sign * a.cpu, &next.cpu)) return overflow("cpu");
     if (__builtin_add_overflow(next.memory, sign * a.memory, &next.memory)) return overflow("memory");
-    const std::optional<GpuModelId> counted = detail::counted_gpu_model(state, a);
+    const std::optional<GpuModelId> counted = fairness::counted_gpu_model(state, a);
     if (!counted) continue;
     const GpuModelId model = *counted;
     if (next.gpu_milli.size() <= model) next.gpu_milli.resize(static_cast<std::size_t>(model) + 1, 0);
@@ -97,23 +90,13 @@ namespace detail {
 
 using fairness::Amounts;
 
-// The fairness dimension of the GPUs an assignment holds (2 + index of the model in the space),
-// -1 for a task without GPUs.
-GPUSCHED_DECL Eigen::Index gpu_dim_of(const ClusterState& state, const fairness::ResourceSpace& space,
-                               std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a) {
-  const std::optional<GpuModelId> model = counted_gpu_model(state, a);
+// The fairness dimension of the GPUs an assignment holds (fairness::counted_gpu_model's), -1 for a
+// task without GPUs.
+GPUSCHED_DECL Eigen::Index gpu_dim_of(const ClusterState& state, std::span<const Eigen::Index> dim_of_model,
+                                      const TaskAssignment& a) {
+  const std::optional<GpuModelId> model = fairness::counted_gpu_model(state, a);
   if (model && *model < dim_of_model.size()) return dim_of_model[*model];
-  (void)space;
   return -1;
-}
-
-// What an assignment takes, in fairness dimensions.
-GPUSCHED_DECL void add_assignment(Amounts& out, const ClusterState& state, const fairness::ResourceSpace& space,
-                           std::span<const Eigen::Index> dim_of_model, const TaskAssignment& a, int sign) {
-  out[fairness::ResourceSpace::kCpu] += sign * a.cpu;
-  out[fairness::ResourceSpace::kMemory] += sign * a.memory;
-  const Eigen::Index d = gpu_dim_of(state, space, dim_of_model, a);
-  if (d >= 0) out[d] += sign * static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
 }
 
 // The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas,
@@ -232,7 +215,7 @@ struct CycleRun {
   bool is_leaf(std::size_t q) const { return !fair || tree->leaf(q); }
 
   void add_amounts(Amounts& a, std::span<const RunningTask> tasks) const {
-    for (const RunningTask& t : tasks) add_assignment(a, state, space, dim_of_model, t.assignment, 1);
+    for (const RunningTask& t : tasks) fairness::task_usage(a, state, dim_of_model, t.assignment);
   }
   Amounts assignment_amounts(std::span<const RunningTask> tasks) const {
     Amounts a = Amounts::Zero(dims);
@@ -269,15 +252,11 @@ struct CycleRun {
     } else {
       capacity = Amounts::Zero(dims);
     }
-    dim_of_model.assign(registry.size(), -1);
+    dim_of_model = fairness::gpu_dims_by_model(space, registry);
     model_of_dim.assign(static_cast<std::size_t>(dims), 0);
-    for (Eigen::Index d = 2; d < dims; ++d) {
-      const auto id = registry.find(space.gpu_models[static_cast<std::size_t>(d - 2)]);
-      if (id) {
-        dim_of_model[*id] = d;
+    for (Eigen::Index d = 2; d < dims; ++d)
+      if (const auto id = registry.find(space.gpu_models[static_cast<std::size_t>(d - 2)]))
         model_of_dim[static_cast<std::size_t>(d)] = *id;
-      }
-    }
 
     const std::size_t nq = queue_count();
     queue_gpu_used.assign(nq, 0);
@@ -332,16 +311,8 @@ struct CycleRun {
       }
       running_queue[j] = last;
       Amounts& u = usage[last];
-      for (const RunningTask& t : running[j].tasks) {
-        const TaskAssignment& a = t.assignment;
-        u[fairness::ResourceSpace::kCpu] += a.cpu;
-        u[fairness::ResourceSpace::kMemory] += a.memory;
-        const Eigen::Index d = gpu_dim_of(state, space, dim_of_model, a);
-        if (d < 0) continue;
-        const std::int64_t gpu = static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
-        u[d] += gpu;
-        queue_gpu_used[last] += gpu;
-      }
+      for (const RunningTask& t : running[j].tasks)
+        queue_gpu_used[last] += fairness::task_usage(u, state, dim_of_model, t.assignment);
     }
     running_queue_known = true;
     return {};
@@ -771,7 +742,7 @@ struct CycleRun {
     if (plan.verdict != Verdict::kPlaced) return plan.verdict;
     // The preemptor's quota with the victims' usage returned.
     Amounts placed = Amounts::Zero(dims);
-    for (const TaskPlacement& t : plan.placement) add_assignment(placed, state, space, dim_of_model, t.assignment, 1);
+    for (const TaskPlacement& t : plan.placement) fairness::task_usage(placed, state, dim_of_model, t.assignment);
     std::vector<std::pair<std::size_t, Amounts>> returned;
     const ClusterState::Checkpoint mark_state = state.checkpoint();
     for (const Victim& v : plan.victims) {
@@ -1110,7 +1081,7 @@ struct CycleRun {
     for (std::size_t j : order) {
       const RunningJob& r = running[j];
       // The GPUs it grows on are of the model it runs on (one flavor per job).
-      const Eigen::Index d = gpu_dim_of(state, space, dim_of_model, r.tasks.back().assignment);
+      const Eigen::Index d = gpu_dim_of(state, dim_of_model, r.tasks.back().assignment);
       Grow gr{j, r.name, {}, {}};
       for (const ElasticGroup& g : r.groups) gr.groups.push_back(g.name);
       if (r.groups.empty()) {
