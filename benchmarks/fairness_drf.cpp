@@ -16,6 +16,7 @@
 #include "gpusched/fairness/drf.hpp"
 #include "gpusched/fairness/hdrf.hpp"
 
+using namespace gpusched;
 using namespace gpusched::fairness;
 
 namespace {
@@ -134,18 +135,22 @@ void BM_PlanAdmission(benchmark::State& state) {
     queues.push_back(std::move(c));
   }
   auto planner = FairSharePlanner::build(space, cap, cap, queues).value();
-  std::vector<PendingJob> jobs(n_jobs);
+  // Jobs of one task (the one job model, cluster/jobs.hpp): 1-16 cores, 1-64 GiB, 0-2 GPUs, half of
+  // them restricted to one model (model id k is the space's k-th: the planner is built without a
+  // registry).
+  std::vector<CompiledJob> jobs(n_jobs);
   for (std::size_t j = 0; j < n_jobs; ++j) {
     auto& job = jobs[j];
     job.name = fmt::format("j{}", j);
     job.queue = queues[rng.below(queues.size())].name;
-    job.priority = static_cast<std::int64_t>(rng.below(5));
+    job.priority = static_cast<std::int32_t>(rng.below(5));
     job.submit_time = static_cast<std::int64_t>(rng.below(100000));
-    job.base = Amounts::Zero(m);
-    job.base[0] = 1000 * static_cast<std::int64_t>(1 + rng.below(16));
-    job.base[1] = static_cast<std::int64_t>(1 + rng.below(64)) << 30;
-    job.gpu_milli = 1000 * static_cast<std::int64_t>(rng.below(3));
-    if (rng.below(2) == 0) job.gpu_models = {space.gpu_models[rng.below(3)]};
+    CompiledGroup& task = job.groups.emplace_back();
+    task.request.shape.cpu = 1000 * static_cast<std::int64_t>(1 + rng.below(16));
+    task.request.shape.memory = static_cast<std::int64_t>(1 + rng.below(64)) << 30;
+    task.request.shape.gpus = static_cast<GpuCount>(rng.below(3));
+    task.request.shape.gpu_milli = task.request.shape.gpus > 0 ? kMilliPerGpu : 0;
+    if (rng.below(2) == 0) task.request.models = model_bit(static_cast<GpuModelId>(rng.below(3)));
   }
   const AgingPolicy aging{3600, 1, 10, 100000};
   std::size_t admitted = 0;

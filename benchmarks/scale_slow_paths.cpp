@@ -197,17 +197,19 @@ std::vector<QueueConfig> queue_chain(std::size_t depth) {
   return queues;
 }
 
-std::vector<PendingJob> deep_jobs(std::size_t count, std::string_view leaf) {
-  std::vector<PendingJob> jobs(count);
+// Jobs of one task: 4 cores, 16 GiB, 1-8 whole GPUs.
+std::vector<CompiledJob> deep_jobs(std::size_t count, std::string_view leaf) {
+  std::vector<CompiledJob> jobs(count);
   for (std::size_t j = 0; j < count; ++j) {
     jobs[j].name = fmt::format("j{}", j);
     jobs[j].queue = std::string(leaf);
-    jobs[j].priority = static_cast<std::int64_t>(j % 3);
+    jobs[j].priority = static_cast<std::int32_t>(j % 3);
     jobs[j].submit_time = static_cast<std::int64_t>(j);
-    jobs[j].base = Amounts::Zero(3);
-    jobs[j].base[0] = 4000;
-    jobs[j].base[1] = std::int64_t{16} << 30;
-    jobs[j].gpu_milli = 1000 * static_cast<std::int64_t>(1 + j % 8);
+    TaskShape& task = jobs[j].groups.emplace_back().request.shape;
+    task.cpu = 4000;
+    task.memory = std::int64_t{16} << 30;
+    task.gpus = static_cast<GpuCount>(1 + j % 8);
+    task.gpu_milli = kMilliPerGpu;
   }
   return jobs;
 }

@@ -62,7 +62,7 @@ json vector_json(const ResourceSpace& space, const Amounts& a) {
 
 int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
                    const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
-                   const GpuModelRegistry& reg, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
+                   const ClusterState& state, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
                    const std::string& queues_source, const std::string& jobs_source);
 
 // `gpusched fairshare --k8s FILE...`: nodes, pods (bound ones are queue usage), queues (Kueue
@@ -88,7 +88,7 @@ int run_fairshare_k8s(const FairshareOptions& opt) {
   aging.now = opt.now ? *opt.now : io::latest_submit_time(input->jobs);
   std::vector<const JobView*> views;
   for (const auto& j : input->jobs) views.push_back(&j);
-  return plan_and_print(opt, resources->space, resources->capacity, resources->free, *configs, views, input->registry,
+  return plan_and_print(opt, resources->space, resources->capacity, resources->free, *configs, views, *state,
                         input->priority_classes, aging, "queues", "pods");
 }
 
@@ -141,7 +141,7 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   std::vector<const JobView*> views;
   for (const auto& j : input->jobs) views.push_back(&j);
   fairness::PriorityClasses classes(queues->classes.begin(), queues->classes.end());
-  return plan_and_print(opt, resources->space, resources->capacity, resources->free, queues->queues, views, input->registry, classes,
+  return plan_and_print(opt, resources->space, resources->capacity, resources->free, queues->queues, views, *state, classes,
                         aging, opt.queues_file, "slurm jobs");
 }
 
@@ -186,23 +186,23 @@ int run_fairshare(const FairshareOptions& opt) {
 
   std::vector<const JobView*> job_views;
   for (const auto& v : *views) job_views.push_back(&v);
-  return plan_and_print(opt, space, capacity, free, qf.queues, job_views, reg, classes, qf.aging, opt.queues_file,
+  return plan_and_print(opt, space, capacity, free, qf.queues, job_views, *state, classes, qf.aging, opt.queues_file,
                         opt.jobs_file);
 }
 
 // The plan over the queues and jobs, printed: shared by the JSON files and the Kubernetes objects.
 int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
                    const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
-                   const GpuModelRegistry& reg, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
+                   const ClusterState& state, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
                    const std::string& queues_source, const std::string& jobs_source) {
   struct {
     const std::vector<fairness::QueueConfig>& queues;
   } qf{queue_configs};
-  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues);
+  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues, &state.registry());
   if (!planner) throw InputError(fmt::format("{}: {}", queues_source, planner.error().message));
-  auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, aging);
+  auto planned = fairness::plan_jobs(*planner, state, job_views, classes, aging);
   if (!planned) throw InputError(fmt::format("{}: {}", jobs_source, planned.error().message));
-  const std::vector<fairness::PendingJob>& pending = planned->records;
+  const std::vector<CompiledJob>& pending = planned->jobs;
   const fairness::AdmissionPlan& plan = planned->plan;
 
   auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };

@@ -272,13 +272,13 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
     if (!views) return views.error();
     const fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
 
-    auto planner = fairness::FairSharePlanner::build(space, run.capacity, run.free, qf.queues);
+    auto planner = fairness::FairSharePlanner::build(space, run.capacity, run.free, qf.queues, &reg);
     if (!planner) return Error(fmt::format("{}: {}", queues_source, planner.error().message), planner.error().code);
     std::vector<const JobView*> job_views;
     for (const auto& v : *views) job_views.push_back(&v);
-    auto planned = fairness::plan_jobs(*planner, job_views, reg, classes, qf.aging);
+    auto planned = fairness::plan_jobs(*planner, state, job_views, classes, qf.aging);
     if (!planned) return Error(fmt::format("{}: {}", jobs_source, planned.error().message), planned.error().code);
-    run.pending = std::move(planned->records);
+    run.pending = std::move(planned->jobs);
     run.plan = std::move(planned->plan);
     for (const auto& p : run.plan.pending) run.pending_reasons.push_back(planner->reason(run.plan, p, run.pending));
     return run;

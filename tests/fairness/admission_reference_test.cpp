@@ -20,6 +20,9 @@
 #include "gpusched/fairness/quota.hpp"
 
 using namespace gpusched::fairness;
+using gpusched::CompiledGroup;
+using gpusched::CompiledJob;
+using gpusched::GpuModelMask;
 using gpusched::fairness::testing::SplitMix;
 
 namespace {
@@ -129,11 +132,41 @@ struct RefTree {
   }
 };
 
-std::int32_t gmax(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
-std::int32_t gmin(const ReplicaGroup& g) { return g.min_replicas < 0 ? gmax(g) : std::min(g.min_replicas, gmax(g)); }
+// The reference's own job record: groups of per-replica requests and the allowed models by name,
+// with the totals they add up to. The planner gets the same job in the one job model (compiled()).
+struct RefGroup {
+  std::int32_t replicas = 1;
+  std::int32_t min_replicas = -1;  // -1: all (rigid)
+  std::int64_t cpu = 0, memory = 0, gpu_milli = 0;
+};
+struct RefJob {
+  std::string name, queue;
+  std::int32_t priority = 0;
+  std::int64_t submit_time = 0;
+  std::vector<RefGroup> groups;
+  std::vector<std::string> gpu_models;  // empty = any
+  Amounts base;                         // cpu and memory over all groups (GPU dimensions zero)
+  std::int64_t gpu_milli = 0;           // GPU share over all groups
+};
+
+std::int32_t gmax(const RefGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
+std::int32_t gmin(const RefGroup& g) { return g.min_replicas < 0 ? gmax(g) : std::min(g.min_replicas, gmax(g)); }
+
+// The job as the planner reads it: each group's per-task request, the models as ids of `space`
+// (the planner is built without a registry: model id k is the space's k-th GPU model).
+CompiledJob compiled(const RefJob& job, const ResourceSpace& space) {
+  CompiledJob out = testing::job_of(job.name, job.queue, 0, 0, 0, space, job.gpu_models, job.priority, job.submit_time);
+  const GpuModelMask models = out.groups[0].request.models;
+  out.groups.clear();
+  for (const RefGroup& g : job.groups) {
+    CompiledGroup& c = out.groups.emplace_back(testing::group_of(g.replicas, g.min_replicas, g.cpu, g.memory, g.gpu_milli));
+    if (c.request.shape.needs_gpu()) c.request.models = models;
+  }
+  return out;
+}
 
 RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amounts& free0,
-                       const std::vector<QueueConfig>& queues, const std::vector<PendingJob>& jobs,
+                       const std::vector<QueueConfig>& queues, const std::vector<RefJob>& jobs,
                        const AgingPolicy& aging) {
   const Eigen::Index m = space.size();
   const std::size_t nq = queues.size();
@@ -210,7 +243,7 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
   std::vector<std::int64_t> prio(jobs.size());
   std::vector<std::vector<std::size_t>> per_queue(nq);
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    prio[j] = effective_priority(jobs[j], aging);
+    prio[j] = effective_priority(compiled(jobs[j], space), aging);
     const std::size_t q = find(jobs[j].queue);
     if (q == SIZE_MAX || !leaf[q]) {
       out.pending.push_back({j, SIZE_MAX, q == SIZE_MAX ? PendingKind::kNoSuchQueue : PendingKind::kNotLeaf, prio[j], SIZE_MAX});
@@ -225,7 +258,7 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
 
   // Candidate requests of a job (base with cpu/memory reduced to `step`): one per allowed flavor of
   // the queue in its order, or the base alone for a CPU-only job.
-  auto candidates = [&](std::size_t q, const PendingJob& job, std::int64_t step, std::int64_t steps) {
+  auto candidates = [&](std::size_t q, const RefJob& job, std::int64_t step, std::int64_t steps) {
     Amounts base = job.base;
     std::int64_t gpu = job.gpu_milli;
     if (step > 0) {
@@ -265,7 +298,7 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
     Amounts request;
   };
   Amounts free = free0;
-  auto choose = [&](std::size_t q, const PendingJob& job, std::int64_t step, std::int64_t steps) {
+  auto choose = [&](std::size_t q, const RefJob& job, std::int64_t step, std::int64_t steps) {
     Choice c;
     const auto cands = candidates(q, job, step, steps);
     c.none = cands.empty();
@@ -284,7 +317,7 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
       tree.leaf_blocked[id] = 1;
       return;
     }
-    const PendingJob& job = jobs[per_queue[q][head[q]]];
+    const RefJob& job = jobs[per_queue[q][head[q]]];
     std::uint8_t tier = 1;
     for (const auto& c : candidates(q, job, 0, 0))
       if (book.within_nominal(q, c.second)) tier = 0;
@@ -301,7 +334,7 @@ RefPlan reference_plan(const ResourceSpace& space, const Amounts& cap, const Amo
     if (!id) break;
     const std::size_t q = queue_of_node[*id];
     const std::size_t j = per_queue[q][head[q]];
-    const PendingJob& job = jobs[j];
+    const RefJob& job = jobs[j];
     Choice c = choose(q, job, 0, 0);
     std::int64_t step = 0;
     std::int64_t steps = 0;
@@ -347,7 +380,8 @@ struct Instance {
   ResourceSpace space;
   Amounts cap, free;
   std::vector<QueueConfig> queues;
-  std::vector<PendingJob> jobs;
+  std::vector<RefJob> jobs;
+  std::vector<CompiledJob> compiled;  // jobs[k] in the one job model
   AgingPolicy aging;
 };
 
@@ -409,18 +443,18 @@ Instance random_instance(SplitMix& rng) {
   for (std::size_t i = in.queues.size(); i > 1; --i) std::swap(in.queues[i - 1], in.queues[rng.below(i)]);
   const std::size_t n_jobs = 1 + rng.below(80);
   for (std::size_t k = 0; k < n_jobs; ++k) {
-    PendingJob j;
+    RefJob j;
     j.name = fmt::format("j{}", k);
     const auto pick = rng.below(20);
     j.queue = pick == 0 ? "nowhere" : pick == 1 && internal > 0 ? "org0" : fmt::format("q{}", rng.below(leaves));
-    j.priority = static_cast<std::int64_t>(rng.below(4));
+    j.priority = static_cast<std::int32_t>(rng.below(4));
     j.submit_time = static_cast<std::int64_t>(rng.below(6));
     j.base = Amounts::Zero(m);
     if (rng.below(3) == 0) {
       // Elastic: groups add up to the request.
       const std::size_t ng = 1 + rng.below(2);
       for (std::size_t gi = 0; gi < ng; ++gi) {
-        ReplicaGroup grp;
+        RefGroup grp;
         grp.replicas = static_cast<std::int32_t>(1 + rng.below(6));
         grp.min_replicas = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(grp.replicas) + 1));
         grp.cpu = 1000 * static_cast<std::int64_t>(rng.below(3));
@@ -435,6 +469,7 @@ Instance random_instance(SplitMix& rng) {
       j.base[0] = 1000 * static_cast<std::int64_t>(rng.below(8));
       j.base[1] = 512 * static_cast<std::int64_t>(rng.below(8));
       j.gpu_milli = 500 * static_cast<std::int64_t>(rng.below(6));
+      j.groups.push_back(RefGroup{1, -1, j.base[0], j.base[1], j.gpu_milli});  // one rigid task
     }
     if (rng.below(2) == 0)
       for (const auto& model : in.space.gpu_models)
@@ -445,12 +480,13 @@ Instance random_instance(SplitMix& rng) {
     // Priorities and submit times spread over most of the int64 range: the planner cannot pack its
     // sort keys into 64 bits and compares the fields instead.
     for (auto& j : in.jobs) {
-      j.priority = (static_cast<std::int64_t>(rng.below(5)) - 2) * (std::int64_t{1} << 61);
+      j.priority = (static_cast<std::int32_t>(rng.below(5)) - 2) * (std::int32_t{1} << 29);
       j.submit_time = (static_cast<std::int64_t>(rng.below(5)) - 2) * (std::int64_t{1} << 60);
     }
-    return in;
+  } else if (rng.below(2) == 0) {
+    in.aging = AgingPolicy{2, 1, static_cast<std::int64_t>(rng.below(4)), 6};
   }
-  if (rng.below(2) == 0) in.aging = AgingPolicy{2, 1, static_cast<std::int64_t>(rng.below(4)), 6};
+  for (const RefJob& j : in.jobs) in.compiled.push_back(compiled(j, in.space));
   return in;
 }
 
@@ -463,7 +499,7 @@ TEST_CASE("the planner admits exactly what a from-scratch reference admits, in t
     Instance in = random_instance(rng);
     auto planner = FairSharePlanner::build(in.space, in.cap, in.free, in.queues);
     REQUIRE_MESSAGE(planner.ok(), planner.error().message);
-    const AdmissionPlan plan = planner->plan(in.jobs, in.aging);
+    const AdmissionPlan plan = planner->plan(in.compiled, in.aging);
     const RefPlan ref = reference_plan(in.space, in.cap, in.free, in.queues, in.jobs, in.aging);
     std::vector<RefAdmitted> got_a;
     for (const auto& a : plan.admitted) got_a.push_back({a.job, a.queue, a.gpu_dim, a.borrowed, a.priority, a.partial, a.replicas});

@@ -11,6 +11,7 @@
 #include "gpusched/fairness/admission_rule.hpp"
 
 using namespace gpusched::fairness;
+using gpusched::CompiledJob;
 using gpusched::fairness::testing::amounts;
 
 namespace {
@@ -115,13 +116,7 @@ TEST_CASE("queue order: equal shares go to the queue listed first, wherever its 
   const std::vector<QueueConfig> queues{tree_queue("a", "P2"), tree_queue("b", "P1"), tree_queue("P1"), tree_queue("P2")};
   const Amounts capacity = amounts({8000, 64LL << 30, 1000});
   auto planner = FairSharePlanner::build(space, capacity, capacity, queues).value();
-  std::vector<PendingJob> jobs(2);
-  for (std::size_t k = 0; k < 2; ++k) {
-    jobs[k].name = k == 0 ? "ja" : "jb";
-    jobs[k].queue = k == 0 ? "a" : "b";
-    jobs[k].base = amounts({1000, 1LL << 30, 0});
-    jobs[k].gpu_milli = 1000;
-  }
+  std::vector<CompiledJob> jobs{testing::job_of("ja", "a", 1000, 1LL << 30, 1000), testing::job_of("jb", "b", 1000, 1LL << 30, 1000)};
   const AdmissionPlan plan = planner.plan(jobs);
   REQUIRE(plan.admitted.size() == 1);
   CHECK(jobs[plan.admitted[0].job].name == "jb");

@@ -11,6 +11,8 @@
 #include "gpusched/fairness/admission.hpp"
 
 using namespace gpusched::fairness;
+using gpusched::CompiledGroup;
+using gpusched::CompiledJob;
 
 namespace {
 
@@ -25,17 +27,10 @@ Amounts cpu_mem_gpus(std::int64_t cpu, std::int64_t mem_gi, std::int64_t a100 = 
   return a;
 }
 
-PendingJob job(std::string name, std::string queue, std::int64_t gpus, std::vector<std::string> models = {},
-               std::int64_t priority = 0, std::int64_t submit = 0) {
-  PendingJob j;
-  j.name = std::move(name);
-  j.queue = std::move(queue);
-  j.base = cpu_mem_gpus(1, 1);
-  j.gpu_milli = gpus * 1000;
-  j.gpu_models = std::move(models);
-  j.priority = priority;
-  j.submit_time = submit;
-  return j;
+// A job of one task: 1 core, 1 GiB and `gpus` GPUs of `models` (of space2(); empty = any).
+CompiledJob job(std::string name, std::string queue, std::int64_t gpus, std::vector<std::string> models = {},
+                std::int32_t priority = 0, std::int64_t submit = 0) {
+  return testing::job_of(std::move(name), std::move(queue), 1000, kGi, gpus * 1000, space2(), models, priority, submit);
 }
 
 QueueConfig queue(std::string name, std::string cohort = {}, Amounts nominal = {}) {
@@ -46,7 +41,7 @@ QueueConfig queue(std::string name, std::string cohort = {}, Amounts nominal = {
   return q;
 }
 
-std::vector<std::string> order(const AdmissionPlan& plan, const std::vector<PendingJob>& jobs) {
+std::vector<std::string> order(const AdmissionPlan& plan, const std::vector<CompiledJob>& jobs) {
   std::vector<std::string> out;
   for (const auto& a : plan.admitted) out.push_back(jobs[a.job].name);
   return out;
@@ -57,7 +52,7 @@ std::vector<std::string> order(const AdmissionPlan& plan, const std::vector<Pend
 TEST_CASE("within a queue: priority, then submission time, then input order") {
   const Amounts cap = cpu_mem_gpus(100, 100, 8, 8);
   auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
-  std::vector<PendingJob> jobs{job("low-early", "q", 1, {}, 0, 10), job("high-late", "q", 1, {}, 5, 50),
+  std::vector<CompiledJob> jobs{job("low-early", "q", 1, {}, 0, 10), job("high-late", "q", 1, {}, 5, 50),
                                job("low-earlier", "q", 1, {}, 0, 5), job("high-early", "q", 1, {}, 5, 20),
                                job("low-earlier-twin", "q", 1, {}, 0, 5)};
   const auto plan = p.plan(jobs);
@@ -66,8 +61,8 @@ TEST_CASE("within a queue: priority, then submission time, then input order") {
 }
 
 TEST_CASE("aging lifts long-waiting low-priority jobs, up to max_boost") {
-  PendingJob old_low = job("old-low", "q", 1, {}, 0, 0);
-  PendingJob new_high = job("new-high", "q", 1, {}, 3, 900);
+  CompiledJob old_low = job("old-low", "q", 1, {}, 0, 0);
+  CompiledJob new_high = job("new-high", "q", 1, {}, 3, 900);
   AgingPolicy aging{100, 1, 5, 1000};
   CHECK(effective_priority(old_low, aging) == 5);   // waited 1000 s: 10 steps, capped at 5
   CHECK(effective_priority(new_high, aging) == 4);  // waited 100 s: one step
@@ -77,7 +72,7 @@ TEST_CASE("aging lifts long-waiting low-priority jobs, up to max_boost") {
 
   const Amounts cap = cpu_mem_gpus(100, 100, 1, 0);  // room for one of them
   auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
-  std::vector<PendingJob> jobs{new_high, old_low};
+  std::vector<CompiledJob> jobs{new_high, old_low};
   CHECK(order(p.plan(jobs), jobs) == std::vector<std::string>{"new-high"});
   CHECK(order(p.plan(jobs, aging), jobs) == std::vector<std::string>{"old-low"});
 }
@@ -89,7 +84,7 @@ TEST_CASE("across queues: weighted DRF with the lowest share first") {
   auto heavy = queue("heavy");
   heavy.weight = 3;
   auto p = FairSharePlanner::build(space2(), cap, cap, {heavy, queue("light")}).value();
-  std::vector<PendingJob> jobs;
+  std::vector<CompiledJob> jobs;
   for (int i = 0; i < 8; ++i) jobs.push_back(job(fmt::format("h{}", i), "heavy", 1, {"H100"}));
   for (int i = 0; i < 8; ++i) jobs.push_back(job(fmt::format("l{}", i), "light", 1, {"H100"}));
   const auto plan = p.plan(jobs);
@@ -111,7 +106,7 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
   greedy.usage = queue_amounts(cpu_mem_gpus(0, 0, 0, 2));
   auto modest = queue("modest", "lab", cpu_mem_gpus(100, 100, 0, 4));
   auto p = FairSharePlanner::build(space2(), cap, cap - amounts_of(greedy.usage), {greedy, modest}).value();
-  std::vector<PendingJob> jobs{job("g1", "greedy", 2, {"H100"}), job("g2", "greedy", 2, {"H100"}),
+  std::vector<CompiledJob> jobs{job("g1", "greedy", 2, {"H100"}), job("g2", "greedy", 2, {"H100"}),
                                job("g3", "greedy", 2, {"H100"}), job("m1", "modest", 2, {"H100"}),
                                job("m2", "modest", 2, {"H100"})};
   // Both heads fit their nominal quota (tier 0): DRF serves modest (share 0) first, then greedy and
@@ -131,7 +126,7 @@ TEST_CASE("a queue below its nominal quota is admitted before borrowers") {
   auto modest2 = queue("modest", "lab", cpu_mem_gpus(100, 100, 0, 6));
   modest2.usage = queue_amounts(cpu_mem_gpus(0, 0, 0, 3));
   auto p2 = FairSharePlanner::build(space2(), cap, cap - amounts_of(greedy2.usage) - amounts_of(modest2.usage), {greedy2, modest2}).value();
-  std::vector<PendingJob> jobs2{job("borrow", "greedy", 1, {"H100"}), job("own", "modest", 1, {"H100"})};
+  std::vector<CompiledJob> jobs2{job("borrow", "greedy", 1, {"H100"}), job("own", "modest", 1, {"H100"})};
   const auto plan2 = p2.plan(jobs2);
   CHECK(order(plan2, jobs2) == std::vector<std::string>{"own", "borrow"});
   CHECK(plan2.admitted[1].borrowed);
@@ -157,9 +152,18 @@ TEST_CASE("flavors: first flavor within nominal, borrowing on one flavor does no
   const auto too_many = p.query(job("a100x3", "t", 3, {"A100"}));
   CHECK_FALSE(too_many.admitted());
   CHECK(too_many.reason == "queue t: the cohort has no unused quota to lend on gpu:A100 (requested 3, available 2)");
-  const auto none = p.query(job("l4", "t", 1, {"L4"}));
+  // A model the cluster lacks: the jobs' registry (here A100, H100, L4) names it in the reason.
+  gpusched::GpuModelRegistry registry;
+  for (const char* model : {"A100", "H100", "L4"}) REQUIRE(registry.add(gpusched::GpuModel{model}).ok());
+  auto with_l4 = FairSharePlanner::build(space2(), cap, cap - amounts_of(t.usage), {t, u}, &registry).value();
+  CompiledJob l4 = job("l4", "t", 1);
+  l4.groups[0].request.models = gpusched::model_bit(*registry.find("L4"));
+  const auto none = with_l4.query(l4);
   CHECK_FALSE(none.admitted());
   CHECK(none.reason == "queue t: none of the allowed GPU models (L4) is offered");
+  CHECK(none.outcome.verdict == gpusched::Verdict::kInfeasible);
+  // The same registry's A100 is the space's A100: the answers above do not change with it.
+  CHECK(with_l4.query(job("a100", "t", 2, {"A100"})).borrows);
   // u's own A100 quota that t borrowed is reclaimable.
   const auto reclaim = p.query(job("u-a100", "u", 4, {"A100"}));
   CHECK_FALSE(reclaim.admitted());
@@ -174,7 +178,7 @@ TEST_CASE("StrictFIFO stops a queue at its head; BestEffortFIFO moves on") {
     auto q = queue("q", "", cpu_mem_gpus(100, 100, 0, 4));
     q.strict_fifo = strict;
     auto p = FairSharePlanner::build(space2(), cap, cap, {q}).value();
-    std::vector<PendingJob> jobs{job("big", "q", 8, {"H100"}, 10), job("small", "q", 2, {}, 0)};
+    std::vector<CompiledJob> jobs{job("big", "q", 8, {"H100"}, 10), job("small", "q", 2, {}, 0)};
     const auto plan = p.plan(jobs);
     if (strict) {
       CHECK(plan.admitted.empty());
@@ -200,7 +204,7 @@ TEST_CASE("hierarchical queues: weights at every level") {
   b.weight = 3;
   auto ops = queue("ops");
   auto p = FairSharePlanner::build(space2(), cap, cap, {lab, a, b, ops}).value();
-  std::vector<PendingJob> jobs;
+  std::vector<CompiledJob> jobs;
   for (int i = 0; i < 16; ++i)
     for (const char* qn : {"a", "b", "ops"}) jobs.push_back(job(fmt::format("{}{}", qn, i), qn, 1, {"H100"}));
   const auto plan = p.plan(jobs);
@@ -245,7 +249,7 @@ TEST_CASE("planner input errors name the queue and field") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message == "queues[0] (f).flavors: unknown GPU model \"B200\" (not in the cluster)");
   auto p = FairSharePlanner::build(space2(), cap, cap, {queue("q")}).value();
-  std::vector<PendingJob> jobs{job("lost", "missing", 0)};
+  std::vector<CompiledJob> jobs{job("lost", "missing", 0)};
   const auto plan = p.plan(jobs);
   REQUIRE(plan.pending.size() == 1);
   CHECK(p.reason(plan, plan.pending[0], jobs) == "queue \"missing\": no such queue");
@@ -253,17 +257,14 @@ TEST_CASE("planner input errors name the queue and field") {
 
 namespace {
 // An elastic job of H100 workers (1 GPU, 1 core each) and optionally a rigid 2-core launcher.
-PendingJob elastic(std::string name, std::vector<ReplicaGroup> groups) {
-  PendingJob j = job(std::move(name), "q", 0, {"H100"});
-  j.base = cpu_mem_gpus(0, 0);
-  for (const auto& g : groups) {
-    j.base[0] += g.cpu * g.replicas;
-    j.gpu_milli += g.gpu_milli * g.replicas;
-  }
+CompiledJob elastic(std::string name, std::vector<CompiledGroup> groups) {
+  CompiledJob j = job(std::move(name), "q", 0);
+  for (CompiledGroup& g : groups)
+    if (g.request.shape.needs_gpu()) g.request.models = gpusched::model_bit(1);  // H100, space2()'s second
   j.groups = std::move(groups);
   return j;
 }
-constexpr ReplicaGroup worker(std::int32_t replicas, std::int32_t min) { return {replicas, min, 1000, 0, 1000}; }
+CompiledGroup worker(std::int32_t replicas, std::int32_t min) { return testing::group_of(replicas, min, 1000, 0, 1000); }
 }  // namespace
 
 TEST_CASE("partial admission: min_replicas admits as many replicas as the quota allows") {
@@ -274,7 +275,7 @@ TEST_CASE("partial admission: min_replicas admits as many replicas as the quota 
   // 8 workers (min 2) + a rigid launcher (2 cores): whole it needs 8 H100 > 6. S = 8 - 2 = 6 and the
   // workers keep 8 - s, so the least reduction that fits is s = 2: 6 workers, 6 + 2 = 8 cores.
   // The next job (1 H100, rigid) no longer fits.
-  std::vector<PendingJob> jobs{elastic("train", {worker(8, 2), ReplicaGroup{1, -1, 2000, 0, 0}}), job("small", "q", 1, {"H100"})};
+  std::vector<CompiledJob> jobs{elastic("train", {worker(8, 2), testing::group_of(1, -1, 2000, 0, 0)}), job("small", "q", 1, {"H100"})};
   jobs[1].submit_time = 1;
   const auto plan = p.plan(jobs);
   REQUIRE(plan.admitted.size() == 1);

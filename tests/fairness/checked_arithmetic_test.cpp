@@ -20,17 +20,10 @@ using testing::amounts;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 
-Job job_of(std::int32_t replicas, MilliCpu cpu, GpuCount gpus = 0) {
-  Job j;
-  j.job_name = "big";
-  j.queue_name = "q";
-  TaskGroupSpec g;
-  g.name = "workers";
-  g.replicas = replicas;
-  g.shape.cpu = cpu;
-  g.shape.gpus = gpus;
-  g.shape.gpu_milli = gpus > 0 ? kMilliPerGpu : 0;
-  j.groups.push_back(g);
+// A job of one group: `replicas` tasks of `cpu` milli-CPU each.
+CompiledJob big_job(std::int32_t replicas, MilliCpu cpu) {
+  CompiledJob j = testing::job_of("big", "q", 0, 0, 0);
+  j.groups[0] = testing::group_of(replicas, -1, cpu, 0, 0);
   return j;
 }
 
@@ -42,35 +35,33 @@ FairSharePlanner one_queue_planner(std::int64_t cpu) {
 }
 
 TEST_CASE("checked arithmetic: a request total beyond int64 is an overflow error naming the field") {
-  ResourceSpace space;
-  const auto registry = GpuModelRegistry::builtin();
   // The issue's case: ~9.2e18 milli-CPU in total (2 replicas of 4.7e18) used to wrap negative and be
   // admitted on a 256-core cluster.
-  auto r = pending_job_from_view(job_of(2, std::int64_t{4'700'000'000'000'000'000}), space, registry);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ErrorCode::kOverflow);
-  CHECK(r.error().field == "groups[0].cpu");
+  const RequestProblem r = request_problem(big_job(2, std::int64_t{4'700'000'000'000'000'000}));
+  REQUIRE(r);
+  CHECK(r.overflow);
+  CHECK(r.path() == "groups[0].cpu");
   // Just below the limit is exact: 3 replicas of floor(MAX / 3).
-  auto fits = pending_job_from_view(job_of(3, kMax / 3), space, registry);
-  REQUIRE(fits.ok());
-  CHECK(fits->base[ResourceSpace::kCpu] == (kMax / 3) * 3);
+  const JobDemand fits = job_demand(big_job(3, kMax / 3));
+  REQUIRE_FALSE(fits.problem);
+  CHECK(fits.cpu == (kMax / 3) * 3);
   // Negative replicas are invalid, not a negative total.
-  auto negative = pending_job_from_view(job_of(-1, 1000), space, registry);
-  REQUIRE_FALSE(negative.ok());
-  CHECK(negative.error().code == ErrorCode::kInvalidValue);
-  CHECK(negative.error().field == "groups[0].replicas");
+  const RequestProblem negative = request_problem(big_job(-1, 1000));
+  REQUIRE(negative);
+  CHECK_FALSE(negative.overflow);
+  CHECK(negative.path() == "groups[0].replicas");
+  // The sum over groups is checked too: two groups of MAX / 2 + 1 each.
+  CompiledJob two = big_job(1, kMax / 2 + 1);
+  const CompiledGroup copy = two.groups[0];
+  two.groups.push_back(copy);
+  const RequestProblem sum = request_problem(two);
+  REQUIRE(sum);
+  CHECK(sum.path() == "groups[1].cpu");
 }
 
 TEST_CASE("checked arithmetic: the planner reports a wrapped or negative request as invalid") {
   const auto planner = one_queue_planner(256000);  // 256 cores
-  std::vector<PendingJob> jobs(2);
-  jobs[0].name = "wrapped";
-  jobs[0].queue = "q";
-  jobs[0].base = amounts({-7'000'000'000'000'000'000, 0});  // what the old wrap produced
-  jobs[0].groups.push_back({2, -1, 4'700'000'000'000'000'000, 0, 0});
-  jobs[1].name = "small";
-  jobs[1].queue = "q";
-  jobs[1].base = amounts({1000, 0});
+  std::vector<CompiledJob> jobs{big_job(2, 4'700'000'000'000'000'000), testing::job_of("small", "q", 1000, 0, 0)};
   const AdmissionPlan plan = planner.plan(jobs);
   REQUIRE(plan.admitted.size() == 1);
   CHECK(plan.admitted[0].job == 1);
@@ -79,6 +70,7 @@ TEST_CASE("checked arithmetic: the planner reports a wrapped or negative request
   CHECK(planner.outcome(plan, plan.pending[0]).verdict == Verdict::kInvalid);
   CHECK(plan.queues[0].usage[ResourceSpace::kCpu] == 1000);  // never negative
   CHECK_FALSE(planner.query(jobs[0]).admitted());
+  CHECK(planner.reason(plan, plan.pending[0], jobs) == "job big: groups[0].cpu: 2 replicas of 4700000000000000000 exceed a 64-bit total (overflow)");
 }
 
 TEST_CASE("checked arithmetic: cohort pools that overflow are a build error naming the queue") {
@@ -115,7 +107,7 @@ TEST_CASE("checked arithmetic: quota checks near INT64_MAX do not wrap into a fi
 }
 
 TEST_CASE("checked arithmetic: aging gives no boost before a step has elapsed") {
-  PendingJob job;
+  CompiledJob job;
   job.priority = 3;
   job.submit_time = 0;
   // step 10 is above max_boost 5, so max_boost / step == 0: the old test "steps < 0" failed and the
@@ -132,8 +124,8 @@ TEST_CASE("checked arithmetic: aging with extreme times and priorities never wra
   const std::int64_t extremes[] = {kMin, kMin + 1, -1, 0, 1, 1000, kMax / 2, kMax - 1, kMax};
   const auto pick = [&] { return rng.below(3) == 0 ? static_cast<std::int64_t>(rng.next()) : extremes[rng.below(9)]; };
   for (int trial = 0; trial < 20000; ++trial) {
-    PendingJob job;
-    job.priority = pick();
+    CompiledJob job;
+    job.priority = rng.below(2) == 0 ? static_cast<std::int32_t>(rng.next()) : std::numeric_limits<std::int32_t>::max();
     job.submit_time = pick();
     AgingPolicy aging{std::max<std::int64_t>(1, pick() & kMax), pick(), pick(), pick()};
     const std::int64_t boost = aging_boost(job, aging);
@@ -163,12 +155,9 @@ TEST_CASE("checked arithmetic: aging with extreme times and priorities never wra
 
 TEST_CASE("checked arithmetic: a priority that overflows with aging is reported, not planned") {
   const auto planner = one_queue_planner(8000);
-  std::vector<PendingJob> jobs(1);
-  jobs[0].name = "top";
-  jobs[0].queue = "q";
-  jobs[0].priority = kMax;
-  jobs[0].base = amounts({1000, 0});
-  const AdmissionPlan plan = planner.plan(jobs, AgingPolicy{10, 1, 100, 1000});
+  std::vector<CompiledJob> jobs{testing::job_of("top", "q", 1000, 0, 0, {}, {}, std::numeric_limits<std::int32_t>::max())};
+  // An aging boost of up to INT64_MAX after 1000 s: the sum leaves 64 bits.
+  const AdmissionPlan plan = planner.plan(jobs, AgingPolicy{10, kMax, kMax, 1000});
   CHECK(plan.admitted.empty());
   REQUIRE(plan.pending.size() == 1);
   CHECK(plan.pending[0].kind == PendingKind::kPriorityOverflow);

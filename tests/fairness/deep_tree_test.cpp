@@ -16,6 +16,7 @@
 #include "gpusched/fairness/hdrf.hpp"
 
 using namespace gpusched::fairness;
+using gpusched::CompiledJob;
 using gpusched::fairness::testing::SplitMix;
 using gpusched::fairness::testing::amounts;
 
@@ -54,16 +55,17 @@ TEST_CASE("admission through a 20,000-deep queue chain: same order and flavors a
   }
   QueueConfig flat;
   flat.name = chain.back().name;
-  std::vector<PendingJob> jobs(300);
+  std::vector<CompiledJob> jobs;
   SplitMix rng(20000);
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
-    jobs[j].name = fmt::format("j{}", j);
-    jobs[j].queue = chain.back().name;
-    jobs[j].priority = static_cast<std::int64_t>(rng.below(3));
-    jobs[j].submit_time = static_cast<std::int64_t>(rng.below(1000));
-    jobs[j].base = amounts({1000 * static_cast<std::int64_t>(1 + rng.below(4)), std::int64_t{4} << 30, 0, 0});
-    jobs[j].gpu_milli = 1000 * static_cast<std::int64_t>(rng.below(3));
-    if (rng.below(2) == 0) jobs[j].gpu_models = {space.gpu_models[rng.below(2)]};
+  for (std::size_t j = 0; j < 300; ++j) {
+    const auto priority = static_cast<std::int32_t>(rng.below(3));
+    const auto submit = static_cast<std::int64_t>(rng.below(1000));
+    const std::int64_t cpu = 1000 * static_cast<std::int64_t>(1 + rng.below(4));
+    const std::int64_t gpu = 1000 * static_cast<std::int64_t>(rng.below(3));
+    std::vector<std::string> models;
+    if (rng.below(2) == 0) models = {space.gpu_models[rng.below(2)]};
+    jobs.push_back(testing::job_of(fmt::format("j{}", j), chain.back().name, cpu, std::int64_t{4} << 30, gpu, space, models,
+                                   priority, submit));
   }
   auto deep = FairSharePlanner::build(space, cap, cap, chain);
   REQUIRE(deep.ok());

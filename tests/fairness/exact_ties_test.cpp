@@ -109,13 +109,7 @@ void check_gpu_leaf_admitted_first(const std::vector<QueueConfig>& queues) {
     if (q.usage.size() > 0) free -= amounts_of(q.usage);
   auto planner = FairSharePlanner::build(space, capacity, free, queues);
   REQUIRE(planner.ok());
-  std::vector<PendingJob> jobs(2);
-  jobs[0].name = "from-cpu";
-  jobs[0].queue = "cpu";
-  jobs[0].base = amounts({1000, 0, 0});
-  jobs[1].name = "from-gpu";
-  jobs[1].queue = "gpu";
-  jobs[1].base = amounts({1000, 0, 0});
+  std::vector<CompiledJob> jobs{testing::job_of("from-cpu", "cpu", 1000, 0, 0), testing::job_of("from-gpu", "gpu", 1000, 0, 0)};
   const AdmissionPlan plan = planner->plan(jobs);
   REQUIRE(plan.admitted.size() == 2);
   CHECK(jobs[plan.admitted[0].job].name == "from-gpu");

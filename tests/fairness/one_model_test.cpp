@@ -1,5 +1,5 @@
 // Fair share on the one cluster and job model (issue 11 parts 1, 2 and 5): capacity and free
-// resources from a ClusterState, the planner's records from JobViews, per-queue usage from running
+// resources from a ClusterState, the planner over JobViews compiled to the one job model, per-queue usage from running
 // jobs, and pending reasons in the one answer vocabulary (core/outcome.hpp).
 #include <doctest/doctest.h>
 
@@ -110,44 +110,65 @@ TEST_CASE("one model: a cluster total beyond 64 bits is an error naming the node
   CHECK(c->capacity[ResourceSpace::kCpu] == big);
 }
 
-TEST_CASE("one model: a JobView becomes the planner's record (groups, models, class, submit time)") {
+TEST_CASE("one model: plan_jobs compiles a JobView for the planner (groups, models, class, submit time)") {
   const auto registry = GpuModelRegistry::builtin();
-  ResourceSpace space;
-  space.gpu_models = {"A100-SXM4-40GB", "H100-80GB"};
+  auto state = ClusterState::build(three_nodes(), registry);
+  REQUIRE(state.ok());
+  auto c = fairness_cluster(*state);
+  REQUIRE(c.ok());
+  std::vector<QueueConfig> queues(1);
+  queues[0].name = "vision";
+  const auto planner = FairSharePlanner::build(c->space, c->capacity, c->free, queues, &state->registry()).value();
   Job job;
   job.job_name = "train";
   job.queue_name = "vision";
   job.groups = {group(2, 4000, 1, {"A100", "H100"}), group(1, 1000, 2, {"H100-SXM5-80GB"})};
   job.groups[1].min_replicas = 0;
   const WithAdmissionFields view(job, "high", 3600);
-  auto p = pending_job_from_view(view, space, registry, PriorityClasses{{"high", 1000}});
-  REQUIRE(p.ok());
-  CHECK(p->name == "train");
-  CHECK(p->queue == "vision");
-  CHECK(p->priority == 1000);
-  CHECK(p->submit_time == 3600);
+  const std::vector<const JobView*> views{&view};
+  auto planned = plan_jobs(planner, *state, views, PriorityClasses{{"high", 1000}});
+  REQUIRE(planned.ok());
+  REQUIRE(planned->jobs.size() == 1);
+  const CompiledJob& p = planned->jobs[0];
+  CHECK(p.name == "train");
+  CHECK(p.queue == "vision");
+  CHECK(p.priority == 1000);  // the class's
+  CHECK(p.submit_time == 3600);
   // 2 x 4 cores + 1 core; 3 GiB; 2 x 1 GPU + 1 x 2 GPUs = 4000 milli-GPU.
-  CHECK(p->base == amounts({9000, 3 * kGi, 0, 0}));
-  CHECK(p->gpu_milli == 4000);
-  // Allowed models: {A100-40GB, H100} ∩ {H100} by the registry's names.
-  CHECK(p->gpu_models == std::vector<std::string>{"H100-80GB"});
-  REQUIRE(p->groups.size() == 2);
-  CHECK(p->groups[1].min_replicas == 0);
-  CHECK(p->groups[1].gpu_milli == 2000);
+  const JobDemand demand = job_demand(p);
+  CHECK(demand.cpu == 9000);
+  CHECK(demand.memory == 3 * kGi);
+  CHECK(demand.gpu_milli == 4000);
+  CHECK(demand.elastic);
+  // Allowed models: {A100-40GB, H100} ∩ {H100} by the registry's ids.
+  CHECK(demand.names_models);
+  CHECK(demand.models == model_bit(*registry.find("H100-80GB")));
+  REQUIRE(p.groups.size() == 2);
+  CHECK(p.groups[1].min_replicas == 0);
+  // Pending, on the one H100 GPU n2 has healthy (n1 is cordoned): the partial admission needs the
+  // 2-GPU group at 0 and both 1-GPU workers, 2 H100s.
+  REQUIRE(planned->plan.pending.size() == 1);
+  CHECK(planner.reason(planned->plan, planned->plan.pending[0], planned->jobs) ==
+        "cluster: not enough free gpu:H100-80GB (requested 2, free 1)");
 
-  auto unknown = pending_job_from_view(WithAdmissionFields(job, "vip", 0), space, registry, PriorityClasses{{"high", 1000}});
+  const WithAdmissionFields vip(job, "vip", 0);
+  const std::vector<const JobView*> unknown_views{&vip};
+  auto unknown = plan_jobs(planner, *state, unknown_views, PriorityClasses{{"high", 1000}});
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().code == ErrorCode::kUnknownName);
-  CHECK(unknown.error().field == "priority_class");
+  CHECK(unknown.error().field == "jobs[0].priority_class");
 }
 
 TEST_CASE("one model: plan_jobs plans job views; a bad job is an error naming it") {
   const auto registry = GpuModelRegistry::builtin();
-  ResourceSpace space;
+  std::vector<NodeSpec> nodes(1);
+  nodes[0] = {"cpu", 8000, 64 * kGi, 0, 0, {}, {}, true, true, {}};
+  auto state = ClusterState::build(Cluster(std::move(nodes)), registry);
+  REQUIRE(state.ok());
   std::vector<QueueConfig> queues(1);
   queues[0].name = "vision";
   const Amounts capacity = amounts({8000, 64 * kGi});
-  const auto planner = FairSharePlanner::build(space, capacity, capacity, queues).value();
+  const auto planner = FairSharePlanner::build(ResourceSpace{}, capacity, capacity, queues, &state->registry()).value();
   Job early, late;
   early.job_name = "early";
   late.job_name = "late";
@@ -156,17 +177,17 @@ TEST_CASE("one model: plan_jobs plans job views; a bad job is an error naming it
   // "late" is listed first but submitted later: the earlier submission is admitted.
   const WithAdmissionFields a(late, "", 200), b(early, "", 100);
   const std::vector<const JobView*> views{&a, &b};
-  auto planned = plan_jobs(planner, views, registry);
+  auto planned = plan_jobs(planner, *state, views);
   REQUIRE(planned.ok());
-  REQUIRE(planned->records.size() == 2);
+  REQUIRE(planned->jobs.size() == 2);
   REQUIRE(planned->plan.admitted.size() == 1);
-  CHECK(planned->records[planned->plan.admitted[0].job].name == "early");
+  CHECK(planned->jobs[planned->plan.admitted[0].job].name == "early");
   CHECK(planned->plan.pending.at(0).job == 0);
 
   Job huge = late;
   huge.groups = {group(3, std::numeric_limits<std::int64_t>::max() / 2, 0)};
   const std::vector<const JobView*> bad{&a, &huge};
-  auto refused = plan_jobs(planner, bad, registry);
+  auto refused = plan_jobs(planner, *state, bad);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == ErrorCode::kOverflow);
   CHECK(refused.error().field == "jobs[1].groups[0].cpu");
@@ -254,11 +275,11 @@ TEST_CASE("one vocabulary: pending reasons map onto Verdict and ReasonKind") {
   queues[1].name = "open";
   auto planner = FairSharePlanner::build(space, capacity, capacity - amounts_of(queues[0].usage), queues);
   REQUIRE(planner.ok());
-  std::vector<PendingJob> jobs(4);
-  jobs[0] = {"over-now", "small", 0, 0, amounts({1500, 0}), 0, {}, {}};     // 1000 + 1500 > 2000, 1500 <= 2000
-  jobs[1] = {"over-ever", "small", 0, 0, amounts({4000, 0}), 0, {}, {}};    // above nominal itself
-  jobs[2] = {"too-big", "open", 0, 0, amounts({100000, 0}), 0, {}, {}};     // above the cluster
-  jobs[3] = {"lost", "nowhere", 0, 0, amounts({1000, 0}), 0, {}, {}};
+  const std::vector<CompiledJob> jobs{
+      testing::job_of("over-now", "small", 1500, 0, 0),   // 1000 + 1500 > 2000, 1500 <= 2000
+      testing::job_of("over-ever", "small", 4000, 0, 0),  // above nominal itself
+      testing::job_of("too-big", "open", 100000, 0, 0),   // above the cluster
+      testing::job_of("lost", "nowhere", 1000, 0, 0)};
   const AdmissionPlan plan = planner->plan(jobs);
   CHECK(plan.admitted.empty());
   REQUIRE(plan.pending.size() == 4);

@@ -2,6 +2,8 @@
 // Topology and pod groups; KAI queues; into the job model and the fairness family's queues.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "gpusched/fairness/admission.hpp"
 #include "gpusched/fairness/cluster_input.hpp"
 #include "io/k8s_test_util.hpp"
@@ -31,6 +33,7 @@ constexpr std::int64_t kGi = 1LL << 30;
 struct QueueInput {
   fairness::FairnessCluster cluster;
   std::vector<fairness::QueueConfig> configs;
+  std::optional<ClusterState> state;  // the jobs compile against it (plan_jobs)
 };
 QueueInput queue_input(const io::k8s::Input& in) {
   auto state = ClusterState::build(in.cluster, in.registry);
@@ -39,7 +42,7 @@ QueueInput queue_input(const io::k8s::Input& in) {
   REQUIRE(fc.ok());
   auto configs = io::k8s::queue_configs(in, fc->space);
   REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
-  return {std::move(*fc), std::move(*configs)};
+  return {std::move(*fc), std::move(*configs), std::move(*state)};
 }
 
 }  // namespace
@@ -159,11 +162,12 @@ spec:
   CHECK(c.borrowing_limit[fairness::ResourceSpace::kCpu] == fairness::kNoLimit);
 
   // Admission: team-a's 4 GPUs and team-b's 4 GPUs are within nominal quota: both admitted.
-  auto planner = fairness::FairSharePlanner::build(qi.cluster.space, qi.cluster.capacity, qi.cluster.free, qi.configs);
+  auto planner = fairness::FairSharePlanner::build(qi.cluster.space, qi.cluster.capacity, qi.cluster.free, qi.configs,
+                                                   &qi.state->registry());
   REQUIRE_MESSAGE(planner.ok(), (planner.ok() ? "" : planner.error().message));
   std::vector<const JobView*> views;
   for (const auto& j : in.jobs) views.push_back(&j);
-  auto plan = fairness::plan_jobs(*planner, views, in.registry, in.priority_classes);
+  auto plan = fairness::plan_jobs(*planner, *qi.state, views, in.priority_classes);
   REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? "" : plan.error().message));
   CHECK(plan->plan.admitted.size() == 2);
   CHECK(plan->plan.pending.empty());
@@ -246,12 +250,13 @@ status: {phase: Pending}
   CHECK(leaf.nominal[*qi.cluster.space.gpu_dim("A100-80GB")] == 0);
   CHECK(leaf.cohort == "kai");
   // The pool lends the whole cluster: the pod is admitted, borrowing.
-  fairness::PendingJob job;
+  CompiledJob job;
   job.name = "default/gpu-pod";
   job.queue = "default-queue";
-  job.base = fairness::Amounts::Zero(qi.cluster.space.size());
-  job.gpu_milli = 1000;
-  const auto plan = planner->plan(std::vector<fairness::PendingJob>{job});
+  TaskShape& task = job.groups.emplace_back().request.shape;
+  task.gpus = 1;
+  task.gpu_milli = kMilliPerGpu;
+  const auto plan = planner->plan(std::vector<CompiledJob>{job});
   REQUIRE(plan.admitted.size() == 1);
   CHECK(plan.admitted[0].borrowed);
 }

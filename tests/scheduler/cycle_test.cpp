@@ -34,6 +34,21 @@ struct FairShareCase {
   std::vector<PendingJob> pending{job(state, "a1", "a", 1, 8, 0, 50), job(state, "a2", "a", 1, 8, 0, 60)};
 };
 
+// One 8-GPU node; queues P1 and P2 (siblings, no quotas), a under P2 and b under P1, listed a, b, P1,
+// P2; ja in a and jb in b, 8 GPUs each.
+struct SiblingQueuesCase {
+  ClusterState state = cluster(1);
+  std::vector<fairness::QueueConfig> queues = [this] {
+    std::vector<fairness::QueueConfig> qs{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit),
+                                          queue(state, "P1", 0), queue(state, "P2", 0)};
+    qs[0].parent = "P2";
+    qs[1].parent = "P1";
+    for (auto& q : qs) q.nominal.clear();  // no quotas
+    return qs;
+  }();
+  std::vector<PendingJob> pending{job(state, "ja", "a", 1, 8), job(state, "jb", "b", 1, 8)};
+};
+
 }  // namespace
 
 TEST_CASE("admission places: a job starts only where its gang places; BestEffortFIFO moves on") {
@@ -98,14 +113,36 @@ TEST_CASE("queue order: the cycle serves queues as the fair-share planner does (
   // fairness/admission_rule.hpp's QueueOrder, as in tests/fairness/admission_rule_test.cpp: P1 and
   // P2 are siblings with equal shares and P1 is listed first, so its child b is served before a
   // (listed first, under P2). One 8-GPU node: only the first job served starts.
-  auto state = cluster(1);
-  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit), queue(state, "b", fairness::kNoLimit),
-                                            queue(state, "P1", 0), queue(state, "P2", 0)};
-  queues[0].parent = "P2";
-  queues[1].parent = "P1";
-  for (auto& q : queues) q.nominal.clear();  // no quotas
-  std::vector<PendingJob> pending{job(state, "ja", "a", 1, 8), job(state, "jb", "b", 1, 8)};
-  auto d = run_cycle(state, {}, pending, queues, 100).value();
+  SiblingQueuesCase c;
+  auto d = run_cycle(c.state, {}, c.pending, c.queues, 100).value();
+  CHECK(names(d.starts) == std::vector<std::string>{"jb"});
+}
+
+TEST_CASE("one job model: the fair-share planner reads the cycle's pending jobs in place and admits as the cycle starts") {
+  // The same queues and jobs as above; the planner is given the cycle's PendingJobs themselves
+  // (JobSpan over their CompiledJob, no copy): it admits jb first too, and its plan equals the one
+  // made from copies of the compiled jobs.
+  SiblingQueuesCase c;
+  const ClusterState& state = c.state;
+  const std::vector<fairness::QueueConfig>& queues = c.queues;
+  const std::vector<PendingJob>& pending = c.pending;
+  const auto cluster_totals = fairness::fairness_cluster(state).value();
+  const auto planner = fairness::FairSharePlanner::build(cluster_totals.space, cluster_totals.capacity, cluster_totals.free,
+                                                         queues, &state.registry())
+                           .value();
+  const JobSpan in_place(std::span<const PendingJob>(pending), &PendingJob::job);
+  REQUIRE(in_place.size() == 2);
+  CHECK(&in_place[1] == &pending[1].job);  // a view: the cycle's own objects
+  const fairness::AdmissionPlan plan = planner.plan(in_place);
+  REQUIRE(plan.admitted.size() == 1);
+  CHECK(pending[plan.admitted[0].job].job.name == "jb");
+  CHECK(planner.reason(plan, plan.pending.at(0), in_place) == "cluster: not enough free gpu:A100-SXM4-40GB (requested 8, free 0)");
+  const std::vector<CompiledJob> copies{pending[0].job, pending[1].job};
+  const fairness::AdmissionPlan from_copies = planner.plan(copies);
+  REQUIRE(from_copies.admitted.size() == 1);
+  CHECK(from_copies.admitted[0].job == plan.admitted[0].job);
+  CHECK(from_copies.pending.at(0).job == plan.pending.at(0).job);
+  auto d = run_cycle(c.state, {}, c.pending, c.queues, 100).value();
   CHECK(names(d.starts) == std::vector<std::string>{"jb"});
 }
 

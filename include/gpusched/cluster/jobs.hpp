@@ -16,7 +16,9 @@
 #include "gpusched/core/config.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,32 @@ inline void append_tasks(const CompiledJob& job, std::vector<TaskRequest>& out) 
 // Fails (with the field path) on a group the state cannot compile, negative replicas, min_replicas
 // above replicas, a constraint naming a group the job does not have, or an empty spread level.
 Result<CompiledJob> compile_job(const ClusterState& state, const JobView& job);
+
+// A view of compiled jobs wherever the caller keeps them, copying none: a span (or vector) of
+// CompiledJob, or of any record that holds one — the scheduling cycle's pending jobs are read in
+// place as JobSpan(pending, &scheduler::PendingJob::job). Records must be contiguous (a span's);
+// the view walks them by the record's size.
+class JobSpan {
+ public:
+  JobSpan() = default;
+  JobSpan(std::span<const CompiledJob> jobs)  // NOLINT: implicit, as a span converts
+      : first_(reinterpret_cast<const std::byte*>(jobs.data())), stride_(sizeof(CompiledJob)), size_(jobs.size()) {}
+  JobSpan(const std::vector<CompiledJob>& jobs) : JobSpan(std::span<const CompiledJob>(jobs)) {}  // NOLINT
+  template <class Record>
+  JobSpan(std::span<const Record> records, CompiledJob Record::*member)
+      : first_(records.empty() ? nullptr : reinterpret_cast<const std::byte*>(&(records.front().*member))),
+        stride_(sizeof(Record)),
+        size_(records.size()) {}
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const CompiledJob& operator[](std::size_t i) const { return *reinterpret_cast<const CompiledJob*>(first_ + i * stride_); }
+
+ private:
+  const std::byte* first_ = nullptr;
+  std::size_t stride_ = sizeof(CompiledJob);
+  std::size_t size_ = 0;
+};
 
 // A job running on the cluster: what the scheduling cycle, preemption and fair share read.
 struct RunningTask {

@@ -40,6 +40,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpusched/cluster/jobs.hpp"
+#include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/outcome.hpp"
 #include "gpusched/core/preemption_policy.hpp"
 #include "gpusched/core/result.hpp"
@@ -49,29 +51,19 @@
 
 namespace gpusched::fairness {
 
-// One task group of a job, per replica. With min_replicas below replicas the job is elastic and may
-// be admitted partially (Kueue's partial admission: PodSet minCount): when the whole job does not
-// fit, the planner reduces every elastic group proportionally — at step s of S = max(replicas -
-// min_replicas), a group keeps replicas - floor((replicas - min_replicas) * s / S) — and admits the
-// least reduction (the most replicas) that fits, found by binary search (fitting is monotone in the
-// request). min_replicas -1 means all replicas (rigid); values are clamped to [0, replicas].
-struct ReplicaGroup {
-  std::int32_t replicas = 1;
-  std::int32_t min_replicas = -1;
-  std::int64_t cpu = 0, memory = 0, gpu_milli = 0;  // per replica
-};
-
-struct PendingJob {
-  std::string name;
-  std::string queue;
-  std::int64_t priority = 0;
-  std::int64_t submit_time = 0;
-  Amounts base;                          // cpu and memory (GPU dimensions zero)
-  std::int64_t gpu_milli = 0;            // total GPU share over all tasks
-  std::vector<std::string> gpu_models;   // allowed models (OR); empty = any
-  // Optional: the groups `base` and `gpu_milli` add up; needed only for partial admission.
-  std::vector<ReplicaGroup> groups;
-};
+// The planner reads the one job model (cluster/jobs.hpp): a `CompiledJob` per pending job, as the
+// scheduling cycle keeps it. What it charges a queue is the sum over its groups of replicas x the
+// group's per-task CPU, memory and GPU share (gpus x gpu_milli), the GPU share on the flavor the job
+// is admitted on. Its allowed GPU models are the intersection over its groups that need GPUs (one
+// flavor per job); its priority is `priority` (a reader resolves priority classes, as for the
+// cycle: plan_jobs in cluster_input.hpp), `submit_time` orders and ages it.
+//
+// A group with min_replicas below replicas makes the job elastic, and it may be admitted partially
+// (Kueue's partial admission: PodSet minCount): when the whole job does not fit, the planner reduces
+// every elastic group proportionally — at step s of S = max(replicas - min_replicas), a group keeps
+// replicas - floor((replicas - min_replicas) * s / S) — and admits the least reduction (the most
+// replicas) that fits, found by binary search (fitting is monotone in the request). min_replicas
+// is clamped to [0, replicas] (a negative one means all replicas: rigid).
 
 struct AgingPolicy {
   std::int64_t interval = 0;  // seconds per step; 0 = no aging
@@ -82,13 +74,13 @@ struct AgingPolicy {
 
 // The boost aging gives a job: min(max_boost, step · floor(waited / interval)), 0 when no step has
 // elapsed; computed without overflow for any times (a wait beyond INT64_MAX saturates).
-std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging);
+std::int64_t aging_boost(const CompiledJob& job, const AgingPolicy& aging);
 // priority + aging_boost, or an ErrorCode::kOverflow error (field "priority") when the sum exceeds
 // INT64_MAX: the planner reports such a job as invalid instead of wrapping it to the lowest priority.
-Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging);
+Result<std::int64_t> checked_effective_priority(const CompiledJob& job, const AgingPolicy& aging);
 // checked_effective_priority's value; INT64_MAX when it overflows (the planner never uses this value
 // for such a job: it is reported invalid).
-std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging);
+std::int64_t effective_priority(const CompiledJob& job, const AgingPolicy& aging);
 
 struct AdmittedJob {
   std::size_t job;           // index into the jobs given
@@ -97,7 +89,7 @@ struct AdmittedJob {
   bool borrowed = false;
   std::int64_t priority = 0; // effective
   bool partial = false;      // admitted with fewer replicas than asked (min_replicas)
-  std::vector<std::int32_t> replicas;  // per group as admitted, when the job lists groups
+  std::vector<std::int32_t> replicas;  // per group as admitted
 };
 
 // Why one candidate flavor of a job did not fit: its queue's quota check failed, or the quota
@@ -124,11 +116,39 @@ enum class PendingKind : std::uint8_t {
   kInvalidRequest,    // a negative request, or totals that overflow int64 (request_problem)
 };
 
-// Why a job's request cannot be used as it is: nullptr when it can, else the field at fault
-// ("gpu_milli", "base[0]", "groups[1].cpu", ...). Checked: every amount non-negative, gpu_milli plus
-// any GPU entry of `base` representable, and every group's replicas × per-replica request
-// representable (issue 15: a job asking for ~9.2e18 cores must not wrap to a small or negative total).
-const char* request_problem(const PendingJob& job, Eigen::Index dimensions);
+// Why a job's request cannot be used as it is: a negative replica count or amount, or a total that
+// leaves 64 bits (issue 15: a job asking for ~9.2e18 cores must not wrap to a small or negative
+// total). `group` and `field` name it ("groups[1].cpu": replicas x cpu, or the job's cpu total
+// over its groups); no field when the request is usable.
+struct RequestProblem {
+  std::size_t group = 0;
+  const char* field = nullptr;  // "replicas", "cpu", "memory", "gpus" (gpus x gpu_milli), "gpu_milli"
+  bool overflow = false;        // false: a negative value
+  std::int64_t replicas = 0;    // the group's replicas
+  std::int64_t value = 0;       // the negative value, or the per-task amount the replicas multiply
+  explicit operator bool() const { return field != nullptr; }
+  std::string path() const { return "groups[" + std::to_string(group) + "]." + field; }
+  // "2 replicas of 4700000000000000000 exceed a 64-bit total (overflow)", "expected a non-negative
+  // amount, got -1".
+  std::string what() const {
+    if (!overflow) return "expected a non-negative amount, got " + std::to_string(value);
+    return std::to_string(replicas) + " replicas of " + std::to_string(value) + " exceed a 64-bit total (overflow)";
+  }
+};
+RequestProblem request_problem(const CompiledJob& job);
+
+// What a job charges its queue: its CPU, memory and GPU share (milli-GPU, charged on the flavor it is
+// admitted on) summed over its groups' replicas, the GPU models it allows (the intersection over
+// its groups that need GPUs and have replicas), whether it may shrink, and the first problem
+// (request_problem) — when there is one, the sums stop there.
+struct JobDemand {
+  std::int64_t cpu = 0, memory = 0, gpu_milli = 0;
+  GpuModelMask models = kAnyGpuModel;
+  bool names_models = false;  // some GPU group restricts the models
+  bool elastic = false;       // some group has min_replicas below replicas (partial admission)
+  RequestProblem problem;
+};
+JobDemand job_demand(const CompiledJob& job);
 
 struct PendingJobReport {
   std::size_t job;
@@ -164,7 +184,7 @@ struct AdmissionDecision {
   bool borrows = false;
   int gpu_dim = -1;
   bool partial = false;
-  std::vector<std::int32_t> replicas;  // per group, when the job lists groups
+  std::vector<std::int32_t> replicas;  // per group
   std::string reason;  // why not, or how ("fits within nominal quota on gpu:H100-80GB")
   // The answer in the one vocabulary (see FairSharePlanner::outcome): kPlaced when admitted.
   Outcome outcome{Verdict::kNotNow, {}};
@@ -175,15 +195,19 @@ class FairSharePlanner {
  public:
   // `capacity` and `free` are the cluster's aggregate totals per dimension. Fails on unknown parents,
   // cycles, duplicate names, bad weights or quotas, or quotas on internal queues; messages name the
-  // queue and the field.
+  // queue and the field. `registry` is the one the jobs were compiled with (their GPU model masks
+  // are over its ids; a model's flavor is the space's model of the same name); without one, model id
+  // k is the space's k-th GPU model (model_bit(k)).
   static Result<FairSharePlanner> build(ResourceSpace space, Amounts capacity, Amounts free,
-                                        std::vector<QueueConfig> queues);
+                                        std::vector<QueueConfig> queues, const GpuModelRegistry* registry = nullptr);
 
-  AdmissionDecision query(const PendingJob& job) const;
-  AdmissionPlan plan(std::span<const PendingJob> jobs, const AgingPolicy& aging = {}) const;
+  AdmissionDecision query(const CompiledJob& job) const;
+  // `jobs`: a span of CompiledJob, or the records that hold them, read in place (JobSpan,
+  // cluster/jobs.hpp: the scheduling cycle's pending jobs are JobSpan(pending, &PendingJob::job)).
+  AdmissionPlan plan(JobSpan jobs, const AgingPolicy& aging = {}) const;
   // The text of a pending job's reason ("queue q: exceeds nominal quota ... on gpu:H100 (requested 8,
   // available 4)"); `jobs` are the jobs the plan was made from.
-  std::string reason(const AdmissionPlan& plan, const PendingJobReport& pending, std::span<const PendingJob> jobs) const;
+  std::string reason(const AdmissionPlan& plan, const PendingJobReport& pending, JobSpan jobs) const;
 
   // A pending job's answer in the one vocabulary (core/outcome.hpp), built from the plan's
   // structured reasons without formatting any text:
@@ -209,6 +233,8 @@ class FairSharePlanner {
   std::vector<QueueConfig> queues_;
   QueueTree tree_;
   QuotaBook book_;
+  std::vector<Eigen::Index> dim_of_model_;  // by the jobs' GpuModelId: the flavor's dimension, -1 none
+  std::vector<std::string> model_names_;    // by GpuModelId, for reasons
 
   FairSharePlanner() = default;
 };

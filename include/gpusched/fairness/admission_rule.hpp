@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/preemption_policy.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/drf.hpp"
@@ -87,6 +88,10 @@ struct QueueConfig {
 // The flavors (GPU dimensions) a queue offers, in the order they are tried: its flavor order, else
 // the resource space's (the queue validated by QueueTree::build: every model it names is in the space).
 std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueConfig& queue);
+
+// The fairness dimension of each GPU model id of `registry` (2 + the model's index in the space, by
+// name: two ids of one name share it), -1 for a model the space does not have.
+std::vector<Eigen::Index> gpu_dims_by_model(const ResourceSpace& space, const GpuModelRegistry& registry);
 
 // The quota part of a queue, for QuotaBook (quota.hpp).
 inline QueueQuota queue_quota(const QueueConfig& q) {

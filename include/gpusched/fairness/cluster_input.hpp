@@ -8,11 +8,10 @@
 //   * `fairness_cluster(state)`: the resource space (the cluster's GPU models in order of first
 //     appearance), capacity and free amounts, counted over nodes that take new work (not cordoned,
 //     not failed) and healthy GPUs, from a `ClusterState`.
-//   * `pending_job_from_view(job, ...)`: the planner's compact per-job record (`PendingJob`) from a
-//     `JobView`: groups with replicas and min replicas, per-task requests, allowed models (the
-//     intersection over GPU groups: one flavor per job), queue, priority or priority class, submit
-//     time. Every total is summed with overflow checks: a job asking for ~9.2e18 cores is an
-//     `ErrorCode::kOverflow` error naming the field, never a wrapped total.
+//   * `plan_jobs(planner, state, views, classes, aging)`: the planner over job views, each compiled
+//     against the state (`compile_job`, the one job model every family reads) with its priority class
+//     resolved, checked (request_problem: a job asking for ~9.2e18 cores is an `ErrorCode::kOverflow`
+//     error naming the field, never a wrapped total), and planned.
 //   * what a running job charges its queue, read from the one running job model (`RunningJob`,
 //     cluster/jobs.hpp): `task_usage` adds one task's assignment (its CPU and memory, its GPU share
 //     on the dimension of the model its first GPU is of, `counted_gpu_model`), and
@@ -24,8 +23,9 @@
 //     with their requests taken off the nodes): `RunningJobView` names the job and its GPU model.
 //
 //   auto cluster = gpusched::fairness::fairness_cluster(state).value();
-//   auto job = gpusched::fairness::pending_job_from_view(view, cluster.space, state.registry(), classes);
-//   auto planner = gpusched::fairness::FairSharePlanner::build(cluster.space, cluster.capacity, cluster.free, queues);
+//   auto planner = gpusched::fairness::FairSharePlanner::build(cluster.space, cluster.capacity, cluster.free, queues,
+//                                                              &state.registry());
+//   auto planned = gpusched::fairness::plan_jobs(*planner, state, views, classes);
 #pragma once
 
 #include <algorithm>
@@ -63,25 +63,22 @@ using PriorityClasses = std::map<std::string, std::int64_t, std::less<>>;
 // the node and resource) only when a sum exceeds int64.
 Result<FairnessCluster> fairness_cluster(const ClusterState& state);
 
-// The planner's record of one pending job. Errors name the field relative to the job
-// ("groups[1].cpu", "priority_class"): kOverflow for totals beyond int64, kInvalidValue for
-// negative replicas or requests, kUnknownName for a priority class not in `classes`.
-Result<PendingJob> pending_job_from_view(const JobView& job, const ResourceSpace& space, const GpuModelRegistry& registry,
-                                         const PriorityClasses& classes = {});
-
 // The registry's name of a GPU model ("a100" -> "A100-80GB"), or the text itself when unknown: the
 // resource space names flavors by the registry's names.
 std::string canonical_model_name(const GpuModelRegistry& registry, std::string_view name);
 
-// The planner over job views: each job's record (pending_job_from_view; errors prefixed with
-// "jobs[i].") and the plan made from them. `records[k]` is job k's record; plan indices refer to it.
+// The planner over job views: each job compiled against `state` (compile_job; `planner` built with
+// `&state.registry()`), its priority class (when it names one) resolved through `classes` into its
+// priority, as the readers do for the scheduling cycle, and checked (request_problem); then the plan.
+// Errors name the job by index: "jobs[1].priority_class" (a class not in `classes`, or beyond a
+// 32-bit priority), "jobs[1].groups[0].cpu" (a total beyond 64 bits), and compile_job's own (an
+// unknown GPU model, a bad share). `jobs[k]` of the answer is job k, compiled; plan indices refer to it.
 struct JobModelPlan {
-  std::vector<PendingJob> records;
+  std::vector<CompiledJob> jobs;
   AdmissionPlan plan;
 };
-Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, std::span<const JobView* const> jobs,
-                               const GpuModelRegistry& registry, const PriorityClasses& classes = {},
-                               const AgingPolicy& aging = {});
+Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, const ClusterState& state, std::span<const JobView* const> jobs,
+                               const PriorityClasses& classes = {}, const AgingPolicy& aging = {});
 
 // A job view with the two admission fields set beside it, for a caller whose own job view does not
 // carry them (the CLI's jobs file keeps them outside the job model); forwards everything else.
@@ -121,10 +118,6 @@ Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob
                                                       const GpuModelRegistry& registry,
                                                       std::span<const std::string> queue_names);
 
-// The fairness dimension of each GPU model id of `registry` (2 + the model's index in the space, by
-// name: two ids of one name share it), -1 for a model the space does not have.
-std::vector<Eigen::Index> gpu_dims_by_model(const ResourceSpace& space, const GpuModelRegistry& registry);
-
 // The GPU model a task's GPUs are counted on: the model of its first GPU (none for a task without
 // GPUs, or on a node the state does not have).
 std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a);
@@ -150,43 +143,26 @@ inline std::string canonical_model_name(const GpuModelRegistry& registry, std::s
 
 namespace detail {
 
-// What all replicas of all groups of a job ask for, summed with overflow checks.
-struct FairnessJobTotals {
-  std::int64_t cpu = 0, memory = 0, gpu_milli = 0;
-  std::vector<ReplicaGroup> groups;  // per replica, for partial admission
-};
+// The error of a request problem (request_problem), its field prefixed with `prefix` ("jobs[1].").
+inline Error fairness_request_error(const RequestProblem& problem, const std::string& prefix) {
+  return fairness_error(problem.overflow ? ErrorCode::kOverflow : ErrorCode::kInvalidValue,
+                        fairness_text(prefix, problem.path(), ": ", problem.what()));
+}
 
-inline Result<FairnessJobTotals> fairness_job_totals(const JobView& job) {
-  FairnessJobTotals out;
-  const auto overflow = [](std::size_t g, const char* field, std::int64_t per_task, std::int32_t replicas) {
-    return fairness_error(ErrorCode::kOverflow,
-                          fairness_text("groups[", g, "].", field, ": ", replicas, " replicas of ", per_task,
-                                        " exceed a 64-bit total (overflow)"));
-  };
+// What a job view's groups charge (job_demand over their shapes and replicas; no model resolved:
+// RunningJobView names the model), or its request problem as an error.
+inline Result<JobDemand> fairness_view_demand(const JobView& job) {
+  CompiledJob shapes;
   for (std::size_t g = 0; g < job.group_count(); ++g) {
     const TaskGroupInfo info = job.group(g);
-    const TaskShape& s = info.shape;
-    if (info.replicas < 0)
-      return fairness_error(ErrorCode::kInvalidValue, fairness_text("groups[", g, "].replicas: expected a non-negative count, got ", info.replicas));
-    for (const auto& [field, value] : {std::pair<const char*, std::int64_t>{"cpu", s.cpu}, {"memory", s.memory},
-                                       {"gpus", s.gpus}, {"gpu_milli", s.gpu_milli}})
-      if (value < 0)
-        return fairness_error(ErrorCode::kInvalidValue, fairness_text("groups[", g, "].", field, ": expected a non-negative amount, got ", value));
-    std::int64_t per_task_gpu = 0;
-    if (s.needs_gpu() && __builtin_mul_overflow(std::int64_t{s.gpus}, s.gpu_milli, &per_task_gpu))
-      return fairness_error(ErrorCode::kOverflow, fairness_text("groups[", g, "].gpus: ", s.gpus, " GPUs of ", s.gpu_milli, " milli-GPU overflow"));
-    std::int64_t cpu = 0, memory = 0, gpu = 0;
-    if (__builtin_mul_overflow(s.cpu, std::int64_t{info.replicas}, &cpu) || __builtin_add_overflow(out.cpu, cpu, &out.cpu))
-      return overflow(g, "cpu", s.cpu, info.replicas);
-    if (__builtin_mul_overflow(s.memory, std::int64_t{info.replicas}, &memory) ||
-        __builtin_add_overflow(out.memory, memory, &out.memory))
-      return overflow(g, "memory", s.memory, info.replicas);
-    if (__builtin_mul_overflow(per_task_gpu, std::int64_t{info.replicas}, &gpu) ||
-        __builtin_add_overflow(out.gpu_milli, gpu, &out.gpu_milli))
-      return overflow(g, "gpus", per_task_gpu, info.replicas);
-    out.groups.push_back({info.replicas, info.min_replicas, s.cpu, s.memory, per_task_gpu});
+    CompiledGroup& group = shapes.groups.emplace_back();
+    group.replicas = info.replicas;
+    group.min_replicas = info.min_replicas;
+    group.request.shape = info.shape;
   }
-  return out;
+  JobDemand demand = job_demand(shapes);
+  if (demand.problem) return fairness_request_error(demand.problem, "");
+  return demand;
 }
 
 }  // namespace detail
@@ -250,55 +226,6 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   return out;
 }
 
-inline Result<PendingJob> pending_job_from_view(const JobView& job, const ResourceSpace& space,
-                                                const GpuModelRegistry& registry, const PriorityClasses& classes) {
-  PendingJob p;
-  p.name = std::string(job.name());
-  p.queue = std::string(job.queue());
-  p.priority = job.priority();
-  if (const std::string_view pc = job.priority_class(); !pc.empty()) {
-    const auto it = classes.find(pc);
-    if (it == classes.end())
-      return detail::fairness_error(ErrorCode::kUnknownName,
-                                    detail::fairness_text("priority_class: unknown class \"", pc, "\""));
-    p.priority = it->second;
-  }
-  p.submit_time = job.submit_time();
-  auto totals = detail::fairness_job_totals(job);
-  if (!totals) return totals.error();
-  p.base = Amounts::Zero(space.size());
-  p.base[ResourceSpace::kCpu] = totals->cpu;
-  p.base[ResourceSpace::kMemory] = totals->memory;
-  p.gpu_milli = totals->gpu_milli;
-  p.groups = std::move(totals->groups);
-  // Allowed models: the intersection over the groups that need GPUs and list models (one flavor
-  // per job: groups allowing disjoint models can never be admitted together).
-  bool listed = false;
-  std::vector<std::string> allowed;
-  for (std::size_t g = 0; g < job.group_count(); ++g) {
-    const TaskGroupInfo info = job.group(g);
-    if (!info.shape.needs_gpu() || info.replicas == 0 || job.allowed_model_count(g) == 0) continue;
-    std::vector<std::string> models;
-    for (std::size_t k = 0; k < job.allowed_model_count(g); ++k)
-      models.push_back(canonical_model_name(registry, job.allowed_model(g, k)));
-    std::sort(models.begin(), models.end());
-    models.erase(std::unique(models.begin(), models.end()), models.end());
-    if (!listed) {
-      allowed = std::move(models);
-      listed = true;
-    } else {
-      std::vector<std::string> both;
-      std::set_intersection(allowed.begin(), allowed.end(), models.begin(), models.end(), std::back_inserter(both));
-      allowed = std::move(both);
-    }
-  }
-  if (listed) {
-    p.gpu_models = std::move(allowed);
-    if (p.gpu_models.empty()) p.gpu_models.push_back("(no model every group allows)");
-  }
-  return p;
-}
-
 inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJobView> running,
                                                              const ResourceSpace& space, const GpuModelRegistry& registry,
                                                              std::span<const std::string> queue_names) {
@@ -311,7 +238,7 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
     const auto q = std::find(queue_names.begin(), queue_names.end(), job.queue());
     if (q == queue_names.end())
       return prefixed(detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("queue: no queue named \"", job.queue(), "\"")));
-    auto totals = detail::fairness_job_totals(job);
+    auto totals = detail::fairness_view_demand(job);
     if (!totals) return prefixed(totals.error());
     Amounts& u = usage[static_cast<std::size_t>(q - queue_names.begin())];
     std::int64_t* target[] = {&u[ResourceSpace::kCpu], &u[ResourceSpace::kMemory], nullptr};
@@ -329,13 +256,6 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
                                                detail::fairness_text("queue: usage of queue \"", job.queue(), "\" exceeds a 64-bit amount (overflow)")));
   }
   return usage;
-}
-
-inline std::vector<Eigen::Index> gpu_dims_by_model(const ResourceSpace& space, const GpuModelRegistry& registry) {
-  std::vector<Eigen::Index> out(registry.size(), -1);
-  for (GpuModelId id = 0; id < registry.size(); ++id)
-    if (const auto d = space.gpu_dim(registry.model(id).name)) out[id] = *d;
-  return out;
 }
 
 inline std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a) {
@@ -370,18 +290,29 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
   return usage;
 }
 
-inline Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, std::span<const JobView* const> jobs,
-                                      const GpuModelRegistry& registry, const PriorityClasses& classes,
+inline Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, const ClusterState& state,
+                                      std::span<const JobView* const> jobs, const PriorityClasses& classes,
                                       const AgingPolicy& aging) {
   JobModelPlan out;
-  out.records.reserve(jobs.size());
+  out.jobs.reserve(jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    auto record = pending_job_from_view(*jobs[j], planner.space(), registry, classes);
-    if (!record)
-      return detail::fairness_error(record.error().code, detail::fairness_text("jobs[", j, "].", record.error().message));
-    out.records.push_back(std::move(*record));
+    const auto error = [j](ErrorCode code, const std::string& field, const std::string& what) {
+      return detail::fairness_error(code, detail::fairness_text("jobs[", j, "].", field, ": ", what));
+    };
+    auto compiled = compile_job(state, *jobs[j]);
+    if (!compiled) return compiled.error();
+    if (const std::string_view pc = jobs[j]->priority_class(); !pc.empty()) {
+      const auto it = classes.find(pc);
+      if (it == classes.end()) return error(ErrorCode::kUnknownName, "priority_class", detail::fairness_text("unknown class \"", pc, "\""));
+      if (it->second < std::numeric_limits<std::int32_t>::min() || it->second > std::numeric_limits<std::int32_t>::max())
+        return error(ErrorCode::kOverflow, "priority_class", detail::fairness_text("class \"", pc, "\" has priority ", it->second, ", beyond a 32-bit priority"));
+      compiled->priority = static_cast<std::int32_t>(it->second);
+    }
+    if (const RequestProblem problem = request_problem(*compiled))
+      return detail::fairness_request_error(problem, detail::fairness_text("jobs[", j, "]."));
+    out.jobs.push_back(std::move(*compiled));
   }
-  out.plan = planner.plan(out.records, aging);
+  out.plan = planner.plan(out.jobs, aging);
   return out;
 }
 

@@ -57,7 +57,7 @@ struct FairshareRun {
   fairness::Amounts capacity;
   fairness::Amounts free;
   QueuesDocument queues;
-  std::vector<fairness::PendingJob> pending;  // pending[k] is jobs document's job k
+  std::vector<CompiledJob> pending;  // pending[k] is jobs document's job k, compiled
   fairness::AdmissionPlan plan;
   std::vector<std::string> pending_reasons;   // plan.pending[k]'s reason text
 };

@@ -15,6 +15,7 @@
 #include <memory>
 #include <cstdio>
 #include <numeric>
+#include <utility>
 
 #include "gpusched/fairness/detail/text.hpp"
 
@@ -23,7 +24,7 @@
 
 namespace gpusched::fairness {
 
-GPUSCHED_DECL std::int64_t aging_boost(const PendingJob& job, const AgingPolicy& aging) {
+GPUSCHED_DECL std::int64_t aging_boost(const CompiledJob& job, const AgingPolicy& aging) {
   if (aging.interval <= 0 || aging.step <= 0 || aging.max_boost <= 0 || job.submit_time >= aging.now) return 0;
   // now - submit_time can exceed INT64_MAX (now huge, submit far negative): such a wait is longer
   // than any the boost distinguishes, so it saturates instead of wrapping to a negative wait.
@@ -39,12 +40,12 @@ GPUSCHED_DECL std::int64_t aging_boost(const PendingJob& job, const AgingPolicy&
 
 namespace detail {
 // priority + aging boost into `out`; false when the sum overflows (then `out` is unspecified).
-GPUSCHED_DECL bool fairness_add_priority(const PendingJob& job, const AgingPolicy& aging, std::int64_t& out) {
-  return !__builtin_add_overflow(job.priority, aging_boost(job, aging), &out);
+GPUSCHED_DECL bool fairness_add_priority(const CompiledJob& job, const AgingPolicy& aging, std::int64_t& out) {
+  return !__builtin_add_overflow(std::int64_t{job.priority}, aging_boost(job, aging), &out);
 }
 }  // namespace detail
 
-GPUSCHED_DECL Result<std::int64_t> checked_effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+GPUSCHED_DECL Result<std::int64_t> checked_effective_priority(const CompiledJob& job, const AgingPolicy& aging) {
   std::int64_t out = 0;
   if (!detail::fairness_add_priority(job, aging, out))
     return detail::fairness_error(ErrorCode::kOverflow,
@@ -54,32 +55,58 @@ GPUSCHED_DECL Result<std::int64_t> checked_effective_priority(const PendingJob& 
   return out;
 }
 
-GPUSCHED_DECL const char* request_problem(const PendingJob& job, Eigen::Index dimensions) {
-  static constexpr const char* kBaseFields[] = {"base[0] (cpu)", "base[1] (memory)", "base[gpu]"};
-  if (job.gpu_milli < 0) return "gpu_milli";
-  if (job.base.size() == dimensions) {
-    for (Eigen::Index d = 0; d < dimensions; ++d) {
-      if (job.base[d] < 0) return kBaseFields[std::min<Eigen::Index>(d, 2)];
-      std::int64_t sum = 0;
-      if (d >= 2 && __builtin_add_overflow(job.base[d], job.gpu_milli, &sum)) return "gpu_milli";
+namespace detail {
+
+// Partial admission (admission.hpp): the replicas group g keeps at step s of S.
+GPUSCHED_DECL std::int32_t replica_group_max(const CompiledGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
+GPUSCHED_DECL std::int32_t replica_group_min(const CompiledGroup& g) {
+  return g.min_replicas < 0 ? replica_group_max(g) : std::min(g.min_replicas, replica_group_max(g));
+}
+// A task's GPU share: gpus x gpu_milli (0 for a task without GPUs; its product checked by job_demand).
+GPUSCHED_DECL std::int64_t task_gpu_milli(const TaskShape& s) { return s.needs_gpu() ? std::int64_t{s.gpus} * s.gpu_milli : 0; }
+
+}  // namespace detail
+
+GPUSCHED_DECL JobDemand job_demand(const CompiledJob& job) {
+  JobDemand d;
+  for (std::size_t g = 0; g < job.groups.size(); ++g) {
+    const CompiledGroup& group = job.groups[g];
+    const TaskShape& s = group.request.shape;
+    const std::int64_t n = group.replicas;
+    const auto fail = [&](const char* field, bool overflow, std::int64_t value) {
+      d.problem = RequestProblem{g, field, overflow, n, value};
+      return d;
+    };
+    if (n < 0) return fail("replicas", false, n);
+    for (const auto& [field, value] : {std::pair<const char*, std::int64_t>{"cpu", s.cpu}, {"memory", s.memory},
+                                       {"gpus", s.gpus}, {"gpu_milli", s.gpu_milli}})
+      if (value < 0) return fail(field, false, value);
+    std::int64_t per_task_gpu = 0, product = 0;
+    if (s.needs_gpu() && __builtin_mul_overflow(std::int64_t{s.gpus}, s.gpu_milli, &per_task_gpu))
+      return fail("gpus", true, s.gpus);
+    if (__builtin_mul_overflow(s.cpu, n, &product) || __builtin_add_overflow(d.cpu, product, &d.cpu)) return fail("cpu", true, s.cpu);
+    if (__builtin_mul_overflow(s.memory, n, &product) || __builtin_add_overflow(d.memory, product, &d.memory))
+      return fail("memory", true, s.memory);
+    if (__builtin_mul_overflow(per_task_gpu, n, &product) || __builtin_add_overflow(d.gpu_milli, product, &d.gpu_milli))
+      return fail("gpus", true, per_task_gpu);
+    if (s.needs_gpu() && n > 0 && group.request.models != kAnyGpuModel) {
+      d.models &= group.request.models;
+      d.names_models = true;
     }
+    d.elastic = d.elastic || detail::replica_group_min(group) < detail::replica_group_max(group);
   }
-  for (const auto& g : job.groups) {
-    std::int64_t product = 0;
-    if (g.cpu < 0 || __builtin_mul_overflow(std::int64_t{g.replicas}, g.cpu, &product)) return "groups[].cpu";
-    if (g.memory < 0 || __builtin_mul_overflow(std::int64_t{g.replicas}, g.memory, &product)) return "groups[].memory";
-    if (g.gpu_milli < 0 || __builtin_mul_overflow(std::int64_t{g.replicas}, g.gpu_milli, &product)) return "groups[].gpu_milli";
-  }
-  return nullptr;
+  return d;
 }
 
-GPUSCHED_DECL std::int64_t effective_priority(const PendingJob& job, const AgingPolicy& aging) {
+GPUSCHED_DECL RequestProblem request_problem(const CompiledJob& job) { return job_demand(job).problem; }
+
+GPUSCHED_DECL std::int64_t effective_priority(const CompiledJob& job, const AgingPolicy& aging) {
   std::int64_t out = 0;
   return detail::fairness_add_priority(job, aging, out) ? out : std::numeric_limits<std::int64_t>::max();
 }
 
 GPUSCHED_DECL Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace space, Amounts capacity, Amounts free,
-                                                 std::vector<QueueConfig> queues) {
+                                                 std::vector<QueueConfig> queues, const GpuModelRegistry* registry) {
   const Eigen::Index m = space.size();
   if (capacity.size() != m || free.size() != m)
     return detail::fairness_error(ErrorCode::kInvalidValue, detail::fairness_text("capacity: expected ", m, " dimensions, got ", capacity.size(), " (free ", free.size(), ")"));
@@ -103,6 +130,16 @@ GPUSCHED_DECL Result<FairSharePlanner> FairSharePlanner::build(ResourceSpace spa
   p.book_ = std::move(book.value());
   for (std::size_t q = 0; q < queues.size(); ++q)
     if (queues[q].usage.size() == static_cast<std::size_t>(m)) p.book_.admit(q, amounts_of(queues[q].usage));
+  // The jobs' model ids as flavors: the registry's by name, else the space's own order.
+  if (registry != nullptr) {
+    p.dim_of_model_ = gpu_dims_by_model(space, *registry);
+    for (GpuModelId id = 0; id < registry->size(); ++id) p.model_names_.push_back(registry->model(id).name);
+  } else {
+    for (std::size_t k = 0; k < space.gpu_models.size() && k < 64; ++k) {
+      p.dim_of_model_.push_back(static_cast<Eigen::Index>(k) + 2);
+      p.model_names_.push_back(space.gpu_models[k]);
+    }
+  }
   p.space_ = std::move(space);
   p.capacity_ = std::move(capacity);
   p.free_ = std::move(free);
@@ -116,19 +153,16 @@ GPUSCHED_DECL std::optional<std::size_t> FairSharePlanner::find_queue(std::strin
 
 namespace detail {
 
-// Allowed GPU dimensions of a job as a bit mask over gpu_models (bit k = dimension 2 + k); a job
-// naming no model allows all. Resolved once per job, so the hot loop compares no strings.
-GPUSCHED_DECL std::uint64_t fairness_allowed_mask(const ResourceSpace& space, const PendingJob& job) {
-  if (job.gpu_models.empty()) return ~std::uint64_t{0};
+// Allowed GPU dimensions of a job as a bit mask over the space's GPU models (bit k = dimension
+// 2 + k), from its allowed model ids (`dim_of_model`: each id's dimension); a job naming no model
+// allows all. Resolved once per job, so the hot loop compares no strings.
+GPUSCHED_DECL std::uint64_t fairness_allowed_mask(std::span<const Eigen::Index> dim_of_model, const JobDemand& demand) {
+  if (!demand.names_models) return ~std::uint64_t{0};
   std::uint64_t mask = 0;
-  // The lookup of ResourceSpace::gpu_dim, written out: it runs for every job of a plan.
-  const std::size_t models = std::min<std::size_t>(space.gpu_models.size(), 64);
-  for (const auto& model : job.gpu_models)
-    for (std::size_t k = 0; k < models; ++k)
-      if (space.gpu_models[k] == model) {
-        mask |= std::uint64_t{1} << k;
-        break;
-      }
+  for (GpuModelMask ids = demand.models; ids != 0; ids &= ids - 1) {
+    const auto id = static_cast<std::size_t>(std::countr_zero(ids));
+    if (id < dim_of_model.size() && dim_of_model[id] >= 2 && dim_of_model[id] - 2 < 64) mask |= std::uint64_t{1} << (dim_of_model[id] - 2);
+  }
   return mask;
 }
 
@@ -168,23 +202,16 @@ struct CandidateRange {
 // flavors the job allows, in the queue's order; and the request charged on each.
 struct FlavorCandidates {
   const std::vector<Eigen::Index>& flavors;
-  // The request without GPUs: `full_base` (space.size() entries) when given, else cpu and memory
-  // alone (the other entries zero). The planner keeps cpu and memory in its compact job records and
-  // points at a job's own vector only in the rare case it asks for more.
-  const std::int64_t* full_base;
+  // The request without GPUs: cpu and memory (the other entries zero).
   std::int64_t cpu, memory;
   std::int64_t gpu_milli;
   std::uint64_t allowed;
   bool names_models;          // the job lists allowed GPU models
 
   void load_base(Amounts& scratch) const {
-    if (full_base) {
-      scratch = Eigen::Map<const Amounts>(full_base, scratch.size());
-    } else {
-      scratch.setZero();
-      scratch[ResourceSpace::kCpu] = cpu;
-      scratch[ResourceSpace::kMemory] = memory;
-    }
+    scratch.setZero();
+    scratch[ResourceSpace::kCpu] = cpu;
+    scratch[ResourceSpace::kMemory] = memory;
   }
   // The request charged on flavor d, written into `scratch` (no allocation).
   void request(Eigen::Index d, Amounts& scratch) const {
@@ -278,17 +305,12 @@ GPUSCHED_DECL FlavorDecision decide_flavor(const FlavorCandidates& cands, std::s
   return {false, false, -1, PendingKind::kDoesNotFit};
 }
 
-// Partial admission (admission.hpp, ReplicaGroup): the replicas group g keeps at step s of S.
-GPUSCHED_DECL std::int32_t replica_group_max(const ReplicaGroup& g) { return std::max<std::int32_t>(0, g.replicas); }
-GPUSCHED_DECL std::int32_t replica_group_min(const ReplicaGroup& g) {
-  return g.min_replicas < 0 ? replica_group_max(g) : std::min(g.min_replicas, replica_group_max(g));
-}
-GPUSCHED_DECL std::int64_t replica_elastic_steps(const PendingJob& job) {
+GPUSCHED_DECL std::int64_t replica_elastic_steps(const CompiledJob& job) {
   std::int64_t steps = 0;
   for (const auto& g : job.groups) steps = std::max<std::int64_t>(steps, replica_group_max(g) - replica_group_min(g));
   return steps;
 }
-GPUSCHED_DECL std::int32_t replicas_at_step(const ReplicaGroup& g, std::int64_t step, std::int64_t steps) {
+GPUSCHED_DECL std::int32_t replicas_at_step(const CompiledGroup& g, std::int64_t step, std::int64_t steps) {
   if (steps <= 0) return replica_group_max(g);
   return static_cast<std::int32_t>(replica_group_max(g) - (std::int64_t{replica_group_max(g) - replica_group_min(g)} * step) / steps);
 }
@@ -297,7 +319,7 @@ GPUSCHED_DECL std::int32_t replicas_at_step(const ReplicaGroup& g, std::int64_t 
 // search over the step: a smaller request never fits worse). Returns the step taken (0 = whole);
 // `out` is the outcome at that step, `request` what it takes. When even the minimum does not fit,
 // `misses` holds the misses of the minimum.
-GPUSCHED_DECL std::int64_t decide_flavor_elastic(const PendingJob& job, const FlavorCandidates& whole, std::size_t q, const QuotaBook& book,
+GPUSCHED_DECL std::int64_t decide_flavor_elastic(const CompiledJob& job, const FlavorCandidates& whole, std::size_t q, const QuotaBook& book,
                             const Amounts& free, Amounts& request, Amounts& scratch, std::vector<CandidateMiss>& misses,
                             FlavorDecision& out) {
   const std::size_t mark = misses.size();
@@ -311,12 +333,13 @@ GPUSCHED_DECL std::int64_t decide_flavor_elastic(const PendingJob& job, const Fl
     std::int64_t gpu = whole.gpu_milli;
     for (const auto& g : job.groups) {
       const std::int64_t dropped = replica_group_max(g) - replicas_at_step(g, step, steps);
-      base[ResourceSpace::kCpu] -= dropped * g.cpu;
-      base[ResourceSpace::kMemory] -= dropped * g.memory;
-      gpu -= dropped * g.gpu_milli;
+      base[ResourceSpace::kCpu] -= dropped * g.request.shape.cpu;
+      base[ResourceSpace::kMemory] -= dropped * g.request.shape.memory;
+      gpu -= dropped * task_gpu_milli(g.request.shape);
     }
     base = base.cwiseMax(0);
-    const FlavorCandidates reduced{whole.flavors, base.data(), 0, 0, std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
+    const FlavorCandidates reduced{whole.flavors, base[ResourceSpace::kCpu], base[ResourceSpace::kMemory],
+                                   std::max<std::int64_t>(0, gpu), whole.allowed, whole.names_models};
     return decide_flavor(reduced, q, book, free, request, scratch, misses);
   };
   misses.resize(mark);
@@ -336,7 +359,7 @@ GPUSCHED_DECL std::int64_t decide_flavor_elastic(const PendingJob& job, const Fl
   return hi;
 }
 
-GPUSCHED_DECL std::vector<std::int32_t> replicas_of_job(const PendingJob& job, std::int64_t step) {
+GPUSCHED_DECL std::vector<std::int32_t> replicas_of_job(const CompiledJob& job, std::int64_t step) {
   std::vector<std::int32_t> out;
   out.reserve(job.groups.size());
   const std::int64_t steps = step > 0 ? replica_elastic_steps(job) : 0;
@@ -346,9 +369,7 @@ GPUSCHED_DECL std::vector<std::int32_t> replicas_of_job(const PendingJob& job, s
 
 // The per-job fields the planning loop reads, compact and contiguous (see plan()).
 inline constexpr std::uint8_t kJobNamesModels = 1;  // the job lists allowed GPU models
-inline constexpr std::uint8_t kJobHasGroups = 2;    // the job lists replica groups (replicas are reported)
 inline constexpr std::uint8_t kJobElastic = 4;      // some group may shrink (partial admission)
-inline constexpr std::uint8_t kJobFullBase = 8;     // the base request has non-zero GPU entries: read it whole
 struct PlannerJobRecord {  // trivially constructible: arrays of it are allocated without zero-filling
   std::int64_t gpu_milli;
   std::uint64_t allowed;
@@ -369,24 +390,38 @@ GPUSCHED_DECL std::string fairness_miss_text(const ResourceSpace& space, const Q
   return fairness_text("cluster: not enough free ", space.name(r), " (requested ", space.format(r, m.requested), ", free ", space.format(r, m.free), ")");
 }
 
+// The names of the GPU models a job allows (the registry's, sorted), for a reason.
+GPUSCHED_DECL std::string fairness_allowed_names(const CompiledJob& job, std::span<const std::string> model_names) {
+  std::vector<std::string> names;
+  for (GpuModelMask ids = job_demand(job).models; ids != 0; ids &= ids - 1) {
+    const auto id = static_cast<std::size_t>(std::countr_zero(ids));
+    if (id < model_names.size()) names.push_back(model_names[id]);
+  }
+  if (names.empty()) return "(no model every group allows)";
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return fairness_join(names, ", ");
+}
+
 // The text of a reason; `queue_name` is the queue the job names (it may not exist).
 GPUSCHED_DECL std::string fairness_pending_text(const ResourceSpace& space, const QuotaBook& book, PendingKind kind, std::size_t q,
-                         const PendingJob& job, std::span<const CandidateMiss> misses, const PendingJob* behind) {
+                         const CompiledJob& job, std::span<const CandidateMiss> misses, const CompiledJob* behind,
+                         std::span<const std::string> model_names) {
   switch (kind) {
     case PendingKind::kNoSuchQueue: return fairness_text("queue \"", job.queue, "\": no such queue");
     case PendingKind::kNotLeaf: return fairness_text("queue ", job.queue, ": has child queues; jobs go to leaf queues");
     case PendingKind::kNoFlavorOffered: return fairness_text("queue ", job.queue, ": offers no GPU flavor");
     case PendingKind::kNoAllowedFlavor:
-      return fairness_text("queue ", job.queue, ": none of the allowed GPU models (", fairness_join(job.gpu_models, ", "), ") is offered");
+      return fairness_text("queue ", job.queue, ": none of the allowed GPU models (", fairness_allowed_names(job, model_names), ") is offered");
     case PendingKind::kBehindStrictHead:
       return fairness_text("queue ", job.queue, ": waits behind ", behind ? behind->name : std::string("?"), " (StrictFIFO)");
     case PendingKind::kPriorityOverflow:
       return fairness_text("job ", job.name, ": priority ", job.priority,
                            " plus its aging boost exceeds the largest priority (overflow)");
     case PendingKind::kInvalidRequest: {
-      const char* field = request_problem(job, space.size());
-      return fairness_text("job ", job.name, ": ", field ? field : "request",
-                           " is negative or its total overflows a 64-bit amount");
+      const RequestProblem problem = request_problem(job);
+      if (!problem) return fairness_text("job ", job.name, ": request is negative or its total overflows a 64-bit amount");
+      return fairness_text("job ", job.name, ": ", problem.path(), ": ", problem.what());
     }
     case PendingKind::kDoesNotFit: break;
   }
@@ -456,29 +491,25 @@ GPUSCHED_DECL Outcome fairness_kind_outcome(PendingKind kind, std::size_t behind
 
 }  // namespace detail
 
-GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) const {
+GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const CompiledJob& job) const {
   auto q = find_queue(job.queue);
   if (!q || !tree_.leaf(*q)) {
     AdmissionDecision d;
     const PendingKind kind = q ? PendingKind::kNotLeaf : PendingKind::kNoSuchQueue;
-    d.reason = detail::fairness_pending_text(space_, book_, kind, SIZE_MAX, job, {}, nullptr);
+    d.reason = detail::fairness_pending_text(space_, book_, kind, SIZE_MAX, job, {}, nullptr, model_names_);
     d.outcome = detail::fairness_kind_outcome(kind, SIZE_MAX);
     return d;
   }
-  if (request_problem(job, space_.size()) != nullptr) {
+  const JobDemand demand = job_demand(job);
+  if (demand.problem) {
     AdmissionDecision d;
-    d.reason = detail::fairness_pending_text(space_, book_, PendingKind::kInvalidRequest, *q, job, {}, nullptr);
+    d.reason = detail::fairness_pending_text(space_, book_, PendingKind::kInvalidRequest, *q, job, {}, nullptr, model_names_);
     d.outcome = detail::fairness_kind_outcome(PendingKind::kInvalidRequest, SIZE_MAX);
     return d;
   }
   const auto flavors = flavor_dims(space_, queues_[*q]);
-  if (job.base.size() != space_.size()) {
-    AdmissionDecision d;
-    d.reason = detail::fairness_text("job ", job.name, ": base request has ", job.base.size(), " dimensions, expected ", space_.size());
-    d.outcome = Outcome::with(Verdict::kInvalid, Reason{ReasonKind::kOther});
-    return d;
-  }
-  const detail::FlavorCandidates cands{flavors, job.base.data(), 0, 0, job.gpu_milli, detail::fairness_allowed_mask(space_, job), !job.gpu_models.empty()};
+  const detail::FlavorCandidates cands{flavors, demand.cpu, demand.memory, demand.gpu_milli,
+                                       detail::fairness_allowed_mask(dim_of_model_, demand), demand.names_models};
   Amounts request(space_.size()), scratch(space_.size());
   std::vector<CandidateMiss> misses;
   detail::FlavorDecision o;
@@ -488,9 +519,9 @@ GPUSCHED_DECL AdmissionDecision FairSharePlanner::query(const PendingJob& job) c
   d.gpu_dim = o.gpu_dim;
   d.partial = step > 0;
   if (o.admitted) d.outcome = {};  // admitted
-  if (o.admitted && !job.groups.empty()) d.replicas = detail::replicas_of_job(job, step);
+  if (o.admitted) d.replicas = detail::replicas_of_job(job, step);
   if (!o.admitted) {
-    d.reason = detail::fairness_pending_text(space_, book_, o.kind, *q, job, misses, nullptr);
+    d.reason = detail::fairness_pending_text(space_, book_, o.kind, *q, job, misses, nullptr, model_names_);
     d.outcome = o.kind == PendingKind::kDoesNotFit ? detail::fairness_misses_outcome(book_, capacity_, *q, misses)
                                                    : detail::fairness_kind_outcome(o.kind, SIZE_MAX);
   } else if (step > 0) {
@@ -512,13 +543,13 @@ GPUSCHED_DECL Outcome FairSharePlanner::outcome(const AdmissionPlan& plan, const
 }
 
 GPUSCHED_DECL std::string FairSharePlanner::reason(const AdmissionPlan& plan, const PendingJobReport& p,
-                                     std::span<const PendingJob> jobs) const {
+                                     JobSpan jobs) const {
   if (p.job >= jobs.size()) return "?";
   std::span<const CandidateMiss> misses;
   if (p.kind == PendingKind::kDoesNotFit && std::size_t{p.first_miss} + p.miss_count <= plan.misses.size())
     misses = std::span<const CandidateMiss>(plan.misses).subspan(p.first_miss, p.miss_count);
-  const PendingJob* behind = p.behind < jobs.size() ? &jobs[p.behind] : nullptr;
-  return detail::fairness_pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind);
+  const CompiledJob* behind = p.behind < jobs.size() ? &jobs[p.behind] : nullptr;
+  return detail::fairness_pending_text(space_, book_, p.kind, p.queue, jobs[p.job], misses, behind, model_names_);
 }
 
 namespace detail {
@@ -531,7 +562,8 @@ struct PlanRun {
   const QueueTree& tree;
   std::span<const QueueConfig> queues;
   const Amounts& capacity;
-  std::span<const PendingJob> jobs;
+  JobSpan jobs;
+  std::span<const Eigen::Index> dim_of_model;  // the jobs' model ids as dimensions (FairSharePlanner)
   const AgingPolicy& aging;
   AdmissionPlan plan;
   QuotaBook book;
@@ -548,14 +580,14 @@ struct PlanRun {
   std::vector<std::vector<Eigen::Index>> flavors;  // per queue, flavor_dims
 
   PlanRun(const ResourceSpace& s, const QueueTree& t, std::span<const QueueConfig> q, const Amounts& c,
-          std::span<const PendingJob> j, const AgingPolicy& a, const QuotaBook& b, const Amounts& f)
-      : space(s), tree(t), queues(q), capacity(c), jobs(j), aging(a), book(b), free(f) {}
+          JobSpan j, std::span<const Eigen::Index> dm, const AgingPolicy& a, const QuotaBook& b,
+          const Amounts& f)
+      : space(s), tree(t), queues(q), capacity(c), jobs(j), dim_of_model(dm), aging(a), book(b), free(f) {}
 
   std::size_t total() const { return start.back(); }
   FlavorCandidates candidates(std::size_t q, std::size_t k) {
     const PlannerJobRecord& h = hot[k];
-    return FlavorCandidates{flavors[q], (h.flags & kJobFullBase) ? jobs[h.job].base.data() : nullptr, h.cpu, h.memory,
-                            h.gpu_milli, h.allowed, (h.flags & kJobNamesModels) != 0};
+    return FlavorCandidates{flavors[q], h.cpu, h.memory, h.gpu_milli, h.allowed, (h.flags & kJobNamesModels) != 0};
   }
 
   // Pass 1 (input order): each job's queue, per-queue counts, the spreads of effective priority and
@@ -576,13 +608,14 @@ struct PlanRun {
     queue_of.reserve(jobs.size());
     start.assign(queues.size() + 1, 0);
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const PendingJob& job = jobs[j];
+      const CompiledJob& job = jobs[j];
+      const JobDemand demand = job_demand(job);
       std::int64_t p = 0;
       const bool priority_overflows = !fairness_add_priority(job, aging, p);
       if (priority_overflows) p = std::numeric_limits<std::int64_t>::max();
       const auto q = planner.find_queue(job.queue);
       const bool leaf = q && tree.leaf(*q);
-      if (priority_overflows || request_problem(job, m) != nullptr) {
+      if (priority_overflows || demand.problem) {
         // Reported, never planned: a wrapped priority or request total would be a wrong answer.
         plan.pending.push_back({j, leaf ? *q : SIZE_MAX,
                                 priority_overflows ? PendingKind::kPriorityOverflow : PendingKind::kInvalidRequest, p});
@@ -599,11 +632,9 @@ struct PlanRun {
         smax = any_queued ? std::max(smax, job.submit_time) : job.submit_time;
         any_queued = true;
       }
-      if (job.base.size() == m) {
-        note(ResourceSpace::kCpu, job.base[ResourceSpace::kCpu]);
-        note(ResourceSpace::kMemory, job.base[ResourceSpace::kMemory]);
-      }
-      if (job.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, job.gpu_milli) : job.gpu_milli;
+      note(ResourceSpace::kCpu, demand.cpu);
+      note(ResourceSpace::kMemory, demand.memory);
+      if (demand.gpu_milli > 0) min_gpu = min_gpu > 0 ? std::min(min_gpu, demand.gpu_milli) : demand.gpu_milli;
     }
     for (Eigen::Index d = 2; d < m; ++d) note(d, min_gpu);
     for (std::size_t q = 0; q < queues.size(); ++q) {
@@ -616,21 +647,10 @@ struct PlanRun {
 
   // A queued job's compact record.
   PlannerJobRecord record(std::size_t j) const {
-    const PendingJob& job = jobs[j];
-    const Eigen::Index m = space.size();
-    std::int64_t cpu = 0, memory = 0;  // a malformed base (wrong size) is treated as requesting nothing
-    bool full = false;
-    if (job.base.size() == m) {
-      cpu = job.base[ResourceSpace::kCpu];
-      memory = job.base[ResourceSpace::kMemory];
-      for (Eigen::Index d = 2; d < m; ++d) full = full || job.base[d] != 0;
-    }
-    const bool elastic = replica_elastic_steps(job) > 0;
-    return PlannerJobRecord{job.gpu_milli, fairness_allowed_mask(space, job), effective_priority(job, aging), cpu, memory,
-                            static_cast<std::uint32_t>(j),
-                            static_cast<std::uint8_t>((job.gpu_models.empty() ? 0 : kJobNamesModels) |
-                                                      (job.groups.empty() ? 0 : kJobHasGroups) |
-                                                      (elastic ? kJobElastic : 0) | (full ? kJobFullBase : 0))};
+    const JobDemand demand = job_demand(jobs[j]);
+    return PlannerJobRecord{demand.gpu_milli, fairness_allowed_mask(dim_of_model, demand), effective_priority(jobs[j], aging),
+                            demand.cpu, demand.memory, static_cast<std::uint32_t>(j),
+                            static_cast<std::uint8_t>((demand.names_models ? kJobNamesModels : 0) | (demand.elastic ? kJobElastic : 0))};
   }
 
   // Pass 2 (input order again): each queued job's compact record, written straight into its queue's
@@ -660,7 +680,7 @@ struct PlanRun {
       const std::size_t pos = cursor[q]++;
       const std::uint64_t local = pos - start[q];
       hot[pos] = record(j);
-      miss_bound += jobs[j].gpu_milli > 0 ? flavors[q].size() : 1;
+      miss_bound += hot[pos].gpu_milli > 0 ? flavors[q].size() : 1;
       if (packed) {
         const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(hot[pos].priority);
         const std::uint64_t ds = static_cast<std::uint64_t>(jobs[j].submit_time) - static_cast<std::uint64_t>(smin);
@@ -720,7 +740,7 @@ struct PlanRun {
         book.admit(q, request);
         free -= request;
         plan.admitted.push_back({h.job, q, d.gpu_dim, d.borrows, h.priority, step > 0, {}});
-        if (h.flags & kJobHasGroups) plan.admitted.back().replicas = replicas_of_job(jobs[h.job], step);
+        plan.admitted.back().replicas = replicas_of_job(jobs[h.job], step);
         order_of_queues.update(q, &request, head_tier(q));  // (one H-DRF update for both)
         continue;
       }
@@ -801,8 +821,8 @@ struct PlanRun {
 
 }  // namespace detail
 
-GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(std::span<const PendingJob> jobs, const AgingPolicy& aging) const {
-  detail::PlanRun run(space_, tree_, queues_, capacity_, jobs, aging, book_, free_);
+GPUSCHED_DECL AdmissionPlan FairSharePlanner::plan(JobSpan jobs, const AgingPolicy& aging) const {
+  detail::PlanRun run(space_, tree_, queues_, capacity_, jobs, dim_of_model_, aging, book_, free_);
   run.bucket(*this);
   run.pack();
   std::vector<Amounts> usage(queues_.size());

@@ -116,6 +116,13 @@ GPUSCHED_DECL Result<QueueTree> QueueTree::build(const ResourceSpace& space, std
   return t;
 }
 
+GPUSCHED_DECL std::vector<Eigen::Index> gpu_dims_by_model(const ResourceSpace& space, const GpuModelRegistry& registry) {
+  std::vector<Eigen::Index> out(registry.size(), -1);
+  for (GpuModelId id = 0; id < registry.size(); ++id)
+    if (const auto d = space.gpu_dim(registry.model(id).name)) out[id] = *d;
+  return out;
+}
+
 GPUSCHED_DECL std::vector<Eigen::Index> flavor_dims(const ResourceSpace& space, const QueueConfig& queue) {
   std::vector<Eigen::Index> order;
   if (!queue.flavor_order.empty()) {
