@@ -576,6 +576,12 @@ struct PlanRun {
   std::int64_t pmin = 0, pmax = 0, smin = 0, smax = 0;  // spreads of priority and submit time
   std::size_t max_bucket = 0;
   std::unique_ptr<PlannerJobRecord[]> hot;  // the queued jobs' records, each queue's in queue order
+  // Per job in input order, written by bucket() for queued jobs so that no later pass reads a job
+  // again (its CompiledJob and groups sit apart on the heap: a cache miss or two each): its record,
+  // its submit time, and its one group's replicas (-1 when it has several, read from the job).
+  std::unique_ptr<PlannerJobRecord[]> input_records;
+  std::unique_ptr<std::int64_t[]> submit_of;
+  std::unique_ptr<std::int32_t[]> one_group_replicas;
   std::size_t miss_bound = 0;  // every candidate of every job missing: misses never reallocates
   std::vector<std::vector<Eigen::Index>> flavors;  // per queue, flavor_dims
 
@@ -607,6 +613,9 @@ struct PlanRun {
     bool any_queued = false;
     queue_of.reserve(jobs.size());
     start.assign(queues.size() + 1, 0);
+    input_records = std::make_unique_for_overwrite<PlannerJobRecord[]>(jobs.size());
+    submit_of = std::make_unique_for_overwrite<std::int64_t[]>(jobs.size());
+    one_group_replicas = std::make_unique_for_overwrite<std::int32_t[]>(jobs.size());
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       const CompiledJob& job = jobs[j];
       const JobDemand demand = job_demand(job);
@@ -626,6 +635,9 @@ struct PlanRun {
       } else {
         queue_of.push_back(static_cast<std::uint32_t>(*q));
         ++start[*q + 1];
+        input_records[j] = record(j, demand, p);
+        submit_of[j] = job.submit_time;
+        one_group_replicas[j] = job.groups.size() == 1 ? job.groups[0].replicas : -1;
         pmin = any_queued ? std::min(pmin, p) : p;
         pmax = any_queued ? std::max(pmax, p) : p;
         smin = any_queued ? std::min(smin, job.submit_time) : job.submit_time;
@@ -645,10 +657,9 @@ struct PlanRun {
     for (std::size_t q = 0; q < queues.size(); ++q) flavors[q] = flavor_dims(space, queues[q]);
   }
 
-  // A queued job's compact record.
-  PlannerJobRecord record(std::size_t j) const {
-    const JobDemand demand = job_demand(jobs[j]);
-    return PlannerJobRecord{demand.gpu_milli, fairness_allowed_mask(dim_of_model, demand), effective_priority(jobs[j], aging),
+  // A queued job's compact record (`priority`: its effective priority).
+  PlannerJobRecord record(std::size_t j, const JobDemand& demand, std::int64_t priority) const {
+    return PlannerJobRecord{demand.gpu_milli, fairness_allowed_mask(dim_of_model, demand), priority,
                             demand.cpu, demand.memory, static_cast<std::uint32_t>(j),
                             static_cast<std::uint8_t>((demand.names_models ? kJobNamesModels : 0) | (demand.elastic ? kJobElastic : 0))};
   }
@@ -679,17 +690,17 @@ struct PlanRun {
       if (q == kNoQueue) continue;
       const std::size_t pos = cursor[q]++;
       const std::uint64_t local = pos - start[q];
-      hot[pos] = record(j);
+      hot[pos] = input_records[j];
       miss_bound += hot[pos].gpu_milli > 0 ? flavors[q].size() : 1;
       if (packed) {
         const std::uint64_t dp = static_cast<std::uint64_t>(pmax) - static_cast<std::uint64_t>(hot[pos].priority);
-        const std::uint64_t ds = static_cast<std::uint64_t>(jobs[j].submit_time) - static_cast<std::uint64_t>(smin);
+        const std::uint64_t ds = static_cast<std::uint64_t>(submit_of[j]) - static_cast<std::uint64_t>(smin);
         // A zero-width field contributes nothing (and is not shifted by the full width).
         std::uint64_t key = bp ? dp << (bs + bl) : 0;
         if (bs) key |= ds << bl;
         keys[pos] = key | local;
       } else {
-        wide_keys[pos] = PlannerSortKey{hot[pos].priority, jobs[j].submit_time, static_cast<std::uint32_t>(local)};
+        wide_keys[pos] = PlannerSortKey{hot[pos].priority, submit_of[j], static_cast<std::uint32_t>(local)};
       }
     }
     const std::uint64_t mask = bl >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bl) - 1;
@@ -740,7 +751,10 @@ struct PlanRun {
         book.admit(q, request);
         free -= request;
         plan.admitted.push_back({h.job, q, d.gpu_dim, d.borrows, h.priority, step > 0, {}});
-        plan.admitted.back().replicas = replicas_of_job(jobs[h.job], step);
+        if (step == 0 && one_group_replicas[h.job] >= 0)
+          plan.admitted.back().replicas.assign(1, std::max<std::int32_t>(0, one_group_replicas[h.job]));
+        else
+          plan.admitted.back().replicas = replicas_of_job(jobs[h.job], step);
         order_of_queues.update(q, &request, head_tier(q));  // (one H-DRF update for both)
         continue;
       }
