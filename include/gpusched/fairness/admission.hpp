@@ -127,7 +127,7 @@ struct RequestProblem {
   std::int64_t replicas = 0;    // the group's replicas
   std::int64_t value = 0;       // the negative value, or the per-task amount the replicas multiply
   explicit operator bool() const { return field != nullptr; }
-  std::string path() const { return "groups[" + std::to_string(group) + "]." + field; }
+  std::string path() const { return "groups[" + std::to_string(group) + "]." + (field ? field : "request"); }
   // "2 replicas of 4700000000000000000 exceed a 64-bit total (overflow)", "expected a non-negative
   // amount, got -1".
   std::string what() const {
