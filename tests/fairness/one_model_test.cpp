@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fairness/test_util.hpp"
@@ -145,6 +146,10 @@ TEST_CASE("one model: plan_jobs compiles a JobView for the planner (groups, mode
   CHECK(demand.models == model_bit(*registry.find("H100-80GB")));
   REQUIRE(p.groups.size() == 2);
   CHECK(p.groups[1].min_replicas == 0);
+  // The intersection whatever the groups' order: {H100} then {A100-40GB, H100} is {H100} too.
+  CompiledJob reversed = p;
+  std::swap(reversed.groups[0], reversed.groups[1]);
+  CHECK(job_demand(reversed).models == model_bit(*registry.find("H100-80GB")));
   // Pending, on the one H100 GPU n2 has healthy (n1 is cordoned): the partial admission needs the
   // 2-GPU group at 0 and both 1-GPU workers, 2 H100s.
   REQUIRE(planned->plan.pending.size() == 1);
