@@ -217,6 +217,20 @@ status: {phase: Running}
   CHECK(ml.usage[*qi.cluster.space.gpu_dim("A100-80GB")] == 3000);
   CHECK(ml.usage[fairness::ResourceSpace::kCpu] == 4000);
   CHECK(ml.usage[fairness::ResourceSpace::kMemory] == 8 * kGi);
+  const auto charged_to_parent = [](const io::k8s::Input& input) {
+    for (const auto& w : input.warnings)
+      if (w.field == "queue" && w.message.find("usage counts in no queue") != std::string::npos) return true;
+    return false;
+  };
+  CHECK_FALSE(charged_to_parent(in));
+
+  // The same pod charged to the parent queue: counted in no queue's usage, and reported.
+  std::string on_parent = running;
+  on_parent.replace(on_parent.find("kai.scheduler/queue: ml-team"), 28, "kai.scheduler/queue: department");
+  auto parent_in = k8s_test::read_ok({k8s_fixture("nodes.yaml"), k8s_fixture("kai.yaml"), on_parent});
+  CHECK(charged_to_parent(parent_in));
+  const QueueInput parent_qi = queue_input(parent_in);
+  CHECK(parent_qi.configs[1].usage[fairness::ResourceSpace::kCpu] == 0);
 }
 
 TEST_CASE("k8s kai: the quickstart's queues (a parent and a child of quota 0, limit -1) admit by over-quota") {

@@ -149,6 +149,14 @@ Input Reader::run(std::span<const Source> sources) {
         warn_.add(o, fmt::format("metadata.labels[\"{}\"]", level),
                   fmt::format("node has no label of topology level {}: it is in no domain of that level", level));
       }
+  // Jobs run in leaf queues (KAI, Volcano): a bound pod charged to a parent queue counts in no
+  // queue's usage (queue_configs gives parents none), so it is reported rather than dropped.
+  const std::set<std::string> parents = parent_names(in_.queues);
+  for (const RunningPod& r : in_.running)
+    if (parents.contains(r.job.queue_name))
+      warn_.add(Obj{nullptr, r.source, "Pod", "", r.pod.ns, r.pod.name, {}}, "queue",
+                fmt::format("queue \"{}\" has child queues: a bound pod's usage counts in no queue (jobs run in leaf queues)",
+                            r.job.queue_name.substr(0, 200)));
   // A class the input does not define was reported and resolved to a number already; the job keeps
   // the number only, so that consumers resolving classes (fair share) do not fail on it.
   for (Job& j : in_.jobs)
