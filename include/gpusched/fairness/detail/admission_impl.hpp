@@ -161,7 +161,8 @@ GPUSCHED_DECL std::uint64_t fairness_allowed_mask(std::span<const Eigen::Index> 
   std::uint64_t mask = 0;
   for (GpuModelMask ids = demand.models; ids != 0; ids &= ids - 1) {
     const auto id = static_cast<std::size_t>(std::countr_zero(ids));
-    if (id < dim_of_model.size() && dim_of_model[id] >= 2 && dim_of_model[id] - 2 < 64) mask |= std::uint64_t{1} << (dim_of_model[id] - 2);
+    if (id < dim_of_model.size() && dim_of_model[id] >= 2 && dim_of_model[id] - 2 < 64)
+      mask |= std::uint64_t{1} << (dim_of_model[id] - 2);
   }
   return mask;
 }
