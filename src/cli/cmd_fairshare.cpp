@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "io/cluster_json_detail.hpp"
@@ -28,7 +27,6 @@ namespace gpusched::cli {
 // A named namespace, not an anonymous one: the tool compiles as one unit (GPUSCHED_UNITY_BUILD).
 namespace cmd_fairshare {
 
-using nlohmann::json;
 using fairness::Amounts;
 using fairness::ResourceSpace;
 
@@ -41,7 +39,6 @@ struct FairshareOptions {
   std::optional<std::int64_t> now;
 };
 
-
 // The queues document is read by io/fairshare_json.hpp (one reader for the tool, the C API and the
 // Python module).
 
@@ -51,13 +48,6 @@ std::string format_vector(const ResourceSpace& space, const Amounts& a) {
   for (Eigen::Index d = 2; d < space.size(); ++d)
     if (a[d] != 0) out += fmt::format(" {} {}", space.gpu_models[static_cast<std::size_t>(d - 2)], space.format(d, a[d]));
   return out;
-}
-
-json vector_json(const ResourceSpace& space, const Amounts& a) {
-  json gpus = json::object();
-  for (Eigen::Index d = 2; d < space.size(); ++d)
-    if (a[d] != 0) gpus[space.gpu_models[static_cast<std::size_t>(d - 2)]] = static_cast<double>(a[d]) / 1000.0;
-  return json{{"cpu", static_cast<double>(a[ResourceSpace::kCpu]) / 1000.0}, {"memory", a[ResourceSpace::kMemory]}, {"gpus", gpus}};
 }
 
 int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
@@ -207,31 +197,11 @@ int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, cons
 
   auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
   auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };
-  if (opt.format == "json") {
-    json out;
-    json admitted = json::array(), waiting = json::array(), queues = json::array();
-    for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
-      const auto& a = plan.admitted[k];
-      admitted.push_back({{"order", k + 1}, {"job", pending[a.job].name}, {"queue", queue_name(a.queue)},
-                          {"flavor", a.gpu_dim < 0 ? json(nullptr) : json(flavor(a.gpu_dim))}, {"borrowed", a.borrowed},
-                          {"priority", a.priority}, {"partial", a.partial}, {"replicas", a.replicas}});
-    }
-    for (const auto& p : plan.pending)
-      waiting.push_back({{"job", pending[p.job].name}, {"queue", queue_name(p.queue)}, {"reason", planner->reason(plan, p, pending)}, {"priority", p.priority}});
-    for (std::size_t q = 0; q < plan.queues.size(); ++q) {
-      const auto& r = plan.queues[q];
-      queues.push_back({{"name", r.name}, {"parent", qf.queues[q].parent.empty() ? json(nullptr) : json(qf.queues[q].parent)},
-                        {"leaf", r.leaf}, {"weight", qf.queues[q].weight}, {"usage", vector_json(space, r.usage)},
-                        {"borrowed", vector_json(space, r.borrowed)}, {"dominant_share", r.dominant_share},
-                        {"fair_share", r.fair_share}, {"weighted_share", r.weighted_share}, {"admitted", r.admitted},
-                        {"pending", r.pending}});
-    }
-    out["admitted"] = admitted;
-    out["pending"] = waiting;
-    out["queues"] = queues;
-    out["capacity"] = vector_json(space, capacity);
-    out["free_before"] = vector_json(space, free);
-    std::fputs((out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+  if (opt.format == "json") {  // the document io::write_fairshare_json writes for the library's callers
+    io::FairshareRun run{space, capacity, free, {}, pending, plan, {}};
+    run.queues.queues = qf.queues;
+    for (const auto& p : plan.pending) run.pending_reasons.push_back(planner->reason(plan, p, pending));
+    std::fputs((io::write_fairshare_json(run, 2) + "\n").c_str(), stdout);
     return 0;
   }
   std::string text = "Admission order\n";
