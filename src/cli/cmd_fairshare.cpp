@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -198,9 +199,11 @@ int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, cons
   auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
   auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };
   if (opt.format == "json") {  // the document io::write_fairshare_json writes for the library's callers
-    io::FairshareRun run{space, capacity, free, {}, pending, plan, {}};
+    io::FairshareRun run{space, capacity, free, {}, {}, {}, {}};
     run.queues.queues = qf.queues;
     for (const auto& p : plan.pending) run.pending_reasons.push_back(planner->reason(plan, p, pending));
+    run.pending = std::move(planned->jobs);  // (the plan's jobs, moved: nothing reads them here after)
+    run.plan = std::move(planned->plan);
     std::fputs((io::write_fairshare_json(run, 2) + "\n").c_str(), stdout);
     return 0;
   }
