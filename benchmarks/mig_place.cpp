@@ -109,8 +109,8 @@ void BM_MigDecide(benchmark::State& state, bool frag) {
     MigDecision d = placer.decide(st, reqs[seq[i++ & 4095]]);
     benchmark::DoNotOptimize(d);
   }
-  state.counters["gpus"] = static_cast<double>(st.mig().gpu_count());
-  state.counters["live_classes"] = static_cast<double>(st.mig().live_classes().size());
+  state.counters["gpus"] = static_cast<double>(st.mig().table().gpu_count());
+  state.counters["live_classes"] = static_cast<double>(st.mig().table().live_classes().size());
 }
 BENCHMARK_CAPTURE(BM_MigDecide, frag_aware, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MigDecide, first_fit, false)->Unit(benchmark::kMicrosecond);

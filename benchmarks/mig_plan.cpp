@@ -148,7 +148,7 @@ Outcome exhaustive(const ClusterState& state, std::span<const MigDemandItem> dem
     int touched;
   };
   std::unordered_map<std::uint64_t, Entry> layer{{0, Entry{{}, 0}}};
-  const MigGpuTable& st = state.mig();
+  const MigGpuTable& st = state.mig().table();
   for (MigGpuId g = 0; g < st.gpu_count(); ++g) {
     // Every set of instances that can be added to this GPU, as counts.
     std::set<std::array<int, kMaxProfiles>> fills;

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
       }
       if (arrived >= w.capacity) break;
     }
-    r.unallocated = 100.0 * static_cast<double>(state.total_gpu_milli_free()) / static_cast<double>(w.capacity);
+    r.unallocated = 100.0 * static_cast<double>(state.shares().total_free()) / static_cast<double>(w.capacity);
     bounds(w, order, forced, r);
     // The requests of SIZE this run failed (no GPU had room any more) are not on a GPU of their own:
     // the floor of a policy that fails as many is lower by their leftovers.
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
         key += std::to_string(s);
       }
       patterns[key].first += 1;
-      patterns[key].second += state.gpu_free_milli_if_healthy(gpu.first, gpu.second);
+      patterns[key].second += state.shares().free_milli_if_healthy(gpu.first, gpu.second);
     }
     std::printf("seed %2lu  %s %.3f %%  LP %.3f %%  every %d placed: LP %.3f %%, floor %.3f %%  (%ld of %ld failed)\n",
                 static_cast<unsigned long>(seed), policy_name.c_str(), r.unallocated, r.lp, static_cast<int>(forced),

@@ -29,7 +29,7 @@ NodeId full_scan_best_fit(const ClusterState& s, const TaskRequest& r) {
   NodeId best = kNoNode;
   for (NodeId n = 0; n < s.node_count(); ++n) {
     if (s.check_fit(n, r) != FitReason::kFits) continue;
-    if (best == kNoNode || s.idle_gpus(n) < s.idle_gpus(best)) best = n;
+    if (best == kNoNode || s.shares().idle_gpus(n) < s.shares().idle_gpus(best)) best = n;
   }
   return best;
 }

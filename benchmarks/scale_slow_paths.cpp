@@ -117,7 +117,7 @@ void huge_node_fill(benchmark::State& st, const char* name) {
 
 // Shared (fractional) tasks: shares of 0.5, 0.25 and 0.3 GPU (cycling) until nothing fits, then all
 // released. check_fit, the shared GPU pick and the best-fit / spread / FGD shared scores read every GPU
-// of the node before the state's share index (ClusterState::least_share_gpu, most_free_share).
+// of the node before the state's share index (detail::ClusterIndex::least_share_gpu, most_free_share).
 void huge_node_fill_shared(benchmark::State& st, const char* name) {
   ClusterState s = huge_node_state(static_cast<std::size_t>(st.range(0)));
   std::vector<TaskRequest> reqs;

@@ -100,8 +100,8 @@ void BM_ScaleMigDecide(benchmark::State& st, bool frag) {
     benchmark::DoNotOptimize(d);
   }
   st.counters["placed_share"] = static_cast<double>(placed) / static_cast<double>(std::max<std::size_t>(i, 1));
-  st.counters["gpus"] = static_cast<double>(s.mig().gpu_count());
-  st.counters["live_classes"] = static_cast<double>(s.mig().live_classes().size());
+  st.counters["gpus"] = static_cast<double>(s.mig().table().gpu_count());
+  st.counters["live_classes"] = static_cast<double>(s.mig().table().live_classes().size());
 }
 BENCHMARK_CAPTURE(BM_ScaleMigDecide, frag_aware, true) SCALE_SIZES->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ScaleMigDecide, first_fit, false) SCALE_SIZES->Unit(benchmark::kMicrosecond);

@@ -371,7 +371,7 @@ py::dict mig_pick(PyCluster& c, const std::string& profile, const std::string& p
     out["reason"] = mig::explain(c.state, *request, d);
     return out;
   }
-  const mig::MigGpuTable& gpus = c.state.mig();
+  const mig::MigGpuTable& gpus = c.state.mig().table();
   const mig::MigGpuSpec& spec = gpus.spec_of(d.gpu);
   const auto& prof = spec.profiles[static_cast<std::size_t>(d.profile)];
   out["node"] = std::string(c.state.node_name(gpus.node_of(d.gpu)));
@@ -1131,8 +1131,8 @@ PYBIND11_MODULE(_core, m) {
               d["memory"] = c.state.memory_capacity(n);
               d["memory_free"] = c.state.memory_free(n);
               d["gpus"] = c.state.gpu_count(n);
-              d["idle_gpus"] = c.state.idle_gpus(n);
-              d["free_gpu_milli"] = c.state.free_gpu_milli(n);
+              d["idle_gpus"] = c.state.shares().idle_gpus(n);
+              d["free_gpu_milli"] = c.state.shares().node_free_milli(n);
               std::vector<std::string> models;
               for (std::size_t g = 0; g < c.state.gpu_count(n); ++g)
                 models.push_back(c.state.registry().model(c.state.gpu_model(n, static_cast<GpuIndex>(g))).name);
@@ -1142,7 +1142,7 @@ PYBIND11_MODULE(_core, m) {
               std::vector<bool> gpu_healthy, mig_mode;
               for (std::size_t g = 0; g < c.state.gpu_count(n); ++g) {
                 gpu_healthy.push_back(c.state.gpu_healthy(n, static_cast<GpuIndex>(g)));
-                mig_mode.push_back(c.state.mig_mode(n, static_cast<GpuIndex>(g)));
+                mig_mode.push_back(c.state.mig().mode(n, static_cast<GpuIndex>(g)));
               }
               d["gpu_healthy"] = gpu_healthy;
               d["mig_mode"] = mig_mode;

@@ -458,17 +458,17 @@ void install_node_view(py::module_& m) {
       .def_property_readonly("memory", [](const PyNodeView& v) { return node_state(v).memory_capacity(v.node); })
       .def_property_readonly("memory_free", [](const PyNodeView& v) { return node_state(v).memory_free(v.node); })
       .def_property_readonly("gpus", [](const PyNodeView& v) { return node_state(v).gpu_count(v.node); })
-      .def_property_readonly("idle_gpus", [](const PyNodeView& v) { return node_state(v).idle_gpus(v.node); })
+      .def_property_readonly("idle_gpus", [](const PyNodeView& v) { return node_state(v).shares().idle_gpus(v.node); })
       .def_property_readonly("gpu_free_milli",
                              [](const PyNodeView& v) {
                                return per_gpu(v, [](const ClusterState& s, NodeId n, GpuIndex g) {
-                                 return s.gpu_free_milli_if_healthy(n, g);
+                                 return s.shares().free_milli_if_healthy(n, g);
                                });
                              })
       .def_property_readonly("gpu_free_memory",
                              [](const PyNodeView& v) {
                                return per_gpu(v, [](const ClusterState& s, NodeId n, GpuIndex g) {
-                                 return s.gpu_free_memory_if_healthy(n, g);
+                                 return s.shares().free_memory_if_healthy(n, g);
                                });
                              })
       .def_property_readonly("gpu_models", [](const PyNodeView& v) {

@@ -15,7 +15,7 @@ using namespace gpusched;
 namespace {
 
 std::optional<std::int64_t> uniform(const ClusterState& s, NodeId n, const TaskRequest& /*request*/) {
-  const auto free = s.gpu_free_milli(n);
+  const auto free = s.shares().free_milli(n);
   return -static_cast<std::int64_t>(std::set<std::int32_t>(free.begin(), free.end()).size());
 }
 

@@ -626,11 +626,11 @@ uint32_t gpusched_state_gpu_count(const gpusched_state* state, size_t node) {
 }
 
 uint32_t gpusched_state_idle_gpus(const gpusched_state* state, size_t node) {
-  return has_node(state, node) ? static_cast<uint32_t>(state->state.idle_gpus(static_cast<gpusched::NodeId>(node))) : 0;
+  return has_node(state, node) ? static_cast<uint32_t>(state->state.shares().idle_gpus(static_cast<gpusched::NodeId>(node))) : 0;
 }
 
 int64_t gpusched_state_free_gpu_milli(const gpusched_state* state, size_t node) {
-  return has_node(state, node) ? state->state.free_gpu_milli(static_cast<gpusched::NodeId>(node)) : 0;
+  return has_node(state, node) ? state->state.shares().node_free_milli(static_cast<gpusched::NodeId>(node)) : 0;
 }
 
 int64_t gpusched_state_free_cpu_milli(const gpusched_state* state, size_t node) {
@@ -654,7 +654,7 @@ int gpusched_state_gpu_healthy(const gpusched_state* state, size_t node, uint32_
 
 int gpusched_state_mig_mode(const gpusched_state* state, size_t node, uint32_t gpu) {
   return has_gpu(state, node, gpu) &&
-                 state->state.mig_mode(static_cast<gpusched::NodeId>(node), static_cast<gpusched::GpuIndex>(gpu))
+                 state->state.mig().mode(static_cast<gpusched::NodeId>(node), static_cast<gpusched::GpuIndex>(gpu))
              ? 1
              : 0;
 }

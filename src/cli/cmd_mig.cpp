@@ -355,7 +355,7 @@ std::vector<NamedRequest> read_requests(const PlaceOptions& opt) {
 
 // The layouts of the GPUs a run touched, as JSON and as text lines.
 std::pair<json, std::string> touched_layouts(const ClusterState& state, const std::vector<char>& touched) {
-  const mig::MigGpuTable& mig_gpus = state.mig();
+  const mig::MigGpuTable& mig_gpus = state.mig().table();
   json layouts = json::array();
   std::string layout_lines;
   for (mig::MigGpuId g = 0; g < mig_gpus.gpu_count(); ++g) {
@@ -383,7 +383,7 @@ int run_place(const PlaceOptions& opt) {
   json decisions = json::array();
   std::string table;
   std::size_t placed = 0;
-  const mig::MigGpuTable& mig_gpus = state.mig();
+  const mig::MigGpuTable& mig_gpus = state.mig().table();
   std::vector<char> touched(mig_gpus.gpu_count(), 0);
   for (const NamedRequest& r : reqs) {
     const mig::MigDecision d = placer->decide(state, r.request);
@@ -458,11 +458,11 @@ void print_plan_json(const ClusterState& state, const std::vector<mig::MigDemand
                          {"unserved", plan.unserved[i]}});
   json changes = json::array();
   for (const auto& ch : plan.changes) {
-    const auto& spec = state.mig().spec_of(ch.gpu);
+    const auto& spec = state.mig().table().spec_of(ch.gpu);
     json serves = json::array();
     for (std::size_t k : ch.serves) serves.push_back(k < demand.size() ? demand[k].label : "");
-    changes.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(ch.gpu)))},
-                           {"gpu", state.mig().local_index(ch.gpu)},
+    changes.push_back(json{{"node", std::string(state.node_name(state.mig().table().node_of(ch.gpu)))},
+                           {"gpu", state.mig().table().local_index(ch.gpu)},
                            {"model", spec.model},
                            {"before", layout_json(spec, ch.before)},
                            {"after", layout_json(spec, ch.after)},
@@ -525,9 +525,9 @@ int run_plan(const PlanOptions& opt) {
   std::printf("%lld served, %lld unserved, %zu GPUs re-partitioned\n", static_cast<long long>(plan.total_served()),
               static_cast<long long>(plan.total_unserved()), plan.changes.size());
   for (const auto& ch : plan.changes) {
-    const auto& spec = state.mig().spec_of(ch.gpu);
-    std::printf("  %s gpu %u (%s): %s  ->  %s\n", std::string(state.node_name(state.mig().node_of(ch.gpu))).c_str(),
-                state.mig().local_index(ch.gpu), spec.model.c_str(), layout_text(spec, ch.before).c_str(),
+    const auto& spec = state.mig().table().spec_of(ch.gpu);
+    std::printf("  %s gpu %u (%s): %s  ->  %s\n", std::string(state.node_name(state.mig().table().node_of(ch.gpu))).c_str(),
+                state.mig().table().local_index(ch.gpu), spec.model.c_str(), layout_text(spec, ch.before).c_str(),
                 layout_text(spec, ch.after).c_str());
   }
   return 0;

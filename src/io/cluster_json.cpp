@@ -553,11 +553,11 @@ Json mig_object(const mig::MigGpuSpec* spec, bool fixed, std::size_t count, Inst
 }  // namespace
 
 json detail::mig_to_json(const ClusterState& state, NodeId node, GpuIndex gpu) {
-  const mig::MigGpuId id = state.mig_gpu(node, gpu);
+  const mig::MigGpuId id = state.mig().gpu(node, gpu);
   if (id == mig::kNoGpu) return json();
-  const mig::MigGpuSpec& spec = state.mig().spec_of(id);
-  const auto slots = state.mig().instances(id);
-  return mig_object<json>(&spec, state.mig().layout_fixed(id), slots.size(), [&](std::size_t i) {
+  const mig::MigGpuSpec& spec = state.mig().table().spec_of(id);
+  const auto slots = state.mig().table().instances(id);
+  return mig_object<json>(&spec, state.mig().table().layout_fixed(id), slots.size(), [&](std::size_t i) {
     return MigInstanceInfo{spec.profiles[slots[i].profile].id, slots[i].start, slots[i].busy};
   });
 }

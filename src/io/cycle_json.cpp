@@ -135,32 +135,32 @@ void place_running_mig(const ClusterState& st, const TaskRequest& request, const
     reject(fmt::format("{}.gpus: a MIG task names its one MIG GPU, got {} GPUs", tp, a.gpus.size()), ErrorCode::kInvalidValue,
            tp + ".gpus");
   const GpuIndex g = a.gpus[0];
-  const mig::MigGpuId id = st.mig_gpu(a.node, g);
+  const mig::MigGpuId id = st.mig().gpu(a.node, g);
   if (id == mig::kNoGpu)
     reject(fmt::format("{}.gpus[0]: GPU {} of node \"{}\" is not in MIG mode", tp, g, st.node_name(a.node)),
            ErrorCode::kInvalidValue, tp + ".gpus[0]");
-  const int profile = request.mig.profile[st.mig().model_of(id)];
+  const int profile = request.mig.profile[st.mig().table().model_of(id)];
   if (profile < 0)
     reject(fmt::format("{}.gpus[0]: GPU {} of node \"{}\" ({}) does not offer the group's MIG profile", tp, g,
-                       st.node_name(a.node), st.mig().spec_of(id).model),
+                       st.node_name(a.node), st.mig().table().spec_of(id).model),
            ErrorCode::kInvalidValue, tp + ".gpus[0]");
   int start = -1;
   if (auto it = t.find("mig_start"); it != t.end()) {
     const std::int64_t v = read_int(*it, tp + ".mig_start", 0);
-    const int slots = st.mig().spec_of(id).memory_slots;
+    const int slots = st.mig().table().spec_of(id).memory_slots;
     if (v >= slots)
-      reject(fmt::format("{}.mig_start: the {} has memory slices 0-{}, got {}", tp, st.mig().spec_of(id).model, slots - 1, v),
+      reject(fmt::format("{}.mig_start: the {} has memory slices 0-{}, got {}", tp, st.mig().table().spec_of(id).model, slots - 1, v),
              ErrorCode::kInvalidValue, tp + ".mig_start");
     start = static_cast<int>(v);
   } else {
-    start = st.mig().idle_start(id, profile);
+    start = st.mig().table().idle_start(id, profile);
     if (start < 0)
       reject(fmt::format("{}.mig_start: missing, and GPU {} of node \"{}\" has no idle instance of the profile", tp, g,
                          st.node_name(a.node)),
              ErrorCode::kMissingField, tp + ".mig_start");
   }
   bool idle_there = false;
-  for (const mig::MigSlot& slot : st.mig().instances(id))
+  for (const mig::MigSlot& slot : st.mig().table().instances(id))
     idle_there |= slot.start == start && slot.profile == profile && !slot.busy;
   a.mig_profile = static_cast<std::int8_t>(profile);
   a.mig_start = static_cast<std::int8_t>(start);

@@ -90,9 +90,9 @@ class CPolicy final : public ScoreFunctionPolicy {
     std::uint32_t idle = 0;
     for (std::size_t g = 0; g < gpus; ++g) {
       const auto gi = static_cast<GpuIndex>(g);
-      gpu_free_[g] = state.gpu_free_milli_if_healthy(node, gi);
+      gpu_free_[g] = state.shares().free_milli_if_healthy(node, gi);
       gpu_model_[g] = state.gpu_model(node, gi);
-      gpu_memory_[g] = state.gpu_free_memory_if_healthy(node, gi);
+      gpu_memory_[g] = state.shares().free_memory_if_healthy(node, gi);
       idle += gpu_free_[g] == kMilliPerGpu ? 1U : 0U;
     }
     node_ = {static_cast<std::uint32_t>(node), node_name_.c_str(), state.cpu_capacity(node), state.cpu_free(node),

@@ -22,9 +22,9 @@ TaskRecord task_record(const ClusterState& state, const TaskAssignment& a, std::
     t.mig_start = a.mig_start;
     t.mig_create = a.mig_create;
     if (!a.gpus.empty()) {
-      const auto g = state.mig_gpu(a.node, a.gpus.front());
+      const auto g = state.mig().gpu(a.node, a.gpus.front());
       if (g != mig::kNoGpu) {
-        const auto& profiles = state.mig().spec_of(g).profiles;
+        const auto& profiles = state.mig().table().spec_of(g).profiles;
         if (static_cast<std::size_t>(a.mig_profile) < profiles.size())
           t.mig_profile = profiles[static_cast<std::size_t>(a.mig_profile)].name;
       }

@@ -38,7 +38,7 @@ Result<TraceWorkload> make_trace_workload(const std::vector<io::TraceNode>& node
   auto state = ClusterState::build(cluster, GpuModelRegistry::builtin());
   if (!state) return Error{state.error().message, state.error().code, "nodes"};  // the node list's fault
   TraceWorkload w{std::move(state.value()), {}, {}, 0, std::move(name)};
-  w.capacity = w.initial.total_gpu_milli_capacity();
+  w.capacity = w.initial.shares().total_capacity();
   if (w.capacity == 0)
     return Error{fmt::format("the node list has no GPUs ({} nodes)", nodes.size()), ErrorCode::kMissingField, "nodes"};
   w.pods.reserve(pods.size());
@@ -108,7 +108,7 @@ RunResult run_once(const TraceWorkload& w, const std::vector<std::uint32_t>& ord
   bool have100 = false;
   TaskAssignment a;
   auto unallocated = [&] {
-    return cap > 0 ? 100.0 * static_cast<double>(state.total_gpu_milli_free()) / cap : 0.0;
+    return cap > 0 ? 100.0 * static_cast<double>(state.shares().total_free()) / cap : 0.0;
   };
   for (const std::uint32_t i : order) {
     const TaskRequest& req = w.pods[i];

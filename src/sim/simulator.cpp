@@ -111,7 +111,7 @@ class Engine {
   Result<std::unique_ptr<PlacementPolicy>> make_placement() const;
   Status make_orders();
   // --- accounting ---
-  std::int64_t allocated() const { return state_.total_gpu_milli_capacity() - state_.total_gpu_milli_free(); }
+  std::int64_t allocated() const { return state_.shares().total_capacity() - state_.shares().total_free(); }
   bool gpu_job(std::uint32_t j) const { return jobs_[j].shape.needs_gpu(); }
   std::int64_t task_rate(std::uint32_t j) const { return jobs_[j].full_rate() / jobs_[j].tasks; }
   void advance(Seconds t);
@@ -262,14 +262,14 @@ void Engine::advance(Seconds t) {
     if (next_sample_ > now_) {
       Sample s;
       s.time = next_sample_;
-      const std::int64_t cap = state_.total_gpu_milli_capacity();
+      const std::int64_t cap = state_.shares().total_capacity();
       s.utilisation = cap > 0 ? static_cast<double>(allocated()) / static_cast<double>(cap) : 0;
       s.queue_length = static_cast<std::int64_t>(pending_jobs_);
       s.running = static_cast<std::int64_t>(running_.size());
       std::int64_t idle = 0, idle_on_empty = 0;
       for (NodeId n = 0; n < state_.node_count(); ++n) {
         if (!state_.eligible(n)) continue;
-        const std::int64_t i = state_.idle_gpus(n);
+        const std::int64_t i = state_.shares().idle_gpus(n);
         idle += i;
         if (i == static_cast<std::int64_t>(state_.gpu_count(n))) idle_on_empty += i;
       }
@@ -292,7 +292,7 @@ void Engine::advance(Seconds t) {
   std::int64_t delivered = 0;
   if (__builtin_mul_overflow(a, dt, &delivered) || __builtin_add_overflow(cons_.delivered, delivered, &cons_.delivered))
     overflow_ = true;  // the run stops with an error (Engine::run)
-  const std::int64_t cap = state_.total_gpu_milli_capacity();
+  const std::int64_t cap = state_.shares().total_capacity();
   if (cap > 0) util_integral_ += static_cast<long double>(a) / static_cast<long double>(cap) * dt;
   energy_joules_ += static_cast<long double>(power_watts_) * dt;
   cost_ += static_cast<long double>(price_rate_) * dt / 3600.0L;
@@ -316,7 +316,7 @@ void Engine::node_energy_update(NodeId n) {
 void Engine::check_instant() {
   ++cons_.checks;
   const std::int64_t diff = std::llabs(allocated() - held_sum_);
-  const std::int64_t over = std::max<std::int64_t>(0, allocated() - state_.total_gpu_milli_capacity());
+  const std::int64_t over = std::max<std::int64_t>(0, allocated() - state_.shares().total_capacity());
   cons_.max_overcommit = std::max({cons_.max_overcommit, diff, over});
 }
 

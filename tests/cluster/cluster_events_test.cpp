@@ -42,8 +42,8 @@ bool pick_lowest(const ClusterState& s, NodeId n, const TaskRequest& r, TaskAssi
   const MilliGpu need = r.shape.shares_gpu() ? r.shape.gpu_milli : kMilliPerGpu;
   for (std::size_t g = 0; g < s.gpu_count(n) && out.gpus.size() < static_cast<std::size_t>(r.shape.gpus); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
-    if (s.gpu_free_milli(n, gi) >= need && (r.models & model_bit(s.gpu_model(n, gi))) &&
-        s.gpu_free_memory(n, gi) >= r.shape.gpu_memory)
+    if (s.shares().free_milli(n, gi) >= need && (r.models & model_bit(s.gpu_model(n, gi))) &&
+        s.shares().free_memory(n, gi) >= r.shape.gpu_memory)
       out.gpus.push_back(gi);
   }
   return out.gpus.size() == static_cast<std::size_t>(r.shape.gpus);
@@ -70,7 +70,7 @@ std::set<std::string> bucket_names(const ClusterState& s, const NodeBitset* b) {
 
 std::set<std::pair<std::string, std::string>> label_set(const ClusterState& s, NodeId n) {
   std::set<std::pair<std::string, std::string>> out;
-  for (const LabelRequirement& l : s.node_labels(n)) out.emplace(s.label_key(l.key), s.label_value(l.value));
+  for (const LabelRequirement& l : s.labels().of(n)) out.emplace(s.labels().key(l.key), s.labels().value(l.value));
   return out;
 }
 
@@ -94,7 +94,7 @@ ClusterState::EligibleTotals scan_eligible_totals(const ClusterState& s, std::si
     for (GpuIndex g = 0; g < static_cast<GpuIndex>(s.gpu_count(n)); ++g)
       if (s.gpu_healthy(n, g)) {
         t.gpu_milli_capacity[s.gpu_model(n, g)] += kMilliPerGpu;
-        t.gpu_milli_free[s.gpu_model(n, g)] += s.gpu_free_milli(n, g);
+        t.gpu_milli_free[s.gpu_model(n, g)] += s.shares().free_milli(n, g);
       }
   }
   return t;
@@ -110,10 +110,10 @@ void require_same_answers(const ClusterState& evolved, const ClusterState& fresh
   REQUIRE(fresh.node_count() == evolved.live_node_count());
   // The sums kept through every event equal a scan, and the sums of the rebuilt state.
   const std::size_t models = evolved.registry().size();
-  REQUIRE(padded(evolved.eligible_totals(), models) == scan_eligible_totals(evolved, models));
-  REQUIRE(padded(fresh.eligible_totals(), models) == scan_eligible_totals(evolved, models));
-  REQUIRE(fresh.total_gpu_milli_capacity() == evolved.total_gpu_milli_capacity());
-  REQUIRE(fresh.total_gpu_milli_free() == evolved.total_gpu_milli_free());
+  REQUIRE(padded(evolved.shares().eligible_totals(), models) == scan_eligible_totals(evolved, models));
+  REQUIRE(padded(fresh.shares().eligible_totals(), models) == scan_eligible_totals(evolved, models));
+  REQUIRE(fresh.shares().total_capacity() == evolved.shares().total_capacity());
+  REQUIRE(fresh.shares().total_free() == evolved.shares().total_free());
   std::vector<NodeId> id_of(fresh.node_count());
   std::size_t i = 0;
   for (NodeId n = 0; n < evolved.node_count(); ++n) {
@@ -136,43 +136,43 @@ void require_same_answers(const ClusterState& evolved, const ClusterState& fresh
     REQUIRE(fresh.healthy(f) == evolved.healthy(n));
     REQUIRE(fresh.gpu_count(f) == evolved.gpu_count(n));
     REQUIRE(fresh.node_models(f) == evolved.node_models(n));
-    REQUIRE(fresh.node_index_model(f) == evolved.node_index_model(n));
-    REQUIRE(fresh.idle_gpus(f) == evolved.idle_gpus(n));
-    REQUIRE(fresh.free_gpu_milli(f) == evolved.free_gpu_milli(n));
+    REQUIRE(gpusched::detail::cluster_index(fresh).node_model_key(f) == gpusched::detail::cluster_index(evolved).node_model_key(n));
+    REQUIRE(fresh.shares().idle_gpus(f) == evolved.shares().idle_gpus(n));
+    REQUIRE(fresh.shares().node_free_milli(f) == evolved.shares().node_free_milli(n));
     REQUIRE(fresh.usage(f) == evolved.usage(n));
     for (std::size_t g = 0; g < fresh.gpu_count(f); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
-      REQUIRE(fresh.gpu_free_milli(f, gi) == evolved.gpu_free_milli(n, gi));
-      REQUIRE(fresh.gpu_free_memory(f, gi) == evolved.gpu_free_memory(n, gi));
-      REQUIRE(fresh.gpu_memory_capacity(f, gi) == evolved.gpu_memory_capacity(n, gi));
+      REQUIRE(fresh.shares().free_milli(f, gi) == evolved.shares().free_milli(n, gi));
+      REQUIRE(fresh.shares().free_memory(f, gi) == evolved.shares().free_memory(n, gi));
+      REQUIRE(fresh.shares().memory_capacity(f, gi) == evolved.shares().memory_capacity(n, gi));
       REQUIRE(fresh.gpu_model(f, gi) == evolved.gpu_model(n, gi));
       REQUIRE(fresh.gpu_healthy(f, gi) == evolved.gpu_healthy(n, gi));
-      REQUIRE(fresh.gpu_free_milli_if_healthy(f, gi) == evolved.gpu_free_milli_if_healthy(n, gi));
-      const mig::MigGpuId fm = fresh.mig_gpu(f, gi), em = evolved.mig_gpu(n, gi);
+      REQUIRE(fresh.shares().free_milli_if_healthy(f, gi) == evolved.shares().free_milli_if_healthy(n, gi));
+      const mig::MigGpuId fm = fresh.mig().gpu(f, gi), em = evolved.mig().gpu(n, gi);
       REQUIRE((fm == mig::kNoGpu) == (em == mig::kNoGpu));
       if (fm != mig::kNoGpu) {
-        REQUIRE(fresh.mig().layout(fm) == evolved.mig().layout(em));
-        REQUIRE(fresh.mig().available(fm) == evolved.mig().available(em));
+        REQUIRE(fresh.mig().table().layout(fm) == evolved.mig().table().layout(em));
+        REQUIRE(fresh.mig().table().available(fm) == evolved.mig().table().available(em));
       }
     }
     REQUIRE(label_set(fresh, f) == label_set(evolved, n));
     for (const std::string& key : kLabelKeys) {
-      const std::uint32_t a = fresh.label_key_id(key), b = evolved.label_key_id(key);
-      const std::uint32_t va = a == ClusterState::kUnknownLabel ? a : fresh.node_label_value(f, a);
-      const std::uint32_t vb = b == ClusterState::kUnknownLabel ? b : evolved.node_label_value(n, b);
+      const std::uint32_t a = fresh.labels().key_id(key), b = evolved.labels().key_id(key);
+      const std::uint32_t va = a == ClusterState::kUnknownLabel ? a : fresh.labels().value_of(f, a);
+      const std::uint32_t vb = b == ClusterState::kUnknownLabel ? b : evolved.labels().value_of(n, b);
       REQUIRE((va == ClusterState::kUnknownLabel) == (vb == ClusterState::kUnknownLabel));
-      if (va != ClusterState::kUnknownLabel) REQUIRE(fresh.label_value(va) == evolved.label_value(vb));
+      if (va != ClusterState::kUnknownLabel) REQUIRE(fresh.labels().value(va) == evolved.labels().value(vb));
     }
   }
   // The index: the same nodes in every bucket; buckets the evolved state kept beyond the fresh
   // one's keys and widths are empty.
-  for (std::uint8_t key : evolved.model_keys())
+  for (std::uint8_t key : gpusched::detail::cluster_index(evolved).model_keys())
     for (std::int32_t idle = 0; idle <= evolved.max_gpus_per_node(); ++idle)
-      REQUIRE(bucket_names(evolved, evolved.idle_bucket(key, idle)) == bucket_names(fresh, fresh.idle_bucket(key, idle)));
-  for (std::uint8_t key : fresh.model_keys())
+      REQUIRE(bucket_names(evolved, gpusched::detail::cluster_index(evolved).idle_bucket(key, idle)) == bucket_names(fresh, gpusched::detail::cluster_index(fresh).idle_bucket(key, idle)));
+  for (std::uint8_t key : gpusched::detail::cluster_index(fresh).model_keys())
     for (std::int32_t idle = 0; idle <= fresh.max_gpus_per_node(); ++idle)
-      REQUIRE(bucket_names(evolved, evolved.idle_bucket(key, idle)) == bucket_names(fresh, fresh.idle_bucket(key, idle)));
-  REQUIRE(bucket_names(evolved, &evolved.partial_nodes()) == bucket_names(fresh, &fresh.partial_nodes()));
+      REQUIRE(bucket_names(evolved, gpusched::detail::cluster_index(evolved).idle_bucket(key, idle)) == bucket_names(fresh, gpusched::detail::cluster_index(fresh).idle_bucket(key, idle)));
+  REQUIRE(bucket_names(evolved, &gpusched::detail::cluster_index(evolved).partial_nodes()) == bucket_names(fresh, &gpusched::detail::cluster_index(fresh).partial_nodes()));
   // check_fit on random requests, compiled in each state from the same strings.
   for (int q = 0; q < 12; ++q) {
     TaskShape t;
@@ -220,14 +220,14 @@ TEST_CASE("cordon and failure take a node out of the index and back; failure rep
   REQUIRE(pick_lowest(s, 0, two, a));
   REQUIRE(s.reserve(two, a).ok());
   s.commit();
-  CHECK(s.idle_bucket(t4, 1)->contains(0));  // GPUs 0,1 taken, 2 idle, 3 has 400 free
-  CHECK(s.partial_nodes().contains(0));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(t4, 1)->contains(0));  // GPUs 0,1 taken, 2 idle, 3 has 400 free
+  CHECK(gpusched::detail::cluster_index(s).partial_nodes().contains(0));
 
   const std::uint64_t g0 = s.generation(), l0 = s.layout_generation(), c0 = s.capacity_generation();
   REQUIRE(s.cordon(0).ok());
   CHECK_FALSE(s.schedulable(0));
-  CHECK_FALSE(s.idle_bucket(t4, 1)->contains(0));
-  CHECK_FALSE(s.partial_nodes().contains(0));
+  CHECK_FALSE(gpusched::detail::cluster_index(s).idle_bucket(t4, 1)->contains(0));
+  CHECK_FALSE(gpusched::detail::cluster_index(s).partial_nodes().contains(0));
   CHECK(s.check_fit(0, compile_shape(s, 0, 0, 0)) == FitReason::kNodeUnschedulable);
   CHECK(s.generation() == g0 + 1);
   CHECK(s.layout_generation() == l0 + 1);
@@ -236,8 +236,8 @@ TEST_CASE("cordon and failure take a node out of the index and back; failure rep
   REQUIRE(s.cordon(0).ok());  // repeated: no change, no new generation
   CHECK(s.generation() == g0 + 1);
   REQUIRE(s.uncordon(0).ok());
-  CHECK(s.idle_bucket(t4, 1)->contains(0));
-  CHECK(s.partial_nodes().contains(0));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(t4, 1)->contains(0));
+  CHECK(gpusched::detail::cluster_index(s).partial_nodes().contains(0));
 
   // Used on a: 2 CPUs, 1 GiB, GPUs 0 and 1 whole and 600 of GPU 3 = 2600 milli on 3 busy GPUs.
   auto usage = s.fail_node(0);
@@ -245,10 +245,10 @@ TEST_CASE("cordon and failure take a node out of the index and back; failure rep
   CHECK(*usage == NodeUsage{2000, kGiB, 2600, 3});
   CHECK_FALSE(s.healthy(0));
   CHECK(s.check_fit(0, compile_shape(s, 0, 0, 0)) == FitReason::kNodeUnhealthy);
-  CHECK(s.total_gpu_milli_capacity() == 6000);  // a failed node's GPUs still count (ineligible alike)
+  CHECK(s.shares().total_capacity() == 6000);  // a failed node's GPUs still count (ineligible alike)
   REQUIRE(s.release(a).ok());  // the caller releases the work of a failed node as usual
   REQUIRE(s.recover_node(0).ok());
-  CHECK(s.idle_bucket(t4, 3)->contains(0));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(t4, 3)->contains(0));
   REQUIRE(s.set_gpu_health(0, 1, false).ok());
   CHECK(s.capacity_generation() == c0);  // cordons, failures and GPU health: availability only
   REQUIRE(s.set_label(0, "rack", "r2").ok());
@@ -262,23 +262,23 @@ TEST_CASE("an unhealthy GPU reads 0 and gets back exactly what was free on it") 
   const TaskRequest shared = compile_shape(s, 1000, 1, 300);
   TaskAssignment a{0, {1}, 300, 0, 1000, kGiB};
   REQUIRE(s.reserve(shared, a).ok());
-  CHECK(s.total_gpu_milli_free() == 1700);
+  CHECK(s.shares().total_free() == 1700);
   REQUIRE(s.set_gpu_health(0, 1, false).ok());
-  CHECK(s.gpu_free_milli(0, 1) == 0);
-  CHECK(s.gpu_free_milli_if_healthy(0, 1) == 700);
-  CHECK(s.total_gpu_milli_capacity() == 1000);
-  CHECK(s.total_gpu_milli_free() == 1000);
-  CHECK(s.idle_gpus(0) == 1);
-  CHECK_FALSE(s.partial_nodes().contains(0));
+  CHECK(s.shares().free_milli(0, 1) == 0);
+  CHECK(s.shares().free_milli_if_healthy(0, 1) == 700);
+  CHECK(s.shares().total_capacity() == 1000);
+  CHECK(s.shares().total_free() == 1000);
+  CHECK(s.shares().idle_gpus(0) == 1);
+  CHECK_FALSE(gpusched::detail::cluster_index(s).partial_nodes().contains(0));
   REQUIRE(s.release(a).ok());  // frees the withheld share, not the visible one
-  CHECK(s.gpu_free_milli(0, 1) == 0);
-  CHECK(s.gpu_free_milli_if_healthy(0, 1) == 1000);
+  CHECK(s.shares().free_milli(0, 1) == 0);
+  CHECK(s.shares().free_milli_if_healthy(0, 1) == 1000);
   CHECK_FALSE(s.release(a).ok());  // would free more than is used
   REQUIRE(s.set_gpu_health(0, 1, true).ok());
-  CHECK(s.gpu_free_milli(0, 1) == 1000);
-  CHECK(s.idle_gpus(0) == 2);
-  CHECK(s.total_gpu_milli_free() == 2000);
-  CHECK(s.total_gpu_milli_capacity() == 2000);
+  CHECK(s.shares().free_milli(0, 1) == 1000);
+  CHECK(s.shares().idle_gpus(0) == 2);
+  CHECK(s.shares().total_free() == 2000);
+  CHECK(s.shares().total_capacity() == 2000);
 }
 
 TEST_CASE("add_node and remove_node: stable ids, tombstones, names free again, index grows") {
@@ -294,9 +294,9 @@ TEST_CASE("add_node and remove_node: stable ids, tombstones, names free again, i
   CHECK(s.node_count() == 2);
   CHECK(s.max_gpus_per_node() == 8);
   const auto a100 = *s.registry().find("A100-80GB");
-  CHECK(s.idle_bucket(a100, 8)->contains(1));
-  CHECK(s.total_gpu_milli_capacity() == 10000);
-  CHECK(s.node_label_value(1, s.label_key_id("rack")) == s.label_value_id("r1"));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(a100, 8)->contains(1));
+  CHECK(s.shares().total_capacity() == 10000);
+  CHECK(s.labels().value_of(1, s.labels().key_id("rack")) == s.labels().value_id("r1"));
   CHECK(s.layout_generation() == l0 + 1);
   CHECK(s.capacity_generation() == l0 + 1);
 
@@ -313,14 +313,14 @@ TEST_CASE("add_node and remove_node: stable ids, tombstones, names free again, i
   CHECK(s.removed(1));
   CHECK_FALSE(s.eligible(1));
   CHECK(s.find_node("b") == kNoNode);
-  CHECK_FALSE(s.idle_bucket(a100, 4)->contains(1));
-  CHECK(s.total_gpu_milli_capacity() == 2000);
-  CHECK(s.total_gpu_milli_free() == 2000);
-  CHECK(s.node_labels(1).empty());
+  CHECK_FALSE(gpusched::detail::cluster_index(s).idle_bucket(a100, 4)->contains(1));
+  CHECK(s.shares().total_capacity() == 2000);
+  CHECK(s.shares().total_free() == 2000);
+  CHECK(s.labels().of(1).empty());
   CHECK(s.release(on_b).ok());  // accepted, nothing changes: the resources left with the node
-  CHECK(s.total_gpu_milli_free() == 2000);
+  CHECK(s.shares().total_free() == 2000);
   s.rollback(0);  // the journal still holds the reservation on b: undone as a no-op
-  CHECK(s.total_gpu_milli_free() == 2000);
+  CHECK(s.shares().total_free() == 2000);
 
   auto again = s.add_node(more);
   REQUIRE(again.ok());
@@ -346,7 +346,7 @@ TEST_CASE("relabel sets, changes and removes labels in place") {
   REQUIRE(s.remove_label(0, "rack").ok());  // absent: nothing changes
   REQUIRE(s.set_label(0, "zone", "a").ok());  // same value: nothing changes
   CHECK(s.generation() == g);
-  CHECK(s.node_labels(1).empty());
+  CHECK(s.labels().of(1).empty());
   // Many relabels of two nodes: the holes are compacted and every answer stays.
   for (int i = 0; i < 5000; ++i) {
     REQUIRE(s.set_label(static_cast<NodeId>(i % 2), numbered("k", i % 7), "v").ok());
@@ -550,13 +550,13 @@ TEST_CASE("property: after random events and reservations the state answers like
           changed = false;
           if (!s.removed(n) && s.gpu_count(n) > 0) {
             const auto g = static_cast<GpuIndex>(rng.below(s.gpu_count(n)));
-            const bool mig_before = s.mig_mode(n, g);
+            const bool mig_before = s.mig().mode(n, g);
             const bool capable = s.registry().model(s.gpu_model(n, g)).name == "A100-80GB";
-            const bool idle = mig_before || s.gpu_free_milli_if_healthy(n, g) == kMilliPerGpu;
+            const bool idle = mig_before || s.shares().free_milli_if_healthy(n, g) == kMilliPerGpu;
             const Status st = s.set_mig_mode(n, g, !mig_before);
             REQUIRE(st.ok() == (capable && idle));
-            REQUIRE(s.mig_mode(n, g) == (st.ok() ? !mig_before : mig_before));
-            REQUIRE((s.mig_gpu(n, g) != mig::kNoGpu) == s.mig_mode(n, g));
+            REQUIRE(s.mig().mode(n, g) == (st.ok() ? !mig_before : mig_before));
+            REQUIRE((s.mig().gpu(n, g) != mig::kNoGpu) == s.mig().mode(n, g));
             changed = st.ok();
           }
           break;
@@ -614,7 +614,7 @@ TEST_CASE("compact refuses uncommitted reservations and drops tombstones otherwi
   REQUIRE(done.ok());
   CHECK(done->state.node_count() == 2);
   CHECK(done->new_id == std::vector<NodeId>{0, kNoNode, 1});
-  CHECK(done->state.idle_gpus(1) == 1);  // c's reservation came along
+  CHECK(done->state.shares().idle_gpus(1) == 1);  // c's reservation came along
   CHECK(done->state.find_node("b") == kNoNode);
   CHECK(done->state.instance_id() != s.instance_id());
 }

@@ -32,18 +32,18 @@ TEST_CASE("build reads the view: free amounts, idle GPUs, index buckets") {
   CHECK(s.node_count() == 3);
   CHECK(s.total_gpu_count() == 12);
   CHECK(s.cpu_free(0) == 30000);
-  CHECK(s.idle_gpus(0) == 6);
-  CHECK(s.free_gpu_milli(0) == 6500);
-  CHECK(s.gpu_free_milli(0, 1) == 500);
-  CHECK(s.gpu_free_memory(0, 0) == 80 * kGiB);
-  CHECK(s.partial_nodes().contains(0));
-  CHECK_FALSE(s.partial_nodes().contains(1));
+  CHECK(s.shares().idle_gpus(0) == 6);
+  CHECK(s.shares().node_free_milli(0) == 6500);
+  CHECK(s.shares().free_milli(0, 1) == 500);
+  CHECK(s.shares().free_memory(0, 0) == 80 * kGiB);
+  CHECK(gpusched::detail::cluster_index(s).partial_nodes().contains(0));
+  CHECK_FALSE(gpusched::detail::cluster_index(s).partial_nodes().contains(1));
   const auto a100 = *s.registry().find("A100-80GB");
-  CHECK(s.idle_bucket(a100, 6)->contains(0));
-  CHECK(s.idle_bucket(*s.registry().find("T4"), 4)->contains(1));
-  CHECK(s.idle_bucket(ClusterState::kNoGpuKey, 0)->contains(2));
-  CHECK(s.total_gpu_milli_capacity() == 12000);
-  CHECK(s.total_gpu_milli_free() == 10500);
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(a100, 6)->contains(0));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(*s.registry().find("T4"), 4)->contains(1));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(ClusterState::kNoGpuKey, 0)->contains(2));
+  CHECK(s.shares().total_capacity() == 12000);
+  CHECK(s.shares().total_free() == 10500);
   CHECK(s.find_node("b") == 1);
   CHECK(s.find_node("zzz") == kNoNode);
 }
@@ -116,15 +116,15 @@ TEST_CASE("cordoned and failed nodes take nothing and are not indexed") {
   auto r = request(s, {0, 0, 0, 0, 0});
   CHECK(s.check_fit(0, r) == FitReason::kNodeUnschedulable);
   CHECK(s.check_fit(1, r) == FitReason::kNodeUnhealthy);
-  CHECK(s.idle_bucket(*s.registry().find("T4"), 1)->empty());
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(*s.registry().find("T4"), 1)->empty());
 }
 
 TEST_CASE("an unhealthy GPU is never free") {
   Cluster c({make_node("a", 8000, kGiB, 2, "T4")});
   c.nodes()[0].gpus[1].healthy = false;
   ClusterState s = build(c);
-  CHECK(s.idle_gpus(0) == 1);
-  CHECK(s.total_gpu_milli_capacity() == 1000);
+  CHECK(s.shares().idle_gpus(0) == 1);
+  CHECK(s.shares().total_capacity() == 1000);
   CHECK(s.check_fit(0, request(s, {0, 0, 2, 1000, 0})) == FitReason::kInsufficientGpus);
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("reserve refuses invalid assignments and changes nothing; rollback res
   const auto mark = s.checkpoint();
   REQUIRE(s.reserve(two, TaskAssignment{0, {0, 1}, 1000, 0, 1000, kGiB}).ok());
   REQUIRE(s.reserve(two, TaskAssignment{1, {2, 3}, 1000, 0, 1000, kGiB}).ok());
-  CHECK(s.idle_gpus(0) == 1);
+  CHECK(s.shares().idle_gpus(0) == 1);
   CHECK(s.cpu_free(1) == 7000);
   CHECK_FALSE(s.same_allocation_as(before));
   s.rollback(mark);
@@ -168,7 +168,7 @@ TEST_CASE("reserve refuses invalid assignments and changes nothing; rollback res
   s.commit();
   CHECK(s.journal_size() == 0);
   s.rollback(0);  // nothing to undo after a commit
-  CHECK(s.idle_gpus(1) == 2);
+  CHECK(s.shares().idle_gpus(1) == 2);
   // release gives it back; releasing twice is refused.
   REQUIRE(s.release(TaskAssignment{1, {0, 1}, 1000, 0, 1000, kGiB}).ok());
   CHECK(s.same_allocation_as(before));
@@ -306,10 +306,10 @@ TEST_CASE("the index of many nodes and one huge node costs the buckets in use, n
     REQUIRE(s.reserve(one, a).ok());
     held.push_back(a);
   }
-  CHECK(s.idle_gpus(h) == 0);
-  CHECK(s.idle_bucket(*s.registry().find("H100-80GB"), 0)->contains(h));
+  CHECK(s.shares().idle_gpus(h) == 0);
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(*s.registry().find("H100-80GB"), 0)->contains(h));
   CHECK(s.memory_usage() - without < std::size_t{8192} * 200);
   for (const TaskAssignment& a : held) REQUIRE(s.release(a).ok());
-  CHECK(s.idle_bucket(*s.registry().find("H100-80GB"), 8192)->contains(h));
+  CHECK(gpusched::detail::cluster_index(s).idle_bucket(*s.registry().find("H100-80GB"), 8192)->contains(h));
   CHECK(s.memory_usage() - without < std::size_t{8192} * 200);
 }

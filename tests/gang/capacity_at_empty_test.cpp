@@ -145,7 +145,7 @@ TEST_CASE("MIG task groups count MIG capacity, not CPU") {
   TaskShape shape;
   shape.cpu = 1000;
   TaskRequest r = s.compile(shape).value();
-  r.mig = mig::MigRequest::from_name(s.mig().catalog(), "1g.5gb").value();
+  r.mig = mig::MigRequest::from_name(s.mig().table().catalog(), "1g.5gb").value();
   auto gang = [&](int tasks) {
     GangSpec spec;
     spec.name = "infer";

@@ -43,7 +43,7 @@ class HighestGpuPicker final : public GpuPicker {
  public:
   bool pick(const ClusterState& state, NodeId node, const TaskRequest& request, TaskAssignment& out) const override {
     out = make_assignment(node, request);
-    const auto free = state.gpu_free_milli(node);
+    const auto free = state.shares().free_milli(node);
     for (std::size_t g = free.size(); g-- > 0 && out.gpus.size() < static_cast<std::size_t>(request.shape.gpus);)
       if (free[g] == kMilliPerGpu) out.gpus.push_back(static_cast<GpuIndex>(g));
     std::sort(out.gpus.begin(), out.gpus.end());
@@ -144,7 +144,7 @@ TEST_CASE("FGD decides inside a domain: its choice among a rack is its choice on
   // Fill rack-a, so that rack-b is the one domain that holds the task.
   ClusterState busy = s;
   for (NodeId n = 0; n < 3; ++n) {
-    const auto free = busy.gpu_free_milli(n);
+    const auto free = busy.shares().free_milli(n);
     for (std::size_t g = 0; g < free.size(); ++g) {
       if (free[g] == 0) continue;
       TaskShape rest;

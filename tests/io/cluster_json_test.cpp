@@ -148,19 +148,19 @@ TEST_CASE("cluster JSON: a node's nvidia-smi topo -m text sets its interconnect 
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
   auto state = ClusterState::build(r->cluster, r->registry);
   REQUIRE_MESSAGE(state.ok(), (state.ok() ? "" : state.error().message));
-  const NodeInterconnect* given = state->node_interconnect(0);
+  const NodeInterconnect* given = state->topology().interconnect(0);
   REQUIRE(given != nullptr);
   CHECK(given->link(0, 1).cls == PairClass::kPix);
   CHECK(given->link(0, 2).cls == PairClass::kSys);
   CHECK(given->devices[2].numa_node == 1);
-  const NodeInterconnect* known = state->node_interconnect(1);
+  const NodeInterconnect* known = state->topology().interconnect(1);
   REQUIRE(known != nullptr);
   CHECK_FALSE(*known == *given);  // the other node keeps its model's default
   // A state rebuilt from its own view keeps both.
   auto again = ClusterState::build(ClusterStateView(*state), state->registry());
   REQUIRE(again.ok());
-  CHECK(*again->node_interconnect(0) == *given);
-  CHECK(*again->node_interconnect(1) == *known);
+  CHECK(*again->topology().interconnect(0) == *given);
+  CHECK(*again->topology().interconnect(1) == *known);
 
   // The lines as an array read the same.
   nlohmann::json lines = nlohmann::json::array();
@@ -204,14 +204,14 @@ TEST_CASE("cluster JSON: the shipped fixture with a node's topo lines builds, th
   REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
   auto state = ClusterState::build(r->cluster, r->registry);
   REQUIRE_MESSAGE(state.ok(), (state.ok() ? "" : state.error().message));
-  const NodeInterconnect* pcie = state->node_interconnect(0);
+  const NodeInterconnect* pcie = state->topology().interconnect(0);
   REQUIRE(pcie != nullptr);
   CHECK(pcie->gpu_count() == 8);
   CHECK(pcie->device_count() == 10);  // and two NICs
   CHECK(pcie->link(0, 1).cls == PairClass::kPix);
   CHECK(pcie->link(0, 4).cls == PairClass::kSys);
-  REQUIRE(state->node_interconnect(1) != nullptr);
-  CHECK(state->node_interconnect(1)->link(0, 1).cls == PairClass::kNvLink);  // H100's known NVSwitch default
+  REQUIRE(state->topology().interconnect(1) != nullptr);
+  CHECK(state->topology().interconnect(1)->link(0, 1).cls == PairClass::kNvLink);  // H100's known NVSwitch default
 }
 
 // --- the writer: write_cluster_json -------------------------------------------------------------
@@ -275,13 +275,13 @@ void check_same_state(const ClusterState& a, const ClusterState& b) {
     for (GpuIndex g = 0; g < a.gpu_count(na); ++g) {
       CAPTURE(g);
       CHECK(a.registry().model(a.gpu_model(na, g)).name == b.registry().model(b.gpu_model(nb, g)).name);
-      CHECK(a.gpu_free_milli(na, g) == b.gpu_free_milli(nb, g));
-      CHECK(a.gpu_free_milli_if_healthy(na, g) == b.gpu_free_milli_if_healthy(nb, g));
-      CHECK(a.gpu_free_memory(na, g) == b.gpu_free_memory(nb, g));
-      CHECK(a.gpu_free_memory_if_healthy(na, g) == b.gpu_free_memory_if_healthy(nb, g));
-      CHECK(a.gpu_memory_capacity(na, g) == b.gpu_memory_capacity(nb, g));
+      CHECK(a.shares().free_milli(na, g) == b.shares().free_milli(nb, g));
+      CHECK(a.shares().free_milli_if_healthy(na, g) == b.shares().free_milli_if_healthy(nb, g));
+      CHECK(a.shares().free_memory(na, g) == b.shares().free_memory(nb, g));
+      CHECK(a.shares().free_memory_if_healthy(na, g) == b.shares().free_memory_if_healthy(nb, g));
+      CHECK(a.shares().memory_capacity(na, g) == b.shares().memory_capacity(nb, g));
       CHECK(a.gpu_healthy(na, g) == b.gpu_healthy(nb, g));
-      CHECK(a.mig_mode(na, g) == b.mig_mode(nb, g));
+      CHECK(a.mig().mode(na, g) == b.mig().mode(nb, g));
       // Profile (its name in the model's table, and ID), start and busy flag of every instance, read
       // through the view rather than the writer under test.
       REQUIRE(va.mig_instance_count(i, g) == vb.mig_instance_count(i, g));
@@ -290,14 +290,14 @@ void check_same_state(const ClusterState& a, const ClusterState& b) {
         CHECK(x.profile_id == y.profile_id);
         CHECK(x.start == y.start);
         CHECK(x.busy == y.busy);
-        const mig::MigGpuSpec& sa = a.mig().spec_of(a.mig_gpu(na, g));
-        const mig::MigGpuSpec& sb = b.mig().spec_of(b.mig_gpu(nb, g));
+        const mig::MigGpuSpec& sa = a.mig().table().spec_of(a.mig().gpu(na, g));
+        const mig::MigGpuSpec& sb = b.mig().table().spec_of(b.mig().gpu(nb, g));
         CHECK(sa.profiles[static_cast<std::size_t>(sa.find_id(x.profile_id))].name ==
               sb.profiles[static_cast<std::size_t>(sb.find_id(y.profile_id))].name);
       }
     }
-    const NodeInterconnect* ia = a.node_interconnect(na);
-    const NodeInterconnect* ib = b.node_interconnect(nb);
+    const NodeInterconnect* ia = a.topology().interconnect(na);
+    const NodeInterconnect* ib = b.topology().interconnect(nb);
     REQUIRE((ia == nullptr) == (ib == nullptr));
     if (ia) CHECK(*ia == *ib);
   }
@@ -338,10 +338,10 @@ TEST_CASE("cluster JSON writer: a hand-written cluster reads back to the same st
   doc["nodes"][4]["nvidia_smi_topo"] = fixture("hgx_h100.txt");
   doc["nodes"][5]["nvidia_smi_topo"] = lines_of(fixture("dgx1_v100.txt"));
   const ClusterState state = state_of(doc.dump());
-  REQUIRE(state.node_interconnect(4) != nullptr);
-  REQUIRE_FALSE(state.node_interconnect_is_default(4));
-  REQUIRE_FALSE(state.node_interconnect_is_default(5));
-  REQUIRE(state.node_interconnect_is_default(6));
+  REQUIRE(state.topology().interconnect(4) != nullptr);
+  REQUIRE_FALSE(state.topology().interconnect_is_default(4));
+  REQUIRE_FALSE(state.topology().interconnect_is_default(5));
+  REQUIRE(state.topology().interconnect_is_default(6));
 
   const std::string text = io::write_cluster_json(state, 1);
   const ClusterState back = round_trip(state);
@@ -408,9 +408,9 @@ TEST_CASE("cluster JSON writer: a state after reservations and events reads back
   REQUIRE(back.live_node_count() == 4);
   CHECK(back.find_node("d") == kNoNode);  // removed nodes are left out
   CHECK(back.cpu_free(0) == 28000);
-  CHECK(back.gpu_free_milli_if_healthy(1, 1) == 700);
-  CHECK(back.gpu_free_milli(1, 1) == 0);  // unhealthy reads 0, and recovers to 700
-  CHECK(back.gpu_free_memory_if_healthy(1, 1) == 14 * kGiB);
+  CHECK(back.shares().free_milli_if_healthy(1, 1) == 700);
+  CHECK(back.shares().free_milli(1, 1) == 0);  // unhealthy reads 0, and recovers to 700
+  CHECK(back.shares().free_memory_if_healthy(1, 1) == 14 * kGiB);
 }
 
 TEST_CASE("cluster JSON writer: random clusters round trip (property, seeded)") {
@@ -522,8 +522,8 @@ TEST_CASE("cluster JSON writer: quotes and backslashes survive; control characte
   const ClusterState back = round_trip(state);
   CHECK(back.node_name(0) == "a\"b\\c");
   CHECK(back.registry().model(back.gpu_model(0, 0)).name == "My\"GPU\\1");
-  CHECK(back.label_key(back.node_labels(0)[0].key) == "k\"\\");
-  CHECK(back.label_value(back.node_labels(0)[0].value) == "v\\\"x");
+  CHECK(back.labels().key(back.labels().of(0)[0].key) == "k\"\\");
+  CHECK(back.labels().value(back.labels().of(0)[0].value) == "v\\\"x");
 
   // A name with a control character (docs/formats.md, "Every reader": names refuse them) is written
   // as valid JSON, and the reader refuses it naming the field; bytes that are not UTF-8 are replaced.
@@ -596,8 +596,8 @@ TEST_CASE("cluster JSON writer: a node's topo text reads back to the same interc
   with_options.options.nvlink_generation = 4;
   const ClusterState from_options = state_of(io::write_cluster_json(Cluster({node_with(with_options, "H100-80GB")}),
                                                                      GpuModelRegistry::builtin()));
-  REQUIRE(from_options.node_interconnect(0) != nullptr);
-  CHECK(*from_options.node_interconnect(0) == hgx);
+  REQUIRE(from_options.topology().interconnect(0) != nullptr);
+  CHECK(*from_options.topology().interconnect(0) == hgx);
 
   // A matrix the text cannot carry (a GPU not named GPU<n> would read as a NIC) is left out rather
   // than written wrong: the document reads and the node gets its model's default.
@@ -606,5 +606,5 @@ TEST_CASE("cluster JSON writer: a node's topo text reads back to the same interc
   const Cluster odd({node_with(unnamed, "H100-80GB")});
   CHECK(written_topo(odd).empty());
   const ClusterState from_odd = state_of(io::write_cluster_json(odd, GpuModelRegistry::builtin()));
-  CHECK(from_odd.node_interconnect_is_default(0));
+  CHECK(from_odd.topology().interconnect_is_default(0));
 }

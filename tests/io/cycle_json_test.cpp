@@ -66,8 +66,8 @@ TEST_CASE("cycle JSON: a run, its JSON, dry run and a kept run") {
   o.dry_run = true;
   auto run = io::cycle_run(st, pending, "", kRunning, 1000, o);
   REQUIRE(run.ok());
-  CHECK(st.idle_gpus(0) == 4);  // a dry run leaves the state as it was, running jobs included
-  CHECK(st.idle_gpus(1) == 8);
+  CHECK(st.shares().idle_gpus(0) == 4);  // a dry run leaves the state as it was, running jobs included
+  CHECK(st.shares().idle_gpus(1) == 8);
   REQUIRE(run->inputs.running.size() == 1);
   CHECK(run->inputs.running[0].restart_cost == 30);
   CHECK(run->inputs.running_groups[0] == std::vector<std::string>{"task"});
@@ -85,8 +85,8 @@ TEST_CASE("cycle JSON: a run, its JSON, dry run and a kept run") {
   o.dry_run = false;
   auto kept = io::cycle_run(st, pending, "", kRunning, 1000, o);
   REQUIRE(kept.ok());
-  CHECK(st.idle_gpus(0) == 2);
-  CHECK(st.idle_gpus(1) == 0);
+  CHECK(st.shares().idle_gpus(0) == 2);
+  CHECK(st.shares().idle_gpus(1) == 0);
   CHECK(st.journal_size() == 0);
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("cycle JSON: a bad running job is an error naming it, and the state is
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("running.json: jobs[1].placement[0]: ") == 0);
   CHECK(r.error().field == "running.json: jobs[1].placement[0]");
-  CHECK(st.idle_gpus(0) == 4);  // x's reservation was rolled back
+  CHECK(st.shares().idle_gpus(0) == 4);  // x's reservation was rolled back
   auto missing = io::cycle_run(st, pending, "", R"({"jobs": [{"name": "x", "gpus": 1}]})", 0);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ErrorCode::kMissingField);
@@ -137,7 +137,7 @@ TEST_CASE("cycle JSON: a bad running job is an error naming it, and the state is
   REQUIRE_FALSE(restart.ok());
   CHECK(restart.error().code == ErrorCode::kOverflow);
   CHECK(restart.error().message.find("jobs[0].restart_cost: 4611686018427387904 s x the job's 2000 milli-GPU") != std::string::npos);
-  CHECK(st.idle_gpus(0) == 4);
+  CHECK(st.shares().idle_gpus(0) == 4);
 }
 
 TEST_CASE("cycle JSON: options") {
@@ -217,10 +217,10 @@ TEST_CASE("cycle JSON: running MIG tasks take their instance; a preemptor evicts
   CHECK(run->decisions.starts[0].job == "p");
   CHECK(run->decisions.starts[0].tasks.at(0).assignment.gpus == std::vector<GpuIndex>{1});
   // The dry run left the instances as they were: GPU 0's at slice 4 idle again, GPU 1 empty.
-  const mig::MigGpuId g0 = st.mig_gpu(0, 0), g1 = st.mig_gpu(0, 1);
-  CHECK(st.mig().instances(g1).empty());
-  REQUIRE(st.mig().instances(g0).size() == 2);
-  CHECK_FALSE(st.mig().instances(g0)[1].busy);
+  const mig::MigGpuId g0 = st.mig().gpu(0, 0), g1 = st.mig().gpu(0, 1);
+  CHECK(st.mig().table().instances(g1).empty());
+  REQUIRE(st.mig().table().instances(g0).size() == 2);
+  CHECK_FALSE(st.mig().table().instances(g0)[1].busy);
 
   // Refused, naming the field: a MIG task on a GPU that is busy there, a slice beyond the GPU, a
   // GPU index beyond the node, and mig_start for a task without a MIG profile.

@@ -160,7 +160,7 @@ TEST_CASE("property: the packer's choice equals a brute-force scan of every GPU 
   for (std::uint64_t trial = 0; trial < 60; ++trial) {
     SplitMix64 rng(trial * 7919 + 1);
     ClusterState st = random_state(rng, 24);
-    const MigGpuTable& mig = st.mig();
+    const MigGpuTable& mig = st.mig().table();
     for (MigMode mode : {MigMode::kDynamic, MigMode::kStatic}) {
       FragAwarePlacer packer(mode, MigDemand::uniform(cat()));
       for (int step = 0; step < 40; ++step) {

@@ -24,7 +24,7 @@ MigDemandItem item(std::string_view name, std::int64_t count) {
 // Checks a plan against the state it was made for: untouched busy instances, valid new layouts,
 // served counts consistent with the created instances.
 void check_plan(const ClusterState& state, std::span<const MigDemandItem> demand, const MigPlan& plan) {
-  const MigGpuTable& st = state.mig();
+  const MigGpuTable& st = state.mig().table();
   std::vector<std::int64_t> created(demand.size(), 0);
   MigGpuId last = kNoGpu;
   for (const MigGpuChange& ch : plan.changes) {
@@ -79,8 +79,8 @@ TEST_CASE("plan: idle instances first, then the hole that leaves nothing fragmen
   // idle 3g.20gb at 4, so a static placement takes it without re-partitioning.
   ClusterState applied = st;
   REQUIRE(apply_plan(applied, plan).ok());
-  CHECK(applied.mig().layout(1) == std::vector<MigInstance>{{5, 0}, {9, 4}});
-  CHECK(applied.mig().busy_flags(1) == std::vector<bool>{true, false});
+  CHECK(applied.mig().table().layout(1) == std::vector<MigInstance>{{5, 0}, {9, 4}});
+  CHECK(applied.mig().table().busy_flags(1) == std::vector<bool>{true, false});
   CHECK(FirstFitPlacer(MigMode::kStatic).decide(applied, MigRequest::from_name(cat(), "3g.20gb").value()).placed());
   auto parted = mig_parted_plan(st, plan);
   REQUIRE(parted.size() == 1);

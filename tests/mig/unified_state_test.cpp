@@ -38,10 +38,10 @@ ClusterState mixed_node() {
 TEST_CASE("a MIG reservation changes ClusterState, and rollback restores it exactly") {
   ClusterState st = mixed_node();
   const ClusterState before = st;
-  REQUIRE(st.mig().gpu_count() == 1);
-  const MigGpuId g = st.mig_gpu(0, 0);
+  REQUIRE(st.mig().table().gpu_count() == 1);
+  const MigGpuId g = st.mig().gpu(0, 0);
   REQUIRE(g == 0);
-  CHECK(st.mig_gpu(0, 1) == kNoGpu);
+  CHECK(st.mig().gpu(0, 1) == kNoGpu);
 
   const auto mark = st.checkpoint();
   FragAwarePlacer packer(MigMode::kDynamic, MigDemand::uniform(cat()));
@@ -54,21 +54,21 @@ TEST_CASE("a MIG reservation changes ClusterState, and rollback restores it exac
   CHECK(d.start <= 6);
   REQUIRE(apply_decision(st, d).ok());
   CHECK(st.journal_size() == 1);
-  CHECK(st.mig().instances(g).size() == 2);
+  CHECK(st.mig().table().instances(g).size() == 2);
   CHECK_FALSE(st.same_allocation_as(before));
   // The MIG GPU's free share stays 0 and the plain GPU is untouched.
-  CHECK(st.gpu_free_milli(0, 0) == 0);
-  CHECK(st.gpu_free_milli(0, 1) == kMilliPerGpu);
+  CHECK(st.shares().free_milli(0, 0) == 0);
+  CHECK(st.shares().free_milli(0, 1) == kMilliPerGpu);
 
   // A second decision, then roll both back: the state equals the one before, class index included.
   const MigDecision d2 = packer.decide(st, req("2g.10gb"));
   REQUIRE(apply_decision(st, d2).ok());
-  CHECK(st.mig().instances(g).size() == 3);
+  CHECK(st.mig().table().instances(g).size() == 3);
   st.rollback(mark);
   CHECK(st.journal_size() == 0);
   CHECK(st.same_allocation_as(before));
-  CHECK(st.mig().layout(g) == before.mig().layout(g));
-  CHECK(st.mig().live_classes().size() == before.mig().live_classes().size());
+  CHECK(st.mig().table().layout(g) == before.mig().table().layout(g));
+  CHECK(st.mig().table().live_classes().size() == before.mig().table().live_classes().size());
 
   // A reservation the state cannot honour is refused and changes nothing: the slices of the busy
   // 3g.20gb cannot take a new instance.
@@ -112,11 +112,11 @@ TEST_CASE("property: after random MIG reservations and re-partitions the state e
     // The reserved state equals one built from its own view (the instances written back as busy).
     MigClusterBuilder again;
     for (int n = 0; n < 4; ++n) again.add_node("n" + std::to_string(n));
-    for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) {
-      const auto flags = st.mig().busy_flags(g);
+    for (MigGpuId g = 0; g < st.mig().table().gpu_count(); ++g) {
+      const auto flags = st.mig().table().busy_flags(g);
       bool busy[kMaxInstances] = {};
       for (std::size_t i = 0; i < flags.size(); ++i) busy[i] = flags[i];
-      again.add_gpu(st.mig().node_of(g), st.mig().model_of(g), st.mig().layout(g),
+      again.add_gpu(st.mig().table().node_of(g), st.mig().table().model_of(g), st.mig().table().layout(g),
                     std::span<const bool>(busy, flags.size()));
     }
     const ClusterState rebuilt = again.build().value();
@@ -154,8 +154,8 @@ TEST_CASE("property: any sequence of MIG reservations rolls back to the exact pr
 TEST_CASE("a GPU in MIG mode is not given to whole-GPU or shared tasks") {
   ClusterState st = mixed_node();
   // Only GPU 1 is idle for whole-GPU placement: the MIG GPU reads free share 0.
-  CHECK(st.idle_gpus(0) == 1);
-  CHECK(st.free_gpu_milli(0) == kMilliPerGpu);
+  CHECK(st.shares().idle_gpus(0) == 1);
+  CHECK(st.shares().node_free_milli(0) == kMilliPerGpu);
   TaskShape two;
   two.gpus = 2;
   two.gpu_milli = kMilliPerGpu;
@@ -209,7 +209,7 @@ TEST_CASE("a job with a MIG task group is placed through place_job on the one st
   CHECK(placed.tasks[0].assignment.mig_start == 4);
   CHECK(placed.tasks[1].assignment.mig_start == 5);
   CHECK(placed.tasks[2].assignment.gpus == std::vector<GpuIndex>{1});
-  CHECK(st.mig().instances(0).size() == 3);
+  CHECK(st.mig().table().instances(0).size() == 3);
   CHECK(st.cpu_free(0) == 64'000 - 2 * 4'000);
 
   // Two 2g.10gb (starts {0,2,4}) need slices 4..5 and another even start: only 4 is free of the
@@ -247,11 +247,11 @@ TEST_CASE("cluster JSON: MIG fields round trip; unknown fields and bad layouts a
       {"model": "A100-SXM4-40GB"}]}]})";
   auto doc = io::read_cluster_json(text).value();
   const ClusterState st = ClusterState::build(doc.cluster, doc.registry).value();
-  REQUIRE(st.mig().gpu_count() == 1);
-  CHECK(st.mig().layout(0) == std::vector<MigInstance>{{9, 0}, {19, 4}});
-  CHECK(st.mig().busy_flags(0) == std::vector<bool>{true, false});
-  CHECK(st.gpu_free_milli(0, 0) == 0);
-  CHECK(st.idle_gpus(0) == 1);
+  REQUIRE(st.mig().table().gpu_count() == 1);
+  CHECK(st.mig().table().layout(0) == std::vector<MigInstance>{{9, 0}, {19, 4}});
+  CHECK(st.mig().table().busy_flags(0) == std::vector<bool>{true, false});
+  CHECK(st.shares().free_milli(0, 0) == 0);
+  CHECK(st.shares().idle_gpus(0) == 1);
 
   // Written back and read again: the same MIG state.
   auto j = nlohmann::json::parse(text);
@@ -297,8 +297,8 @@ TEST_CASE("MIG GPUs of a cordoned or failed node, or unhealthy ones, take no MIG
   b.add_gpu(n1, model("A100-SXM4-40GB"), {{0, 0}}, {true});
   b.cluster().nodes()[0].schedulable = false;
   ClusterState st = b.build().value();
-  CHECK_FALSE(st.mig().available(0));
-  CHECK(st.mig().available(1));
+  CHECK_FALSE(st.mig().table().available(0));
+  CHECK(st.mig().table().available(1));
   const MigDecision d = FirstFitPlacer(MigMode::kDynamic).decide(st, req("1g.5gb"));
   CHECK_FALSE(d.placed());
   CHECK(d.verdict == Verdict::kNotNow);  // the cordoned GPU could serve it once uncordoned
@@ -330,7 +330,7 @@ TEST_CASE("cluster events keep the MIG index in place; MIG changes advance the g
   REQUIRE(st.set_gpu_health(0, 0, false).ok());
   CHECK_FALSE(ff.decide(st, one).placed());
   REQUIRE(st.set_gpu_health(0, 0, true).ok());
-  CHECK(st.gpu_free_milli(0, 0) == 0);  // recovered, still in MIG mode: no share for whole-GPU tasks
+  CHECK(st.shares().free_milli(0, 0) == 0);  // recovered, still in MIG mode: no share for whole-GPU tasks
   CHECK(ff.decide(st, one).gpu == 0);
 
   // A MIG reservation and an applied re-partition each advance the generation; the layout event
@@ -345,11 +345,11 @@ TEST_CASE("cluster events keep the MIG index in place; MIG changes advance the g
   // The layout event replaces the layout as the operator applied it, busy flags included.
   REQUIRE(st.apply_mig_layout(0, 0, halves, busy).ok());
   CHECK(st.layout_generation() > layout_gen);
-  CHECK(st.mig().layout(0) == halves);
+  CHECK(st.mig().table().layout(0) == halves);
   // A 2g.10gb at 2 would share slices 2..3 with the 3g.20gb at 0..3: refused, nothing changes.
   CHECK(st.apply_mig_layout(0, 0, std::vector<MigInstance>{{9, 0}, {14, 2}}, busy).error().message.find("overlaps") !=
         std::string::npos);
-  CHECK(st.mig().layout(0) == halves);
+  CHECK(st.mig().table().layout(0) == halves);
   CHECK_FALSE(st.apply_mig_layout(0, 1, halves, busy).ok());  // node a has one GPU
 
   // A node added by event with a MIG GPU joins the index; removing it parks its GPU for good.
@@ -358,7 +358,7 @@ TEST_CASE("cluster events keep the MIG index in place; MIG changes advance the g
   more.add_gpu(n2, model("A30-24GB"));
   const auto added = st.add_node(more.cluster(), 0);
   REQUIRE(added.ok());
-  CHECK(st.mig().gpu_count() == 3);
+  CHECK(st.mig().table().gpu_count() == 3);
   CHECK(ff.decide(st, req("1g.6gb")).gpu == 2);
   REQUIRE(st.remove_node(*added).ok());
   CHECK_FALSE(ff.decide(st, req("1g.6gb")).placed());
@@ -378,33 +378,33 @@ TEST_CASE("MIG mode on and off is an event on an idle GPU; the state then equals
   const auto layout_gen = st.layout_generation();
   REQUIRE(st.set_mig_mode(0, 1, true).ok());
   CHECK(st.layout_generation() > layout_gen);
-  const MigGpuId g1 = st.mig_gpu(0, 1);
+  const MigGpuId g1 = st.mig().gpu(0, 1);
   REQUIRE(g1 != kNoGpu);
-  CHECK(st.mig().instances(g1).empty());
-  CHECK(st.idle_gpus(0) == 0);
-  CHECK(st.free_gpu_milli(0) == 0);
-  CHECK(st.total_gpu_milli_free() == 0);
+  CHECK(st.mig().table().instances(g1).empty());
+  CHECK(st.shares().idle_gpus(0) == 0);
+  CHECK(st.shares().node_free_milli(0) == 0);
+  CHECK(st.shares().total_free() == 0);
   CHECK(st.check_fit(0, one_gpu) == FitReason::kInsufficientGpus);
   const MigDecision seven = ff.decide(st, req("7g.40gb"));
   REQUIRE(seven.placed());
   CHECK(seven.gpu == g1);
   CHECK(st.set_mig_mode(0, 1, true).ok());  // repeated: no change
-  CHECK(st.mig_gpu(0, 1) == g1);
+  CHECK(st.mig().gpu(0, 1) == g1);
 
   // Off needs every instance idle: the busy 3g.20gb of GPU 0 refuses it, naming the instance.
   const Status busy = st.set_mig_mode(0, 0, false);
   REQUIRE_FALSE(busy.ok());
   CHECK(busy.error().code == ErrorCode::kState);
   CHECK(busy.error().message == "set_mig_mode on n0 GPU 0: instance at start 0 is busy; MIG mode changes on an idle GPU only");
-  CHECK(st.mig_gpu(0, 0) != kNoGpu);
+  CHECK(st.mig().gpu(0, 0) != kNoGpu);
 
   // GPU 1 back to whole with an idle instance on it: the instance is dropped, the GPU is idle again.
   REQUIRE(apply_decision(st, seven).ok());
   REQUIRE(st.release(mig_task(st, seven).assignment).ok());
   st.commit();
   REQUIRE(st.set_mig_mode(0, 1, false).ok());
-  CHECK(st.mig_gpu(0, 1) == kNoGpu);
-  CHECK(st.idle_gpus(0) == 1);
+  CHECK(st.mig().gpu(0, 1) == kNoGpu);
+  CHECK(st.shares().idle_gpus(0) == 1);
   CHECK(st.check_fit(0, one_gpu) == FitReason::kFits);
   CHECK_FALSE(ff.decide(st, req("7g.40gb")).placed());  // only GPU 0 is MIG, and it is partly busy
 
@@ -418,7 +418,7 @@ TEST_CASE("MIG mode on and off is an event on an idle GPU; the state then equals
   REQUIRE(st.release(a).ok());
   st.commit();
   REQUIRE(st.set_mig_mode(0, 1, true).ok());
-  CHECK(st.mig_gpu(0, 1) != g1);
+  CHECK(st.mig().gpu(0, 1) != g1);
 
   // The evolved state answers like one built with GPU 1 in MIG mode from the start (its MIG ids
   // differ: GPU 1 had one before, kept retired, so same_allocation_as does not apply).
@@ -427,21 +427,21 @@ TEST_CASE("MIG mode on and off is an event on an idle GPU; the state then equals
   b.add_gpu(n, model("A100-SXM4-40GB"), {{9, 0}}, {true});
   b.add_gpu(n, model("A100-SXM4-40GB"));
   const ClusterState built = b.build().value();
-  CHECK(built.total_gpu_milli_free() == st.total_gpu_milli_free());
-  CHECK(built.total_gpu_milli_capacity() == st.total_gpu_milli_capacity());
-  CHECK(built.eligible_totals() == st.eligible_totals());
-  CHECK(built.idle_gpus(0) == st.idle_gpus(0));
+  CHECK(built.shares().total_free() == st.shares().total_free());
+  CHECK(built.shares().total_capacity() == st.shares().total_capacity());
+  CHECK(built.shares().eligible_totals() == st.shares().eligible_totals());
+  CHECK(built.shares().idle_gpus(0) == st.shares().idle_gpus(0));
   for (GpuIndex g = 0; g < 2; ++g) {
-    CHECK(built.gpu_free_milli(0, g) == st.gpu_free_milli(0, g));
-    CHECK(built.gpu_free_memory(0, g) == st.gpu_free_memory(0, g));
-    CHECK(built.mig().layout(built.mig_gpu(0, g)) == st.mig().layout(st.mig_gpu(0, g)));
-    CHECK(built.mig().busy_flags(built.mig_gpu(0, g)) == st.mig().busy_flags(st.mig_gpu(0, g)));
+    CHECK(built.shares().free_milli(0, g) == st.shares().free_milli(0, g));
+    CHECK(built.shares().free_memory(0, g) == st.shares().free_memory(0, g));
+    CHECK(built.mig().table().layout(built.mig().gpu(0, g)) == st.mig().table().layout(st.mig().gpu(0, g)));
+    CHECK(built.mig().table().busy_flags(built.mig().gpu(0, g)) == st.mig().table().busy_flags(st.mig().gpu(0, g)));
   }
   for (const char* name : {"1g.5gb", "3g.20gb", "4g.20gb", "7g.40gb"}) {
     const MigDecision x = ff.decide(built, req(name)), y = ff.decide(st, req(name));
     REQUIRE(x.placed() == y.placed());
     if (x.placed()) {
-      CHECK(built.mig().local_index(x.gpu) == st.mig().local_index(y.gpu));
+      CHECK(built.mig().table().local_index(x.gpu) == st.mig().table().local_index(y.gpu));
       CHECK(x.start == y.start);
     }
   }
@@ -454,7 +454,7 @@ TEST_CASE("MIG mode on and off is an event on an idle GPU; the state then equals
   ClusterState plain = t4.build().value();
   CHECK(plain.set_mig_mode(0, 0, true).error().message ==
         "set_mig_mode on t GPU 0: GPU model T4 has no MIG profile table (not MIG-capable)");
-  CHECK(plain.mig().gpu_count() == 0);
+  CHECK(plain.mig().table().gpu_count() == 0);
 }
 
 namespace {
@@ -488,8 +488,8 @@ CompiledJob mig_job(const ClusterState& st, std::string_view profile, std::int32
 
 TEST_CASE("a fixed MIG layout (Kubernetes): placements take idle instances and never create one") {
   ClusterState st = fixed_mixed();
-  REQUIRE(st.mig_layout_fixed(0, 0));
-  REQUIRE(st.mig_layout_fixed(0, 1));
+  REQUIRE(st.mig().layout_fixed(0, 0));
+  REQUIRE(st.mig().layout_fixed(0, 1));
   const ClusterState before = st;
 
   // Two 1g.5gb take the two idle devices of GPU 1; a third waits, though GPU 1 has 5 free slices.
@@ -540,7 +540,7 @@ TEST_CASE("a fixed MIG layout (Kubernetes): placements take idle instances and n
   const std::vector<MigInstance> one_2g{{14, 0}};
   const bool idle[] = {false};
   REQUIRE(repartitioned.apply_mig_layout(0, 1, one_2g, idle).ok());
-  CHECK(repartitioned.mig_layout_fixed(0, 1));
+  CHECK(repartitioned.mig().layout_fixed(0, 1));
   CHECK(place_job(repartitioned, mig_job(repartitioned, "2g.10gb", 1), FirstFitPolicy{}).placed());
 
   // The cluster format carries the flag both ways.
@@ -548,7 +548,7 @@ TEST_CASE("a fixed MIG layout (Kubernetes): placements take idle instances and n
   auto j = nlohmann::json::parse(kFixedMixed);
   j["nodes"][0]["gpus"][1]["mig"].erase("fixed");
   auto doc = io::read_cluster_json(j.dump()).value();
-  CHECK_FALSE(ClusterState::build(doc.cluster, doc.registry).value().mig_layout_fixed(0, 1));
+  CHECK_FALSE(ClusterState::build(doc.cluster, doc.registry).value().mig().layout_fixed(0, 1));
   j["nodes"][0]["gpus"][1]["mig"]["fixed"] = "yes";
   CHECK_FALSE(io::read_cluster_json(j.dump()).ok());
 }
@@ -576,7 +576,7 @@ TEST_CASE("property: on fixed MIG layouts no placement path changes the instance
     auto doc = io::read_cluster_json(doc_json.dump()).value();
     ClusterState st = ClusterState::build(doc.cluster, doc.registry).value();
     std::vector<std::vector<MigInstance>> layouts;
-    for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) layouts.push_back(st.mig().layout(g));
+    for (MigGpuId g = 0; g < st.mig().table().gpu_count(); ++g) layouts.push_back(st.mig().table().layout(g));
     FragAwarePlacer frag(MigMode::kDynamic, MigDemand::uniform(cat()));
     for (int k = 0; k < 8; ++k) {
       const char* profile = profiles[rng.uniform(0, 5)];
@@ -587,7 +587,7 @@ TEST_CASE("property: on fixed MIG layouts no placement path changes the instance
         const MigDecision d = frag.decide(st, req(profile));
         if (d.placed()) REQUIRE(apply_decision(st, d).ok());
       }
-      for (MigGpuId g = 0; g < st.mig().gpu_count(); ++g) REQUIRE(st.mig().layout(g) == layouts[g]);
+      for (MigGpuId g = 0; g < st.mig().table().gpu_count(); ++g) REQUIRE(st.mig().table().layout(g) == layouts[g]);
     }
   }
 }
@@ -631,7 +631,7 @@ TEST_CASE("the frag-aware MIG choice is an option of place_job, place_gang and t
     REQUIRE(p.placed());
     CHECK(p.tasks[0].assignment.mig_start == 6);
     CHECK(p.tasks[0].assignment.mig_create);
-    CHECK(st2.mig().instances(0).size() == 1);
+    CHECK(st2.mig().table().instances(0).size() == 1);
   }
   {
     ClusterState st = empty_a100_node();
@@ -699,7 +699,7 @@ TEST_CASE("property: on a one-node cluster the MIG picker chooses what FragAware
     ++compared;
     if (!ok) continue;
     ++placed;
-    CHECK(a.gpus == std::vector<GpuIndex>{st.mig().local_index(d.gpu)});
+    CHECK(a.gpus == std::vector<GpuIndex>{st.mig().table().local_index(d.gpu)});
     CHECK(a.mig_start == d.start);
     CHECK(a.mig_profile == d.profile);
     CHECK(a.mig_create == (d.action == MigAction::kCreate));

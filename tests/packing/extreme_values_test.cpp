@@ -96,8 +96,8 @@ TEST_CASE("extreme quantities: errors or verdicts, never a wrapped admission") {
     ++placed;
     // A placement that succeeded fits: every node's free CPU, memory and idle GPUs stay in range.
     for (NodeId n = 0; n < what_if.node_count(); ++n) {
-      CHECK(what_if.idle_gpus(n) >= 0);
-      CHECK(what_if.idle_gpus(n) <= 8);
+      CHECK(what_if.shares().idle_gpus(n) >= 0);
+      CHECK(what_if.shares().idle_gpus(n) <= 8);
     }
     CHECK(p.tasks.size() <= 32 + 4 * 64);  // no more tasks than the cluster could ever hold
   }

@@ -54,7 +54,7 @@ PerGpuChoice per_gpu_choice(const ClusterState& s, NodeId n, const TaskRequest& 
   std::vector<std::int32_t> free;
   std::vector<GpuModelId> model;
   for (std::size_t g = 0; g < s.gpu_count(n); ++g) {
-    free.push_back(static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(g))));
+    free.push_back(static_cast<std::int32_t>(s.shares().free_milli(n, static_cast<GpuIndex>(g))));
     model.push_back(s.gpu_model(n, static_cast<GpuIndex>(g)));
   }
   PerGpuChoice c;
@@ -175,7 +175,7 @@ TEST_CASE("FGD levels: a GPU failure between observed changes of a big node is c
       // Fail a GPU of node 0 (150 GPUs, tracked) that no task holds, then go on: the next observed
       // change must not be applied by its GPUs alone.
       for (std::size_t g = 0; g < s.gpu_count(0); ++g)
-        if (s.gpu_free_milli(0, static_cast<GpuIndex>(g)) == kMilliPerGpu) {
+        if (s.shares().free_milli(0, static_cast<GpuIndex>(g)) == kMilliPerGpu) {
           REQUIRE(s.set_gpu_health(0, g, false).ok());
           break;
         }

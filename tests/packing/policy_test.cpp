@@ -135,7 +135,7 @@ TEST_CASE("GPU model constraints and mixed-model nodes") {
   mixed.gpus[1].model = "A100-80GB";
   c.nodes().push_back(mixed);
   const ClusterState s = build(c);
-  CHECK(s.node_index_model(2) == ClusterState::kMixedModels);
+  CHECK(gpusched::detail::cluster_index(s).node_model_key(2) == ClusterState::kMixedModels);
   const std::string_view a100[] = {"A100-80GB"};
   auto one = *s.compile(TaskShape{1000, 0, 1, 1000, 0}, a100);
   auto two = *s.compile(TaskShape{1000, 0, 2, 1000, 0}, a100);

@@ -79,7 +79,7 @@ NodeId brute_by_idle(const ClusterState& s, const TaskRequest& r, bool fewest) {
   NodeId best = kNoNode;
   for (NodeId n = 0; n < s.node_count(); ++n) {
     if (s.check_fit(n, r) != FitReason::kFits) continue;
-    if (best == kNoNode || (fewest ? s.idle_gpus(n) < s.idle_gpus(best) : s.idle_gpus(n) > s.idle_gpus(best)))
+    if (best == kNoNode || (fewest ? s.shares().idle_gpus(n) < s.shares().idle_gpus(best) : s.shares().idle_gpus(n) > s.shares().idle_gpus(best)))
       best = n;
   }
   return best;
@@ -104,7 +104,7 @@ void check_no_overallocation(const Cluster& cluster, const ClusterState& s,
     const NodeSpec& node = cluster.nodes()[a.node];
     REQUIRE(node.schedulable);
     REQUIRE(node.healthy);
-    for (const auto& sel : req.selector) REQUIRE(s.node_label_value(a.node, sel.key) == sel.value);
+    for (const auto& sel : req.selector) REQUIRE(s.labels().value_of(a.node, sel.key) == sel.value);
   }
   for (auto [n, used] : cpu) REQUIRE(cluster.nodes()[n].cpu_used + used <= cluster.nodes()[n].cpu);
   for (auto [n, used] : mem) REQUIRE(cluster.nodes()[n].memory_used + used <= cluster.nodes()[n].memory);

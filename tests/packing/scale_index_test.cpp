@@ -1,5 +1,5 @@
 // Issue 15, scale: the index walks skip empty idle-count buckets and the GPU picker skips busy GPUs
-// (ClusterState::next_idle_level / prev_idle_level / next_idle_gpu), so filling one node of 65,535
+// (detail::ClusterIndex::next_idle_level / prev_idle_level / next_idle_gpu), so filling one node of 65,535
 // GPUs is no longer quadratic. These tests check that the decisions are still exactly the policies'
 // definitions: every policy's choice against a scan of every node, and every pick against the
 // lowest idle GPUs found by a scan, through reservations, releases, GPU failures and cordons.
@@ -47,8 +47,8 @@ NodeId scan_select(const ClusterState& s, const TaskRequest& r, std::string_view
   for (NodeId n = 0; n < s.node_count(); ++n) {
     if (s.check_fit(n, r) != FitReason::kFits) continue;
     std::int64_t key = 0;  // lower is preferred
-    if (policy == "best-fit") key = s.idle_gpus(n) - r.shape.gpus;
-    if (policy == "worst-fit") key = -(s.idle_gpus(n) - r.shape.gpus);
+    if (policy == "best-fit") key = s.shares().idle_gpus(n) - r.shape.gpus;
+    if (policy == "worst-fit") key = -(s.shares().idle_gpus(n) - r.shape.gpus);
     if (best == kNoNode || key < best_key) {
       best = n;
       best_key = key;
@@ -61,22 +61,22 @@ std::vector<GpuIndex> scan_lowest_idle(const ClusterState& s, NodeId n, const Ta
   std::vector<GpuIndex> out;
   for (std::size_t g = 0; g < s.gpu_count(n) && out.size() < static_cast<std::size_t>(r.shape.gpus); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
-    if (s.gpu_free_milli(n, gi) == kMilliPerGpu && (r.models & model_bit(s.gpu_model(n, gi)))) out.push_back(gi);
+    if (s.shares().free_milli(n, gi) == kMilliPerGpu && (r.models & model_bit(s.gpu_model(n, gi)))) out.push_back(gi);
   }
   return out;
 }
 
 // next/prev_idle_level against the buckets themselves.
 void check_levels(const ClusterState& s) {
-  for (std::uint8_t key : s.model_keys()) {
+  for (std::uint8_t key : gpusched::detail::cluster_index(s).model_keys()) {
     std::vector<std::int32_t> nonempty;
     for (std::int32_t k = 0; k <= s.max_gpus_per_node(); ++k)
-      if (const NodeBitset* b = s.idle_bucket(key, k); b && !b->empty()) nonempty.push_back(k);
+      if (const NodeBitset* b = gpusched::detail::cluster_index(s).idle_bucket(key, k); b && !b->empty()) nonempty.push_back(k);
     std::vector<std::int32_t> walked;
-    for (std::int32_t k = s.next_idle_level(key, 0); k >= 0; k = s.next_idle_level(key, k + 1)) walked.push_back(k);
+    for (std::int32_t k = gpusched::detail::cluster_index(s).next_idle_level(key, 0); k >= 0; k = gpusched::detail::cluster_index(s).next_idle_level(key, k + 1)) walked.push_back(k);
     CHECK(walked == nonempty);
     std::vector<std::int32_t> down;
-    for (std::int32_t k = s.prev_idle_level(key, s.max_gpus_per_node() + 5); k >= 0; k = k == 0 ? -1 : s.prev_idle_level(key, k - 1))
+    for (std::int32_t k = gpusched::detail::cluster_index(s).prev_idle_level(key, s.max_gpus_per_node() + 5); k >= 0; k = k == 0 ? -1 : gpusched::detail::cluster_index(s).prev_idle_level(key, k - 1))
       down.push_back(k);
     std::reverse(down.begin(), down.end());
     CHECK(down == nonempty);
@@ -172,8 +172,8 @@ TEST_CASE("scale index: one node of 65,535 GPUs filled by jobs of 1 to 8 GPUs, r
   }
   // 1 + 2 + ... + 8 = 36 GPUs per round of eight jobs; the job that did not fit wanted more than was left.
   CHECK(held.size() == 14565);
-  CHECK(s.idle_gpus(0) == 65535 - taken);
-  CHECK(s.idle_gpus(0) < static_cast<std::int32_t>(requests[held.size() % 8].shape.gpus));
+  CHECK(s.shares().idle_gpus(0) == 65535 - taken);
+  CHECK(s.shares().idle_gpus(0) < static_cast<std::int32_t>(requests[held.size() % 8].shape.gpus));
   // Release every other job: the next 1-GPU job takes the lowest freed GPU.
   for (std::size_t k = 0; k < held.size(); k += 2) REQUIRE(s.release(held[k]).ok());
   s.commit();
@@ -213,8 +213,8 @@ TEST_CASE("scale index: a task of every GPU of a 65,535-GPU node is validated in
   REQUIRE(!st3.ok());
   CHECK(st3.error().field == "assignment.gpus[2]");
   REQUIRE(s.reserve(all, a).ok());
-  CHECK(s.idle_gpus(0) == 0);
-  CHECK(s.next_idle_gpu(0, 0) == -1);
+  CHECK(s.shares().idle_gpus(0) == 0);
+  CHECK(gpusched::detail::cluster_index(s).next_idle_gpu(0, 0) == -1);
 }
 
 namespace {
@@ -226,10 +226,10 @@ std::int32_t scan_least_share_gpu(const ClusterState& s, NodeId n, const TaskReq
   std::int32_t best = -1;
   for (std::size_t g = 0; g < s.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
-    const std::int32_t f = s.gpu_free_milli(n, gi);
-    if (f < r.shape.gpu_milli || !(r.models & model_bit(s.gpu_model(n, gi))) || s.gpu_free_memory(n, gi) < r.shape.gpu_memory)
+    const std::int32_t f = s.shares().free_milli(n, gi);
+    if (f < r.shape.gpu_milli || !(r.models & model_bit(s.gpu_model(n, gi))) || s.shares().free_memory(n, gi) < r.shape.gpu_memory)
       continue;
-    if (best < 0 || f < s.gpu_free_milli(n, static_cast<GpuIndex>(best))) best = static_cast<std::int32_t>(g);
+    if (best < 0 || f < s.shares().free_milli(n, static_cast<GpuIndex>(best))) best = static_cast<std::int32_t>(g);
   }
   return best;
 }
@@ -244,7 +244,7 @@ std::int32_t scan_most_free_share(const ClusterState& s, NodeId n, GpuModelMask 
   std::int32_t most = 0;
   for (std::size_t g = 0; g < s.gpu_count(n); ++g)
     if (models & model_bit(s.gpu_model(n, static_cast<GpuIndex>(g))))
-      most = std::max(most, static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(g))));
+      most = std::max(most, static_cast<std::int32_t>(s.shares().free_milli(n, static_cast<GpuIndex>(g))));
   return most;
 }
 
@@ -268,21 +268,21 @@ void check_shared_index_against_scans(bool mixed) {
   std::vector<std::pair<TaskRequest, TaskAssignment>> held;
   std::size_t indexed_checks = 0, mixed_checks = 0, memory_checks = 0, placed = 0;
   auto check_node = [&](NodeId n, const TaskRequest& r) {
-    CHECK(s.most_free_share(n) == scan_most_free_share(s, n));
-    CHECK(s.most_free_share(n, r.models) == scan_most_free_share(s, n, r.models));
+    CHECK(gpusched::detail::cluster_index(s).most_free_share(n) == scan_most_free_share(s, n));
+    CHECK(gpusched::detail::cluster_index(s).most_free_share(n, r.models) == scan_most_free_share(s, n, r.models));
     if (!r.shape.shares_gpu()) return;
     const std::int32_t want = scan_least_share_gpu(s, n, r);
     const std::int32_t tight = want < 0 ? kMilliPerGpu + 1
-                                        : static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(want)) - r.shape.gpu_milli);
+                                        : static_cast<std::int32_t>(s.shares().free_milli(n, static_cast<GpuIndex>(want)) - r.shape.gpu_milli);
     CHECK(tightest_share_left(s, n, r) == tight);
     const bool host = host_fits(s, n, r);
     CHECK((s.check_fit(n, r) == FitReason::kFits) == (host && want >= 0));
     if (host && want < 0)
       CHECK(s.check_fit(n, r) == (scan_most_free_share(s, n, r.models) >= r.shape.gpu_milli ? FitReason::kInsufficientGpuMemory
                                                                                                 : FitReason::kInsufficientGpuShare));
-    if (s.share_indexed(n)) {
+    if (gpusched::detail::cluster_index(s).share_indexed(n)) {
       ++indexed_checks;
-      CHECK(s.least_share_gpu(n, r.shape.gpu_milli, r.models, r.shape.gpu_memory) == want);
+      CHECK(gpusched::detail::cluster_index(s).least_share_gpu(n, r.shape.gpu_milli, r.models, r.shape.gpu_memory) == want);
       if (r.shape.gpu_memory > 0) ++memory_checks;
       if (!std::has_single_bit(s.node_models(n))) ++mixed_checks;
     }
@@ -329,10 +329,10 @@ void check_shared_index_against_scans(bool mixed) {
     std::int64_t best_key = 0, worst_key = 0;
     for (NodeId n = 0; n < s.node_count(); ++n) {
       if (!host_fits(s, n, r) || scan_least_share_gpu(s, n, r) < 0) continue;
-      const std::int32_t left = s.gpu_free_milli(n, static_cast<GpuIndex>(scan_least_share_gpu(s, n, r))) -
+      const std::int32_t left = s.shares().free_milli(n, static_cast<GpuIndex>(scan_least_share_gpu(s, n, r))) -
                                 static_cast<std::int32_t>(r.shape.gpu_milli);
-      const std::int64_t bk = std::int64_t{left} * 100000 + s.idle_gpus(n);
-      const std::int64_t wk = std::int64_t{s.idle_gpus(n)} * 100000 + scan_most_free_share(s, n);
+      const std::int64_t bk = std::int64_t{left} * 100000 + s.shares().idle_gpus(n);
+      const std::int64_t wk = std::int64_t{s.shares().idle_gpus(n)} * 100000 + scan_most_free_share(s, n);
       if (best == kNoNode || bk < best_key) {
         best = n;
         best_key = bk;

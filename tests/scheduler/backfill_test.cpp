@@ -115,8 +115,8 @@ void overlay_clamped(ClusterState& state, const GangSpec& spec, const std::vecto
       TaskAssignment piece;
       piece.node = a.node;
       piece.gpus = {g};
-      piece.gpu_milli = std::min(a.gpu_milli, state.gpu_free_milli(a.node, g));
-      piece.gpu_memory = std::min(a.gpu_memory, state.gpu_free_memory(a.node, g));
+      piece.gpu_milli = std::min(a.gpu_milli, state.shares().free_milli(a.node, g));
+      piece.gpu_memory = std::min(a.gpu_memory, state.shares().free_memory(a.node, g));
       if (piece.gpu_milli <= 0) continue;
       TaskRequest piece_request;
       piece_request.shape.gpus = 1;

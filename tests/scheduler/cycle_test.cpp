@@ -63,7 +63,7 @@ TEST_CASE("admission places: a job starts only where its gang places; BestEffort
   REQUIRE(d.waiting.size() == 1);
   CHECK(d.waiting[0].job == "b");
   CHECK(d.waiting[0].outcome.verdict == Verdict::kNotNow);
-  CHECK(state.total_gpu_milli_free() == 4 * kMilliPerGpu);  // 16 - 8 - 4
+  CHECK(state.shares().total_free() == 4 * kMilliPerGpu);  // 16 - 8 - 4
   // Every start is a whole gang: 2 tasks of a on distinct or same nodes, each 4 GPUs.
   CHECK(d.find_start("a")->tasks.size() == 2);
 }
@@ -219,7 +219,7 @@ TEST_CASE("priority preemption: the lower-priority gang is evicted whole, its lo
   CHECK(e.restart_milli_gpu_seconds == 40'000);
   REQUIRE(d.starts.size() == 1);
   CHECK(d.starts[0].preempted);
-  CHECK(state.total_gpu_milli_free() == 0);
+  CHECK(state.shares().total_free() == 0);
   advance(running, pending, d);
   REQUIRE(running.size() == 1);
   CHECK(running[0].name == "high");
@@ -238,7 +238,7 @@ TEST_CASE("lost work beyond 64 bits: an eviction or a failure that would report 
   CHECK(d.error().code == ErrorCode::kOverflow);
   CHECK(d.error().field == "running[0]");
   CHECK(d.error().message.find("running job \"low\"") != std::string::npos);
-  CHECK(state.total_gpu_milli_free() == 0);  // low still holds its 8 GPUs
+  CHECK(state.shares().total_free() == 0);  // low still holds its 8 GPUs
   // 2^50 s is still a number (8,000 x 2^50 < 2^63): evicted, the figure exact.
   auto ok = run_cycle(state, running, pending, {}, Seconds{1} << 50).value();
   REQUIRE(ok.evictions.size() == 1);
@@ -251,7 +251,7 @@ TEST_CASE("lost work beyond 64 bits: an eviction or a failure that would report 
   REQUIRE_FALSE(f.ok());
   CHECK(f.error().code == ErrorCode::kOverflow);
   CHECK(s2.healthy(0));
-  CHECK(s2.total_gpu_milli_free() == 0);
+  CHECK(s2.shares().total_free() == 0);
   // And its clock is the cycle's: a time past 2^62 is refused by name (not_before would wrap).
   auto late = on_failure(s2, r2, 0, -1, std::numeric_limits<Seconds>::max(), history, FailureOptions{});
   REQUIRE_FALSE(late.ok());
@@ -508,7 +508,7 @@ TEST_CASE("nomination: freed capacity is held for the preemptor and honoured fir
   REQUIRE(d1.nominations.size() == 1);
   CHECK(d1.nominations[0].job == "high");
   CHECK(d1.nominations[0].victims == std::vector<std::string>{"low"});
-  CHECK(state.total_gpu_milli_free() == 8 * kMilliPerGpu);  // low gone, high not yet there
+  CHECK(state.shares().total_free() == 8 * kMilliPerGpu);  // low gone, high not yet there
   advance(running, pending, d1, all);
   // low is requeued; put it first in the list: it still must not take the held GPUs.
   std::rotate(pending.begin(), pending.end() - 1, pending.end());
@@ -554,7 +554,7 @@ TEST_CASE("elastic: a running gang grows into idle capacity after every pending 
   CHECK(names(d.starts) == std::vector<std::string>{"p"});
   REQUIRE(d.grows.size() == 1);
   CHECK(d.grows[0].tasks.size() == 1);
-  CHECK(state.total_gpu_milli_free() == 0);
+  CHECK(state.shares().total_free() == 0);
   advance(running, pending, d);
   CHECK(running[0].tasks.size() == 3);
   check_no_overcommit(state, running);
@@ -573,7 +573,7 @@ TEST_CASE("elastic: a job of several groups grows each group up to its replicas,
   auto first = run_cycle(state, running, pending, {}, 10).value();
   REQUIRE(first.starts.size() == 1);
   CHECK(first.starts[0].tasks.size() == 3);
-  CHECK(state.total_gpu_milli_free() == 0);
+  CHECK(state.shares().total_free() == 0);
   advance(running, pending, first);
   REQUIRE(running.size() == 2);
   const RunningJob& m = running[1];
@@ -592,7 +592,7 @@ TEST_CASE("elastic: a job of several groups grows each group up to its replicas,
   CHECK(d.grows[0].tasks[0].assignment.gpus.size() == 1);
   CHECK(d.grows[0].tasks[1].group == 1);
   CHECK(d.grows[0].tasks[1].assignment.gpus.size() == 2);
-  CHECK(state.total_gpu_milli_free() == 0);
+  CHECK(state.shares().total_free() == 0);
   advance(running, pending, d);
   CHECK(running[0].tasks.size() == 5);
   check_no_overcommit(state, running);

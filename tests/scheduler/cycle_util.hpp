@@ -100,7 +100,7 @@ inline void check_no_overcommit(const ClusterState& state, std::span<const Runni
   for (NodeId n = 0; n < state.node_count(); ++n)
     for (GpuIndex g = 0; g < state.gpu_count(n); ++g) {
       REQUIRE(used[n][g] <= kMilliPerGpu);
-      REQUIRE(state.gpu_free_milli_if_healthy(n, g) == kMilliPerGpu - used[n][g]);
+      REQUIRE(state.shares().free_milli_if_healthy(n, g) == kMilliPerGpu - used[n][g]);
     }
 }
 

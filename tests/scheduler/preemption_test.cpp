@@ -210,7 +210,7 @@ TEST_CASE("a shrink sheds only the tasks the preemptor needs, its last ones") {
     // The preemptor's placement uses the GPUs of E's last two tasks (6 and 7).
     REQUIRE(plan.placement.size() == 1);
     CHECK(plan.placement[0].assignment.gpus == std::vector<GpuIndex>{6, 7});
-    CHECK(state.total_gpu_milli_free() == 0);  // a plan changes nothing
+    CHECK(state.shares().total_free() == 0);  // a plan changes nothing
   }
 }
 

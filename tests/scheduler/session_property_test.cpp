@@ -81,7 +81,7 @@ std::string state_text(const ClusterState& s) {
   for (NodeId n = 0; n < s.node_count(); ++n) {
     const NodeUsage u = s.usage(n);
     o << n << ":" << u.gpu_milli << "/" << u.cpu << "/" << u.memory << "/" << s.schedulable(n) << s.healthy(n);
-    for (GpuIndex g = 0; g < s.gpu_count(n); ++g) o << "," << s.gpu_free_milli_if_healthy(n, g);
+    for (GpuIndex g = 0; g < s.gpu_count(n); ++g) o << "," << s.shares().free_milli_if_healthy(n, g);
     o << ";";
   }
   return o.str();

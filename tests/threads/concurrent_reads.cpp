@@ -63,7 +63,7 @@ Answers answer(const gs::ClusterState& shared, const gs::ClusterState& mig_share
     for (const auto& t : r.tasks) a.gang.push_back(t.assignment.node);
   // Read-only queries on the shared state itself.
   std::int64_t idle = 0;
-  for (gs::NodeId n = 0; n < shared.node_count(); ++n) idle += shared.idle_gpus(n);
+  for (gs::NodeId n = 0; n < shared.node_count(); ++n) idle += shared.shares().idle_gpus(n);
   a.packed.push_back(static_cast<gs::NodeId>(idle));
   const gs::mig::FragAwarePlacer placer(gs::mig::MigMode::kDynamic, gs::mig::MigDemand::uniform(gs::mig::MigCatalog::builtin()));
   a.mig_placed = placer.decide(mig_shared, req).placed();

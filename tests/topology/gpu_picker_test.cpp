@@ -51,29 +51,29 @@ TEST_CASE("the state gives each node its model's known interconnect, interned pe
   ClusterState s = build_state({gpu_box("dgx1-a", "V100-SXM2-32GB", 8), gpu_box("dgx1-b", "V100-SXM2-32GB", 8),
                                 gpu_box("h100", "H100-SXM5-80GB", 8), gpu_box("t4", "T4", 4),
                                 gpu_box("single", "A100-80GB", 1), gpu_box("cpu", "T4", 0)});
-  REQUIRE(s.node_interconnect(0) != nullptr);
+  REQUIRE(s.topology().interconnect(0) != nullptr);
   // Both DGX-1 nodes share one interned matrix.
-  CHECK(s.node_interconnect(0) == s.node_interconnect(1));
-  CHECK(s.interconnects().shape_of(0) == s.interconnects().shape_of(1));
-  CHECK(s.interconnects().shape_count() == 3);  // DGX-1, HGX H100, PCIe T4 box
+  CHECK(s.topology().interconnect(0) == s.topology().interconnect(1));
+  CHECK(s.topology().interconnects().shape_of(0) == s.topology().interconnects().shape_of(1));
+  CHECK(s.topology().interconnects().shape_count() == 3);  // DGX-1, HGX H100, PCIe T4 box
   // DGX-1 (WP-08437-002): GPU0-GPU3 NV2, GPU0-GPU4 NV2, GPU0-GPU5 SYS.
-  const NodeInterconnect& dgx1 = *s.node_interconnect(0);
+  const NodeInterconnect& dgx1 = *s.topology().interconnect(0);
   CHECK(dgx1.gpu_count() == 8);
   CHECK(dgx1.link(0, 3) == PairLink{PairClass::kNvLink, 2});
   CHECK(dgx1.link(0, 4) == PairLink{PairClass::kNvLink, 2});
   CHECK(dgx1.link(0, 5) == PairLink{PairClass::kSys, 0});
   // HGX H100: NV18 between every pair, NVLink 4.
-  const NodeInterconnect& h100 = *s.node_interconnect(2);
+  const NodeInterconnect& h100 = *s.topology().interconnect(2);
   for (std::size_t a = 0; a < 8; ++a)
     for (std::size_t b = 0; b < 8; ++b)
       CHECK(h100.link(a, b) == (a == b ? PairLink{PairClass::kSelf, 0} : PairLink{PairClass::kNvLink, 18}));
   CHECK(h100.options.nvlink_generation == 4);
   // 4 T4s: two per socket, each pair behind one switch.
-  const NodeInterconnect& t4 = *s.node_interconnect(3);
+  const NodeInterconnect& t4 = *s.topology().interconnect(3);
   CHECK(t4.link(0, 1).cls == PairClass::kPix);
   CHECK(t4.link(1, 2).cls == PairClass::kSys);
-  CHECK(s.node_interconnect(4) == nullptr);  // one GPU: nothing to choose
-  CHECK(s.node_interconnect(5) == nullptr);  // no GPU
+  CHECK(s.topology().interconnect(4) == nullptr);  // one GPU: nothing to choose
+  CHECK(s.topology().interconnect(5) == nullptr);  // no GPU
 }
 
 TEST_CASE("the known DGX-1 default is the GPU block of the machine's own nvidia-smi topo -m") {
@@ -90,15 +90,15 @@ TEST_CASE("the known DGX-1 default is the GPU block of the machine's own nvidia-
 
 TEST_CASE("node topology set: an event that replaces a node's interconnect, refused when it does not fit") {
   ClusterState s = build_state({gpu_box("n0", "L4", 8), gpu_box("n1", "L4", 8)});
-  const std::uint32_t pcie_shape = s.interconnects().shape_of(0);
+  const std::uint32_t pcie_shape = s.topology().interconnects().shape_of(0);
   auto dgx1 = io::read_nvidia_smi_interconnect(fixture("dgx1_v100.txt"));
   REQUIRE(dgx1.ok());
   REQUIRE(s.set_node_interconnect(1, *dgx1).ok());
-  CHECK(s.node_interconnect(1)->device_count() == 12);  // 8 GPUs + 4 NICs, as read
-  CHECK(s.interconnects().shape_of(0) == pcie_shape);   // the other node is untouched
+  CHECK(s.topology().interconnect(1)->device_count() == 12);  // 8 GPUs + 4 NICs, as read
+  CHECK(s.topology().interconnects().shape_of(0) == pcie_shape);   // the other node is untouched
   // A second node with the same text shares the shape.
   REQUIRE(s.set_node_interconnect(0, *dgx1).ok());
-  CHECK(s.interconnects().shape_of(0) == s.interconnects().shape_of(1));
+  CHECK(s.topology().interconnects().shape_of(0) == s.topology().interconnects().shape_of(1));
 
   // An event: the node's version and the generations advance (caches keyed to them see it).
   const std::uint64_t generation = s.generation(), layout = s.layout_generation();
@@ -106,21 +106,21 @@ TEST_CASE("node topology set: an event that replaces a node's interconnect, refu
   CHECK(s.generation() > generation);
   CHECK(s.layout_generation() > layout);
   CHECK(s.node_version(0) == s.generation());
-  CHECK(s.interconnects().shape_of(0) == pcie_shape);  // the interned default again
+  CHECK(s.topology().interconnects().shape_of(0) == pcie_shape);  // the interned default again
   // A node added later gets its model's default; a removed node's is dropped.
   auto added = s.add_node(Cluster({gpu_box("dgx1", "V100-SXM2-32GB", 8)}));
   REQUIRE(added.ok());
-  REQUIRE(s.node_interconnect(*added) != nullptr);
-  CHECK(*s.node_interconnect(*added) == *known_interconnect("V100M32", 8));
+  REQUIRE(s.topology().interconnect(*added) != nullptr);
+  CHECK(*s.topology().interconnect(*added) == *known_interconnect("V100M32", 8));
   REQUIRE(s.remove_node(*added).ok());
-  CHECK(s.node_interconnect(*added) == nullptr);
+  CHECK(s.topology().interconnect(*added) == nullptr);
 
   // PCIe servers: the default up to 64 GPUs; a larger node (no such server exists) gets none, so
   // reading a 65,535-GPU node of T4 does not build a 65,535 x 65,535 pair matrix.
   CHECK(known_interconnect("T4", 64).has_value());
   CHECK_FALSE(known_interconnect("T4", 65).has_value());
   ClusterState huge = build_state({gpu_box("big", "T4", 65535)});
-  CHECK(huge.node_interconnect(0) == nullptr);
+  CHECK(huge.topology().interconnect(0) == nullptr);
 
   ClusterState four = build_state({gpu_box("n0", "L4", 4)});
   Status wrong = four.set_node_interconnect(0, *dgx1);
@@ -152,7 +152,7 @@ TEST_CASE("on a DGX-1 with GPUs 1 and 2 busy a 4-GPU task gets an NVLinked quad,
   CHECK(topo.gpus == std::vector<GpuIndex>{4, 5, 6, 7});
   CHECK(s.validate(four, topo).ok());
   // The estimate agrees with the choice: the quad all-reduces faster than the lowest-index set.
-  const NodeTopology graph = NodeTopology::build(*s.node_interconnect(0)).value();
+  const NodeTopology graph = NodeTopology::build(*s.topology().interconnect(0)).value();
   const std::vector<std::uint16_t> quad{4, 5, 6, 7}, by_index{0, 3, 4, 5};
   CHECK(graph.score(quad, 64.0 * 1024 * 1024)->allreduce_us < graph.score(by_index, 64.0 * 1024 * 1024)->allreduce_us);
   CHECK(picker.cached_topologies() == 1);

@@ -5,6 +5,19 @@
 // With that index a best-fit decision visits a few nodes instead of all of them, and applying a
 // decision updates O(1) index entries.
 //
+// The surface, by what a user comes for. The class's own members are the nodes (ids, names, CPU,
+// memory, GPU count, model and health, flags), the reservations (check_fit, reserve, release, the
+// what-if journal) and the cluster events; the rest is reached through a facet, a cheap view that
+// reads the same state:
+//   state.shares()    the GPUs' free shares, per GPU, per node and over the cluster (fractional
+//                     placement, fair share's sums);
+//   state.labels()    the node labels and their dictionaries (selectors, topology domains);
+//   state.mig()       the MIG GPUs: their instance table, which GPU of a node is in MIG mode, the
+//                     first-fit choice of an instance;
+//   state.topology()  intra-node interconnects and the declared topology levels.
+// The index that makes decisions cheap (buckets of nodes by idle GPUs, the share index) is the
+// families' detail: `detail::cluster_index(state)`.
+//
 // What-if work: `reserve` applies a task's assignment, `checkpoint` marks the journal, `rollback`
 // undoes every reservation after a mark (restoring the exact prior state, index included), `commit`
 // forgets the journal. A reservation that would over-allocate anything is refused with an error and
@@ -178,7 +191,9 @@ struct NodeUsage {
   friend bool operator==(const NodeUsage&, const NodeUsage&) = default;
 };
 
+class ClusterState;
 namespace detail {
+class ClusterIndex;
 // A number unique to each ClusterState object: a copy or an assignment takes a fresh one, so caches
 // keyed to it never mistake one state for another (not even a later state at the same address).
 class ClusterStateInstanceId {
@@ -217,7 +232,7 @@ class ClusterState {
   Result<TaskRequest> compile(const TaskShape& shape, std::span<const std::string_view> allowed_models = {},
                               std::span<const Label> selector = {}) const;
 
-  // --- read access -------------------------------------------------------------------------------
+  // --- nodes (read) ------------------------------------------------------------------------------
   // The id range: live nodes and tombstones of removed ones (see the event rules above).
   std::size_t node_count() const { return node_name_.size(); }
   std::size_t live_node_count() const { return live_nodes_; }
@@ -237,127 +252,38 @@ class ClusterState {
   bool healthy(NodeId n) const { return (flags_[n] & kFlagFailed) == 0; }
   bool removed(NodeId n) const { return (flags_[n] & kFlagRemoved) != 0; }
   std::size_t gpu_count(NodeId n) const { return gpu_end_[n] - gpu_begin_[n]; }
-  // The node's GPU models as a mask, and its single model id when homogeneous (else kMixedModels).
-  GpuModelMask node_models(NodeId n) const { return node_models_[n]; }
-  static constexpr std::uint8_t kMixedModels = 0xff;
-  std::uint8_t node_index_model(NodeId n) const { return node_index_model_[n]; }
-
-  MilliGpu gpu_free_milli(NodeId n, GpuIndex g) const { return gpu_free_milli_[gpu_begin_[n] + g]; }
-  Bytes gpu_free_memory(NodeId n, GpuIndex g) const { return gpu_free_memory_[gpu_begin_[n] + g]; }
-  Bytes gpu_memory_capacity(NodeId n, GpuIndex g) const { return gpu_memory_capacity_[gpu_begin_[n] + g]; }
   GpuModelId gpu_model(NodeId n, GpuIndex g) const { return gpu_model_[gpu_begin_[n] + g]; }
   bool gpu_healthy(NodeId n, GpuIndex g) const { return gpu_healthy_[gpu_begin_[n] + g] != 0; }
-  // What is free on a GPU whatever its health (an unhealthy GPU reads 0 above; this is the share
-  // it will have again once healthy). For views and reports, not for decisions.
-  MilliGpu gpu_free_milli_if_healthy(NodeId n, GpuIndex g) const;
-  Bytes gpu_free_memory_if_healthy(NodeId n, GpuIndex g) const;
-  // Free shares of the node's GPUs, in GPU index order (unhealthy GPUs read 0).
-  std::span<const std::int32_t> gpu_free_milli(NodeId n) const {
-    return {gpu_free_milli_.data() + gpu_begin_[n], gpu_count(n)};
-  }
-  // Idle (free share 1000) healthy GPUs on the node, and the sum of free shares.
-  std::int32_t idle_gpus(NodeId n) const { return idle_gpus_[n]; }
-  MilliGpu free_gpu_milli(NodeId n) const { return free_gpu_milli_[n]; }
-  // Cluster-wide sums over healthy GPUs of eligible and ineligible (cordoned, failed) nodes alike;
-  // removed nodes count in none.
-  MilliGpu total_gpu_milli_capacity() const { return total_gpu_capacity_; }
-  MilliGpu total_gpu_milli_free() const { return total_gpu_free_; }
-  // Sums over the eligible nodes (neither cordoned, failed nor removed) and their healthy GPUs,
-  // kept by every change like the index: fair share reads the cluster from them every cycle in
-  // O(GPU models) instead of scanning every GPU. 128-bit, so they cannot wrap; a reader that needs
-  // 64-bit amounts checks the range.
-  struct EligibleTotals {
-    detail::QuantityWide cpu_capacity = 0, cpu_free = 0, memory_capacity = 0, memory_free = 0;
-    std::vector<detail::QuantityWide> gpu_milli_capacity, gpu_milli_free;  // by GpuModelId
-    friend bool operator==(const EligibleTotals&, const EligibleTotals&) = default;
-  };
-  const EligibleTotals& eligible_totals() const { return eligible_; }
-  // The GPU models of the nodes in order of first appearance (node by node, GPU by GPU, removed
-  // nodes included): the order in which fair share gives the models their dimensions.
-  std::span<const GpuModelId> gpu_models_in_order() const { return model_order_; }
+  // The node's GPU models as a mask.
+  GpuModelMask node_models(NodeId n) const { return node_models_[n]; }
+  // At least the most GPUs of any node (after removals it may stay larger).
+  std::int32_t max_gpus_per_node() const { return max_gpus_per_node_; }
+  // What is allocated on a node now (capacity minus free, over all its GPUs).
+  NodeUsage usage(NodeId n) const;
 
-  std::span<const LabelRequirement> node_labels(NodeId n) const {
-    return {labels_.data() + label_begin_[n], label_count_[n]};
-  }
-  // Dictionary lookups; `kUnknownLabel` when the string never occurred. The dictionaries only grow:
-  // a key no node has any more still has its id (and matches no node).
+  // The index's keys of a node's GPU models (detail::ClusterIndex): its one model's id, or these.
+  static constexpr std::uint8_t kMixedModels = 0xff;
+  static constexpr std::uint8_t kNoGpuKey = 0xfe;
+  // Label dictionary ids (labels()): `kUnknownLabel` when the string never occurred. The dictionaries
+  // only grow: a key no node has any more still has its id (and matches no node).
   static constexpr std::uint32_t kUnknownLabel = ~std::uint32_t{0};
   // The value a compiled selector requires when its key or value never occurred: no node has it.
   static constexpr std::uint32_t kUnmatchableLabel = kUnknownLabel - 1;
-  std::uint32_t label_key_id(std::string_view key) const;
-  std::uint32_t label_value_id(std::string_view value) const;
-  std::string_view label_key(std::uint32_t id) const { return label_keys_[id]; }
-  std::string_view label_value(std::uint32_t id) const { return label_values_[id]; }
-  // The value of a label on a node, or kUnknownLabel.
-  std::uint32_t node_label_value(NodeId n, std::uint32_t key) const;
 
-  // --- MIG (cluster/mig_gpus.hpp) ---------------------------------------------------------------
-  // The MIG GPUs, their instances and class index. A MIG GPU's free share reads 0 above: whole-GPU
-  // and shared tasks never land on it; MIG tasks (TaskRequest::mig) go through reserve/release.
-  const mig::MigGpuTable& mig() const { return mig_; }
-  // The MIG id of GPU g of node n, mig::kNoGpu when it is not in MIG mode.
-  mig::MigGpuId mig_gpu(NodeId n, GpuIndex g) const { return mig_.find(gpu_begin_[n] + g); }
-  // Whether GPU g of node n is in MIG mode (set_mig_mode below).
-  bool mig_mode(NodeId n, GpuIndex g) const { return mig_gpu(n, g) != mig::kNoGpu; }
-  // Whether its instances are created outside the scheduler only (GpuInfo::mig_layout_fixed).
-  bool mig_layout_fixed(NodeId n, GpuIndex g) const {
-    const mig::MigGpuId id = mig_gpu(n, g);
-    return id != mig::kNoGpu && mig_.layout_fixed(id);
-  }
-  // Fills the MIG part of `out` (GPU, profile, start, create) for a MIG request on node n: an idle
-  // instance on the lowest GPU first, else the lowest free valid start. False when none can serve.
-  bool pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const;
-  // Cluster event "re-partition applied": GPU g of node n now has exactly `instances` (busy[i] for
-  // each). Fails, changing nothing, on a GPU not in MIG mode or an invalid layout. Not journaled.
-  Status apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
-                          std::span<const bool> busy);
-  // Cluster event "MIG mode enabled/disabled" on GPU g of node n (`nvidia-smi -i g -mig 1|0`): on,
-  // the GPU leaves whole-GPU and shared placement (its free share reads 0) and starts with no
-  // instances; off, its idle instances are dropped and it is one whole GPU again. As on the device,
-  // the switch needs an idle GPU: refused, changing nothing, while any task holds a share of it or a
-  // busy instance, or (on) when its model has no MIG profile table. Setting the mode it has is a
-  // no-op (informers repeat events).
-  Status set_mig_mode(NodeId n, GpuIndex g, bool enabled);
-
-  // --- intra-node topology and topology levels (cluster/node_interconnect.hpp, cluster/domains.hpp) ---
-  // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.
-  const NodeInterconnect* node_interconnect(NodeId n) const { return interconnects_.of(n); }
-  // Whether node n has what `build` gives it: its model's known default (or none without one), not
-  // an interconnect set by event or given by the view.
-  bool node_interconnect_is_default(NodeId n) const;
-  const InterconnectTable& interconnects() const { return interconnects_; }
-  // Event "node topology set": sets or replaces node n's interconnect (e.g. from its `nvidia-smi
-  // topo -m`). Refused, changing nothing, for an unknown node or a matrix that does not fit it.
-  // A node added later gets its model's default like the nodes of `build`; a removed node's is
-  // dropped. Setting it is an event: the node's version and both generations advance.
-  Status set_node_interconnect(NodeId n, NodeInterconnect interconnect) {
-    if (n >= node_count())
-      return Error{"node: unknown node id " + std::to_string(n), ErrorCode::kUnknownName, "node"};
-    if (removed(n)) return Error{"node: node " + std::to_string(n) + " was removed", ErrorCode::kState, "node"};
-    if (Status ok = validate_interconnect(interconnect, gpu_count(n)); !ok) return ok;
-    interconnects_.set(n, std::move(interconnect));
-    note_node_change(n);
-    note_layout_change();
-    return {};
-  }
-  // The declared topology levels (node label keys, outermost first) that every family's domain
-  // rule uses for levels not given a hierarchy of their own (see cluster/domains.hpp).
-  std::span<const std::string> topology_levels() const { return topology_levels_; }
-  // Event "topology levels set". Refused for an empty or repeated key.
-  Status set_topology_levels(std::vector<std::string> keys) {
-    for (std::size_t l = 0; l < keys.size(); ++l) {
-      const std::string field = "topology_levels[" + std::to_string(l) + "]";
-      if (keys[l].empty()) return Error{field + ": must not be empty", ErrorCode::kInvalidValue, field};
-      for (std::size_t m = 0; m < l; ++m)
-        if (keys[m] == keys[l])
-          return Error{field + ": '" + keys[l] + "' repeats topology_levels[" + std::to_string(m) + "]",
-                       ErrorCode::kDuplicate, field};
-    }
-    topology_levels_ = std::move(keys);
-    ++generation_;  // every node's domains may change: a layout change of the whole cluster
-    note_layout_change();
-    return {};
-  }
+  // --- the facets: cheap views over this state, valid while it lives (defined below the class) ----
+  class Shares;
+  class Labels;
+  class Mig;
+  class Topology;
+  // The GPUs' free shares, per GPU, per node and over the cluster (what fractional placement and
+  // fair share read).
+  Shares shares() const;
+  // The node labels and their dictionaries (selectors, topology domains).
+  Labels labels() const;
+  // The MIG GPUs: their instances, which GPU of a node is in MIG mode, where a MIG task would go.
+  Mig mig() const;
+  // Intra-node interconnects and the declared topology levels.
+  Topology topology() const;
 
   // --- generations (see the top of this file) -----------------------------------------------------
   std::uint64_t instance_id() const { return instance_.value(); }
@@ -369,42 +295,7 @@ class ClusterState {
   std::uint64_t capacity_generation() const { return capacity_generation_; }
   std::uint64_t node_version(NodeId n) const { return node_version_[n]; }
 
-  // --- the index ---------------------------------------------------------------------------------
-  // Nodes whose index model is `model_key` (a GpuModelId, or kMixedModels, or kNoGpuKey for GPU-less
-  // nodes) and that have exactly `idle` idle GPUs. Only eligible nodes are indexed.
-  static constexpr std::uint8_t kNoGpuKey = 0xfe;
-  const NodeBitset* idle_bucket(std::uint8_t model_key, std::int32_t idle) const;
-  // The smallest idle count >= `from` (next) or largest <= `from` (prev) whose bucket of `model_key`
-  // holds a node, or -1. Walks over the buckets skip empty ones through these, so a walk costs the
-  // non-empty buckets, not max_gpus_per_node() (65,535 buckets for one node of 65,535 GPUs).
-  std::int32_t next_idle_level(std::uint8_t model_key, std::int32_t from) const;
-  std::int32_t prev_idle_level(std::uint8_t model_key, std::int32_t from) const;
-  // The lowest GPU index >= `from` of node n that is idle (free share 1000: healthy, not MIG), or
-  // -1 when none. O(1) per idle GPU skipped to, not per busy GPU passed.
-  std::int32_t next_idle_gpu(NodeId n, std::size_t from) const;
-  // Nodes of more than kShareIndexGpus GPUs keep their GPUs that have free share ordered by (model,
-  // free share, index), so a shared task's questions cost O(models x log G) there instead of a scan
-  // of every GPU, with one GPU model or several (issue 15: filling one node of thousands of GPUs with
-  // shared tasks was quadratic).
-  static constexpr std::size_t kShareIndexGpus = 64;
-  bool share_indexed(NodeId n) const { return gpu_end_[n] - gpu_begin_[n] > kShareIndexGpus; }
-  // The most free share on one GPU of node n of the `models` given (1000 with such an idle GPU, 0
-  // without), any GPU memory.
-  std::int32_t most_free_share(NodeId n, GpuModelMask models = ~GpuModelMask{0}) const;
-  // A share-indexed node (share_indexed): the GPU of the `models` given with the least free share >=
-  // `share` and at least `memory` free GPU memory (a partly used GPU first, by share, then the lowest
-  // idle one; the lowest index among equal shares); -1 when none. Without memory asked O(models x
-  // log G); with it, GPUs whose memory is short are stepped over in that order (a scan only when
-  // most of them are short).
-  std::int32_t least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models = ~GpuModelMask{0}, Bytes memory = 0) const;
-  // At least the most GPUs of any node (after removals it may stay larger: buckets are never dropped).
-  std::int32_t max_gpus_per_node() const { return max_gpus_per_node_; }
-  // The index model keys present in this state, ascending (a key whose nodes were all removed stays).
-  std::span<const std::uint8_t> model_keys() const { return model_keys_; }
-  // Eligible nodes with at least one GPU that is partly used (0 < free < 1000).
-  const NodeBitset& partial_nodes() const { return partial_nodes_; }
-
-  // --- fit and mutation --------------------------------------------------------------------------
+  // --- reservations: fit, reserve, release, what-if journal ---------------------------------------
   // Can node n take one task of `request` now? kFits or the first failing reason.
   FitReason check_fit(NodeId n, const TaskRequest& request) const;
   // Would `assignment` be valid for `request` (node fits, GPUs exist, are distinct, allowed, free)?
@@ -443,16 +334,64 @@ class ClusterState {
   // Sets (adds or changes) or removes one label of a node.
   Status set_label(NodeId n, std::string_view key, std::string_view value);
   Status remove_label(NodeId n, std::string_view key);
-  // What is allocated on a node now (capacity minus free, over all its GPUs).
-  NodeUsage usage(NodeId n) const;
+  // Event "re-partition applied": GPU g of node n now has exactly `instances` (busy[i] for each).
+  // Fails, changing nothing, on a GPU not in MIG mode or an invalid layout. Not journaled.
+  Status apply_mig_layout(NodeId n, GpuIndex g, std::span<const mig::MigInstance> instances,
+                          std::span<const bool> busy);
+  // Event "MIG mode enabled/disabled" on GPU g of node n (`nvidia-smi -i g -mig 1|0`): on, the GPU
+  // leaves whole-GPU and shared placement (its free share reads 0) and starts with no instances;
+  // off, its idle instances are dropped and it is one whole GPU again. As on the device, the switch
+  // needs an idle GPU: refused, changing nothing, while any task holds a share of it or a busy
+  // instance, or (on) when its model has no MIG profile table. Setting the mode it has is a no-op
+  // (informers repeat events).
+  Status set_mig_mode(NodeId n, GpuIndex g, bool enabled);
+  // Event "node topology set": sets or replaces node n's interconnect (e.g. from its `nvidia-smi
+  // topo -m`). Refused, changing nothing, for an unknown node or a matrix that does not fit it.
+  // A node added later gets its model's default like the nodes of `build`; a removed node's is
+  // dropped. Setting it is an event: the node's version and both generations advance.
+  Status set_node_interconnect(NodeId n, NodeInterconnect interconnect);
+  // Event "topology levels set" (topology().levels()). Refused for an empty or repeated key.
+  Status set_topology_levels(std::vector<std::string> keys);
 
+  // --- diagnostics -------------------------------------------------------------------------------
   // Heap bytes held by the snapshot (arrays, dictionaries' strings excluded), for capacity planning.
   std::size_t memory_usage() const;
-
   // Exact equality of all mutable state (for rollback tests).
   bool same_allocation_as(const ClusterState& other) const;
 
+  // Sums over the eligible nodes (neither cordoned, failed nor removed) and their healthy GPUs
+  // (Shares::eligible_totals), kept by every change like the index. 128-bit, so they cannot wrap;
+  // a reader that needs 64-bit amounts checks the range.
+  struct EligibleTotals {
+    detail::QuantityWide cpu_capacity = 0, cpu_free = 0, memory_capacity = 0, memory_free = 0;
+    std::vector<detail::QuantityWide> gpu_milli_capacity, gpu_milli_free;  // by GpuModelId
+    friend bool operator==(const EligibleTotals&, const EligibleTotals&) = default;
+  };
+
  private:
+  friend class detail::ClusterIndex;
+  // The facets' out-of-line parts (the facets below say what each answers).
+  MilliGpu gpu_free_milli_if_healthy(NodeId n, GpuIndex g) const;
+  Bytes gpu_free_memory_if_healthy(NodeId n, GpuIndex g) const;
+  std::uint32_t label_key_id(std::string_view key) const;
+  std::uint32_t label_value_id(std::string_view value) const;
+  std::uint32_t node_label_value(NodeId n, std::uint32_t key) const;
+  bool pick_mig_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const;
+  bool node_interconnect_is_default(NodeId n) const;
+  const NodeBitset* idle_bucket(std::uint8_t model_key, std::int32_t idle) const;
+  std::int32_t next_idle_level(std::uint8_t model_key, std::int32_t from) const;
+  std::int32_t prev_idle_level(std::uint8_t model_key, std::int32_t from) const;
+  std::int32_t next_idle_gpu(NodeId n, std::size_t from) const;
+  std::int32_t most_free_share(NodeId n, GpuModelMask models) const;
+  std::int32_t least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models, Bytes memory) const;
+  static constexpr std::size_t kShareIndexGpus = 64;  // detail::ClusterIndex::kShareIndexGpus
+  bool share_indexed(NodeId n) const { return gpu_end_[n] - gpu_begin_[n] > kShareIndexGpus; }
+  // (Used inside the implementation by their old names.)
+  std::int32_t idle_gpus(NodeId n) const { return idle_gpus_[n]; }
+  MilliGpu gpu_free_milli(NodeId n, GpuIndex g) const { return gpu_free_milli_[gpu_begin_[n] + g]; }
+  mig::MigGpuId mig_gpu(NodeId n, GpuIndex g) const { return mig_.find(gpu_begin_[n] + g); }
+  const NodeInterconnect* node_interconnect(NodeId n) const { return interconnects_.of(n); }
+
   static constexpr std::uint8_t kFlagCordoned = 1;
   static constexpr std::uint8_t kFlagFailed = 2;
   static constexpr std::uint8_t kFlagRemoved = 4;
@@ -634,6 +573,160 @@ class ClusterState {
   std::vector<std::pair<std::uint64_t, std::uint32_t>> known_shape_;
   std::vector<std::string> topology_levels_;
 };
+
+// --- the facets ------------------------------------------------------------------------------------
+// Each is a pointer to the state: take one where it is needed (`state.shares().idle_gpus(n)`); it
+// sees every later change and must not outlive the state.
+
+// The GPUs' free shares (a whole GPU is 1000 milli; an unhealthy GPU or one in MIG mode reads 0).
+class ClusterState::Shares {
+ public:
+  explicit Shares(const ClusterState& state) : s_(&state) {}
+  MilliGpu free_milli(NodeId n, GpuIndex g) const { return s_->gpu_free_milli(n, g); }
+  Bytes free_memory(NodeId n, GpuIndex g) const { return s_->gpu_free_memory_[s_->gpu_begin_[n] + g]; }
+  Bytes memory_capacity(NodeId n, GpuIndex g) const { return s_->gpu_memory_capacity_[s_->gpu_begin_[n] + g]; }
+  // Free shares of the node's GPUs, in GPU index order.
+  std::span<const std::int32_t> free_milli(NodeId n) const {
+    return {s_->gpu_free_milli_.data() + s_->gpu_begin_[n], s_->gpu_count(n)};
+  }
+  // What is free on a GPU whatever its health (an unhealthy GPU reads 0 above; this is the share it
+  // will have again once healthy). For views and reports, not for decisions.
+  MilliGpu free_milli_if_healthy(NodeId n, GpuIndex g) const { return s_->gpu_free_milli_if_healthy(n, g); }
+  Bytes free_memory_if_healthy(NodeId n, GpuIndex g) const { return s_->gpu_free_memory_if_healthy(n, g); }
+  // Idle (free share 1000) healthy GPUs on the node, and the sum of its free shares.
+  std::int32_t idle_gpus(NodeId n) const { return s_->idle_gpus(n); }
+  MilliGpu node_free_milli(NodeId n) const { return s_->free_gpu_milli_[n]; }
+  // Cluster-wide sums over healthy GPUs of eligible and ineligible (cordoned, failed) nodes alike;
+  // removed nodes count in none.
+  MilliGpu total_capacity() const { return s_->total_gpu_capacity_; }
+  MilliGpu total_free() const { return s_->total_gpu_free_; }
+  // The sums over eligible nodes that fair share reads every cycle in O(GPU models) instead of
+  // scanning every GPU (EligibleTotals).
+  const EligibleTotals& eligible_totals() const { return s_->eligible_; }
+  // The GPU models of the nodes in order of first appearance (node by node, GPU by GPU, removed
+  // nodes included): the order in which fair share gives the models their dimensions.
+  std::span<const GpuModelId> models_in_order() const { return s_->model_order_; }
+
+ private:
+  const ClusterState* s_;
+};
+
+// The node labels, as dictionary ids (a selector compiles to them: TaskRequest::selector).
+class ClusterState::Labels {
+ public:
+  explicit Labels(const ClusterState& state) : s_(&state) {}
+  // Node n's labels.
+  std::span<const LabelRequirement> of(NodeId n) const {
+    return {s_->labels_.data() + s_->label_begin_[n], s_->label_count_[n]};
+  }
+  // The value of label `key` on node n, or kUnknownLabel.
+  std::uint32_t value_of(NodeId n, std::uint32_t key) const { return s_->node_label_value(n, key); }
+  // Dictionary lookups (kUnknownLabel when the string never occurred) and their strings.
+  std::uint32_t key_id(std::string_view key) const { return s_->label_key_id(key); }
+  std::uint32_t value_id(std::string_view value) const { return s_->label_value_id(value); }
+  std::string_view key(std::uint32_t id) const { return s_->label_keys_[id]; }
+  std::string_view value(std::uint32_t id) const { return s_->label_values_[id]; }
+
+ private:
+  const ClusterState* s_;
+};
+
+// The MIG GPUs (cluster/mig_gpus.hpp). MIG tasks (TaskRequest::mig) go through reserve/release; the
+// mode and layout change by the events set_mig_mode and apply_mig_layout.
+class ClusterState::Mig {
+ public:
+  explicit Mig(const ClusterState& state) : s_(&state) {}
+  // The MIG GPUs, their instances and class index.
+  const mig::MigGpuTable& table() const { return s_->mig_; }
+  // The MIG id of GPU g of node n, mig::kNoGpu when it is not in MIG mode.
+  mig::MigGpuId gpu(NodeId n, GpuIndex g) const { return s_->mig_gpu(n, g); }
+  // Whether GPU g of node n is in MIG mode.
+  bool mode(NodeId n, GpuIndex g) const { return gpu(n, g) != mig::kNoGpu; }
+  // Whether its instances are created outside the scheduler only (GpuInfo::mig_layout_fixed).
+  bool layout_fixed(NodeId n, GpuIndex g) const {
+    const mig::MigGpuId id = gpu(n, g);
+    return id != mig::kNoGpu && s_->mig_.layout_fixed(id);
+  }
+  // Fills the MIG part of `out` (GPU, profile, start, create) for a MIG request on node n: an idle
+  // instance on the lowest GPU first, else the lowest free valid start (first fit; the
+  // fragmentation-aware choice is mig::MigPlacer's). False when none can serve.
+  bool pick_instance(NodeId n, const TaskRequest& request, TaskAssignment& out) const {
+    return s_->pick_mig_instance(n, request, out);
+  }
+
+ private:
+  const ClusterState* s_;
+};
+
+// Intra-node interconnects (cluster/node_interconnect.hpp) and the declared topology levels
+// (cluster/domains.hpp).
+class ClusterState::Topology {
+ public:
+  explicit Topology(const ClusterState& state) : s_(&state) {}
+  // Node n's interconnect (its model's known default after `build`, or what was set), or nullptr.
+  const NodeInterconnect* interconnect(NodeId n) const { return s_->node_interconnect(n); }
+  // Whether node n has what `build` gives it: its model's known default (or none without one), not
+  // an interconnect set by event or given by the view.
+  bool interconnect_is_default(NodeId n) const { return s_->node_interconnect_is_default(n); }
+  const InterconnectTable& interconnects() const { return s_->interconnects_; }
+  // The declared topology levels (node label keys, outermost first) that every family's domain rule
+  // uses for levels not given a hierarchy of their own.
+  std::span<const std::string> levels() const { return s_->topology_levels_; }
+
+ private:
+  const ClusterState* s_;
+};
+
+inline ClusterState::Shares ClusterState::shares() const { return Shares(*this); }
+inline ClusterState::Labels ClusterState::labels() const { return Labels(*this); }
+inline ClusterState::Mig ClusterState::mig() const { return Mig(*this); }
+inline ClusterState::Topology ClusterState::topology() const { return Topology(*this); }
+
+namespace detail {
+// The state's index, for the families' hot paths (packing's bucket walks, gang's capacity bounds,
+// the shared-GPU pickers): not a user's API, and free to change with the index.
+class ClusterIndex {
+ public:
+  explicit ClusterIndex(const ClusterState& state) : s_(&state) {}
+  // Node n's key in the index: its single GPU model id when homogeneous, else
+  // ClusterState::kMixedModels (or kNoGpuKey for a GPU-less node).
+  std::uint8_t node_model_key(NodeId n) const { return s_->node_index_model_[n]; }
+  // The index model keys present in this state, ascending (a key whose nodes were all removed stays).
+  std::span<const std::uint8_t> model_keys() const { return s_->model_keys_; }
+  // Eligible nodes whose index key is `model_key` and that have exactly `idle` idle GPUs (nullptr
+  // when there is no such bucket).
+  const NodeBitset* idle_bucket(std::uint8_t model_key, std::int32_t idle) const { return s_->idle_bucket(model_key, idle); }
+  // The smallest idle count >= `from` (next) or largest <= `from` (prev) whose bucket of `model_key`
+  // holds a node, or -1. Walks over the buckets skip empty ones through these, so a walk costs the
+  // non-empty buckets, not max_gpus_per_node() (65,535 buckets for one node of 65,535 GPUs).
+  std::int32_t next_idle_level(std::uint8_t model_key, std::int32_t from) const { return s_->next_idle_level(model_key, from); }
+  std::int32_t prev_idle_level(std::uint8_t model_key, std::int32_t from) const { return s_->prev_idle_level(model_key, from); }
+  // Eligible nodes with at least one GPU that is partly used (0 < free < 1000).
+  const NodeBitset& partial_nodes() const { return s_->partial_nodes_; }
+  // The lowest GPU index >= `from` of node n that is idle (free share 1000: healthy, not MIG), or
+  // -1 when none. O(1) per idle GPU skipped to, not per busy GPU passed.
+  std::int32_t next_idle_gpu(NodeId n, std::size_t from) const { return s_->next_idle_gpu(n, from); }
+  // Nodes of more than kShareIndexGpus GPUs keep their GPUs that have free share ordered by (model,
+  // free share, index), so a shared task's questions cost O(models x log G) there instead of a scan
+  // of every GPU (issue 15: filling one node of thousands of GPUs with shared tasks was quadratic).
+  static constexpr std::size_t kShareIndexGpus = ClusterState::kShareIndexGpus;
+  bool share_indexed(NodeId n) const { return s_->share_indexed(n); }
+  // The most free share on one GPU of node n of the `models` given (1000 with such an idle GPU, 0
+  // without), any GPU memory.
+  std::int32_t most_free_share(NodeId n, GpuModelMask models = ~GpuModelMask{0}) const { return s_->most_free_share(n, models); }
+  // A share-indexed node: the GPU of the `models` given with the least free share >= `share` and at
+  // least `memory` free GPU memory (a partly used GPU first, by share, then the lowest idle one; the
+  // lowest index among equal shares); -1 when none. Without memory asked O(models x log G); with it,
+  // GPUs whose memory is short are stepped over in that order (a scan only when most are short).
+  std::int32_t least_share_gpu(NodeId n, MilliGpu share, GpuModelMask models = ~GpuModelMask{0}, Bytes memory = 0) const {
+    return s_->least_share_gpu(n, share, models, memory);
+  }
+
+ private:
+  const ClusterState* s_;
+};
+inline ClusterIndex cluster_index(const ClusterState& state) { return ClusterIndex(state); }
+}  // namespace detail
 
 }  // namespace gpusched
 

@@ -91,15 +91,15 @@ inline std::optional<std::size_t> find_level_key(std::span<const std::string> ke
 // the short-name rule; several matching keys are ambiguous and give "".
 inline std::string resolve_level(const ClusterState& state, std::string_view level) {
   if (level.empty()) return {};
-  if (state.label_key_id(level) != ClusterState::kUnknownLabel) return std::string(level);
+  if (state.labels().key_id(level) != ClusterState::kUnknownLabel) return std::string(level);
   std::vector<std::string> keys;  // each key some node has, once
   std::vector<bool> seen;
   for (NodeId n = 0; n < state.node_count(); ++n)
-    for (const auto& l : state.node_labels(n)) {
+    for (const auto& l : state.labels().of(n)) {
       if (l.key >= seen.size()) seen.resize(l.key + 1, false);
       if (seen[l.key]) continue;
       seen[l.key] = true;
-      keys.emplace_back(state.label_key(l.key));
+      keys.emplace_back(state.labels().key(l.key));
     }
   const auto l = find_level_key(keys, level);
   return l ? keys[*l] : std::string{};
@@ -206,15 +206,15 @@ inline DomainTree DomainTree::from_paths(std::vector<std::string> level_keys,
 
 inline DomainTree DomainTree::from_labels(const ClusterState& state, std::vector<std::string> level_keys) {
   std::vector<std::uint32_t> key_ids;
-  for (const auto& k : level_keys) key_ids.push_back(state.label_key_id(k));
+  for (const auto& k : level_keys) key_ids.push_back(state.labels().key_id(k));
   std::vector<std::vector<std::string>> paths(state.node_count());
   for (NodeId n = 0; n < state.node_count(); ++n) {
     std::vector<std::string> path;
     for (std::uint32_t key : key_ids) {
       const std::uint32_t v =
-          key == ClusterState::kUnknownLabel ? ClusterState::kUnknownLabel : state.node_label_value(n, key);
+          key == ClusterState::kUnknownLabel ? ClusterState::kUnknownLabel : state.labels().value_of(n, key);
       if (v == ClusterState::kUnknownLabel) break;
-      path.emplace_back(state.label_value(v));
+      path.emplace_back(state.labels().value(v));
     }
     if (path.size() == key_ids.size()) paths[n] = std::move(path);
   }
@@ -350,7 +350,7 @@ inline DomainMap build_domains(const ClusterState& state, std::string_view level
       m.node_domain.assign(state.node_count(), DomainMap::kNone);
     return m;
   }
-  const auto declared = state.topology_levels();
+  const auto declared = state.topology().levels();
   std::vector<std::string> hierarchy{key};
   if (const auto it = std::find(declared.begin(), declared.end(), key); it != declared.end())
     hierarchy.assign(declared.begin(), declared.end());

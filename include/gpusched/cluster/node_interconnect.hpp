@@ -13,13 +13,13 @@
 //   * `ClusterState::set_node_interconnect(n, ic)` sets or replaces it (an event, e.g. after
 //     reading the node's `nvidia-smi topo -m` with gpusched::io::read_nvidia_smi_topo_matrix);
 //   * nodes with one GPU, mixed models or a model without a known default have none
-//     (`ClusterState::node_interconnect(n)` is nullptr) and pickers fall back to GPU index order.
+//     (`ClusterState::Topology::interconnect(n)` is nullptr) and pickers fall back to GPU index order.
 //
 // Stored compactly: nodes of the same shape share one interned `NodeInterconnect` (a cluster of
 // 4,000 DGX nodes holds one matrix and 4,000 shape ids). Shape ids never change meaning while the
 // state lives (the table only grows), so a cache keyed by the shape's content is never stale.
 //
-//   if (const NodeInterconnect* ic = state.node_interconnect(n)) { ... ic->link(0, 3) ... }
+//   if (const NodeInterconnect* ic = state.topology().interconnect(n)) { ... ic->link(0, 3) ... }
 #pragma once
 
 #include <cstdint>
@@ -79,7 +79,7 @@ struct NodeInterconnect {
   friend bool operator==(const NodeInterconnect&, const NodeInterconnect&) = default;
 };
 
-// Per-node shapes, interned. Owned by ClusterState; read it through ClusterState::node_interconnect.
+// Per-node shapes, interned. Owned by ClusterState; read it through ClusterState::Topology (state.topology().interconnect(n)).
 class InterconnectTable {
  public:
   static constexpr std::uint32_t kNoShape = ~std::uint32_t{0};

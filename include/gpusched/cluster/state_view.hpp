@@ -47,31 +47,31 @@ class ClusterStateView final : public ClusterView {
     const NodeId n = live_[i];
     const auto gi = static_cast<GpuIndex>(g);
     // An unhealthy GPU reports what is free on it once it recovers, as an orchestrator's view would.
-    return {state_.registry().model(state_.gpu_model(n, gi)).name, state_.gpu_free_milli_if_healthy(n, gi),
-            state_.gpu_memory_capacity(n, gi) - state_.gpu_free_memory_if_healthy(n, gi), state_.gpu_healthy(n, gi),
-            state_.mig_mode(n, gi), state_.mig_layout_fixed(n, gi)};
+    return {state_.registry().model(state_.gpu_model(n, gi)).name, state_.shares().free_milli_if_healthy(n, gi),
+            state_.shares().memory_capacity(n, gi) - state_.shares().free_memory_if_healthy(n, gi), state_.gpu_healthy(n, gi),
+            state_.mig().mode(n, gi), state_.mig().layout_fixed(n, gi)};
   }
   // A MIG GPU's instances with their busy flags (cluster/mig_gpus.hpp).
   std::size_t mig_instance_count(std::size_t i, std::size_t g) const override {
-    const mig::MigGpuId id = state_.mig_gpu(live_[i], static_cast<GpuIndex>(g));
-    return id == mig::kNoGpu ? 0 : state_.mig().instances(id).size();
+    const mig::MigGpuId id = state_.mig().gpu(live_[i], static_cast<GpuIndex>(g));
+    return id == mig::kNoGpu ? 0 : state_.mig().table().instances(id).size();
   }
   MigInstanceInfo mig_instance(std::size_t i, std::size_t g, std::size_t k) const override {
-    const mig::MigGpuId id = state_.mig_gpu(live_[i], static_cast<GpuIndex>(g));
-    const mig::MigSlot s = state_.mig().instances(id)[k];
-    return {state_.mig().spec_of(id).profiles[s.profile].id, s.start, s.busy};
+    const mig::MigGpuId id = state_.mig().gpu(live_[i], static_cast<GpuIndex>(g));
+    const mig::MigSlot s = state_.mig().table().instances(id)[k];
+    return {state_.mig().table().spec_of(id).profiles[s.profile].id, s.start, s.busy};
   }
   // One set by event or given at build; nullptr for the model's default, which a state rebuilt from
   // this view assigns again (so a rebuild compares no matrices).
   const NodeInterconnect* node_interconnect(std::size_t i) const override {
-    return state_.node_interconnect_is_default(live_[i]) ? nullptr : state_.node_interconnect(live_[i]);
+    return state_.topology().interconnect_is_default(live_[i]) ? nullptr : state_.topology().interconnect(live_[i]);
   }
   bool schedulable(std::size_t i) const override { return state_.schedulable(live_[i]); }
   bool healthy(std::size_t i) const override { return state_.healthy(live_[i]); }
-  std::size_t label_count(std::size_t i) const override { return state_.node_labels(live_[i]).size(); }
+  std::size_t label_count(std::size_t i) const override { return state_.labels().of(live_[i]).size(); }
   Label label(std::size_t i, std::size_t l) const override {
-    const LabelRequirement r = state_.node_labels(live_[i])[l];
-    return {state_.label_key(r.key), state_.label_value(r.value)};
+    const LabelRequirement r = state_.labels().of(live_[i])[l];
+    return {state_.labels().key(r.key), state_.labels().value(r.value)};
   }
 
  private:
@@ -93,7 +93,7 @@ inline Result<CompactedState> compact(const ClusterState& state) {
                      " uncommitted reservations or releases (commit or roll back first)",
                  ErrorCode::kState, "state"};
   const ClusterStateView view(state);
-  auto built = ClusterState::build(view, state.registry(), state.mig().catalog(), state.mig().rules());
+  auto built = ClusterState::build(view, state.registry(), state.mig().table().catalog(), state.mig().table().rules());
   if (!built) return built.error();  // cannot happen for a valid state: every node passed build or add_node
   CompactedState out{std::move(*built), std::vector<NodeId>(state.node_count(), kNoNode)};
   for (std::size_t i = 0; i < view.node_count(); ++i) out.new_id[view.node_id(i)] = static_cast<NodeId>(i);

@@ -174,7 +174,7 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   // share it). Every scheduling cycle calls this: the state keeps the order and the sums, so it
   // costs O(models), not a scan of every GPU.
   std::vector<Eigen::Index> dim_of(registry.size(), -1);
-  for (const GpuModelId id : state.gpu_models_in_order()) {
+  for (const GpuModelId id : state.shares().models_in_order()) {
     const std::string& model = registry.model(id).name;
     if (std::find(out.space.gpu_models.begin(), out.space.gpu_models.end(), model) == out.space.gpu_models.end())
       out.space.gpu_models.push_back(model);
@@ -182,7 +182,7 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   }
   out.capacity = Amounts::Zero(out.space.size());
   out.free = Amounts::Zero(out.space.size());
-  const ClusterState::EligibleTotals& totals = state.eligible_totals();
+  const ClusterState::EligibleTotals& totals = state.shares().eligible_totals();
   bool in_range = true;
   const auto add = [&](Eigen::Index d, gpusched::detail::QuantityWide capacity, gpusched::detail::QuantityWide free) {
     const gpusched::detail::QuantityWide c = capacity + out.capacity[d], f = free + out.free[d];
@@ -196,7 +196,7 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   };
   add(ResourceSpace::kCpu, totals.cpu_capacity, totals.cpu_free);
   add(ResourceSpace::kMemory, totals.memory_capacity, totals.memory_free);
-  for (const GpuModelId id : state.gpu_models_in_order())
+  for (const GpuModelId id : state.shares().models_in_order())
     if (id < dim_of.size() && id < totals.gpu_milli_capacity.size())
       add(dim_of[id], totals.gpu_milli_capacity[id], totals.gpu_milli_free[id]);
   if (in_range) return out;
@@ -216,7 +216,7 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
     for (GpuIndex g = 0; !bad && g < static_cast<GpuIndex>(state.gpu_count(n)); ++g) {
       if (!state.gpu_healthy(n, g)) continue;
       const Eigen::Index d = dim_of[state.gpu_model(n, g)];
-      if (overflow(d, kMilliPerGpu, state.gpu_free_milli(n, g))) bad = d;
+      if (overflow(d, kMilliPerGpu, state.shares().free_milli(n, g))) bad = d;
     }
     if (bad)
       return detail::fairness_error(ErrorCode::kOverflow,

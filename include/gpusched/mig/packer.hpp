@@ -79,7 +79,7 @@ enum class MigAction : std::uint8_t {
 };
 
 // One decision, in the one answer vocabulary (gpusched/core/outcome.hpp):
-//   kPlaced      `gpu` (a MIG id of state.mig()), `profile` (index in its model's table), `start`;
+//   kPlaced      `gpu` (a MIG id of state.mig().table()), `profile` (index in its model's table), `start`;
 //   kNotNow      some MIG GPU of the cluster has a model offering the profile, but none can serve it
 //                now (slices taken, no idle instance in static mode, its node cordoned or failed);
 //   kInfeasible  no MIG GPU of the cluster has a model offering the profile.
@@ -175,7 +175,7 @@ class FragAwarePlacer final : public MigPlacer {
 // MIG GPUs it takes an idle instance of the profile if one exists, else creates one, each where
 // FragAwarePlacer would (least growth of F, then fewest slices left, lowest GPU, lowest start): on
 // a one-node cluster its choice is the placer's. Without it, a MIG task takes the first fit
-// (ClusterState::pick_mig_instance). Tasks without a MIG profile are not its to place.
+// (ClusterState::Mig::pick_instance). Tasks without a MIG profile are not its to place.
 class FragAwareMigPicker final : public GpuPicker {
  public:
   explicit FragAwareMigPicker(MigDemand demand);

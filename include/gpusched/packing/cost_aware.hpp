@@ -25,9 +25,9 @@ class CostAwarePolicy final : public ScoringPolicy {
   std::string_view name() const override { return "cost-aware"; }
   std::int64_t score(const ClusterState& state, NodeId n, const TaskRequest& r) const override {
     const bool powered =
-        state.free_gpu_milli(n) < static_cast<MilliGpu>(state.gpu_count(n)) * kMilliPerGpu || state.cpu_free(n) < state.cpu_capacity(n);
+        state.shares().node_free_milli(n) < static_cast<MilliGpu>(state.gpu_count(n)) * kMilliPerGpu || state.cpu_free(n) < state.cpu_capacity(n);
     const std::int64_t cost = n < cost_.size() ? std::min<std::int64_t>(cost_[n], (std::int64_t{1} << 20) - 1) : 0;
-    const std::int64_t left = std::max<std::int64_t>(0, state.free_gpu_milli(n) - r.shape.total_gpu_milli());
+    const std::int64_t left = std::max<std::int64_t>(0, state.shares().node_free_milli(n) - r.shape.total_gpu_milli());
     return (powered ? (std::int64_t{1} << 52) : 0) - cost * (std::int64_t{1} << 24) - std::min<std::int64_t>(left, (1 << 24) - 1);
   }
 

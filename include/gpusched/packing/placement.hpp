@@ -92,7 +92,7 @@ struct JobPlacementOptions {
   // topology-aware picker (topology family) goes here.
   const GpuPicker* gpu_picker = nullptr;
   // Which MIG instance a task with a MIG profile takes on the chosen node; nullptr = the first fit
-  // (an idle instance on the lowest GPU, else the lowest free start: ClusterState::pick_mig_instance).
+  // (an idle instance on the lowest GPU, else the lowest free start: ClusterState::Mig::pick_instance).
   // The MIG family's FragAwareMigPicker (mig/packer.hpp) keeps big and demanded profiles placeable.
   const GpuPicker* mig_picker = nullptr;
   // Reasons for a job not placed. false: only its verdict (kNotNow or kInfeasible), without the

@@ -235,13 +235,13 @@ void for_each_candidate(const ClusterState& state, const TaskRequest& request, F
     return;
   }
   const std::int32_t min_idle = shape.shares_gpu() ? 0 : shape.gpus;
-  for (std::uint8_t key : state.model_keys()) {
+  for (std::uint8_t key : gpusched::detail::cluster_index(state).model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
     if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-    // Non-empty buckets only (ClusterState::next_idle_level).
-    for (std::int32_t idle = state.next_idle_level(key, std::max(min_idle, shape.shares_gpu() ? 1 : 0)); idle >= 0;
-         idle = state.next_idle_level(key, idle + 1)) {
-      const NodeBitset* bucket = state.idle_bucket(key, idle);
+    // Non-empty buckets only (detail::ClusterIndex::next_idle_level).
+    for (std::int32_t idle = gpusched::detail::cluster_index(state).next_idle_level(key, std::max(min_idle, shape.shares_gpu() ? 1 : 0)); idle >= 0;
+         idle = gpusched::detail::cluster_index(state).next_idle_level(key, idle + 1)) {
+      const NodeBitset* bucket = gpusched::detail::cluster_index(state).idle_bucket(key, idle);
       if (!bucket) continue;
       for (std::uint32_t node = bucket->first(); node != NodeBitset::kEnd; node = bucket->next(node + 1))
         if (!f(static_cast<NodeId>(node))) return;
@@ -249,9 +249,9 @@ void for_each_candidate(const ClusterState& state, const TaskRequest& request, F
   }
   if (shape.shares_gpu()) {
     // Nodes with no idle GPU can still take a share on a partly used GPU.
-    const NodeBitset& partial = state.partial_nodes();
+    const NodeBitset& partial = gpusched::detail::cluster_index(state).partial_nodes();
     for (std::uint32_t node = partial.first(); node != NodeBitset::kEnd; node = partial.next(node + 1))
-      if (state.idle_gpus(node) == 0 && !f(static_cast<NodeId>(node))) return;
+      if (state.shares().idle_gpus(node) == 0 && !f(static_cast<NodeId>(node))) return;
   }
 }
 

@@ -5,7 +5,7 @@
 // takes (a GpuPicker, packing/policy.hpp). The default picker takes the lowest-index idle GPUs; on
 // a DGX-1 with GPUs 1 and 2 busy it hands a 4-GPU task {0, 3, 4, 5}, which has no NVLink ring, when
 // {4, 5, 6, 7} (a fully NVLinked quad) is free. `TopologyGpuPicker` reads the node's interconnect
-// from the cluster state (ClusterState::node_interconnect: the model's known default, or the node's
+// from the cluster state (ClusterState::Topology::interconnect: the model's known default, or the node's
 // `nvidia-smi topo -m` set by an event) and takes NodeTopology::best_gpus of the idle allowed GPUs:
 // the set with the lowest estimated all-reduce time (allreduce.hpp), ties to the tightest span and
 // to leaving the remaining free GPUs best connected.
@@ -46,7 +46,7 @@ class TopologyGpuPicker final : public GpuPicker {
 
   bool pick(const ClusterState& state, NodeId node, const TaskRequest& request, TaskAssignment& out) const override {
     const TaskShape& shape = request.shape;
-    const NodeInterconnect* ic = state.node_interconnect(node);
+    const NodeInterconnect* ic = state.topology().interconnect(node);
     if (!shape.needs_gpu() || shape.shares_gpu() || shape.gpus < 2 || ic == nullptr ||
         ic->gpu_count() != state.gpu_count(node))
       return fallback_.pick(state, node, request, out);
@@ -55,11 +55,11 @@ class TopologyGpuPicker final : public GpuPicker {
     // The GPUs the default picker could take: idle (an unhealthy GPU reads 0 free), an allowed
     // model, enough GPU memory.
     std::vector<std::uint16_t> free;
-    const auto free_milli = state.gpu_free_milli(node);
+    const auto free_milli = state.shares().free_milli(node);
     for (std::size_t g = 0; g < free_milli.size(); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
       if (free_milli[g] == kMilliPerGpu && (request.models & model_bit(state.gpu_model(node, gi))) &&
-          state.gpu_free_memory(node, gi) >= shape.gpu_memory)
+          state.shares().free_memory(node, gi) >= shape.gpu_memory)
         free.push_back(gi);
     }
     out = make_assignment(node, request);

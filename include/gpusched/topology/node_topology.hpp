@@ -44,7 +44,7 @@
 //   answer on NVSwitch domains, where every set has the same bandwidth and keeping whole trays
 //   free is what matters.
 //
-//   auto topo = NodeTopology::build(*state.node_interconnect(n)).value();   // or io::parse_nvidia_smi_topo(text)
+//   auto topo = NodeTopology::build(*state.topology().interconnect(n)).value();   // or io::parse_nvidia_smi_topo(text)
 //   std::vector<std::uint16_t> free{0, 1, 2, 3, 5, 6};
 //   GpuPick pick = topo.best_gpus(free, 4);                     // pick.gpus, pick.score.allreduce_us
 #pragma once
@@ -125,7 +125,7 @@ class NodeTopology {
                                     NodeTopologyOptions options = {});
   // A multi-node NVLink domain (GB200 NVL72: 18 hosts x 4 GPUs, NVLink 5 x 18) as one graph:
   // every GPU on one NVSwitch fabric, each host's GPUs on its own PCIe tree (two per socket).
-  // From the cluster model's per-node interconnect (ClusterState::node_interconnect).
+  // From the cluster model's per-node interconnect (ClusterState::Topology::interconnect).
   static Result<NodeTopology> build(const NodeInterconnect& interconnect) {
     return build(interconnect.devices, interconnect.matrix, interconnect.options);
   }

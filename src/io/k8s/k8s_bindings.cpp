@@ -28,9 +28,9 @@ json bindings_object(const Input& input, const ClusterState& state, std::span<co
         for (auto g : a.gpus) gpus.push_back(g);
         b["gpus"] = gpus;
         if (a.is_mig() && !a.gpus.empty()) {
-          const auto id = state.mig_gpu(a.node, a.gpus[0]);
+          const auto id = state.mig().gpu(a.node, a.gpus[0]);
           std::string profile;
-          if (id != mig::kNoGpu) profile = state.mig().spec_of(id).profiles[static_cast<std::size_t>(a.mig_profile)].name;
+          if (id != mig::kNoGpu) profile = state.mig().table().spec_of(id).profiles[static_cast<std::size_t>(a.mig_profile)].name;
           b["mig"] = json{{"gpu", a.gpus[0]}, {"profile", profile}, {"start", a.mig_start}};
         } else if (a.gpu_milli > 0 && a.gpu_milli < kMilliPerGpu) {
           b["gpu_milli"] = a.gpu_milli;
@@ -79,9 +79,9 @@ namespace {
 json repartition_object(const ClusterState& state, const mig::MigPlan& plan) {
   json gpus = json::array();
   for (const mig::MigGpuChange& c : plan.changes) {
-    const mig::MigGpuSpec& spec = state.mig().spec_of(c.gpu);
-    gpus.push_back(json{{"node", std::string(state.node_name(state.mig().node_of(c.gpu)))},
-                        {"gpu", state.mig().local_index(c.gpu)},
+    const mig::MigGpuSpec& spec = state.mig().table().spec_of(c.gpu);
+    gpus.push_back(json{{"node", std::string(state.node_name(state.mig().table().node_of(c.gpu)))},
+                        {"gpu", state.mig().table().local_index(c.gpu)},
                         {"destroy", instances_json(spec, c.destroyed)},
                         {"create", instances_json(spec, c.created)},
                         {"after", instances_json(spec, c.after)}});

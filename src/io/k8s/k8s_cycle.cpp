@@ -21,10 +21,10 @@ Result<TaskAssignment> bound_assignment(const ClusterState& st, NodeId n, const 
   TaskAssignment a = make_assignment(n, request);
   if (request.mig.any()) {
     for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.empty(); ++g) {
-      const mig::MigGpuId id = st.mig_gpu(n, g);
+      const mig::MigGpuId id = st.mig().gpu(n, g);
       if (id == mig::kNoGpu) continue;
-      const int profile = request.mig.profile[st.mig().model_of(id)];
-      const int start = profile < 0 ? -1 : st.mig().idle_start(id, profile);
+      const int profile = request.mig.profile[st.mig().table().model_of(id)];
+      const int start = profile < 0 ? -1 : st.mig().table().idle_start(id, profile);
       if (start < 0) continue;
       a.gpus.push_back(g);
       a.mig_profile = static_cast<std::int8_t>(profile);
@@ -36,7 +36,7 @@ Result<TaskAssignment> bound_assignment(const ClusterState& st, NodeId n, const 
                    ErrorCode::kState, "spec.nodeName");
   } else if (request.shape.gpus > 0) {
     for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
-      if (st.gpu_free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
+      if (st.shares().free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
   }
   return a;
 }

@@ -307,6 +307,31 @@ GPUSCHED_DECL bool ClusterState::node_interconnect_is_default(NodeId n) const {
 }
 
 // The view's interconnect for node `index`, if it gives one, must fit the node's `gpus` GPUs.
+GPUSCHED_DECL Status ClusterState::set_node_interconnect(NodeId n, NodeInterconnect interconnect) {
+  if (n >= node_count()) return Error{"node: unknown node id " + std::to_string(n), ErrorCode::kUnknownName, "node"};
+  if (removed(n)) return Error{"node: node " + std::to_string(n) + " was removed", ErrorCode::kState, "node"};
+  if (Status ok = validate_interconnect(interconnect, gpu_count(n)); !ok) return ok;
+  interconnects_.set(n, std::move(interconnect));
+  note_node_change(n);
+  note_layout_change();
+  return {};
+}
+
+GPUSCHED_DECL Status ClusterState::set_topology_levels(std::vector<std::string> keys) {
+  for (std::size_t l = 0; l < keys.size(); ++l) {
+    const std::string field = "topology_levels[" + std::to_string(l) + "]";
+    if (keys[l].empty()) return Error{field + ": must not be empty", ErrorCode::kInvalidValue, field};
+    for (std::size_t m = 0; m < l; ++m)
+      if (keys[m] == keys[l])
+        return Error{field + ": '" + keys[l] + "' repeats topology_levels[" + std::to_string(m) + "]", ErrorCode::kDuplicate,
+                     field};
+  }
+  topology_levels_ = std::move(keys);
+  ++generation_;  // every node's domains may change: a layout change of the whole cluster
+  note_layout_change();
+  return {};
+}
+
 GPUSCHED_DECL Status ClusterState::check_view_interconnect(const ClusterView& view, std::size_t index, std::size_t gpus) const {
   const NodeInterconnect* given = view.node_interconnect(index);
   if (given == nullptr) return {};
@@ -541,7 +566,7 @@ GPUSCHED_DECL std::uint32_t ClusterState::label_value_id(std::string_view value)
 }
 
 GPUSCHED_DECL std::uint32_t ClusterState::node_label_value(NodeId n, std::uint32_t key) const {
-  for (const auto& l : node_labels(n))
+  for (const auto& l : labels().of(n))
     if (l.key == key) return l.value;
   return kUnknownLabel;
 }
@@ -831,7 +856,7 @@ GPUSCHED_DECL Status ClusterState::release(const TaskAssignment& a) {
     if (g >= gpu_count(a.node))
       return cluster_error(ErrorCode::kInvalidValue, field(), cluster_message("release on ", name, ": no GPU ", g));
     if (gpu_free_milli_if_healthy(a.node, g) + a.gpu_milli > kMilliPerGpu ||
-        gpu_free_memory_if_healthy(a.node, g) + a.gpu_memory > gpu_memory_capacity(a.node, g))
+        gpu_free_memory_if_healthy(a.node, g) + a.gpu_memory > shares().memory_capacity(a.node, g))
       return cluster_error(ErrorCode::kState, field(), cluster_message("release on ", name, ": GPU ", g, " frees more than is used"));
   }
   apply(a, +1);

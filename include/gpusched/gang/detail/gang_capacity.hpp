@@ -42,16 +42,16 @@ inline std::int64_t gang_node_task_capacity(const ClusterState& state, NodeId n,
   if (shape.cpu > 0) cap = std::min(cap, state.cpu_free(n) / shape.cpu);
   if (shape.memory > 0) cap = std::min(cap, state.memory_free(n) / shape.memory);
   if (!shape.needs_gpu()) return cap;
-  const auto free = state.gpu_free_milli(n);
+  const auto free = state.shares().free_milli(n);
   if (!shape.shares_gpu()) {
     std::int64_t usable = 0;
-    if (state.node_index_model(n) != ClusterState::kMixedModels && shape.gpu_memory == 0) {
-      usable = state.idle_gpus(n);  // check_fit passed, so the node's one model is allowed
+    if (gpusched::detail::cluster_index(state).node_model_key(n) != ClusterState::kMixedModels && shape.gpu_memory == 0) {
+      usable = state.shares().idle_gpus(n);  // check_fit passed, so the node's one model is allowed
     } else {
       for (std::size_t g = 0; g < free.size(); ++g) {
         const auto gi = static_cast<GpuIndex>(g);
         if (free[g] == kMilliPerGpu && (request.models & model_bit(state.gpu_model(n, gi))) &&
-            state.gpu_free_memory(n, gi) >= shape.gpu_memory)
+            state.shares().free_memory(n, gi) >= shape.gpu_memory)
           ++usable;
       }
     }
@@ -62,7 +62,7 @@ inline std::int64_t gang_node_task_capacity(const ClusterState& state, NodeId n,
     const auto gi = static_cast<GpuIndex>(g);
     if (!(request.models & model_bit(state.gpu_model(n, gi)))) continue;
     std::int64_t k = free[g] / shape.gpu_milli;
-    if (shape.gpu_memory > 0) k = std::min(k, state.gpu_free_memory(n, gi) / shape.gpu_memory);
+    if (shape.gpu_memory > 0) k = std::min(k, state.shares().free_memory(n, gi) / shape.gpu_memory);
     shares += k;
   }
   return std::min(cap, shares);
@@ -73,15 +73,15 @@ inline GangIndexBound gang_index_bound(const ClusterState& state, const TaskRequ
   GangIndexBound b;
   if (!shape.needs_gpu()) return {kGangUnbounded, -1};
   if (shape.shares_gpu()) {
-    b.tasks = state.total_gpu_milli_free() / shape.gpu_milli;
+    b.tasks = state.shares().total_free() / shape.gpu_milli;
     b.nodes = -1;
     return b;
   }
-  for (std::uint8_t key : state.model_keys()) {
+  for (std::uint8_t key : gpusched::detail::cluster_index(state).model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
     if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-    for (std::int32_t idle = state.next_idle_level(key, shape.gpus); idle >= 0; idle = state.next_idle_level(key, idle + 1)) {
-      const NodeBitset* bucket = state.idle_bucket(key, idle);
+    for (std::int32_t idle = gpusched::detail::cluster_index(state).next_idle_level(key, shape.gpus); idle >= 0; idle = gpusched::detail::cluster_index(state).next_idle_level(key, idle + 1)) {
+      const NodeBitset* bucket = gpusched::detail::cluster_index(state).idle_bucket(key, idle);
       if (!bucket || bucket->empty()) continue;
       b.nodes += bucket->count();
       b.tasks += static_cast<std::int64_t>(bucket->count()) * (idle / shape.gpus);
@@ -92,10 +92,10 @@ inline GangIndexBound gang_index_bound(const ClusterState& state, const TaskRequ
 
 inline std::int64_t gang_indexed_idle_gpus(const ClusterState& state) {
   std::int64_t total = 0;
-  for (std::uint8_t key : state.model_keys()) {
+  for (std::uint8_t key : gpusched::detail::cluster_index(state).model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
-    for (std::int32_t idle = state.next_idle_level(key, 1); idle >= 0; idle = state.next_idle_level(key, idle + 1)) {
-      const NodeBitset* bucket = state.idle_bucket(key, idle);
+    for (std::int32_t idle = gpusched::detail::cluster_index(state).next_idle_level(key, 1); idle >= 0; idle = gpusched::detail::cluster_index(state).next_idle_level(key, idle + 1)) {
+      const NodeBitset* bucket = gpusched::detail::cluster_index(state).idle_bucket(key, idle);
       if (bucket) total += static_cast<std::int64_t>(bucket->count()) * idle;
     }
   }
@@ -209,9 +209,9 @@ class GangEmptyCapacity {
       s.gpus.clear();
       for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
         const auto gi = static_cast<GpuIndex>(g);
-        const mig::MigGpuId id = state.mig_gpu(n, gi);
-        s.gpus.push_back({state.gpu_model(n, gi), state.gpu_memory_capacity(n, gi),
-                          static_cast<std::int16_t>(id == mig::kNoGpu ? -1 : state.mig().model_of(id))});
+        const mig::MigGpuId id = state.mig().gpu(n, gi);
+        s.gpus.push_back({state.gpu_model(n, gi), state.shares().memory_capacity(n, gi),
+                          static_cast<std::int16_t>(id == mig::kNoGpu ? -1 : state.mig().table().model_of(id))});
       }
       std::sort(s.gpus.begin(), s.gpus.end());
       auto [it, inserted] = ids.try_emplace(s, static_cast<std::uint32_t>(shapes_.size()));
@@ -231,7 +231,7 @@ class GangEmptyCapacity {
   std::vector<std::int64_t> shape_capacities(const ClusterState& state, const TaskRequest& request) const {
     std::vector<std::int64_t> caps(shapes_.size());
     for (std::size_t s = 0; s < shapes_.size(); ++s)
-      caps[s] = gang_empty_shape_capacity(state.mig().catalog(), shapes_[s], request);
+      caps[s] = gang_empty_shape_capacity(state.mig().table().catalog(), shapes_[s], request);
     return caps;
   }
   // The whole cluster's capacity for those per-shape figures (saturating).

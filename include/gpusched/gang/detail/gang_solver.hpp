@@ -411,7 +411,7 @@ GPUSCHED_DECL bool GangSolver::aggregate_bounds(GangResult& out) {
     const auto& shape = req(g).shape;
     std::string text = detail::gang_format("group {} needs {}; ", spec_.groups[g].name, task_text(g, need));
     if (shape.shares_gpu())
-      text += detail::gang_format("the cluster has {}m of GPU free ({} tasks at most)", st_.total_gpu_milli_free(), b.tasks);
+      text += detail::gang_format("the cluster has {}m of GPU free ({} tasks at most)", st_.shares().total_free(), b.tasks);
     else
       text += detail::gang_format("{} {} {}{} free GPUs ({} {} fit)", b.nodes, b.nodes == 1 ? "node has" : "nodes have",
                           shape.gpus, shape.gpus < st_.max_gpus_per_node() ? " or more" : "", b.tasks,
@@ -428,11 +428,11 @@ GPUSCHED_DECL bool GangSolver::aggregate_bounds(GangResult& out) {
     need_milli += spec_.groups[g].min_replicas * s.total_gpu_milli();
     if (s.needs_gpu() && !s.shares_gpu()) need_whole += spec_.groups[g].min_replicas * s.gpus;
   }
-  if (need_milli > st_.total_gpu_milli_free()) {
-    out.bounds.push_back({"GPU share (milli-GPU) free", need_milli, st_.total_gpu_milli_free(),
+  if (need_milli > st_.shares().total_free()) {
+    out.bounds.push_back({"GPU share (milli-GPU) free", need_milli, st_.shares().total_free(),
                           ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu, -1});
     out.explanation = detail::gang_format("the gang needs {} GPUs in all; the cluster has {} free", need_milli / 1000.0,
-                             st_.total_gpu_milli_free() / 1000.0);
+                             st_.shares().total_free() / 1000.0);
     return false;
   }
   const std::int64_t idle = detail::gang_indexed_idle_gpus(st_);
@@ -574,8 +574,8 @@ GPUSCHED_DECL bool GangSolver::count_bounds(const std::vector<NodeId>* set, std:
     bool any = false;
     for (std::uint32_t g = 0; g < n_groups_ && !any; ++g) any = caps_[g][n] > 0;
     if (!any) return;
-    milli += st_.free_gpu_milli(n);
-    whole += st_.idle_gpus(n);
+    milli += st_.shares().node_free_milli(n);
+    whole += st_.shares().idle_gpus(n);
     cpu += st_.cpu_free(n);
     mem += st_.memory_free(n);
   });
@@ -604,11 +604,11 @@ GPUSCHED_DECL void GangSolver::gpu_options(NodeId n, const TaskRequest& r, std::
     std::vector<GpuIndex> gpus;
   };
   std::vector<Class> classes;
-  const auto free = st_.gpu_free_milli(n);
+  const auto free = st_.shares().free_milli(n);
   for (std::size_t g = 0; g < free.size(); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     const GpuModelId model = st_.gpu_model(n, gi);
-    const Bytes mem = st_.gpu_free_memory(n, gi);
+    const Bytes mem = st_.shares().free_memory(n, gi);
     if (!(r.models & model_bit(model)) || mem < shape.gpu_memory) continue;
     if (shape.shares_gpu() ? free[g] < shape.gpu_milli : free[g] != kMilliPerGpu) continue;
     auto it = std::find_if(classes.begin(), classes.end(), [&](const Class& c) {
@@ -745,12 +745,12 @@ GPUSCHED_DECL GangSolver::SearchOutcome GangSolver::search(const std::vector<Nod
     std::vector<std::array<std::int64_t, 3>> gpus;
     for (std::size_t g = 0; g < st_.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
-      gpus.push_back({st_.gpu_model(n, gi), st_.gpu_free_milli(n, gi), st_.gpu_free_memory(n, gi)});
+      gpus.push_back({st_.gpu_model(n, gi), st_.shares().free_milli(n, gi), st_.shares().free_memory(n, gi)});
     }
     std::sort(gpus.begin(), gpus.end());
     for (const auto& x : gpus) sig.insert(sig.end(), x.begin(), x.end());
     sig.push_back(-1);
-    for (auto key : selector_keys) sig.push_back(st_.node_label_value(n, key));
+    for (auto key : selector_keys) sig.push_back(st_.labels().value_of(n, key));
     for (const DomainMap& m : maps_) {
       const auto d = m.node_domain[n];
       sig.push_back(d == DomainMap::kNone ? -1 : (m.members[d].size() > 1 ? static_cast<std::int64_t>(d) : -2));
@@ -872,9 +872,9 @@ GPUSCHED_DECL void GangSolver::classify_capacity(GangResult& r, bool scan_nodes)
       return infeasible(detail::gang_format("group {}: GPUs per task", spec_.groups[g].name), ReasonKind::kInsufficientGpus,
                         Unit::kGpus, shape.gpus, st_.max_gpus_per_node(), static_cast<std::int32_t>(g));
   }
-  if (need_milli > st_.total_gpu_milli_capacity())
+  if (need_milli > st_.shares().total_capacity())
     return infeasible("GPU share (milli-GPU) of the cluster", ReasonKind::kInsufficientGpuShare, Unit::kMilliGpu,
-                      need_milli, st_.total_gpu_milli_capacity(), -1);
+                      need_milli, st_.shares().total_capacity(), -1);
   // Per group over the cluster, and per domain of a required level: total[g], per_domain[g][d].
   const bool required = topology_in_force() && spec_.topology.mode == LevelMode::kRequired;
   const CapacityAtEmpty cap = scan_nodes ? capacity_by_scan(required) : capacity_from_summary(required);

@@ -83,9 +83,9 @@ GPUSCHED_DECL std::int64_t fragmentation(const MigGpuSpec& spec, const Occupancy
 namespace detail {
 
 GPUSCHED_DECL std::string mig_profile_label(const ClusterState& state, const MigRequest& r) {
-  for (std::size_t m = 0; m < state.mig().catalog().size(); ++m)
+  for (std::size_t m = 0; m < state.mig().table().catalog().size(); ++m)
     if (r.profile[m] >= 0)
-      return state.mig().catalog().spec(static_cast<MigModelId>(m)).profiles[static_cast<std::size_t>(r.profile[m])].name;
+      return state.mig().table().catalog().spec(static_cast<MigModelId>(m)).profiles[static_cast<std::size_t>(r.profile[m])].name;
   return "the profile";
 }
 
@@ -93,7 +93,7 @@ GPUSCHED_DECL std::string mig_profile_label(const ClusterState& state, const Mig
 }  // namespace detail
 
 GPUSCHED_DECL Outcome unplaceable_outcome(const ClusterState& state, const MigRequest& request, MigMode mode) {
-  const MigGpuTable& mig = state.mig();
+  const MigGpuTable& mig = state.mig().table();
   std::uint64_t no_profile = 0, no_idle = 0, no_room = 0, fits = 0;
   for (MigClassId c : mig.live_classes()) {
     const MigGpuId g = mig.class_first(c);
@@ -130,7 +130,7 @@ GPUSCHED_DECL Outcome unplaceable_outcome(const ClusterState& state, const MigRe
 GPUSCHED_DECL std::string explain(const ClusterState& state, const MigRequest& request, const MigDecision& decision) {
   std::uint64_t failed = 0;
   for (const Reason& r : decision.reasons) failed += r.count;
-  const std::uint64_t total = state.mig().gpu_count();
+  const std::uint64_t total = state.mig().table().gpu_count();
   std::string out = gpusched::detail::concat_text(total - std::min(failed, total), "/", total, " GPUs can take ",
                                     detail::mig_profile_label(state, request));
   std::string sep = ": ";
@@ -155,8 +155,8 @@ GPUSCHED_DECL std::string to_string(const MigDecision& decision) {
 
 GPUSCHED_DECL MigTask mig_task(const ClusterState& state, const MigDecision& decision) {
   MigTask task;
-  if (!decision.placed() || decision.gpu >= state.mig().gpu_count()) return task;
-  const MigGpuTable& mig = state.mig();
+  if (!decision.placed() || decision.gpu >= state.mig().table().gpu_count()) return task;
+  const MigGpuTable& mig = state.mig().table();
   task.request.mig.profile[mig.model_of(decision.gpu)] = static_cast<std::int8_t>(decision.profile);
   task.assignment.node = mig.node_of(decision.gpu);
   task.assignment.gpus = {mig.local_index(decision.gpu)};
@@ -168,12 +168,12 @@ GPUSCHED_DECL MigTask mig_task(const ClusterState& state, const MigDecision& dec
 
 GPUSCHED_DECL TaskAssignment mig_instance_assignment(const ClusterState& state, MigGpuId g, int start, bool destroy) {
   TaskAssignment a;
-  if (g >= state.mig().gpu_count()) return a;
-  a.node = state.mig().node_of(g);
-  a.gpus = {state.mig().local_index(g)};
+  if (g >= state.mig().table().gpu_count()) return a;
+  a.node = state.mig().table().node_of(g);
+  a.gpus = {state.mig().table().local_index(g)};
   a.mig_start = static_cast<std::int8_t>(start);
   a.mig_create = destroy;
-  for (const MigSlot& s : state.mig().instances(g))
+  for (const MigSlot& s : state.mig().table().instances(g))
     if (s.start == start) a.mig_profile = static_cast<std::int8_t>(s.profile);
   return a;
 }
@@ -181,7 +181,7 @@ GPUSCHED_DECL TaskAssignment mig_instance_assignment(const ClusterState& state, 
 GPUSCHED_DECL Status apply_decision(ClusterState& state, const MigDecision& decision) {
   if (!decision.placed())
     return gpusched::detail::input_error("decision: nothing to apply (not placed)", "decision", ErrorCode::kState);
-  if (decision.gpu >= state.mig().gpu_count())
+  if (decision.gpu >= state.mig().table().gpu_count())
     return gpusched::detail::input_error(gpusched::detail::concat_text("decision.gpu: MIG id ", decision.gpu, " out of range"), "decision.gpu",
                              ErrorCode::kState);
   const MigTask task = mig_task(state, decision);
@@ -206,7 +206,7 @@ GPUSCHED_DECL const FragAwarePlacer::Memo& FragAwarePlacer::memo(const ClusterSt
   const Memo& m = memo_[c];
   // The hit (almost every class of almost every decision) stays inline in decide's loop; the
   // evaluation (cold) is out of line.
-  if (m.key == state.mig().class_key(c) && ((m.done >> p) & 1U)) return m;
+  if (m.key == state.mig().table().class_key(c) && ((m.done >> p) & 1U)) return m;
   return evaluate_memo(state, c, p);
 }
 
@@ -255,15 +255,15 @@ GPUSCHED_DECL detail::MigMove detail::frag_aware_create(const MigGpuTable& mig, 
 
 GPUSCHED_DECL const FragAwarePlacer::Memo& FragAwarePlacer::evaluate_memo(const ClusterState& state, MigClassId c, int p) const {
   Memo& m = memo_[c];
-  if (m.key != state.mig().class_key(c)) {
-    m.key = state.mig().class_key(c);
+  if (m.key != state.mig().table().class_key(c)) {
+    m.key = state.mig().table().class_key(c);
     m.done = 0;
   }
   m.done = static_cast<std::uint16_t>(m.done | (1U << p));
-  const MigGpuId g = state.mig().class_first(c);
-  const auto w = demand_.weights(state.mig().class_model(c));
-  m.take[static_cast<std::size_t>(p)] = detail::frag_aware_take(state.mig(), g, p, w);
-  m.create[static_cast<std::size_t>(p)] = detail::frag_aware_create(state.mig(), g, p, w);
+  const MigGpuId g = state.mig().table().class_first(c);
+  const auto w = demand_.weights(state.mig().table().class_model(c));
+  m.take[static_cast<std::size_t>(p)] = detail::frag_aware_take(state.mig().table(), g, p, w);
+  m.create[static_cast<std::size_t>(p)] = detail::frag_aware_create(state.mig().table(), g, p, w);
   return m;
 }
 
@@ -271,13 +271,13 @@ GPUSCHED_DECL bool FragAwareMigPicker::pick(const ClusterState& state, NodeId no
                                            TaskAssignment& out) const {
   out = make_assignment(node, request);
   if (!request.mig.any() || node >= state.node_count()) return false;
-  const MigGpuTable& mig = state.mig();
+  const MigGpuTable& mig = state.mig().table();
   // Take before create, as the placer: an idle instance anywhere on the node needs no re-partition.
   for (const bool take : {true, false}) {
     GpuIndex best_gpu = 0;
     detail::MigMove best;
     for (GpuIndex gi = 0; gi < state.gpu_count(node); ++gi) {
-      const MigGpuId id = state.mig_gpu(node, gi);
+      const MigGpuId id = state.mig().gpu(node, gi);
       if (id == kNoGpu || !mig.available(id) || !(request.models & model_bit(state.gpu_model(node, gi)))) continue;
       const int p = request.mig.profile[mig.model_of(id)];
       if (p < 0) continue;
@@ -290,7 +290,7 @@ GPUSCHED_DECL bool FragAwareMigPicker::pick(const ClusterState& state, NodeId no
       }
     }
     if (best.start < 0) continue;
-    const MigGpuId id = state.mig_gpu(node, best_gpu);
+    const MigGpuId id = state.mig().gpu(node, best_gpu);
     out.gpus = {best_gpu};
     out.mig_profile = static_cast<std::int8_t>(request.mig.profile[mig.model_of(id)]);
     out.mig_start = best.start;
@@ -302,18 +302,18 @@ GPUSCHED_DECL bool FragAwareMigPicker::pick(const ClusterState& state, NodeId no
 
 GPUSCHED_DECL MigDecision FragAwarePlacer::decide(const ClusterState& state, const MigRequest& request) const {
   MigDecision best;
-  if (memo_.size() < state.mig().class_count()) memo_.resize(state.mig().class_count());
+  if (memo_.size() < state.mig().table().class_count()) memo_.resize(state.mig().table().class_count());
   auto consider = [&](bool take) {
     std::int32_t best_left = 0;
-    for (MigClassId c : state.mig().live_classes()) {
-      const int p = request.profile[state.mig().class_model(c)];
+    for (MigClassId c : state.mig().table().live_classes()) {
+      const int p = request.profile[state.mig().table().class_model(c)];
       if (p < 0) continue;
       const Memo& m = memo(state, c, p);
       const Move& mv = take ? m.take[static_cast<std::size_t>(p)] : m.create[static_cast<std::size_t>(p)];
       if (mv.start < 0) continue;
       // The class's GPU (a std::set lookup) is read only when (delta, left) does not already decide.
       if (best.placed() && std::tie(mv.delta, mv.left) > std::tie(best.score, best_left)) continue;
-      const MigGpuId g = state.mig().class_first(c);
+      const MigGpuId g = state.mig().table().class_first(c);
       if (best.placed() && std::tie(mv.delta, mv.left, g) >= std::tie(best.score, best_left, best.gpu)) continue;
       best.action = take ? MigAction::kUseIdle : MigAction::kCreate;
       best.gpu = g;
@@ -334,16 +334,16 @@ GPUSCHED_DECL MigDecision FirstFitPlacer::decide(const ClusterState& state, cons
   // Two passes, as the frag-aware placer: an idle instance anywhere first, then a creation.
   for (const bool take : {true, false}) {
     if (!take && mode_ == MigMode::kStatic) break;
-    for (MigClassId c : state.mig().live_classes()) {
-      const int p = request.profile[state.mig().class_model(c)];
+    for (MigClassId c : state.mig().table().live_classes()) {
+      const int p = request.profile[state.mig().table().class_model(c)];
       if (p < 0) continue;
-      const MigGpuId g = state.mig().class_first(c);
+      const MigGpuId g = state.mig().table().class_first(c);
       if (best.placed() && g >= best.gpu) continue;
       int start = -1;
       if (take) {
-        start = state.mig().idle_start(g, p);
-      } else if (!state.mig().layout_fixed(g)) {
-        const SlotMask starts = feasible_starts(state.mig().spec_of(g), state.mig().occupancy(g), p, state.mig().rules());
+        start = state.mig().table().idle_start(g, p);
+      } else if (!state.mig().table().layout_fixed(g)) {
+        const SlotMask starts = feasible_starts(state.mig().table().spec_of(g), state.mig().table().occupancy(g), p, state.mig().table().rules());
         if (starts) start = std::countr_zero(static_cast<unsigned>(starts));
       }
       if (start < 0) continue;

@@ -125,7 +125,7 @@ class MigFillSearch {
 // One function on purpose: three numbered steps (idle instances, GPU groups, greedy fills) over the same
 // demand counters.
 GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<const MigDemandItem> demand, MigPlanOptions options) {
-  const MigCatalog& catalog = state.mig().catalog();
+  const MigCatalog& catalog = state.mig().table().catalog();
   const std::size_t n_items = demand.size();
   MigPlan plan;
   plan.served_idle.assign(n_items, 0);
@@ -148,13 +148,13 @@ GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<cons
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return item_slices(a) > item_slices(b); });
 
   // 1. Idle instances serve demand without any change.
-  std::vector<std::uint8_t> reserved(state.mig().gpu_count(), 0);  // bit = start slice reserved
+  std::vector<std::uint8_t> reserved(state.mig().table().gpu_count(), 0);  // bit = start slice reserved
   for (std::size_t i : order) {
-    for (MigGpuId g = 0; g < state.mig().gpu_count() && remaining[i] > 0; ++g) {
-      if (!state.mig().available(g)) continue;  // parked: its node takes no work
-      const int p = demand[i].request.profile[state.mig().model_of(g)];
+    for (MigGpuId g = 0; g < state.mig().table().gpu_count() && remaining[i] > 0; ++g) {
+      if (!state.mig().table().available(g)) continue;  // parked: its node takes no work
+      const int p = demand[i].request.profile[state.mig().table().model_of(g)];
       if (p < 0) continue;
-      for (const MigSlot& s : state.mig().instances(g)) {
+      for (const MigSlot& s : state.mig().table().instances(g)) {
         if (remaining[i] == 0) break;
         if (s.busy || s.profile != p || ((reserved[g] >> s.start) & 1U)) continue;
         reserved[g] = static_cast<std::uint8_t>(reserved[g] | (1U << s.start));
@@ -179,13 +179,13 @@ GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<cons
   };
   std::vector<Group> groups;
   std::map<std::tuple<MigModelId, std::uint64_t, std::uint64_t>, std::size_t> group_of;
-  for (MigGpuId g = 0; g < state.mig().gpu_count(); ++g) {
-    if (!state.mig().available(g)) continue;
-    const MigGpuSpec& spec = state.mig().spec_of(g);
+  for (MigGpuId g = 0; g < state.mig().table().gpu_count(); ++g) {
+    if (!state.mig().table().available(g)) continue;
+    const MigGpuSpec& spec = state.mig().table().spec_of(g);
     Occupancy fixed;
     std::vector<std::pair<int, int>> idle;
     std::uint64_t fixed_key = 0, idle_key = 0;
-    for (const MigSlot& s : state.mig().instances(g)) {
+    for (const MigSlot& s : state.mig().table().instances(g)) {
       const std::uint64_t nib = static_cast<std::uint64_t>(s.profile + 1U) << (4U * s.start);
       if (s.busy || ((reserved[g] >> s.start) & 1U)) {
         add_instance(spec, fixed, s.profile, s.start);
@@ -195,10 +195,10 @@ GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<cons
         idle_key |= nib;
       }
     }
-    auto [it, inserted] = group_of.try_emplace({state.mig().model_of(g), fixed_key, idle_key}, groups.size());
+    auto [it, inserted] = group_of.try_emplace({state.mig().table().model_of(g), fixed_key, idle_key}, groups.size());
     if (inserted) {
       Group grp;
-      grp.model = state.mig().model_of(g);
+      grp.model = state.mig().table().model_of(g);
       grp.fixed = fixed;
       grp.idle = std::move(idle);
       groups.push_back(std::move(grp));
@@ -241,7 +241,7 @@ GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<cons
       for (std::size_t p = 0; p < spec.profiles.size(); ++p)
         capped[p] = std::min<std::int64_t>(avail[grp.model][p], spec.profiles[p].max_instances);
       if (!grp.searched || capped != grp.searched_for) {
-        detail::MigFillSearch search(spec, state.mig().rules(), weights_all.weights(grp.model), capped, grp.idle, options.destroy_idle);
+        detail::MigFillSearch search(spec, state.mig().table().rules(), weights_all.weights(grp.model), capped, grp.idle, options.destroy_idle);
         grp.fill = search.run(grp.fixed);
         grp.searched_for = capped;
         grp.searched = true;
@@ -268,9 +268,9 @@ GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<cons
       const MigGpuId g = grp.gpus[grp.next++];
       MigGpuChange ch;
       ch.gpu = g;
-      ch.before = state.mig().layout(g);
+      ch.before = state.mig().table().layout(g);
       std::vector<std::pair<int, int>> after;  // (profile, start)
-      for (const MigSlot& s : state.mig().instances(g))
+      for (const MigSlot& s : state.mig().table().instances(g))
         if (s.busy || ((reserved[g] >> s.start) & 1U)) after.emplace_back(s.profile, s.start);
       for (auto [p, s] : grp.idle) {
         if (std::find(best_fill.kept_idle.begin(), best_fill.kept_idle.end(), s) != best_fill.kept_idle.end())
@@ -306,7 +306,7 @@ GPUSCHED_DECL MigPlan plan_repartition(const ClusterState& state, std::span<cons
 
 GPUSCHED_DECL Status apply_plan(ClusterState& state, const MigPlan& plan) {
   for (const MigGpuChange& ch : plan.changes) {
-    const MigGpuTable& mig = state.mig();
+    const MigGpuTable& mig = state.mig().table();
     if (ch.gpu >= mig.gpu_count())
       return gpusched::detail::input_error(gpusched::detail::concat_text("plan: MIG id ", ch.gpu, " out of range"), "changes", ErrorCode::kState);
     // Busy flags carried over by start slice (busy instances never move).
@@ -328,11 +328,11 @@ GPUSCHED_DECL std::vector<MigPartedNode> mig_parted_plan(const ClusterState& sta
   std::vector<MigPartedNode> out;
   std::map<NodeId, std::size_t> node_pos;
   for (const MigGpuChange& ch : plan.changes) {
-    const NodeId n = state.mig().node_of(ch.gpu);
+    const NodeId n = state.mig().table().node_of(ch.gpu);
     auto [it, inserted] = node_pos.try_emplace(n, out.size());
     if (inserted) out.push_back(MigPartedNode{std::string(state.node_name(n)), gpusched::detail::concat_text("gpusched-", state.node_name(n)), {}});
     MigPartedNode& node = out[it->second];
-    const MigGpuSpec& spec = state.mig().spec_of(ch.gpu);
+    const MigGpuSpec& spec = state.mig().table().spec_of(ch.gpu);
     std::vector<std::pair<std::string, int>> counts;
     for (const MigProfile& p : spec.profiles) {
       const auto c = std::count_if(ch.after.begin(), ch.after.end(), [&](const MigInstance& x) { return x.profile_id == p.id; });
@@ -343,7 +343,7 @@ GPUSCHED_DECL std::vector<MigPartedNode> mig_parted_plan(const ClusterState& sta
       node.entries.push_back(MigPartedEntry{{}, counts});
       e = node.entries.end() - 1;
     }
-    e->devices.push_back(state.mig().local_index(ch.gpu));
+    e->devices.push_back(state.mig().table().local_index(ch.gpu));
   }
   return out;
 }

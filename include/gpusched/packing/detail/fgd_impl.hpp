@@ -234,7 +234,7 @@ struct FgdCosts {
         if (mask & model_bit(static_cast<GpuModelId>(m))) restricted[m] += static_cast<double>(demand) * supply[m] / allowed;
     }
     // Scale the list's demand to arrivals equal to the cluster's capacity.
-    const double scale = static_cast<double>(state.total_gpu_milli_capacity()) / static_cast<double>(w.gpu_demand);
+    const double scale = static_cast<double>(state.shares().total_capacity()) / static_cast<double>(w.gpu_demand);
     for (std::size_t m = 0; m < 64; ++m)
       if (supply[m] > 0) kappa[m] = std::min(1.0, restricted[m] * scale / supply[m]);
   }
@@ -429,7 +429,7 @@ GPUSCHED_DECL double fragmentation(MilliCpu cpu_free, std::span<const std::int32
 GPUSCHED_DECL double node_fragmentation(const ClusterState& state, NodeId node, const TargetWorkload& workload) {
   std::vector<detail::FgdSlot> slots(state.gpu_count(node));
   for (std::size_t g = 0; g < slots.size(); ++g)
-    slots[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
+    slots[g] = {static_cast<std::int32_t>(state.shares().free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
   return detail::fgd_fragment_of_slots(state.cpu_free(node), slots, workload);
 }
 
@@ -497,7 +497,7 @@ struct FgdPolicy::Index {
     const std::size_t g_count = s.gpu_count(n);
     slot_buf.resize(g_count);
     for (std::size_t g = 0; g < g_count; ++g)
-      slot_buf[g] = {static_cast<std::int32_t>(s.gpu_free_milli(n, static_cast<GpuIndex>(g))), s.gpu_model(n, static_cast<GpuIndex>(g))};
+      slot_buf[g] = {static_cast<std::int32_t>(s.shares().free_milli(n, static_cast<GpuIndex>(g))), s.gpu_model(n, static_cast<GpuIndex>(g))};
     if (g_count > kTrackedGpus) {
       auto& f = tracked_free[n];
       f.resize(g_count);
@@ -524,7 +524,7 @@ struct FgdPolicy::Index {
     };
     for (const GpuIndex g : gpus) {
       if (g >= f.size()) return false;
-      const auto now = static_cast<std::int32_t>(s.gpu_free_milli(n, g));
+      const auto now = static_cast<std::int32_t>(s.shares().free_milli(n, g));
       if (now == f[g]) continue;
       const GpuModelId model = s.gpu_model(n, g);
       auto from = find(f[g], model);
@@ -685,7 +685,7 @@ GPUSCHED_DECL void FgdPolicy::observe(const ClusterState& state, const TaskReque
 }
 
 GPUSCHED_DECL std::int64_t FgdPolicy::secondary_key(const ClusterState& state, NodeId n, const TaskRequest& request) const {
-  return secondary_of(state.cpu_free(n), state.free_gpu_milli(n), request);
+  return secondary_of(state.cpu_free(n), state.shares().node_free_milli(n), request);
 }
 
 GPUSCHED_DECL std::int64_t FgdPolicy::secondary_of(MilliCpu cpu_free, MilliGpu gpu_free, const TaskRequest& request) const {
@@ -725,7 +725,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate_indexed(const ClusterSta
   std::int32_t gpu = -1;
   if (std::has_single_bit(state.node_models(node))) {
     e = detail::fgd_evaluate_class(cl.cpu, cl.levels, request, workload_, costs_.get(), ix.sums, ix.shared, ix.taken);
-    gpu = e.fits ? state.least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
+    gpu = e.fits ? gpusched::detail::cluster_index(state).least_share_gpu(node, cl.levels[static_cast<std::size_t>(e.slot)].free) : -1;
   } else {
     detail::fgd_sums_of(cl.levels, workload_, ix.sums);
     ix.shared.clear();
@@ -733,7 +733,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate_indexed(const ClusterSta
     for (std::size_t i = 0; i < cl.levels.size(); ++i) {
       const detail::FgdLevel& lv = cl.levels[i];
       if (lv.free < request.shape.gpu_milli || !(request.models & model_bit(lv.model))) continue;
-      const std::int32_t lowest = state.least_share_gpu(node, lv.free, model_bit(lv.model));
+      const std::int32_t lowest = gpusched::detail::cluster_index(state).least_share_gpu(node, lv.free, model_bit(lv.model));
       if (lowest >= 0) ix.shared.push_back({i, lowest});
     }
     std::sort(ix.shared.begin(), ix.shared.end(),
@@ -766,7 +766,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
   const std::size_t g_count = state.gpu_count(node);
   std::vector<detail::FgdSlot> sorted(g_count);
   for (std::size_t g = 0; g < g_count; ++g)
-    sorted[g] = {static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
+    sorted[g] = {static_cast<std::int32_t>(state.shares().free_milli(node, static_cast<GpuIndex>(g))), state.gpu_model(node, static_cast<GpuIndex>(g))};
   const std::vector<detail::FgdSlot> by_index = sorted;
   std::sort(sorted.begin(), sorted.end());
   std::vector<detail::FgdLevel> levels;
@@ -775,7 +775,7 @@ GPUSCHED_DECL FgdPolicy::NodeChoice FgdPolicy::evaluate(const ClusterState& stat
   detail::fgd_sums_of(levels, workload_, sums);
   auto usable = [&](std::size_t g) {
     const auto gi = static_cast<GpuIndex>(g);
-    return (request.models & model_bit(by_index[g].model)) && state.gpu_free_memory(node, gi) >= request.shape.gpu_memory;
+    return (request.models & model_bit(by_index[g].model)) && state.shares().free_memory(node, gi) >= request.shape.gpu_memory;
   };
   std::vector<detail::FgdCandidate> shared;
   std::vector<detail::FgdMove> taken;

@@ -22,7 +22,7 @@ namespace detail {
 // Whether the node's labels satisfy the request's selector (the check_fit rule, without resources).
 GPUSCHED_DECL bool placement_selector_matches(const ClusterState& state, NodeId n, const TaskRequest& request) {
   for (const LabelRequirement& l : request.selector)
-    if (state.node_label_value(n, l.key) != l.value) return false;
+    if (state.labels().value_of(n, l.key) != l.value) return false;
   return true;
 }
 
@@ -42,9 +42,9 @@ GPUSCHED_DECL FitReason placement_capacity_fit(const ClusterState& state, NodeId
     // (a fixed layout after a re-partition: the job waits for it, GpuInfo::mig_layout_fixed).
     for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
-      const mig::MigGpuId id = state.mig_gpu(n, gi);
+      const mig::MigGpuId id = state.mig().gpu(n, gi);
       if (id != mig::kNoGpu && (request.models & model_bit(state.gpu_model(n, gi))) &&
-          request.mig.profile[state.mig().model_of(id)] >= 0)
+          request.mig.profile[state.mig().table().model_of(id)] >= 0)
         return FitReason::kFits;
     }
     return FitReason::kNoMigPlacement;
@@ -54,9 +54,9 @@ GPUSCHED_DECL FitReason placement_capacity_fit(const ClusterState& state, NodeId
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     // A GPU in MIG mode takes no whole-GPU or shared task until an event turns MIG off.
-    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.mig_mode(n, gi)) continue;
+    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.mig().mode(n, gi)) continue;
     ++usable;
-    with_memory += state.gpu_memory_capacity(n, gi) >= shape.gpu_memory;
+    with_memory += state.shares().memory_capacity(n, gi) >= shape.gpu_memory;
   }
   if (usable < shape.gpus) return shape.shares_gpu() ? FitReason::kInsufficientGpuShare : FitReason::kInsufficientGpus;
   if (with_memory < shape.gpus) return FitReason::kInsufficientGpuMemory;
@@ -77,12 +77,12 @@ GPUSCHED_DECL std::int64_t placement_tasks_at_capacity(const ClusterState& state
     std::int64_t instances = 0;
     for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
-      const mig::MigGpuId id = state.mig_gpu(n, gi);
+      const mig::MigGpuId id = state.mig().gpu(n, gi);
       if (id == mig::kNoGpu || !(request.models & model_bit(state.gpu_model(n, gi))))
         continue;
-      const int p = request.mig.profile[state.mig().model_of(id)];
+      const int p = request.mig.profile[state.mig().table().model_of(id)];
       if (p < 0) continue;
-      const auto& spec = state.mig().spec_of(id);
+      const auto& spec = state.mig().table().spec_of(id);
       instances += std::min<std::int64_t>(spec.profiles[static_cast<std::size_t>(p)].max_instances, spec.max_instances);
     }
     return std::min(cap, instances);
@@ -91,13 +91,13 @@ GPUSCHED_DECL std::int64_t placement_tasks_at_capacity(const ClusterState& state
   std::int64_t per_gpus = 0;
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
-    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.gpu_memory_capacity(n, gi) < shape.gpu_memory ||
-        state.mig_mode(n, gi))
+    if (!(request.models & model_bit(state.gpu_model(n, gi))) || state.shares().memory_capacity(n, gi) < shape.gpu_memory ||
+        state.mig().mode(n, gi))
       continue;
     std::int64_t k = 1;
     if (shape.shares_gpu()) {
       k = kMilliPerGpu / shape.gpu_milli;
-      if (shape.gpu_memory > 0) k = std::min<std::int64_t>(k, state.gpu_memory_capacity(n, gi) / shape.gpu_memory);
+      if (shape.gpu_memory > 0) k = std::min<std::int64_t>(k, state.shares().memory_capacity(n, gi) / shape.gpu_memory);
     }
     per_gpus += k;
   }
@@ -116,16 +116,16 @@ GPUSCHED_DECL std::int64_t placement_offered(const ClusterState& state, NodeId n
   switch (reason) {
     case FitReason::kInsufficientCpu: return state.cpu_free(n);
     case FitReason::kInsufficientMemory: return state.memory_free(n);
-    case FitReason::kInsufficientGpus: return state.idle_gpus(n);
+    case FitReason::kInsufficientGpus: return state.shares().idle_gpus(n);
     case FitReason::kInsufficientGpuShare: {
       std::int64_t most = 0;
-      for (auto f : state.gpu_free_milli(n)) most = std::max<std::int64_t>(most, f);
+      for (auto f : state.shares().free_milli(n)) most = std::max<std::int64_t>(most, f);
       return most;
     }
     case FitReason::kInsufficientGpuMemory: {
       std::int64_t most = 0;
       for (std::size_t g = 0; g < state.gpu_count(n); ++g)
-        most = std::max<std::int64_t>(most, state.gpu_free_memory(n, static_cast<GpuIndex>(g)));
+        most = std::max<std::int64_t>(most, state.shares().free_memory(n, static_cast<GpuIndex>(g)));
       return most;
     }
     default: return -1;
@@ -142,7 +142,7 @@ GPUSCHED_DECL std::int64_t placement_offered_at_capacity(const ClusterState& sta
     case FitReason::kInsufficientGpuMemory: {
       std::int64_t most = 0;
       for (std::size_t g = 0; g < state.gpu_count(n); ++g)
-        most = std::max<std::int64_t>(most, state.gpu_memory_capacity(n, static_cast<GpuIndex>(g)));
+        most = std::max<std::int64_t>(most, state.shares().memory_capacity(n, static_cast<GpuIndex>(g)));
       return most;
     }
     default: return -1;

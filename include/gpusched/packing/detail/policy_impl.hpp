@@ -68,9 +68,9 @@ GPUSCHED_DECL NodeId policy_walk_idle_buckets(const ClusterState& state, const T
   };
   auto next_level = [&](std::int32_t from) {
     std::int32_t level = -1;
-    for (std::uint8_t key : state.model_keys()) {
+    for (std::uint8_t key : gpusched::detail::cluster_index(state).model_keys()) {
       if (!allowed_key(key)) continue;
-      const std::int32_t l = ascending ? state.next_idle_level(key, from) : state.prev_idle_level(key, from);
+      const std::int32_t l = ascending ? gpusched::detail::cluster_index(state).next_idle_level(key, from) : gpusched::detail::cluster_index(state).prev_idle_level(key, from);
       if (l >= 0 && (level < 0 || (ascending ? l < level : l > level))) level = l;
     }
     return level;
@@ -78,10 +78,10 @@ GPUSCHED_DECL NodeId policy_walk_idle_buckets(const ClusterState& state, const T
   for (std::int32_t idle = next_level(ascending ? fewest : most); idle >= fewest && idle <= most;
        idle = ascending ? next_level(idle + 1) : (idle == 0 ? -1 : next_level(idle - 1))) {
     NodeId best = kNoNode;
-    for (std::uint8_t key : state.model_keys()) {
+    for (std::uint8_t key : gpusched::detail::cluster_index(state).model_keys()) {
       if (key == ClusterState::kNoGpuKey) continue;
       if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-      const NodeBitset* bucket = state.idle_bucket(key, idle);
+      const NodeBitset* bucket = gpusched::detail::cluster_index(state).idle_bucket(key, idle);
       if (!bucket) continue;
       for (std::uint32_t n = bucket->first(); n != NodeBitset::kEnd && n < best; n = bucket->next(n + 1)) {
         if (state.check_fit(static_cast<NodeId>(n), request) == FitReason::kFits) {
@@ -100,28 +100,28 @@ GPUSCHED_DECL NodeId policy_walk_idle_buckets(const ClusterState& state, const T
 // free for GPU work), then the CPU left. BestFitPolicy::select walks the index in this order.
 // (One function per kind of request, so that select() chooses the formula once, not per node.)
 GPUSCHED_DECL std::int64_t fit_leftover_shared(const ClusterState& state, NodeId n, const TaskRequest& r) {
-  return std::int64_t{tightest_share_left(state, n, r)} * 100000 + state.idle_gpus(n);
+  return std::int64_t{tightest_share_left(state, n, r)} * 100000 + state.shares().idle_gpus(n);
 }
 GPUSCHED_DECL std::int64_t fit_leftover_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return static_cast<std::int64_t>(state.gpu_count(n)) * (std::int64_t{1} << 40) + state.cpu_free(n) - r.shape.cpu;
 }
 GPUSCHED_DECL std::int64_t fit_leftover_best(const ClusterState& state, NodeId n, const TaskRequest& r) {
   if (r.shape.shares_gpu()) return fit_leftover_shared(state, n, r);
-  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+  if (r.shape.needs_gpu()) return state.shares().idle_gpus(n) - r.shape.gpus;
   return fit_leftover_cpu_only(state, n, r);
 }
 
 // Worst-fit's key, higher is roomier. Whole GPUs: idle GPUs left. Shared: idle GPUs, then the most
 // free share on one GPU. CPU-only: the CPU left.
 GPUSCHED_DECL std::int64_t fit_room_shared(const ClusterState& state, NodeId n, const TaskRequest& /*r*/) {
-  return std::int64_t{state.idle_gpus(n)} * 100000 + state.most_free_share(n);
+  return std::int64_t{state.shares().idle_gpus(n)} * 100000 + gpusched::detail::cluster_index(state).most_free_share(n);
 }
 GPUSCHED_DECL std::int64_t fit_room_cpu_only(const ClusterState& state, NodeId n, const TaskRequest& r) {
   return state.cpu_free(n) - r.shape.cpu;
 }
 GPUSCHED_DECL std::int64_t fit_room_worst(const ClusterState& state, NodeId n, const TaskRequest& r) {
   if (r.shape.shares_gpu()) return fit_room_shared(state, n, r);
-  if (r.shape.needs_gpu()) return state.idle_gpus(n) - r.shape.gpus;
+  if (r.shape.needs_gpu()) return state.shares().idle_gpus(n) - r.shape.gpus;
   return fit_room_cpu_only(state, n, r);
 }
 
@@ -133,7 +133,7 @@ struct PolicyNodeDimensions {
 
 GPUSCHED_DECL PolicyNodeDimensions policy_node_dimensions(const ClusterState& s, NodeId n, const TaskRequest& r) {
   const double gpu_cap = static_cast<double>(s.gpu_count(n)) * kMilliPerGpu;
-  const double gpu_used = gpu_cap - static_cast<double>(s.free_gpu_milli(n));
+  const double gpu_used = gpu_cap - static_cast<double>(s.shares().node_free_milli(n));
   return {{static_cast<double>(s.cpu_capacity(n) - s.cpu_free(n) + r.shape.cpu),
            static_cast<double>(s.memory_capacity(n) - s.memory_free(n) + r.shape.memory),
            gpu_used + static_cast<double>(r.shape.total_gpu_milli())},
@@ -160,8 +160,8 @@ GPUSCHED_DECL TaskRequest policy_request_for(const ClusterState& from, const Clu
   TaskRequest out = request;
   // A key or value the source state never saw (kUnknownLabel) stays unknown: no node matches it.
   for (LabelRequirement& l : out.selector)
-    l = {l.key == ClusterState::kUnknownLabel ? l.key : to.label_key_id(from.label_key(l.key)),
-         l.value == ClusterState::kUnknownLabel ? l.value : to.label_value_id(from.label_value(l.value))};
+    l = {l.key == ClusterState::kUnknownLabel ? l.key : to.labels().key_id(from.labels().key(l.key)),
+         l.value == ClusterState::kUnknownLabel ? l.value : to.labels().value_id(from.labels().value(l.value))};
   return out;
 }
 
@@ -170,25 +170,25 @@ GPUSCHED_DECL TaskRequest policy_request_for(const ClusterState& from, const Clu
 // --- GPU pickers ---------------------------------------------------------------------------------
 
 namespace detail {
-// A node whose GPUs by free share the state keeps (ClusterState::least_share_gpu, which also
+// A node whose GPUs by free share the state keeps (detail::ClusterIndex::least_share_gpu, which also
 // answers for the allowed models and the GPU memory asked).
 GPUSCHED_DECL bool policy_share_index_answers(const ClusterState& state, NodeId node, const TaskRequest& /*request*/) {
-  return state.share_indexed(node);
+  return gpusched::detail::cluster_index(state).share_indexed(node);
 }
 }  // namespace detail
 
 GPUSCHED_DECL std::int32_t tightest_share_left(const ClusterState& state, NodeId node, const TaskRequest& request) {
   if (detail::policy_share_index_answers(state, node, request)) {
-    const std::int32_t g = state.least_share_gpu(node, request.shape.gpu_milli, request.models, request.shape.gpu_memory);
+    const std::int32_t g = gpusched::detail::cluster_index(state).least_share_gpu(node, request.shape.gpu_milli, request.models, request.shape.gpu_memory);
     return g < 0 ? kMilliPerGpu + 1
-                 : static_cast<std::int32_t>(state.gpu_free_milli(node, static_cast<GpuIndex>(g)) - request.shape.gpu_milli);
+                 : static_cast<std::int32_t>(state.shares().free_milli(node, static_cast<GpuIndex>(g)) - request.shape.gpu_milli);
   }
   std::int32_t best = kMilliPerGpu + 1;
-  const auto free = state.gpu_free_milli(node);
+  const auto free = state.shares().free_milli(node);
   for (std::size_t g = 0; g < free.size(); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     if (free[g] < request.shape.gpu_milli || !(request.models & model_bit(state.gpu_model(node, gi))) ||
-        state.gpu_free_memory(node, gi) < request.shape.gpu_memory)
+        state.shares().free_memory(node, gi) < request.shape.gpu_memory)
       continue;
     best = std::min<std::int32_t>(best, free[g] - static_cast<std::int32_t>(request.shape.gpu_milli));
   }
@@ -208,18 +208,18 @@ GPUSCHED_DECL TaskAssignment make_assignment(NodeId node, const TaskRequest& req
 GPUSCHED_DECL bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId node, const TaskRequest& request,
                                        TaskAssignment& out) const {
   out = make_assignment(node, request);
-  if (request.mig.any()) return state.pick_mig_instance(node, request, out);  // a MIG instance, not GPUs
+  if (request.mig.any()) return state.mig().pick_instance(node, request, out);  // a MIG instance, not GPUs
   const TaskShape& shape = request.shape;
   if (!shape.needs_gpu()) return true;
-  const auto free = state.gpu_free_milli(node);
+  const auto free = state.shares().free_milli(node);
   auto allowed = [&](std::size_t g) {
     const auto gi = static_cast<GpuIndex>(g);
     return (request.models & model_bit(state.gpu_model(node, gi))) &&
-           state.gpu_free_memory(node, gi) >= shape.gpu_memory;
+           state.shares().free_memory(node, gi) >= shape.gpu_memory;
   };
   if (shape.shares_gpu()) {
     if (detail::policy_share_index_answers(state, node, request)) {
-      const std::int32_t g = state.least_share_gpu(node, shape.gpu_milli, request.models, shape.gpu_memory);
+      const std::int32_t g = gpusched::detail::cluster_index(state).least_share_gpu(node, shape.gpu_milli, request.models, shape.gpu_memory);
       if (g < 0) return false;
       out.gpus.push_back(static_cast<GpuIndex>(g));
       return true;
@@ -235,8 +235,8 @@ GPUSCHED_DECL bool LowestIndexGpuPicker::pick(const ClusterState& state, NodeId 
   }
   // The idle GPUs in index order through the state's idle-GPU set: busy GPUs are skipped without
   // being visited (filling one node of 65,535 GPUs GPU by GPU was quadratic; issue 15).
-  for (std::int32_t g = state.next_idle_gpu(node, 0); g >= 0 && out.gpus.size() < static_cast<std::size_t>(shape.gpus);
-       g = state.next_idle_gpu(node, static_cast<std::size_t>(g) + 1))
+  for (std::int32_t g = gpusched::detail::cluster_index(state).next_idle_gpu(node, 0); g >= 0 && out.gpus.size() < static_cast<std::size_t>(shape.gpus);
+       g = gpusched::detail::cluster_index(state).next_idle_gpu(node, static_cast<std::size_t>(g) + 1))
     if (allowed(static_cast<std::size_t>(g))) out.gpus.push_back(static_cast<GpuIndex>(g));
   return out.gpus.size() == static_cast<std::size_t>(shape.gpus);
 }
@@ -267,8 +267,8 @@ GPUSCHED_DECL NodeId PlacementPolicy::select_among(const ClusterState& state, co
   // rule that breaks ties by id breaks them the same way), and the answer mapped back.
   const std::vector<NodeId> fitting = detail::policy_fitting_among(state, request, candidates);
   if (fitting.empty()) return kNoNode;
-  auto snapshot = ClusterState::build(ClusterStateView(state, fitting), state.registry(), state.mig().catalog(),
-                                      state.mig().rules());
+  auto snapshot = ClusterState::build(ClusterStateView(state, fitting), state.registry(), state.mig().table().catalog(),
+                                      state.mig().table().rules());
   if (!snapshot) return kNoNode;  // cannot happen for nodes of a valid state; never guess
   const NodeId chosen = select(*snapshot, detail::policy_request_for(state, *snapshot, request));
   return chosen < fitting.size() ? fitting[chosen] : kNoNode;
@@ -292,20 +292,20 @@ GPUSCHED_DECL NodeId FirstFitPolicy::select(const ClusterState& state, const Tas
   NodeId best = kNoNode;
   auto walk = [&](const NodeBitset& bucket, bool only_without_idle) {
     for (std::uint32_t n = bucket.first(); n != NodeBitset::kEnd && n < best; n = bucket.next(n + 1)) {
-      if (only_without_idle && state.idle_gpus(n) != 0) continue;
+      if (only_without_idle && state.shares().idle_gpus(n) != 0) continue;
       if (state.check_fit(static_cast<NodeId>(n), request) == FitReason::kFits) {
         best = static_cast<NodeId>(n);
         return;
       }
     }
   };
-  for (std::uint8_t key : state.model_keys()) {
+  for (std::uint8_t key : gpusched::detail::cluster_index(state).model_keys()) {
     if (key == ClusterState::kNoGpuKey) continue;
     if (key != ClusterState::kMixedModels && !(request.models & model_bit(key))) continue;
-    for (std::int32_t idle = state.next_idle_level(key, min_idle); idle >= 0; idle = state.next_idle_level(key, idle + 1))
-      if (const NodeBitset* bucket = state.idle_bucket(key, idle)) walk(*bucket, false);
+    for (std::int32_t idle = gpusched::detail::cluster_index(state).next_idle_level(key, min_idle); idle >= 0; idle = gpusched::detail::cluster_index(state).next_idle_level(key, idle + 1))
+      if (const NodeBitset* bucket = gpusched::detail::cluster_index(state).idle_bucket(key, idle)) walk(*bucket, false);
   }
-  if (request.shape.shares_gpu()) walk(state.partial_nodes(), true);
+  if (request.shape.shares_gpu()) walk(gpusched::detail::cluster_index(state).partial_nodes(), true);
   return best;
 }
 
@@ -389,7 +389,7 @@ GPUSCHED_DECL std::int64_t DotProductPolicy::score(const ClusterState& s, NodeId
       detail::policy_safe_ratio(r.shape.memory, s.memory_capacity(n)) *
           detail::policy_safe_ratio(s.memory_free(n), s.memory_capacity(n)) +
       (gpu_cap > 0 ? static_cast<double>(r.shape.total_gpu_milli()) / gpu_cap *
-                         static_cast<double>(s.free_gpu_milli(n)) / gpu_cap
+                         static_cast<double>(s.shares().node_free_milli(n)) / gpu_cap
                    : 0.0);
   return detail::policy_score_from_ratio(dot);
 }

@@ -59,8 +59,8 @@ struct ScoreFunctionPolicy::Memo {
     key.assign({state.cpu_capacity(n), state.cpu_free(n), state.memory_capacity(n), state.memory_free(n)});
     for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
       const auto gi = static_cast<GpuIndex>(g);
-      key.push_back(state.gpu_free_milli_if_healthy(n, gi));
-      key.push_back(state.gpu_free_memory_if_healthy(n, gi));
+      key.push_back(state.shares().free_milli_if_healthy(n, gi));
+      key.push_back(state.shares().free_memory_if_healthy(n, gi));
       key.push_back(state.gpu_model(n, gi));
     }
     node_class[n] = intern(classes);

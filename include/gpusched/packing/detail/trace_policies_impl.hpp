@@ -24,7 +24,7 @@ inline constexpr std::int64_t kTraceMaxNodeScore = 100;
 
 GPUSCHED_DECL bool trace_gpu_allowed(const ClusterState& s, NodeId n, std::size_t g, const TaskRequest& r) {
   const auto gi = static_cast<GpuIndex>(g);
-  return (r.models & model_bit(s.gpu_model(n, gi))) && s.gpu_free_memory(n, gi) >= r.shape.gpu_memory;
+  return (r.models & model_bit(s.gpu_model(n, gi))) && s.shares().free_memory(n, gi) >= r.shape.gpu_memory;
 }
 
 }  // namespace detail
@@ -57,7 +57,7 @@ GPUSCHED_DECL bool PaperRandomPolicy::Picker::pick(const ClusterState& state, No
   out = make_assignment(node, request);
   const TaskShape& shape = request.shape;
   if (!shape.needs_gpu()) return true;
-  const auto free = state.gpu_free_milli(node);
+  const auto free = state.shares().free_milli(node);
   std::vector<GpuIndex> ok;
   for (std::size_t g = 0; g < free.size(); ++g) {
     const bool fits = shape.shares_gpu() ? free[g] >= shape.gpu_milli : free[g] == kMilliPerGpu;
@@ -79,7 +79,7 @@ GPUSCHED_DECL NodeId DotProdPolicy::select(const ClusterState& state, const Task
   const double g = static_cast<double>(request.shape.total_gpu_milli()) / detail::kTraceMaxSpecGpu;
   return select_max(state, request, [&](NodeId n) {
     const double dot = c * static_cast<double>(state.cpu_free(n)) / detail::kTraceMaxSpecCpu +
-                       g * static_cast<double>(state.free_gpu_milli(n)) / detail::kTraceMaxSpecGpu;
+                       g * static_cast<double>(state.shares().node_free_milli(n)) / detail::kTraceMaxSpecGpu;
     // The larger the dot product, the lower the score (the paper's plugin); clamp at 0 so an
     // over-sized node cannot produce a negative score, which select_max would read as "skip".
     return std::max<std::int64_t>(0, static_cast<std::int64_t>(detail::kTraceMaxNodeScore * (1.0 - dot / 2.0)));
@@ -117,7 +117,7 @@ GPUSCHED_DECL NodeId GpuClusteringPolicy::select(const ClusterState& state, cons
     if (kind == 0) return 0;
     const std::uint8_t have = n < kinds_.size() ? kinds_[n] : 0;
     // Graded by the used share within each quarter: 25 * (8000 - free) / 8000, integer arithmetic.
-    const std::int64_t grade = detail::kTraceMaxNodeScore / 4 * (detail::kTraceMaxSpecGpuInt - state.free_gpu_milli(n)) / detail::kTraceMaxSpecGpuInt;
+    const std::int64_t grade = detail::kTraceMaxNodeScore / 4 * (detail::kTraceMaxSpecGpuInt - state.shares().node_free_milli(n)) / detail::kTraceMaxSpecGpuInt;
     std::int64_t base = 0;
     if (have & kind)
       base = (have == kind) ? detail::kTraceMaxNodeScore * 3 / 4 : detail::kTraceMaxNodeScore * 2 / 4;
@@ -132,11 +132,11 @@ GPUSCHED_DECL NodeId GpuClusteringPolicy::select(const ClusterState& state, cons
 GPUSCHED_DECL std::int64_t GpuPackingPolicy::score(const ClusterState& state, NodeId n, const TaskRequest& request) {
   const TaskShape& shape = request.shape;
   if (!shape.needs_gpu()) return 0;
-  const auto idle = static_cast<std::int64_t>(state.idle_gpus(n));
+  const auto idle = static_cast<std::int64_t>(state.shares().idle_gpus(n));
   const auto gpus = static_cast<std::int64_t>(state.gpu_count(n));
   if (idle == gpus) return std::max<std::int64_t>(detail::kTraceMaxNodeScore / 3 - idle, idle);
   // Take the GPUs with the least free share that fit, as the GPU step will.
-  const auto free = state.gpu_free_milli(n);
+  const auto free = state.shares().free_milli(n);
   std::vector<std::pair<std::int32_t, std::size_t>> order;
   for (std::size_t g = 0; g < free.size(); ++g)
     if (free[g] >= shape.gpu_milli && detail::trace_gpu_allowed(state, n, g, request)) order.emplace_back(free[g], g);
@@ -168,7 +168,7 @@ GPUSCHED_DECL NodeId PaperBestFitPolicy::select(const ClusterState& state, const
   for_each_candidate(state, request, [&](NodeId n) {
     if (state.check_fit(n, request) != FitReason::kFits) return true;
     const double left = 0.5 * (static_cast<double>(state.cpu_free(n)) - c) / detail::kTraceMaxSpecCpu +
-                        0.5 * (static_cast<double>(state.free_gpu_milli(n)) - g) / detail::kTraceMaxSpecGpu;
+                        0.5 * (static_cast<double>(state.shares().node_free_milli(n)) - g) / detail::kTraceMaxSpecGpu;
     scored.push_back({n, static_cast<std::int64_t>((1.0 - left) * static_cast<double>(detail::kTraceMaxNodeScore))});
     return true;
   });

@@ -267,7 +267,7 @@ class IdleGpuBound {
     for (NodeId n = 0; n < nodes; ++n) {
       if (!state.eligible(n)) continue;
       gpus_[n] = static_cast<std::int32_t>(state.gpu_count(n));
-      idle_now_[n] = state.idle_gpus(n);
+      idle_now_[n] = state.shares().idle_gpus(n);
     }
   }
   bool counted(const TaskAssignment& a) const {
@@ -402,7 +402,7 @@ class Profile {
     base_ = state.checkpoint();
     started_top_ = base_;
     in_place_.push_back({now_, base_, running_.start()});
-    free_now_ = state.total_gpu_milli_free();
+    free_now_ = state.shares().total_free();
     // Measured (benchmarks/README.md, "Backfill"): copying 10,000 nodes x 8 GPUs (0.7 ms CPU) costs
     // about what 1,000 journaled releases do.
     copy_cost_ = (state.node_count() + state.total_gpu_count()) / 90;
@@ -481,12 +481,12 @@ class Profile {
       }
       for (const GpuIndex g : a.gpus) {
         if (g >= state.gpu_count(n)) continue;
-        const MilliGpu milli = std::min(a.gpu_milli, state.gpu_free_milli(n, g));
+        const MilliGpu milli = std::min(a.gpu_milli, state.shares().free_milli(n, g));
         if (milli <= 0) continue;
         TaskRequest piece;
         piece.shape.gpus = 1;
         piece.shape.gpu_milli = milli;
-        piece.shape.gpu_memory = std::min(a.gpu_memory, state.gpu_free_memory(n, g));
+        piece.shape.gpu_memory = std::min(a.gpu_memory, state.shares().free_memory(n, g));
         TaskAssignment p;
         p.node = n;
         p.gpus = {g};
@@ -525,10 +525,10 @@ class Profile {
         }
       }
     }
-    std::int64_t free = state.total_gpu_milli_free();
+    std::int64_t free = state.shares().total_free();
     for (const auto& [n, g] : touched_) {
       std::int64_t& d = demand_[gpu_offset_[n] + g];
-      free -= std::min<std::int64_t>(state.gpu_free_milli(n, g), d);
+      free -= std::min<std::int64_t>(state.shares().free_milli(n, g), d);
       d = 0;
     }
     return free;
@@ -619,7 +619,7 @@ GPUSCHED_DECL FitTest test_fit(Profile& profile, std::span<const Claim> claims, 
     std::int64_t active = 0;
     for (const Claim& c : claims)
       if (c.start <= t && c.end > t) active = saturating_add(active, c.gpu_milli);
-    if (state.total_gpu_milli_free() - active < needed) return out;
+    if (state.shares().total_free() - active < needed) return out;
   }
   auto overlaps = [&](const Claim& c) {
     if (!(c.start < end && c.end > t)) return false;
@@ -633,7 +633,7 @@ GPUSCHED_DECL FitTest test_fit(Profile& profile, std::span<const Claim> claims, 
     Profile::overlay(state, c);
     overlaid += c.placement->size();
   }
-  if (state.total_gpu_milli_free() >= needed || t == now) {
+  if (state.shares().total_free() >= needed || t == now) {
     out.result = place_gang(state, spec, options);
     out.tried = true;
     ++placements_tried;

@@ -40,13 +40,13 @@ GPUSCHED_DECL bool could_ever_host(const ClusterState& state, NodeId n, const Ta
   const TaskShape& shape = request.shape;
   if (state.cpu_capacity(n) < shape.cpu || state.memory_capacity(n) < shape.memory) return false;
   for (const LabelRequirement& want : request.selector)
-    if (state.node_label_value(n, want.key) != want.value) return false;
+    if (state.labels().value_of(n, want.key) != want.value) return false;
   if (!shape.needs_gpu()) return true;
   std::int64_t allowed = 0;
   for (std::size_t g = 0; g < state.gpu_count(n); ++g) {
     const auto gi = static_cast<GpuIndex>(g);
     if ((request.models & model_bit(state.gpu_model(n, gi))) && state.gpu_healthy(n, gi) &&
-        state.gpu_memory_capacity(n, gi) >= shape.gpu_memory)
+        state.shares().memory_capacity(n, gi) >= shape.gpu_memory)
       ++allowed;
   }
   return allowed >= shape.gpus;
@@ -322,7 +322,7 @@ class VictimSearch {
   // Does the set `chosen` suffice? (Leaves the state at the base.)
   bool suffices(std::span<const std::size_t> chosen, std::vector<TaskPlacement>* out) {
     release_units(state_, running_, units_, chosen);
-    const bool ok = state_.total_gpu_milli_free() >= needed_ &&
+    const bool ok = state_.shares().total_free() >= needed_ &&
                     preemptor_fits(state_, spec_, gang_options_, out, plan_.placements_tried);
     state_.rollback(base_);
     return ok;
@@ -363,7 +363,7 @@ class VictimSearch {
       if (a.size != b.size) return a.size < b.size;
       return a.mask < b.mask;
     });
-    const std::int64_t free_now = state_.total_gpu_milli_free();
+    const std::int64_t free_now = state_.shares().total_free();
     for (const Subset& sub : subsets) {
       if (saturating_add(free_now, sub.freed) < needed_) continue;
       std::vector<std::size_t> set;
@@ -398,7 +398,7 @@ class VictimSearch {
     }
     for (NodeId n = 0; n < state_.node_count(); ++n) {
       if (node_freed[n] == 0) continue;
-      const bool enough = state_.free_gpu_milli(n) + node_freed[n] >= largest_task;
+      const bool enough = state_.shares().node_free_milli(n) + node_freed[n] >= largest_task;
       node_rank[n] = (enough ? 0.0 : 1e30) + static_cast<double>(node_cost[n]) / static_cast<double>(node_freed[n]);
     }
     return node_rank;
@@ -470,7 +470,7 @@ class VictimSearch {
       for (std::uint32_t t = unit.first; t < last; ++t) (void)state_.release_journaled(job.tasks[t].assignment);
       job_released[unit.job] = level;
       chosen.push_back(u);
-      if (state_.total_gpu_milli_free() < needed_) continue;
+      if (state_.shares().total_free() < needed_) continue;
       if (++since_bound < next_check) continue;
       next_check *= 2;
       if (preemptor_fits(state_, spec_, gang_options_, &placement_, plan_.placements_tried)) {

@@ -166,7 +166,7 @@ GPUSCHED_DECL std::int64_t node_task_slots(const ClusterState& state, NodeId n, 
   if (all_free) {
     if (!state.eligible(n)) return 0;
     for (const auto& req : request.selector)
-      if (state.node_label_value(n, req.key) != req.value) return 0;
+      if (state.labels().value_of(n, req.key) != req.value) return 0;
   } else if (state.check_fit(n, request) != FitReason::kFits) {
     return 0;
   }
@@ -182,8 +182,8 @@ GPUSCHED_DECL std::int64_t node_task_slots(const ClusterState& state, NodeId n, 
     for (std::size_t g = 0; g < gpus; ++g) {
       const auto gi = static_cast<GpuIndex>(g);
       if (!state.gpu_healthy(n, gi) || !(request.models & model_bit(state.gpu_model(n, gi)))) continue;
-      const MilliGpu free = all_free ? kMilliPerGpu : state.gpu_free_milli(n, gi);
-      const Bytes mem = all_free ? state.gpu_memory_capacity(n, gi) : state.gpu_free_memory(n, gi);
+      const MilliGpu free = all_free ? kMilliPerGpu : state.shares().free_milli(n, gi);
+      const Bytes mem = all_free ? state.shares().memory_capacity(n, gi) : state.shares().free_memory(n, gi);
       if (shape.shares_gpu()) {
         std::int64_t k = free / shape.gpu_milli;
         if (shape.gpu_memory > 0) k = std::min<std::int64_t>(k, mem / shape.gpu_memory);
