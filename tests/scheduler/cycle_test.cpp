@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "cycle_util.hpp"
+#include "gpusched/scheduler/session.hpp"
 
 using namespace cycle_test;
 
@@ -832,4 +833,32 @@ TEST_CASE("RunningUsage: the caller's per-queue sums give the cycle's decisions 
     CHECK(r.error().field == "options.usage");
   }
 #endif
+}
+
+TEST_CASE("one admission rule: a job whose request sums beyond 64 bits waits invalid, in the cycle and a session") {
+  // One 8-GPU node, queue a without quotas. `huge` asks 3 tasks of 4e18 bytes each: 1.2e19 bytes,
+  // beyond a 64-bit total. fairshare's plan_jobs refuses it (jobs[i].groups[0].memory, kOverflow);
+  // the cycle charges jobs by the same fairness::job_demand, so it must not sum it (a wrapped total
+  // would be charged to the queue): it waits kInvalid (invalid amount), and `ok` behind it starts.
+  auto state = cluster(1);
+  std::vector<fairness::QueueConfig> queues{queue(state, "a", fairness::kNoLimit)};
+  queues[0].nominal.clear();
+  PendingJob huge = job(state, "huge", "a", 3, 1, 5);
+  huge.job.groups[0].request.shape.memory = 4'000'000'000'000'000'000;
+  CHECK(fairness::request_problem(huge.job).overflow);
+  CHECK(fairness::request_problem(huge.job).path() == "groups[0].memory");
+  const std::vector<PendingJob> pending{huge, job(state, "ok", "a", 1, 2)};
+  const auto check = [](const CycleDecisions& d) {
+    CHECK(names(d.starts) == std::vector<std::string>{"ok"});
+    const Waiting* w = d.find_waiting("huge");
+    REQUIRE(w != nullptr);
+    CHECK(w->outcome.verdict == Verdict::kInvalid);
+    REQUIRE(!w->outcome.reasons.empty());
+    CHECK(w->outcome.reasons[0].kind == ReasonKind::kInvalidAmount);
+  };
+  ClusterState fresh = state;
+  check(run_cycle(fresh, {}, pending, queues, 100).value());
+  auto session = Session::open(state, queues, {}).value();
+  for (const PendingJob& p : pending) REQUIRE(session.submit(p));
+  check(session.cycle(100).value());
 }

@@ -137,8 +137,12 @@ struct RequestProblem {
 };
 RequestProblem request_problem(const CompiledJob& job);
 
+// Which replica count of each group a demand sums: the most (`replicas`, what a job asks) or the
+// least (`min_replicas`: where an elastic job may start, and what the cycle judges its tier on).
+enum class ReplicaBound : std::uint8_t { kMost, kLeast };
+
 // What a job charges its queue: its CPU, memory and GPU share (milli-GPU, charged on the flavor it is
-// admitted on) summed over its groups' replicas, the GPU models it allows (the intersection over
+// admitted on) summed over its groups' replicas (at `bound`), the GPU models it allows (the intersection over
 // its groups that need GPUs and have replicas), whether it may shrink, and the first problem
 // (request_problem) — when there is one, the sums stop there.
 struct JobDemand {
@@ -148,7 +152,7 @@ struct JobDemand {
   bool elastic = false;       // some group has min_replicas below replicas (partial admission)
   RequestProblem problem;
 };
-JobDemand job_demand(const CompiledJob& job);
+JobDemand job_demand(const CompiledJob& job, ReplicaBound bound = ReplicaBound::kMost);
 
 struct PendingJobReport {
   std::size_t job;

@@ -67,17 +67,18 @@ GPUSCHED_DECL std::int64_t task_gpu_milli(const TaskShape& s) { return s.needs_g
 
 }  // namespace detail
 
-GPUSCHED_DECL JobDemand job_demand(const CompiledJob& job) {
+GPUSCHED_DECL JobDemand job_demand(const CompiledJob& job, ReplicaBound bound) {
   JobDemand d;
   for (std::size_t g = 0; g < job.groups.size(); ++g) {
     const CompiledGroup& group = job.groups[g];
     const TaskShape& s = group.request.shape;
-    const std::int64_t n = group.replicas;
+    std::int64_t n = group.replicas;
     const auto fail = [&](const char* field, bool overflow, std::int64_t value) {
       d.problem = RequestProblem{g, field, overflow, n, value};
       return d;
     };
     if (n < 0) return fail("replicas", false, n);
+    if (bound == ReplicaBound::kLeast) n = detail::replica_group_min(group);
     for (const auto& [field, value] : {std::pair<const char*, std::int64_t>{"cpu", s.cpu}, {"memory", s.memory},
                                        {"gpus", s.gpus}, {"gpu_milli", s.gpu_milli}})
       if (value < 0) return fail(field, false, value);

@@ -99,21 +99,32 @@ GPUSCHED_DECL Eigen::Index gpu_dim_of(const ClusterState& state, std::span<const
   return -1;
 }
 
-// The requests of a job per flavor: totals over its groups at `replicas` (max) or min replicas,
-// written into `out` (its buffer reused: the cycle asks this for every job it serves).
-GPUSCHED_DECL void job_amounts_into(Amounts& out, const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+// What a job charges flavor dimension `gpu_dim` (-1: none), as fair share sums it
+// (fairness::job_demand) at its groups' most replicas or least (`at_min`), written into `out` (its
+// buffer reused: the cycle asks this for every job it serves). A job whose sums overflow is never
+// served (it waits kInvalid: detail::pending_spec), so these are exact.
+GPUSCHED_DECL void job_amounts_into(Amounts& out, const CompiledJob& job, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+  const fairness::JobDemand demand =
+      fairness::job_demand(job, at_min ? fairness::ReplicaBound::kLeast : fairness::ReplicaBound::kMost);
   out.setZero(dims);
-  for (const GangGroup& g : spec.groups) {
-    const std::int64_t n = at_min ? g.min_replicas : g.replicas;
-    out[fairness::ResourceSpace::kCpu] += n * g.request.shape.cpu;
-    out[fairness::ResourceSpace::kMemory] += n * g.request.shape.memory;
-    if (gpu_dim >= 0) out[gpu_dim] += n * g.request.shape.total_gpu_milli();
-  }
+  out[fairness::ResourceSpace::kCpu] = demand.cpu;
+  out[fairness::ResourceSpace::kMemory] = demand.memory;
+  if (gpu_dim >= 0) out[gpu_dim] = demand.gpu_milli;
 }
-GPUSCHED_DECL Amounts job_amounts(const GangSpec& spec, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
+GPUSCHED_DECL Amounts job_amounts(const CompiledJob& job, Eigen::Index dims, Eigen::Index gpu_dim, bool at_min) {
   Amounts out;
-  job_amounts_into(out, spec, dims, gpu_dim, at_min);
+  job_amounts_into(out, job, dims, gpu_dim, at_min);
   return out;
+}
+
+// A pending job's gang spec, or why it can never be served: its gang does not compile
+// (make_gang_spec), or what it asks sums beyond a 64-bit amount (fairness::request_problem: an
+// ErrorCode::kOverflow naming the group and field). Either way it waits kInvalid.
+GPUSCHED_DECL Result<GangSpec> pending_spec(const CompiledJob& job) {
+  if (const fairness::RequestProblem problem = fairness::request_problem(job))
+    return Error{problem.path() + ": " + problem.what(), problem.overflow ? ErrorCode::kOverflow : ErrorCode::kInvalidValue,
+                 problem.path()};
+  return make_gang_spec(job);
 }
 
 GPUSCHED_DECL bool needs_gpu(const GangSpec& spec) {
@@ -448,14 +459,14 @@ struct CycleRun {
     return place_gang(state, spec, o);
   }
 
-  // The quota's answer for `*chosen` charged on flavor d. An elastic job the quota does not admit
-  // whole is tried at its minimum (it may grow later, stage 4): `chosen` then points at that minimum,
-  // kept in `restricted`.
-  fairness::QuotaCheck check_quota(std::size_t q, Eigen::Index d, const GangSpec& spec, GangSpec& restricted,
+  // The quota's answer for pending job p (its spec `*chosen`) charged on flavor d. An elastic job
+  // the quota does not admit whole is tried at its minimum (it may grow later, stage 4): `chosen`
+  // then points at that minimum, kept in `restricted`.
+  fairness::QuotaCheck check_quota(std::size_t p, std::size_t q, Eigen::Index d, const GangSpec& spec, GangSpec& restricted,
                                    const GangSpec*& chosen) {
-    fairness::QuotaCheck c = book->check(q, job_amounts(*chosen, dims, d, false));
+    fairness::QuotaCheck c = book->check(q, job_amounts(pending[p].job, dims, d, false));
     if (c.admitted() || !elastic(*chosen)) return c;
-    c = book->check(q, job_amounts(*chosen, dims, d, true));
+    c = book->check(q, job_amounts(pending[p].job, dims, d, true));
     if (c.admitted()) {
       if (chosen == &spec) restricted = spec;
       for (GangGroup& g : restricted.groups) g.replicas = g.min_replicas;
@@ -485,7 +496,7 @@ struct CycleRun {
         restricted = restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]);
         chosen = &restricted;
       }
-      return fair ? check_quota(q, d, spec, restricted, chosen) : fairness::QuotaCheck{};  // (no queues: all nominal)
+      return fair ? check_quota(p, q, d, spec, restricted, chosen) : fairness::QuotaCheck{};  // (no queues: all nominal)
     };
     const auto refused = [&](Eigen::Index d, const fairness::QuotaCheck& c) {
       if (!have_quota_miss) quota_miss = quota_reason(c);
@@ -626,7 +637,7 @@ struct CycleRun {
     const GangSpec flavored = d >= 0 ? restrict_to_model(spec, model_of_dim[static_cast<std::size_t>(d)]) : spec;
     const CompiledJob& job = pending[p].job;
     // Which other queues' jobs may be taken (the within-queue rule is find_victims' own).
-    const Amounts need = job_amounts(flavored, dims, d, true);
+    const Amounts need = job_amounts(job, dims, d, true);
     const std::int64_t need_gpu = gpu_total(need);
     const bool within_nominal = fair && book->within_nominal(q, need);
     const std::string& cohort = fair ? queues[q].cohort : std::string();
@@ -1132,7 +1143,7 @@ struct CycleRun {
     std::size_t queue = 0;
   };
   Queuing queuing(std::size_t p) const {
-    if (!specs[p]) return {false, ReasonKind::kOther};
+    if (!specs[p]) return {false, specs[p].error().code == ErrorCode::kOverflow ? ReasonKind::kInvalidAmount : ReasonKind::kOther};
     if (!fair) return {};
     const std::optional<std::size_t> found = tree->find(pending[p].job.queue);
     if (!found) return {false, ReasonKind::kNoSuchQueue};
@@ -1151,7 +1162,7 @@ struct CycleRun {
       members = kept->members;
     } else {
       own_specs.reserve(np);
-      for (std::size_t p = 0; p < np; ++p) own_specs.push_back(make_gang_spec(pending[p].job));
+      for (std::size_t p = 0; p < np; ++p) own_specs.push_back(pending_spec(pending[p].job));
       specs = own_specs;
       own_members.assign(queue_count(), {});
       for (std::size_t p = 0; p < np; ++p)
@@ -1250,9 +1261,10 @@ struct CycleRun {
     // minimum when its quota does not hold more (check_quota).
     auto tier_of = [&](std::size_t q) -> std::optional<std::uint8_t> {
       if (head[q] >= members[q].size()) return std::nullopt;
-      const GangSpec& spec = *specs[members[q][head[q]]];
+      const std::size_t p = members[q][head[q]];
+      const GangSpec& spec = *specs[p];
       return fairness::head_tier(flavors(q, spec), [&](Eigen::Index d) {
-        job_amounts_into(need, spec, dims, d, true);
+        job_amounts_into(need, pending[p].job, dims, d, true);
         return book->within_nominal(q, need);
       });
     };

@@ -118,7 +118,7 @@ GPUSCHED_DECL void Session::dequeue(std::size_t p) {
 GPUSCHED_DECL void Session::append_pending(PendingJob job) {
   const std::uint64_t seq = next_seq_++;
   pending_seq_[job.job.name] = seq;
-  specs_.push_back(make_gang_spec(job.job));
+  specs_.push_back(detail::pending_spec(job.job));
   keys_.push_back(specs_.back() ? detail::shape_key(*specs_.back()) : std::nullopt);
   pending_.push_back(std::move(job));
   seq_.push_back(seq);
