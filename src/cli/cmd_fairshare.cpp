@@ -51,10 +51,8 @@ std::string format_vector(const ResourceSpace& space, const Amounts& a) {
   return out;
 }
 
-int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
-                   const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
-                   const ClusterState& state, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
-                   const std::string& queues_source, const std::string& jobs_source);
+// The plan of io::plan_fairshare, printed as --format asks (or its error, thrown).
+int print_plan(const FairshareOptions& opt, Result<io::FairshareRun> planned);
 
 // `gpusched fairshare --k8s FILE...`: nodes, pods (bound ones are queue usage), queues (Kueue
 // ClusterQueues and LocalQueues, KAI or Volcano Queues) and PriorityClasses as Kubernetes objects.
@@ -75,12 +73,13 @@ int run_fairshare_k8s(const FairshareOptions& opt) {
   if (input->queues.empty()) throw InputError("--k8s: no queue objects (Kueue ClusterQueue, KAI or Volcano Queue) in the input");
   auto configs = io::k8s::queue_configs(*input, resources->space);
   if (!configs) throw InputError(configs.error().message);
-  fairness::AgingPolicy aging;
-  aging.now = opt.now ? *opt.now : io::latest_submit_time(input->jobs);
+  io::QueuesDocument queues;
+  queues.queues = std::move(*configs);
+  queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
+  queues.aging.now = opt.now ? *opt.now : io::latest_submit_time(input->jobs);
   std::vector<const JobView*> views;
   for (const auto& j : input->jobs) views.push_back(&j);
-  return plan_and_print(opt, resources->space, resources->capacity, resources->free, *configs, views, *state,
-                        input->priority_classes, aging, "queues", "pods");
+  return print_plan(opt, io::plan_fairshare(*state, std::move(*resources), std::move(queues), views, "queues", "pods"));
 }
 
 // `gpusched fairshare --slurm FILE... --queues FILE`: sinfo's nodes, squeue's jobs (running ones are
@@ -109,9 +108,7 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   held.reserve(input->running.size());
   // Jobs run in leaf queues only: a parent queue takes no usage (its leaves' sum is its own), so a
   // running job charged to a parent account is reported and counted nowhere.
-  std::set<std::string, std::less<>> parents;
-  for (const auto& q : queues->queues)
-    if (!q.parent.empty()) parents.insert(q.parent);
+  const auto parents = fairness::parent_queue_names(queues->queues);
   for (const io::slurm::RunningInfo& r : input->running) {
     if (std::find(names.begin(), names.end(), r.account) == names.end() || r.tasks.empty()) continue;
     if (parents.contains(r.account)) {
@@ -126,14 +123,12 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
   for (std::size_t q = 0; q < queues->queues.size(); ++q)
     if (!parents.contains(queues->queues[q].name)) queues->queues[q].usage = fairness::queue_amounts((*usage)[q]);
-  fairness::AgingPolicy aging = queues->aging;
-  if (opt.now) aging.now = *opt.now;
-  else if (!queues->now_given) aging.now = io::latest_submit_time(input->jobs);
+  if (opt.now) queues->aging.now = *opt.now;
+  else if (!queues->now_given) queues->aging.now = io::latest_submit_time(input->jobs);
   std::vector<const JobView*> views;
   for (const auto& j : input->jobs) views.push_back(&j);
-  fairness::PriorityClasses classes(queues->classes.begin(), queues->classes.end());
-  return plan_and_print(opt, resources->space, resources->capacity, resources->free, queues->queues, views, *state, classes,
-                        aging, opt.queues_file, "slurm jobs");
+  return print_plan(opt, io::plan_fairshare(*state, std::move(*resources), std::move(*queues), views, opt.queues_file,
+                                            "slurm jobs"));
 }
 
 int run_fairshare(const FairshareOptions& opt) {
@@ -156,57 +151,25 @@ int run_fairshare(const FairshareOptions& opt) {
   const std::string queues_text = read_file(opt.queues_file);
   auto queues_parsed = io::detail::parse_json(queues_text, opt.queues_file);
   if (!queues_parsed) throw_input_error(opt.queues_file, queues_parsed.error().message);
-  const GpuModelRegistry& reg = cluster->registry;
-
-  // Capacity and free resources come from the one cluster model (fairness/cluster_input.hpp).
-  auto state = ClusterState::build(cluster->cluster, reg);
+  auto state = ClusterState::build(cluster->cluster, cluster->registry);
   if (!state) throw InputError(fmt::format("{}: {}", opt.cluster_file, state.error().message));
-  auto resources = fairness::fairness_cluster(*state);
-  if (!resources) throw InputError(fmt::format("{}: {}", opt.cluster_file, resources.error().message));
-  const ResourceSpace& space = resources->space;
-  const Amounts& capacity = resources->capacity;
-  const Amounts& free = resources->free;
-
-  auto queues_read = io::read_queues_json(queues_text, opt.queues_file, space, reg);
-  if (!queues_read) throw InputError(queues_read.error().message);
-  io::QueuesDocument& qf = *queues_read;
-
-  auto views = io::admission_jobs(*jobs, qf, opt.now, opt.queues_file, opt.jobs_file);
-  if (!views) throw InputError(views.error().message);
-  const fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
-
-  std::vector<const JobView*> job_views;
-  for (const auto& v : *views) job_views.push_back(&v);
-  return plan_and_print(opt, space, capacity, free, qf.queues, job_views, *state, classes, qf.aging, opt.queues_file,
-                        opt.jobs_file);
+  return print_plan(opt, io::fairshare_plan(*state, *jobs, queues_text, opt.now, opt.queues_file, opt.jobs_file, opt.cluster_file));
 }
 
-// The plan over the queues and jobs, printed: shared by the JSON files and the Kubernetes objects.
-int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, const Amounts& capacity, const Amounts& free,
-                   const std::vector<fairness::QueueConfig>& queue_configs, const std::vector<const JobView*>& job_views,
-                   const ClusterState& state, const fairness::PriorityClasses& classes, const fairness::AgingPolicy& aging,
-                   const std::string& queues_source, const std::string& jobs_source) {
-  struct {
-    const std::vector<fairness::QueueConfig>& queues;
-  } qf{queue_configs};
-  auto planner = fairness::FairSharePlanner::build(space, capacity, free, qf.queues, &state.registry());
-  if (!planner) throw InputError(fmt::format("{}: {}", queues_source, planner.error().message));
-  auto planned = fairness::plan_jobs(*planner, state, job_views, classes, aging);
-  if (!planned) throw InputError(fmt::format("{}: {}", jobs_source, planned.error().message));
-  const std::vector<CompiledJob>& pending = planned->jobs;
-  const fairness::AdmissionPlan& plan = planned->plan;
-
-  auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
-  auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };
+// The plan printed: shared by the JSON files, the Kubernetes objects and Slurm's state.
+int print_plan(const FairshareOptions& opt, Result<io::FairshareRun> planned) {
+  if (!planned) throw InputError(planned.error().message);
+  const io::FairshareRun& run = *planned;
+  const ResourceSpace& space = run.space;
+  const std::vector<CompiledJob>& pending = run.pending;
+  const fairness::AdmissionPlan& plan = run.plan;
+  const io::QueuesDocument& qf = run.queues;
   if (opt.format == "json") {  // the document io::write_fairshare_json writes for the library's callers
-    io::FairshareRun run{space, capacity, free, {}, {}, {}, {}};
-    run.queues.queues = qf.queues;
-    for (const auto& p : plan.pending) run.pending_reasons.push_back(planner->reason(plan, p, pending));
-    run.pending = std::move(planned->jobs);  // (the plan's jobs, moved: nothing reads them here after)
-    run.plan = std::move(planned->plan);
     std::fputs((io::write_fairshare_json(run, 2) + "\n").c_str(), stdout);
     return 0;
   }
+  auto flavor = [&](int d) { return d < 0 ? std::string("-") : space.gpu_models[static_cast<std::size_t>(d - 2)]; };
+  auto queue_name = [&](std::size_t q) { return q == SIZE_MAX ? std::string("-") : qf.queues[q].name; };
   std::string text = "Admission order\n";
   text += fmt::format("{:>4}  {:<24} {:<16} {:<16} {:>9} {:>8}\n", "#", "job", "queue", "flavor", "borrowed", "priority");
   for (std::size_t k = 0; k < plan.admitted.size(); ++k) {
@@ -221,8 +184,9 @@ int plan_and_print(const FairshareOptions& opt, const ResourceSpace& space, cons
     text += "\n";
   }
   text += fmt::format("\nPending ({})\n", plan.pending.size());
-  for (const auto& p : plan.pending)
-    text += fmt::format("  {:<24} {:<16} {}\n", pending[p.job].name, queue_name(p.queue), planner->reason(plan, p, pending));
+  for (std::size_t k = 0; k < plan.pending.size(); ++k)
+    text += fmt::format("  {:<24} {:<16} {}\n", pending[plan.pending[k].job].name, queue_name(plan.pending[k].queue),
+                        run.pending_reasons[k]);
   text += "\nQueues\n";
   text += fmt::format("  {:<16} {:>6} {:>9} {:>9} {:>9} {:>5} {:>5}  {}\n", "queue", "weight", "dominant", "fair", "weighted",
                       "adm", "pend", "usage");

@@ -253,35 +253,36 @@ Result<std::vector<fairness::WithAdmissionFields>> admission_jobs(const JobsDocu
   return views;
 }
 
+Result<FairshareRun> plan_fairshare(const ClusterState& state, fairness::FairnessCluster cluster, QueuesDocument queues,
+                                    std::span<const JobView* const> jobs, std::string_view queues_source,
+                                    std::string_view jobs_source) {
+  FairshareRun run{std::move(cluster.space), std::move(cluster.capacity), std::move(cluster.free), std::move(queues), {}, {}, {}};
+  auto planner = fairness::FairSharePlanner::build(run.space, run.capacity, run.free, run.queues.queues, &state.registry());
+  if (!planner) return Error(fmt::format("{}: {}", queues_source, planner.error().message), planner.error().code);
+  const fairness::PriorityClasses classes(run.queues.classes.begin(), run.queues.classes.end());
+  auto planned = fairness::plan_jobs(*planner, state, jobs, classes, run.queues.aging);
+  if (!planned) return Error(fmt::format("{}: {}", jobs_source, planned.error().message), planned.error().code);
+  run.pending = std::move(planned->jobs);
+  run.plan = std::move(planned->plan);
+  for (const auto& p : run.plan.pending) run.pending_reasons.push_back(planner->reason(run.plan, p, run.pending));
+  return run;
+}
+
 Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocument& jobs, std::string_view queues_text,
                                     std::optional<std::int64_t> now, std::string_view queues_source,
                                     std::string_view jobs_source, std::string_view cluster_source) {
   try {
-    const GpuModelRegistry& reg = state.registry();
     // Capacity and free resources come from the one cluster model (fairness/cluster_input.hpp).
     auto resources = fairness::fairness_cluster(state);
     if (!resources) return Error(fmt::format("{}: {}", cluster_source, resources.error().message), resources.error().code);
-    FairshareRun run{resources->space, resources->capacity, resources->free, {}, {}, {}, {}};
-    const ResourceSpace& space = run.space;
     auto queues_doc = detail::parse_json(queues_text, queues_source);
     if (!queues_doc) return queues_doc.error();
-    run.queues = read_queues(*queues_doc, std::string(queues_source) + ": ", space, reg);
-    QueuesDocument& qf = run.queues;
-
-    auto views = admission_jobs(jobs, qf, now, queues_source, jobs_source);
+    QueuesDocument queues = read_queues(*queues_doc, std::string(queues_source) + ": ", resources->space, state.registry());
+    auto views = admission_jobs(jobs, queues, now, queues_source, jobs_source);
     if (!views) return views.error();
-    const fairness::PriorityClasses classes(qf.classes.begin(), qf.classes.end());
-
-    auto planner = fairness::FairSharePlanner::build(space, run.capacity, run.free, qf.queues, &reg);
-    if (!planner) return Error(fmt::format("{}: {}", queues_source, planner.error().message), planner.error().code);
     std::vector<const JobView*> job_views;
     for (const auto& v : *views) job_views.push_back(&v);
-    auto planned = fairness::plan_jobs(*planner, state, job_views, classes, qf.aging);
-    if (!planned) return Error(fmt::format("{}: {}", jobs_source, planned.error().message), planned.error().code);
-    run.pending = std::move(planned->jobs);
-    run.plan = std::move(planned->plan);
-    for (const auto& p : run.plan.pending) run.pending_reasons.push_back(planner->reason(run.plan, p, run.pending));
-    return run;
+    return plan_fairshare(state, std::move(*resources), std::move(queues), job_views, queues_source, jobs_source);
   } catch (const FairshareInputError& e) {
     return Error(e.message);
   }

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +85,17 @@ struct QueueConfig {
   std::optional<CohortReclaim> reclaim_within_cohort;
   BorrowWithinCohort borrow_within_cohort;  // Never unless set (no cycle-wide default)
 };
+
+// The names that some queue of `queues` gives as its parent (a range of QueueConfig, or of any record
+// with a `parent` string: the readers' own queue records): those queues divide by weight and take no
+// jobs and no usage of their own — jobs run in leaf queues. The views point into `queues`.
+template <class Queues>
+std::set<std::string_view, std::less<>> parent_queue_names(const Queues& queues) {
+  std::set<std::string_view, std::less<>> out;
+  for (const auto& q : queues)
+    if (!q.parent.empty()) out.insert(q.parent);
+  return out;
+}
 
 // The flavors (GPU dimensions) a queue offers, in the order they are tried: its flavor order, else
 // the resource space's (the queue validated by QueueTree::build: every model it names is in the space).

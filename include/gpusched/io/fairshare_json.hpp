@@ -70,6 +70,15 @@ Result<FairshareRun> fairshare_plan(const ClusterState& state, const JobsDocumen
                                     std::string_view queues_source = "queues", std::string_view jobs_source = "jobs",
                                     std::string_view cluster_source = "cluster");
 
+// The admission order of job views (the Kubernetes and Slurm readers' jobs, or admission_jobs') on
+// `state`, whose fair-share amounts are `cluster` (fairness::fairness_cluster), under `queues` (its
+// configs, priority classes and aging): the planner built, the jobs compiled and planned
+// (fairness::plan_jobs), the reasons formatted. Every front end's plan is this one call; errors are
+// prefixed with `queues_source` (a bad queue tree) or `jobs_source` (a bad job).
+Result<FairshareRun> plan_fairshare(const ClusterState& state, fairness::FairnessCluster cluster, QueuesDocument queues,
+                                    std::span<const JobView* const> jobs, std::string_view queues_source,
+                                    std::string_view jobs_source);
+
 // The `gpusched fairshare --format json` document: admitted (in order), pending (with reasons),
 // queues (usage, shares), capacity, free_before; `indent` as nlohmann's dump (-1: one line; at most 16).
 std::string write_fairshare_json(const FairshareRun& run, int indent = -1);

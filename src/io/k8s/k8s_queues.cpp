@@ -38,8 +38,6 @@ std::string Reader::flavor_model(const Obj& o, const std::string& flavor) {
   return best->first;
 }
 
-// The queues some queue names as its parent (they hold weight only: the leaves hold quotas and jobs).
-
 void add_amount(std::vector<std::pair<std::string, std::int64_t>>& v, const std::string& key, std::int64_t x) {
   for (auto& [k, a] : v)
     if (k == key) {
@@ -369,7 +367,7 @@ void Reader::finish_volcano_hierarchy() {
 // what nobody's quota holds instead of nothing.
 void Reader::finish_kai_queues() {
   if (kai_objects_.empty()) return;
-  const std::set<std::string> parents = parent_names(in_.queues);
+  const auto parents = fairness::parent_queue_names(in_.queues);
   std::map<std::string, std::int64_t> quota_sum;  // per key, over leaves with a finite quota
   bool finite = false;
   for (QueueSpec& q : in_.queues) {

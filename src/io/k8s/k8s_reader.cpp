@@ -151,7 +151,7 @@ Input Reader::run(std::span<const Source> sources) {
       }
   // Jobs run in leaf queues (KAI, Volcano): a bound pod charged to a parent queue counts in no
   // queue's usage (queue_configs gives parents none), so it is reported rather than dropped.
-  const std::set<std::string> parents = parent_names(in_.queues);
+  const auto parents = fairness::parent_queue_names(in_.queues);
   for (const RunningPod& r : in_.running)
     if (parents.contains(r.job.queue_name))
       warn_.add(Obj{nullptr, r.source, "Pod", "", r.pod.ns, r.pod.name, {}}, "queue",
@@ -293,7 +293,6 @@ void Reader::apply_classes() {
 
 using reader::ParseError;
 using reader::Reader;
-using reader::parent_names;
 using json = nlohmann::json;
 
 std::string to_string(const Warning& w) {
@@ -333,7 +332,7 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     (void)q;
     return a;
   };
-  const std::set<std::string> parents = parent_names(input.queues);
+  const auto parents = fairness::parent_queue_names(input.queues);
   for (const QueueSpec& q : input.queues) {
     fairness::QueueConfig c;
     c.name = q.name;

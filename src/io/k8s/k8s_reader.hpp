@@ -444,12 +444,4 @@ class Reader {
   std::map<std::string, VolcanoPath> volcano_paths_;  // Volcano queues with hierarchy annotations
 };
 
-
-inline std::set<std::string> parent_names(const std::vector<QueueSpec>& queues) {
-  std::set<std::string> out;
-  for (const QueueSpec& q : queues)
-    if (!q.parent.empty()) out.insert(q.parent);
-  return out;
-}
-
 }  // namespace gpusched::io::k8s::reader

@@ -21,9 +21,7 @@ GPUSCHED_CTOR_DECL Session::Session(ClusterState& state, std::vector<fairness::Q
   options_.dry_run = false;
   // Jobs join leaf queues: a queue no other queue names as its parent (one pass, not a scan per queue:
   // a tree may have tens of thousands of queues).
-  std::unordered_set<std::string_view> parents;
-  for (const fairness::QueueConfig& q : queues_)
-    if (!q.parent.empty()) parents.insert(q.parent);
+  const auto parents = fairness::parent_queue_names(queues_);
   for (std::size_t q = 0; q < queues_.size(); ++q)
     if (!parents.contains(queues_[q].name)) queue_index_.emplace(queues_[q].name, q);
   members_.assign(fair_ ? queues_.size() : 1, {});
