@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpusched/io/cycle_json.hpp"
+#include "gpusched/scheduler/cycle.hpp"
 #include "io/k8s/k8s_detail.hpp"
 #include "io/k8s_test_util.hpp"
 
@@ -228,6 +230,35 @@ TEST_CASE("KAI / Run:ai GPU sharing annotations: fractions and GPU memory are sh
   CHECK(k8s_test::read_error({kai_pod("b", "{gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"0\"}")})
             .find("gpu-fraction-num-devices") != std::string::npos);
   CHECK(k8s_test::read_error({kai_pod("b", "{nvidia.com/mig-3g.20gb: \"2\"}")}).find("nvidia.com/mig-3g.20gb") != std::string::npos);
+}
+
+TEST_CASE("bound KAI shared pods hold the GPUs the reader gave them, in place --k8s and in the cycle alike") {
+  // Two 0.3 pods of one runai-gpu-group share GPU 0 of the two-GPU node (KAI's binder puts a group
+  // on one device); GPU 1 stays idle, so a pending whole-GPU pod starts there. The cycle's reader
+  // gave each shared pod an idle GPU of its own before (both GPUs held, the pod waited "insufficient
+  // GPUs"), where `place --k8s`, which takes the same pods off the node, bound it.
+  const std::string objects = kTwoA100 + std::string("---\n") +
+                              kai_pod("g1", "{gpu-fraction: \"0.3\"}", "a100", "{runai-gpu-group: g}") + "---\n" +
+                              kai_pod("g2", "{gpu-fraction: \"0.3\"}", "a100", "{runai-gpu-group: g}") + "---\n" +
+                              kai_pod("whole", "{}", "", "{}", "{nvidia.com/gpu: \"1\"}");
+  const json placed = decide_and_bind(k8s_test::read_ok({objects}));
+  REQUIRE(binding(placed, "team/whole"));
+  const std::vector<io::k8s::Source> sources{{objects, "objects.yaml"}};
+  auto in = io::read_cycle_inputs_k8s(sources);
+  REQUIRE_MESSAGE(in.ok(), (in.ok() ? "" : in.error().message));
+  REQUIRE(in->inputs.running.size() == 2);
+  for (const scheduler::RunningJob& r : in->inputs.running) {
+    REQUIRE(r.tasks.size() == 1);
+    CHECK(r.tasks[0].assignment.gpus == std::vector<GpuIndex>{0});
+  }
+  ClusterState& state = *in->state;
+  CHECK(state.shares().free_milli(0, 0) == 400);
+  CHECK(state.shares().free_milli(0, 1) == 1000);
+  auto d = scheduler::run_cycle(state, in->inputs.running, in->inputs.pending, {}, 100);
+  REQUIRE(d.ok());
+  REQUIRE(d->starts.size() == 1);
+  CHECK(d->starts[0].job == "team/whole");
+  CHECK(d->starts[0].tasks[0].assignment.gpus == std::vector<GpuIndex>{1});
 }
 
 TEST_CASE("k8s round trip: Volcano networkTopology keeps a gang in one domain of the tier's level") {

@@ -110,6 +110,14 @@ struct RunningPod {
   std::string node;
   Job job;                // one group, one replica: the pod's request and queue
   std::string gpu_model;  // the node's GPU model when the pod uses GPUs, else ""
+  // The node's GPUs (local indices) the reader gave it — the Pod object names no device: its whole
+  // GPUs (the lowest idle ones), its shared GPU (KAI's runai-gpu-group: one GPU per group), or its
+  // MIG GPU with the instance's start slice in `mig_start` (the first idle instance of its profile).
+  // Every reader of bound pods uses this one choice: the nodes' usage taken off
+  // (Options::subtract_running) and the scheduling cycle's reservations (read_cycle_inputs_k8s).
+  // Empty when the node had no room left for it (a warning says so).
+  std::vector<std::uint16_t> gpus;
+  std::int8_t mig_start = -1;
   std::int32_t priority = 0;
   std::int64_t start_time = 0;  // status.startTime, else metadata.creationTimestamp (seconds; 0 = unknown)
   std::string source;           // the file it was read from, for messages

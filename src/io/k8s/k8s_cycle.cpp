@@ -13,30 +13,25 @@
 namespace gpusched::io {
 namespace {
 
-// A bound pod's task on its node: the lowest free GPUs, or the node's first idle MIG device of the
-// pod's profile (GPU order, then the instance's start slice) — the device plugin hands it one and
-// the Pod object does not say which, as `place --k8s` marks them busy.
+// A bound pod's task on its node, on the GPUs the reader gave it (k8s::RunningPod::gpus: the Pod
+// object names no device, and `place --k8s` / `fairshare --k8s` take the same ones off the node):
+// its whole GPUs, its shared GPU (one per KAI runai-gpu-group), or its MIG GPU's idle instance at
+// the start the reader chose. A pod the reader found no room for is refused by the reservation.
 Result<TaskAssignment> bound_assignment(const ClusterState& st, NodeId n, const TaskRequest& request,
                                         const k8s::RunningPod& r, const std::string& what) {
   TaskAssignment a = make_assignment(n, request);
   if (request.mig.any()) {
-    for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.empty(); ++g) {
-      const mig::MigGpuId id = st.mig().gpu(n, g);
-      if (id == mig::kNoGpu) continue;
-      const int profile = request.mig.profile[st.mig().table().model_of(id)];
-      const int start = profile < 0 ? -1 : st.mig().table().idle_start(id, profile);
-      if (start < 0) continue;
-      a.gpus.push_back(g);
-      a.mig_profile = static_cast<std::int8_t>(profile);
-      a.mig_start = static_cast<std::int8_t>(start);
-      a.mig_create = false;
-    }
-    if (a.gpus.empty())
+    const mig::MigGpuId id = r.gpus.empty() ? mig::kNoGpu : st.mig().gpu(n, r.gpus.front());
+    const int profile = id == mig::kNoGpu ? -1 : request.mig.profile[st.mig().table().model_of(id)];
+    if (profile < 0 || r.mig_start < 0)
       return Error(fmt::format("{}: spec.nodeName: node {} has no idle MIG device of the pod's profile left", what, r.node),
                    ErrorCode::kState, "spec.nodeName");
+    a.gpus.push_back(r.gpus.front());
+    a.mig_profile = static_cast<std::int8_t>(profile);
+    a.mig_start = r.mig_start;
+    a.mig_create = false;
   } else if (request.shape.gpus > 0) {
-    for (GpuIndex g = 0; g < st.gpu_count(n) && a.gpus.size() < static_cast<std::size_t>(request.shape.gpus); ++g)
-      if (st.shares().free_milli(n, g) == kMilliPerGpu) a.gpus.push_back(g);
+    a.gpus.assign(r.gpus.begin(), r.gpus.end());
   }
   return a;
 }

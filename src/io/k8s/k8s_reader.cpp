@@ -175,8 +175,14 @@ void Reader::read_priority_class(const Obj& o) {
 }
 
 
+// Bound pods: which GPUs each holds (RunningPod::gpus, one choice for every reader of them), and,
+// with Options::subtract_running, their requests taken off their nodes. Without it the choice is
+// made on a copy of the nodes' GPUs, which stay as read (the scheduling cycle reserves the pods).
 void Reader::apply_running() {
   std::map<std::pair<std::size_t, std::string>, std::size_t> shared_gpu;  // (node, runai-gpu-group) -> GPU
+  std::vector<std::vector<GpuSpec>> gpu_copies;  // without subtract_running: per node, the GPUs the choice takes from
+  if (!opt_.subtract_running)
+    for (const NodeSpec& n : nodes_) gpu_copies.push_back(n.gpus);
   for (std::size_t ri = 0; ri < in_.running.size(); ++ri) {
     RunningPod& r = in_.running[ri];
     Obj o{nullptr, r.source, "Pod", "", r.pod.ns, r.pod.name, {}};
@@ -186,6 +192,7 @@ void Reader::apply_running() {
       continue;
     }
     NodeSpec& node = nodes_[it->second];
+    std::vector<GpuSpec>& gpus = opt_.subtract_running ? node.gpus : gpu_copies[it->second];
     TaskGroupSpec& g = r.job.groups[0];
     if (const std::string& single = node_recs_[it->second].mig_profile; !single.empty() && g.shape.gpus > 0) {
       // MIG single strategy: the pod's nvidia.com/gpu are MIG devices of the node's profile (a
@@ -203,50 +210,67 @@ void Reader::apply_running() {
     if (g.shape.gpus > 0 || !g.mig_profile.empty()) r.gpu_model = node_recs_[it->second].model;
     if (g.shape.shares_gpu() && g.shape.gpu_memory > 0 && !r.gpu_model.empty())
       g.shape.gpu_milli = memory_share({r.gpu_model}, g.shape.gpu_memory);  // KAI: of this node's GPU
-    if (!opt_.subtract_running) continue;
-    // Saturating, then capped below: bound pods' requests may add up past int64.
-    if (__builtin_add_overflow(node.cpu_used, g.shape.cpu, &node.cpu_used)) node.cpu_used = std::numeric_limits<std::int64_t>::max();
-    if (__builtin_add_overflow(node.memory_used, g.shape.memory, &node.memory_used))
-      node.memory_used = std::numeric_limits<std::int64_t>::max();
-    if (node.cpu_used > node.cpu || node.memory_used > node.memory) {
-      warn_.add(o, "spec.nodeName", "the node's bound pods ask for more CPU or memory than it has: usage capped at capacity");
-      node.cpu_used = std::min(node.cpu_used, node.cpu);
-      node.memory_used = std::min(node.memory_used, node.memory);
-    }
+    if (opt_.subtract_running) take_host_share(o, node, g.shape);
     if (g.shape.shares_gpu()) {
-      take_shared_gpu(o, node, it->second, running_gpu_group_[ri], g, shared_gpu);
+      take_shared_gpu(o, gpus, it->second, running_gpu_group_[ri], g, shared_gpu, r);
       continue;
     }
-    GpuCount left = g.shape.gpus;
-    for (auto& gpu : node.gpus) {
-      if (left == 0) break;
-      if (!gpu.mig_mode && gpu.used_milli == 0) gpu.used_milli = kMilliPerGpu, --left;
-    }
-    if (left > 0) warn_.add(o, "spec.nodeName", "the node's bound pods use more GPUs than it has");
-    if (!g.mig_profile.empty()) {
-      bool taken = false;
-      const auto geometry = mig::parse_profile_name(g.mig_profile);
-      for (auto& gpu : node.gpus) {
-        if (!gpu.mig_mode || taken || !geometry) continue;
-        const auto mid = mig::MigCatalog::builtin().find(gpu.model);
-        if (!mid) continue;
-        const auto& spec = mig::MigCatalog::builtin().spec(*mid);
-        const int pi = mig::match_profile(spec, *geometry);
-        for (auto& inst : gpu.mig_instances)
-          if (!taken && pi >= 0 && !inst.busy && inst.profile_id == spec.profiles[static_cast<std::size_t>(pi)].id)
-            inst.busy = true, taken = true;
-      }
-      if (!taken) warn_.add(o, "spec.nodeName", fmt::format("no idle MIG device {} left on the node for a bound pod", g.mig_profile));
-    }
+    take_whole_gpus(o, gpus, g, r);
   }
+}
+
+// A bound pod's CPU and memory taken off its node (saturating, then capped at capacity: bound pods'
+// requests may add up past int64 or past what the node has).
+void Reader::take_host_share(const Obj& o, NodeSpec& node, const TaskShape& shape) {
+  if (__builtin_add_overflow(node.cpu_used, shape.cpu, &node.cpu_used)) node.cpu_used = std::numeric_limits<std::int64_t>::max();
+  if (__builtin_add_overflow(node.memory_used, shape.memory, &node.memory_used))
+    node.memory_used = std::numeric_limits<std::int64_t>::max();
+  if (node.cpu_used > node.cpu || node.memory_used > node.memory) {
+    warn_.add(o, "spec.nodeName", "the node's bound pods ask for more CPU or memory than it has: usage capped at capacity");
+    node.cpu_used = std::min(node.cpu_used, node.cpu);
+    node.memory_used = std::min(node.memory_used, node.memory);
+  }
+}
+
+// A bound pod's whole GPUs (the lowest idle ones) or its MIG device (the first idle instance of its
+// profile, GPU by GPU), taken on `gpus` and recorded in r.gpus / r.mig_start.
+void Reader::take_whole_gpus(const Obj& o, std::vector<GpuSpec>& gpus, const TaskGroupSpec& g, RunningPod& r) {
+  GpuCount left = g.shape.gpus;
+  for (std::size_t k = 0; k < gpus.size() && left > 0; ++k)
+    if (!gpus[k].mig_mode && gpus[k].used_milli == 0) {
+      gpus[k].used_milli = kMilliPerGpu;
+      r.gpus.push_back(static_cast<std::uint16_t>(k));
+      --left;
+    }
+  if (left > 0) {
+    warn_.add(o, "spec.nodeName", "the node's bound pods use more GPUs than it has");
+    r.gpus.clear();  // (no choice: the cycle's reservation of it is refused, naming the pod)
+  }
+  if (g.mig_profile.empty()) return;
+  const auto geometry = mig::parse_profile_name(g.mig_profile);
+  for (std::size_t k = 0; k < gpus.size() && geometry && r.gpus.empty(); ++k) {
+    if (!gpus[k].mig_mode) continue;
+    const auto mid = mig::MigCatalog::builtin().find(gpus[k].model);
+    if (!mid) continue;
+    const auto& spec = mig::MigCatalog::builtin().spec(*mid);
+    const int pi = mig::match_profile(spec, *geometry);
+    for (auto& inst : gpus[k].mig_instances)
+      if (r.gpus.empty() && pi >= 0 && !inst.busy && inst.profile_id == spec.profiles[static_cast<std::size_t>(pi)].id) {
+        inst.busy = true;
+        r.gpus.push_back(static_cast<std::uint16_t>(k));
+        r.mig_start = static_cast<std::int8_t>(inst.start);
+      }
+  }
+  if (r.gpus.empty()) warn_.add(o, "spec.nodeName", fmt::format("no idle MIG device {} left on the node for a bound pod", g.mig_profile));
 }
 
 // A bound pod's GPU share (a KAI fraction). The Pod object does not say which device it got, but
 // KAI's binder labels the pods of one shared GPU with one runai-gpu-group: a group's pods share its
 // GPU, and a new group takes a GPU no other group holds (an idle one first). A pod without the
 // label takes the first GPU already shared that has room, else the first idle one.
-void Reader::take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_index, const std::string& group,
-                             TaskGroupSpec& g, std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu) {
+void Reader::take_shared_gpu(const Obj& o, std::vector<GpuSpec>& gpus, std::size_t node_index, const std::string& group,
+                             const TaskGroupSpec& g, std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu,
+                             RunningPod& r) {
   auto fits = [&](const GpuSpec& gpu) {
     const auto id = reg_.find(gpu.model);
     const Bytes capacity = id ? reg_.model(*id).memory : 0;
@@ -262,18 +286,19 @@ void Reader::take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_inde
   if (!group.empty())
     if (auto it = shared_gpu.find({node_index, group}); it != shared_gpu.end()) pick = it->second;
   for (int pass = 0; pass < 2 && !pick; ++pass)
-    for (std::size_t k = 0; k < node.gpus.size() && !pick; ++k) {
-      if (!fits(node.gpus[k])) continue;
-      const bool shared = node.gpus[k].used_milli > 0;
+    for (std::size_t k = 0; k < gpus.size() && !pick; ++k) {
+      if (!fits(gpus[k])) continue;
+      const bool shared = gpus[k].used_milli > 0;
       if (group.empty() ? (pass == 1 || shared) : (!of_a_group(k) && (pass == 1 || !shared))) pick = k;
     }
-  if (!pick || !fits(node.gpus[*pick])) {
+  if (!pick || !fits(gpus[*pick])) {
     warn_.add(o, "spec.nodeName", "no GPU of the node has room for the bound pod's GPU fraction: its share is not counted");
     return;
   }
   if (!group.empty()) shared_gpu.emplace(std::pair{node_index, group}, *pick);
-  node.gpus[*pick].used_milli += g.shape.gpu_milli;
-  node.gpus[*pick].used_memory += g.shape.gpu_memory;
+  gpus[*pick].used_milli += g.shape.gpu_milli;
+  gpus[*pick].used_memory += g.shape.gpu_memory;
+  r.gpus.assign(1, static_cast<std::uint16_t>(*pick));
 }
 
 void Reader::apply_classes() {

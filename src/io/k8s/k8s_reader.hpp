@@ -406,8 +406,11 @@ class Reader {
   void read_volcano_jobs();
   void read_network_topology(const Obj& o, const json* spec, Job& job);
   void apply_running();
-  void take_shared_gpu(const Obj& o, NodeSpec& node, std::size_t node_index, const std::string& group, TaskGroupSpec& g,
-                       std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu);
+  void take_host_share(const Obj& o, NodeSpec& node, const TaskShape& shape);
+  void take_whole_gpus(const Obj& o, std::vector<GpuSpec>& gpus, const TaskGroupSpec& g, RunningPod& r);
+  void take_shared_gpu(const Obj& o, std::vector<GpuSpec>& gpus, std::size_t node_index, const std::string& group,
+                       const TaskGroupSpec& g, std::map<std::pair<std::size_t, std::string>, std::size_t>& shared_gpu,
+                       RunningPod& r);
   void apply_classes();
   std::string flavor_model(const Obj& o, const std::string& flavor);
 
