@@ -71,7 +71,7 @@ int run_fairshare_k8s(const FairshareOptions& opt) {
   auto resources = fairness::fairness_cluster(*state);
   if (!resources) throw InputError(fmt::format("nodes: {}", resources.error().message));
   if (input->queues.empty()) throw InputError("--k8s: no queue objects (Kueue ClusterQueue, KAI or Volcano Queue) in the input");
-  auto configs = io::k8s::queue_configs(*input, resources->space);
+  auto configs = io::k8s::queue_configs(*input, *state, resources->space);
   if (!configs) throw InputError(configs.error().message);
   io::QueuesDocument queues;
   queues.queues = std::move(*configs);
@@ -101,11 +101,9 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
   auto queues = io::read_queues_json(read_file(opt.queues_file), opt.queues_file, resources->space, input->registry);
   if (!queues) throw InputError(queues.error().message);
   // Each account's usage: what its running jobs hold (a job of an account no queue names counts nowhere).
-  std::vector<Job> held;
-  std::vector<fairness::RunningJobView> running;
+  std::vector<RunningJob> running;
   std::vector<std::string> names;
   for (const auto& q : queues->queues) names.push_back(q.name);
-  held.reserve(input->running.size());
   // Jobs run in leaf queues only: a parent queue takes no usage (its leaves' sum is its own), so a
   // running job charged to a parent account is reported and counted nowhere.
   const auto parents = fairness::parent_queue_names(queues->queues);
@@ -116,10 +114,11 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
                    io::detail::tidy_message(r.id).c_str(), io::detail::tidy_message(r.account).c_str(), opt.queues_file.c_str());
       continue;
     }
-    held.push_back(io::slurm::running_job(r));
-    running.push_back({&held.back(), r.tasks.front().gpu_model});
+    auto job = io::slurm::running_job_on(*state, r);
+    if (!job) throw InputError(job.error().message);
+    running.push_back(std::move(*job));
   }
-  auto usage = fairness::queue_usage_from_running(running, resources->space, input->registry, names);
+  auto usage = fairness::queue_usage_from_running(running, *state, resources->space, names);
   if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
   for (std::size_t q = 0; q < queues->queues.size(); ++q)
     if (!parents.contains(queues->queues[q].name)) queues->queues[q].usage = fairness::queue_amounts((*usage)[q]);

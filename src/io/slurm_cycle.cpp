@@ -15,27 +15,16 @@ namespace {
 
 Status reserve_running(ClusterState& st, const slurm::RunningInfo& run, CycleInputs& in) {
   if (run.tasks.empty()) return {};  // on nodes the input does not have (reported by the reader)
-  const std::string what = fmt::format("running job {}", run.id);
-  scheduler::RunningJob job;
-  job.name = run.id;
-  job.queue = run.account;
-  job.priority = run.priority;
-  job.start_time = run.start_time;
-  job.runtime_estimate = run.end_time > run.start_time ? run.end_time - run.start_time : -1;
+  auto job = slurm::running_job_on(st, run);
+  if (!job) return job.error();
   std::vector<std::string> groups;
-  auto compiled = compile_job(st, slurm::running_job(run));
-  if (!compiled) return detail::in_context(compiled.error(), what);
-  for (std::size_t k = 0; k < run.tasks.size(); ++k) {
-    const slurm::RunningInfo::Task& t = run.tasks[k];
-    const NodeId n = st.find_node(t.node);
-    const TaskRequest& request = compiled->groups[k].request;
-    TaskAssignment a = make_assignment(n, request);
-    for (std::int32_t g : t.gpus) a.gpus.push_back(static_cast<GpuIndex>(g));
-    if (Status s = st.reserve(request, a); !s) return detail::in_context(s.error(), fmt::format("{} on node {}", what, t.node));
-    job.tasks.push_back({request, std::move(a)});
-    groups.push_back(compiled->groups[k].name);
+  for (std::size_t k = 0; k < job->tasks.size(); ++k) {
+    const RunningTask& t = job->tasks[k];
+    if (Status s = st.reserve(t.request, t.assignment); !s)
+      return detail::in_context(s.error(), fmt::format("running job {} on node {}", run.id, run.tasks[k].node));
+    groups.push_back("node" + std::to_string(k));
   }
-  in.running.push_back(std::move(job));
+  in.running.push_back(std::move(*job));
   in.running_groups.push_back(std::move(groups));
   return {};
 }
@@ -64,6 +53,31 @@ Result<AdapterCycle> read_slurm_cycle(std::span<const slurm::Source> sources, sl
 }
 
 }  // namespace
+
+namespace slurm {
+Result<RunningJob> running_job_on(const ClusterState& state, const RunningInfo& run) {
+  const std::string what = fmt::format("running job {}", run.id);
+  RunningJob job;
+  job.name = run.id;
+  job.queue = run.account;
+  job.priority = run.priority;
+  job.start_time = run.start_time;
+  job.runtime_estimate = run.end_time > run.start_time ? run.end_time - run.start_time : -1;
+  auto compiled = compile_job(state, running_job(run));
+  if (!compiled) return detail::in_context(compiled.error(), what);
+  for (std::size_t k = 0; k < run.tasks.size(); ++k) {
+    const RunningInfo::Task& t = run.tasks[k];
+    const NodeId n = state.find_node(t.node);
+    if (n == kNoNode)
+      return Error(fmt::format("{}: nodes[{}]: no node named \"{}\"", what, k, t.node.substr(0, 200)), ErrorCode::kUnknownName, "nodes");
+    const TaskRequest& request = compiled->groups[k].request;
+    TaskAssignment a = make_assignment(n, request);
+    for (std::int32_t g : t.gpus) a.gpus.push_back(static_cast<GpuIndex>(g));
+    job.tasks.push_back({request, std::move(a)});
+  }
+  return job;
+}
+}  // namespace slurm
 
 Result<AdapterCycle> read_cycle_inputs_slurm(std::span<const slurm::Source> sources, const slurm::Options& options) {
   try {

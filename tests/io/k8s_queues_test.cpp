@@ -40,7 +40,7 @@ QueueInput queue_input(const io::k8s::Input& in) {
   REQUIRE(state.ok());
   auto fc = fairness::fairness_cluster(*state);
   REQUIRE(fc.ok());
-  auto configs = io::k8s::queue_configs(in, fc->space);
+  auto configs = io::k8s::queue_configs(in, *state, fc->space);
   REQUIRE_MESSAGE(configs.ok(), (configs.ok() ? "" : configs.error().message));
   return {std::move(*fc), std::move(*configs), std::move(*state)};
 }

@@ -18,9 +18,9 @@
 //     `queue_usage_from_running(running, state, ...)` sums every running job into its queue's usage.
 //     The scheduling cycle, its kept usage (scheduler::RunningUsage) and the tools count with these,
 //     so a queue's usage is one sum wherever it is asked for.
-//   * `queue_usage_from_running(running views, ...)`: the same sums for a reader that knows a running
-//     job's request and model but placed none of it (Kubernetes bound Pods, Slurm's running jobs, read
-//     with their requests taken off the nodes): `RunningJobView` names the job and its GPU model.
+//     A reader's running work counts the same way: the Kubernetes and Slurm readers give each bound pod
+//     or running job its GPUs (the one RunningJob, io::k8s::running_job_on, io::slurm::running_job_on),
+//     whether the state holds it reserved (the cycle) or was read with it taken off (fairshare).
 //
 //   auto cluster = gpusched::fairness::fairness_cluster(state).value();
 //   auto planner = gpusched::fairness::FairSharePlanner::build(cluster.space, cluster.capacity, cluster.free, queues,
@@ -105,19 +105,6 @@ class WithAdmissionFields final : public JobView {
   std::int64_t submit_time_;
 };
 
-// A running job a reader knows by its request and the GPU model it runs on (empty for a CPU-only
-// job), without an assignment on a state.
-struct RunningJobView {
-  const JobView* job = nullptr;
-  std::string_view gpu_model;
-};
-
-// Per-queue usage (one Amounts per queue of `queue_names`, in that order) of the running jobs.
-// Errors name the job by index ("running[3].queue", "running[3].gpu_model", "running[3].groups[0].cpu").
-Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJobView> running, const ResourceSpace& space,
-                                                      const GpuModelRegistry& registry,
-                                                      std::span<const std::string> queue_names);
-
 // The GPU model a task's GPUs are counted on: the model of its first GPU (none for a task without
 // GPUs, or on a node the state does not have).
 std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a);
@@ -129,8 +116,10 @@ std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const Tas
 std::int64_t task_usage(Amounts& usage, const ClusterState& state, std::span<const Eigen::Index> dim_of_model,
                         const TaskAssignment& a, int sign = 1);
 
-// Per-queue usage (one Amounts per queue of `queue_names`, in that order) of jobs running on
-// `state`, counted by task_usage. Errors name the job: "running[3].queue" for a queue not listed.
+// Per-queue usage (one Amounts per queue of `queue_names`, in that order) of running jobs, counted as
+// task_usage counts (the assignments' GPU models read from `state`; the tasks need not be reserved
+// on it). Checked: errors name the job, "running[3].queue" for a queue not listed, kOverflow for a
+// queue's usage beyond a 64-bit amount.
 Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running, const ClusterState& state,
                                                       const ResourceSpace& space, std::span<const std::string> queue_names);
 
@@ -147,22 +136,6 @@ namespace detail {
 inline Error fairness_request_error(const RequestProblem& problem, const std::string& prefix) {
   return fairness_error(problem.overflow ? ErrorCode::kOverflow : ErrorCode::kInvalidValue,
                         fairness_text(prefix, problem.path(), ": ", problem.what()));
-}
-
-// What a job view's groups charge (job_demand over their shapes and replicas; no model resolved:
-// RunningJobView names the model), or its request problem as an error.
-inline Result<JobDemand> fairness_view_demand(const JobView& job) {
-  CompiledJob shapes;
-  for (std::size_t g = 0; g < job.group_count(); ++g) {
-    const TaskGroupInfo info = job.group(g);
-    CompiledGroup& group = shapes.groups.emplace_back();
-    group.replicas = info.replicas;
-    group.min_replicas = info.min_replicas;
-    group.request.shape = info.shape;
-  }
-  JobDemand demand = job_demand(shapes);
-  if (demand.problem) return fairness_request_error(demand.problem, "");
-  return demand;
 }
 
 }  // namespace detail
@@ -226,38 +199,6 @@ inline Result<FairnessCluster> fairness_cluster(const ClusterState& state) {
   return out;
 }
 
-inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJobView> running,
-                                                             const ResourceSpace& space, const GpuModelRegistry& registry,
-                                                             std::span<const std::string> queue_names) {
-  std::vector<Amounts> usage(queue_names.size(), Amounts::Zero(space.size()));
-  for (std::size_t i = 0; i < running.size(); ++i) {
-    const auto prefixed = [i](const Error& e) {
-      return detail::fairness_error(e.code, detail::fairness_text("running[", i, "].", e.message));
-    };
-    const JobView& job = *running[i].job;
-    const auto q = std::find(queue_names.begin(), queue_names.end(), job.queue());
-    if (q == queue_names.end())
-      return prefixed(detail::fairness_error(ErrorCode::kUnknownName, detail::fairness_text("queue: no queue named \"", job.queue(), "\"")));
-    auto totals = detail::fairness_view_demand(job);
-    if (!totals) return prefixed(totals.error());
-    Amounts& u = usage[static_cast<std::size_t>(q - queue_names.begin())];
-    std::int64_t* target[] = {&u[ResourceSpace::kCpu], &u[ResourceSpace::kMemory], nullptr};
-    const std::int64_t amount[] = {totals->cpu, totals->memory, totals->gpu_milli};
-    if (totals->gpu_milli > 0) {
-      const auto d = space.gpu_dim(canonical_model_name(registry, running[i].gpu_model));
-      if (!d)
-        return prefixed(detail::fairness_error(
-            ErrorCode::kUnknownName, detail::fairness_text("gpu_model: \"", running[i].gpu_model, "\" is not a GPU model of the cluster")));
-      target[2] = &u[*d];
-    }
-    for (int k = 0; k < 3; ++k)
-      if (target[k] && __builtin_add_overflow(*target[k], amount[k], target[k]))
-        return prefixed(detail::fairness_error(ErrorCode::kOverflow,
-                                               detail::fairness_text("queue: usage of queue \"", job.queue(), "\" exceeds a 64-bit amount (overflow)")));
-  }
-  return usage;
-}
-
 inline std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, const TaskAssignment& a) {
   if (a.gpus.empty() || a.node >= state.node_count()) return std::nullopt;
   return state.gpu_model(a.node, a.gpus.front());
@@ -285,7 +226,19 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
       return detail::fairness_error(ErrorCode::kUnknownName,
                                     detail::fairness_text("running[", i, "].queue: no queue named \"", running[i].queue, "\""));
     Amounts& u = usage[static_cast<std::size_t>(q - queue_names.begin())];
-    for (const RunningTask& t : running[i].tasks) task_usage(u, state, dims, t.assignment);
+    for (const RunningTask& t : running[i].tasks) {
+      // task_usage's sums, checked: a reader's running work is not bounded by the state's totals
+      // (it may have been taken off the nodes, capped, rather than reserved).
+      const TaskAssignment& a = t.assignment;
+      const std::optional<GpuModelId> model = counted_gpu_model(state, a);
+      const Eigen::Index gpu_dim = model && *model < dims.size() ? dims[*model] : -1;
+      const std::pair<Eigen::Index, std::int64_t> adds[] = {
+          {ResourceSpace::kCpu, a.cpu}, {ResourceSpace::kMemory, a.memory}, {gpu_dim, static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli}};
+      for (const auto& [d, x] : adds)
+        if (d >= 0 && __builtin_add_overflow(u[d], x, &u[d]))
+          return detail::fairness_error(ErrorCode::kOverflow, detail::fairness_text("running[", i, "].queue: usage of queue \"", running[i].queue,
+                                                                                    "\" exceeds a 64-bit amount (overflow)"));
+    }
   }
   return usage;
 }

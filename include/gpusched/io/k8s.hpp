@@ -39,6 +39,7 @@
 
 #include "gpusched/cluster/cluster.hpp"
 #include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/cluster/jobs.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/fairness/admission.hpp"
@@ -159,10 +160,18 @@ struct Input {
 // Reads every source (all or nothing). Errors name the source, the object, the field and the value.
 Result<Input> read(std::span<const Source> sources, const Options& options = {});
 
-// The queues as the fairness family's configuration over `space` (fairness::fairness_cluster of a
-// state built from input.cluster), with each queue's usage from the running pods. Errors name the
-// queue and the field.
-Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, const fairness::ResourceSpace& space);
+// A bound pod as the one running job (cluster/jobs.hpp): one task of its request on its node, on the
+// GPUs the reader gave it (RunningPod::gpus; none when the node had no room left, which the reader
+// reported), not reserved on `state`; queue, priority and start time from the pod. Errors name the
+// pod: a node `state` does not have, a request that does not compile.
+Result<RunningJob> running_job_on(const ClusterState& state, const RunningPod& pod);
+
+// The queues as the fairness family's configuration over `space` (fairness::fairness_cluster of
+// `state`, built from input.cluster), with each leaf queue's usage from the running pods (as
+// running_job_on gives them, counted by fairness::queue_usage_from_running). Errors name the queue
+// and the field.
+Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, const ClusterState& state,
+                                                         const fairness::ResourceSpace& space);
 
 // Every pending job decided on `state` (built from input.cluster and input.registry): the state's
 // topology levels are set to input.topology_levels, then jobs go in priority order (higher first,

@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "gpusched/cluster/cluster.hpp"
+#include "gpusched/cluster/cluster_state.hpp"
+#include "gpusched/cluster/jobs.hpp"
 #include "gpusched/core/gpu_model.hpp"
 #include "gpusched/core/result.hpp"
 #include "gpusched/io/cluster_json.hpp"
@@ -127,6 +129,11 @@ inline std::int64_t runtime_estimate(const PendingInfo& job) { return job.time_l
 // A running job as the job model: one group per node it holds (named "node0", "node1", ...), one
 // task each of what it holds there (the CPUs, memory and number of its GPUs); queue = its account.
 Job running_job(const RunningInfo& run);
+// The same as the one running job (cluster/jobs.hpp) on `state`: each task on its node and the GPUs
+// Slurm gave it (gres_detail's indices), not reserved; queue = its account, with its priority, start
+// and the time limit as its run-time estimate. Errors name the job ("running job 12"): a task that
+// does not compile, a node `state` does not have.
+Result<RunningJob> running_job_on(const ClusterState& state, const RunningInfo& run);
 
 // A Slurm timestamp as scontrol takes it ("2026-12-04T14:30:00", UTC).
 std::string slurm_time(std::int64_t epoch_seconds);

@@ -9,6 +9,7 @@
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/k8s.hpp"
 #include "io/json_input.hpp"
+#include "io/text_input.hpp"
 
 namespace gpusched::io {
 namespace {
@@ -16,16 +17,13 @@ namespace {
 // A bound pod's task on its node, on the GPUs the reader gave it (k8s::RunningPod::gpus: the Pod
 // object names no device, and `place --k8s` / `fairshare --k8s` take the same ones off the node):
 // its whole GPUs, its shared GPU (one per KAI runai-gpu-group), or its MIG GPU's idle instance at
-// the start the reader chose. A pod the reader found no room for is refused by the reservation.
-Result<TaskAssignment> bound_assignment(const ClusterState& st, NodeId n, const TaskRequest& request,
-                                        const k8s::RunningPod& r, const std::string& what) {
+// the start the reader chose; no GPU when the reader found no room for it.
+TaskAssignment bound_assignment(const ClusterState& st, NodeId n, const TaskRequest& request, const k8s::RunningPod& r) {
   TaskAssignment a = make_assignment(n, request);
   if (request.mig.any()) {
     const mig::MigGpuId id = r.gpus.empty() ? mig::kNoGpu : st.mig().gpu(n, r.gpus.front());
     const int profile = id == mig::kNoGpu ? -1 : request.mig.profile[st.mig().table().model_of(id)];
-    if (profile < 0 || r.mig_start < 0)
-      return Error(fmt::format("{}: spec.nodeName: node {} has no idle MIG device of the pod's profile left", what, r.node),
-                   ErrorCode::kState, "spec.nodeName");
+    if (profile < 0 || r.mig_start < 0) return a;
     a.gpus.push_back(r.gpus.front());
     a.mig_profile = static_cast<std::int8_t>(profile);
     a.mig_start = r.mig_start;
@@ -51,28 +49,22 @@ Result<AdapterCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
   if (!input->queues.empty()) {
     auto fc = fairness::fairness_cluster(st);
     if (!fc) return detail::in_context(fc.error(), "nodes");
-    auto configs = k8s::queue_configs(*input, fc->space);
+    auto configs = k8s::queue_configs(*input, st, fc->space);
     if (!configs) return configs.error();
     in.queues.queues = std::move(*configs);
     in.queues.classes.insert(input->priority_classes.begin(), input->priority_classes.end());
   }
   for (const k8s::RunningPod& r : input->running) {
+    if (st.find_node(r.node) == kNoNode) continue;  // reported by the reader
+    auto job = k8s::running_job_on(st, r);
+    if (!job) return job.error();
+    const RunningTask& t = job->tasks.front();
     const std::string what = fmt::format("{}: Pod {}/{}", r.source, r.pod.ns, r.pod.name);
-    const NodeId n = st.find_node(r.node);
-    if (n == kNoNode) continue;  // reported by the reader
-    auto compiled = compile_job(st, r.job);
-    if (!compiled) return detail::in_context(compiled.error(), what);
-    const TaskRequest& request = compiled->groups[0].request;
-    auto a = bound_assignment(st, n, request, r, what);
-    if (!a) return a.error();
-    if (Status s = st.reserve(request, *a); !s) return detail::in_context(s.error(), fmt::format("{} on node {}", what, r.node));
-    scheduler::RunningJob job;
-    job.name = r.job.job_name;
-    job.queue = r.job.queue_name;
-    job.priority = r.priority;
-    job.start_time = r.start_time;
-    job.tasks.push_back({request, std::move(*a)});
-    in.running.push_back(std::move(job));
+    if (t.request.mig.any() && t.assignment.gpus.empty())
+      return Error(fmt::format("{}: spec.nodeName: node {} has no idle MIG device of the pod's profile left", what, r.node),
+                   ErrorCode::kState, "spec.nodeName");
+    if (Status s = st.reserve(t.request, t.assignment); !s) return detail::in_context(s.error(), fmt::format("{} on node {}", what, r.node));
+    in.running.push_back(std::move(*job));
     in.running_groups.push_back({"pod"});
   }
   st.commit();
@@ -87,6 +79,26 @@ Result<AdapterCycle> read_k8s_cycle(std::span<const k8s::Source> sources) {
 }
 
 }  // namespace
+
+namespace k8s {
+Result<RunningJob> running_job_on(const ClusterState& state, const RunningPod& pod) {
+  const std::string what = fmt::format("{}: Pod {}/{}", pod.source, pod.pod.ns, pod.pod.name);
+  const NodeId n = state.find_node(pod.node);
+  if (n == kNoNode)
+    return Error(fmt::format("{}: spec.nodeName: no node named \"{}\"", what, io::detail::shown(pod.node)), ErrorCode::kUnknownName,
+                 "spec.nodeName");
+  auto compiled = compile_job(state, pod.job);
+  if (!compiled) return io::detail::in_context(compiled.error(), what);
+  RunningJob job;
+  job.name = pod.job.job_name;
+  job.queue = pod.job.queue_name;
+  job.priority = pod.priority;
+  job.start_time = pod.start_time;
+  const TaskRequest& request = compiled->groups[0].request;
+  job.tasks.push_back({request, bound_assignment(state, n, request, pod)});
+  return job;
+}
+}  // namespace k8s
 
 Result<AdapterCycle> read_cycle_inputs_k8s(std::span<const k8s::Source> sources) {
   try {

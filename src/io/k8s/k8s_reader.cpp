@@ -243,7 +243,7 @@ void Reader::take_whole_gpus(const Obj& o, std::vector<GpuSpec>& gpus, const Tas
       --left;
     }
   if (left > 0) {
-    warn_.add(o, "spec.nodeName", "the node's bound pods use more GPUs than it has");
+    warn_.add(o, "spec.nodeName", "the node's bound pods use more GPUs than it has: this pod's GPUs are not counted");
     r.gpus.clear();  // (no choice: the cycle's reservation of it is refused, naming the pod)
   }
   if (g.mig_profile.empty()) return;
@@ -339,7 +339,8 @@ Result<Input> read(std::span<const Source> sources, const Options& options) {
   }
 }
 
-Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, const fairness::ResourceSpace& space) {
+Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, const ClusterState& state,
+                                                         const fairness::ResourceSpace& space) {
   std::vector<fairness::QueueConfig> out;
   std::vector<std::string> names;
   for (const QueueSpec& q : input.queues) names.push_back(q.name);
@@ -379,10 +380,14 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     if (!q.lending_limit.empty()) c.lending_limit = fairness::queue_amounts(*fill(q, q.lending_limit, fairness::kNoLimit));
     out.push_back(std::move(c));
   }
-  std::vector<fairness::RunningJobView> running;
-  for (const RunningPod& r : input.running)
-    if (std::find(names.begin(), names.end(), r.job.queue_name) != names.end()) running.push_back({&r.job, r.gpu_model});
-  auto usage = fairness::queue_usage_from_running(running, space, input.registry, names);
+  std::vector<RunningJob> running;  // bound pods of listed queues, on nodes the input has
+  for (const RunningPod& r : input.running) {
+    if (std::find(names.begin(), names.end(), r.job.queue_name) == names.end() || state.find_node(r.node) == kNoNode) continue;
+    auto job = running_job_on(state, r);
+    if (!job) return job.error();
+    running.push_back(std::move(*job));
+  }
+  auto usage = fairness::queue_usage_from_running(running, state, space, names);
   if (!usage) return Error{fmt::format("running pods: {}", usage.error().message), usage.error().code, usage.error().field};
   for (std::size_t q = 0; q < out.size(); ++q)
     if (!parents.contains(out[q].name)) out[q].usage = fairness::queue_amounts((*usage)[q]);  // jobs run in leaf queues only
