@@ -1,6 +1,8 @@
 // Round trips: Kubernetes objects -> decisions -> bindings JSON.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -259,6 +261,64 @@ TEST_CASE("bound KAI shared pods hold the GPUs the reader gave them, in place --
   REQUIRE(d->starts.size() == 1);
   CHECK(d->starts[0].job == "team/whole");
   CHECK(d->starts[0].tasks[0].assignment.gpus == std::vector<GpuIndex>{1});
+}
+
+TEST_CASE("property: bound pods hold the same GPUs whether taken off the nodes or reserved by the cycle") {
+  // 150 random sets of bound pods on two 4-GPU A100 nodes: whole-GPU pods (1-2 GPUs), KAI fractions
+  // with and without a runai-gpu-group (several pods per group), CPU-only pods. `place --k8s` and
+  // `fairshare --k8s` read the nodes with the pods taken off (subtract_running); `cycle --k8s`
+  // reserves them on the nodes read whole. Both must see the same free share on every GPU and the
+  // same free CPU and memory on every node (the bug this guards: the cycle put each shared pod of a
+  // group on an idle GPU of its own). Sets the nodes cannot hold are skipped (the reader warns).
+  std::mt19937 rng(20261207);
+  int compared = 0;
+  for (int instance = 0; instance < 150; ++instance) {
+    std::string objects;
+    for (const char* node : {"n0", "n1"})
+      objects += std::string("apiVersion: v1\nkind: Node\nmetadata:\n  name: ") + node +
+                 "\n  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}\nstatus:\n"
+                 "  allocatable: {cpu: \"64\", memory: 256Gi, nvidia.com/gpu: \"4\"}\n---\n";
+    const int pods = std::uniform_int_distribution<int>(1, 7)(rng);
+    for (int k = 0; k < pods; ++k) {
+      std::string name = "p";
+      name += std::to_string(k);
+      const std::string node = rng() % 2 ? "n1" : "n0";
+      switch (rng() % 4) {
+        case 0:
+          objects += kai_pod(name, "{}", node, "{}", "{nvidia.com/gpu: \"" + std::to_string(1 + rng() % 2) + "\"}");
+          break;
+        case 1:
+          objects += kai_pod(name, "{gpu-fraction: \"0." + std::to_string(1 + rng() % 5) + "\"}", node);
+          break;
+        case 2:
+          objects += kai_pod(name, "{gpu-fraction: \"0." + std::to_string(1 + rng() % 4) + "\"}", node,
+                             "{runai-gpu-group: g" + std::to_string(rng() % 2) + "}");
+          break;
+        default:
+          objects += kai_pod(name, "{}", node);
+      }
+      objects += "---\n";
+    }
+    const io::k8s::Input taken_off = k8s_test::read_ok({objects});
+    const bool over = std::any_of(taken_off.warnings.begin(), taken_off.warnings.end(),
+                                  [](const io::k8s::Warning& w) { return w.field == "spec.nodeName"; });
+    if (over) continue;  // more than the nodes hold (the reader warns): not a state both can have
+    auto subtracted = ClusterState::build(taken_off.cluster, taken_off.registry);
+    REQUIRE(subtracted.ok());
+    const std::vector<io::k8s::Source> sources{{objects, "objects.yaml"}};
+    auto reserved = io::read_cycle_inputs_k8s(sources);
+    REQUIRE_MESSAGE(reserved.ok(), (reserved.ok() ? "" : reserved.error().message));
+    const ClusterState& a = *subtracted;
+    const ClusterState& b = *reserved->state;
+    REQUIRE(a.node_count() == b.node_count());
+    for (NodeId n = 0; n < a.node_count(); ++n) {
+      CHECK(a.cpu_free(n) == b.cpu_free(n));
+      CHECK(a.memory_free(n) == b.memory_free(n));
+      for (GpuIndex g = 0; g < a.gpu_count(n); ++g) CHECK(a.shares().free_milli(n, g) == b.shares().free_milli(n, g));
+    }
+    ++compared;
+  }
+  CHECK(compared > 100);
 }
 
 TEST_CASE("k8s round trip: Volcano networkTopology keeps a gang in one domain of the tier's level") {
