@@ -18,9 +18,8 @@
 //     `queue_usage_from_running(running, state, ...)` sums every running job into its queue's usage.
 //     The scheduling cycle, its kept usage (scheduler::RunningUsage) and the tools count with these,
 //     so a queue's usage is one sum wherever it is asked for.
-//     A reader's running work counts the same way: the Kubernetes and Slurm readers give each bound pod
-//     or running job its GPUs (the one RunningJob, io::k8s::running_job_on, io::slurm::running_job_on),
-//     whether the state holds it reserved (the cycle) or was read with it taken off (fairshare).
+//     A reader's running work (Kubernetes bound pods, Slurm running jobs) is RunningJobs too, counted
+//     the same way whether the state holds it reserved or was read with it taken off the nodes.
 //
 //   auto cluster = gpusched::fairness::fairness_cluster(state).value();
 //   auto planner = gpusched::fairness::FairSharePlanner::build(cluster.space, cluster.capacity, cluster.free, queues,
