@@ -304,7 +304,9 @@ Status check_cycle_time(Seconds now);
 // Runs one cycle. Errors (never exceptions) for inputs that cannot be used: `now` outside
 // [0, kMaxCycleTime] (kInvalidValue, field "now"), queues the fairness
 // family refuses (naming the queue and field), a running job on an unknown queue when queues are
-// given. A pending job with a bad request is not an error: it waits with a kInvalid outcome.
+// given. A pending job with a bad request is not an error: it waits with a kInvalid outcome (a gang
+// that does not compile; a queue that does not exist or has child queues; a request whose total is
+// beyond 64 bits, ReasonKind::kInvalidAmount, as fairness::job_demand sums it).
 Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob> running,
                                  std::span<const PendingJob> pending, std::span<const fairness::QueueConfig> queues,
                                  Seconds now, const CycleOptions& options = {},
