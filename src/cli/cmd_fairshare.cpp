@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,10 +117,8 @@ int run_fairshare_slurm(const FairshareOptions& opt) {
     if (!job) throw InputError(job.error().message);
     running.push_back(std::move(*job));
   }
-  auto usage = fairness::queue_usage_from_running(running, *state, resources->space, names);
-  if (!usage) throw InputError(fmt::format("running jobs: {}", usage.error().message));
-  for (std::size_t q = 0; q < queues->queues.size(); ++q)
-    if (!parents.contains(queues->queues[q].name)) queues->queues[q].usage = fairness::queue_amounts((*usage)[q]);
+  if (auto st = fairness::set_usage_from_running(queues->queues, running, *state, resources->space); !st)
+    throw InputError(fmt::format("running jobs: {}", st.error().message));
   if (opt.now) queues->aging.now = *opt.now;
   else if (!queues->now_given) queues->aging.now = io::latest_submit_time(input->jobs);
   std::vector<const JobView*> views;

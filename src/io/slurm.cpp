@@ -851,7 +851,7 @@ Job running_job(const RunningInfo& run) {
   for (std::size_t k = 0; k < run.tasks.size(); ++k) {
     const RunningInfo::Task& t = run.tasks[k];
     TaskGroupSpec g;
-    g.name = fmt::format("node{}", k);
+    g.name = running_group_name(k);
     g.shape.cpu = t.cpu;
     g.shape.memory = t.memory;
     g.shape.gpus = static_cast<GpuCount>(t.gpus.size());

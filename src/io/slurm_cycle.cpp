@@ -9,6 +9,7 @@
 #include "gpusched/io/cycle_json.hpp"
 #include "gpusched/io/slurm.hpp"
 #include "io/json_input.hpp"
+#include "io/text_input.hpp"
 
 namespace gpusched::io {
 namespace {
@@ -22,7 +23,7 @@ Status reserve_running(ClusterState& st, const slurm::RunningInfo& run, CycleInp
     const RunningTask& t = job->tasks[k];
     if (Status s = st.reserve(t.request, t.assignment); !s)
       return detail::in_context(s.error(), fmt::format("running job {} on node {}", run.id, run.tasks[k].node));
-    groups.push_back("node" + std::to_string(k));
+    groups.push_back(slurm::running_group_name(k));
   }
   in.running.push_back(std::move(*job));
   in.running_groups.push_back(std::move(groups));
@@ -69,7 +70,7 @@ Result<RunningJob> running_job_on(const ClusterState& state, const RunningInfo& 
     const RunningInfo::Task& t = run.tasks[k];
     const NodeId n = state.find_node(t.node);
     if (n == kNoNode)
-      return Error(fmt::format("{}: nodes[{}]: no node named \"{}\"", what, k, t.node.substr(0, 200)), ErrorCode::kUnknownName, "nodes");
+      return Error(fmt::format("{}: nodes[{}]: no node named {}", what, k, detail::shown(t.node, 200)), ErrorCode::kUnknownName, "nodes");
     const TaskRequest& request = compiled->groups[k].request;
     TaskAssignment a = make_assignment(n, request);
     for (std::int32_t g : t.gpus) a.gpus.push_back(static_cast<GpuIndex>(g));

@@ -122,6 +122,12 @@ std::int64_t task_usage(Amounts& usage, const ClusterState& state, std::span<con
 Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running, const ClusterState& state,
                                                       const ResourceSpace& space, std::span<const std::string> queue_names);
 
+// Gives each leaf queue of `queues` the usage of its running jobs (queue_usage_from_running, by the
+// queues' names); a parent queue takes none (parent_queue_names: jobs run in leaf queues, so a
+// reader skips or reports a job charged to one). The same errors; `queues` is unchanged on error.
+Status set_usage_from_running(std::span<QueueConfig> queues, std::span<const RunningJob> running,
+                              const ClusterState& state, const ResourceSpace& space);
+
 // --- definitions -----------------------------------------------------------------------------------
 
 inline std::string canonical_model_name(const GpuModelRegistry& registry, std::string_view name) {
@@ -240,6 +246,18 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
     }
   }
   return usage;
+}
+
+inline Status set_usage_from_running(std::span<QueueConfig> queues, std::span<const RunningJob> running,
+                                     const ClusterState& state, const ResourceSpace& space) {
+  std::vector<std::string> names;
+  for (const QueueConfig& q : queues) names.push_back(q.name);
+  auto usage = queue_usage_from_running(running, state, space, names);
+  if (!usage) return usage.error();
+  const auto parents = parent_queue_names(queues);
+  for (std::size_t q = 0; q < queues.size(); ++q)
+    if (!parents.contains(queues[q].name)) queues[q].usage = queue_amounts((*usage)[q]);
+  return {};
 }
 
 inline Result<JobModelPlan> plan_jobs(const FairSharePlanner& planner, const ClusterState& state,

@@ -129,6 +129,8 @@ inline std::int64_t runtime_estimate(const PendingInfo& job) { return job.time_l
 // A running job as the job model: one group per node it holds (named "node0", "node1", ...), one
 // task each of what it holds there (the CPUs, memory and number of its GPUs); queue = its account.
 Job running_job(const RunningInfo& run);
+// The name running_job gives the group of a running job's k-th node.
+inline std::string running_group_name(std::size_t k) { return "node" + std::to_string(k); }
 // The same as the one running job (cluster/jobs.hpp) on `state`: each task on its node and the GPUs
 // Slurm gave it (gres_detail's indices), not reserved; queue = its account, with its priority, start
 // and the time limit as its run-time estimate. Errors name the job ("running job 12"): a task that

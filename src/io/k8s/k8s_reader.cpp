@@ -155,8 +155,8 @@ Input Reader::run(std::span<const Source> sources) {
   for (const RunningPod& r : in_.running)
     if (parents.contains(r.job.queue_name))
       warn_.add(Obj{nullptr, r.source, "Pod", "", r.pod.ns, r.pod.name, {}}, "queue",
-                fmt::format("queue \"{}\" has child queues: a bound pod's usage counts in no queue (jobs run in leaf queues)",
-                            r.job.queue_name.substr(0, 200)));
+                fmt::format("queue {} has child queues: a bound pod's usage counts in no queue (jobs run in leaf queues)",
+                            io::detail::shown(r.job.queue_name, 200)));
   // A class the input does not define was reported and resolved to a number already; the job keeps
   // the number only, so that consumers resolving classes (fair share) do not fail on it.
   for (Job& j : in_.jobs)
@@ -387,10 +387,8 @@ Result<std::vector<fairness::QueueConfig>> queue_configs(const Input& input, con
     if (!job) return job.error();
     running.push_back(std::move(*job));
   }
-  auto usage = fairness::queue_usage_from_running(running, state, space, names);
-  if (!usage) return Error{fmt::format("running pods: {}", usage.error().message), usage.error().code, usage.error().field};
-  for (std::size_t q = 0; q < out.size(); ++q)
-    if (!parents.contains(out[q].name)) out[q].usage = fairness::queue_amounts((*usage)[q]);  // jobs run in leaf queues only
+  if (auto st = fairness::set_usage_from_running(out, running, state, space); !st)
+    return Error{fmt::format("running pods: {}", st.error().message), st.error().code, st.error().field};
   return out;
 }
 
