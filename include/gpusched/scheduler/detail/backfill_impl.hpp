@@ -59,6 +59,15 @@ GPUSCHED_DECL bool earlier_release(const ReleaseEntry& a, const ReleaseEntry& b)
   return a.end != b.end ? a.end < b.end : a.job < b.job;
 }
 
+// The whole GPUs each task of `group` takes (> 0), or 0 when its tasks take none or not whole ones
+// (MIG instances, shares, no GPU) or none are required (min_replicas 0): the groups the whole-GPU
+// counts below can say something about.
+GPUSCHED_DECL std::int64_t whole_gpus_per_task(const GangGroup& group) {
+  const TaskShape& shape = group.request.shape;
+  if (group.request.mig.any() || !shape.needs_gpu() || shape.gpu_milli != kMilliPerGpu || group.min_replicas <= 0) return 0;
+  return shape.gpus;
+}
+
 // A job this plan reserved: its gang on concrete nodes during [start, end).
 struct Claim {
   std::size_t job = 0;
@@ -230,10 +239,7 @@ class IdleGpuBound {
   // The whole GPUs per task of a group the bound counts (> 0), or 0: not one it can say anything
   // about (MIG instances, shares, no GPU, no minimum).
   static std::int32_t counted_size(const GangGroup& group) {
-    const TaskShape& shape = group.request.shape;
-    if (group.request.mig.any() || !shape.needs_gpu() || shape.gpu_milli != kMilliPerGpu || group.min_replicas <= 0)
-      return 0;
-    return static_cast<std::int32_t>(std::min<std::int64_t>(shape.gpus, kMaxGpus + 1));
+    return static_cast<std::int32_t>(std::min<std::int64_t>(whole_gpus_per_task(group), kMaxGpus + 1));
   }
   std::size_t index(std::size_t k, std::int32_t g) const {
     return k * sizes_.size() + static_cast<std::size_t>(column_[static_cast<std::size_t>(g)]);
@@ -504,8 +510,12 @@ class Profile {
   // them only when the whole task fits, so this never says less than overlay would leave). Most
   // tests of the ITP-04 conservative replay stop at this check; overlaying and rolling back their
   // claims was 75 % of its time (perf, benchmarks/README.md "Backfill").
+  //
+  // With `count_idle`, it also notes per node how many of its idle GPUs (free share 1000) the claims
+  // would take a share of, for whole_gpus_may_fit, which must be asked next.
   template <typename Overlaps>
-  std::int64_t free_after_overlay(const ClusterState& state, std::span<const Claim> claims, const Overlaps& overlaps) {
+  std::int64_t free_after_overlay(const ClusterState& state, std::span<const Claim> claims, const Overlaps& overlaps,
+                                  bool count_idle = false) {
     if (gpu_offset_.empty()) {
       gpu_offset_.resize(state.node_count() + 1, 0);
       for (NodeId n = 0; n < state.node_count(); ++n) gpu_offset_[n + 1] = gpu_offset_[n] + state.gpu_count(n);
@@ -526,12 +536,48 @@ class Profile {
       }
     }
     std::int64_t free = state.shares().total_free();
+    if (count_idle && idle_taken_.empty()) idle_taken_.assign(state.node_count(), 0);
     for (const auto& [n, g] : touched_) {
       std::int64_t& d = demand_[gpu_offset_[n] + g];
-      free -= std::min<std::int64_t>(state.shares().free_milli(n, g), d);
+      const MilliGpu f = state.shares().free_milli(n, g);
+      free -= std::min<std::int64_t>(f, d);
+      if (count_idle && f == kMilliPerGpu && d > 0 && idle_taken_[n]++ == 0) taken_nodes_.push_back(n);
       d = 0;
     }
     return free;
+  }
+
+  // After free_after_overlay(..., true) on the same state and claims: whether each group of `spec`
+  // whose tasks take whole GPUs could still find its minimum of tasks on nodes with that many idle
+  // GPUs once overlay() took the claims. A necessary condition, exact for whole GPUs: an idle GPU a
+  // claim takes any share of is no longer idle, and a task of g whole GPUs needs g idle GPUs of one
+  // eligible node. The count starts from the state's idle buckets (nodes per idle level), less what
+  // the claims take on the nodes they touch, so it costs the levels and the claims, not a node scan.
+  // A test the share check lets through can still fail here when the free GPUs are scattered over
+  // nodes: a third of the placements of the ITP-04 conservative replay failed so (benchmarks/README.md).
+  bool whole_gpus_may_fit(const ClusterState& state, const GangSpec& spec) {
+    const gpusched::detail::ClusterIndex index = gpusched::detail::cluster_index(state);
+    bool fits = true;
+    for (const GangGroup& group : spec.groups) {
+      const std::int64_t g = whole_gpus_per_task(group);
+      if (g <= 0) continue;
+      std::int64_t tasks = 0;
+      for (const std::uint8_t key : index.model_keys())
+        for (std::int32_t v = index.next_idle_level(key, static_cast<std::int32_t>(std::min<std::int64_t>(g, INT32_MAX)));
+             v >= 0; v = index.next_idle_level(key, v + 1))
+          if (const NodeBitset* nodes = index.idle_bucket(key, v)) tasks += std::int64_t{nodes->count()} * (v / g);
+      for (const NodeId n : taken_nodes_) {
+        const std::int64_t idle = state.shares().idle_gpus(n);
+        tasks -= idle / g - (idle - idle_taken_[n]) / g;
+      }
+      if (tasks < group.min_replicas) {
+        fits = false;
+        break;
+      }
+    }
+    for (const NodeId n : taken_nodes_) idle_taken_[n] = 0;
+    taken_nodes_.clear();
+    return fits;
   }
 
   void restore() { state_.rollback(base_); }
@@ -595,6 +641,9 @@ class Profile {
   std::vector<std::size_t> gpu_offset_;
   std::vector<std::int64_t> demand_;
   std::vector<std::pair<NodeId, GpuIndex>> touched_;
+  // whole_gpus_may_fit's: per node, the idle GPUs the claims take (zero between calls), and those nodes.
+  std::vector<std::int32_t> idle_taken_;
+  std::vector<NodeId> taken_nodes_;
 };
 
 // One test of a gang at time t for [t, end).
@@ -626,7 +675,13 @@ GPUSCHED_DECL FitTest test_fit(Profile& profile, std::span<const Claim> claims, 
     const bool started = c.start == now;
     return !(started ? t == now : skip_reserved);
   };
-  if (t != now && profile.free_after_overlay(state, claims, overlaps) < needed) return out;
+  // A gang of whole-GPU tasks also needs nodes with that many idle GPUs each (whole_gpus_may_fit).
+  if (t != now) {
+    const bool whole = std::any_of(spec.groups.begin(), spec.groups.end(), [](const GangGroup& g) { return whole_gpus_per_task(g) > 0; });
+    const bool share_ok = profile.free_after_overlay(state, claims, overlaps, whole) >= needed;
+    if (whole && !profile.whole_gpus_may_fit(state, spec)) return out;  // (also clears what it counted)
+    if (!share_ok) return out;
+  }
   const ClusterState::Checkpoint mark = state.checkpoint();
   for (const Claim& c : claims) {
     if (!overlaps(c)) continue;
