@@ -67,6 +67,10 @@
 //   - before a test overlays the plan's jobs, the GPU share free at t less what the jobs active at t
 //     hold must cover the gang's, and so must the share the overlay would leave, computed per GPU
 //     without touching the state (the claims on a GPU take min(free, their sum));
+//   - for a gang of whole-GPU tasks, the tasks of each group's size that the nodes' idle GPUs could
+//     still hold once the overlay took the claims: the state's idle buckets less the idle GPUs the
+//     claims would take a share of, node by node (free GPUs scattered over nodes pass the share
+//     check; a third of the ITP-04 replay's placements at later times failed so);
 //   - one dry-run gang placement per test that passes the bounds.
 //
 // Limits. Estimates are trusted (jobs that overrun are handled as above; jobs that end early free

@@ -361,7 +361,8 @@ struct CyclePrefix {
   std::vector<BlockedPending> blocked;  // the cycle's state after serving them: what did not start,
   std::size_t guards = 0;               // the guards reserved and the nodes they closed,
   std::vector<NodeId> guard_cordoned;
-  std::vector<GuardMemo> guard_memo;    // and its memos
+  std::vector<GuardMemo> guard_memo;    // and its memos,
+  std::vector<std::size_t> deferred_guards;  // and the guards not yet needed (CycleRun::guard)
   std::vector<FailedShape> failed;
   bool held_by_head = false;            // a StrictFIFO head blocked the rest of the queue
   CycleStats stats;

@@ -204,6 +204,7 @@ struct CycleRun {
   std::vector<NodeId> guard_cordoned;
   std::size_t first_guard = SIZE_MAX;  // the first protected reservation (index into out.reservations)
   std::vector<GuardMemo> guard_memo;
+  std::vector<std::size_t> deferred_guards;  // blocked jobs whose guard is not computed yet, in order (guard)
   // The prefix a session keeps (CyclePrefix): whether this cycle fills it, whether it resumed it,
   // whether its backfill stage made a plan; the waiting records written before any job was served.
   bool keeps = false, resuming = false, planned = false;
@@ -940,10 +941,45 @@ struct CycleRun {
   // admitted after it can delay it. EASY does this for the first blocked job only; conservative for
   // every one up to the depth, each planned on the nodes the earlier ones left open (so it delays none
   // of them either). Stage 4 then plans all blocked jobs together on every node (backfill_stage).
+  //
+  // Conservative without reasons, queues or preemption defers them: a guard only closes nodes to
+  // the jobs served after it, and a job that cannot start with some of the guards before it in
+  // place cannot start with all of them (they only close more). So a guard is computed, in order,
+  // only when a later job would start without it (admit_guarded), and the guards behind the last
+  // job that starts, most of them in a contended queue, never are. (Stage 4's grows and a resumed
+  // cycle take them in as they are needed too; the joint plan replaces them either way.) With
+  // reasons, every guard is computed: a job kept off a guard's nodes says so (blame_guards).
   void guard(std::size_t p) {
     if (!backfill_on()) return;
     const bool conservative = options.backfill.mode == BackfillMode::kConservative;
-    if (guards >= (conservative ? options.backfill.depth : std::size_t{1})) return;
+    if (guards + deferred_guards.size() >= (conservative ? options.backfill.depth : std::size_t{1})) return;
+    if (conservative && !explain && !fair && !options.preempt) {
+      deferred_guards.push_back(p);
+      return;
+    }
+    place_guard(p);
+  }
+  // Computes deferred guards, the first `count` of them, in order.
+  void take_in_guards(std::size_t count = SIZE_MAX) {
+    count = std::min(count, deferred_guards.size());
+    for (std::size_t k = 0; k < count; ++k) place_guard(deferred_guards[k]);
+    deferred_guards.erase(deferred_guards.begin(), deferred_guards.begin() + static_cast<std::ptrdiff_t>(count));
+  }
+  // admit() as if every deferred guard were in place: a job that would start without them is
+  // taken back (its placement rolled back) and tried again with the next one in place, until it
+  // cannot start or none is left. Without queues or preemption a start changes nothing else.
+  Attempt admit_guarded(std::size_t p, std::size_t q, const GangSpec& spec) {
+    for (;;) {
+      const ClusterState::Checkpoint mark = state.checkpoint();
+      const std::size_t starts = out.starts.size();
+      Attempt at = admit(p, q, spec);
+      if (!at.started || deferred_guards.empty()) return at;
+      state.rollback(mark);
+      out.starts.resize(starts);
+      take_in_guards(1);
+    }
+  }
+  void place_guard(std::size_t p) {
     ++guards;
     const BlockedJob b{&*specs[p], pending[p].runtime_estimate};
     BackfillOptions bo = backfill_options();
@@ -991,6 +1027,7 @@ struct CycleRun {
   void unguard() {
     for (NodeId n : guard_cordoned) (void)state.uncordon(n);
     guard_cordoned.clear();
+    deferred_guards.clear();
     first_guard = SIZE_MAX;
   }
 
@@ -1220,6 +1257,7 @@ struct CycleRun {
     guard_cordoned = std::move(k.guard_cordoned);
     for (NodeId n : guard_cordoned) (void)state.cordon(n);  // (the same state: they were open before the guards)
     guard_memo = std::move(k.guard_memo);
+    deferred_guards = std::move(k.deferred_guards);
     failed = std::move(k.failed);
     out.stats = k.stats;
     out.stats.resumed = k.order.size();
@@ -1237,6 +1275,7 @@ struct CycleRun {
     k.guards = guards;
     k.guard_cordoned = guard_cordoned;
     k.guard_memo = guard_memo;
+    k.deferred_guards = deferred_guards;
     k.failed = failed;
     k.stats = out.stats;
     k.held_by_head = held_by_head;
@@ -1280,7 +1319,7 @@ struct CycleRun {
       const std::size_t p = members[q][head[q]++];
       Attempt at;
       if (!explain && known_to_wait(p, q, *specs[p])) at.outcome.verdict = Verdict::kNotNow;
-      else at = admit(p, q, *specs[p]);
+      else at = admit_guarded(p, q, *specs[p]);
       if (!at.started) {
         wait(p, at.outcome, &at);
         blocked.push_back({p, at.outcome.verdict == Verdict::kNotNow});
@@ -1315,10 +1354,13 @@ struct CycleRun {
 
     // Stage 4 on the nodes the protected reservation leaves open, then stage 3's plan over every
     // blocked job (backfill.hpp): reservations, and the starts that delay none of them.
-    if (options.grow_elastic) grow();
+    if (options.grow_elastic) {
+      if (!kept || !kept->elastic || !kept->elastic->empty()) take_in_guards();  // (grows meet the guards)
+      grow();
+    }
     unguard();
     backfill_stage();
-    if (keeps) kept->prefix->ready = decided_nothing() && (guards == 0 || planned);
+    if (keeps) kept->prefix->ready = decided_nothing() && ((guards == 0 && deferred_guards.empty()) || planned);
 
     // Nominated placements were reserved to hold them through this cycle; between cycles they are
     // free again and the next cycle's stage 0 takes them first.
