@@ -1109,6 +1109,12 @@ struct CycleRun {
   }
 
   // ---- stage 4 ----------------------------------------------------------------------------------
+  // On the nodes the guards leave open: the deferred ones are taken in when a job may grow.
+  void grow_stage() {
+    if (!options.grow_elastic) return;
+    if (!kept || !kept->elastic || !kept->elastic->empty()) take_in_guards();
+    grow();
+  }
   void grow() {
     std::vector<std::size_t> order;
     auto consider = [&](std::size_t j) {
@@ -1354,10 +1360,7 @@ struct CycleRun {
 
     // Stage 4 on the nodes the protected reservation leaves open, then stage 3's plan over every
     // blocked job (backfill.hpp): reservations, and the starts that delay none of them.
-    if (options.grow_elastic) {
-      if (!kept || !kept->elastic || !kept->elastic->empty()) take_in_guards();  // (grows meet the guards)
-      grow();
-    }
+    grow_stage();
     unguard();
     backfill_stage();
     if (keeps) kept->prefix->ready = decided_nothing() && ((guards == 0 && deferred_guards.empty()) || planned);
