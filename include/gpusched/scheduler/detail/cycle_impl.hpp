@@ -1361,9 +1361,10 @@ struct CycleRun {
     // Stage 4 on the nodes the protected reservation leaves open, then stage 3's plan over every
     // blocked job (backfill.hpp): reservations, and the starts that delay none of them.
     grow_stage();
+    const bool guarded = guards > 0 || !deferred_guards.empty();
     unguard();
     backfill_stage();
-    if (keeps) kept->prefix->ready = decided_nothing() && ((guards == 0 && deferred_guards.empty()) || planned);
+    if (keeps) kept->prefix->ready = decided_nothing() && (!guarded || planned);
 
     // Nominated placements were reserved to hold them through this cycle; between cycles they are
     // free again and the next cycle's stage 0 takes them first.
