@@ -28,6 +28,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -209,15 +210,27 @@ inline std::optional<GpuModelId> counted_gpu_model(const ClusterState& state, co
   return state.gpu_model(a.node, a.gpus.front());
 }
 
+namespace detail {
+// What one task's assignment adds to a usage vector, as (dimension, amount): its CPU, its memory and
+// its GPUs' share on its counted model's dimension (-1 when that is not counted: no GPU, a model
+// the space does not have). task_usage adds them unchecked, queue_usage_from_running checked.
+inline std::array<std::pair<Eigen::Index, std::int64_t>, 3> task_usage_terms(const ClusterState& state,
+                                                                             std::span<const Eigen::Index> dim_of_model,
+                                                                             const TaskAssignment& a) {
+  const std::optional<GpuModelId> model = counted_gpu_model(state, a);
+  const Eigen::Index gpu_dim = model && *model < dim_of_model.size() ? dim_of_model[*model] : -1;
+  return {{{ResourceSpace::kCpu, a.cpu},
+           {ResourceSpace::kMemory, a.memory},
+           {gpu_dim, static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli}}};
+}
+}  // namespace detail
+
 inline std::int64_t task_usage(Amounts& usage, const ClusterState& state, std::span<const Eigen::Index> dim_of_model,
                                const TaskAssignment& a, int sign) {
-  usage[ResourceSpace::kCpu] += sign * a.cpu;
-  usage[ResourceSpace::kMemory] += sign * a.memory;
-  const std::optional<GpuModelId> model = counted_gpu_model(state, a);
-  if (!model || *model >= dim_of_model.size() || dim_of_model[*model] < 0) return 0;
-  const std::int64_t gpu = static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli;
-  usage[dim_of_model[*model]] += sign * gpu;
-  return gpu;
+  const auto terms = detail::task_usage_terms(state, dim_of_model, a);
+  for (const auto& [d, x] : terms)
+    if (d >= 0) usage[d] += sign * x;
+  return terms[2].first >= 0 ? terms[2].second : 0;
 }
 
 inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const RunningJob> running, const ClusterState& state,
@@ -234,12 +247,7 @@ inline Result<std::vector<Amounts>> queue_usage_from_running(std::span<const Run
     for (const RunningTask& t : running[i].tasks) {
       // task_usage's sums, checked: a reader's running work is not bounded by the state's totals
       // (it may have been taken off the nodes, capped, rather than reserved).
-      const TaskAssignment& a = t.assignment;
-      const std::optional<GpuModelId> model = counted_gpu_model(state, a);
-      const Eigen::Index gpu_dim = model && *model < dims.size() ? dims[*model] : -1;
-      const std::pair<Eigen::Index, std::int64_t> adds[] = {
-          {ResourceSpace::kCpu, a.cpu}, {ResourceSpace::kMemory, a.memory}, {gpu_dim, static_cast<std::int64_t>(a.gpus.size()) * a.gpu_milli}};
-      for (const auto& [d, x] : adds)
+      for (const auto& [d, x] : detail::task_usage_terms(state, dims, t.assignment))
         if (d >= 0 && __builtin_add_overflow(u[d], x, &u[d]))
           return detail::fairness_error(ErrorCode::kOverflow, detail::fairness_text("running[", i, "].queue: usage of queue \"", running[i].queue,
                                                                                     "\" exceeds a 64-bit amount (overflow)"));

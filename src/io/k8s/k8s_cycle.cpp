@@ -85,7 +85,7 @@ Result<RunningJob> running_job_on(const ClusterState& state, const RunningPod& p
   const std::string what = fmt::format("{}: Pod {}/{}", pod.source, pod.pod.ns, pod.pod.name);
   const NodeId n = state.find_node(pod.node);
   if (n == kNoNode)
-    return Error(fmt::format("{}: spec.nodeName: no node named \"{}\"", what, io::detail::shown(pod.node)), ErrorCode::kUnknownName,
+    return Error(fmt::format("{}: spec.nodeName: no node named {}", what, io::detail::shown(pod.node)), ErrorCode::kUnknownName,
                  "spec.nodeName");
   auto compiled = compile_job(state, pod.job);
   if (!compiled) return io::detail::in_context(compiled.error(), what);

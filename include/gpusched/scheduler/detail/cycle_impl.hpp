@@ -122,8 +122,7 @@ GPUSCHED_DECL Amounts job_amounts(const CompiledJob& job, Eigen::Index dims, Eig
 // ErrorCode::kOverflow naming the group and field). Either way it waits kInvalid.
 GPUSCHED_DECL Result<GangSpec> pending_spec(const CompiledJob& job) {
   if (const fairness::RequestProblem problem = fairness::request_problem(job))
-    return Error{problem.path() + ": " + problem.what(), problem.overflow ? ErrorCode::kOverflow : ErrorCode::kInvalidValue,
-                 problem.path()};
+    return fairness::detail::fairness_request_error(problem, "");
   return make_gang_spec(job);
 }
 
