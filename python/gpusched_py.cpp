@@ -576,8 +576,12 @@ void session_submit(PySession& s, const PyJobs& jobs) {
   if (!st) raise(st.error());
 }
 
-std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, bool decisions_only) {
-  auto run = s.session->cycle(now, dry_run, decisions_only ? scheduler::CycleDetail::kDecisions : scheduler::CycleDetail::kFull);
+// `detail`: 0 full, 1 decisions only, 2 actions only (scheduler::CycleDetail, from Session.cycle's flags).
+std::string session_cycle(PySession& s, std::int64_t now, bool dry_run, int detail) {
+  const scheduler::CycleDetail d = detail == 2   ? scheduler::CycleDetail::kActions
+                                   : detail == 1 ? scheduler::CycleDetail::kDecisions
+                                                 : scheduler::CycleDetail::kFull;
+  auto run = s.session->cycle(now, dry_run, d);
   raise_policy_failure(*s.policy);
   s.orders.raise_failure();
   if (!run) raise(run.error());
@@ -1216,7 +1220,7 @@ PYBIND11_MODULE(_core, m) {
             if (Status st = s.session->cancel(job); !st) raise(st.error());
           },
           py::arg("job"))
-      .def("cycle_json", &session_cycle, py::arg("now"), py::arg("dry_run"), py::arg("decisions_only"))
+      .def("cycle_json", &session_cycle, py::arg("now"), py::arg("dry_run"), py::arg("detail"))
       .def_property_readonly("pending", [](const PySession& s) {
         std::vector<std::string> out;
         for (const auto& p : s.session->session().pending()) out.push_back(p.job.name);

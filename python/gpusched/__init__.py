@@ -143,7 +143,8 @@ class Session:
     The session changes ``cluster`` (started jobs reserved, finished ones released) and keeps it
     alive. ``cycle(now, dry_run=True)`` decides and changes nothing; ``decisions_only=True`` leaves
     out the jobs that merely wait (infeasible and invalid ones are still listed) and the work of
-    explaining them. ``options`` are ``gpusched.cycle``'s knobs. Bad input raises ValueError naming
+    explaining them; ``actions_only=True`` also leaves out the reservations (what to do now only,
+    which spares conservative backfill most of its plan). ``options`` are ``gpusched.cycle``'s knobs. Bad input raises ValueError naming
     the field; a name already pending or running, or unknown to ``finish``, is a ValueError too.
     """
 
@@ -170,9 +171,10 @@ class Session:
         """A pending job withdrawn, or a running one stopped."""
         self._core.cancel(job)
 
-    def cycle(self, now: int, dry_run: bool = False, decisions_only: bool = False) -> dict:
+    def cycle(self, now: int, dry_run: bool = False, decisions_only: bool = False, actions_only: bool = False) -> dict:
         """One scheduling cycle at ``now``, committed unless ``dry_run``."""
-        return json.loads(self._core.cycle_json(int(now), bool(dry_run), bool(decisions_only)))
+        detail = 2 if actions_only else 1 if decisions_only else 0
+        return json.loads(self._core.cycle_json(int(now), bool(dry_run), detail))
 
     @property
     def pending(self) -> list[str]:

@@ -1131,8 +1131,9 @@ gpusched_status gpusched_session_cycle(gpusched_session* session, int64_t now, u
     *out = nullptr;
     need(session, "session");
     const bool dry_run = (flags & GPUSCHED_CYCLE_DRY_RUN) != 0;
-    const auto detail = (flags & GPUSCHED_CYCLE_DECISIONS_ONLY) ? gpusched::scheduler::CycleDetail::kDecisions
-                                                                : gpusched::scheduler::CycleDetail::kFull;
+    const auto detail = (flags & GPUSCHED_CYCLE_ACTIONS_ONLY)     ? gpusched::scheduler::CycleDetail::kActions
+                        : (flags & GPUSCHED_CYCLE_DECISIONS_ONLY) ? gpusched::scheduler::CycleDetail::kDecisions
+                                                                  : gpusched::scheduler::CycleDetail::kFull;
     auto run = session->session->cycle(now, dry_run, detail);
     if (!run) {
       // A failed order is reported once: the session asks it again next cycle.

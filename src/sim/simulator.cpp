@@ -536,7 +536,7 @@ Status Engine::run_cycle(Seconds now, bool& again) {
     if (!fresh) return fresh.error();
     session_.emplace(std::move(*fresh));
   }
-  auto d = session_->cycle(now, scheduler::CycleApply::kCommit, scheduler::CycleDetail::kDecisions);
+  auto d = session_->cycle(now, scheduler::CycleApply::kCommit, scheduler::CycleDetail::kActions);
   if (!d) return Error{"scheduling cycle: " + d.error().message, d.error().code, d.error().field};
   again = !d->evictions.empty() || (config_.policy.preempt && (!d->starts.empty() || !d->grows.empty()));
   for (const scheduler::Waiting& w : d->waiting) {

@@ -551,9 +551,15 @@ static void test_session(void) {
   gpusched_cycle_result_free(r);
   CHECK(gpusched_state_idle_gpus(s, 0) == 2);
   CHECK(gpusched_session_running_count(ses) == 1 && gpusched_session_pending_count(ses) == 1);
-  /* Decisions only: the infeasible job is still listed. */
+  /* Decisions only: the infeasible job is still listed; actions only (planned first) decides the same. */
   r = NULL;
   CHECK(gpusched_session_submit(ses, late, &err) == GPUSCHED_OK);
+  CHECK(gpusched_session_cycle(ses, 1100, GPUSCHED_CYCLE_ACTIONS_ONLY | GPUSCHED_CYCLE_DRY_RUN, &r, &err) == GPUSCHED_OK);
+  CHECK(gpusched_cycle_start_count(r) == 1);
+  CHECK_STR(gpusched_cycle_start_job(r, 0), "high");
+  CHECK(gpusched_cycle_waiting_count(r) == 1);
+  gpusched_cycle_result_free(r);
+  r = NULL;
   CHECK(gpusched_session_cycle(ses, 1100, GPUSCHED_CYCLE_DECISIONS_ONLY, &r, &err) == GPUSCHED_OK);
   CHECK(gpusched_cycle_start_count(r) == 1);
   CHECK_STR(gpusched_cycle_start_job(r, 0), "high");

@@ -487,6 +487,23 @@ def test_session_kept_across_cycles():
     assert s.pending == []
 
 
+def test_session_actions_only():
+    # Conservative backfill: low holds n1 until 1980; big (8 GPUs) can only start there then, tiny
+    # starts on n0 now. With reservations, big's is reported; actions only: the same start, none.
+    cluster = gpusched.load_cluster(THREE_NODES)
+    s = gpusched.Session(cluster, backfill="conservative", preempt=False)
+    s.add_running({"jobs": [dict(CYCLE_RUNNING["jobs"][0], runtime_estimate=1980)]})
+    s.submit({"jobs": [{"name": "big", "gpus": 8, "cpu": 4, "runtime_estimate": 600, "submit_time": 10},
+                       {"name": "tiny", "gpus": 2, "cpu": 2, "runtime_estimate": 100, "submit_time": 20}]})
+    told = s.cycle(now=1000, dry_run=True, decisions_only=True)
+    assert [r["job"] for r in told["reservations"]] == ["big"]
+    assert told["reservations"][0]["start"] == 1980  # (on the 60 s grid)
+    acted = s.cycle(now=1000, actions_only=True)
+    assert acted["reservations"] == []
+    assert acted["starts"] == told["starts"] and [x["job"] for x in acted["starts"]] == ["tiny"]
+    assert s.running == ["low", "tiny"] and s.pending == ["big"]
+
+
 def test_cycle_the_shipped_example():
     # docs/cycle.md's worked example: res-train evicts prod-batch (cohort reclaim) and starts on
     # node-2, res-small starts, prod-retry backs off until t=3900, res-big waits (cohort exhausted).

@@ -64,8 +64,9 @@ extern "C" {
  * 7: policies of the caller's (gpusched_state_add_policy, gpusched_state_load_plugin, gpusched/c/policy.h),
  *    GPUSCHED_ERROR_POLICY, and "policy" / "seed" in a cycle's options.
  * 8: orders of the caller's (gpusched_state_add_order; plugins' GPUSCHED_PLUGIN_ORDERS_ENTRY), and
- *    "order" / "victim_order" in a cycle's options. */
-#define GPUSCHED_C_API_VERSION 8
+ *    "order" / "victim_order" in a cycle's options.
+ * 9: GPUSCHED_CYCLE_ACTIONS_ONLY. */
+#define GPUSCHED_C_API_VERSION 9
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -316,6 +317,10 @@ typedef struct gpusched_cycle_result gpusched_cycle_result;
 /* (version 5) The decisions only: jobs that merely wait (not now) have no waiting record and no
  * reasons are worked out for them; infeasible and invalid jobs are still listed. */
 #define GPUSCHED_CYCLE_DECISIONS_ONLY 2u
+/* (version 9) What to do now only: as GPUSCHED_CYCLE_DECISIONS_ONLY, and no reservations are
+ * reported, so conservative backfill plans the waiting jobs only as far as the last one that could
+ * start now (the same starts, at a fraction of the cost in a contended queue). */
+#define GPUSCHED_CYCLE_ACTIONS_ONLY 4u
 
 /* One scheduling cycle at time `now` (docs/cycle.md): admission in fair-share order that places,
  * preemption, backfill reservations, elastic grow; the same cycle as `gpusched cycle`.
@@ -435,7 +440,7 @@ GPUSCHED_C_EXPORT gpusched_status gpusched_session_finish(gpusched_session* sess
 GPUSCHED_C_EXPORT gpusched_status gpusched_session_cancel(gpusched_session* session, const char* job, gpusched_error* err);
 /* One cycle at `now`. Without GPUSCHED_CYCLE_DRY_RUN it is committed: the state keeps the decisions
  * and the session moves started jobs to running and evicted ones back to pending. With it nothing
- * changes. GPUSCHED_CYCLE_DECISIONS_ONLY: see above. Indices in the result refer to the session's
+ * changes. GPUSCHED_CYCLE_DECISIONS_ONLY, GPUSCHED_CYCLE_ACTIONS_ONLY: see above. Indices in the result refer to the session's
  * pending jobs in the order submitted (evicted jobs join the end). */
 GPUSCHED_C_EXPORT gpusched_status gpusched_session_cycle(gpusched_session* session, int64_t now, unsigned flags,
                                                           gpusched_cycle_result** out, gpusched_error* err);

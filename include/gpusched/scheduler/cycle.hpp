@@ -316,8 +316,12 @@ Result<CycleDecisions> run_cycle(ClusterState& state, std::span<const RunningJob
 // tool's tables, explain). kDecisions: starts, evictions, shrinks, grows, reservations and
 // nominations only, plus records for the jobs that can never start as they are (kInfeasible,
 // kInvalid); the decisions are the same, without the work of explaining the kNotNow ones (a
-// simulator's or an orchestrator's hot path).
-enum class CycleDetail : std::uint8_t { kFull, kDecisions };
+// simulator's or an orchestrator's hot path). kActions: kDecisions without the reservations (none
+// reported): what to do now and nothing of later, for a caller that acts on the starts, evictions,
+// shrinks, grows and nominations only (the simulator). Conservative backfill then plans the blocked
+// jobs only as far as the last one that could start now (BackfillOptions::starts_only); the
+// decisions are the same.
+enum class CycleDetail : std::uint8_t { kFull, kDecisions, kActions };
 
 namespace detail {
 // A pending job that did not start, in cycle order; `candidate`: waiting kNotNow on its own account
@@ -352,7 +356,8 @@ struct FailedShape {
 // (none could on the nodes left open then, and the new jobs only take more). It then serves and plans
 // only the jobs after them. The session says when the conditions hold (Session::prefix_usable); the
 // cycle checks the queue's order itself and resumes only a cycle without queues, preemption,
-// nominations or reasons (CycleDetail::kDecisions).
+// nominations or reasons (CycleDetail::kDecisions or kActions; a plan kActions stopped early is
+// resumed from where it stopped).
 struct CyclePrefix {
   bool ready = false;                   // filled by a committed cycle that decided nothing
   Seconds now = 0;                      // that cycle's

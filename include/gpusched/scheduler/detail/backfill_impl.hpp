@@ -580,6 +580,15 @@ class Profile {
     return fits;
   }
 
+  // Whether `spec` could start on the state of now, before the plan places anything: its GPU share
+  // is free, and each group of whole-GPU tasks finds its minimum on nodes with that many idle GPUs.
+  // A necessary condition, by counts only: the plan's test at now meets the same state with more
+  // taken (the jobs it starts, the reservations it overlays).
+  bool could_start_now(const ClusterState& state, const GangSpec& spec) {
+    if (state.shares().total_free() < needed_milli(spec)) return false;
+    return whole_gpus_may_fit(state, spec);
+  }
+
   void restore() { state_.rollback(base_); }
   std::uint64_t cursor_steps() const { return cursor_steps_; }
 
@@ -818,8 +827,13 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   // most often the head, gets the one-job bound (a walk that stops at the first slot with room,
   // claims not counted). A resumed plan (PlanPrefix) counts only the jobs after the earlier one's.
   const std::size_t resumed = prefix != nullptr && prefix->jobs <= blocked.size() ? prefix->jobs : 0;
+  std::size_t stop = blocked.size();
+  if (options.starts_only && !options.explain) {
+    stop = std::min(stop, std::max(resumed, options.depth));
+    while (stop > resumed && !profile.could_start_now(state, *blocked[stop - 1].spec)) --stop;
+  }
   const std::span<const BlockedJob> bounded = options.mode == BackfillMode::kConservative
-                                                  ? blocked.subspan(resumed)
+                                                  ? blocked.subspan(resumed, stop - resumed)
                                                   : blocked.subspan(resumed, std::min<std::size_t>(1, blocked.size() - resumed));
   detail::IdleGpuBound bound(state, profile.releases(), times, bounded);
 
@@ -850,7 +864,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     if (prefix->fcfs_head) fcfs_head = *prefix->fcfs_head;
   }
 
-  for (std::size_t i = resumed; i < blocked.size(); ++i) {
+  for (std::size_t i = resumed; i < stop; ++i) {
     const GangSpec& spec = *blocked[i].spec;
     if (options.mode == BackfillMode::kNone && fcfs_head < blocked.size()) {
       plan.waiting.push_back({i, Verdict::kNotNow, {{ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
@@ -991,7 +1005,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   plan.cursor_steps = profile.cursor_steps();
   profile.restore();
   if (prefix != nullptr) {
-    prefix->jobs = blocked.size();
+    prefix->jobs = stop;
     prefix->memo = std::move(memo);
     prefix->failed_now = std::move(failed_now);
     prefix->fcfs_head = fcfs_head < blocked.size() ? std::optional<std::size_t>(fcfs_head) : std::nullopt;

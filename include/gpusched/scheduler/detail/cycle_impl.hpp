@@ -196,6 +196,9 @@ struct CycleRun {
   // Decisions only (CycleDetail::kDecisions): no kNotNow waiting records and no reasons, which the
   // decisions do not depend on (a session's hot path: the simulator throws them away).
   bool explain = true;
+  // Reservations reported (CycleDetail::kActions: none, and the plan stops at the last job that
+  // could start now).
+  bool reserve = true;
   std::vector<std::size_t> nominated;  // pending indices honoured in stage 0 (ascending)
   // Stage 3's protected reservations, their nodes cordoned until stage 4 is done: EASY protects the
   // first blocked job's, conservative every blocked job's up to the depth.
@@ -218,8 +221,9 @@ struct CycleRun {
 
   CycleRun(ClusterState& s, std::span<const RunningJob> r, std::span<const PendingJob> p,
            std::span<const fairness::QueueConfig> q, Seconds n, const CycleOptions& o, const CycleKept* k = nullptr,
-           bool e = true)
-      : state(s), running(r), pending(p), queues(q), now(n), options(o), kept(k), explain(e) {}
+           CycleDetail detail = CycleDetail::kFull)
+      : state(s), running(r), pending(p), queues(q), now(n), options(o), kept(k), explain(detail == CycleDetail::kFull),
+        reserve(detail != CycleDetail::kActions) {}
 
   std::size_t queue_count() const { return fair ? queues.size() : 1; }
   // Jobs join leaf queues (without queues: the one implicit queue).
@@ -1049,13 +1053,15 @@ struct CycleRun {
     // a start (a new job that fit on the nodes the guards left open) is running work the plan meets.
     PlanPrefix* carry = keeps ? &kept->prefix->plan : nullptr;
     if (carry != nullptr && !out.starts.empty()) *carry = PlanPrefix{};
-    auto plan = plan_backfill_on(state, running_profile(), more_releases(), jobs, now, backfill_options(), 0, carry);
+    BackfillOptions bo = backfill_options();
+    bo.starts_only = !reserve;
+    auto plan = plan_backfill_on(state, running_profile(), more_releases(), jobs, now, bo, 0, carry);
     if (!plan) return;
     planned = true;
     out.stats.placements_tried += plan->placements_tried;
     out.reservations.clear();
     for (const Reservation& r : plan->reservations)
-      out.reservations.push_back({cand[r.job], pending[cand[r.job]].job.name, r.start, r.end, r.nodes()});
+      if (reserve) out.reservations.push_back({cand[r.job], pending[cand[r.job]].job.name, r.start, r.end, r.nodes()});
     std::vector<std::size_t> started;  // pending indices, ascending
     for (const BackfillStart& b : plan->startable) {
       const std::size_t p = cand[b.job];
@@ -1398,10 +1404,11 @@ GPUSCHED_DECL Result<CycleDecisions> detail::run_cycle_with(ClusterState& state,
     with_cache.placement.capacity_cache = &cycle_cache;
     opts = &with_cache;
   }
-  detail::CycleRun run(state, running, pending, queues, now, *opts, kept, detail == CycleDetail::kFull);
+  detail::CycleRun run(state, running, pending, queues, now, *opts, kept, detail);
   if (Status s = run.setup(); !s) return s.error();
   run.out.now = now;
   run.run(held);
+  if (detail == CycleDetail::kActions) run.out.reservations.clear();  // (the guards' of a cycle that made no plan)
   for (const Eviction& e : run.out.evictions)
     if (Status s = detail::check_eviction_work(e, now); !s) {
       state.rollback(base);

@@ -610,7 +610,7 @@ GPUSCHED_DECL Result<CycleDecisions> Session::cycle(Seconds now, CycleApply appl
   o.dry_run = apply == CycleApply::kPlan;
   if (o.placement.capacity_cache == nullptr) o.placement.capacity_cache = &capacity_cache_;
   // Only a committed cycle without reasons keeps a prefix, and only such a cycle resumes one.
-  const bool keeps = apply == CycleApply::kCommit && detail == CycleDetail::kDecisions;
+  const bool keeps = apply == CycleApply::kCommit && detail != CycleDetail::kFull;
   const bool resume = keeps && prefix_usable(now);
   detail::CycleKept kept{specs_, keys_, members_, unqueued_, running_queue_, releases_for(now), fresh_releases_.view(), &elastic_};
   kept.prefix = keeps ? &prefix_ : nullptr;
