@@ -580,15 +580,6 @@ class Profile {
     return fits;
   }
 
-  // Whether `spec` could start on the state of now, before the plan places anything: its GPU share
-  // is free, and each group of whole-GPU tasks finds its minimum on nodes with that many idle GPUs.
-  // A necessary condition, by counts only: the plan's test at now meets the same state with more
-  // taken (the jobs it starts, the reservations it overlays).
-  bool could_start_now(const ClusterState& state, const GangSpec& spec) {
-    if (state.shares().total_free() < needed_milli(spec)) return false;
-    return whole_gpus_may_fit(state, spec);
-  }
-
   void restore() { state_.rollback(base_); }
   std::uint64_t cursor_steps() const { return cursor_steps_; }
 
@@ -656,6 +647,18 @@ class Profile {
 };
 
 // One test of a gang at time t for [t, end).
+// The bounds by counts, no placement: the share that overlaying the claims `overlaps` selects would
+// leave on `state`, and for each group of whole-GPU tasks the tasks of its size that the nodes' idle
+// GPUs could still hold then. A necessary condition for `spec` to place there once they are overlaid.
+template <typename Overlaps>
+bool may_fit_by_counts(Profile& profile, const ClusterState& state, std::span<const Claim> claims, const GangSpec& spec,
+                       std::int64_t needed, const Overlaps& overlaps) {
+  const bool whole = std::any_of(spec.groups.begin(), spec.groups.end(), [](const GangGroup& g) { return whole_gpus_per_task(g) > 0; });
+  const bool share_ok = profile.free_after_overlay(state, claims, overlaps, whole) >= needed;
+  if (whole && !profile.whole_gpus_may_fit(state, spec)) return false;  // (also clears what it counted)
+  return share_ok;
+}
+
 struct FitTest {
   bool fits = false;
   GangResult result;  // set when a placement was tried
@@ -685,12 +688,7 @@ GPUSCHED_DECL FitTest test_fit(Profile& profile, std::span<const Claim> claims, 
     return !(started ? t == now : skip_reserved);
   };
   // A gang of whole-GPU tasks also needs nodes with that many idle GPUs each (whole_gpus_may_fit).
-  if (t != now) {
-    const bool whole = std::any_of(spec.groups.begin(), spec.groups.end(), [](const GangGroup& g) { return whole_gpus_per_task(g) > 0; });
-    const bool share_ok = profile.free_after_overlay(state, claims, overlaps, whole) >= needed;
-    if (whole && !profile.whole_gpus_may_fit(state, spec)) return out;  // (also clears what it counted)
-    if (!share_ok) return out;
-  }
+  if (t != now && !may_fit_by_counts(profile, state, claims, spec, needed, overlaps)) return out;
   const ClusterState::Checkpoint mark = state.checkpoint();
   for (const Claim& c : claims) {
     if (!overlaps(c)) continue;
@@ -827,19 +825,40 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   // most often the head, gets the one-job bound (a walk that stops at the first slot with room,
   // claims not counted). A resumed plan (PlanPrefix) counts only the jobs after the earlier one's.
   const std::size_t resumed = prefix != nullptr && prefix->jobs <= blocked.size() ? prefix->jobs : 0;
-  std::size_t stop = blocked.size();
-  if (options.starts_only && !options.explain) {
-    stop = std::min(stop, std::max(resumed, options.depth));
-    while (stop > resumed && !profile.could_start_now(state, *blocked[stop - 1].spec)) --stop;
-  }
+  // Placements of started and reserved jobs live here (stable addresses for the claims).
+  std::vector<std::vector<TaskPlacement>> placements(blocked.size());
+  std::vector<detail::Claim> claims;
+  // Starts only: the plan stops after the last job that could still start now, by counts against the
+  // claims made so far (the plan's test at now meets the same state with more taken: the jobs it
+  // starts, the reservations it overlays). Checked before the plan, then again whenever claims came.
+  const bool starts_only = options.starts_only && !options.explain;
+  std::size_t stop = starts_only ? std::min(blocked.size(), std::max(resumed, options.depth)) : blocked.size();
+  std::size_t stop_checked = 0;  // the claims the last job before `stop` was checked against
+  auto end_now = [&](std::size_t j) {
+    const Seconds duration = detail::grid_duration(blocked[j].runtime_estimate, res);
+    return duration == kForever ? kForever : detail::saturating_add_time(now, duration);
+  };
+  auto may_start_now = [&](std::size_t j) {
+    const Seconds end = end_now(j);
+    return detail::may_fit_by_counts(profile, profile.at(now), claims, *blocked[j].spec, detail::needed_milli(*blocked[j].spec),
+                                     [&](const detail::Claim& c) { return c.start > now && c.start < end; });
+  };
+  auto check_stop = [&](std::size_t from) {
+    // Claims that start once the last job would have ended change nothing for it.
+    if (stop > from && std::all_of(claims.begin() + static_cast<std::ptrdiff_t>(stop_checked), claims.end(),
+                                   [&](const detail::Claim& c) { return c.start >= end_now(stop - 1); }))
+      stop_checked = claims.size();
+    while (stop > from && stop_checked != claims.size()) {
+      if (may_start_now(stop - 1)) stop_checked = claims.size();
+      else --stop;
+    }
+  };
+  if (starts_only)
+    while (stop > resumed && !may_start_now(stop - 1)) --stop;
   const std::span<const BlockedJob> bounded = options.mode == BackfillMode::kConservative
                                                   ? blocked.subspan(resumed, stop - resumed)
                                                   : blocked.subspan(resumed, std::min<std::size_t>(1, blocked.size() - resumed));
   detail::IdleGpuBound bound(state, profile.releases(), times, bounded);
-
-  // Placements of started and reserved jobs live here (stable addresses for the claims).
-  std::vector<std::vector<TaskPlacement>> placements(blocked.size());
-  std::vector<detail::Claim> claims;
   std::size_t fcfs_head = blocked.size();  // kNone: the first job that did not start
   std::vector<std::size_t> next_bad;
   std::vector<std::pair<detail::ShapeKey, Seconds>> failed_now;  // EASY: shapes that could not start now, for so long
@@ -865,6 +884,10 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   }
 
   for (std::size_t i = resumed; i < stop; ++i) {
+    if (starts_only) {
+      check_stop(i);
+      if (i >= stop) break;
+    }
     const GangSpec& spec = *blocked[i].spec;
     if (options.mode == BackfillMode::kNone && fcfs_head < blocked.size()) {
       plan.waiting.push_back({i, Verdict::kNotNow, {{ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
