@@ -151,7 +151,8 @@ void BM_SessionAfterFinish(benchmark::State& st) {
 // queues or preemption, EASY (1) or conservative (2) backfill, after a first committed cycle. Each
 // iteration submits a gang of 4 x 8 GPUs at the lowest priority, which waits, and commits a cycle; resume 0 makes the session
 // forget its kept prefix first (a backoff set again to what it was on a kept job: the same decisions,
-// served from the top). Counter resumed: the pending jobs a cycle did not serve again.
+// served from the top). actions 1: the cycles report no reservations (CycleDetail::kActions, as the
+// simulator asks). Counter resumed: the pending jobs a cycle did not serve again.
 void BM_SessionAfterArrival(benchmark::State& st) {
   Instance& in = instance();
   ClusterState state = in.state;
@@ -166,6 +167,7 @@ void BM_SessionAfterArrival(benchmark::State& st) {
     return p.job.groups.size() == 1 && p.job.groups[0].replicas == 4;
   });
   const bool resume = st.range(1) != 0;
+  const CycleDetail detail = st.range(2) != 0 ? CycleDetail::kActions : CycleDetail::kDecisions;
   Seconds now = 4001;
   std::size_t starts = 0, resumed = 0;
   int next = 0;
@@ -176,7 +178,7 @@ void BM_SessionAfterArrival(benchmark::State& st) {
     p.job.submit_time = now;
     p.job.priority = 0;  // (the lowest: it joins the end of the queue)
     (void)session.submit(std::move(p));
-    auto d = session.cycle(now++, CycleApply::kCommit, CycleDetail::kDecisions);
+    auto d = session.cycle(now++, CycleApply::kCommit, detail);
     if (d) {
       starts += d->starts.size();
       resumed += d->stats.resumed;
@@ -205,7 +207,7 @@ void BM_SessionMemoryPerPending(benchmark::State& st) {
 
 BENCHMARK(BM_SessionAfterSubmit)->ArgName("preempt")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200)->Repetitions(3);
 BENCHMARK(BM_SessionAfterFinish)->ArgName("preempt")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200)->Repetitions(3);
-BENCHMARK(BM_SessionAfterArrival)->ArgNames({"mode", "resume"})->ArgsProduct({{1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(20)->Repetitions(3);
+BENCHMARK(BM_SessionAfterArrival)->ArgNames({"mode", "resume", "actions"})->ArgsProduct({{1, 2}, {0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(20)->Repetitions(3);
 BENCHMARK(BM_SessionMemoryPerPending)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Cycle)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(5)->Repetitions(3);
 BENCHMARK(BM_CycleRebuild)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(3)->Repetitions(3);

@@ -659,6 +659,12 @@ bool may_fit_by_counts(Profile& profile, const ClusterState& state, std::span<co
   return share_ok;
 }
 
+// The claims a test at now overlays for a job that would end at `end`: the reservations that begin
+// before then (the jobs the plan started are on the state of now already).
+inline auto overlaid_at_now(Seconds now, Seconds end) {
+  return [now, end](const Claim& c) { return c.start > now && c.start < end; };
+}
+
 struct FitTest {
   bool fits = false;
   GangResult result;  // set when a placement was tried
@@ -839,9 +845,8 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
     return duration == kForever ? kForever : detail::saturating_add_time(now, duration);
   };
   auto may_start_now = [&](std::size_t j) {
-    const Seconds end = end_now(j);
     return detail::may_fit_by_counts(profile, profile.at(now), claims, *blocked[j].spec, detail::needed_milli(*blocked[j].spec),
-                                     [&](const detail::Claim& c) { return c.start > now && c.start < end; });
+                                     detail::overlaid_at_now(now, end_now(j)));
   };
   auto check_stop = [&](std::size_t from) {
     // Claims that start once the last job would have ended change nothing for it.
