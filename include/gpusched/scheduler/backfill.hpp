@@ -123,9 +123,10 @@ struct BackfillOptions {
   // the placements that only explain (the starts and reservations are the same).
   bool explain = true;
   // Only the starts are wanted (with explain false): the plan stops after the last job that could
-  // start now by a count of the free GPUs (Profile::could_start_now), and the jobs after it get no
-  // reservation and no waiting record. The starts are the same: whether a job starts depends only
-  // on the jobs before it, and one that cannot start now by the counts cannot start now at all.
+  // start now by counts (its GPU share and its whole-GPU tasks' idle GPUs free beside the plan's
+  // claims so far, detail::may_fit_by_counts), and the jobs after it get no reservation and no
+  // waiting record. The starts are the same: whether a job starts depends only on the jobs before
+  // it, and one that cannot start now by the counts cannot start now at all.
   bool starts_only = false;
 };
 

@@ -646,7 +646,6 @@ class Profile {
   std::vector<NodeId> taken_nodes_;
 };
 
-// One test of a gang at time t for [t, end).
 // The bounds by counts, no placement: the share that overlaying the claims `overlaps` selects would
 // leave on `state`, and for each group of whole-GPU tasks the tasks of its size that the nodes' idle
 // GPUs could still hold then. A necessary condition for `spec` to place there once they are overlaid.
@@ -665,6 +664,49 @@ inline auto overlaid_at_now(Seconds now, Seconds end) {
   return [now, end](const Claim& c) { return c.start > now && c.start < end; };
 }
 
+// Starts only (BackfillOptions::starts_only): where a plan stops. Whether a job starts depends only
+// on the jobs before it, so the plan stops after the last job that could still start now by counts
+// against the claims made so far (the plan's test at now meets the same state with more taken: the
+// jobs it starts, the reservations it overlays). Checked before the plan, then again whenever
+// claims came that begin before that job would end.
+class StartsOnlyStop {
+ public:
+  StartsOnlyStop(Profile& profile, std::span<const BlockedJob> blocked, Seconds now, Seconds resolution, std::size_t stop)
+      : profile_(profile), blocked_(blocked), now_(now), resolution_(resolution), stop_(stop) {}
+
+  // One past the last job at or after `from` that could start now beside `claims`.
+  std::size_t at(std::span<const Claim> claims, std::size_t from) {
+    if (stop_ > from && checked_ != kNever) {
+      const Seconds end = end_now(stop_ - 1);
+      if (std::all_of(claims.begin() + static_cast<std::ptrdiff_t>(checked_), claims.end(),
+                      [&](const Claim& c) { return c.start >= end; }))
+        checked_ = claims.size();
+    }
+    while (stop_ > from && checked_ != claims.size()) {
+      const std::size_t j = stop_ - 1;
+      if (may_fit_by_counts(profile_, profile_.at(now_), claims, *blocked_[j].spec, needed_milli(*blocked_[j].spec),
+                            overlaid_at_now(now_, end_now(j))))
+        checked_ = claims.size();
+      else
+        --stop_;
+    }
+    return stop_;
+  }
+
+ private:
+  static constexpr std::size_t kNever = SIZE_MAX;
+  Seconds end_now(std::size_t j) const {
+    const Seconds duration = grid_duration(blocked_[j].runtime_estimate, resolution_);
+    return duration == kForever ? kForever : saturating_add_time(now_, duration);
+  }
+  Profile& profile_;
+  std::span<const BlockedJob> blocked_;
+  Seconds now_, resolution_;
+  std::size_t stop_;
+  std::size_t checked_ = kNever;  // the claims the last job before stop_ was checked against
+};
+
+// One test of a gang at time t for [t, end).
 struct FitTest {
   bool fits = false;
   GangResult result;  // set when a placement was tried
@@ -834,32 +876,11 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   // Placements of started and reserved jobs live here (stable addresses for the claims).
   std::vector<std::vector<TaskPlacement>> placements(blocked.size());
   std::vector<detail::Claim> claims;
-  // Starts only: the plan stops after the last job that could still start now, by counts against the
-  // claims made so far (the plan's test at now meets the same state with more taken: the jobs it
-  // starts, the reservations it overlays). Checked before the plan, then again whenever claims came.
-  const bool starts_only = options.starts_only && !options.explain;
-  std::size_t stop = starts_only ? std::min(blocked.size(), std::max(resumed, options.depth)) : blocked.size();
-  std::size_t stop_checked = 0;  // the claims the last job before `stop` was checked against
-  auto end_now = [&](std::size_t j) {
-    const Seconds duration = detail::grid_duration(blocked[j].runtime_estimate, res);
-    return duration == kForever ? kForever : detail::saturating_add_time(now, duration);
-  };
-  auto may_start_now = [&](std::size_t j) {
-    return detail::may_fit_by_counts(profile, profile.at(now), claims, *blocked[j].spec, detail::needed_milli(*blocked[j].spec),
-                                     detail::overlaid_at_now(now, end_now(j)));
-  };
-  auto check_stop = [&](std::size_t from) {
-    // Claims that start once the last job would have ended change nothing for it.
-    if (stop > from && std::all_of(claims.begin() + static_cast<std::ptrdiff_t>(stop_checked), claims.end(),
-                                   [&](const detail::Claim& c) { return c.start >= end_now(stop - 1); }))
-      stop_checked = claims.size();
-    while (stop > from && stop_checked != claims.size()) {
-      if (may_start_now(stop - 1)) stop_checked = claims.size();
-      else --stop;
-    }
-  };
-  if (starts_only)
-    while (stop > resumed && !may_start_now(stop - 1)) --stop;
+  // Starts only: the plan stops after the last job that could still start now (StartsOnlyStop).
+  std::optional<detail::StartsOnlyStop> starts_only;
+  if (options.starts_only && !options.explain)
+    starts_only.emplace(profile, blocked, now, res, std::min(blocked.size(), std::max(resumed, options.depth)));
+  std::size_t stop = starts_only ? starts_only->at(claims, resumed) : blocked.size();
   const std::span<const BlockedJob> bounded = options.mode == BackfillMode::kConservative
                                                   ? blocked.subspan(resumed, stop - resumed)
                                                   : blocked.subspan(resumed, std::min<std::size_t>(1, blocked.size() - resumed));
@@ -889,10 +910,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
   }
 
   for (std::size_t i = resumed; i < stop; ++i) {
-    if (starts_only) {
-      check_stop(i);
-      if (i >= stop) break;
-    }
+    if (starts_only && i >= (stop = starts_only->at(claims, i))) break;
     const GangSpec& spec = *blocked[i].spec;
     if (options.mode == BackfillMode::kNone && fcfs_head < blocked.size()) {
       plan.waiting.push_back({i, Verdict::kNotNow, {{ReasonKind::kBehindStrictHead, Unit::kNone, -1, -1, 0,
