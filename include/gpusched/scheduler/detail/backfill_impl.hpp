@@ -575,9 +575,13 @@ class Profile {
         break;
       }
     }
+    forget_idle_taken();
+    return fits;
+  }
+  // What free_after_overlay(..., true) counted, when whole_gpus_may_fit is not asked after all.
+  void forget_idle_taken() {
     for (const NodeId n : taken_nodes_) idle_taken_[n] = 0;
     taken_nodes_.clear();
-    return fits;
   }
 
   void restore() { state_.rollback(base_); }
@@ -653,9 +657,11 @@ template <typename Overlaps>
 bool may_fit_by_counts(Profile& profile, const ClusterState& state, std::span<const Claim> claims, const GangSpec& spec,
                        std::int64_t needed, const Overlaps& overlaps) {
   const bool whole = std::any_of(spec.groups.begin(), spec.groups.end(), [](const GangGroup& g) { return whole_gpus_per_task(g) > 0; });
-  const bool share_ok = profile.free_after_overlay(state, claims, overlaps, whole) >= needed;
-  if (whole && !profile.whole_gpus_may_fit(state, spec)) return false;  // (also clears what it counted)
-  return share_ok;
+  if (profile.free_after_overlay(state, claims, overlaps, whole) < needed) {
+    profile.forget_idle_taken();
+    return false;
+  }
+  return !whole || profile.whole_gpus_may_fit(state, spec);
 }
 
 // The claims a test at now overlays for a job that would end at `end`: the reservations that begin
