@@ -21,7 +21,6 @@ using namespace cycle_test;
 
 namespace {
 
-// The decisions as text: what a caller acts on, in order (stats and message texts are not decisions).
 // What a cycle of `detail` is expected to say of run_cycle's decisions: kActions reports no
 // reservations.
 CycleDecisions as_told(CycleDecisions d, CycleDetail detail) {
@@ -29,6 +28,7 @@ CycleDecisions as_told(CycleDecisions d, CycleDetail detail) {
   return d;
 }
 
+// The decisions as text: what a caller acts on, in order (stats and message texts are not decisions).
 std::string decisions_text(const CycleDecisions& d, bool with_not_now) {
   std::ostringstream o;
   const auto tasks = [&](const std::vector<RunningTask>& ts) {

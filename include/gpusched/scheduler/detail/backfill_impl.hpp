@@ -49,6 +49,11 @@ GPUSCHED_DECL Seconds grid_duration(Seconds estimate, Seconds resolution) {
   return estimate <= 0 ? kForever : grid_ceil(estimate, resolution);
 }
 
+// When a job of `duration` (grid_duration's) that starts at t is expected to end (kForever: never).
+GPUSCHED_DECL Seconds end_after(Seconds t, Seconds duration) {
+  return duration == kForever ? kForever : saturating_add_time(t, duration);
+}
+
 GPUSCHED_DECL ReleaseEntry release_of(Seconds end, const TaskAssignment& a, std::uint32_t job) {
   return {end, &a, held_milli(a), a.node, a.is_mig() ? -1 : static_cast<std::int32_t>(a.gpus.size()), job};
 }
@@ -701,10 +706,7 @@ class StartsOnlyStop {
 
  private:
   static constexpr std::size_t kNever = SIZE_MAX;
-  Seconds end_now(std::size_t j) const {
-    const Seconds duration = grid_duration(blocked_[j].runtime_estimate, resolution_);
-    return duration == kForever ? kForever : saturating_add_time(now_, duration);
-  }
+  Seconds end_now(std::size_t j) const { return end_after(now_, grid_duration(blocked_[j].runtime_estimate, resolution_)); }
   Profile& profile_;
   std::span<const BlockedJob> blocked_;
   Seconds now_, resolution_;
@@ -940,7 +942,7 @@ GPUSCHED_DECL Result<BackfillPlan> detail::plan_backfill_on(ClusterState& state,
       continue;
     }
     const std::int64_t needed = detail::needed_milli(spec);
-    auto end_at = [&](Seconds t) { return duration == kForever ? kForever : detail::saturating_add_time(t, duration); };
+    auto end_at = [&](Seconds t) { return detail::end_after(t, duration); };
     bound.bad_slots(spec, next_bad);
     auto may_fit_now = [&] { return next_bad[0] >= bound.slot_of(end_at(now)); };
     auto claim = [&](Seconds t, std::vector<TaskPlacement> placement) {

@@ -1060,8 +1060,9 @@ struct CycleRun {
     planned = true;
     out.stats.placements_tried += plan->placements_tried;
     out.reservations.clear();
-    for (const Reservation& r : plan->reservations)
-      if (reserve) out.reservations.push_back({cand[r.job], pending[cand[r.job]].job.name, r.start, r.end, r.nodes()});
+    if (reserve)
+      for (const Reservation& r : plan->reservations)
+        out.reservations.push_back({cand[r.job], pending[cand[r.job]].job.name, r.start, r.end, r.nodes()});
     std::vector<std::size_t> started;  // pending indices, ascending
     for (const BackfillStart& b : plan->startable) {
       const std::size_t p = cand[b.job];
